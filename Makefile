@@ -1,0 +1,40 @@
+# Gray's build. `make train` trains PPO on CartPole-v1 until solved;
+# `make test` installs what the suite needs (when missing) and runs it.
+GO      ?= go
+BIN     := bin
+SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT_PKGS := protobuf-compiler python3-grpcio redis-server
+
+.PHONY: all build train test test-race test-learning vet lint deps proto bench clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+train: build
+	$(BIN)/train -f configs/cartpole-ppo.yaml
+
+## deps installs the system packages the test suite uses, when missing.
+deps:
+	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi
+
+vet:
+	$(GO) vet ./...
+	@fmt=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$fmt" ]; then echo "gofmt needed:"; echo "$$fmt"; exit 1; fi
+
+test: deps vet
+	$(GO) test -race -count=1 -timeout 30m ./...
+
+proto:
+	$(MAKE) -C plugins proto
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./benchmarks/...
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,159 @@
+package envs
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Config carries an environment's construction options (the "env_config"
+// of an experiment). It may be nil.
+type Config map[string]any
+
+// Creator makes one environment instance.
+type Creator func(cfg Config) (Env, error)
+
+// VectorCreator makes a Vector of n sub-environments directly, for
+// environments (plugins) that step batches natively.
+type VectorCreator func(cfg Config, n int) (Vector, error)
+
+// Resolver turns a name with a registered prefix (such as "plugin:") into a
+// VectorCreator. It returns an error naming the cause when it cannot.
+type Resolver func(name string) (VectorCreator, error)
+
+// The registry is package-level so that driver and worker processes, which
+// run the same executable, agree on every name.
+var registry = struct {
+	sync.RWMutex
+	creators  map[string]Creator
+	vectors   map[string]VectorCreator
+	resolvers map[string]Resolver
+}{
+	creators:  map[string]Creator{},
+	vectors:   map[string]VectorCreator{},
+	resolvers: map[string]Resolver{},
+}
+
+// Register makes name resolve to creator. Registering a name twice panics,
+// as it is a programming error caught at start-up.
+func Register(name string, creator Creator) {
+	registry.Lock()
+	defer registry.Unlock()
+	if _, dup := registry.creators[name]; dup {
+		panic(fmt.Sprintf("envs: environment %q registered twice", name))
+	}
+	registry.creators[name] = creator
+}
+
+// RegisterVector makes name resolve to a natively batched environment.
+func RegisterVector(name string, creator VectorCreator) {
+	registry.Lock()
+	defer registry.Unlock()
+	if _, dup := registry.vectors[name]; dup {
+		panic(fmt.Sprintf("envs: vector environment %q registered twice", name))
+	}
+	registry.vectors[name] = creator
+}
+
+// RegisterResolver routes every name starting with prefix to r.
+func RegisterResolver(prefix string, r Resolver) {
+	registry.Lock()
+	defer registry.Unlock()
+	registry.resolvers[prefix] = r
+}
+
+// Names lists the registered environment names, sorted.
+func Names() []string {
+	registry.RLock()
+	defer registry.RUnlock()
+	names := make([]string, 0, len(registry.creators)+len(registry.vectors))
+	for n := range registry.creators {
+		names = append(names, n)
+	}
+	for n := range registry.vectors {
+		if _, ok := registry.creators[n]; !ok {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// canonical maps a bare family name ("CartPole") to its latest registered
+// version ("CartPole-v1").
+func canonical(name string) string {
+	if strings.Contains(name, "-v") {
+		return name
+	}
+	best, bestVer := "", -1
+	for n := range registry.creators {
+		var ver int
+		if fam, v, ok := strings.Cut(n, "-v"); ok && fam == name {
+			if _, err := fmt.Sscan(v, &ver); err == nil && ver > bestVer {
+				best, bestVer = n, ver
+			}
+		}
+	}
+	if best == "" {
+		return name
+	}
+	return best
+}
+
+// Make creates one instance of the named environment.
+func Make(name string, cfg Config) (Env, error) {
+	registry.RLock()
+	c, ok := registry.creators[canonical(name)]
+	registry.RUnlock()
+	if !ok {
+		return nil, unknown(name)
+	}
+	env, err := c(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("envs: creating %q: %w", name, err)
+	}
+	return env, nil
+}
+
+// MakeVector creates a Vector of n copies of the named environment: natively
+// batched when the name (or its prefix) has a VectorCreator, otherwise n
+// instances from its Creator stepped in turn.
+func MakeVector(name string, cfg Config, n int) (Vector, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("envs: MakeVector(%q): need at least one sub-environment, got %d", name, n)
+	}
+	registry.RLock()
+	canon := canonical(name)
+	vc, ok := registry.vectors[canon]
+	var resolver Resolver
+	if !ok {
+		for prefix, r := range registry.resolvers {
+			if strings.HasPrefix(name, prefix) {
+				resolver = r
+				break
+			}
+		}
+	}
+	registry.RUnlock()
+	if resolver != nil {
+		var err error
+		if vc, err = resolver(name); err != nil {
+			return nil, err
+		}
+		ok = true
+	}
+	if ok {
+		v, err := vc(cfg, n)
+		if err != nil {
+			return nil, fmt.Errorf("envs: creating %d × %q: %w", n, name, err)
+		}
+		return v, nil
+	}
+	return newSerialVector(canon, cfg, n)
+}
+
+func unknown(name string) error {
+	return fmt.Errorf("envs: unknown environment %q; known environments: %s (or plugin:<path> for a plugin)",
+		name, strings.Join(Names(), ", "))
+}
