@@ -210,18 +210,18 @@ func TestSampleFromGoFuncAndChains(t *testing.T) {
 
 func TestMalformedSpacesNameThePath(t *testing.T) {
 	cases := map[string]string{
-		`{"a": {"b": {"uniform": [1]}}}`:             "config.a.b: uniform takes a list of 2 numbers",
-		`{"a": {"uniform": [2, 1]}}`:                 "config.a: uniform needs low < high",
-		`{"a": {"loguniform": [0, 1]}}`:              "loguniform needs 0 < low",
-		`{"a": [1, {"choice": []}]}`:                 "config.a[1]: choice takes a non-empty list",
-		`{"a": {"randint": [1.5, 3]}}`:               "randint needs integers",
-		`{"a": {"normal": [0, -1]}}`:                 "normal needs sd > 0",
-		`{"a": {"quniform": [0, 1, 0]}}`:             "q > 0",
-		`{"a": {"grid_search": [1], "x": 2}}`:        `config.a.grid_search: "grid_search" must be the only key`,
-		`{"a": {"sample_from": "config.b ** 2"}}`:    `sample_from "config.b ** 2"`,
-		`{"a": {"sample_from": "foo(config.b)"}}`:    `unknown name "foo"`,
-		`{"a": {"uniform": ["x", 1]}}`:               `element 0 is "x"`,
-		`{"a": {"sample_from": ["config.b"]}}`:       "sample_from takes an expression string",
+		`{"a": {"b": {"uniform": [1]}}}`:              "config.a.b: uniform takes a list of 2 numbers",
+		`{"a": {"uniform": [2, 1]}}`:                  "config.a: uniform needs low < high",
+		`{"a": {"loguniform": [0, 1]}}`:               "loguniform needs 0 < low",
+		`{"a": [1, {"choice": []}]}`:                  "config.a[1]: choice takes a non-empty list",
+		`{"a": {"randint": [1.5, 3]}}`:                "randint needs integers",
+		`{"a": {"normal": [0, -1]}}`:                  "normal needs sd > 0",
+		`{"a": {"quniform": [0, 1, 0]}}`:              "q > 0",
+		`{"a": {"grid_search": [1], "x": 2}}`:         `config.a.grid_search: "grid_search" must be the only key`,
+		`{"a": {"sample_from": "config.b ** 2"}}`:     `sample_from "config.b ** 2"`,
+		`{"a": {"sample_from": "foo(config.b)"}}`:     `unknown name "foo"`,
+		`{"a": {"uniform": ["x", 1]}}`:                `element 0 is "x"`,
+		`{"a": {"sample_from": ["config.b"]}}`:        "sample_from takes an expression string",
 		`{"deep": {"er": [{"qnormal": [0, 1, -1]}]}}`: "config.deep.er[0]: qnormal needs",
 	}
 	for src, want := range cases {
