@@ -235,3 +235,81 @@ func TestMalformedSpacesNameThePath(t *testing.T) {
 		}
 	}
 }
+
+func TestTPEBeatsRandomOnQuadratic(t *testing.T) {
+	// Minimise (x-0.3)^2 + (log10(lr)+3)^2 plus a categorical term.
+	space := map[string]any{
+		"x":   Uniform{-2, 2},
+		"lr":  LogUniform{1e-6, 1},
+		"opt": Choice{[]any{"a", "b", "c", "d"}},
+		"dbl": SampleFrom{Expr: "config.x * 2"},
+	}
+	loss := func(cfg map[string]any) float64 {
+		x := cfg["x"].(float64)
+		l := math.Log10(cfg["lr"].(float64)) + 3
+		c := 1.0
+		if cfg["opt"] == "c" {
+			c = 0
+		}
+		if cfg["dbl"].(float64) != 2*x {
+			t.Fatal("sample_from not resolved after TPE")
+		}
+		return (x-0.3)*(x-0.3) + l*l/4 + c
+	}
+	run := func(s Searcher) float64 {
+		best := math.Inf(1)
+		for i := 0; ; i++ {
+			id := trialIDString(i)
+			cfg, err := s.Suggest(id)
+			if errors.Is(err, ErrSearchDone) {
+				return best
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := loss(cfg)
+			best = math.Min(best, v)
+			s.OnTrialComplete(id, map[string]any{"loss": v}, false)
+		}
+	}
+	var tpeBest, rndBest float64
+	for seed := int64(0); seed < 5; seed++ {
+		tp, err := NewTPE(space, TPEConfig{NumSamples: 60, NStartup: 10, Seed: seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tp.setMetric("loss", Min); err != nil {
+			t.Fatal(err)
+		}
+		tpeBest += run(tp)
+		rnd, _ := NewBasicVariantGenerator(space, 60, seed)
+		rndBest += run(rnd)
+	}
+	if tpeBest >= rndBest {
+		t.Fatalf("TPE mean best loss %g not below random search's %g", tpeBest/5, rndBest/5)
+	}
+	if _, err := NewTPE(map[string]any{"g": Grid(1, 2)}, TPEConfig{}); err == nil || !strings.Contains(err.Error(), "use choice") {
+		t.Fatalf("grid in TPE: %v", err)
+	}
+	if _, err := NewTPE(space, TPEConfig{Gamma: 1.5}); err == nil {
+		t.Fatal("gamma 1.5 accepted")
+	}
+}
+
+func TestConcurrencyLimiter(t *testing.T) {
+	g, _ := NewBasicVariantGenerator(map[string]any{"x": Uniform{0, 1}}, 10, 1)
+	c, err := NewConcurrencyLimiter(g, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := c.Suggest("a")
+	b, _ := c.Suggest("b")
+	x, err := c.Suggest("c")
+	if a == nil || b == nil || x != nil || err != nil {
+		t.Fatalf("limiter let a third trial through: %v %v", x, err)
+	}
+	c.OnTrialComplete("a", nil, false)
+	if x, _ := c.Suggest("c"); x == nil {
+		t.Fatal("no suggestion after a trial finished")
+	}
+}
