@@ -144,6 +144,9 @@ func (h *HyperBand) OnTrialResult(ctl Controller, t *Trial, result map[string]an
 }
 
 func (b *hbBracket) allReached() bool {
+	if !b.closed && len(b.entries) < b.capacity {
+		return false // more trials will join this round
+	}
 	live := 0
 	for _, e := range b.entries {
 		if e.done {
@@ -206,6 +209,23 @@ func (h *HyperBand) OnTrialComplete(ctl Controller, t *Trial, _ map[string]any) 
 	if b.allReached() {
 		h.halve(ctl, b, nil)
 	}
+}
+
+// Flush implements Flusher: when nothing runs and no new trial comes, the
+// open bracket is closed and halved with the trials it has.
+func (h *HyperBand) Flush(ctl Controller) bool {
+	progressed := false
+	for _, b := range h.brackets {
+		if b.closed {
+			continue
+		}
+		b.closed = true
+		if b.allReached() {
+			h.halve(ctl, b, nil)
+			progressed = true
+		}
+	}
+	return progressed
 }
 
 // ChooseTrialToRun implements Scheduler: promoted paused trials first (to

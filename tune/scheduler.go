@@ -48,6 +48,14 @@ type Scheduler interface {
 	ChooseTrialToRun(waiting []*Trial) *Trial
 }
 
+// Flusher is implemented by schedulers that hold trials back waiting for
+// more (HyperBand waits for a full bracket). The runner calls Flush when no
+// trial runs and the searcher offers no new one; it returns whether the
+// scheduler released something.
+type Flusher interface {
+	Flush(ctl Controller) bool
+}
+
 // FIFO runs trials in creation order to completion.
 type FIFO struct{}
 
