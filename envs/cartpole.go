@@ -98,7 +98,8 @@ func (e *CartPole) stepInto(action []float64, obs []float64) (float64, bool, boo
 	theta += cpTau * thetaDot
 	thetaDot += cpTau * thetaAcc
 	e.state = [4]float64{x, xDot, theta, thetaDot}
-	copy(obs, e.state[:])
+	_ = obs[3]
+	obs[0], obs[1], obs[2], obs[3] = x, xDot, theta, thetaDot
 
 	terminated := x < -cpXThreshold || x > cpXThreshold || theta < -cpThetaThreshold || theta > cpThetaThreshold
 	reward := 1.0

@@ -151,10 +151,18 @@ func (v *serialVector) check(actions [][]float64) error {
 		return fmt.Errorf("envs: Step of %d sub-environments got %d actions", n, len(actions))
 	}
 	if !v.isReset {
-		return fmt.Errorf("envs: Step of a vector of %d × %q called before Reset; call Reset(seeds) first", n, v.name)
+		return fmt.Errorf("envs: Step of a vector of %d × %s called before Reset; call Reset(seeds) first", n, v.label())
 	}
 	if v.flat == nil {
-		return nil // each Env validates its own action
+		// Check against the declared space so that a bad batch is rejected
+		// before sub-environment 0 steps, as on the fast path.
+		space := v.envs[0].ActionSpace()
+		for i, a := range actions {
+			if !space.Contains(a) {
+				return fmt.Errorf("envs: sub-environment %d: %w", i, badAction(v.label(), a, space))
+			}
+		}
+		return nil
 	}
 	for i, f := range v.flat {
 		if err := f.ready(); err != nil {
@@ -167,7 +175,15 @@ func (v *serialVector) check(actions [][]float64) error {
 	return nil
 }
 
-// autoReset starts sub-environment i's next episode, writing its first
+// label names the environment in errors.
+func (v *serialVector) label() string {
+	if v.name == "" {
+		return "vector environment"
+	}
+	return v.name
+}
+
+// autoResetFlat starts sub-environment i's next episode, writing its first
 // observation into obs (fast path).
 func (v *serialVector) autoResetFlat(i int, obs []float64) {
 	v.episodes[i]++
