@@ -117,7 +117,8 @@ func (e *Pendulum) Render() (image.Image, error) {
 	c := newCanvas(dim, dim)
 	scale := dim / 4.4
 	o := dim / 2.0
-	tipX, tipY := o+scale*math.Sin(e.th), o-scale*math.Cos(e.th)
+	// Positive θ turns anticlockwise on screen, as in Gymnasium.
+	tipX, tipY := o-scale*math.Sin(e.th), o-scale*math.Cos(e.th)
 	c.line(o, o, tipX, tipY, 0.2*scale, rodRed)
 	c.disc(tipX, tipY, 0.1*scale, rodRed)
 	// A bar under the axle shows the last torque's size and sign.

@@ -134,6 +134,9 @@ func (v *serialVector) Reset(seeds []int64) ([][]float64, error) {
 			if err != nil {
 				return nil, fmt.Errorf("envs: reset of sub-environment %d: %w", i, err)
 			}
+			if err := v.checkObs(i, "Reset", o); err != nil {
+				return nil, err
+			}
 			obs[i] = o
 		}
 		copy(v.row(v.obsBuf, i), obs[i])
@@ -175,6 +178,18 @@ func (v *serialVector) check(actions [][]float64) error {
 	return nil
 }
 
+// checkObs rejects an observation from a generic sub-environment that is
+// outside its space (wrong length, NaN, out of bounds), so that a broken
+// custom environment is caught where it happens rather than poisoning
+// training.
+func (v *serialVector) checkObs(i int, what string, obs []float64) error {
+	if space := v.envs[i].ObservationSpace(); !space.Contains(obs) {
+		return fmt.Errorf("envs: %s of sub-environment %d of %s returned observation %v, outside its observation space %s",
+			what, i, v.label(), obs, space)
+	}
+	return nil
+}
+
 // label names the environment in errors.
 func (v *serialVector) label() string {
 	if v.name == "" {
@@ -195,6 +210,9 @@ func (v *serialVector) autoResetEnv(i int) ([]float64, error) {
 	o, err := v.envs[i].Reset(AutoResetSeed(v.seeds[i], v.episodes[i]))
 	if err != nil {
 		return nil, fmt.Errorf("envs: automatic reset of sub-environment %d: %w", i, err)
+	}
+	if err := v.checkObs(i, "automatic Reset", o); err != nil {
+		return nil, err
 	}
 	return o, nil
 }
@@ -218,6 +236,9 @@ func (v *serialVector) Step(actions [][]float64) (VectorStep, error) {
 			s, err := env.Step(actions[i])
 			if err != nil {
 				return VectorStep{}, fmt.Errorf("envs: step of sub-environment %d: %w", i, err)
+			}
+			if err := v.checkObs(i, "Step", s.Obs); err != nil {
+				return VectorStep{}, err
 			}
 			out.Rewards[i], out.Terminated[i], out.Truncated[i] = s.Reward, s.Terminated, s.Truncated
 			out.Obs[i] = s.Obs
@@ -279,9 +300,8 @@ func (v *serialVector) StepInto(actions [][]float64, out *VectorStep) error {
 			if err != nil {
 				return fmt.Errorf("envs: step of sub-environment %d: %w", i, err)
 			}
-			if len(s.Obs) != v.dim {
-				return fmt.Errorf("envs: step of sub-environment %d returned %d observation values, its space %s has %d",
-					i, len(s.Obs), v.envs[i].ObservationSpace(), v.dim)
+			if err := v.checkObs(i, "Step", s.Obs); err != nil {
+				return err
 			}
 			r, term, trunc = s.Reward, s.Terminated, s.Truncated
 			copy(obs, s.Obs)

@@ -280,3 +280,40 @@ func TestVectorSpaces(t *testing.T) {
 		t.Fatal("MakeVector with 0 envs succeeded")
 	}
 }
+
+// nanEnv is a broken custom environment whose observations turn NaN.
+type nanEnv struct {
+	Env
+	after int
+	n     int
+}
+
+func (e *nanEnv) Step(a []float64) (Step, error) {
+	s, err := e.Env.Step(a)
+	if e.n++; e.n > e.after {
+		s.Obs[2] = math.NaN()
+	}
+	return s, err
+}
+
+func TestVectorRejectsBadObservations(t *testing.T) {
+	for mode, step := range stepModes {
+		t.Run(mode, func(t *testing.T) {
+			v, err := NewVector(mustMake(t, "CartPole-v1", nil), &nanEnv{Env: mustMake(t, "CartPole-v1", nil), after: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = v.Reset([]int64{0, 1})
+			acts := [][]float64{{0}, {1}}
+			for i := 0; i < 2; i++ {
+				if _, err := step(v, acts); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err = step(v, acts)
+			if err == nil || !strings.Contains(err.Error(), "sub-environment 1") || !strings.Contains(err.Error(), "NaN") {
+				t.Fatalf("err = %v, want one naming sub-environment 1 and the NaN observation", err)
+			}
+		})
+	}
+}
