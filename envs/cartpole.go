@@ -27,7 +27,8 @@ var cpThetaThreshold = 12 * 2 * math.Pi / 360
 // The observation is [x, ẋ, θ, θ̇]; the reward is 1 for every step,
 // including the one that terminates (or, with the sutton_barto_reward
 // config option, 0 per step and -1 on termination). An episode terminates
-// when |x| > 2.4 or |θ| > 12°.
+// when |x| > 2.4 or |θ| > 12°. Stepping after that without Reset is an
+// error (Gymnasium only warns, and pays 0 reward).
 type CartPole struct {
 	episode
 	state      [4]float64
