@@ -551,3 +551,10 @@ func TestCartPoleRenderFollowsCart(t *testing.T) {
 		t.Fatal("cart not drawn at x=1.2 only")
 	}
 }
+
+func TestCartPoleThresholdIsGymnasiums(t *testing.T) {
+	// Python: 12 * 2 * math.pi / 360 == 0.20943951023931953 (float64).
+	if cpThetaThreshold != 0.20943951023931953 {
+		t.Fatalf("theta threshold %.17g, want Gymnasium's 0.20943951023931953", cpThetaThreshold)
+	}
+}
