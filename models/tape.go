@@ -276,15 +276,19 @@ func gemmGonum(tA, tB bool, m, n, k int, a []float64, lda int, b []float64, ldb 
 	}
 	for i0 := 0; i0 < m; i0 += mb {
 		mi := min(mb, m-i0)
-		as := a[i0*lda:]
+		var as []float64
 		if tA {
 			as = a[i0:]
+		} else {
+			as = a[i0*lda:]
 		}
 		for j0 := 0; j0 < n; j0 += nb {
 			nj := min(nb, n-j0)
-			bs := b[j0:]
+			var bs []float64
 			if tB {
 				bs = b[j0*ldb:]
+			} else {
+				bs = b[j0:]
 			}
 			impl.Dgemm(ta, tb, mi, nj, k, 1, as, lda, bs, ldb, beta, c[i0*ldc+j0:], ldc)
 		}
