@@ -253,3 +253,24 @@ func BenchmarkAddScalars(b *testing.B) {
 		}
 	}
 }
+
+func TestReadFileMatchesIndependentReader(t *testing.T) {
+	path, _ := writeSample(t)
+	events, err := ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != 3 || events[0].FileVersion != FileVersion || events[2].Step != 8000 ||
+		events[1].Scalars["info/learner/kl"] != float32(0.01) {
+		t.Errorf("ReadFile = %+v", events)
+	}
+	// A record cut short by a kill is reported, with the events before it.
+	b, _ := os.ReadFile(path)
+	if err := os.WriteFile(path, b[:len(b)-3], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	events, err = ReadFile(path)
+	if err == nil || len(events) != 2 {
+		t.Errorf("truncated file: %d events, err %v; want 2 events and an error", len(events), err)
+	}
+}
