@@ -273,3 +273,16 @@ func orderColumns(keys []string) []string {
 	})
 	return keys
 }
+
+// NumericKeys lists the keys of a flat result that hold numbers, sorted:
+// what stop criteria and plots can name.
+func NumericKeys(flat map[string]any) []string {
+	var keys []string
+	for k, v := range flat {
+		if _, ok := Numeric(v); ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}
