@@ -11,6 +11,7 @@
 package checkpoint
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -125,7 +126,11 @@ func Read(path string) (Meta, string, error) {
 		return Meta{}, "", fmt.Errorf("checkpoint: %w", err)
 	}
 	var m Meta
-	if err := json.Unmarshal(b, &m); err != nil {
+	// Numbers stay as written (json.Number), so that an integer config key
+	// reaches the agent as an integer.
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	if err := d.Decode(&m); err != nil {
 		return Meta{}, "", fmt.Errorf("checkpoint metadata %s is damaged: %w", mp, err)
 	}
 	if m.Version > Version {

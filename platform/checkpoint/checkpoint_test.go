@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,7 +28,7 @@ func TestWriteReadFolderAndFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if agent != c.saved || got.Iteration != 7 || got.Algorithm != "PPO" || got.Config["lr"] != 0.001 {
+		if agent != c.saved || got.Iteration != 7 || got.Algorithm != "PPO" || got.Config["lr"] != json.Number("0.001") {
 			t.Errorf("Read(%s) = %+v, %s", c.given, got, agent)
 		}
 	}

@@ -159,7 +159,29 @@ func toMap(v any) (map[string]any, error) {
 	if err := d.Decode(&m); err != nil {
 		return nil, err
 	}
-	return m, nil
+	return plainNumbers(m).(map[string]any), nil
+}
+
+// plainNumbers turns json.Numbers into int64 (integer literals) or float64,
+// so that printing the config as YAML shows numbers, not strings.
+func plainNumbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		f, _ := x.Float64()
+		return f
+	case map[string]any:
+		for k, e := range x {
+			x[k] = plainNumbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = plainNumbers(e)
+		}
+	}
+	return v
 }
 
 // Train runs exp to its end and prints one progress line per iteration to
@@ -357,6 +379,9 @@ func (e *PanicError) Error() string {
 	}
 	return msg + "; this is a bug in the agent or environment: please report it with the stack (set GRAY_DEBUG=1 to print it)"
 }
+
+// PanicStack returns the panicking goroutine's stack.
+func (e *PanicError) PanicStack() []byte { return e.Stack }
 
 // panicSite finds the function and file:line that called panic in a
 // debug.Stack dump.
