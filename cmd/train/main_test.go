@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gray-ml/gray/platform/checkpoint"
+	"github.com/gray-ml/gray/platform/config"
 	"github.com/gray-ml/gray/platform/runlog"
 	"github.com/gray-ml/gray/platform/tensorboard"
 )
@@ -418,5 +419,31 @@ func TestSIGINTSavesCheckpoint(t *testing.T) {
 	meta, _, err := checkpoint.Read(ckpts[0])
 	if err != nil || meta.Iteration != len(results) {
 		t.Errorf("final checkpoint at iteration %d, %v; %d results logged", meta.Iteration, err, len(results))
+	}
+}
+
+// TestShippedConfigs checks that the tuned experiments in configs/ load and
+// set every PPO key the issue lists. (Training them is the RL benchmarks'
+// job.)
+func TestShippedConfigs(t *testing.T) {
+	keys := []string{"lr", "gamma", "lambda", "clip_param", "num_sgd_iter", "sgd_minibatch_size", "train_batch_size",
+		"num_workers", "num_envs_per_worker", "vf_loss_coeff", "entropy_coeff", "kl_coeff", "kl_target", "model"}
+	for file, env := range map[string]string{"cartpole-ppo.yaml": "CartPole-v1", "pendulum-ppo.yaml": "Pendulum-v1"} {
+		exp, err := config.LoadFile(filepath.Join("..", "..", "configs", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if exp.Env != env || exp.Alg != "PPO" || len(exp.Stop) == 0 || !exp.CheckpointAtEnd {
+			t.Errorf("%s: %+v", file, exp)
+		}
+		for _, k := range keys {
+			if _, ok := exp.Config[k]; !ok {
+				t.Errorf("%s lacks config key %q", file, k)
+			}
+		}
+		model, _ := exp.Config["model"].(map[string]any)
+		if model["fcnet_hiddens"] == nil || model["fcnet_activation"] == nil {
+			t.Errorf("%s: model %v", file, model)
+		}
 	}
 }
