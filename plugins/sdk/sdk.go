@@ -65,7 +65,12 @@ func serve(kind, name string, register func(s *grpc.Server)) {
 // parent means the host is gone and the plugin was re-parented.
 func guardParent(logger hclog.Logger) {
 	ppid := os.Getppid()
-	if want, err := strconv.Atoi(os.Getenv(wire.HostPIDEnv)); err == nil && want != ppid {
+	// Unset so that plugins this plugin starts (an agent's environment) do
+	// not inherit it: go-plugin puts the parent's environment after the
+	// variables the host sets, and the inherited value would win.
+	hostPID := os.Getenv(wire.HostPIDEnv)
+	_ = os.Unsetenv(wire.HostPIDEnv)
+	if want, err := strconv.Atoi(hostPID); err == nil && want != ppid {
 		logger.Error("host process is gone before the plugin started; exiting", "host_pid", want)
 		os.Exit(3)
 	}

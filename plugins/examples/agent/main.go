@@ -187,7 +187,18 @@ func (a *agent) Train(ctx context.Context) (rllib.Result, error) {
 	for _, r := range returns {
 		lo, hi = math.Min(lo, r), math.Max(hi, r)
 	}
+	// Evaluate the updated policy itself: the returns above are those of
+	// perturbed policies.
+	eval := 0.0
+	for e := 0; e < evalEpisodes; e++ {
+		r, _, err := a.episode(a.theta)
+		if err != nil {
+			return rllib.Result{}, err
+		}
+		eval += r / evalEpisodes
+	}
 	return rllib.Result{
+		Extra:             map[string]float64{"eval_return": eval},
 		TrainingIteration: a.iter, TimestepsTotal: a.steps, TimestepsThisIter: steps,
 		EpisodesTotal: a.episodes, EpisodesThisIter: len(returns),
 		EpisodeRewardMean: mean, EpisodeRewardMin: lo, EpisodeRewardMax: hi,
@@ -195,6 +206,9 @@ func (a *agent) Train(ctx context.Context) (rllib.Result, error) {
 		TimeThisIterS:  time.Since(start).Seconds(),
 	}, nil
 }
+
+// evalEpisodes is how many episodes evaluate the policy each iteration.
+const evalEpisodes = 2
 
 func stats(xs []float64) (mean, sd float64) {
 	for _, x := range xs {

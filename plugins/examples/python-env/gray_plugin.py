@@ -85,7 +85,7 @@ def _guard_parent():
     """Exit when the host dies: PR_SET_PDEATHSIG on Linux, plus a watchdog on
     the parent pid (a re-parented plugin has lost its host)."""
     ppid = os.getppid()
-    want = os.environ.get(HOST_PID_ENV)
+    want = os.environ.pop(HOST_PID_ENV, None)  # not for our children
     if want and want.isdigit() and int(want) != ppid:
         os._exit(3)
     if sys.platform.startswith("linux"):

@@ -9,8 +9,11 @@ row to the bottom-right corner; -0.01 a step, +1 at the goal.
 """
 
 import random
+import sys
 
-from gray_plugin import box, discrete, serve_env
+sys.dont_write_bytecode = True  # keep the plugin folder clean
+
+from gray_plugin import box, discrete, serve_env  # noqa: E402
 
 
 class GridWorld:
