@@ -2,6 +2,7 @@ package tune
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -290,4 +291,40 @@ func copyMap(m map[string]any) map[string]any {
 		out[k] = v
 	}
 	return out
+}
+
+// SpecFromMap decodes one experiment's settings already read by the caller
+// (e.g. by viper from `train -f`), with the same checks as
+// ParseExperimentFile.
+func SpecFromMap(name string, m map[string]any) (*ExperimentSpec, error) {
+	return decodeSpec(name, normalizeYAML(m).(map[string]any))
+}
+
+// IsSweep reports whether the spec needs Tune: a search space anywhere in
+// its config, more than one sample, a scheduler or a search algorithm. A
+// spec that is not a sweep is a single run the platform can train itself.
+func (s *ExperimentSpec) IsSweep() bool {
+	if s.NumSamples > 1 || s.Scheduler != nil || s.SearchAlg != nil {
+		return true
+	}
+	space, err := ParseSpace(s.Config)
+	if err != nil {
+		return true // let Build report the malformed space
+	}
+	var leaves []leaf
+	findDomains(space, nil, &leaves)
+	return len(leaves) > 0
+}
+
+// RunSpec builds the experiment and runs it, or resumes it from its folder
+// when resume is set: what `train -f sweep.yaml [--resume]` does.
+func RunSpec(ctx context.Context, s *ExperimentSpec, opts BuildOptions, resume bool) (*Analysis, error) {
+	exp, err := s.Build(opts)
+	if err != nil {
+		return nil, err
+	}
+	if resume {
+		return Resume(ctx, exp)
+	}
+	return Run(ctx, exp)
 }

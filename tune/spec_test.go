@@ -87,3 +87,17 @@ func TestExperimentFileErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestIsSweepAndSpecFromMap(t *testing.T) {
+	s, err := SpecFromMap("x", map[string]any{"run": "PPO", "env": "E", "config": map[string]any{"lr": 0.1}})
+	if err != nil || s.IsSweep() {
+		t.Fatalf("plain run: %v %v", s, err)
+	}
+	s, _ = SpecFromMap("x", map[string]any{"run": "PPO", "env": "E", "config": map[string]any{"m": map[string]any{"lr": map[string]any{"uniform": []any{0, 1}}}}})
+	if !s.IsSweep() {
+		t.Fatal("nested search space not seen as a sweep")
+	}
+	if _, err := SpecFromMap("x", map[string]any{"run": "PPO", "bogus": 1}); err == nil || !strings.Contains(err.Error(), `unknown field "bogus"`) {
+		t.Fatalf("unknown key: %v", err)
+	}
+}
