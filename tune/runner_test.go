@@ -435,3 +435,32 @@ func TestResumeErrors(t *testing.T) {
 		t.Fatalf("run over existing: %v", err)
 	}
 }
+
+func TestResumeRefusedWhileRunning(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "exp")
+	started := make(chan struct{})
+	release := make(chan struct{})
+	var once sync.Once
+	blocker := FuncTrainable(func(ctx context.Context, cfg map[string]any, report ReportFunc) error {
+		once.Do(func() { close(started) })
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil
+	})
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(context.Background(), Experiment{Dir: dir, Trainable: blocker})
+		done <- err
+	}()
+	<-started
+	_, err := Resume(context.Background(), Experiment{Dir: dir, Trainable: blocker})
+	close(release)
+	if err == nil || !strings.Contains(err.Error(), "being run by another process") {
+		t.Fatalf("resume during run: %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
