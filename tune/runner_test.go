@@ -464,3 +464,44 @@ func TestResumeRefusedWhileRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestKeepBestCheckpointsByScore(t *testing.T) {
+	// Score peaks at iteration 4, then falls.
+	peaky := FuncTrainable(func(ctx context.Context, cfg map[string]any, report ReportFunc) error {
+		var st counterState
+		LoadState(ctx, &st)
+		for {
+			st.Step++
+			SaveState(ctx, st)
+			score := -float64((st.Step - 4) * (st.Step - 4))
+			if err := report(map[string]any{"score": score}); err != nil {
+				return nil
+			}
+		}
+	})
+	a, err := Run(context.Background(), Experiment{
+		Dir: filepath.Join(t.TempDir(), "exp"), Trainable: peaky, Metric: "score",
+		Stop:           map[string]float64{"training_iteration": 10},
+		CheckpointFreq: 2, KeepCheckpointsNum: 2, CheckpointScoreAttr: "score",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := a.Trials[0]
+	var names []string
+	for _, c := range tr.Checkpoints {
+		names = append(names, filepath.Base(c.Path))
+	}
+	// Kept: the best by score (iteration 4) and the newest (10).
+	if strings.Join(names, ",") != "checkpoint_000004,checkpoint_000010" {
+		t.Fatalf("kept %v, want the best (4) and the newest (10)", names)
+	}
+	onDisk, _ := filepath.Glob(filepath.Join(tr.Dir, "checkpoint_*"))
+	if len(onDisk) != 2 {
+		t.Fatalf("on disk: %v", onDisk)
+	}
+	sums, _ := LoadTrials(filepath.Dir(tr.Dir))
+	if len(sums[0].Checkpoints) != 2 {
+		t.Fatalf("journal keeps %d checkpoints, want 2", len(sums[0].Checkpoints))
+	}
+}
