@@ -505,3 +505,76 @@ func TestKeepBestCheckpointsByScore(t *testing.T) {
 		t.Fatalf("journal keeps %d checkpoints, want 2", len(sums[0].Checkpoints))
 	}
 }
+
+func TestInterruptAndResumeEverySchedulerAndSearcher(t *testing.T) {
+	type setup func() (Scheduler, Searcher)
+	space := map[string]any{"quality": Uniform{1, 10}}
+	cases := map[string]setup{
+		"fifo": func() (Scheduler, Searcher) { return nil, nil },
+		"asha": func() (Scheduler, Searcher) {
+			s, _ := NewASHA(ASHAConfig{MaxT: 12, GracePeriod: 1, ReductionFactor: 2, Brackets: 2})
+			return s, nil
+		},
+		"hyperband": func() (Scheduler, Searcher) {
+			s, _ := NewHyperBand(HyperBandConfig{MaxT: 9, ReductionFactor: 3})
+			return s, nil
+		},
+		"median": func() (Scheduler, Searcher) {
+			s, _ := NewMedianStopping(MedianStoppingConfig{GracePeriod: 2, MinSamplesRequired: 2})
+			return s, nil
+		},
+		"pbt": func() (Scheduler, Searcher) {
+			s, _ := NewPBT(PBTConfig{PerturbationInterval: 3, Seed: 2, HyperparamMutations: map[string]any{"quality": Uniform{1, 10}}})
+			return s, nil
+		},
+		"tpe-limited": func() (Scheduler, Searcher) {
+			tp, _ := NewTPE(space, TPEConfig{NumSamples: 12, NStartup: 4, Seed: 3})
+			c, _ := NewConcurrencyLimiter(tp, 3)
+			return nil, c
+		},
+	}
+	for name, mk := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "exp")
+			exp := func(ctx context.Context, cancelAt int, cancel func()) Experiment {
+				sched, search := mk()
+				var n atomic.Int64
+				tr := FuncTrainable(func(c context.Context, cfg map[string]any, report ReportFunc) error {
+					return curve(c, cfg, func(r map[string]any) error {
+						if n.Add(1) == int64(cancelAt) {
+							cancel()
+						}
+						return report(r)
+					})
+				})
+				return Experiment{
+					Dir: dir, Trainable: tr, Space: space, NumSamples: 12, Seed: 5,
+					Scheduler: sched, Searcher: search, Metric: "score",
+					Stop:           map[string]float64{"training_iteration": 12},
+					CheckpointFreq: 2, NodeResources: Resources{CPU: 3},
+				}
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			_, err := Run(ctx, exp(ctx, 15, cancel))
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("first run: %v", err)
+			}
+			before, _ := LoadTrials(dir)
+			a, err := Resume(context.Background(), exp(context.Background(), -1, func() {}))
+			if err != nil {
+				t.Fatalf("resume: %v", err)
+			}
+			if len(a.Trials) != 12 {
+				t.Fatalf("%d trials after resume, want 12", len(a.Trials))
+			}
+			for i, tr := range a.Trials {
+				if !tr.Status.terminal() {
+					t.Errorf("trial %s %s after resume", tr.ID, tr.Status)
+				}
+				if i < len(before) && before[i].Status.terminal() && before[i].Iteration != tr.Iteration {
+					t.Errorf("trial %s finished at %d before the interruption, %d after resume", tr.ID, before[i].Iteration, tr.Iteration)
+				}
+			}
+		})
+	}
+}
