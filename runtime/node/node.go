@@ -808,8 +808,9 @@ func (n *Node) Get(ctx context.Context, oids []ids.ObjectID) ([]task.Object, err
 		return nil, ErrShutdown
 	}
 	r := n.newRequest(nil, 0, oids, len(oids), false)
+	done := r.done
 	n.mu.Unlock()
-	if !r.done {
+	if !done {
 		select {
 		case <-r.ch:
 		case <-ctx.Done():
@@ -843,8 +844,9 @@ func (n *Node) Wait(ctx context.Context, oids []ids.ObjectID, num int, timeout t
 		return nil, ErrShutdown
 	}
 	r := n.newRequest(nil, 0, oids, num, true)
+	done := r.done
 	n.mu.Unlock()
-	if !r.done {
+	if !done {
 		var tc <-chan time.Time
 		if timeout > 0 {
 			t := time.NewTimer(timeout)
@@ -951,6 +953,10 @@ func (n *Node) spawn(a *actor) {
 	if a != nil {
 		env = append(env, "CUDA_VISIBLE_DEVICES="+joinInts(a.gpus))
 	}
+	if os.Getenv("GORACE") == "" {
+		// A race-enabled worker would otherwise sleep 1 s at every exit.
+		env = append(env, "GORACE=atexit_sleep_ms=0")
+	}
 	cmd := exec.Command(n.cfg.Executable, n.cfg.Args...)
 	cmd.Env = env
 	cmd.SysProcAttr = sysProcAttr()
@@ -971,6 +977,7 @@ func (n *Node) startProc(w *proc) {
 	defer n.wg.Done()
 	var closers []io.Closer
 	var copiers sync.WaitGroup
+	prefix := fmt.Sprintf("(worker %d) ", w.id)
 	if n.cfg.LogDir != "" {
 		for _, suffix := range []string{"out", "err"} {
 			f, err := os.Create(filepath.Join(n.cfg.LogDir, fmt.Sprintf("worker-%d.%s", w.id, suffix)))
@@ -998,7 +1005,7 @@ func (n *Node) startProc(w *proc) {
 			copiers.Add(1)
 			go func() {
 				defer copiers.Done()
-				prefixLines(n.cfg.Output, fmt.Sprintf("(%s) ", w.name), pipe)
+				prefixLines(n.cfg.Output, prefix, pipe)
 			}()
 		}
 	}
