@@ -75,6 +75,7 @@ type Node struct {
 	resumeQ    []*request
 	workers    map[int]*proc
 	idle       []*proc
+	pool       []*proc // live pool (non-actor) workers
 	starting   int // pool workers started but not yet connected
 	released   int // pool workers that gave their CPUs back while blocked
 	actors     map[ids.ActorID]*actor
@@ -124,7 +125,9 @@ type proc struct {
 	cmd      *exec.Cmd
 	conn     *wire.Conn
 	actor    *actor
-	cur      *pending
+	tasks    []*pending // sent, in order; the first is running
+	shape    string     // resource shape of tasks, while it has some
+	recalled bool       // a recall of its queued tasks is under way
 	held     task.Resources
 	gpus     []int
 	blocked  int  // outstanding blocking requests
@@ -496,7 +499,7 @@ func (n *Node) schedule() {
 	for len(n.resumeQ) > 0 {
 		r := n.resumeQ[0]
 		w := r.w
-		if w.dead || w.cur == nil {
+		if w.dead || len(w.tasks) == 0 {
 			n.resumeQ = n.resumeQ[1:]
 			continue
 		}
@@ -530,18 +533,49 @@ func (n *Node) schedule() {
 		q := n.queues[k]
 		for q.len() > 0 {
 			p := q.front()
-			if !n.fits(&p.entry.Res) {
-				break
+			fits := n.fits(&p.entry.Res)
+			if fits {
+				if w := n.popIdle(); w != nil {
+					q.pop()
+					n.run(w, p)
+					continue
+				}
 			}
-			w := n.popIdle()
-			if w == nil {
+			// With a backlog and no idle worker, queue the task behind a
+			// busy worker running tasks of the same shape: the worker
+			// starts it the moment it is done, without a round trip.
+			if q.len() > 1 && p.entry.MaxCalls == 0 {
+				if w := n.pipelineTarget(k); w != nil {
+					q.pop()
+					n.send(w, p)
+					continue
+				}
+			}
+			if fits {
 				n.grow(q.len())
-				return
 			}
-			q.pop()
-			n.run(w, p)
+			break
 		}
 	}
+}
+
+// maxPipeline bounds the tasks queued at one worker, so a long task holds
+// few others back.
+const maxPipeline = 16
+
+// pipelineTarget returns the busy pool worker with the shortest queue
+// among those running tasks of shape k, or nil.
+func (n *Node) pipelineTarget(k string) *proc {
+	var best *proc
+	for _, w := range n.pool {
+		if w.dead || w.retiring || w.blocked > 0 || w.recalled || len(w.tasks) == 0 || len(w.tasks) >= maxPipeline || w.shape != k {
+			continue
+		}
+		if best == nil || len(w.tasks) < len(best.tasks) {
+			best = w
+		}
+	}
+	return best
 }
 
 func (n *Node) popIdle() *proc {
@@ -571,18 +605,23 @@ func (n *Node) grow(queued int) {
 	}
 }
 
-// run sends p to the idle worker w.
+// run gives p to the idle worker w, reserving p's resources for as long as
+// w has tasks of p's shape.
 func (n *Node) run(w *proc, p *pending) {
-	s := p.spec
-	resolveArgs(n.store, s)
 	w.held = p.entry.Res
 	w.gpus = n.acquire(&w.held)
+	w.shape = shapeKey(&w.held)
+	n.send(w, p)
+}
+
+// send queues p at w.
+func (n *Node) send(w *proc, p *pending) {
+	s := p.spec
+	resolveArgs(n.store, s)
 	s.GPUIDs = w.gpus
-	w.cur = p
-	if err := w.conn.Send(task.MsgExec, func(b []byte) []byte { return task.AppendSpec(b, s) }); err != nil {
-		// The reader sees the broken connection and fails the task.
-		return
-	}
+	w.tasks = append(w.tasks, p)
+	// A broken connection is noticed by the reader, which fails the task.
+	_ = w.conn.Send(task.MsgExec, func(b []byte) []byte { return task.AppendSpec(b, s) })
 }
 
 // resolveArgs replaces reference arguments by their values: the objects live
@@ -596,6 +635,25 @@ func resolveArgs(st ObjectStore, s *task.Spec) {
 			a.Data = o.Data
 		}
 	}
+}
+
+// requeue puts tasks that a worker gave back (or never started before it
+// died) at the front of their queues, in order.
+func (n *Node) requeue(ps []*pending) {
+	if len(ps) == 0 {
+		return
+	}
+	byShape := map[string][]*pending{}
+	for _, p := range ps {
+		k := shapeKey(&p.entry.Res)
+		byShape[k] = append(byShape[k], p)
+	}
+	for k, list := range byShape {
+		q := n.queues[k]
+		q.items = append(list, q.items[q.head:]...)
+		q.head = 0
+	}
+	n.schedule()
 }
 
 // pump sends an actor's queued calls whose arguments exist, in order.
@@ -792,10 +850,16 @@ func (n *Node) reply(r *request) {
 func (n *Node) block(w *proc, r *request) {
 	r.counts = true
 	w.blocked++
-	if w.blocked == 1 && w.actor == nil && w.cur != nil && !w.gaveBack {
+	if w.blocked == 1 && w.actor == nil && len(w.tasks) > 0 && !w.gaveBack {
 		w.gaveBack = true
 		n.released++
 		n.avail.CPU += w.held.CPU
+		if len(w.tasks) > 1 && !w.recalled {
+			// Tasks queued behind the blocked one might be what it waits
+			// for: ask for them back.
+			w.recalled = true
+			_ = w.conn.Send(task.MsgRecall, nil)
+		}
 		n.schedule()
 	}
 }
@@ -1108,6 +1172,7 @@ func (n *Node) serve(c net.Conn) {
 		n.pump(a)
 	} else {
 		n.starting--
+		n.pool = append(n.pool, w)
 		n.idle = append(n.idle, w)
 		n.schedule()
 	}
@@ -1195,6 +1260,31 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 			n.block(w, r)
 		}
 		n.mu.Unlock()
+	case task.MsgGiveBack:
+		cnt := d.Count()
+		back := make(map[ids.TaskID]bool, cnt)
+		for range cnt {
+			var id ids.TaskID
+			d.Fixed(id[:])
+			back[id] = true
+		}
+		if d.Err != nil {
+			return d.Err
+		}
+		n.mu.Lock()
+		w.recalled = false
+		var ps []*pending
+		keep := w.tasks[:0]
+		for _, p := range w.tasks {
+			if back[p.spec.ID] {
+				ps = append(ps, p)
+			} else {
+				keep = append(keep, p)
+			}
+		}
+		w.tasks = keep
+		n.requeue(ps)
+		n.mu.Unlock()
 	case task.MsgKillActor:
 		var id ids.ActorID
 		d.Fixed(id[:])
@@ -1219,22 +1309,30 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 		p = a.inflight[0]
 		a.inflight = a.inflight[1:]
 	} else {
-		if w.cur == nil || w.cur.spec.ID != tid {
+		if len(w.tasks) == 0 || w.tasks[0].spec.ID != tid {
 			return
 		}
-		p = w.cur
-		w.cur = nil
-		n.release(&w.held, !w.gaveBack, w.gpus)
-		if w.gaveBack {
+		p = w.tasks[0]
+		w.tasks[0] = nil
+		w.tasks = w.tasks[1:]
+		lent := w.gaveBack // a Get outlived its task: the CPU is still lent out
+		if lent {
 			w.gaveBack = false
 			n.released--
 		}
-		w.held, w.gpus = task.Resources{}, nil
 		w.blocked = 0
 		if retiring {
 			w.retiring = true
-		} else {
-			n.idle = append(n.idle, w)
+		}
+		if len(w.tasks) > 0 && lent {
+			n.avail.CPU -= w.held.CPU
+		}
+		if len(w.tasks) == 0 {
+			n.release(&w.held, !lent, w.gpus)
+			w.held, w.gpus, w.shape = task.Resources{}, nil, ""
+			if !retiring {
+				n.idle = append(n.idle, w)
+			}
 		}
 	}
 	var failed *task.TaskError
@@ -1282,13 +1380,22 @@ func (n *Node) died(w *proc) {
 	}
 	if a := w.actor; a != nil {
 		n.actorDied(a, &task.TaskError{Function: a.typ, Worker: w.name, Message: "its worker process died (" + how + ")", Cause: task.ErrWorkerDied})
-	} else if p := w.cur; p != nil {
-		w.cur = nil
+	} else if len(w.tasks) > 0 {
+		p := w.tasks[0]
 		n.release(&w.held, !w.gaveBack, w.gpus)
 		if w.gaveBack {
 			n.released--
 		}
 		n.finishErr(p, &task.TaskError{Function: p.spec.Func, Worker: w.name, Message: "the worker process died while running it (" + how + ")", Cause: task.ErrWorkerDied})
+		// The tasks queued behind it never started: run them elsewhere.
+		n.requeue(w.tasks[1:])
+		w.tasks = nil
+	}
+	for i, x := range n.pool {
+		if x == w {
+			n.pool = append(n.pool[:i], n.pool[i+1:]...)
+			break
+		}
 	}
 	if !n.closed {
 		// Replace the dead worker so the pool keeps its size.
