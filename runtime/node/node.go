@@ -76,8 +76,8 @@ type Node struct {
 	workers    map[int]*proc
 	idle       []*proc
 	pool       []*proc // live pool (non-actor) workers
-	starting   int // pool workers started but not yet connected
-	released   int // pool workers that gave their CPUs back while blocked
+	starting   int     // pool workers started but not yet connected
+	released   int     // pool workers that gave their CPUs back while blocked
 	actors     map[ids.ActorID]*actor
 	actorWait  []*actor
 	nextWorker int
