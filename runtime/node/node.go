@@ -82,6 +82,7 @@ type Node struct {
 	actorWait  []*actor
 	nextWorker int
 	errQ       []*task.TaskError // failures to report outside the lock
+	dirty      []*proc           // workers with messages to flush at unlock
 
 	wg sync.WaitGroup // every goroutine the node starts
 }
@@ -128,6 +129,7 @@ type proc struct {
 	tasks    []*pending // sent, in order; the first is running
 	shape    string     // resource shape of tasks, while it has some
 	recalled bool       // a recall of its queued tasks is under way
+	dirty    bool       // in Node.dirty
 	held     task.Resources
 	gpus     []int
 	blocked  int  // outstanding blocking requests
@@ -245,12 +247,12 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	for range cfg.NumWorkers {
 		n.spawn(nil)
 	}
-	n.mu.Unlock()
+	n.unlock()
 	// Wait for the pool so the first tasks find workers ready.
 	for {
 		n.mu.Lock()
 		s := n.starting
-		n.mu.Unlock()
+		n.unlock()
 		if s == 0 {
 			return n, nil
 		}
@@ -277,7 +279,7 @@ func (n *Node) Total() task.Resources { return cloneRes(n.total) }
 // Available returns the resources not in use now.
 func (n *Node) Available() task.Resources {
 	n.mu.Lock()
-	defer n.mu.Unlock()
+	defer n.unlock()
 	return cloneRes(n.avail)
 }
 
@@ -372,7 +374,7 @@ func shapeKey(r *task.Resources) string {
 func (n *Node) Submit(s *task.Spec) error {
 	n.mu.Lock()
 	err := n.submitLocked(s)
-	n.mu.Unlock()
+	n.unlock()
 	n.flushErrors()
 	return err
 }
@@ -621,7 +623,7 @@ func (n *Node) send(w *proc, p *pending) {
 	s.GPUIDs = w.gpus
 	w.tasks = append(w.tasks, p)
 	// A broken connection is noticed by the reader, which fails the task.
-	_ = w.conn.Send(task.MsgExec, func(b []byte) []byte { return task.AppendSpec(b, s) })
+	_ = n.append(w, task.MsgExec, func(b []byte) []byte { return task.AppendSpec(b, s) })
 }
 
 // resolveArgs replaces reference arguments by their values: the objects live
@@ -635,6 +637,44 @@ func resolveArgs(st ObjectStore, s *task.Spec) {
 			a.Data = o.Data
 		}
 	}
+}
+
+// append queues a message for w; it is written when the node's lock is
+// released (see unlock), so a burst of messages to one worker costs one write.
+func (n *Node) append(w *proc, typ byte, fn func([]byte) []byte) error {
+	if w.conn == nil {
+		return wire.ErrClosed
+	}
+	if !w.dirty {
+		w.dirty = true
+		n.dirty = append(n.dirty, w)
+	}
+	return w.conn.Append(typ, fn)
+}
+
+// unlock releases the node's lock and writes the messages queued under it.
+// Writing outside the lock keeps a slow socket from stalling the node.
+func (n *Node) unlock() {
+	d := n.dirty
+	n.dirty = nil
+	for _, w := range d {
+		w.dirty = false
+	}
+	n.mu.Unlock()
+	for _, w := range d {
+		_ = w.conn.Flush()
+	}
+}
+
+// unlockFor is unlock for the reader of w's connection: while more input
+// from w is already buffered, queued messages wait for the next unlock, so
+// replies to a burst go out together.
+func (n *Node) unlockFor(w *proc) {
+	if w.conn.Buffered() > 0 {
+		n.mu.Unlock()
+		return
+	}
+	n.unlock()
 }
 
 // requeue puts tasks that a worker gave back (or never started before it
@@ -679,7 +719,7 @@ func (n *Node) pump(a *actor) {
 		p.spec.GPUIDs = a.gpus
 		a.inflight = append(a.inflight, p)
 		s := p.spec
-		_ = a.w.conn.Send(task.MsgExec, func(b []byte) []byte { return task.AppendSpec(b, s) })
+		_ = n.append(a.w, task.MsgExec, func(b []byte) []byte { return task.AppendSpec(b, s) })
 	}
 	if a.draining && len(a.inflight) == 0 {
 		n.actorDied(a, &task.TaskError{Function: a.typ, Message: "no handle to the actor remains", Cause: task.ErrActorDead})
@@ -706,7 +746,7 @@ func (n *Node) flushErrors() {
 	n.mu.Lock()
 	q := n.errQ
 	n.errQ = nil
-	n.mu.Unlock()
+	n.unlock()
 	if n.cfg.OnError != nil {
 		for _, e := range q {
 			n.cfg.OnError(e)
@@ -717,7 +757,7 @@ func (n *Node) flushErrors() {
 // Put stores an object.
 func (n *Node) Put(id ids.ObjectID, o task.Object) error {
 	n.mu.Lock()
-	defer n.mu.Unlock()
+	defer n.unlock()
 	if n.closed {
 		return ErrShutdown
 	}
@@ -819,7 +859,7 @@ func (n *Node) complete(r *request) {
 func (n *Node) reply(r *request) {
 	w := r.w
 	if r.wait {
-		_ = w.conn.Send(task.MsgWaitReply, func(b []byte) []byte {
+		_ = n.append(w, task.MsgWaitReply, func(b []byte) []byte {
 			b = wire.AppendUvarint(b, r.id)
 			b = wire.AppendUvarint(b, uint64(len(r.ready)))
 			for _, ok := range r.ready {
@@ -833,7 +873,7 @@ func (n *Node) reply(r *request) {
 		})
 		return
 	}
-	_ = w.conn.Send(task.MsgGetReply, func(b []byte) []byte {
+	_ = n.append(w, task.MsgGetReply, func(b []byte) []byte {
 		b = wire.AppendUvarint(b, r.id)
 		b = wire.AppendUvarint(b, uint64(len(r.ids)))
 		for _, id := range r.ids {
@@ -858,7 +898,7 @@ func (n *Node) block(w *proc, r *request) {
 			// Tasks queued behind the blocked one might be what it waits
 			// for: ask for them back.
 			w.recalled = true
-			_ = w.conn.Send(task.MsgRecall, nil)
+			_ = n.append(w, task.MsgRecall, nil)
 		}
 		n.schedule()
 	}
@@ -868,19 +908,19 @@ func (n *Node) block(w *proc, r *request) {
 func (n *Node) Get(ctx context.Context, oids []ids.ObjectID) ([]task.Object, error) {
 	n.mu.Lock()
 	if n.closed {
-		n.mu.Unlock()
+		n.unlock()
 		return nil, ErrShutdown
 	}
 	r := n.newRequest(nil, 0, oids, len(oids), false)
 	done := r.done
-	n.mu.Unlock()
+	n.unlock()
 	if !done {
 		select {
 		case <-r.ch:
 		case <-ctx.Done():
 			n.mu.Lock()
 			r.done = true
-			n.mu.Unlock()
+			n.unlock()
 			return nil, fmt.Errorf("gray: get: %w", ctx.Err())
 		case <-n.done:
 			return nil, ErrShutdown
@@ -888,7 +928,7 @@ func (n *Node) Get(ctx context.Context, oids []ids.ObjectID) ([]task.Object, err
 	}
 	out := make([]task.Object, len(oids))
 	n.mu.Lock()
-	defer n.mu.Unlock()
+	defer n.unlock()
 	for i, id := range oids {
 		o, ok := n.store.Get(id)
 		if !ok {
@@ -904,12 +944,12 @@ func (n *Node) Get(ctx context.Context, oids []ids.ObjectID) ([]task.Object, err
 func (n *Node) Wait(ctx context.Context, oids []ids.ObjectID, num int, timeout time.Duration) ([]bool, error) {
 	n.mu.Lock()
 	if n.closed {
-		n.mu.Unlock()
+		n.unlock()
 		return nil, ErrShutdown
 	}
 	r := n.newRequest(nil, 0, oids, num, true)
 	done := r.done
-	n.mu.Unlock()
+	n.unlock()
 	if !done {
 		var tc <-chan time.Time
 		if timeout > 0 {
@@ -923,14 +963,14 @@ func (n *Node) Wait(ctx context.Context, oids []ids.ObjectID, num int, timeout t
 		case <-ctx.Done():
 			n.mu.Lock()
 			r.done = true
-			n.mu.Unlock()
+			n.unlock()
 			return nil, fmt.Errorf("gray: wait: %w", ctx.Err())
 		case <-n.done:
 			return nil, ErrShutdown
 		}
 	}
 	n.mu.Lock()
-	defer n.mu.Unlock()
+	defer n.unlock()
 	r.done = true
 	return append([]bool(nil), r.ready...), nil
 }
@@ -941,13 +981,13 @@ func (n *Node) Kill(id ids.ActorID) error {
 	n.mu.Lock()
 	a := n.actors[id]
 	if a == nil {
-		n.mu.Unlock()
+		n.unlock()
 		return fmt.Errorf("gray: kill: actor %s is unknown in this session", id)
 	}
 	if !a.dead {
 		n.actorDied(a, &task.TaskError{Function: a.typ, Message: "it was killed", Cause: task.ErrActorDead})
 	}
-	n.mu.Unlock()
+	n.unlock()
 	n.flushErrors()
 	return nil
 }
@@ -956,7 +996,7 @@ func (n *Node) Kill(id ids.ActorID) error {
 // no handle to it any more.
 func (n *Node) Release(id ids.ActorID) {
 	n.mu.Lock()
-	defer n.mu.Unlock()
+	defer n.unlock()
 	a := n.actors[id]
 	if a == nil || a.dead || n.closed {
 		return
@@ -989,7 +1029,7 @@ func (n *Node) actorDied(a *actor, why *task.TaskError) {
 	}
 	if w := a.w; w != nil && !w.dead {
 		if w.conn != nil {
-			_ = w.conn.Send(task.MsgExit, nil)
+			_ = n.append(w, task.MsgExit, nil)
 		}
 		if w.process != nil {
 			_ = w.process.Kill()
@@ -1079,7 +1119,7 @@ func (n *Node) startProc(w *proc) {
 		w.process = w.cmd.Process
 		w.name = fmt.Sprintf("worker %d (pid %d)", w.id, w.process.Pid)
 		kill := w.dead || n.closed // killed or shut down while starting
-		n.mu.Unlock()
+		n.unlock()
 		if kill {
 			_ = w.process.Kill()
 		}
@@ -1095,7 +1135,7 @@ func (n *Node) startProc(w *proc) {
 	close(w.exited)
 	n.mu.Lock()
 	connected := w.conn != nil
-	n.mu.Unlock()
+	n.unlock()
 	if !connected { // never connected: its reader will not report the death
 		n.died(w)
 	}
@@ -1162,7 +1202,7 @@ func (n *Node) serve(c net.Conn) {
 	n.mu.Lock()
 	w := n.workers[id]
 	if w == nil || w.conn != nil || n.closed {
-		n.mu.Unlock()
+		n.unlock()
 		conn.Close()
 		return
 	}
@@ -1176,7 +1216,7 @@ func (n *Node) serve(c net.Conn) {
 		n.idle = append(n.idle, w)
 		n.schedule()
 	}
-	n.mu.Unlock()
+	n.unlock()
 	for {
 		typ, payload, err := conn.Recv()
 		if err != nil {
@@ -1208,7 +1248,7 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 		}
 		n.mu.Lock()
 		n.result(w, tid, objs, retiring)
-		n.mu.Unlock()
+		n.unlockFor(w)
 	case task.MsgSubmit:
 		s := task.DecodeSpec(&d)
 		if d.Err != nil {
@@ -1216,7 +1256,7 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 		}
 		n.mu.Lock()
 		_ = n.submitLocked(s) // errors are stored in the task's returns
-		n.mu.Unlock()
+		n.unlockFor(w)
 	case task.MsgPut:
 		var id ids.ObjectID
 		d.Fixed(id[:])
@@ -1226,7 +1266,7 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 		}
 		n.mu.Lock()
 		n.putLocked(id, o)
-		n.mu.Unlock()
+		n.unlockFor(w)
 	case task.MsgGet, task.MsgWait:
 		rid := d.Uvarint()
 		need, timeout := 0, time.Duration(0)
@@ -1254,12 +1294,12 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 				r.timer = time.AfterFunc(timeout, func() {
 					n.mu.Lock()
 					n.complete(r)
-					n.mu.Unlock()
+					n.unlockFor(w)
 				})
 			}
 			n.block(w, r)
 		}
-		n.mu.Unlock()
+		n.unlockFor(w)
 	case task.MsgGiveBack:
 		cnt := d.Count()
 		back := make(map[ids.TaskID]bool, cnt)
@@ -1284,7 +1324,7 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 		}
 		w.tasks = keep
 		n.requeue(ps)
-		n.mu.Unlock()
+		n.unlockFor(w)
 	case task.MsgKillActor:
 		var id ids.ActorID
 		d.Fixed(id[:])
@@ -1366,7 +1406,7 @@ func (n *Node) died(w *proc) {
 	}
 	n.mu.Lock()
 	if w.dead {
-		n.mu.Unlock()
+		n.unlock()
 		return
 	}
 	w.dead = true
@@ -1410,7 +1450,7 @@ func (n *Node) died(w *proc) {
 		}
 		n.schedule()
 	}
-	n.mu.Unlock()
+	n.unlock()
 	n.flushErrors()
 }
 
@@ -1419,7 +1459,7 @@ func (n *Node) died(w *proc) {
 func (n *Node) Shutdown() error {
 	n.mu.Lock()
 	if n.closed {
-		n.mu.Unlock()
+		n.unlock()
 		return nil
 	}
 	n.closed = true
@@ -1432,7 +1472,7 @@ func (n *Node) Shutdown() error {
 			conns = append(conns, w.conn)
 		}
 	}
-	n.mu.Unlock()
+	n.unlock()
 	n.ln.Close()
 	for _, c := range conns {
 		_ = c.Send(task.MsgExit, nil)
@@ -1449,7 +1489,7 @@ func (n *Node) Shutdown() error {
 		default:
 			n.mu.Lock()
 			p := w.process
-			n.mu.Unlock()
+			n.unlock()
 			if p != nil {
 				_ = p.Kill()
 			}
