@@ -89,7 +89,7 @@ type node struct {
 	data    []float64
 	grad    []float64
 	ints    []int
-	scratch []float64 // transposed weights for the backward pass
+	scratch []float64 // gemm's workspace: transposed weights, a column
 }
 
 // push takes the next slot and shapes its result; the result needs a
@@ -206,24 +206,31 @@ func gemm(tA, tB bool, m, n, k int, a []float64, lda int, b []float64, ldb int, 
 			clear(c[i*ldc : i*ldc+n])
 		}
 	}
+	need := max(k, m)
 	if tB {
-		if cap(*scratch) < k*n {
-			*scratch = make([]float64, k*n)
-		}
-		bt := (*scratch)[:k*n]
+		need += k * n
+	}
+	if cap(*scratch) < need {
+		*scratch = make([]float64, need)
+	}
+	buf := (*scratch)[:need]
+	if tB {
+		bt := buf[:k*n]
 		for j := 0; j < n; j++ {
 			for l, v := range b[j*ldb : j*ldb+k] {
 				bt[l*n+j] = v
 			}
 		}
-		b, ldb = bt, n
+		b, ldb, buf = bt, n, buf[k*n:]
 	}
-	gemmAcc(tA, m, n, k, a, lda, b, ldb, c, ldc)
+	gemmAcc(tA, m, n, k, a, lda, b, ldb, c, ldc, buf)
 }
 
 // gemmAcc adds op(A)·B to C with the assembly kernels: 4×8 blocks of C,
-// then leftover rows 1×8, then leftover columns in Go.
-func gemmAcc(tA bool, m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64, ldc int) {
+// then leftover rows 1×8, then leftover columns (the small output layers
+// of policy and value heads) by dot products or, when A is transposed,
+// by the 1×8 kernel over C's column. tmp holds max(k, m) values.
+func gemmAcc(tA bool, m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64, ldc int, tmp []float64) {
 	if m == 0 || n == 0 || k == 0 {
 		return
 	}
@@ -232,8 +239,8 @@ func gemmAcc(tA bool, m, n, k int, a []float64, lda int, b []float64, ldb int, c
 		ars, aks = 1, lda
 	}
 	// The kernels do not check bounds, so check the farthest reads here.
-	if (m-1)*ars+(k-1)*aks >= len(a) || (k-1)*ldb+n > len(b) || (m-1)*ldc+n > len(c) {
-		panic(fmt.Sprintf("models: gemm %dx%dx%d: operands too short (%d, %d, %d)", m, n, k, len(a), len(b), len(c)))
+	if (m-1)*ars+(k-1)*aks >= len(a) || (k-1)*ldb+n > len(b) || (m-1)*ldc+n > len(c) || len(tmp) < max(k, m) {
+		panic(fmt.Sprintf("models: gemm %dx%dx%d: operands too short (%d, %d, %d, %d)", m, n, k, len(a), len(b), len(c), len(tmp)))
 	}
 	n8, m4 := n&^7, m&^3
 	for j := 0; j < n8; j += 8 {
@@ -245,15 +252,51 @@ func gemmAcc(tA bool, m, n, k int, a []float64, lda int, b []float64, ldb int, c
 		}
 	}
 	for j := n8; j < n; j++ {
-		for i := 0; i < m; i++ {
-			ai := i * ars
+		if !tA {
+			col := tmp[:k]
+			for l := range col {
+				col[l] = b[l*ldb+j]
+			}
+			for i := 0; i < m; i++ {
+				c[i*ldc+j] += dot(a[i*lda:i*lda+k], col)
+			}
+			continue
+		}
+		// C[:, j] = Σ_l B[l, j]·A[l, :], A's rows being contiguous.
+		acc := tmp[:m]
+		clear(acc)
+		m8 := m &^ 7
+		for i := 0; i < m8; i += 8 {
+			kern1x8(k, &b[j], ldb, &a[i], lda, &acc[i])
+		}
+		for i := m8; i < m; i++ {
 			s := 0.0
 			for l := 0; l < k; l++ {
-				s += a[ai+l*aks] * b[l*ldb+j]
+				s += b[l*ldb+j] * a[l*lda+i]
 			}
-			c[i*ldc+j] += s
+			acc[i] = s
+		}
+		for i, v := range acc {
+			c[i*ldc+j] += v
 		}
 	}
+}
+
+// dot is x·y with four accumulators.
+func dot(x, y []float64) float64 {
+	y = y[:len(x)]
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		s0 += x[i] * y[i]
+		s1 += x[i+1] * y[i+1]
+		s2 += x[i+2] * y[i+2]
+		s3 += x[i+3] * y[i+3]
+	}
+	for ; i < len(x); i++ {
+		s0 += x[i] * y[i]
+	}
+	return (s0 + s1) + (s2 + s3)
 }
 
 // gemmGonum is gemm through gonum's BLAS. It tiles C so that gonum always
