@@ -19,11 +19,28 @@ func benchForward(b *testing.B, batch int) {
 	}
 	tape := NewTape()
 	tape.SetNoGrad(true)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
+	tape.Reset()
+	m.Forward(tape, tape.Const(batch, 4, obs))
+	measure(b, func() {
 		tape.Reset()
 		m.Forward(tape, tape.Const(batch, 4, obs))
+	})
+}
+
+// measure runs f b.N times and reports, besides wall time, the CPU time
+// per operation of the benchmark's thread (see threadCPUNanos).
+func measure(b *testing.B, f func()) {
+	lockThread()
+	defer unlockThread()
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := threadCPUNanos()
+	for i := 0; i < b.N; i++ {
+		f()
+	}
+	b.StopTimer()
+	if cpu := threadCPUNanos() - start; start > 0 {
+		b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
 	}
 }
 
@@ -86,11 +103,7 @@ func (s *ppoStep) step() float64 {
 func benchPPOStep(b *testing.B, n int) {
 	s := newPPOStep(b, n)
 	s.step()
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		s.step()
-	}
+	measure(b, func() { s.step() })
 }
 
 func BenchmarkPPOTrainStepBatch128(b *testing.B) { benchPPOStep(b, 128) }
