@@ -232,3 +232,20 @@ func TestRegisterPreprocessorOverridesDefault(t *testing.T) {
 		t.Fatal("PreprocessorNames misses a registered env")
 	}
 }
+
+func TestCheckFiniteNamesTheParameter(t *testing.T) {
+	m, _ := NewFullyConnected(2, 2, ModelOptions{Hiddens: []int{3}}, 1)
+	p := m.Params()
+	if err := p.CheckFinite(true); err != nil {
+		t.Fatal(err)
+	}
+	p.Tensors()[1].Data[2] = math.NaN() // fc0/b[2]
+	if err := p.CheckFinite(false); err == nil || !strings.Contains(err.Error(), "fc0/b[2]") {
+		t.Fatalf("error %v, want one naming fc0/b[2]", err)
+	}
+	p.Tensors()[1].Data[2] = 0
+	p.Grads()[p.Len()-1] = math.Inf(1)
+	if err := p.CheckFinite(true); err == nil || !strings.Contains(err.Error(), "fc_out/b[1]") {
+		t.Fatalf("error %v, want one naming fc_out/b[1]", err)
+	}
+}

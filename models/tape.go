@@ -166,20 +166,34 @@ func (t *Tape) Backward(loss *Tensor) {
 // BackwardFrom backpropagates given output gradients: grad[i] is
 // d(loss)/d(out.Data[i]) for some loss computed outside the tape (a remote
 // learner's, for instance). It accumulates parameter gradients like
-// Backward.
+// Backward. For several outputs at once (policy and value), call AddGrad
+// for each, then Propagate once.
 func (t *Tape) BackwardFrom(out *Tensor, grad []float64) error {
+	if err := t.AddGrad(out, grad); err != nil {
+		return err
+	}
+	t.Propagate()
+	return nil
+}
+
+// AddGrad adds grad to out's gradient without propagating it; see
+// BackwardFrom.
+func (t *Tape) AddGrad(out *Tensor, grad []float64) error {
 	if len(grad) != out.Len() {
-		return fmt.Errorf("models: BackwardFrom: %d output gradients for a %s output", len(grad), out.shape())
+		return fmt.Errorf("models: %d output gradients for a %s output", len(grad), out.shape())
 	}
 	if out.Grad == nil {
-		return nil
+		return nil // nothing trainable produced out
 	}
 	for i, g := range grad {
 		out.Grad[i] += g
 	}
-	t.backprop()
 	return nil
 }
+
+// Propagate backpropagates the gradients added with AddGrad into the
+// parameters. Run it once per forward pass.
+func (t *Tape) Propagate() { t.backprop() }
 
 func (t *Tape) backprop() {
 	for i := t.n - 1; i >= 0; i-- {

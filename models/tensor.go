@@ -2,6 +2,7 @@ package models
 
 import (
 	"fmt"
+	"math"
 
 	"gonum.org/v1/gonum/mat"
 )
@@ -142,6 +143,40 @@ func (p *Params) SetFlatGrad(g []float64) error {
 	}
 	copy(p.grad, g)
 	return nil
+}
+
+// CheckFinite returns an error naming the first weight (and, with grads,
+// the first gradient) that is NaN or infinite, so a diverging run stops
+// with a cause instead of writing NaN into a checkpoint.
+func (p *Params) CheckFinite(grads bool) error {
+	check := func(kind string, v []float64) error {
+		for i, x := range v {
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				name, at := p.locate(i)
+				return fmt.Errorf("models: %s %s[%d] is %v", kind, name, at, x)
+			}
+		}
+		return nil
+	}
+	if err := check("weight", p.data); err != nil {
+		return err
+	}
+	if grads {
+		return check("gradient of", p.grad)
+	}
+	return nil
+}
+
+// locate maps a flat index to its tensor's name and offset.
+func (p *Params) locate(i int) (string, int) {
+	for k, t := range p.tensors {
+		n := t.Len()
+		if i < n {
+			return p.names[k], i
+		}
+		i -= n
+	}
+	return "?", i
 }
 
 // ZeroGrad clears every gradient. Backward accumulates, so call it before
