@@ -3,6 +3,7 @@ package models
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"gonum.org/v1/gonum/mat"
 )
@@ -88,6 +89,20 @@ func (p *Params) New(name string, rows, cols int) *Tensor {
 		off += l
 	}
 	return t
+}
+
+// Signature describes the parameters' names and shapes, e.g.
+// "fc0/w[4x64] fc0/b[1x64] ...". Save it with weights and compare it on
+// restore: two models can have equally many weights and still differ.
+func (p *Params) Signature() string {
+	var b strings.Builder
+	for i, t := range p.tensors {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%s[%dx%d]", p.names[i], t.Rows, t.Cols)
+	}
+	return b.String()
 }
 
 // Len is the total number of scalar parameters.
