@@ -3,6 +3,8 @@ package models
 import (
 	"math/rand/v2"
 	"testing"
+
+	"github.com/gray-ml/gray/envs"
 )
 
 // benchForward measures one forward pass of a 64-64 tanh MLP on 4 inputs
@@ -108,3 +110,24 @@ func benchPPOStep(b *testing.B, n int) {
 
 func BenchmarkPPOTrainStepBatch128(b *testing.B) { benchPPOStep(b, 128) }
 func BenchmarkPPOTrainStepBatch512(b *testing.B) { benchPPOStep(b, 512) }
+
+// BenchmarkPolicyAct8 measures the rollout path for 8 environments:
+// preprocess, forward through policy and value networks, sample, log-prob.
+func BenchmarkPolicyAct8(b *testing.B) {
+	m, err := NewFullyConnected(4, 2, ModelOptions{Hiddens: []int{64, 64}, Activation: "tanh", Value: true}, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pol := &Policy{Preprocessor: Flatten{Space: envs.NewBox(-10, 10, 4)}, Model: m, Dist: Categorical{N: 2}}
+	obs := make([][]float64, 8)
+	for i := range obs {
+		obs[i] = []float64{0.01 * float64(i), 0.1, -0.02, 0.3}
+	}
+	tape := NewTape()
+	rng := rand.New(rand.NewPCG(1, 1))
+	var a Actions
+	if err := pol.Act(tape, rng, obs, true, &a); err != nil {
+		b.Fatal(err)
+	}
+	measure(b, func() { _ = pol.Act(tape, rng, obs, true, &a) })
+}
