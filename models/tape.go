@@ -24,6 +24,7 @@ type Tape struct {
 	nodes  []*node
 	n      int
 	noGrad bool
+	err    error
 }
 
 // NewTape returns an empty tape.
@@ -31,7 +32,12 @@ func NewTape() *Tape { return &Tape{} }
 
 // Reset forgets the recorded operations; their tensors' buffers are reused
 // by the next operations.
-func (t *Tape) Reset() { t.n = 0 }
+func (t *Tape) Reset() { t.n, t.err = 0, nil }
+
+// Err returns the first error an Apply operation reported since the last
+// Reset. Check it after the forward pass and after Backward when the tape
+// runs external functions.
+func (t *Tape) Err() error { return t.err }
 
 // SetNoGrad switches gradient recording off (true) or on (false). With it
 // off no result requires a gradient, so forward passes for acting skip the
@@ -76,6 +82,7 @@ const (
 	opConcat
 	opCols
 	opRepeatRows
+	opFunc
 )
 
 // node is one recorded operation: its inputs, scalar arguments, result and
@@ -89,6 +96,7 @@ type node struct {
 	data    []float64
 	grad    []float64
 	ints    []int
+	fn      Func
 	scratch []float64 // gemm's workspace: transposed weights, a column
 }
 
@@ -137,6 +145,22 @@ func (t *Tape) Const(rows, cols int, data []float64) *Tensor {
 	} else {
 		clear(nd.data[:rows*cols])
 	}
+	return out
+}
+
+// Variable records an input whose gradient is wanted (a model plugin's
+// input gradients, a distribution's gradients with respect to its inputs):
+// like Const, it views data, but Backward accumulates into its Grad, which
+// the tape owns and zeroes here.
+func (t *Tape) Variable(rows, cols int, data []float64) *Tensor {
+	out := t.Const(rows, cols, data)
+	nd := t.nodes[t.n-1]
+	n := rows * cols
+	if cap(nd.grad) < n {
+		nd.grad = make([]float64, n)
+	}
+	out.Grad = nd.grad[:n]
+	clear(out.Grad)
 	return out
 }
 
@@ -198,11 +222,48 @@ func (t *Tape) Propagate() { t.backprop() }
 func (t *Tape) backprop() {
 	for i := t.n - 1; i >= 0; i-- {
 		nd := t.nodes[i]
-		if nd.out.Grad == nil || nd.op == opLeaf {
-			continue
+		switch {
+		case nd.out.Grad == nil || nd.op == opLeaf:
+		case nd.op == opFunc:
+			var wg []float64
+			if nd.b != nil {
+				wg = nd.b.Grad
+			}
+			if err := nd.fn.Backward(nd.a, nd.b, nd.out, nd.out.Grad, nd.a.Grad, wg); err != nil && t.err == nil {
+				t.err = fmt.Errorf("models: backward of an external function: %w", err)
+			}
+		default:
+			nd.backward()
 		}
-		nd.backward()
 	}
+}
+
+// Func is a differentiable operation computed outside the tape, such as a
+// model served by a plugin process. Its weights w are a tensor on this side
+// (a Params tensor mirroring the remote weights, so optimizers and flat
+// weight shipping work as for local models), or nil.
+type Func interface {
+	// Forward writes the output for inputs x and weights w into out, whose
+	// shape Apply has set.
+	Forward(x, w, out *Tensor) error
+	// Backward adds d(Σ outGrad·out)/dx into xGrad and d(...)/dw into
+	// wGrad; either is nil when that gradient is not needed.
+	Backward(x, w, out *Tensor, outGrad, xGrad, wGrad []float64) error
+}
+
+// Apply records f applied to x [batch×k] (and weights w) producing
+// [batch×outCols]. An error from f zeroes the output and is reported by
+// Err, because tape operations return tensors, not errors.
+func (t *Tape) Apply(f Func, x, w *Tensor, outCols int) *Tensor {
+	nd, out := t.push(opFunc, x.Rows, outCols, x, w, nil)
+	nd.fn = f
+	if err := f.Forward(x, w, out); err != nil {
+		clear(out.Data)
+		if t.err == nil {
+			t.err = fmt.Errorf("models: external function: %w", err)
+		}
+	}
+	return out
 }
 
 // gemm computes C = op(A)·op(B) + beta·C for beta 0 or 1, where op
