@@ -94,5 +94,3 @@ func TestVariableGivesInputGradients(t *testing.T) {
 		}
 	}
 }
-
-
