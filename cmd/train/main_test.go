@@ -89,7 +89,7 @@ func TestBadInput(t *testing.T) {
 		{"unwritable local dir", []string{"--env", "Corridor-v0", "--alg", "FakeAlg", "--local-dir", filepath.Join(notDir, "results")},
 			[]string{"cannot create experiment folder", "file/results", "writable"}},
 		{"stop key never reported", []string{"--env", "Corridor-v0", "--alg", "FakeAlg", "--stop", `{"episode_reward": 5}`},
-			[]string{"stop criteria episode_reward name no result key", "episode_reward_mean"}},
+			[]string{"stop criteria episode_reward are not keys of the first result", "episode_reward_mean", "could never stop"}},
 		{"restore missing", []string{"--env", "Corridor-v0", "--alg", "FakeAlg", "--restore", "/nonexistent/checkpoint_3"},
 			[]string{"checkpoint /nonexistent/checkpoint_3 does not exist"}},
 		{"restore non-checkpoint", []string{"--env", "Corridor-v0", "--alg", "FakeAlg", "--restore", local},
@@ -127,7 +127,7 @@ func TestTrainWritesRunFolder(t *testing.T) {
 	local := t.TempDir()
 	o := train(t, "--env", "Corridor-v0", "--alg", "fakealg", "--local-dir", local, "--name", "exp1",
 		"--config", `{"lr": 0.5, "model": {"fcnet_hiddens": [4]}, "extra_after": 3}`,
-		"--stop", `{"training_iteration": 4, "episode_reward_mean": 1000}`, "--checkpoint-freq", "2", "--checkpoint-at-end")
+		"--stop", `{"training_iteration": 4, "episode_reward_mean": 1000, "evaluation_reward_mean": 100}`, "--checkpoint-freq", "2", "--checkpoint-at-end")
 	if o.code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", o.code, o.stdout, o.stderr)
 	}
@@ -140,7 +140,7 @@ func TestTrainWritesRunFolder(t *testing.T) {
 		t.Errorf("progress lines %v in\n%s", lines, o.stdout)
 	}
 	for _, w := range []string{"checkpoint saved: " + filepath.Join(dir, "checkpoint_2"), "checkpoint saved: " + filepath.Join(dir, "checkpoint_4"),
-		"done: training_iteration >= 4", "results: " + dir} {
+		"done: training_iteration >= 4", "results: " + dir, "warning: stop criteria evaluation_reward_mean are not keys of the first result"} {
 		if !strings.Contains(o.stdout, w) {
 			t.Errorf("stdout lacks %q:\n%s", w, o.stdout)
 		}

@@ -234,6 +234,10 @@ func Train(ctx context.Context, exp config.Experiment, out io.Writer) (sum Summa
 		agent, e = res.Alg.New(ctx, rllib.Options{Env: exp.Env, EnvConfig: res.EnvConfig, Config: res.UserCfg, LogDir: run.Dir(), Seed: exp.Seed})
 		return e
 	}); err != nil {
+		if ctx.Err() != nil {
+			sum.Interrupted, sum.StoppedBy = true, "interrupted"
+			return sum, nil
+		}
 		return sum, fmt.Errorf("creating %s agent for %s: %w", res.Alg.Name, exp.Env, err)
 	}
 	defer func() {
@@ -244,6 +248,10 @@ func Train(ctx context.Context, exp config.Experiment, out io.Writer) (sum Summa
 	timeTotal := 0.0
 	if restorePath != "" {
 		if err := safely("restoring", func() error { return agent.Restore(ctx, restorePath) }); err != nil {
+			if ctx.Err() != nil {
+				sum.Interrupted, sum.StoppedBy = true, "interrupted"
+				return sum, nil
+			}
 			return sum, fmt.Errorf("restoring %s: %w", exp.Restore, err)
 		}
 		timeTotal = restoreMeta.TimeTotalS
@@ -315,10 +323,18 @@ func Train(ctx context.Context, exp config.Experiment, out io.Writer) (sum Summa
 			return sum, fmt.Errorf("iteration %d reported %s: the learner diverged; the run stopped; %s", r.TrainingIteration, bad, lastGood())
 		}
 		if sum.Iterations == 1 {
+			// A criterion naming no result key is most likely a typo. When
+			// no criterion can ever be met the run would never stop: fail.
+			// Otherwise warn, since a key may first appear later (an
+			// evaluation every few iterations, say).
 			if missing := exp.Stop.Missing(flat); len(missing) > 0 {
-				sum.StoppedBy = "error"
-				return sum, fmt.Errorf("stop criteria %s name no result key, so they can never be met; result keys: %s",
+				msg := fmt.Sprintf("stop criteria %s are not keys of the first result (its keys: %s)",
 					strings.Join(missing, ", "), strings.Join(runlog.NumericKeys(flat), ", "))
+				if len(missing) == len(exp.Stop) {
+					sum.StoppedBy = "error"
+					return sum, fmt.Errorf("%s, so the run could never stop", msg)
+				}
+				fmt.Fprintf(out, "warning: %s; they stop the run only if a later result reports them\n", msg)
 			}
 		}
 		if exp.CheckpointFreq > 0 && agent.Iteration()%exp.CheckpointFreq == 0 || done && exp.CheckpointAtEnd {
