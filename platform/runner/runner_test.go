@@ -24,7 +24,9 @@ func TestFullConfig(t *testing.T) {
 	for name, d := range map[string]func() any{
 		"struct":  func() any { return def },
 		"pointer": func() any { c := def; return &c },
-		"map":     func() any { return map[string]any{"lr": 0.1, "train_batch_size": 4000, "model": map[string]any{"fcnet_activation": "tanh"}} },
+		"map": func() any {
+			return map[string]any{"lr": 0.1, "train_batch_size": 4000, "model": map[string]any{"fcnet_activation": "tanh"}}
+		},
 	} {
 		got, err := FullConfig(rllib.Algorithm{Name: "X", DefaultConfig: d}, user)
 		if err != nil {
