@@ -64,6 +64,7 @@ checkpoint.`,
 			return nil
 		},
 	}
+	root.CompletionOptions.HiddenDefaultCmd = true
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	config.AddFlags(root.Flags())
