@@ -161,7 +161,13 @@ func (c *corridor) Close() error { return nil }
 
 func init() {
 	rllib.Register(rllib.Algorithm{Name: "FakeAlg", New: newFake("FakeAlg"), DefaultConfig: func() any { return defaultFakeConfig() }})
-	rllib.Register(rllib.Algorithm{Name: "OtherAlg", New: newFake("OtherAlg"), DefaultConfig: func() any { return defaultFakeConfig() }})
+	// OtherAlg has other config keys: restoring FakeAlg's checkpoint into
+	// it must fail on the algorithm, not on a config key.
+	type otherConfig struct {
+		Gamma float64 `json:"gamma"`
+	}
+	rllib.Register(rllib.Algorithm{Name: "OtherAlg", DefaultConfig: func() any { return otherConfig{Gamma: 0.99} },
+		New: func(context.Context, rllib.Options) (rllib.Agent, error) { return nil, errors.New("OtherAlg cannot train") }})
 	envs.Register("Corridor-v0", func(envs.Config) (envs.Env, error) { return &corridor{}, nil })
 	envs.Register("Ring-v0", func(cfg envs.Config) (envs.Env, error) {
 		if _, bad := cfg["bad"]; bad {

@@ -291,7 +291,7 @@ func TestFailuresKeepLastGoodCheckpoint(t *testing.T) {
 func TestRestoreAndRollout(t *testing.T) {
 	local := t.TempDir()
 	if o := train(t, "--env", "Corridor-v0", "--alg", "FakeAlg", "--local-dir", local, "--stop", `{"training_iteration": 2}`,
-		"--checkpoint-at-end", "--seed", "5"); o.code != 0 {
+		"--checkpoint-at-end", "--seed", "5", "--config", `{"lr": 0.5, "model": {"fcnet_hiddens": [3]}}`); o.code != 0 {
 		t.Fatalf("first run: %s", o.stderr)
 	}
 	ckpt := filepath.Join(runDir(t, local), "checkpoint_2")
@@ -314,9 +314,17 @@ func TestRestoreAndRollout(t *testing.T) {
 
 	// Restoring continues the iteration count, the timesteps and the time.
 	local2 := t.TempDir()
-	o := train(t, "--env", "Corridor-v0", "--alg", "FakeAlg", "--local-dir", local2, "--restore", ckpt, "--stop", `{"training_iteration": 3}`)
+	o := train(t, "--env", "Corridor-v0", "--alg", "FakeAlg", "--local-dir", local2, "--restore", ckpt, "--stop", `{"training_iteration": 3}`,
+		"--config", `{"lr": 0.25}`)
 	if o.code != 0 {
 		t.Fatalf("restored run: %s", o.stderr)
+	}
+	// It keeps the checkpoint's config, with keys given now over it.
+	var cfg map[string]any
+	b, _ := os.ReadFile(filepath.Join(runDir(t, local2), "config.json"))
+	json.Unmarshal(b, &cfg)
+	if cfg["lr"] != 0.25 || len(cfg["model"].(map[string]any)["fcnet_hiddens"].([]any)) != 1 {
+		t.Errorf("restored run's config.json = %s; want the checkpoint's model and the new lr", b)
 	}
 	results, _ := runlog.ReadResults(runDir(t, local2))
 	if len(results) != 1 || results[0]["training_iteration"] != json.Number("3") || results[0]["timesteps_total"] != json.Number("300") ||

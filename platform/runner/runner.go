@@ -191,19 +191,25 @@ func plainNumbers(v any) any {
 // without checkpointing the failed state; the error names the last good
 // checkpoint.
 func Train(ctx context.Context, exp config.Experiment, out io.Writer) (sum Summary, err error) {
-	res, err := Resolve(exp)
-	if err != nil {
-		return sum, err
-	}
 	var restoreMeta checkpoint.Meta
 	var restorePath string
 	if exp.Restore != "" {
 		if restoreMeta, restorePath, err = checkpoint.Read(exp.Restore); err != nil {
 			return sum, err
 		}
-		if err := restoreMeta.Check(res.Alg.Name, exp.Env); err != nil {
+		// Checked before the configs merge: another algorithm's config
+		// would only fail with a confusing unknown key.
+		if err := restoreMeta.Check(exp.Alg, exp.Env); err != nil {
 			return sum, fmt.Errorf("--restore %s: %w", exp.Restore, err)
 		}
+		// A restored agent continues with the checkpoint's configuration
+		// (its network shapes must match); keys given now override it.
+		exp.Config = config.DeepMerge(restoreMeta.Config, exp.Config)
+		exp.EnvConfig = config.DeepMerge(restoreMeta.EnvConfig, exp.EnvConfig)
+	}
+	res, err := Resolve(exp)
+	if err != nil {
+		return sum, err
 	}
 	run, err := runlog.Create(runlog.Options{
 		LocalDir: exp.LocalDir, Experiment: exp.Name, Alg: res.Alg.Name, Env: exp.Env,
