@@ -167,7 +167,9 @@ func init() {
 		Gamma float64 `json:"gamma"`
 	}
 	rllib.Register(rllib.Algorithm{Name: "OtherAlg", DefaultConfig: func() any { return otherConfig{Gamma: 0.99} },
-		New: func(context.Context, rllib.Options) (rllib.Agent, error) { return nil, errors.New("OtherAlg cannot train") }})
+		New: func(context.Context, rllib.Options) (rllib.Agent, error) {
+			return nil, errors.New("OtherAlg cannot train")
+		}})
 	envs.Register("Corridor-v0", func(envs.Config) (envs.Env, error) { return &corridor{}, nil })
 	envs.Register("Ring-v0", func(cfg envs.Config) (envs.Env, error) {
 		if _, bad := cfg["bad"]; bad {
