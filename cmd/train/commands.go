@@ -42,6 +42,10 @@ checkpoint.`,
 			if showConfig {
 				return printConfig(stdout, exp, format)
 			}
+			// Bad names and config keys fail before any process starts.
+			if _, err := runner.Resolve(exp); err != nil {
+				return err
+			}
 			shutdown, err := startRuntime(cmd.Context(), exp.NumCPUs)
 			if err != nil {
 				return fmt.Errorf("starting the runtime: %w", err)
@@ -122,7 +126,12 @@ environment, printing each return and their mean.`,
 			if path == "" {
 				return fmt.Errorf("rollout needs --checkpoint PATH (a checkpoint_<n> folder of a run)")
 			}
-			_, err := runner.Rollout(cmd.Context(), config.ExpandHome(path), opts, stdout)
+			shutdown, err := startRuntime(cmd.Context(), 0)
+			if err != nil {
+				return fmt.Errorf("starting the runtime: %w", err)
+			}
+			defer shutdown()
+			_, err = runner.Rollout(cmd.Context(), config.ExpandHome(path), opts, stdout)
 			return err
 		},
 	}

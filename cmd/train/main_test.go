@@ -23,8 +23,11 @@ import (
 	"github.com/gray-ml/gray/platform/tensorboard"
 )
 
-// TestMain lets a test run the real main in a child process (for signals).
+// TestMain serves as a runtime worker when started as one, and lets a
+// test run the real main in a child process (for signals).
 func TestMain(m *testing.M) {
+	// The runtime starts this test binary again as its workers.
+	serveIfWorker()
 	if os.Getenv("GRAY_TRAIN_TEST_MAIN") == "1" {
 		main()
 		return
@@ -380,11 +383,13 @@ func TestPlot(t *testing.T) {
 }
 
 // TestSIGINTSavesCheckpoint runs the real main in a child process and
-// interrupts it as Ctrl-C would.
+// interrupts it as Ctrl-C in a terminal does: SIGINT to the whole process
+// group, the runtime's workers included.
 func TestSIGINTSavesCheckpoint(t *testing.T) {
 	local := t.TempDir()
 	cmd := exec.Command(os.Args[0], "--env", "Corridor-v0", "--alg", "FakeAlg", "--local-dir", local, "--config", `{"sleep_s": 0.05}`)
 	cmd.Env = append(os.Environ(), "GRAY_TRAIN_TEST_MAIN=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdout, _ := cmd.StdoutPipe()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -397,7 +402,7 @@ func TestSIGINTSavesCheckpoint(t *testing.T) {
 	for sc.Scan() {
 		out.WriteString(sc.Text() + "\n")
 		if !signalled && strings.HasPrefix(sc.Text(), "iter    2") {
-			cmd.Process.Signal(syscall.SIGINT)
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
 			signalled = true
 		}
 	}
@@ -417,6 +422,9 @@ func TestSIGINTSavesCheckpoint(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "interrupted: saving a final checkpoint") || !strings.Contains(out.String(), "checkpoint saved:") {
 		t.Errorf("stdout:\n%s", out.String())
+	}
+	if strings.Contains(stderr.String(), "gray:") || strings.Contains(stderr.String(), "runtime") {
+		t.Errorf("runtime complaints on stderr (did Ctrl-C reach the workers?):\n%s", stderr.String())
 	}
 	dir := runDir(t, local)
 	ckpts, _ := filepath.Glob(filepath.Join(dir, "checkpoint_*"))
