@@ -30,6 +30,7 @@ type fakeConfig struct {
 	NaNStatAt  int     `json:"nan_stat_at"`  // Train reports a NaN learner statistic
 	PanicAt    int     `json:"panic_at"`     // Train panics
 	SleepS     float64 `json:"sleep_s"`      // each Train sleeps (for interrupts)
+	Stubborn   bool    `json:"stubborn"`     // the sleep ignores ctx
 	ExtraAfter int     `json:"extra_after"`  // from this iteration on, report an extra key
 	SaveToFile bool    `json:"save_to_file"` // Save writes a file instead of a folder
 }
@@ -70,7 +71,9 @@ func newFake(name string) rllib.Factory {
 
 func (a *fakeAgent) Train(ctx context.Context) (rllib.Result, error) {
 	next := a.st.Iter + 1
-	if a.cfg.SleepS > 0 {
+	if a.cfg.SleepS > 0 && a.cfg.Stubborn {
+		time.Sleep(time.Duration(a.cfg.SleepS * float64(time.Second)))
+	} else if a.cfg.SleepS > 0 {
 		select {
 		case <-time.After(time.Duration(a.cfg.SleepS * float64(time.Second))):
 		case <-ctx.Done():

@@ -463,3 +463,45 @@ func TestShippedConfigs(t *testing.T) {
 		}
 	}
 }
+
+// TestSecondSIGINTQuits: a second Ctrl-C ends a run whose iteration does
+// not return, without a checkpoint.
+func TestSecondSIGINTQuits(t *testing.T) {
+	local := t.TempDir()
+	cmd := exec.Command(os.Args[0], "--env", "Corridor-v0", "--alg", "FakeAlg", "--local-dir", local,
+		"--config", `{"sleep_s": 0.3, "stubborn": true}`)
+	cmd.Env = append(os.Environ(), "GRAY_TRAIN_TEST_MAIN=1")
+	stdout, _ := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "iter    1") {
+			// The stubborn iteration 2 is now under way.
+			cmd.Process.Signal(syscall.SIGINT)
+			time.Sleep(50 * time.Millisecond)
+			cmd.Process.Signal(syscall.SIGINT)
+			break
+		}
+	}
+	go io.Copy(io.Discard, stdout)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("train did not quit after a second SIGINT")
+	}
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != exitInterrupted || !strings.Contains(stderr.String(), "quitting without a checkpoint") {
+		t.Errorf("exit %v, stderr:\n%s", err, stderr.String())
+	}
+	if ckpts, _ := filepath.Glob(filepath.Join(runDir(t, local), "checkpoint_*")); len(ckpts) != 0 {
+		t.Errorf("checkpoints %v after quitting at once", ckpts)
+	}
+}
