@@ -72,6 +72,8 @@ func newFake(name string) rllib.Factory {
 func (a *fakeAgent) Train(ctx context.Context) (rllib.Result, error) {
 	next := a.st.Iter + 1
 	if a.cfg.SleepS > 0 && a.cfg.Stubborn {
+		// Tells TestSecondSIGINTQuits that a stubborn iteration is under way.
+		fmt.Fprintf(os.Stderr, "fake: iteration %d started\n", next)
 		time.Sleep(time.Duration(a.cfg.SleepS * float64(time.Second)))
 	} else if a.cfg.SleepS > 0 {
 		select {
@@ -107,6 +109,9 @@ func (a *fakeAgent) Train(ctx context.Context) (rllib.Result, error) {
 }
 
 func (a *fakeAgent) Save(ctx context.Context) (string, error) {
+	if a.cfg.Stubborn {
+		time.Sleep(time.Duration(a.cfg.SleepS * float64(time.Second)))
+	}
 	b, _ := json.Marshal(a.st)
 	if a.cfg.SaveToFile {
 		path := filepath.Join(a.logDir, fmt.Sprintf("state-%d.json", a.st.Iter))

@@ -197,6 +197,10 @@ func TestTrainWritesRunFolder(t *testing.T) {
 	if events[4].Step != 400 || events[4].Scalars["episode_reward_mean"] != 40 || events[4].Scalars["info/learner/kl"] != float32(0.01) {
 		t.Errorf("last event %+v", events[4])
 	}
+	// The runtime's workers write their output into logs/.
+	if logs, _ := filepath.Glob(filepath.Join(dir, "logs", "worker-*")); len(logs) == 0 {
+		t.Error("no worker output files in logs/")
+	}
 	// Checkpoint metadata.
 	meta, _, err := checkpoint.Read(filepath.Join(dir, "checkpoint_4"))
 	if err != nil || meta.Algorithm != "FakeAlg" || meta.Env != "Corridor-v0" || meta.Iteration != 4 || meta.TimestepsTotal != 400 {
@@ -469,25 +473,24 @@ func TestShippedConfigs(t *testing.T) {
 func TestSecondSIGINTQuits(t *testing.T) {
 	local := t.TempDir()
 	cmd := exec.Command(os.Args[0], "--env", "Corridor-v0", "--alg", "FakeAlg", "--local-dir", local,
-		"--config", `{"sleep_s": 0.3, "stubborn": true}`)
+		"--config", `{"sleep_s": 2, "stubborn": true}`)
 	cmd.Env = append(os.Environ(), "GRAY_TRAIN_TEST_MAIN=1")
-	stdout, _ := cmd.StdoutPipe()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderrPipe, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	sc := bufio.NewScanner(stdout)
+	var stderr strings.Builder
+	sc := bufio.NewScanner(stderrPipe)
 	for sc.Scan() {
-		if strings.HasPrefix(sc.Text(), "iter    1") {
-			// The stubborn iteration 2 is now under way.
+		stderr.WriteString(sc.Text() + "\n")
+		if strings.HasPrefix(sc.Text(), "fake: iteration 1 started") {
+			// The first signal asks for a stop after the iteration, which
+			// takes two seconds; the second must not wait for it.
 			cmd.Process.Signal(syscall.SIGINT)
 			time.Sleep(50 * time.Millisecond)
 			cmd.Process.Signal(syscall.SIGINT)
-			break
 		}
 	}
-	go io.Copy(io.Discard, stdout)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	var err error

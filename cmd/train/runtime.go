@@ -23,10 +23,11 @@ func serveIfWorker() {
 }
 
 // startRuntime starts the runtime (worker processes, object store) that
-// agents create their rollout actors on, and returns the function that
-// shuts it down.
-func startRuntime(ctx context.Context, numCPUs int) (shutdown func(), err error) {
-	if err := gray.Init(ctx, gray.Options{NumCPUs: numCPUs}); err != nil {
+// agents create their rollout actors on, with the workers' output in
+// logDir (the run folder's logs/), and returns the function that shuts it
+// down.
+func startRuntime(ctx context.Context, numCPUs int, logDir string) (shutdown func(), err error) {
+	if err := gray.Init(ctx, gray.Options{NumCPUs: numCPUs, LogDir: logDir}); err != nil {
 		return nil, err
 	}
 	return func() {

@@ -10,6 +10,7 @@
 //	    progress.csv                      the same results as a table
 //	    events.out.tfevents.<unix>.<host> the numeric results for TensorBoard
 //	    checkpoint_<n>/                   checkpoints (see platform/checkpoint)
+//	    logs/                             worker processes' output (train)
 //
 // Every result is written to result.json, progress.csv and the event file
 // before Log returns, each with a single write call (and, unless NoSync,

@@ -13,6 +13,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"reflect"
 	"runtime/debug"
 	"sort"
@@ -184,13 +185,26 @@ func plainNumbers(v any) any {
 	return v
 }
 
+// Options connect Train and Rollout to what surrounds them.
+type Options struct {
+	// StartRuntime, when set, is called once the run folder exists and
+	// before the agent is created (agents create their rollout actors on
+	// the runtime); logDir is where worker processes should write their
+	// output. The function it returns is called after the agent stops.
+	StartRuntime func(ctx context.Context, logDir string) (stop func(), err error)
+}
+
+// LogsDir is the folder inside a run folder where worker processes write
+// their standard output and error.
+const LogsDir = "logs"
+
 // Train runs exp to its end and prints one progress line per iteration to
 // out. Cancelling ctx (Ctrl-C) ends the run after the current iteration,
 // writes a final checkpoint and returns a Summary with Interrupted set and
 // a nil error. An iteration that fails (NaN in a loss, say) ends the run
 // without checkpointing the failed state; the error names the last good
 // checkpoint.
-func Train(ctx context.Context, exp config.Experiment, out io.Writer) (sum Summary, err error) {
+func Train(ctx context.Context, exp config.Experiment, out io.Writer, opts Options) (sum Summary, err error) {
 	var restoreMeta checkpoint.Meta
 	var restorePath string
 	if exp.Restore != "" {
@@ -232,6 +246,23 @@ func Train(ctx context.Context, exp config.Experiment, out io.Writer) (sum Summa
 	fmt.Fprintf(out, "%s on %s: run folder %s\n", res.Alg.Name, exp.Env, run.Dir())
 	if len(exp.Stop) == 0 {
 		fmt.Fprintln(out, "no stop criteria: training until interrupted (Ctrl-C saves a checkpoint and stops)")
+	}
+
+	if opts.StartRuntime != nil {
+		logs := filepath.Join(run.Dir(), LogsDir)
+		if err := os.MkdirAll(logs, 0o755); err != nil {
+			return sum, fmt.Errorf("creating %s: %w", logs, err)
+		}
+		stop, err := opts.StartRuntime(ctx, logs)
+		if err != nil {
+			if ctx.Err() != nil {
+				sum.Interrupted, sum.StoppedBy = true, "interrupted"
+				return sum, nil
+			}
+			return sum, fmt.Errorf("starting the runtime: %w", err)
+		}
+		// Deferred before the agent's Stop, so it runs after it.
+		defer stop()
 	}
 
 	var agent rllib.Agent
