@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"math"
 
-	pb "github.com/gray-ml/gray/plugins/proto"
 	"github.com/gray-ml/gray/plugins/internal/wire"
+	pb "github.com/gray-ml/gray/plugins/proto"
 )
 
 // Model is a differentiable model served by a plugin process: rows of

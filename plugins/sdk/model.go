@@ -9,8 +9,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	pb "github.com/gray-ml/gray/plugins/proto"
 	"github.com/gray-ml/gray/plugins/internal/wire"
+	pb "github.com/gray-ml/gray/plugins/proto"
 )
 
 // Model is what a model plugin implements: a differentiable function from
