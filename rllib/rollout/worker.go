@@ -46,8 +46,9 @@ type ObsProcessor interface {
 	// Size is the width of a processed observation.
 	Size() int
 	// Process writes the processed form of raw into dst; update says whether
-	// a running filter may learn from raw.
-	Process(dst, raw []float64, update bool)
+	// a running filter may learn from raw. An observation it cannot process
+	// (wrong size, NaN) is an error.
+	Process(dst, raw []float64, update bool) error
 }
 
 // Config configures a Worker.
@@ -82,6 +83,8 @@ type Worker struct {
 	actions [][]float64
 	epRew   []float64
 	epLen   []int
+	// step is reused across steps when the Vector steps in place.
+	step envs.VectorStep
 }
 
 // New creates the worker's environments and resets them with seeds derived
@@ -133,7 +136,9 @@ func NewWithVector(cfg Config, vec envs.Vector, policy Policy, proc ObsProcessor
 		return nil, fmt.Errorf("rollout: resetting %q: %w", cfg.Env, err)
 	}
 	for i, o := range raw {
-		w.proc.Process(w.row(i), o, true)
+		if err := w.proc.Process(w.row(i), o, true); err != nil {
+			return nil, fmt.Errorf("rollout: first observation of %q sub-environment %d: %w", cfg.Env, i, err)
+		}
 	}
 	return w, nil
 }
@@ -206,7 +211,7 @@ func (w *Worker) Sample(ctx context.Context, rng *rand.Rand) (sample.Batch, erro
 				copy(b.DistInputs[r*distDim:(r+1)*distDim], w.out.DistInputs[i*distDim:(i+1)*distDim])
 			}
 		}
-		step, err := w.vec.Step(w.actions)
+		step, err := w.stepEnvs()
 		if err != nil {
 			return sample.Batch{}, fmt.Errorf("rollout: stepping %q: %w", w.cfg.Env, err)
 		}
@@ -232,10 +237,14 @@ func (w *Worker) Sample(ctx context.Context, rng *rand.Rand) (sample.Batch, erro
 					}
 					truncRows = append(truncRows, r)
 					finalObs = finalObs[:len(finalObs)+w.obsDim]
-					w.proc.Process(finalObs[len(finalObs)-w.obsDim:], step.FinalObs[i], false)
+					if err := w.proc.Process(finalObs[len(finalObs)-w.obsDim:], step.FinalObs[i], false); err != nil {
+						return sample.Batch{}, fmt.Errorf("rollout: final observation of %q sub-environment %d: %w", w.cfg.Env, i, err)
+					}
 				}
 			}
-			w.proc.Process(w.row(i), step.Obs[i], true)
+			if err := w.proc.Process(w.row(i), step.Obs[i], true); err != nil {
+				return sample.Batch{}, fmt.Errorf("rollout: observation of %q sub-environment %d: %w", w.cfg.Env, i, err)
+			}
 		}
 		if len(truncRows) > 0 {
 			if err := w.bootstrap(&b, truncRows, finalObs); err != nil {
@@ -260,6 +269,15 @@ func (w *Worker) Sample(ctx context.Context, rng *rand.Rand) (sample.Batch, erro
 		}
 	}
 	return b, nil
+}
+
+// stepEnvs steps the Vector, without allocating when it supports that.
+func (w *Worker) stepEnvs() (envs.VectorStep, error) {
+	if s, ok := w.vec.(envs.InPlaceStepper); ok {
+		err := s.StepInto(w.actions, &w.step)
+		return w.step, err
+	}
+	return w.vec.Step(w.actions)
 }
 
 func (w *Worker) bootstrap(b *sample.Batch, rows []int, obs []float64) error {

@@ -50,8 +50,8 @@ func (p scripted) Values(obs []float64, n int, vals []float64) error {
 
 type identity struct{}
 
-func (identity) Size() int                          { return 1 }
-func (identity) Process(dst, raw []float64, _ bool) { copy(dst, raw) }
+func (identity) Size() int                                { return 1 }
+func (identity) Process(dst, raw []float64, _ bool) error { copy(dst, raw); return nil }
 
 func TestWorkerTruncationAndBoundaries(t *testing.T) {
 	// Observation 1 triggers action 1, so both environments terminate at

@@ -71,3 +71,7 @@ func Summarize(eps []Episode) EpisodeStats {
 	s.LenMean /= float64(len(eps))
 	return s
 }
+
+// SetTotal sets the count of episodes ever added (when restoring a
+// checkpoint whose window holds only the most recent ones).
+func (w *EpisodeWindow) SetTotal(n int64) { w.total = n }

@@ -24,7 +24,7 @@ func init() {
 	}
 	if decMode, err = (cbor.DecOptions{
 		MaxNestedLevels:  64,
-		MaxArrayElements: 1 << 31,
+		MaxArrayElements: 1<<31 - 1,
 		MaxMapPairs:      1 << 24,
 	}).DecMode(); err != nil {
 		panic(err)
