@@ -44,6 +44,7 @@ type Agent struct {
 	window    *sample.EpisodeWindow
 	act       rollout.Actions
 	obsBuf    []float64
+	actSpace  envs.Space
 }
 
 // samplers is how the agent collects one iteration's experience.
@@ -82,7 +83,7 @@ func New(ctx context.Context, opts rllib.Options) (*Agent, error) {
 	}
 	a := &Agent{
 		opts: opts, cfg: cfg, seed: seed, pol: pol, proc: proc,
-		lr: cfg.lrSchedule(), klCoeff: cfg.KLCoeff,
+		lr: cfg.lrSchedule(), klCoeff: cfg.KLCoeff, actSpace: actSpace,
 		window: sample.NewEpisodeWindow(cfg.MetricsSmoothingEpisodes),
 	}
 	a.learner = newLearner(&a.cfg, pol)
@@ -211,9 +212,10 @@ func shuffleRNG(seed int64, iter int) *rand.Rand {
 }
 
 // ComputeAction implements rllib.Agent. It returns the policy's most likely
-// action (the argmax for a Discrete space, the mean for a Box), with the
-// observation passed through the preprocessor and the observation filter
-// (without updating it); ComputeActionSampled draws one instead.
+// action (the argmax for a Discrete space, the mean for a Box, clipped to
+// its bounds), with the observation passed through the preprocessor and
+// the observation filter (without updating it); ComputeActionSampled draws
+// one instead.
 func (a *Agent) ComputeAction(obs []float64) ([]float64, error) {
 	return a.computeAction(obs, nil)
 }
@@ -235,7 +237,15 @@ func (a *Agent) computeAction(obs []float64, rng *rand.Rand) ([]float64, error) 
 	if err := a.pol.Act(a.obsBuf, 1, rng, &a.act); err != nil {
 		return nil, fmt.Errorf("PPO: ComputeAction: %w", err)
 	}
-	return append([]float64(nil), a.act.Actions...), nil
+	action := append([]float64(nil), a.act.Actions...)
+	// A Gaussian's mean or sample may leave a Box; the environment would
+	// reject it, so clip as the rollout workers do.
+	if box, ok := a.actSpace.(envs.Box); ok {
+		for i := range action {
+			action[i] = math.Min(math.Max(action[i], box.Low[i]), box.High[i])
+		}
+	}
+	return action, nil
 }
 
 // Stop implements rllib.Agent: it stops the rollout workers.

@@ -165,3 +165,7 @@ func (c *Config) fragmentLength() int {
 	envs := c.workers() * c.NumEnvsPerWorker
 	return (c.TimestepsPerBatch + envs - 1) / envs
 }
+
+// constantLR is a schedule that is always lr (for tests and callers that
+// override the configured schedule).
+func constantLR(lr float64) schedule.Piecewise { return schedule.Constant(lr) }

@@ -170,7 +170,7 @@ func (w *Worker) Sample(ctx context.Context, rng *rand.Rand) (sample.Batch, erro
 		Boundary:   make([]bool, rows),
 		Bootstrap:  make([]float64, rows),
 	}
-	finalObs := make([]float64, 0, w.obsDim)
+	finalObs := make([]float64, 0, n*w.obsDim)
 	var truncRows []int
 	for t := 0; t < T; t++ {
 		if t%64 == 0 {

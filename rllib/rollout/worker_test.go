@@ -128,3 +128,25 @@ func TestWorkerBootstrapsTruncatedAndCutFragments(t *testing.T) {
 		t.Errorf("second sample starts at %v with episodes %v, want 1 and two episodes of length 2", b2.Obs[0], b2.Episodes)
 	}
 }
+
+func TestWorkerSimultaneousTruncations(t *testing.T) {
+	// Every sub-environment hits its time limit at the same step, as
+	// Pendulum's do.
+	vec, err := envs.NewVector(&counter{limit: 2}, &counter{limit: 2}, &counter{limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewWithVector(Config{Env: "counter", FragmentLength: 2}, vec, scripted{terminateAt: -1}, identity{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := w.Sample(context.Background(), rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []int{1, 3, 5} {
+		if !b.Truncated[r] || b.Bootstrap[r] != 20 {
+			t.Errorf("row %d: truncated %v bootstrap %v, want true and 20", r, b.Truncated[r], b.Bootstrap[r])
+		}
+	}
+}
