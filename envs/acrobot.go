@@ -124,16 +124,19 @@ func acRK4(s [4]float64, torque, dt float64) [4]float64 {
 func acDeriv(s [4]float64, a float64) [4]float64 {
 	const (
 		m1, m2, l1, lc1, lc2 = acMass1, acMass2, acLink1, acCOM1, acCOM2
-		i1, i2, g            = acMOI, acMOI, acGravity
+		i1, i2               = acMOI, acMOI
 	)
+	// g is a variable so that (m1*lc1+m2*l1)*g is rounded in float64 as in
+	// Gymnasium rather than folded exactly at compile time.
+	g := float64(acGravity)
 	th1, th2, dth1, dth2 := s[0], s[1], s[2], s[3]
 	cos2, sin2 := math.Cos(th2), math.Sin(th2)
 	d1 := m1*lc1*lc1 + m2*(l1*l1+lc2*lc2+2*l1*lc2*cos2) + i1 + i2
 	d2 := m2*(lc2*lc2+l1*lc2*cos2) + i2
 	phi2 := m2 * lc2 * g * math.Cos(th1+th2-math.Pi/2)
-	phi1 := -m2*l1*lc2*dth2*dth2*sin2 - 2*m2*l1*lc2*dth2*dth1*sin2 +
+	phi1 := -m2*l1*lc2*(dth2*dth2)*sin2 - 2*m2*l1*lc2*dth2*dth1*sin2 +
 		(m1*lc1+m2*l1)*g*math.Cos(th1-math.Pi/2) + phi2
-	ddth2 := (a + d2/d1*phi1 - m2*l1*lc2*dth1*dth1*sin2 - phi2) / (m2*lc2*lc2 + i2 - d2*d2/d1)
+	ddth2 := (a + d2/d1*phi1 - m2*l1*lc2*(dth1*dth1)*sin2 - phi2) / (m2*lc2*lc2 + i2 - d2*d2/d1)
 	ddth1 := -(d2*ddth2 + phi1) / d1
 	return [4]float64{dth1, dth2, ddth1, ddth2}
 }

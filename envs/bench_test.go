@@ -50,13 +50,25 @@ func BenchmarkEnvStep(b *testing.B) {
 }
 
 // BenchmarkCartPoleVector measures a Vector of n CartPoles under a random
-// policy with automatic resets, through Step (caller-owned results) and
-// StepInto (reused buffers).
+// policy with automatic resets, through Step (caller-owned results),
+// StepInto (reused buffers) and Step on the generic path that custom
+// environments take.
 func BenchmarkCartPoleVector(b *testing.B) {
 	for _, n := range []int{1, 8, 64} {
-		for _, mode := range []string{"Step", "StepInto"} {
+		for _, mode := range []string{"Step", "StepInto", "Step-generic"} {
 			b.Run(fmt.Sprintf("n=%d/%s", n, mode), func(b *testing.B) {
 				v := mustVector(b, "CartPole-v1", n)
+				if mode == "Step-generic" {
+					// The path a custom (non-built-in) environment takes.
+					plain := make([]Env, n)
+					for i := range plain {
+						plain[i] = plainEnv{mustMake(b, "CartPole-v1", nil)}
+					}
+					var err error
+					if v, err = NewVector(plain...); err != nil {
+						b.Fatal(err)
+					}
+				}
 				_, _ = v.Reset(seedRange(n, 0))
 				pool := randomActions(v.ActionSpace(), 1024+n)
 				var out VectorStep
@@ -66,10 +78,10 @@ func BenchmarkCartPoleVector(b *testing.B) {
 				for i := 0; i < b.N; i++ {
 					acts := pool[i&1023 : i&1023+n]
 					var err error
-					if mode == "Step" {
-						_, err = v.Step(acts)
-					} else {
+					if mode == "StepInto" {
 						err = ip.StepInto(acts, &out)
+					} else {
+						_, err = v.Step(acts)
 					}
 					if err != nil {
 						b.Fatal(err)

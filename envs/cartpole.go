@@ -18,16 +18,18 @@ const (
 	cpXThreshold     = 2.4
 )
 
-// cpThetaThreshold is 12 degrees, written as Gymnasium computes it so the
-// threshold is the same float64.
-var cpThetaThreshold = 12 * 2 * math.Pi / 360
+// cpThetaThreshold is 12 degrees, computed in float64 one operation at a
+// time as Gymnasium computes it: Go would fold the constant expression
+// exactly and land one ulp away from Gymnasium's threshold.
+var cpThetaThreshold = func() float64 { pi := math.Pi; return 12 * 2 * pi / 360 }()
 
 // CartPole is Barto, Sutton and Anderson's cart-pole as Gymnasium's
 // CartPole-v0/v1: push the cart left (0) or right (1) to keep the pole up.
 // The observation is [x, ẋ, θ, θ̇]; the reward is 1 for every step,
 // including the one that terminates (or, with the sutton_barto_reward
 // config option, 0 per step and -1 on termination). An episode terminates
-// when |x| > 2.4 or |θ| > 12°.
+// when |x| > 2.4 or |θ| > 12°. Stepping after that without Reset is an
+// error (Gymnasium only warns, and pays 0 reward).
 type CartPole struct {
 	episode
 	state      [4]float64
@@ -88,9 +90,11 @@ func (e *CartPole) stepInto(action []float64, obs []float64) (float64, bool, boo
 	if action[0] == 1 {
 		force = cpForceMag
 	}
+	// Products are grouped as Gymnasium's Python groups them (x**2 first),
+	// so that float64 rounding matches too.
 	cos, sin := math.Cos(theta), math.Sin(theta)
-	temp := (force + cpPoleMassLength*thetaDot*thetaDot*sin) / cpTotalMass
-	thetaAcc := (cpGravity*sin - cos*temp) / (cpLength * (4.0/3.0 - cpMassPole*cos*cos/cpTotalMass))
+	temp := (force + cpPoleMassLength*(thetaDot*thetaDot)*sin) / cpTotalMass
+	thetaAcc := (cpGravity*sin - cos*temp) / (cpLength * (4.0/3.0 - cpMassPole*(cos*cos)/cpTotalMass))
 	xAcc := temp - cpPoleMassLength*thetaAcc*cos/cpTotalMass
 	// Explicit Euler, Gymnasium's default kinematics integrator.
 	x += cpTau * xDot

@@ -30,6 +30,12 @@ type Specer interface {
 }
 
 // classicSpecs are Gymnasium's registrations of the classic-control set.
+//
+// The dynamics run in float64 as Gymnasium's do; observations stay float64
+// where Gymnasium hands out float32 copies. Where Gymnasium keeps float32
+// state (MountainCarContinuous between steps, Acrobot's initial state) the
+// built-ins round the same way, so trajectories match Gymnasium's to
+// float32 precision at worst.
 var classicSpecs = []Spec{
 	{Name: "CartPole-v0", MaxEpisodeSteps: 200, RewardThreshold: 195, HasRewardThreshold: true},
 	{Name: "CartPole-v1", MaxEpisodeSteps: 500, RewardThreshold: 475, HasRewardThreshold: true},

@@ -551,3 +551,50 @@ func TestCartPoleRenderFollowsCart(t *testing.T) {
 		t.Fatal("cart not drawn at x=1.2 only")
 	}
 }
+
+func TestCartPoleThresholdIsGymnasiums(t *testing.T) {
+	// Python: 12 * 2 * math.pi / 360 == 0.20943951023931953 (float64).
+	if cpThetaThreshold != 0.20943951023931953 {
+		t.Fatalf("theta threshold %.17g, want Gymnasium's 0.20943951023931953", cpThetaThreshold)
+	}
+}
+
+// TestRandomPolicyBaselines compares the mean return of a uniformly random
+// policy with the figures published for Gymnasium's environments (CartPole
+// ≈ 22, Pendulum ≈ -1200, MountainCar -200, Acrobot ≈ -500) and with
+// MountainCarContinuous's analytic -999·0.1·E[a²] = -33.3, with margins.
+func TestRandomPolicyBaselines(t *testing.T) {
+	cases := []struct {
+		name   string
+		lo, hi float64
+	}{
+		{"CartPole-v1", 18, 26},
+		{"Pendulum-v1", -1400, -1050},
+		{"MountainCar-v0", -200, -200},
+		{"MountainCarContinuous-v0", -35, -31.5},
+		{"Acrobot-v1", -500, -485},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := mustMake(t, tc.name, nil)
+			rng := rand.New(rand.NewPCG(1, 2))
+			const episodes = 200
+			sum := 0.0
+			for ep := int64(0); ep < episodes; ep++ {
+				if _, err := e.Reset(ep); err != nil {
+					t.Fatal(err)
+				}
+				for {
+					s := mustStep(t, e, e.ActionSpace().Sample(rng)...)
+					sum += s.Reward
+					if s.Done() {
+						break
+					}
+				}
+			}
+			if mean := sum / episodes; mean < tc.lo || mean > tc.hi {
+				t.Fatalf("random policy mean return %.1f, want within [%v, %v]", mean, tc.lo, tc.hi)
+			}
+		})
+	}
+}

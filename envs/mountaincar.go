@@ -75,7 +75,8 @@ func (e *MountainCar) resetInto(seed int64, obs []float64) {
 }
 
 func (e *MountainCar) stepInto(action []float64, obs []float64) (float64, bool, bool) {
-	vel := e.vel + (action[0]-1)*mcForce + math.Cos(3*e.pos)*(-mcGravity)
+	// Python's velocity += a + b adds a + b first.
+	vel := e.vel + ((action[0]-1)*mcForce + math.Cos(3*e.pos)*(-mcGravity))
 	vel = clamp(vel, -mcMaxSpeed, mcMaxSpeed)
 	pos := clamp(e.pos+vel, mcMinPosition, mcMaxPosition)
 	if pos == mcMinPosition && vel < 0 {
@@ -147,7 +148,7 @@ func (e *MountainCarContinuous) resetInto(seed int64, obs []float64) {
 
 func (e *MountainCarContinuous) stepInto(action []float64, obs []float64) (float64, bool, bool) {
 	force := action[0]
-	vel := e.vel + force*mccPower - mcGravity*math.Cos(3*e.pos)
+	vel := e.vel + (force*mccPower - mcGravity*math.Cos(3*e.pos))
 	vel = clamp(vel, -mcMaxSpeed, mcMaxSpeed)
 	pos := clamp(e.pos+vel, mcMinPosition, mcMaxPosition)
 	if pos == mcMinPosition && vel < 0 {

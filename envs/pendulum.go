@@ -82,7 +82,7 @@ func (e *Pendulum) stepInto(action []float64, obs []float64) (float64, bool, boo
 	e.lastU = u
 	th, thDot := e.th, e.thDot
 	an := angleNormalize(th)
-	cost := an*an + 0.1*thDot*thDot + 0.001*u*u
+	cost := an*an + 0.1*(thDot*thDot) + 0.001*(u*u)
 	newThDot := thDot + (3*e.g/(2*pdLength)*math.Sin(th)+3.0/(pdMass*pdLength*pdLength)*u)*pdDt
 	newThDot = clamp(newThDot, -pdMaxSpeed, pdMaxSpeed)
 	e.th = th + newThDot*pdDt

@@ -2,6 +2,7 @@ package envs
 
 import (
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -117,9 +118,16 @@ func TestMakeWithConfig(t *testing.T) {
 	}
 }
 
-func TestRegisterCustom(t *testing.T) {
+// registerCustom registers the test's environments once per process, so
+// that -count=N runs do not register them twice.
+var registerCustom = sync.OnceFunc(func() {
 	Register("TestCustom-v3", func(cfg Config) (Env, error) { return Make("CartPole-v0", cfg) })
 	Register("TestCustom-v12", func(cfg Config) (Env, error) { return Make("Acrobot-v1", cfg) })
+	RegisterVector("TestBatched-v2", func(cfg Config, n int) (Vector, error) { return MakeVector("Pendulum-v1", cfg, n) })
+})
+
+func TestRegisterCustom(t *testing.T) {
+	registerCustom()
 	e := mustMake(t, "TestCustom", nil) // v12 beats v3 numerically
 	if got := e.(Specer).Spec().Name; got != "Acrobot-v1" {
 		t.Fatalf("bare name made %s, want the v12 creator's Acrobot-v1", got)
@@ -127,6 +135,10 @@ func TestRegisterCustom(t *testing.T) {
 	v, err := MakeVector("TestCustom-v3", nil, 2)
 	if err != nil || v.NumEnvs() != 2 {
 		t.Fatalf("MakeVector of a custom env: %v", err)
+	}
+	bv, err := MakeVector("TestBatched", nil, 3)
+	if err != nil || bv.ActionSpace().String() != "Box(-2, 2, [1])" {
+		t.Fatalf("bare name of a natively batched env: %v", err)
 	}
 	defer func() {
 		if recover() == nil {

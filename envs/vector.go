@@ -30,7 +30,8 @@ func AutoResetSeed(seed int64, k int) int64 {
 
 // serialVector steps n independent Env instances one after the other. When
 // every sub-environment is a built-in one it uses their allocation-free
-// fast path and keeps all observations in flat buffers.
+// fast path and keeps all observations in flat buffers. Like an Env, it is
+// not safe for concurrent use: one rollout loop owns it.
 type serialVector struct {
 	name string
 	envs []Env

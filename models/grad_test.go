@@ -26,6 +26,7 @@ func gradCases() []gradCase {
 	idx := []float64{2, 0, 3}
 	cases := []gradCase{
 		bin("MatMul", [2]int{3, 4}, [2]int{4, 5}, (*Tape).MatMul),
+		bin("MatMul/edges", [2]int{7, 5}, [2]int{5, 19}, (*Tape).MatMul),
 		bin("MatMul/tiled", [2]int{200, 3}, [2]int{3, 70}, (*Tape).MatMul),
 		{name: "Linear", shapes: [][2]int{{3, 4}, {4, 5}, {1, 5}}, f: func(t *Tape, x []*Tensor) *Tensor { return t.Linear(x[0], x[1], x[2]) }},
 		{name: "Linear/tiled", shapes: [][2]int{{200, 5}, {5, 70}, {1, 70}}, f: func(t *Tape, x []*Tensor) *Tensor { return t.Linear(x[0], x[1], x[2]) }},

@@ -11,7 +11,7 @@ func (t *Tape) MatMul(a, b *Tensor) *Tensor {
 		panic(fmt.Sprintf("models: MatMul %s x %s: inner sizes differ", a.shape(), b.shape()))
 	}
 	_, out := t.push(opMatMul, a.Rows, b.Cols, a, b, nil)
-	gemm(false, false, a.Rows, b.Cols, a.Cols, a.Data, a.Cols, b.Data, b.Cols, 0, out.Data, out.Cols)
+	gemm(false, false, a.Rows, b.Cols, a.Cols, a.Data, a.Cols, b.Data, b.Cols, 0, out.Data, out.Cols, nil)
 	return out
 }
 
@@ -33,7 +33,7 @@ func (t *Tape) Linear(x, w, bias *Tensor) *Tensor {
 		}
 		beta = 1
 	}
-	gemm(false, false, x.Rows, n, x.Cols, x.Data, x.Cols, w.Data, n, beta, out.Data, n)
+	gemm(false, false, x.Rows, n, x.Cols, x.Data, x.Cols, w.Data, n, beta, out.Data, n, nil)
 	return out
 }
 
@@ -463,18 +463,18 @@ func (nd *node) backward() {
 	case opMatMul:
 		m, k, n := a.Rows, a.Cols, b.Cols
 		if a.Grad != nil { // dA += dC·Bᵀ
-			gemm(false, true, m, k, n, g, n, b.Data, n, 1, a.Grad, k)
+			gemm(false, true, m, k, n, g, n, b.Data, n, 1, a.Grad, k, &nd.scratch)
 		}
 		if b.Grad != nil { // dB += Aᵀ·dC
-			gemm(true, false, k, n, m, a.Data, k, g, n, 1, b.Grad, n)
+			gemm(true, false, k, n, m, a.Data, k, g, n, 1, b.Grad, n, nil)
 		}
 	case opLinear:
 		m, k, n := a.Rows, a.Cols, b.Cols
 		if a.Grad != nil {
-			gemm(false, true, m, k, n, g, n, b.Data, n, 1, a.Grad, k)
+			gemm(false, true, m, k, n, g, n, b.Data, n, 1, a.Grad, k, &nd.scratch)
 		}
 		if b.Grad != nil {
-			gemm(true, false, k, n, m, a.Data, k, g, n, 1, b.Grad, n)
+			gemm(true, false, k, n, m, a.Data, k, g, n, 1, b.Grad, n, nil)
 		}
 		if c := nd.c; c != nil && c.Grad != nil {
 			cg := c.Grad[:n]

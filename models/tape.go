@@ -89,6 +89,7 @@ type node struct {
 	data    []float64
 	grad    []float64
 	ints    []int
+	scratch []float64 // transposed weights for the backward pass
 }
 
 // push takes the next slot and shapes its result; the result needs a
@@ -190,11 +191,76 @@ func (t *Tape) backprop() {
 	}
 }
 
-// gemm computes C = A·B + beta·C (with optional transposes) through gonum's
-// BLAS. It tiles C so that gonum always takes its serial path: its parallel
-// path starts goroutines per call, which allocates and, on the small
-// matrices RL uses, costs more than it saves.
-func gemm(tA, tB bool, m, n, k int, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
+// gemm computes C = op(A)·op(B) + beta·C for beta 0 or 1, where op
+// transposes when tA or tB is set. On CPUs with AVX2 and FMA it runs the
+// package's register-blocked assembly kernel (transposing B into scratch
+// first when tB, so the kernel always streams rows of B); elsewhere it uses
+// gonum's BLAS.
+func gemm(tA, tB bool, m, n, k int, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int, scratch *[]float64) {
+	if !haveFMA {
+		gemmGonum(tA, tB, m, n, k, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
+	if beta == 0 {
+		for i := 0; i < m; i++ {
+			clear(c[i*ldc : i*ldc+n])
+		}
+	}
+	if tB {
+		if cap(*scratch) < k*n {
+			*scratch = make([]float64, k*n)
+		}
+		bt := (*scratch)[:k*n]
+		for j := 0; j < n; j++ {
+			for l, v := range b[j*ldb : j*ldb+k] {
+				bt[l*n+j] = v
+			}
+		}
+		b, ldb = bt, n
+	}
+	gemmAcc(tA, m, n, k, a, lda, b, ldb, c, ldc)
+}
+
+// gemmAcc adds op(A)·B to C with the assembly kernels: 4×8 blocks of C,
+// then leftover rows 1×8, then leftover columns in Go.
+func gemmAcc(tA bool, m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64, ldc int) {
+	if m == 0 || n == 0 || k == 0 {
+		return
+	}
+	ars, aks := lda, 1
+	if tA {
+		ars, aks = 1, lda
+	}
+	// The kernels do not check bounds, so check the farthest reads here.
+	if (m-1)*ars+(k-1)*aks >= len(a) || (k-1)*ldb+n > len(b) || (m-1)*ldc+n > len(c) {
+		panic(fmt.Sprintf("models: gemm %dx%dx%d: operands too short (%d, %d, %d)", m, n, k, len(a), len(b), len(c)))
+	}
+	n8, m4 := n&^7, m&^3
+	for j := 0; j < n8; j += 8 {
+		for i := 0; i < m4; i += 4 {
+			kern4x8(k, &a[i*ars], ars, aks, &b[j], ldb, &c[i*ldc+j], ldc)
+		}
+		for i := m4; i < m; i++ {
+			kern1x8(k, &a[i*ars], aks, &b[j], ldb, &c[i*ldc+j])
+		}
+	}
+	for j := n8; j < n; j++ {
+		for i := 0; i < m; i++ {
+			ai := i * ars
+			s := 0.0
+			for l := 0; l < k; l++ {
+				s += a[ai+l*aks] * b[l*ldb+j]
+			}
+			c[i*ldc+j] += s
+		}
+	}
+}
+
+// gemmGonum is gemm through gonum's BLAS. It tiles C so that gonum always
+// takes its serial path: its parallel path starts goroutines per call,
+// which allocates and, on the small matrices RL uses, costs more than it
+// saves.
+func gemmGonum(tA, tB bool, m, n, k int, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
 	const mb, nb = 192, 64 // 3×1 gonum blocks: below its parallel threshold of 4
 	ta, tb := blas.NoTrans, blas.NoTrans
 	if tA {
@@ -210,15 +276,19 @@ func gemm(tA, tB bool, m, n, k int, a []float64, lda int, b []float64, ldb int, 
 	}
 	for i0 := 0; i0 < m; i0 += mb {
 		mi := min(mb, m-i0)
-		as := a[i0*lda:]
+		var as []float64
 		if tA {
 			as = a[i0:]
+		} else {
+			as = a[i0*lda:]
 		}
 		for j0 := 0; j0 < n; j0 += nb {
 			nj := min(nb, n-j0)
-			bs := b[j0:]
+			var bs []float64
 			if tB {
 				bs = b[j0*ldb:]
+			} else {
+				bs = b[j0:]
 			}
 			impl.Dgemm(ta, tb, mi, nj, k, 1, as, lda, bs, ldb, beta, c[i0*ldc+j0:], ldc)
 		}
