@@ -4,58 +4,70 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+
+	"github.com/gray-ml/gray"
 )
 
-// newSamplers picks the local worker (num_workers 0) or rollout workers.
+// Rollout workers as actors: registered at package level so that driver
+// and worker processes (the same executable) agree on the names.
+var (
+	workerActor  = gray.Actor1("ppo.RolloutWorker", NewRolloutWorker)
+	sampleMethod = gray.Method2(workerActor, "Sample", (*RolloutWorker).Sample)
+)
+
+// newSamplers picks the local worker (num_workers 0) or rollout worker
+// actors.
 func newSamplers(ctx context.Context, a *Agent) (samplers, error) {
 	if a.cfg.NumWorkers == 0 {
 		return newLocalSampler(ctx, a)
 	}
-	return newThreadSamplers(ctx, a)
+	return newActorSamplers(ctx, a)
 }
 
-// threadSamplers runs RolloutWorkers in the driver's process, one goroutine
-// each, with exactly the actors' protocol (weights in, samples and filter
-// deltas out).
-type threadSamplers struct{ ws []*RolloutWorker }
+// actorSamplers drives num_workers rollout worker actors: each iteration it
+// puts the weights into the object store once and passes the reference to
+// every worker.
+type actorSamplers struct {
+	hs []gray.Handle[RolloutWorker]
+}
 
-func newThreadSamplers(ctx context.Context, a *Agent) (*threadSamplers, error) {
-	s := &threadSamplers{}
+func newActorSamplers(ctx context.Context, a *Agent) (*actorSamplers, error) {
+	if !gray.IsInitialized() {
+		return nil, fmt.Errorf("PPO: num_workers %d needs the gray runtime: call gray.Init first (the train command does), or set num_workers to 0 to sample in this process", a.cfg.NumWorkers)
+	}
+	s := &actorSamplers{}
 	for i := 1; i <= a.cfg.NumWorkers; i++ {
-		w, err := NewRolloutWorker(ctx, a.workerSpec(i))
+		h, err := workerActor.Remote(ctx, a.workerSpec(i))
 		if err != nil {
 			_ = s.close()
-			return nil, fmt.Errorf("PPO: %w", err)
+			return nil, fmt.Errorf("PPO: starting rollout worker %d: %w", i, err)
 		}
-		s.ws = append(s.ws, w)
+		s.hs = append(s.hs, h)
 	}
 	return s, nil
 }
 
-func (s *threadSamplers) sample(ctx context.Context, a *Agent) ([]Samples, error) {
-	weights := a.weights()
-	out := make([]Samples, len(s.ws))
-	errs := make([]error, len(s.ws))
-	var wg sync.WaitGroup
-	for i, w := range s.ws {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out[i], errs[i] = w.Sample(ctx, weights, a.iteration+1)
-		}()
+func (s *actorSamplers) sample(ctx context.Context, a *Agent) ([]Samples, error) {
+	ref, err := gray.Put(ctx, a.weights())
+	if err != nil {
+		return nil, fmt.Errorf("putting the weights: %w", err)
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
+	refs := make([]gray.Ref[Samples], len(s.hs))
+	for i, h := range s.hs {
+		refs[i] = sampleMethod.Remote(h, ref, a.iteration+1)
+	}
+	out, err := gray.GetAll(ctx, refs)
+	if err != nil {
+		return nil, fmt.Errorf("rollout workers: %w", err)
 	}
 	return out, nil
 }
 
-func (s *threadSamplers) close() error {
+func (s *actorSamplers) close() error {
 	var errs []error
-	for _, w := range s.ws {
-		errs = append(errs, w.Close())
+	for _, h := range s.hs {
+		errs = append(errs, gray.Kill(h))
 	}
+	s.hs = nil
 	return errors.Join(errs...)
 }
