@@ -86,7 +86,12 @@ func New(ctx context.Context, opts rllib.Options) (*Agent, error) {
 		lr: cfg.lrSchedule(), klCoeff: cfg.KLCoeff, actSpace: actSpace,
 		window: sample.NewEpisodeWindow(cfg.MetricsSmoothingEpisodes),
 	}
-	a.learner = newLearner(&a.cfg, pol)
+	a.learner, err = newLearner(&a.cfg, pol, func() (*policy, error) {
+		return newPolicy(proc.pre, actSpace, cfg.Model, seed)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("PPO: %w", err)
+	}
 	if a.samplers, err = newSamplers(ctx, a); err != nil {
 		return nil, err
 	}
