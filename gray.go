@@ -1,0 +1,245 @@
+// Package gray is a distributed task and actor runtime for Go: remote
+// functions that return futures (typed references), an object store of
+// immutable values, and actors, all scheduled by resources (CPUs, GPUs,
+// custom) over a pool of worker processes.
+//
+// A program registers remote functions and actor types at package level,
+// calls ServeIfWorker first thing in main (or TestMain), then Init:
+//
+//	var add = gray.Func2("add", func(ctx context.Context, a, b int) (int, error) { return a + b, nil })
+//
+//	func main() {
+//		gray.ServeIfWorker()
+//		ctx := context.Background()
+//		if err := gray.Init(ctx, gray.Options{}); err != nil { log.Fatal(err) }
+//		defer gray.Shutdown()
+//		sum, err := gray.Get(ctx, add.Remote(1, add.Remote(2, 3)))
+//	}
+//
+// Workers are the program's own executable started again in worker mode;
+// because registration happens at package level, the driver and every
+// worker agree on every name.
+package gray
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/gray-ml/gray/runtime/ids"
+	"github.com/gray-ml/gray/runtime/node"
+	"github.com/gray-ml/gray/runtime/task"
+	"github.com/gray-ml/gray/runtime/worker"
+)
+
+// Options for Init. The zero value is a sensible default for one machine.
+type Options struct {
+	// NumCPUs is the number of CPUs the scheduler hands out; 0 means the
+	// machine's logical CPUs.
+	NumCPUs int
+	// NumGPUs is the number of GPUs; 0 means detect them with NVML (none
+	// found: 0). Use NoGPUs to force zero on a machine that has some.
+	NumGPUs int
+	NoGPUs  bool
+	// Resources are custom resources, by name.
+	Resources map[string]float64
+	// NumWorkers is the size of the worker pool kept alive; 0 means NumCPUs.
+	NumWorkers int
+	// Seed makes object and task IDs deterministic when Seeded is set.
+	Seed   int64
+	Seeded bool
+	// LogDir: "" sends worker output to the driver's standard output, each
+	// line prefixed "(worker N) "; otherwise each worker writes
+	// worker-N.out and worker-N.err in that folder.
+	LogDir string
+	// LocalMode runs every task serially in the driver, for debugging.
+	LocalMode bool
+	// ObjectStoreMemory and ObjectStoreDir configure the shared-memory
+	// object store; they are accepted now and used once it lands.
+	ObjectStoreMemory int64
+	ObjectStoreDir    string
+}
+
+// backend is what the API needs from a runtime: the driver's node, a
+// worker's connection to its driver, or local mode.
+type backend interface {
+	NewTaskID() ids.TaskID
+	NewPutID() ids.ObjectID
+	WorkerName() string
+	Submit(s *task.Spec) error
+	Put(id ids.ObjectID, o task.Object) error
+	Get(ctx context.Context, oids []ids.ObjectID) ([]task.Object, error)
+	Wait(ctx context.Context, oids []ids.ObjectID, num int, timeout time.Duration) ([]bool, error)
+	Kill(id ids.ActorID) error
+	Release(id ids.ActorID)
+	Errors() []*task.TaskError
+	Shutdown() error
+}
+
+// session is one Init..Shutdown span. References remember their session so
+// one used after Shutdown, or in another session, is a clear error.
+type session struct {
+	b      backend
+	closed atomic.Bool
+}
+
+// The process's session: gray's API is package-level, like the seeds', so
+// the runtime a process talks to is process-wide state. last keeps the
+// ended session's error log readable after Shutdown.
+var (
+	current atomic.Pointer[session]
+	last    atomic.Pointer[session]
+	initMu  sync.Mutex
+)
+
+// ErrNotInitialized is returned when gray is used before Init or after
+// Shutdown.
+var ErrNotInitialized = errors.New("gray is not initialised: call gray.Init first (and do not use references after gray.Shutdown)")
+
+// TaskError is the error every reference of a failed task holds: it names
+// the function and the worker and carries the remote stack of a panic.
+type TaskError = task.TaskError
+
+// ErrWorkerDied is the cause of a task's error when its worker process died
+// (os.Exit, a signal, a crash) while running it.
+var ErrWorkerDied = task.ErrWorkerDied
+
+// ErrActorDead is the cause of a method call's error when its actor was
+// killed or its process died.
+var ErrActorDead = task.ErrActorDead
+
+// ServeIfWorker must be called first thing in main (and in TestMain of a
+// test package that uses gray). In a worker process it serves tasks and
+// exits, never returning; in the driver it returns at once.
+func ServeIfWorker() {
+	if !worker.Env() {
+		return
+	}
+	w, err := worker.Connect()
+	if err != nil {
+		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
+			os.Exit(0) // the driver shut down while this worker started
+		}
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	s := &session{b: w}
+	current.Store(s)
+	w.Serve()
+}
+
+// Init starts gray on this machine: a control store, a local scheduler, an
+// object store and a pool of worker processes. In a worker process it
+// serves tasks and never returns.
+func Init(ctx context.Context, opts Options) error {
+	ServeIfWorker()
+	initMu.Lock()
+	defer initMu.Unlock()
+	if current.Load() != nil {
+		return errors.New("gray: Init called twice: call gray.Shutdown before starting another session")
+	}
+	if opts.NumCPUs < 0 || opts.NumGPUs < 0 || opts.NumWorkers < 0 {
+		return fmt.Errorf("gray: Init: NumCPUs (%d), NumGPUs (%d) and NumWorkers (%d) must not be negative", opts.NumCPUs, opts.NumGPUs, opts.NumWorkers)
+	}
+	if opts.LocalMode {
+		s := &session{b: newLocal(opts)}
+		current.Store(s)
+		last.Store(s)
+		return nil
+	}
+	cpus := opts.NumCPUs
+	if cpus == 0 {
+		cpus = runtime.NumCPU()
+	}
+	gpus := opts.NumGPUs
+	switch {
+	case opts.NoGPUs:
+		gpus = 0
+	case gpus == 0:
+		gpus = node.DetectGPUs()
+	}
+	cfg := node.Config{
+		Resources:  task.Resources{CPU: float64(cpus), GPU: float64(gpus), Custom: opts.Resources},
+		NumWorkers: opts.NumWorkers,
+		Seed:       opts.Seed,
+		Seeded:     opts.Seeded,
+		LogDir:     opts.LogDir,
+		OnError: func(e *task.TaskError) {
+			fmt.Fprintf(os.Stderr, "gray: %v\n", e)
+		},
+	}
+	if cfg.NumWorkers == 0 {
+		cfg.NumWorkers = cpus
+	}
+	if flag.Lookup("test.run") != nil {
+		// A test binary: should ServeIfWorker be missing from TestMain, the
+		// worker then runs no tests rather than the whole suite again.
+		cfg.Args = []string{"-test.run=^$", "-test.bench=^$"}
+	}
+	n, err := node.Start(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	s := &session{b: n}
+	current.Store(s)
+	last.Store(s)
+	return nil
+}
+
+// Shutdown stops every process Init started. References from the ended
+// session return an error afterwards.
+func Shutdown() error {
+	initMu.Lock()
+	defer initMu.Unlock()
+	s := current.Load()
+	if s == nil {
+		return nil
+	}
+	if _, ok := s.b.(*worker.Worker); ok {
+		return s.b.Shutdown()
+	}
+	current.Store(nil)
+	s.closed.Store(true)
+	return s.b.Shutdown()
+}
+
+// IsInitialized reports whether Init has been called and Shutdown has not.
+func IsInitialized() bool { return current.Load() != nil }
+
+// Errors returns the task failures seen so far in this session (or the
+// last one, after Shutdown): the counterpart of ray.error_info.
+func Errors() []*TaskError {
+	s := current.Load()
+	if s == nil {
+		s = last.Load()
+	}
+	if s == nil {
+		return nil
+	}
+	return s.b.Errors()
+}
+
+// GPUIDs returns the IDs of the GPUs reserved for the task or actor whose
+// context ctx is; nil outside a task or when it asked for none.
+func GPUIDs(ctx context.Context) []int {
+	i := task.InfoFrom(ctx)
+	if i == nil || len(i.GPUIDs) == 0 {
+		return nil
+	}
+	return append([]int(nil), i.GPUIDs...)
+}
+
+func sess() (*session, error) {
+	s := current.Load()
+	if s == nil {
+		return nil, ErrNotInitialized
+	}
+	return s, nil
+}

@@ -1,0 +1,215 @@
+package gray
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/gray-ml/gray/runtime/ids"
+	"github.com/gray-ml/gray/runtime/task"
+)
+
+// local runs every task serially in the driver at submission: the seeds'
+// PYTHON_MODE, for debugging with ordinary stack traces and breakpoints.
+type local struct {
+	mu     sync.Mutex
+	root   ids.TaskID
+	count  uint64
+	puts   uint64
+	objs   map[ids.ObjectID]task.Object
+	actors map[ids.ActorID]any
+	dead   map[ids.ActorID]string
+	errs   []*task.TaskError
+	closed bool
+}
+
+func newLocal(o Options) *local {
+	return &local{root: ids.Root(o.Seed, o.Seeded), objs: map[ids.ObjectID]task.Object{}, actors: map[ids.ActorID]any{}, dead: map[ids.ActorID]string{}}
+}
+
+func (l *local) NewTaskID() ids.TaskID {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.count++
+	return ids.Child(l.root, l.count)
+}
+
+func (l *local) NewPutID() ids.ObjectID {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.puts++
+	return ids.Put(l.root, l.puts)
+}
+
+func (l *local) WorkerName() string { return fmt.Sprintf("driver (pid %d, local mode)", os.Getpid()) }
+
+func (l *local) Put(id ids.ObjectID, o task.Object) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrNotInitialized
+	}
+	if _, ok := l.objs[id]; !ok {
+		l.objs[id] = o
+	}
+	return nil
+}
+
+func (l *local) fail(s *task.Spec, e *task.TaskError) {
+	for i := range max(s.NumReturns, 1) {
+		_ = l.Put(s.Return(i), task.Object{Err: e})
+	}
+	l.mu.Lock()
+	l.errs = append(l.errs, e)
+	l.mu.Unlock()
+	fmt.Fprintf(os.Stderr, "gray: %v\n", e)
+}
+
+func (l *local) Submit(s *task.Spec) error {
+	e, err := task.Lookup(s.Func)
+	if err != nil {
+		l.fail(s, &task.TaskError{Function: s.Func, Worker: l.WorkerName(), Message: err.Error(), Cause: err})
+		return err
+	}
+	args := make([][]byte, len(s.Args))
+	for i, a := range s.Args {
+		if !a.IsRef {
+			args[i] = a.Data
+			continue
+		}
+		l.mu.Lock()
+		o, ok := l.objs[a.Ref]
+		l.mu.Unlock()
+		if !ok {
+			err := fmt.Errorf("argument %d: object %s does not exist", i+1, a.Ref)
+			l.fail(s, &task.TaskError{Function: s.Func, Worker: l.WorkerName(), Message: err.Error(), Cause: err})
+			return nil
+		}
+		if o.Err != nil {
+			l.fail(s, &task.TaskError{Function: s.Func, Worker: l.WorkerName(), Message: "an argument failed: " + o.Err.Message, Cause: o.Err})
+			return nil
+		}
+		args[i] = o.Data
+	}
+	info := &task.Info{Task: s.ID.String(), Worker: l.WorkerName()}
+	ctx := task.WithInfo(context.Background(), info)
+	outs, te := l.run(ctx, s, e, args)
+	info.RunAfter()
+	if te != nil {
+		l.fail(s, te)
+		return nil
+	}
+	if s.Kind == task.KindActorCreate {
+		return nil
+	}
+	for i := range max(s.NumReturns, 1) {
+		var data []byte
+		if i < len(outs) {
+			data = outs[i]
+		}
+		_ = l.Put(s.Return(i), task.Object{Data: data})
+	}
+	return nil
+}
+
+func (l *local) run(ctx context.Context, s *task.Spec, e *task.Entry, args [][]byte) (outs [][]byte, te *task.TaskError) {
+	defer func() {
+		if r := recover(); r != nil {
+			te = &task.TaskError{Function: s.Func, Worker: l.WorkerName(), Message: fmt.Sprintf("panic: %v", r), Stack: string(debug.Stack())}
+		}
+	}()
+	var err error
+	switch s.Kind {
+	case task.KindFunc:
+		outs, err = e.Call(ctx, args)
+	case task.KindActorCreate:
+		var inst any
+		inst, err = e.New(ctx, args)
+		if err == nil {
+			l.mu.Lock()
+			l.actors[s.ID] = inst
+			l.mu.Unlock()
+		} else {
+			l.mu.Lock()
+			l.dead[s.ID] = "its constructor failed: " + err.Error()
+			l.mu.Unlock()
+		}
+	case task.KindActorMethod:
+		l.mu.Lock()
+		inst, ok := l.actors[s.Actor]
+		why := l.dead[s.Actor]
+		l.mu.Unlock()
+		if !ok {
+			if why == "" {
+				why = "unknown in this session"
+			}
+			return nil, &task.TaskError{Function: s.Func, Worker: l.WorkerName(), Message: fmt.Sprintf("actor %s is dead: %s", s.Actor, why), Cause: task.ErrActorDead}
+		}
+		outs, err = e.Method(ctx, inst, args)
+	}
+	if err != nil {
+		return nil, &task.TaskError{Function: s.Func, Worker: l.WorkerName(), Message: err.Error(), Cause: err}
+	}
+	return outs, nil
+}
+
+func (l *local) Get(ctx context.Context, oids []ids.ObjectID) ([]task.Object, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]task.Object, len(oids))
+	for i, id := range oids {
+		o, ok := l.objs[id]
+		if !ok {
+			return nil, fmt.Errorf("gray: get: object %s does not exist (local mode runs tasks at submission, so it never will)", id)
+		}
+		out[i] = o
+	}
+	return out, nil
+}
+
+func (l *local) Wait(ctx context.Context, oids []ids.ObjectID, num int, timeout time.Duration) ([]bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]bool, len(oids))
+	for i, id := range oids {
+		_, out[i] = l.objs[id]
+	}
+	return out, nil
+}
+
+func (l *local) Kill(id ids.ActorID) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.actors[id]; !ok {
+		return errors.New("gray: kill: unknown actor")
+	}
+	delete(l.actors, id)
+	l.dead[id] = "it was killed"
+	return nil
+}
+
+func (l *local) Release(id ids.ActorID) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.actors[id]; ok {
+		delete(l.actors, id)
+		l.dead[id] = "no handle to the actor remains"
+	}
+}
+
+func (l *local) Errors() []*task.TaskError {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]*task.TaskError(nil), l.errs...)
+}
+
+func (l *local) Shutdown() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	return nil
+}

@@ -1,0 +1,195 @@
+package gray
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fxamacker/cbor/v2"
+	"github.com/gray-ml/gray/runtime/codec"
+	"github.com/gray-ml/gray/runtime/ids"
+	"github.com/gray-ml/gray/runtime/task"
+)
+
+// ObjectID names an immutable object; String returns it as hex.
+type ObjectID = ids.ObjectID
+
+// AnyRef is a reference of any element type; every Ref[T] implements it.
+type AnyRef interface {
+	ID() ObjectID
+	session() *session
+	failure() error
+}
+
+// Ref is a typed reference to an immutable object that exists now or will
+// once the task producing it finishes. Refs are small values: copy them
+// freely, pass them as task arguments, or put them inside other values.
+type Ref[T any] struct {
+	id  ObjectID
+	s   *session
+	err error // a problem found before the object could be named
+}
+
+// ID returns the object's ID.
+func (r Ref[T]) ID() ObjectID                      { return r.id }
+func (r Ref[T]) session() *session                 { return r.s }
+func (r Ref[T]) failure() error                    { return r.err }
+func (r Ref[T]) String() string                    { return "Ref(" + r.id.String() + ")" }
+func newRef[T any](s *session, id ObjectID) Ref[T] { return Ref[T]{id: id, s: s} }
+
+// MarshalCBOR encodes the reference as its ID, so references can travel
+// inside values; the receiving process resolves it in its own session.
+func (r Ref[T]) MarshalCBOR() ([]byte, error) { return cbor.Marshal(r.id[:]) }
+
+// UnmarshalCBOR decodes a reference written by MarshalCBOR.
+func (r *Ref[T]) UnmarshalCBOR(b []byte) error {
+	var raw []byte
+	if err := cbor.Unmarshal(b, &raw); err != nil {
+		return fmt.Errorf("gray: decoding a Ref: %w", err)
+	}
+	if len(raw) != len(r.id) {
+		return fmt.Errorf("gray: decoding a Ref: %d bytes, want %d", len(raw), len(r.id))
+	}
+	copy(r.id[:], raw)
+	r.s = current.Load()
+	return nil
+}
+
+// check reports why r cannot be used in the current session.
+func check(r AnyRef) (*session, error) {
+	if err := r.failure(); err != nil {
+		return nil, err
+	}
+	rs := r.session()
+	if rs == nil {
+		return nil, errors.New("gray: the zero Ref refers to nothing; use one returned by Remote or Put")
+	}
+	s := current.Load()
+	if s == nil || rs.closed.Load() {
+		return nil, fmt.Errorf("gray: reference %s: its session has been shut down: %w", r.ID(), ErrNotInitialized)
+	}
+	if rs != s {
+		return nil, fmt.Errorf("gray: reference %s belongs to another gray session", r.ID())
+	}
+	return s, nil
+}
+
+// Put stores v in the object store and returns its reference. Values the
+// codec cannot carry (funcs, channels) are an error.
+func Put[T any](ctx context.Context, v T) (Ref[T], error) {
+	s, err := sess()
+	if err != nil {
+		return Ref[T]{}, err
+	}
+	data, err := codec.Marshal(v)
+	if err != nil {
+		return Ref[T]{}, fmt.Errorf("gray: put: %w", err)
+	}
+	id := s.b.NewPutID()
+	if err := s.b.Put(id, task.Object{Data: data}); err != nil {
+		return Ref[T]{}, fmt.Errorf("gray: put: %w", err)
+	}
+	return newRef[T](s, id), nil
+}
+
+// Get waits for the object r refers to and returns its value. A failed
+// task's error is returned as a *TaskError.
+func Get[T any](ctx context.Context, r Ref[T]) (T, error) {
+	var zero T
+	s, err := check(r)
+	if err != nil {
+		return zero, err
+	}
+	objs, err := s.b.Get(ctx, []ObjectID{r.id})
+	if err != nil {
+		return zero, err
+	}
+	return decodeObj[T](objs[0])
+}
+
+func decodeObj[T any](o task.Object) (T, error) {
+	var v T
+	if o.Err != nil {
+		return v, o.Err
+	}
+	if err := codec.Unmarshal(o.Data, &v); err != nil {
+		return v, fmt.Errorf("gray: get: %w", err)
+	}
+	return v, nil
+}
+
+// GetAll waits for every object and returns their values in order. The
+// first failure is returned, wrapped with its position.
+func GetAll[T any](ctx context.Context, rs []Ref[T]) ([]T, error) {
+	if len(rs) == 0 {
+		return []T{}, nil
+	}
+	var s *session
+	oids := make([]ObjectID, len(rs))
+	for i, r := range rs {
+		rsess, err := check(r)
+		if err != nil {
+			return nil, fmt.Errorf("gray: get: reference %d: %w", i, err)
+		}
+		s = rsess
+		oids[i] = r.id
+	}
+	objs, err := s.b.Get(ctx, oids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]T, len(rs))
+	for i, o := range objs {
+		v, err := decodeObj[T](o)
+		if err != nil {
+			return nil, fmt.Errorf("gray: get: reference %d of %d: %w", i, len(rs), err)
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// Wait returns once numReturns of refs are ready (their task finished,
+// successfully or not) or timeout has passed (0: no time limit) or ctx is
+// done. ready holds at most numReturns references, in the order given;
+// remaining holds the rest, so together they are refs. Duplicate
+// references are an error, as is a numReturns outside 1..len(refs).
+func Wait(ctx context.Context, refs []AnyRef, numReturns int, timeout time.Duration) (ready, remaining []AnyRef, err error) {
+	if numReturns < 1 || numReturns > len(refs) {
+		return nil, nil, fmt.Errorf("gray: wait: numReturns is %d but must be between 1 and the number of references (%d)", numReturns, len(refs))
+	}
+	if timeout < 0 {
+		return nil, nil, fmt.Errorf("gray: wait: negative timeout %v", timeout)
+	}
+	var s *session
+	seen := make(map[ObjectID]int, len(refs))
+	oids := make([]ObjectID, len(refs))
+	for i, r := range refs {
+		if r == nil {
+			return nil, nil, fmt.Errorf("gray: wait: reference %d is nil", i)
+		}
+		rs, err := check(r)
+		if err != nil {
+			return nil, nil, fmt.Errorf("gray: wait: reference %d: %w", i, err)
+		}
+		s = rs
+		if j, dup := seen[r.ID()]; dup {
+			return nil, nil, fmt.Errorf("gray: wait: references %d and %d are the same object %s; references passed to Wait must be unique", j, i, r.ID())
+		}
+		seen[r.ID()] = i
+		oids[i] = r.ID()
+	}
+	ok, err := s.b.Wait(ctx, oids, numReturns, timeout)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, r := range refs {
+		if ok[i] && len(ready) < numReturns {
+			ready = append(ready, r)
+		} else {
+			remaining = append(remaining, r)
+		}
+	}
+	return ready, remaining, nil
+}

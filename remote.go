@@ -1,0 +1,172 @@
+package gray
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gray-ml/gray/runtime/codec"
+	"github.com/gray-ml/gray/runtime/task"
+)
+
+// Option configures a remote function or actor type at registration.
+type Option func(*options)
+
+type options struct {
+	res      task.Resources
+	cpuSet   bool
+	maxCalls int
+}
+
+// CPUs sets how many CPUs each call (or the actor, for its lifetime)
+// reserves. Remote functions default to 1, actors to 0.
+func CPUs(n float64) Option { return func(o *options) { o.res.CPU = n; o.cpuSet = true } }
+
+// GPUs sets how many GPUs each call (or the actor, for its lifetime)
+// reserves; it receives their IDs from GPUIDs and in CUDA_VISIBLE_DEVICES.
+func GPUs(n float64) Option { return func(o *options) { o.res.GPU = n } }
+
+// Resource reserves n of the custom resource name.
+func Resource(name string, n float64) Option {
+	return func(o *options) {
+		if o.res.Custom == nil {
+			o.res.Custom = map[string]float64{}
+		}
+		o.res.Custom[name] = n
+	}
+}
+
+// MaxCalls restarts a worker after it has run n calls of the function (the
+// seeds' max_calls), releasing whatever the function leaked.
+func MaxCalls(n int) Option { return func(o *options) { o.maxCalls = n } }
+
+func buildOptions(name string, defCPU float64, opts []Option) options {
+	var o options
+	for _, f := range opts {
+		f(&o)
+	}
+	if !o.cpuSet {
+		o.res.CPU = defCPU
+	}
+	if o.res.CPU < 0 || o.res.GPU < 0 || o.maxCalls < 0 {
+		panic(fmt.Sprintf("gray: %q: resource amounts and MaxCalls must not be negative", name))
+	}
+	for k, v := range o.res.Custom {
+		if v < 0 || k == "" {
+			panic(fmt.Sprintf("gray: %q: custom resource %q=%g: names must be non-empty and amounts non-negative", name, k, v))
+		}
+	}
+	return o
+}
+
+func register(name string, kind task.Kind, nret int, o options, e *task.Entry) {
+	if name == "" {
+		panic("gray: remote functions and actor types need a non-empty name")
+	}
+	e.Name, e.Kind, e.NumReturns, e.Res, e.MaxCalls = name, kind, nret, o.res, o.maxCalls
+	task.Register(e)
+}
+
+// call builds one task submission.
+type call struct {
+	s    *session
+	spec *task.Spec
+	err  error
+}
+
+func newCall(kind task.Kind, name string, nret, nargs int) *call {
+	c := &call{}
+	c.s, c.err = sess()
+	if c.err != nil {
+		return c
+	}
+	c.spec = &task.Spec{ID: c.s.b.NewTaskID(), Kind: kind, Func: name, NumReturns: nret, Args: make([]task.Arg, nargs)}
+	return c
+}
+
+// addArg sets argument i from x: a value of type A, or a Ref[A].
+func addArg[A any](c *call, i int, x any) {
+	if c.err != nil {
+		return
+	}
+	var v A
+	switch a := x.(type) {
+	case A:
+		v = a
+	case Ref[A]:
+		if _, err := check(a); err != nil {
+			c.err = fmt.Errorf("argument %d: %w", i+1, err)
+			return
+		}
+		c.spec.Args[i] = task.Arg{IsRef: true, Ref: a.id}
+		return
+	case nil:
+		// An untyped nil stands for A's zero value (a nil slice or map).
+	default:
+		c.err = fmt.Errorf("argument %d: got a %T, want a %s or a gray.Ref[%s]", i+1, x, typeName[A](), typeName[A]())
+		return
+	}
+	data, err := codec.Marshal(v)
+	if err != nil {
+		c.err = fmt.Errorf("argument %d: %w", i+1, err)
+		return
+	}
+	c.spec.Args[i] = task.Arg{Data: data}
+}
+
+func typeName[A any]() string {
+	var p *A
+	return fmt.Sprintf("%T", p)[1:]
+}
+
+// submit sends the task; a problem found while building it becomes the
+// value of its returns, so Get reports it.
+func (c *call) submit() {
+	if c.s == nil {
+		return
+	}
+	if c.err != nil {
+		e := &task.TaskError{Function: c.spec.Func, Worker: c.s.b.WorkerName(), Message: "calling " + c.spec.Func + ": " + c.err.Error(), Cause: c.err}
+		for i := range max(c.spec.NumReturns, 1) {
+			_ = c.s.b.Put(c.spec.Return(i), task.Object{Err: e})
+		}
+		return
+	}
+	_ = c.s.b.Submit(c.spec) // errors are stored as the returns' values
+}
+
+func ref[R any](c *call, i int) Ref[R] {
+	if c.s == nil {
+		return Ref[R]{err: c.err}
+	}
+	return newRef[R](c.s, c.spec.Return(i))
+}
+
+// decodeArg decodes argument i of fn into v.
+func decodeArg(fn string, i int, data []byte, v any) error {
+	if err := codec.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("%s: argument %d: %w", fn, i+1, err)
+	}
+	return nil
+}
+
+func checkArgs(fn string, args [][]byte, n int) error {
+	if len(args) != n {
+		return fmt.Errorf("%s takes %d arguments but was sent %d", fn, n, len(args))
+	}
+	return nil
+}
+
+// encodeResults encodes a task's return values.
+func encodeResults(fn string, vs ...any) ([][]byte, error) {
+	out := make([][]byte, len(vs))
+	for i, v := range vs {
+		b, err := codec.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s: return value %d: %w", fn, i+1, err)
+		}
+		out[i] = b
+	}
+	return out, nil
+}
+
+var _ = context.Background

@@ -1,0 +1,98 @@
+package node
+
+import (
+	"sync"
+
+	"github.com/gray-ml/gray/runtime/ids"
+	"github.com/gray-ml/gray/runtime/task"
+)
+
+// ControlStore holds the state a cluster shares: task and actor tables and
+// the error log. One machine keeps it in the driver's memory (MemControl); a
+// cluster will keep it in Redis behind the same interface, so the scheduler
+// never depends on where it lives.
+type ControlStore interface {
+	// TaskSubmitted records a task specification.
+	TaskSubmitted(s *task.Spec)
+	// TaskFinished records that a task ended; failed tasks carry their error.
+	TaskFinished(id ids.TaskID, err *task.TaskError)
+	// ActorCreated records an actor and the node and worker that host it.
+	ActorCreated(id ids.ActorID, typ string, worker string)
+	// ActorDied records that an actor is gone and why.
+	ActorDied(id ids.ActorID, reason string)
+	// AddError appends a task failure to the error log.
+	AddError(err *task.TaskError)
+	// Errors returns the error log.
+	Errors() []*task.TaskError
+}
+
+// ActorRecord is what MemControl keeps about an actor.
+type ActorRecord struct {
+	Type, Worker, Death string
+}
+
+// MemControl is the in-process ControlStore for one machine. It keeps tasks
+// only while they are live, so a long session's memory stays flat; actors
+// and errors are kept for the session.
+type MemControl struct {
+	mu     sync.Mutex
+	live   map[ids.TaskID]string
+	actors map[ids.ActorID]*ActorRecord
+	errs   []*task.TaskError
+}
+
+// NewMemControl returns an empty store.
+func NewMemControl() *MemControl {
+	return &MemControl{live: map[ids.TaskID]string{}, actors: map[ids.ActorID]*ActorRecord{}}
+}
+
+// TaskSubmitted implements ControlStore.
+func (m *MemControl) TaskSubmitted(s *task.Spec) {
+	m.mu.Lock()
+	m.live[s.ID] = s.Func
+	m.mu.Unlock()
+}
+
+// TaskFinished implements ControlStore.
+func (m *MemControl) TaskFinished(id ids.TaskID, _ *task.TaskError) {
+	m.mu.Lock()
+	delete(m.live, id)
+	m.mu.Unlock()
+}
+
+// ActorCreated implements ControlStore.
+func (m *MemControl) ActorCreated(id ids.ActorID, typ, worker string) {
+	m.mu.Lock()
+	m.actors[id] = &ActorRecord{Type: typ, Worker: worker}
+	m.mu.Unlock()
+}
+
+// ActorDied implements ControlStore.
+func (m *MemControl) ActorDied(id ids.ActorID, reason string) {
+	m.mu.Lock()
+	if a := m.actors[id]; a != nil {
+		a.Death = reason
+	}
+	m.mu.Unlock()
+}
+
+// AddError implements ControlStore.
+func (m *MemControl) AddError(err *task.TaskError) {
+	m.mu.Lock()
+	m.errs = append(m.errs, err)
+	m.mu.Unlock()
+}
+
+// Errors implements ControlStore.
+func (m *MemControl) Errors() []*task.TaskError {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]*task.TaskError(nil), m.errs...)
+}
+
+// LiveTasks returns how many tasks are submitted but not finished.
+func (m *MemControl) LiveTasks() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.live)
+}

@@ -1,0 +1,85 @@
+package task
+
+import (
+	"context"
+	"sync"
+)
+
+// Message types of the driver–worker protocol. W→D: sent by a worker; D→W:
+// sent by the driver.
+const (
+	MsgHello     byte = 1 + iota // W→D: worker number
+	MsgExec                      // D→W: a Spec to run
+	MsgResult                    // W→D: task ID, then its return objects
+	MsgSubmit                    // W→D: a Spec submitted by a running task
+	MsgPut                       // W→D: object ID, object
+	MsgGet                       // W→D: request number, object IDs
+	MsgGetReply                  // D→W: request number, objects
+	MsgWait                      // W→D: request number, count wanted, timeout (ns, 0 = none), object IDs
+	MsgWaitReply                 // D→W: request number, one ready flag per ID
+	MsgKillActor                 // W→D: actor ID
+	MsgRetire                    // W→D: the worker reached a max_calls limit and is exiting
+	MsgExit                      // D→W: exit now
+	MsgRecall                    // D→W: hand back the tasks queued behind the running one
+	MsgGiveBack                  // W→D: task IDs handed back, never started
+)
+
+// Environment variables that put a process into worker mode.
+const (
+	EnvSocket = "GRAY_WORKER_SOCKET" // the driver's socket path
+	EnvWorker = "GRAY_WORKER_ID"     // the worker's number
+)
+
+// Info describes the task a worker is running; the runtime puts it in the
+// task's context.
+type Info struct {
+	Task   string // task ID, hex
+	Worker string
+	GPUIDs []int
+
+	mu     sync.Mutex
+	after  []func()
+	marked map[any]bool
+}
+
+// AfterOnce registers fn to run after the task finishes, once per key, in
+// registration order. Reusable variables use it for their reinitialisers.
+func (i *Info) AfterOnce(key any, fn func()) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.marked == nil {
+		i.marked = map[any]bool{}
+	}
+	if i.marked[key] {
+		return
+	}
+	i.marked[key] = true
+	i.after = append(i.after, fn)
+}
+
+// RunAfter runs the functions registered with AfterOnce.
+func (i *Info) RunAfter() {
+	i.mu.Lock()
+	fns := i.after
+	i.after, i.marked = nil, nil
+	i.mu.Unlock()
+	for _, f := range fns {
+		f()
+	}
+}
+
+type infoKey struct{}
+
+// WithInfo returns ctx carrying i.
+func WithInfo(ctx context.Context, i *Info) context.Context {
+	return context.WithValue(ctx, infoKey{}, i)
+}
+
+// InfoFrom returns the Info in ctx, or nil outside a task.
+func InfoFrom(ctx context.Context) *Info {
+	if ctx == nil {
+		return nil
+	}
+	i, _ := ctx.Value(infoKey{}).(*Info)
+	return i
+}

@@ -1,0 +1,273 @@
+// Package task defines what the driver and workers exchange about work:
+// task specifications, arguments, result objects, task errors, resource
+// requests, and the registry of remote functions and actor types that every
+// process of a program fills identically at package initialisation.
+package task
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/gray-ml/gray/runtime/ids"
+	"github.com/gray-ml/gray/runtime/wire"
+)
+
+// Kind tells what a task does.
+type Kind uint8
+
+const (
+	// KindFunc runs a remote function.
+	KindFunc Kind = iota
+	// KindActorCreate constructs an actor in its dedicated worker.
+	KindActorCreate
+	// KindActorMethod runs a method on an existing actor.
+	KindActorMethod
+)
+
+// Arg is one task argument: an encoded value, or a reference to an object
+// whose value the task receives.
+type Arg struct {
+	Ref   ids.ObjectID
+	IsRef bool
+	Data  []byte
+}
+
+// Spec describes one task.
+type Spec struct {
+	ID         ids.TaskID
+	Kind       Kind
+	Func       string     // function name, actor type name, or "Type.Method"
+	Actor      ids.TaskID // the actor, for KindActorMethod
+	NumReturns int
+	Args       []Arg
+	GPUIDs     []int // filled in by the scheduler at dispatch
+}
+
+// Return returns the ID of the spec's i-th return value.
+func (s *Spec) Return(i int) ids.ObjectID { return ids.Return(s.ID, i) }
+
+// Object is a stored value: its encoded bytes, or the error that the task
+// meant to produce it raised instead.
+type Object struct {
+	Data []byte
+	Err  *TaskError
+}
+
+// TaskError is the value of every reference returned by a failed task.
+type TaskError struct {
+	Function string // the remote function, actor type or method
+	Worker   string // the worker process that ran it, e.g. "worker 3 (pid 1234)"
+	Message  string // what went wrong
+	Stack    string // the remote stack, for panics
+	Cause    error  // the failed argument or returned error, when there is one
+}
+
+// Error names the function and worker and includes the remote stack.
+func (e *TaskError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "task %s failed", e.Function)
+	if e.Worker != "" {
+		fmt.Fprintf(&b, " on %s", e.Worker)
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Message)
+	if e.Stack != "" {
+		b.WriteString("\nremote stack:\n")
+		b.WriteString(e.Stack)
+	}
+	return b.String()
+}
+
+// Unwrap returns the cause.
+func (e *TaskError) Unwrap() error { return e.Cause }
+
+// Resources is a resource request or a node's capacity.
+type Resources struct {
+	CPU    float64
+	GPU    float64
+	Custom map[string]float64
+}
+
+// String lists the non-zero amounts, e.g. "CPU=1 GPU=2 disk=1".
+func (r Resources) String() string {
+	parts := []string{}
+	if r.CPU != 0 {
+		parts = append(parts, fmt.Sprintf("CPU=%g", r.CPU))
+	}
+	if r.GPU != 0 {
+		parts = append(parts, fmt.Sprintf("GPU=%g", r.GPU))
+	}
+	names := make([]string, 0, len(r.Custom))
+	for k := range r.Custom {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		parts = append(parts, fmt.Sprintf("%s=%g", k, r.Custom[k]))
+	}
+	if len(parts) == 0 {
+		return "nothing"
+	}
+	return strings.Join(parts, " ")
+}
+
+// Entry is one registered remote function, actor type or actor method.
+type Entry struct {
+	Name       string
+	Kind       Kind
+	NumReturns int
+	Res        Resources
+	MaxCalls   int // 0: unlimited
+	// Call runs a remote function on encoded arguments.
+	Call func(ctx context.Context, args [][]byte) ([][]byte, error)
+	// New constructs an actor instance.
+	New func(ctx context.Context, args [][]byte) (any, error)
+	// Method runs a method on an actor instance.
+	Method func(ctx context.Context, self any, args [][]byte) ([][]byte, error)
+}
+
+var (
+	regMu    sync.RWMutex
+	registry = map[string]*Entry{}
+)
+
+// Register adds e. Registration happens at package initialisation, so a
+// duplicate name is a programming error and panics with the name.
+func Register(e *Entry) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	if _, dup := registry[e.Name]; dup {
+		panic(fmt.Sprintf("gray: %q is registered twice; remote function and actor names must be unique", e.Name))
+	}
+	registry[e.Name] = e
+}
+
+// Lookup returns the entry registered under name.
+func Lookup(name string) (*Entry, error) {
+	regMu.RLock()
+	e := registry[name]
+	regMu.RUnlock()
+	if e == nil {
+		return nil, fmt.Errorf("%q is not registered: register remote functions and actor types at package level (a var initialised with gray.Func*/gray.Actor*) so the driver and every worker know it", name)
+	}
+	return e, nil
+}
+
+// ErrWorkerDied is the cause of a task's error when its worker process died.
+var ErrWorkerDied = errors.New("the worker process died while running the task")
+
+// ErrActorDead is the cause of an error of a method call on an actor that
+// was killed or whose process died.
+var ErrActorDead = errors.New("the actor is dead")
+
+// AppendSpec encodes s.
+func AppendSpec(b []byte, s *Spec) []byte {
+	b = append(b, s.ID[:]...)
+	b = append(b, byte(s.Kind))
+	b = wire.AppendString(b, s.Func)
+	if s.Kind == KindActorMethod {
+		b = append(b, s.Actor[:]...)
+	}
+	b = wire.AppendUvarint(b, uint64(s.NumReturns))
+	b = wire.AppendUvarint(b, uint64(len(s.Args)))
+	for i := range s.Args {
+		a := &s.Args[i]
+		if a.IsRef {
+			b = append(b, 1)
+			b = append(b, a.Ref[:]...)
+		} else {
+			b = append(b, 0)
+			b = wire.AppendBytes(b, a.Data)
+		}
+	}
+	b = wire.AppendUvarint(b, uint64(len(s.GPUIDs)))
+	for _, g := range s.GPUIDs {
+		b = wire.AppendUvarint(b, uint64(g))
+	}
+	return b
+}
+
+// DecodeSpec decodes a spec written by AppendSpec.
+func DecodeSpec(d *wire.Dec) *Spec {
+	s := &Spec{}
+	d.Fixed(s.ID[:])
+	s.Kind = Kind(d.Byte())
+	s.Func = d.String()
+	if s.Kind == KindActorMethod {
+		d.Fixed(s.Actor[:])
+	}
+	s.NumReturns = int(d.Uvarint())
+	if n := d.Count(); n > 0 {
+		s.Args = make([]Arg, n)
+		for i := range s.Args {
+			if d.Byte() == 1 {
+				s.Args[i].IsRef = true
+				d.Fixed(s.Args[i].Ref[:])
+			} else {
+				s.Args[i].Data = d.Bytes()
+			}
+		}
+	}
+	if n := d.Count(); n > 0 {
+		s.GPUIDs = make([]int, n)
+		for i := range s.GPUIDs {
+			s.GPUIDs[i] = int(d.Uvarint())
+		}
+	}
+	return s
+}
+
+// AppendObject encodes o.
+func AppendObject(b []byte, o *Object) []byte {
+	if o.Err == nil {
+		b = append(b, 0)
+		return wire.AppendBytes(b, o.Data)
+	}
+	b = append(b, 1)
+	return appendErr(b, o.Err)
+}
+
+func appendErr(b []byte, e *TaskError) []byte {
+	b = wire.AppendString(b, e.Function)
+	b = wire.AppendString(b, e.Worker)
+	b = wire.AppendString(b, e.Message)
+	b = wire.AppendString(b, e.Stack)
+	var te *TaskError
+	switch {
+	case e.Cause == nil:
+		return append(b, 0)
+	case errors.As(e.Cause, &te):
+		b = append(b, 1)
+		return appendErr(b, te)
+	default:
+		b = append(b, 2)
+		return wire.AppendString(b, e.Cause.Error())
+	}
+}
+
+// DecodeObject decodes an object written by AppendObject.
+func DecodeObject(d *wire.Dec) Object {
+	if d.Byte() == 0 {
+		return Object{Data: d.Bytes()}
+	}
+	return Object{Err: decodeErr(d, 0)}
+}
+
+func decodeErr(d *wire.Dec, depth int) *TaskError {
+	e := &TaskError{Function: d.String(), Worker: d.String(), Message: d.String(), Stack: d.String()}
+	switch d.Byte() {
+	case 1:
+		if depth > 64 {
+			d.Err = errors.New("wire: task error nested too deeply")
+			return e
+		}
+		e.Cause = decodeErr(d, depth+1)
+	case 2:
+		e.Cause = errors.New(d.String())
+	}
+	return e
+}

@@ -1,0 +1,399 @@
+// Package worker is the worker side of the runtime: a process started by the
+// driver (the program's own executable, in worker mode) that connects back
+// over a Unix socket, runs the tasks it is sent one at a time, and forwards
+// the calls its tasks make (submissions, Put, Get, Wait) to the driver.
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gray-ml/gray/runtime/ids"
+	"github.com/gray-ml/gray/runtime/task"
+	"github.com/gray-ml/gray/runtime/wire"
+)
+
+// Worker is the connection of a worker process to its driver.
+type Worker struct {
+	conn *wire.Conn
+	id   int
+	name string
+	ctx  context.Context
+
+	mu    sync.Mutex
+	cond  *sync.Cond
+	queue []*task.Spec
+	cur   ids.TaskID
+	subs  uint64 // tasks submitted by the current task
+	puts  uint64 // objects put by the current task
+
+	reqMu   sync.Mutex
+	nextReq uint64
+	reqs    map[uint64]chan []byte
+
+	calls    map[string]int
+	instance any // the actor this worker hosts
+}
+
+// Env reports whether this process was started as a worker.
+func Env() bool { return os.Getenv(task.EnvSocket) != "" }
+
+// Connect dials the driver named by the environment and says hello.
+func Connect() (*Worker, error) {
+	sock := os.Getenv(task.EnvSocket)
+	id, err := strconv.Atoi(os.Getenv(task.EnvWorker))
+	if sock == "" || err != nil {
+		return nil, fmt.Errorf("gray worker: %s and %s must be set by the driver", task.EnvSocket, task.EnvWorker)
+	}
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		return nil, fmt.Errorf("gray worker: connecting to the driver: %w", err)
+	}
+	w := &Worker{
+		conn:  wire.New(c),
+		id:    id,
+		name:  fmt.Sprintf("worker %d (pid %d)", id, os.Getpid()),
+		ctx:   context.Background(),
+		reqs:  map[uint64]chan []byte{},
+		calls: map[string]int{},
+	}
+	w.cond = sync.NewCond(&w.mu)
+	if err := w.conn.Send(task.MsgHello, func(b []byte) []byte { return wire.AppendUvarint(b, uint64(id)) }); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// Serve runs tasks until the driver says to exit or goes away, then exits
+// the process.
+func (w *Worker) Serve() {
+	go w.read()
+	for {
+		s := w.next()
+		objs, retire := w.exec(s)
+		err := w.conn.Send(task.MsgResult, func(b []byte) []byte {
+			b = append(b, s.ID[:]...)
+			if retire {
+				b = append(b, 1)
+			} else {
+				b = append(b, 0)
+			}
+			b = wire.AppendUvarint(b, uint64(len(objs)))
+			for i := range objs {
+				b = task.AppendObject(b, &objs[i])
+			}
+			return b
+		})
+		if retire {
+			w.giveBack() // the queued tasks run on other workers
+		}
+		if err != nil || retire {
+			w.conn.Close()
+			os.Exit(0)
+		}
+	}
+}
+
+func (w *Worker) next() *task.Spec {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for len(w.queue) == 0 {
+		w.cond.Wait()
+	}
+	s := w.queue[0]
+	w.queue[0] = nil
+	w.queue = w.queue[1:]
+	w.cur, w.subs, w.puts = s.ID, 0, 0
+	return s
+}
+
+// giveBack hands the tasks queued behind the running one back to the
+// driver: the running task is blocked and one of them may be what it waits
+// for.
+func (w *Worker) giveBack() {
+	w.mu.Lock()
+	q := w.queue
+	w.queue = nil
+	w.mu.Unlock()
+	_ = w.conn.Send(task.MsgGiveBack, func(b []byte) []byte {
+		b = wire.AppendUvarint(b, uint64(len(q)))
+		for _, s := range q {
+			b = append(b, s.ID[:]...)
+		}
+		return b
+	})
+}
+
+// read delivers the driver's messages; the process exits when the driver
+// closes the connection, so no worker outlives its driver.
+func (w *Worker) read() {
+	for {
+		typ, payload, err := w.conn.Recv()
+		if err != nil {
+			os.Exit(0)
+		}
+		switch typ {
+		case task.MsgExec:
+			d := wire.Dec{B: payload}
+			s := task.DecodeSpec(&d)
+			if d.Err != nil {
+				fmt.Fprintf(os.Stderr, "gray worker: bad task message: %v\n", d.Err)
+				os.Exit(2)
+			}
+			w.mu.Lock()
+			w.queue = append(w.queue, s)
+			w.cond.Signal()
+			w.mu.Unlock()
+		case task.MsgGetReply, task.MsgWaitReply:
+			d := wire.Dec{B: payload}
+			id := d.Uvarint()
+			w.reqMu.Lock()
+			ch := w.reqs[id]
+			delete(w.reqs, id)
+			w.reqMu.Unlock()
+			if ch != nil {
+				ch <- d.B
+			}
+		case task.MsgRecall:
+			w.giveBack()
+		case task.MsgExit:
+			os.Exit(0)
+		}
+	}
+}
+
+// exec runs one task and returns its result objects, and whether the
+// worker must now retire (max_calls reached).
+func (w *Worker) exec(s *task.Spec) (objs []task.Object, retire bool) {
+	info := &task.Info{Task: s.ID.String(), Worker: w.name, GPUIDs: s.GPUIDs}
+	ctx := task.WithInfo(w.ctx, info)
+	if len(s.GPUIDs) > 0 {
+		parts := make([]string, len(s.GPUIDs))
+		for i, g := range s.GPUIDs {
+			parts[i] = strconv.Itoa(g)
+		}
+		os.Setenv("CUDA_VISIBLE_DEVICES", strings.Join(parts, ","))
+	}
+	outs, te := w.call(ctx, s)
+	if te == nil {
+		te = w.runAfter(info, s.Func)
+	} else {
+		w.runAfter(info, s.Func)
+	}
+	num := max(s.NumReturns, 1)
+	objs = make([]task.Object, num)
+	for i := range objs {
+		if te != nil {
+			objs[i].Err = te
+		} else if i < len(outs) {
+			objs[i].Data = outs[i]
+		}
+	}
+	if e, err := task.Lookup(s.Func); err == nil && e.MaxCalls > 0 && s.Kind == task.KindFunc {
+		w.calls[s.Func]++
+		retire = w.calls[s.Func] >= e.MaxCalls
+	}
+	return objs, retire
+}
+
+func (w *Worker) runAfter(info *task.Info, fn string) (te *task.TaskError) {
+	defer func() {
+		if r := recover(); r != nil {
+			te = &task.TaskError{Function: fn, Worker: w.name, Message: fmt.Sprintf("a reusable variable's reinitializer panicked: %v", r), Stack: string(debug.Stack())}
+		}
+	}()
+	info.RunAfter()
+	return nil
+}
+
+func (w *Worker) call(ctx context.Context, s *task.Spec) (outs [][]byte, te *task.TaskError) {
+	defer func() {
+		if r := recover(); r != nil {
+			te = &task.TaskError{Function: s.Func, Worker: w.name, Message: fmt.Sprintf("panic: %v", r), Stack: string(debug.Stack())}
+		}
+	}()
+	e, err := task.Lookup(s.Func)
+	if err != nil {
+		return nil, &task.TaskError{Function: s.Func, Worker: w.name, Message: err.Error(), Cause: err}
+	}
+	args := make([][]byte, len(s.Args))
+	for i, a := range s.Args {
+		if a.IsRef { // the driver normally resolves references before sending
+			objs, err := w.Get(ctx, []ids.ObjectID{a.Ref})
+			if err != nil {
+				return nil, &task.TaskError{Function: s.Func, Worker: w.name, Message: err.Error(), Cause: err}
+			}
+			if objs[0].Err != nil {
+				return nil, &task.TaskError{Function: s.Func, Worker: w.name, Message: "an argument failed", Cause: objs[0].Err}
+			}
+			args[i] = objs[0].Data
+			continue
+		}
+		args[i] = a.Data
+	}
+	switch s.Kind {
+	case task.KindFunc:
+		outs, err = e.Call(ctx, args)
+	case task.KindActorCreate:
+		w.instance, err = e.New(ctx, args)
+		outs = [][]byte{nil}
+	case task.KindActorMethod:
+		if w.instance == nil {
+			err = errors.New("this worker hosts no actor instance")
+		} else {
+			outs, err = e.Method(ctx, w.instance, args)
+		}
+	}
+	if err != nil {
+		var nested *task.TaskError
+		if errors.As(err, &nested) && nested.Worker == "" {
+			nested.Worker = w.name
+		}
+		return nil, &task.TaskError{Function: s.Func, Worker: w.name, Message: err.Error(), Cause: err}
+	}
+	return outs, nil
+}
+
+// NewTaskID returns the ID of the next task the current task submits.
+func (w *Worker) NewTaskID() ids.TaskID {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.subs++
+	return ids.Child(w.cur, w.subs)
+}
+
+// NewPutID returns the ID of the next object the current task puts.
+func (w *Worker) NewPutID() ids.ObjectID {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.puts++
+	return ids.Put(w.cur, w.puts)
+}
+
+// WorkerName names this worker in error messages.
+func (w *Worker) WorkerName() string { return w.name }
+
+// Submit sends a task to the driver. Unregistered names fail here, at once;
+// the driver reports every other problem through the task's returns.
+func (w *Worker) Submit(s *task.Spec) error {
+	if _, err := task.Lookup(s.Func); err != nil {
+		te := &task.TaskError{Function: s.Func, Worker: w.name, Message: err.Error(), Cause: err}
+		for i := range max(s.NumReturns, 1) {
+			_ = w.Put(s.Return(i), task.Object{Err: te})
+		}
+		return err
+	}
+	return w.conn.Send(task.MsgSubmit, func(b []byte) []byte { return task.AppendSpec(b, s) })
+}
+
+// Put stores an object in the driver's store.
+func (w *Worker) Put(id ids.ObjectID, o task.Object) error {
+	return w.conn.Send(task.MsgPut, func(b []byte) []byte {
+		b = append(b, id[:]...)
+		return task.AppendObject(b, &o)
+	})
+}
+
+func (w *Worker) request(ctx context.Context, typ byte, fn func([]byte) []byte) ([]byte, error) {
+	ch := make(chan []byte, 1)
+	w.reqMu.Lock()
+	w.nextReq++
+	id := w.nextReq
+	w.reqs[id] = ch
+	w.reqMu.Unlock()
+	err := w.conn.Send(typ, func(b []byte) []byte {
+		b = wire.AppendUvarint(b, id)
+		return fn(b)
+	})
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case p := <-ch:
+		return p, nil
+	case <-ctx.Done():
+		w.reqMu.Lock()
+		delete(w.reqs, id)
+		w.reqMu.Unlock()
+		return nil, ctx.Err()
+	}
+}
+
+// Get asks the driver for objects, waiting until they exist. While it
+// waits, the driver lends this worker's CPUs to other tasks.
+func (w *Worker) Get(ctx context.Context, oids []ids.ObjectID) ([]task.Object, error) {
+	p, err := w.request(ctx, task.MsgGet, func(b []byte) []byte {
+		b = wire.AppendUvarint(b, uint64(len(oids)))
+		for _, id := range oids {
+			b = append(b, id[:]...)
+		}
+		return b
+	})
+	if err != nil {
+		return nil, fmt.Errorf("gray: get: %w", err)
+	}
+	d := wire.Dec{B: p}
+	n := d.Count()
+	if n != len(oids) {
+		return nil, fmt.Errorf("gray: get: the driver returned %d objects for %d IDs", n, len(oids))
+	}
+	out := make([]task.Object, n)
+	for i := range out {
+		out[i] = task.DecodeObject(&d)
+	}
+	if d.Err != nil {
+		return nil, fmt.Errorf("gray: get: %w", d.Err)
+	}
+	return out, nil
+}
+
+// Wait asks the driver which objects exist once num do or timeout passes.
+func (w *Worker) Wait(ctx context.Context, oids []ids.ObjectID, num int, timeout time.Duration) ([]bool, error) {
+	p, err := w.request(ctx, task.MsgWait, func(b []byte) []byte {
+		b = wire.AppendUvarint(b, uint64(num))
+		b = wire.AppendUvarint(b, uint64(max(timeout, 0)))
+		b = wire.AppendUvarint(b, uint64(len(oids)))
+		for _, id := range oids {
+			b = append(b, id[:]...)
+		}
+		return b
+	})
+	if err != nil {
+		return nil, fmt.Errorf("gray: wait: %w", err)
+	}
+	d := wire.Dec{B: p}
+	n := d.Count()
+	ready := make([]bool, n)
+	for i := range ready {
+		ready[i] = d.Byte() == 1
+	}
+	if d.Err != nil || n != len(oids) {
+		return nil, fmt.Errorf("gray: wait: malformed reply from the driver")
+	}
+	return ready, nil
+}
+
+// Kill asks the driver to kill an actor.
+func (w *Worker) Kill(id ids.ActorID) error {
+	return w.conn.Send(task.MsgKillActor, func(b []byte) []byte { return append(b, id[:]...) })
+}
+
+// Release does nothing in a worker: only the driver's handles keep actors
+// alive.
+func (w *Worker) Release(ids.ActorID) {}
+
+// Errors is empty in a worker: the driver keeps the error log.
+func (w *Worker) Errors() []*task.TaskError { return nil }
+
+// Shutdown is not allowed in a worker.
+func (w *Worker) Shutdown() error {
+	return errors.New("gray: Shutdown called inside a worker; only the driver may shut gray down")
+}
