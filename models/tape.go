@@ -83,6 +83,7 @@ const (
 	opCols
 	opRepeatRows
 	opFunc
+	opConv
 )
 
 // node is one recorded operation: its inputs, scalar arguments, result and
@@ -97,6 +98,9 @@ type node struct {
 	grad    []float64
 	ints    []int
 	fn      Func
+	conv    ConvGeom
+	aux     []float64 // Conv2D's unfolded patches
+	aux2    []float64 // Conv2D's patch gradients
 	scratch []float64 // gemm's workspace: transposed weights, a column
 }
 
