@@ -158,3 +158,15 @@ func BenchmarkConvNetTrainStep42(b *testing.B) {
 	step()
 	measure(b, step)
 }
+
+// BenchmarkAdam260k measures one Adam step over 260,000 weights (the
+// ConvNet benchmark's size).
+func BenchmarkAdam260k(b *testing.B) {
+	w, g := make([]float64, 260000), make([]float64, 260000)
+	for i := range g {
+		g[i] = float64(i%13) - 6
+	}
+	a := NewAdam(1e-3)
+	_ = a.Step(w, g) // allocates the moments
+	measure(b, func() { _ = a.Step(w, g) })
+}
