@@ -1411,6 +1411,11 @@ func (n *Node) died(w *proc) {
 	}
 	w.dead = true
 	delete(n.workers, w.id)
+	if n.closed {
+		// Shutdown ends every worker: that is no task failure to report.
+		n.unlock()
+		return
+	}
 	if w.conn == nil && w.actor == nil {
 		n.starting--
 	}
