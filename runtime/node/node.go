@@ -116,7 +116,8 @@ type request struct {
 	done   bool
 	ch     chan struct{} // driver requests: closed when done
 	timer  *time.Timer
-	counts bool // counted in w.blocked
+	counts bool   // counted in w.blocked
+	epoch  uint64 // w.epoch when counted
 }
 
 // proc is a worker process.
@@ -132,8 +133,9 @@ type proc struct {
 	dirty    bool       // in Node.dirty
 	held     task.Resources
 	gpus     []int
-	blocked  int  // outstanding blocking requests
-	gaveBack bool // CPUs returned while blocked
+	blocked  int    // outstanding blocking requests of the running task
+	epoch    uint64 // counts finished tasks, so a Get outliving its task is not counted against the next
+	gaveBack bool   // CPUs returned while blocked
 	retiring bool
 	dead     bool
 	process  *os.Process // set under the node's lock once started
@@ -845,7 +847,7 @@ func (n *Node) complete(r *request) {
 	if w.dead {
 		return
 	}
-	if r.counts {
+	if r.counts && r.epoch == w.epoch {
 		w.blocked--
 		if w.blocked == 0 && w.gaveBack {
 			n.resumeQ = append(n.resumeQ, r)
@@ -889,6 +891,7 @@ func (n *Node) reply(r *request) {
 // finish with one CPU.
 func (n *Node) block(w *proc, r *request) {
 	r.counts = true
+	r.epoch = w.epoch
 	w.blocked++
 	if w.blocked == 1 && w.actor == nil && len(w.tasks) > 0 && !w.gaveBack {
 		w.gaveBack = true
@@ -1361,6 +1364,7 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 			n.released--
 		}
 		w.blocked = 0
+		w.epoch++
 		if retiring {
 			w.retiring = true
 		}
