@@ -87,13 +87,20 @@ func canonical(name string) string {
 		return name
 	}
 	best, bestVer := "", -1
-	for n := range registry.creators {
+	consider := func(n string) {
 		var ver int
 		if fam, v, ok := strings.Cut(n, "-v"); ok && fam == name {
 			if _, err := fmt.Sscan(v, &ver); err == nil && ver > bestVer {
 				best, bestVer = n, ver
 			}
 		}
+	}
+	// Natively batched environments have versions too.
+	for n := range registry.creators {
+		consider(n)
+	}
+	for n := range registry.vectors {
+		consider(n)
 	}
 	if best == "" {
 		return name

@@ -140,3 +140,21 @@ func uniform(xs []float64) bool {
 	}
 	return len(xs) > 0
 }
+
+// Clip limits x to the box in place, dimension by dimension, and returns it.
+// Policies with Gaussian outputs produce actions outside a bounded action
+// space; built-in environments reject those, so clip them first (RLlib's
+// clip_actions). NaN values are left as they are, to be reported by Step.
+func (b Box) Clip(x []float64) []float64 {
+	for i := range x {
+		if i >= len(b.Low) {
+			break
+		}
+		if x[i] < b.Low[i] {
+			x[i] = b.Low[i]
+		} else if x[i] > b.High[i] {
+			x[i] = b.High[i]
+		}
+	}
+	return x
+}

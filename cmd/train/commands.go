@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
+
+	"github.com/gray-ml/gray/platform/config"
+	"github.com/gray-ml/gray/platform/plot"
+	"github.com/gray-ml/gray/platform/runner"
+	"github.com/gray-ml/gray/rllib"
+)
+
+func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
+	var showConfig bool
+	var format string
+	root := &cobra.Command{
+		Use:   "train",
+		Short: "Train reinforcement-learning agents and inspect their runs",
+		Long: `train runs one algorithm on one environment, prints a line per iteration and
+writes a run folder <local-dir>/<name>/<ALG>_<ENV>_<date>_<id>/ with config.json,
+result.json, progress.csv, a TensorBoard event file and checkpoint_<n>/ folders.
+
+Every flag is also a key of an experiment file (-f), with underscores for dashes;
+flags override the file. Ctrl-C stops after the current iteration and saves a
+checkpoint.`,
+		Example: `  train --env CartPole-v1 --alg PPO --stop '{"episode_reward_mean": 475}'
+  train -f configs/cartpole-ppo.yaml --seed 3
+  train --alg PPO --show-config`,
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			exp, err := config.Resolve(cmd.Flags())
+			if err != nil {
+				return err
+			}
+			if showConfig {
+				return printConfig(stdout, exp, format)
+			}
+			sum, err := runner.Train(cmd.Context(), exp, stdout, runner.Options{
+				StartRuntime: func(ctx context.Context, logDir string) (func(), error) {
+					return startRuntime(ctx, exp.NumCPUs, logDir)
+				},
+			})
+			if err != nil {
+				if sum.RunDir != "" {
+					fmt.Fprintf(stderr, "train: results so far are in %s\n", sum.RunDir)
+				}
+				return err
+			}
+			if sum.Checkpoint != "" {
+				fmt.Fprintf(stdout, "last checkpoint: %s\n", sum.Checkpoint)
+			}
+			fmt.Fprintf(stdout, "results: %s\n", sum.RunDir)
+			if sum.Interrupted {
+				return errInterrupted
+			}
+			return nil
+		},
+	}
+	root.CompletionOptions.HiddenDefaultCmd = true
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	config.AddFlags(root.Flags())
+	root.Flags().BoolVar(&showConfig, "show-config", false, "print the algorithm's configuration (defaults, with --config and -f applied) and exit")
+	root.Flags().StringVar(&format, "format", "json", "--show-config output format: json or yaml")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())
+	})
+	root.AddCommand(newRolloutCmd(stdout), newPlotCmd(stdout))
+	return root
+}
+
+func printConfig(w io.Writer, exp config.Experiment, format string) error {
+	if exp.Alg == "" {
+		return fmt.Errorf("--show-config needs --alg NAME (known algorithms: %s)", strings.Join(rllib.AlgorithmNames(), ", "))
+	}
+	alg, err := rllib.Lookup(exp.Alg)
+	if err != nil {
+		return err
+	}
+	cfg, err := runner.FullConfig(alg, exp.Config)
+	if err != nil {
+		return err
+	}
+	switch format {
+	case "json":
+		b, err := json.MarshalIndent(cfg, "", "  ")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "%s\n", b)
+	case "yaml":
+		b, err := yaml.Marshal(map[string]any{"alg": alg.Name, "config": cfg})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "%s", b)
+	default:
+		return fmt.Errorf("--format must be json or yaml, got %q", format)
+	}
+	return nil
+}
+
+func newRolloutCmd(stdout io.Writer) *cobra.Command {
+	var opts runner.RolloutOptions
+	var path string
+	cmd := &cobra.Command{
+		Use:   "rollout --checkpoint PATH [--episodes N]",
+		Short: "Evaluate a saved policy: run episodes and print their returns",
+		Long: `rollout rebuilds the agent from a checkpoint (its algorithm, environment and
+config are recorded beside it), restores it and runs episodes on a fresh
+environment, printing each return and their mean.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if path == "" {
+				return fmt.Errorf("rollout needs --checkpoint PATH (a checkpoint_<n> folder of a run)")
+			}
+			_, err := runner.Rollout(cmd.Context(), config.ExpandHome(path), opts, stdout, runner.Options{
+				StartRuntime: func(ctx context.Context, logDir string) (func(), error) {
+					return startRuntime(ctx, 0, logDir)
+				},
+			})
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&path, "checkpoint", "", "checkpoint to evaluate (a checkpoint_<n> folder)")
+	cmd.Flags().IntVar(&opts.Episodes, "episodes", 10, "number of episodes")
+	cmd.Flags().Int64Var(&opts.Seed, "seed", 0, "seed of the first episode (episode i uses seed+i)")
+	cmd.Flags().IntVar(&opts.MaxSteps, "max-steps", 0, "cap on steps per episode (0: 100,000)")
+	return cmd
+}
+
+func newPlotCmd(stdout io.Writer) *cobra.Command {
+	var opts plot.Options
+	var out string
+	cmd := &cobra.Command{
+		Use:   "plot RUN_DIR... [--metric episode_reward_mean] [-o curve.png]",
+		Short: "Draw learning curves of runs (or of every run in an experiment folder)",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			for i := range args {
+				args[i] = config.ExpandHome(args[i])
+			}
+			dirs, err := plot.RunDirs(args)
+			if err != nil {
+				return err
+			}
+			curves, err := plot.Curves(dirs, opts)
+			if err != nil {
+				return err
+			}
+			if err := plot.Save(curves, out, opts); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "wrote %s (%d runs)\n", out, len(curves))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&opts.Metric, "metric", "episode_reward_mean", "result key on the y axis")
+	cmd.Flags().StringVar(&opts.X, "x", "timesteps_total", "result key on the x axis")
+	cmd.Flags().StringVar(&opts.Title, "title", "", "plot title (default: the metric)")
+	cmd.Flags().StringVarP(&out, "output", "o", "curve.png", "output file: .png, .svg or .pdf")
+	return cmd
+}

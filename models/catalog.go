@@ -1,0 +1,304 @@
+package models
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"sync"
+
+	"github.com/gray-ml/gray/envs"
+)
+
+// The distribution types ActionDistFor accepts besides the default "".
+const (
+	DistCategorical   = "categorical"
+	DistDiagGaussian  = "diag_gaussian"
+	DistDeterministic = "deterministic"
+)
+
+// ActionDistFor returns the action distribution for an action space and,
+// through its InputSize, the number of model outputs it needs:
+// Discrete(n) gives Categorical (n inputs), Box with k values gives
+// DiagGaussian (2k inputs: k means, k log stds; with free_log_std the model
+// still has 2k outputs, the last k being free parameters). distType ""
+// picks that default; "deterministic" picks Deterministic (k inputs) for a
+// Box, as ES uses.
+func ActionDistFor(space envs.Space, distType string) (ActionDist, error) {
+	switch s := space.(type) {
+	case envs.Discrete:
+		if s.N <= 0 {
+			return nil, fmt.Errorf("models: action space %v has no actions", s)
+		}
+		switch distType {
+		case "", DistCategorical:
+			return Categorical{N: s.N}, nil
+		}
+	case envs.Box:
+		k := s.Size()
+		if k <= 0 {
+			return nil, fmt.Errorf("models: action space %v is empty", s)
+		}
+		switch distType {
+		case "", DistDiagGaussian:
+			return DiagGaussian{K: k}, nil
+		case DistDeterministic:
+			return Deterministic{K: k}, nil
+		}
+	default:
+		return nil, fmt.Errorf("models: no action distribution for action space %v (%T); supported: Discrete, Box", space, space)
+	}
+	return nil, fmt.Errorf("models: distribution %q does not fit action space %v; use %q for Discrete, %q or %q for Box",
+		distType, space, DistCategorical, DistDiagGaussian, DistDeterministic)
+}
+
+// NewModel returns a model for observations of the given shape (after
+// preprocessing) producing numOutputs outputs: a FullyConnected network on
+// the flattened observation. Image-shaped observations are flattened too;
+// there is no convolutional network yet.
+func NewModel(obsShape []int, numOutputs int, opts ModelOptions, seed uint64) (Model, error) {
+	n := 1
+	for _, d := range obsShape {
+		if d <= 0 {
+			return nil, fmt.Errorf("models: observation shape %v has a non-positive dimension", obsShape)
+		}
+		n *= d
+	}
+	if len(obsShape) == 0 {
+		return nil, fmt.Errorf("models: empty observation shape")
+	}
+	return NewFullyConnected(n, numOutputs, opts, seed)
+}
+
+// Policy bundles what an agent needs to act in an environment: the
+// observation preprocessor, an optional observation filter, the model and
+// the action distribution it feeds.
+type Policy struct {
+	Preprocessor Preprocessor
+	// Filter, when set, normalises preprocessed observations (see
+	// MeanStdFilter); Act updates it while exploring.
+	Filter *MeanStdFilter
+	Model  Model
+	Dist   ActionDist
+}
+
+// Actions is what Policy.Act computes for a batch of observations. Act
+// reuses its slices, so keep one per rollout loop.
+type Actions struct {
+	// Obs are the preprocessed (and filtered) observations, rows×Size:
+	// what the learner trains on.
+	Obs []float64
+	// Actions are rows×Dist.ActionSize() values.
+	Actions []float64
+	// LogP is the log-likelihood of each action.
+	LogP []float64
+	// Values are the value estimates, nil unless the model has a value
+	// function.
+	Values []float64
+	// DistInputs are the model outputs, rows×Dist.InputSize() (PPO keeps
+	// them to compute the KL to the updated policy).
+	DistInputs []float64
+}
+
+// Act runs the policy on raw observations (one row per environment, as
+// envs.Vector returns them) on tape t, which it resets and runs without
+// gradients. With explore it samples actions and updates the filter; without
+// it takes each distribution's mode and leaves the filter unchanged.
+// Policy is not safe for concurrent use; Model.Forward on separate tapes is.
+func (p *Policy) Act(t *Tape, rng *rand.Rand, obs [][]float64, explore bool, dst *Actions) error {
+	rows, size := len(obs), p.Preprocessor.Size()
+	dst.Obs = grow(dst.Obs, rows*size)
+	for i, o := range obs {
+		row := dst.Obs[i*size : (i+1)*size]
+		if err := p.Preprocessor.Transform(o, row); err != nil {
+			return fmt.Errorf("observation %d: %w", i, err)
+		}
+		if p.Filter != nil {
+			if err := p.Filter.Apply(row, explore); err != nil {
+				return fmt.Errorf("observation %d: %w", i, err)
+			}
+		}
+	}
+	prev := t.noGrad
+	t.SetNoGrad(true)
+	defer t.SetNoGrad(prev)
+	t.Reset()
+	out := p.Model.Forward(t, t.Const(rows, size, dst.Obs))
+	dst.DistInputs = append(dst.DistInputs[:0], out.Out.Data...)
+	dst.Actions = grow(dst.Actions, rows*p.Dist.ActionSize())
+	if explore {
+		if rng == nil {
+			return fmt.Errorf("models: Policy.Act: exploring needs a random source")
+		}
+		p.Dist.Sample(rng, dst.DistInputs, dst.Actions)
+	} else {
+		p.Dist.Mode(dst.DistInputs, dst.Actions)
+	}
+	dst.LogP = grow(dst.LogP, rows)
+	p.Dist.LogProb(dst.DistInputs, dst.Actions, dst.LogP)
+	if out.Value != nil {
+		dst.Values = append(dst.Values[:0], out.Value.Data...)
+	} else {
+		dst.Values = dst.Values[:0]
+	}
+	return nil
+}
+
+func grow(s []float64, n int) []float64 {
+	if cap(s) < n {
+		return make([]float64, n)
+	}
+	return s[:n]
+}
+
+// NewPolicy builds the catalog's choices for an environment's spaces:
+// GetPreprocessor(envName, obs), ActionDistFor(act, distType) and
+// NewModel on the preprocessed shape with Dist.InputSize() outputs. Set
+// opts.Value for a value function.
+func NewPolicy(envName string, obs, act envs.Space, distType string, opts ModelOptions, seed uint64) (*Policy, error) {
+	pre, err := GetPreprocessor(envName, obs, nil)
+	if err != nil {
+		return nil, err
+	}
+	dist, err := ActionDistFor(act, distType)
+	if err != nil {
+		return nil, err
+	}
+	model, err := NewModel(pre.Shape(), dist.InputSize(), opts, seed)
+	if err != nil {
+		return nil, err
+	}
+	return &Policy{Preprocessor: pre, Model: model, Dist: dist}, nil
+}
+
+// Preprocessor turns an environment's raw observation into the flat vector
+// the model reads.
+type Preprocessor interface {
+	// Shape is the shape of a transformed observation.
+	Shape() []int
+	// Size is the number of values in a transformed observation.
+	Size() int
+	// Transform writes the transformed obs into dst (len ≥ Size()).
+	Transform(obs, dst []float64) error
+}
+
+// Flatten passes a Box observation through as a flat vector, checking its
+// length and rejecting NaN.
+type Flatten struct{ Space envs.Box }
+
+// Shape implements Preprocessor.
+func (p Flatten) Shape() []int { return []int{p.Space.Size()} }
+
+// Size implements Preprocessor.
+func (p Flatten) Size() int { return p.Space.Size() }
+
+// Transform implements Preprocessor.
+func (p Flatten) Transform(obs, dst []float64) error {
+	n := p.Space.Size()
+	if len(obs) != n {
+		return fmt.Errorf("models: observation has %d values, space %v has %d", len(obs), p.Space, n)
+	}
+	if len(dst) < n {
+		return fmt.Errorf("models: preprocessor output buffer holds %d values, needs %d", len(dst), n)
+	}
+	for i, v := range obs {
+		if math.IsNaN(v) {
+			return fmt.Errorf("models: observation value %d is NaN", i)
+		}
+		dst[i] = v
+	}
+	return nil
+}
+
+// OneHot turns a Discrete observation into a one-hot vector of length N.
+type OneHot struct{ N int }
+
+// Shape implements Preprocessor.
+func (p OneHot) Shape() []int { return []int{p.N} }
+
+// Size implements Preprocessor.
+func (p OneHot) Size() int { return p.N }
+
+// Transform implements Preprocessor.
+func (p OneHot) Transform(obs, dst []float64) error {
+	if len(obs) != 1 {
+		return fmt.Errorf("models: discrete observation must be one value, got %d", len(obs))
+	}
+	k := int(obs[0])
+	if float64(k) != obs[0] || k < 0 || k >= p.N {
+		return fmt.Errorf("models: observation %v is outside Discrete(%d)", obs[0], p.N)
+	}
+	if len(dst) < p.N {
+		return fmt.Errorf("models: preprocessor output buffer holds %d values, needs %d", len(dst), p.N)
+	}
+	clear(dst[:p.N])
+	dst[k] = 1
+	return nil
+}
+
+// NewPreprocessor returns the default preprocessor for an observation
+// space: Flatten for a Box, OneHot for a Discrete.
+func NewPreprocessor(space envs.Space) (Preprocessor, error) {
+	switch s := space.(type) {
+	case envs.Box:
+		if s.Size() == 0 {
+			return nil, fmt.Errorf("models: observation space %v is empty", s)
+		}
+		return Flatten{Space: s}, nil
+	case envs.Discrete:
+		if s.N <= 0 {
+			return nil, fmt.Errorf("models: observation space %v is empty", s)
+		}
+		return OneHot{N: s.N}, nil
+	}
+	return nil, fmt.Errorf("models: no preprocessor for observation space %v (%T); register one with RegisterPreprocessor", space, space)
+}
+
+// PreprocessorFactory builds a preprocessor for an environment's
+// observation space; options come from the user's model config.
+type PreprocessorFactory func(space envs.Space, options map[string]any) (Preprocessor, error)
+
+var preprocessors = struct {
+	sync.RWMutex
+	byEnv map[string]PreprocessorFactory
+}{byEnv: map[string]PreprocessorFactory{}}
+
+// RegisterPreprocessor makes f the preprocessor of the environment named
+// envName, overriding the default for its space. Registering a name again
+// replaces the earlier factory.
+func RegisterPreprocessor(envName string, f PreprocessorFactory) {
+	preprocessors.Lock()
+	defer preprocessors.Unlock()
+	preprocessors.byEnv[envName] = f
+}
+
+// PreprocessorNames lists the environments with a registered preprocessor.
+func PreprocessorNames() []string {
+	preprocessors.RLock()
+	defer preprocessors.RUnlock()
+	names := make([]string, 0, len(preprocessors.byEnv))
+	for n := range preprocessors.byEnv {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// GetPreprocessor returns the preprocessor registered for envName, or the
+// default one for space.
+func GetPreprocessor(envName string, space envs.Space, options map[string]any) (Preprocessor, error) {
+	preprocessors.RLock()
+	f, ok := preprocessors.byEnv[envName]
+	preprocessors.RUnlock()
+	if !ok {
+		return NewPreprocessor(space)
+	}
+	p, err := f(space, options)
+	if err != nil {
+		return nil, fmt.Errorf("models: preprocessor registered for %q: %w", envName, err)
+	}
+	if p == nil || p.Size() <= 0 {
+		return nil, fmt.Errorf("models: preprocessor registered for %q returned no usable preprocessor", envName)
+	}
+	return p, nil
+}

@@ -1,0 +1,69 @@
+// Package models holds Gray's neural-network toolkit for reinforcement
+// learning: float64 tensors with reverse-mode automatic differentiation on
+// gonum's BLAS, fully connected networks, optimizers, action distributions,
+// the model catalog, observation preprocessors and a running observation
+// filter.
+//
+// # Pieces
+//
+//   - Tensor: a row-major [rows×cols] matrix; a batch is [batch×features].
+//   - Tape: records operations (MatMul, Linear, Add, Mul, Tanh, LogSoftmax,
+//     Gather, Minimum, Clip, Mean, ...) and backpropagates through them.
+//     Reset it each step: it reuses its buffers, so a steady training loop
+//     allocates nothing.
+//   - Params: a model's weights as one flat vector (Flat, GetFlat, SetFlat)
+//     and its gradients as another (Grads, GetFlatGrad, SetFlatGrad), for
+//     shipping weights and gradients between workers.
+//   - FullyConnected (NewFullyConnected, or NewModel from the catalog): hidden
+//     layers, an output layer, optional free log-std and value function,
+//     configured by ModelOptions with RLlib's keys (fcnet_hiddens,
+//     fcnet_activation, free_log_std, vf_share_layers).
+//   - Adam, SGD and ClipByGlobalNorm work on the flat vectors.
+//   - ActionDist: Categorical, DiagGaussian, Deterministic. Tape methods
+//     (LogLikelihood, Entropy, KL) are differentiable; Sample, Mode and
+//     LogProb are the allocation-free rollout path on plain slices.
+//   - Catalog: ActionDistFor(space, ""), NewModel(shape, n, opts, seed),
+//     NewPreprocessor / GetPreprocessor / RegisterPreprocessor, NewPolicy
+//     bundling all three, and MeanStdFilter for observation normalisation.
+//
+// # One PPO training step
+//
+//	pol, _ := models.NewPolicy("CartPole-v1", env.ObservationSpace(), env.ActionSpace(), "",
+//		models.ModelOptions{Hiddens: []int{64, 64}, Activation: "tanh", Value: true}, seed)
+//	params := pol.Model.Params()
+//	opt := models.NewAdam(3e-4)
+//	tape := models.NewTape()
+//
+//	// obs [n×4], actions, old log-probs, advantages, returns: flat []float64.
+//	tape.Reset()
+//	o := pol.Model.Forward(tape, tape.Const(n, 4, obs))
+//	logp := pol.Dist.LogLikelihood(tape, o.Out, tape.Const(n, 1, actions))
+//	ratio := tape.Exp(tape.Sub(logp, tape.Const(n, 1, oldLogp)))
+//	adv := tape.Const(n, 1, advantages)
+//	surr := tape.Minimum(tape.Mul(ratio, adv), tape.Mul(tape.Clip(ratio, 0.8, 1.2), adv))
+//	vfLoss := tape.Mean(tape.Square(tape.Sub(o.Value, tape.Const(n, 1, returns))))
+//	entropy := tape.Mean(pol.Dist.Entropy(tape, o.Out))
+//	loss := tape.Add(tape.Sub(tape.Scale(vfLoss, 0.5), tape.Mean(surr)), tape.Scale(entropy, -0.01))
+//
+//	params.ZeroGrad()
+//	tape.Backward(loss)                                // gradients land in params.Grads()
+//	norm := models.ClipByGlobalNorm(params.Grads(), 0.5) // pre-clip norm, for logging
+//	opt.LR = lr                                         // schedules: set before each step
+//	_ = opt.Step(params.Flat(), params.Grads())
+//	_ = loss.Item()                                     // the loss value
+//
+// # Acting
+//
+//	tape.SetNoGrad(true) // a separate tape, or switch back before training
+//	tape.Reset()
+//	o := pol.Model.Forward(tape, tape.Const(numEnvs, 4, obsBatch))
+//	pol.Dist.Sample(rng, o.Out.Data, actions)      // len(actions) = numEnvs·ActionSize
+//	pol.Dist.LogProb(o.Out.Data, actions, logps)   // for PPO's old log-probs
+//	// o.Value.Data holds the value estimates.
+//
+// Weights travel as params.GetFlat(nil) and arrive with params.SetFlat(w).
+//
+// Shape errors are programming errors and panic with a message naming the
+// operation and the shapes; everything that depends on user input (spaces,
+// options, weight vectors, observations) returns an error instead.
+package models

@@ -1,0 +1,219 @@
+package models
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+)
+
+// ModelOptions configure the networks the catalog builds. The JSON keys are
+// RLlib's, so a user's `"model": {...}` config reads the same.
+type ModelOptions struct {
+	// Hiddens are the hidden layer sizes; default [64, 64].
+	Hiddens []int `json:"fcnet_hiddens"`
+	// Activation is "tanh" (default) or "relu".
+	Activation string `json:"fcnet_activation"`
+	// FreeLogStd makes the second half of the outputs free parameters that
+	// do not depend on the observation (a state-independent log standard
+	// deviation for DiagGaussian); the network computes only the first half.
+	FreeLogStd bool `json:"free_log_std"`
+	// VFShareLayers puts the value head on the policy's last hidden layer
+	// instead of building a separate value network of the same shape.
+	// Only used when Value is set.
+	VFShareLayers bool `json:"vf_share_layers"`
+	// Init is the weight initialiser: "orthogonal" (default), "normc" or
+	// "xavier". Hidden layers use gain √2 (orthogonal) or 1 (others); the
+	// output layer uses gain 0.01 so the first policy is near uniform, and
+	// the value head gain 1.
+	Init Init `json:"init"`
+	// Value asks for a value function output (Output.Value). Algorithms set
+	// it (PPO and A3C do, ES and DQN do not); it is not a user key.
+	Value bool `json:"-"`
+}
+
+// DefaultModelOptions returns the defaults: two hidden layers of 64 tanh
+// units, orthogonal initialisation, no free log-std, separate value network.
+func DefaultModelOptions() ModelOptions {
+	return ModelOptions{Hiddens: []int{64, 64}, Activation: "tanh", Init: InitNameOrthogonal}
+}
+
+// UnmarshalJSON decodes options strictly: an unknown key is an error that
+// names it, rather than a silently ignored typo. Keys not given keep their
+// current values, so decode into DefaultModelOptions().
+func (o *ModelOptions) UnmarshalJSON(b []byte) error {
+	type plain ModelOptions
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	p := plain(*o)
+	p.Hiddens = append([]int(nil), o.Hiddens...) // decoding reuses a slice's array; keep the caller's intact
+	if err := dec.Decode(&p); err != nil {
+		return fmt.Errorf("model options (known keys: fcnet_hiddens, fcnet_activation, free_log_std, vf_share_layers, init): %w", err)
+	}
+	*o = ModelOptions(p)
+	return nil
+}
+
+// Validate reports the first unusable option.
+func (o ModelOptions) Validate() error {
+	for _, h := range o.Hiddens {
+		if h <= 0 {
+			return fmt.Errorf("models: fcnet_hiddens %v: every layer size must be positive", o.Hiddens)
+		}
+	}
+	switch o.Activation {
+	case "", "tanh", "relu":
+	default:
+		return fmt.Errorf("models: fcnet_activation %q: use tanh or relu", o.Activation)
+	}
+	switch o.Init {
+	case "", InitNameNormc, InitNameOrthogonal, InitNameXavier:
+	default:
+		return fmt.Errorf("models: init %q: use orthogonal, normc or xavier", string(o.Init))
+	}
+	return nil
+}
+
+// Output is what a model's forward pass produces.
+type Output struct {
+	// Out [batch×NumOutputs] feeds the action distribution.
+	Out *Tensor
+	// Last is the last hidden layer [batch×Hiddens[-1]] (the observation
+	// itself when there are no hidden layers).
+	Last *Tensor
+	// Value [batch×1] is the value estimate, nil unless options.Value.
+	Value *Tensor
+}
+
+// Model maps a batch of (preprocessed, flat) observations to distribution
+// inputs and, optionally, values.
+type Model interface {
+	// Params holds every trainable weight, as one flat vector.
+	Params() *Params
+	// NumInputs is the observation size per row.
+	NumInputs() int
+	// NumOutputs is the number of columns of Output.Out.
+	NumOutputs() int
+	// Forward runs the model on obs [batch×NumInputs] on tape t.
+	Forward(t *Tape, obs *Tensor) Output
+}
+
+// FullyConnected is RLlib's FullyConnectedNetwork: hidden layers with one
+// activation, a linear output layer, optionally free log-std parameters and
+// a value function (separate network or shared layers).
+type FullyConnected struct {
+	opts       ModelOptions
+	in, out    int
+	params     *Params
+	hidden     []*Dense
+	head       *Dense
+	logStd     *Tensor
+	vfHidden   []*Dense
+	vfHead     *Dense
+	activation opcode
+}
+
+// NewFullyConnected builds a fully connected network with numInputs inputs
+// and numOutputs outputs, its weights drawn from a generator seeded with
+// seed (same seed, same weights).
+func NewFullyConnected(numInputs, numOutputs int, opts ModelOptions, seed uint64) (*FullyConnected, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	if numInputs <= 0 || numOutputs <= 0 {
+		return nil, fmt.Errorf("models: fully connected network with %d inputs and %d outputs; both must be positive", numInputs, numOutputs)
+	}
+	if opts.FreeLogStd && numOutputs%2 != 0 {
+		return nil, fmt.Errorf("models: free_log_std needs an even number of outputs (means, then log stds), got %d", numOutputs)
+	}
+	m := &FullyConnected{opts: opts, in: numInputs, out: numOutputs, params: NewParams(), activation: opTanh}
+	if opts.Activation == "relu" {
+		m.activation = opRelu
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x6d6f64656c73)) // second word: "models"
+	hiddenGain := 1.0
+	if opts.Init == InitNameOrthogonal || opts.Init == "" {
+		hiddenGain = math.Sqrt2
+	}
+	build := func(prefix string) ([]*Dense, int, error) {
+		var layers []*Dense
+		prev := numInputs
+		for i, h := range opts.Hiddens {
+			d := NewDense(m.params, fmt.Sprintf("%s%d", prefix, i), prev, h)
+			if err := opts.Init.Apply(d.W, hiddenGain, rng); err != nil {
+				return nil, 0, err
+			}
+			layers = append(layers, d)
+			prev = h
+		}
+		return layers, prev, nil
+	}
+	var last int
+	var err error
+	if m.hidden, last, err = build("fc"); err != nil {
+		return nil, err
+	}
+	headOut := numOutputs
+	if opts.FreeLogStd {
+		headOut = numOutputs / 2
+	}
+	m.head = NewDense(m.params, "fc_out", last, headOut)
+	if err := opts.Init.Apply(m.head.W, 0.01, rng); err != nil {
+		return nil, err
+	}
+	if opts.FreeLogStd {
+		m.logStd = m.params.New("log_std", 1, headOut)
+	}
+	if opts.Value {
+		vfIn := last
+		if !opts.VFShareLayers {
+			if m.vfHidden, vfIn, err = build("vf"); err != nil {
+				return nil, err
+			}
+		}
+		m.vfHead = NewDense(m.params, "vf_out", vfIn, 1)
+		if err := opts.Init.Apply(m.vfHead.W, 1, rng); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// Params implements Model.
+func (m *FullyConnected) Params() *Params { return m.params }
+
+// NumInputs implements Model.
+func (m *FullyConnected) NumInputs() int { return m.in }
+
+// NumOutputs implements Model.
+func (m *FullyConnected) NumOutputs() int { return m.out }
+
+// Options returns the options the network was built with.
+func (m *FullyConnected) Options() ModelOptions { return m.opts }
+
+// Forward implements Model.
+func (m *FullyConnected) Forward(t *Tape, obs *Tensor) Output {
+	if obs.Cols != m.in {
+		panic(fmt.Sprintf("models: FullyConnected with %d inputs got observations %s", m.in, obs.shape()))
+	}
+	h := obs
+	for _, d := range m.hidden {
+		h = t.unary(m.activation, d.Forward(t, h), 0, 0)
+	}
+	o := Output{Last: h, Out: m.head.Forward(t, h)}
+	if m.logStd != nil {
+		o.Out = t.Concat(o.Out, t.RepeatRows(m.logStd, obs.Rows))
+	}
+	if m.vfHead != nil {
+		v := h
+		if !m.opts.VFShareLayers {
+			v = obs
+			for _, d := range m.vfHidden {
+				v = t.unary(m.activation, d.Forward(t, v), 0, 0)
+			}
+		}
+		o.Value = m.vfHead.Forward(t, v)
+	}
+	return o
+}

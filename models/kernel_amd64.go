@@ -1,0 +1,21 @@
+//go:build amd64 && !purego
+
+package models
+
+import "golang.org/x/sys/cpu"
+
+// haveFMA reports whether the AVX2+FMA kernels can run on this CPU; it is
+// fixed at start-up.
+var haveFMA = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+
+//go:noescape
+func kern4x8(k int, a *float64, ars, aks int, b *float64, ldb int, c *float64, ldc int)
+
+//go:noescape
+func kern1x8(k int, a *float64, aks int, b *float64, ldb int, c *float64)
+
+// tanh4 writes tanh(src[i]) into dst[i] for i < len(src)&^3 (AVX2+FMA);
+// dst must be at least as long as src.
+//
+//go:noescape
+func tanh4(dst, src []float64)

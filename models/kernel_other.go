@@ -1,0 +1,17 @@
+//go:build !amd64 || purego
+
+package models
+
+// haveFMA is false where there is no assembly kernel; gemm then uses
+// gonum's BLAS.
+const haveFMA = false
+
+func kern4x8(k int, a *float64, ars, aks int, b *float64, ldb int, c *float64, ldc int) {
+	panic("models: kern4x8 without assembly")
+}
+
+func kern1x8(k int, a *float64, aks int, b *float64, ldb int, c *float64) {
+	panic("models: kern1x8 without assembly")
+}
+
+func tanh4(dst, src []float64) { panic("models: tanh4 without assembly") }

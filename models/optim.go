@@ -1,0 +1,131 @@
+package models
+
+import (
+	"fmt"
+	"math"
+)
+
+// Optimizer updates weights in place from their gradients. Both are flat
+// vectors (Params.Flat and Params.Grads), so one optimizer serves a local
+// model, a parameter server and gradients shipped between workers alike.
+type Optimizer interface {
+	Step(weights, grads []float64) error
+}
+
+// SGD is stochastic gradient descent with optional (heavy-ball) momentum:
+// v = momentum·v + g; w -= LR·v.
+type SGD struct {
+	LR       float64
+	Momentum float64
+	velocity []float64
+}
+
+// NewSGD returns plain SGD with learning rate lr.
+func NewSGD(lr, momentum float64) *SGD { return &SGD{LR: lr, Momentum: momentum} }
+
+// Step implements Optimizer.
+func (o *SGD) Step(w, g []float64) error {
+	if len(w) != len(g) {
+		return fmt.Errorf("models: SGD step with %d weights and %d gradients", len(w), len(g))
+	}
+	g = g[:len(w)]
+	if o.Momentum == 0 {
+		for i, d := range g {
+			w[i] -= o.LR * d
+		}
+		return nil
+	}
+	if len(o.velocity) != len(w) {
+		o.velocity = make([]float64, len(w))
+	}
+	v := o.velocity[:len(w)]
+	for i, d := range g {
+		v[i] = o.Momentum*v[i] + d
+		w[i] -= o.LR * v[i]
+	}
+	return nil
+}
+
+// Adam is the Adam optimizer (Kingma & Ba) with bias correction:
+// m = β1·m + (1-β1)·g, v = β2·v + (1-β2)·g², and
+// w -= LR·m̂/(√v̂ + Epsilon) with m̂ = m/(1-β1ᵗ), v̂ = v/(1-β2ᵗ).
+// Change LR between steps for a schedule.
+type Adam struct {
+	LR, Beta1, Beta2, Epsilon float64
+	state                     AdamState
+}
+
+// AdamState is Adam's internal state, for checkpoints.
+type AdamState struct {
+	Step int       `json:"step"`
+	M    []float64 `json:"m"`
+	V    []float64 `json:"v"`
+}
+
+// NewAdam returns Adam with learning rate lr and the usual β1 = 0.9,
+// β2 = 0.999, ε = 1e-8.
+func NewAdam(lr float64) *Adam { return &Adam{LR: lr, Beta1: 0.9, Beta2: 0.999, Epsilon: 1e-8} }
+
+// Step implements Optimizer.
+func (o *Adam) Step(w, g []float64) error {
+	if len(w) != len(g) {
+		return fmt.Errorf("models: Adam step with %d weights and %d gradients", len(w), len(g))
+	}
+	s := &o.state
+	if len(s.M) != len(w) {
+		if s.Step != 0 {
+			return fmt.Errorf("models: Adam state is for %d weights, got %d; use one Adam per model", len(s.M), len(w))
+		}
+		s.M, s.V = make([]float64, len(w)), make([]float64, len(w))
+	}
+	s.Step++
+	b1, b2 := o.Beta1, o.Beta2
+	c1 := 1 / (1 - math.Pow(b1, float64(s.Step)))
+	c2 := 1 / (1 - math.Pow(b2, float64(s.Step)))
+	m, v, g := s.M[:len(w)], s.V[:len(w)], g[:len(w)]
+	lr, eps := o.LR, o.Epsilon
+	for i, d := range g {
+		mi := b1*m[i] + (1-b1)*d
+		vi := b2*v[i] + (1-b2)*d*d
+		m[i], v[i] = mi, vi
+		w[i] -= lr * (mi * c1) / (math.Sqrt(vi*c2) + eps)
+	}
+	return nil
+}
+
+// State returns a copy of the optimizer's state.
+func (o *Adam) State() AdamState {
+	return AdamState{Step: o.state.Step, M: append([]float64(nil), o.state.M...), V: append([]float64(nil), o.state.V...)}
+}
+
+// SetState restores a state returned by State.
+func (o *Adam) SetState(s AdamState) error {
+	if len(s.M) != len(s.V) {
+		return fmt.Errorf("models: Adam state with %d first and %d second moments", len(s.M), len(s.V))
+	}
+	o.state = AdamState{Step: s.Step, M: append([]float64(nil), s.M...), V: append([]float64(nil), s.V...)}
+	return nil
+}
+
+// GlobalNorm returns the Euclidean norm of g.
+func GlobalNorm(g []float64) float64 {
+	s := 0.0
+	for _, v := range g {
+		s += v * v
+	}
+	return math.Sqrt(s)
+}
+
+// ClipByGlobalNorm scales g in place so that its Euclidean norm is at most
+// maxNorm, and returns the norm before clipping (worth logging; NaN or Inf
+// there means the loss diverged).
+func ClipByGlobalNorm(g []float64, maxNorm float64) float64 {
+	n := GlobalNorm(g)
+	if n > maxNorm && maxNorm > 0 {
+		f := maxNorm / n
+		for i := range g {
+			g[i] *= f
+		}
+	}
+	return n
+}

@@ -1,0 +1,94 @@
+package models
+
+import (
+	"math"
+	"testing"
+)
+
+// quadratic is f(w) = ½ Σ a_i (w_i - c_i)², minimised at c.
+func quadraticGrad(w, g []float64) float64 {
+	a := []float64{1, 4, 0.25}
+	c := []float64{3, -2, 0.5}
+	f := 0.0
+	for i := range w {
+		d := w[i] - c[i]
+		f += 0.5 * a[i] * d * d
+		g[i] = a[i] * d
+	}
+	return f
+}
+
+func TestOptimizersMinimiseQuadratic(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		opt   Optimizer
+		steps int
+	}{
+		{"SGD", NewSGD(0.2, 0), 300},
+		{"SGD+momentum", NewSGD(0.05, 0.9), 300},
+		{"Adam", NewAdam(0.05), 2000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := []float64{0, 0, 0}
+			g := make([]float64, 3)
+			var f float64
+			for i := 0; i < tc.steps; i++ {
+				f = quadraticGrad(w, g)
+				if err := tc.opt.Step(w, g); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if f > 1e-6 {
+				t.Fatalf("loss %g after %d steps, w = %v", f, tc.steps, w)
+			}
+		})
+	}
+}
+
+func TestAdamFirstStepIsLearningRate(t *testing.T) {
+	// With bias correction the first step moves each weight by LR·sign(g)
+	// (up to ε), whatever the gradient's scale.
+	a := NewAdam(0.1)
+	w := []float64{1, 1}
+	if err := a.Step(w, []float64{1000, -0.001}); err != nil {
+		t.Fatal(err)
+	}
+	if !near(w[0], 0.9, 1e-6) || !near(w[1], 1.1, 1e-4) {
+		t.Fatalf("after one step w = %v, want [0.9 1.1]", w)
+	}
+	// State round trip continues identically.
+	b := NewAdam(0.1)
+	if err := b.SetState(a.State()); err != nil {
+		t.Fatal(err)
+	}
+	w2 := append([]float64(nil), w...)
+	g := []float64{0.3, 0.7}
+	_ = a.Step(w, g)
+	_ = b.Step(w2, g)
+	if w[0] != w2[0] || w[1] != w2[1] {
+		t.Fatalf("restored Adam diverged: %v vs %v", w, w2)
+	}
+	if err := a.Step(w, []float64{1}); err == nil {
+		t.Fatal("Adam accepted mismatched lengths")
+	}
+	if err := a.Step([]float64{1, 2, 3}, []float64{1, 2, 3}); err == nil {
+		t.Fatal("Adam accepted a different model's weights mid-run")
+	}
+}
+
+func TestClipByGlobalNorm(t *testing.T) {
+	g := []float64{3, 4}
+	if n := ClipByGlobalNorm(g, 10); n != 5 || g[0] != 3 || g[1] != 4 {
+		t.Fatalf("below the limit: norm %v, g %v", n, g)
+	}
+	if n := ClipByGlobalNorm(g, 1); n != 5 || !near(g[0], 0.6, 1e-15) || !near(g[1], 0.8, 1e-15) {
+		t.Fatalf("above the limit: norm %v, g %v", n, g)
+	}
+	if n := GlobalNorm(g); !near(n, 1, 1e-15) {
+		t.Fatalf("clipped norm %v, want 1", n)
+	}
+	nan := []float64{math.NaN(), 1}
+	if n := ClipByGlobalNorm(nan, 1); !math.IsNaN(n) {
+		t.Fatalf("NaN gradient reported norm %v", n)
+	}
+}

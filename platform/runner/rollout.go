@@ -1,0 +1,149 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+
+	"github.com/gray-ml/gray/envs"
+	"github.com/gray-ml/gray/platform/checkpoint"
+	"github.com/gray-ml/gray/rllib"
+)
+
+// RolloutOptions tune Rollout.
+type RolloutOptions struct {
+	// Episodes is the number of episodes to run (at least 1).
+	Episodes int
+	// Seed seeds episode i's reset with Seed+i.
+	Seed int64
+	// MaxSteps caps each episode, so that an environment without a time
+	// limit cannot run forever; 0 means 100,000.
+	MaxSteps int
+}
+
+// Rollout evaluates a checkpoint: it rebuilds the agent from the
+// checkpoint's metadata (algorithm, environment, config), restores it, and
+// runs episodes on a fresh environment with ComputeAction, printing each
+// return and their mean to out. It returns the returns.
+func Rollout(ctx context.Context, path string, opts RolloutOptions, out io.Writer, ropts Options) ([]float64, error) {
+	if opts.Episodes < 1 {
+		return nil, fmt.Errorf("--episodes must be at least 1, got %d", opts.Episodes)
+	}
+	if opts.MaxSteps <= 0 {
+		opts.MaxSteps = 100_000
+	}
+	meta, agentPath, err := checkpoint.Read(path)
+	if err != nil {
+		return nil, err
+	}
+	alg, err := rllib.Lookup(meta.Algorithm)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	// The agent gets a scratch folder: evaluating must not write into the
+	// run that produced the checkpoint.
+	scratch, err := os.MkdirTemp("", "gray-rollout-")
+	if err != nil {
+		return nil, fmt.Errorf("rollout: %w", err)
+	}
+	defer os.RemoveAll(scratch)
+	if ropts.StartRuntime != nil {
+		stop, err := ropts.StartRuntime(ctx, scratch)
+		if err != nil {
+			return nil, fmt.Errorf("starting the runtime: %w", err)
+		}
+		defer stop()
+	}
+	var agent rllib.Agent
+	if err := safely("creating the agent", func() error {
+		var e error
+		agent, e = alg.New(ctx, rllib.Options{Env: meta.Env, EnvConfig: meta.EnvConfig, Config: meta.Config, LogDir: scratch, Seed: meta.Seed})
+		return e
+	}); err != nil {
+		return nil, fmt.Errorf("rebuilding the %s agent of %s: %w", meta.Algorithm, path, err)
+	}
+	defer safely("stopping the agent", agent.Stop)
+	if err := safely("restoring", func() error { return agent.Restore(ctx, agentPath) }); err != nil {
+		return nil, fmt.Errorf("restoring %s: %w", path, err)
+	}
+	env, err := envs.Make(meta.Env, meta.EnvConfig)
+	if err != nil {
+		return nil, err
+	}
+	defer env.Close()
+	fmt.Fprintf(out, "%s on %s, checkpoint %s (iteration %d)\n", meta.Algorithm, meta.Env, path, meta.Iteration)
+	returns := make([]float64, 0, opts.Episodes)
+	sum := 0.0
+	for ep := range opts.Episodes {
+		ret, steps, err := episode(ctx, agent, env, opts.Seed+int64(ep), opts.MaxSteps)
+		if err != nil {
+			return returns, fmt.Errorf("episode %d: %w", ep+1, err)
+		}
+		returns = append(returns, ret)
+		sum += ret
+		fmt.Fprintf(out, "episode %d: return %.2f (%d steps)\n", ep+1, ret, steps)
+	}
+	fmt.Fprintf(out, "mean return over %d episodes: %.2f\n", len(returns), sum/float64(len(returns)))
+	return returns, nil
+}
+
+func episode(ctx context.Context, agent rllib.Agent, env envs.Env, seed int64, maxSteps int) (float64, int, error) {
+	obs, err := env.Reset(seed)
+	if err != nil {
+		return 0, 0, fmt.Errorf("reset: %w", err)
+	}
+	space := env.ActionSpace()
+	ret := 0.0
+	for step := 1; ; step++ {
+		if err := ctx.Err(); err != nil {
+			return ret, step - 1, err
+		}
+		var act []float64
+		if err := safely("computing an action", func() error {
+			var e error
+			act, e = agent.ComputeAction(obs)
+			return e
+		}); err != nil {
+			return ret, step - 1, fmt.Errorf("step %d: %w", step, err)
+		}
+		if !space.Contains(act) {
+			// A Gaussian policy's sample may leave a Box: clip it, as the
+			// environment's own dynamics would. Anything else (a wrong size,
+			// NaN, an invalid discrete action) is the agent's error.
+			box, isBox := space.(envs.Box)
+			if !isBox || !clipInto(box, act) {
+				return ret, step - 1, fmt.Errorf("step %d: the agent's action %v is outside the action space %s", step, act, space)
+			}
+		}
+		var s envs.Step
+		if err := safely("stepping the environment", func() error {
+			var e error
+			s, e = env.Step(act)
+			return e
+		}); err != nil {
+			return ret, step - 1, fmt.Errorf("step %d: %w", step, err)
+		}
+		ret += s.Reward
+		obs = s.Obs
+		if s.Done() || step >= maxSteps {
+			return ret, step, nil
+		}
+	}
+}
+
+// clipInto clips act into box in place; it reports false when act cannot be
+// clipped (wrong size or NaN).
+func clipInto(box envs.Box, act []float64) bool {
+	if len(act) != len(box.Low) {
+		return false
+	}
+	for i, v := range act {
+		if math.IsNaN(v) {
+			return false
+		}
+		act[i] = math.Min(math.Max(v, box.Low[i]), box.High[i])
+	}
+	return true
+}

@@ -1,0 +1,398 @@
+package plugins
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"image"
+	"image/png"
+	"math"
+	"time"
+
+	"github.com/gray-ml/gray/envs"
+	"github.com/gray-ml/gray/plugins/internal/wire"
+	pb "github.com/gray-ml/gray/plugins/proto"
+)
+
+// Vector is an envs.Vector whose N sub-environments live in a plugin
+// process, stepped with one round trip per batch. It checks everything the
+// plugin sends against the declared spaces and restarts a plugin that
+// crashed (see Options.MaxRestarts). It is not safe for concurrent use, like
+// every envs.Vector.
+type Vector struct {
+	path string
+	cfg  []byte
+	n    int
+	opts Options
+	ctx  context.Context
+
+	proc     *process
+	env      pb.EnvServiceClient
+	obsSpace envs.Space
+	actSpace envs.Space
+	obsSize  int
+	actSize  int
+	canDraw  bool
+
+	seeds    []int64     // seeds of the last Reset, reused after a restart
+	crashes  int         // restarts so far, to derive fresh seeds
+	lastObs  [][]float64 // copies of the latest observations, for restarts
+	restarts []time.Time // restart times within the window
+	actBuf   []float64
+	closed   bool
+}
+
+var _ envs.Vector = (*Vector)(nil)
+
+// NewVector starts the environment plugin at path with n sub-environments
+// made from cfg. ctx bounds the start and every later call.
+func NewVector(ctx context.Context, path string, cfg envs.Config, n int, opts Options) (*Vector, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("plugin %s: need at least one sub-environment, got %d", path, n)
+	}
+	cj, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("plugin %s: env config cannot be sent as JSON: %w", path, err)
+	}
+	v := &Vector{path: path, cfg: cj, n: n, opts: opts.withDefaults(), ctx: ctx}
+	if err := v.launch(); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// launch starts (or restarts) the process and opens the sub-environments.
+func (v *Vector) launch() error {
+	p, err := start(v.ctx, v.path, wire.KindEnv, v.opts)
+	if err != nil {
+		return err
+	}
+	client := pb.NewEnvServiceClient(p.conn)
+	var sp *pb.EnvSpaces
+	err = p.call(v.ctx, "opening the environment", 0, func(ctx context.Context) (err error) {
+		sp, err = client.Open(ctx, &pb.OpenEnvRequest{ConfigJson: v.cfg, NumEnvs: int32(v.n)})
+		return err
+	})
+	if err == nil {
+		err = v.setSpaces(p, sp)
+	}
+	if err != nil {
+		p.kill()
+		return err
+	}
+	v.proc, v.env = p, client
+	return nil
+}
+
+func (v *Vector) setSpaces(p *process, sp *pb.EnvSpaces) error {
+	obs, err := wire.SpaceFromProto(sp.GetObservationSpace())
+	if err != nil {
+		return p.errorf("opening the environment", fmt.Errorf("bad observation space: %w", err))
+	}
+	act, err := wire.SpaceFromProto(sp.GetActionSpace())
+	if err != nil {
+		return p.errorf("opening the environment", fmt.Errorf("bad action space: %w", err))
+	}
+	if int(sp.NumEnvs) != v.n {
+		return p.errorf("opening the environment", fmt.Errorf("asked for %d sub-environments, got %d", v.n, sp.NumEnvs))
+	}
+	if v.obsSpace != nil && (obs.String() != v.obsSpace.String() || act.String() != v.actSpace.String()) {
+		return p.errorf("restarting", fmt.Errorf("spaces changed across a restart: %s, %s became %s, %s", v.obsSpace, v.actSpace, obs, act))
+	}
+	v.obsSpace, v.actSpace = obs, act
+	v.obsSize, v.actSize, v.canDraw = obs.Size(), act.Size(), sp.CanRender
+	return nil
+}
+
+// NumEnvs implements envs.Vector.
+func (v *Vector) NumEnvs() int { return v.n }
+
+// ObservationSpace implements envs.Vector.
+func (v *Vector) ObservationSpace() envs.Space { return v.obsSpace }
+
+// ActionSpace implements envs.Vector.
+func (v *Vector) ActionSpace() envs.Space { return v.actSpace }
+
+// Path is the plugin's executable.
+func (v *Vector) Path() string { return v.path }
+
+// Reset implements envs.Vector.
+func (v *Vector) Reset(seeds []int64) ([][]float64, error) {
+	if err := v.usable(); err != nil {
+		return nil, err
+	}
+	if len(seeds) != v.n {
+		return nil, fmt.Errorf("plugin %s: Reset of %d sub-environments got %d seeds", v.path, v.n, len(seeds))
+	}
+	v.seeds = append(v.seeds[:0], seeds...)
+	for {
+		obs, err := v.reset(seeds)
+		if errors.Is(err, errCrashed) {
+			if rerr := v.restart(err); rerr != nil {
+				return nil, rerr
+			}
+			continue
+		}
+		return obs, err
+	}
+}
+
+func (v *Vector) reset(seeds []int64) ([][]float64, error) {
+	var resp *pb.ResetResponse
+	err := v.proc.call(v.ctx, "reset", 0, func(ctx context.Context) (err error) {
+		resp, err = v.env.Reset(ctx, &pb.ResetRequest{Seeds: seeds})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	obs, err := v.rows(resp.Obs, v.n, "reset", "observations")
+	if err != nil {
+		return nil, err
+	}
+	v.remember(obs)
+	return obs, nil
+}
+
+// Step implements envs.Vector. If the plugin crashed, it is restarted and
+// every sub-environment reset: the step reports each episode as truncated
+// (zero reward) with the last observation seen as its final observation.
+func (v *Vector) Step(actions [][]float64) (envs.VectorStep, error) {
+	if err := v.usable(); err != nil {
+		return envs.VectorStep{}, err
+	}
+	if v.lastObs == nil {
+		return envs.VectorStep{}, fmt.Errorf("plugin %s: Step called before Reset", v.path)
+	}
+	if len(actions) != v.n {
+		return envs.VectorStep{}, fmt.Errorf("plugin %s: Step of %d sub-environments got %d actions", v.path, v.n, len(actions))
+	}
+	v.actBuf = v.actBuf[:0]
+	for i, a := range actions {
+		if !v.actSpace.Contains(a) {
+			return envs.VectorStep{}, fmt.Errorf("plugin %s: action %v for sub-environment %d is not in the action space %s", v.path, a, i, v.actSpace)
+		}
+		v.actBuf = append(v.actBuf, a...)
+	}
+	var resp *pb.StepResponse
+	err := v.proc.call(v.ctx, "step", 0, func(ctx context.Context) (err error) {
+		resp, err = v.env.Step(ctx, &pb.StepRequest{Actions: v.actBuf})
+		return err
+	})
+	if errors.Is(err, errCrashed) {
+		return v.recover(err)
+	}
+	if err != nil {
+		return envs.VectorStep{}, err
+	}
+	return v.decodeStep(resp)
+}
+
+func (v *Vector) decodeStep(resp *pb.StepResponse) (envs.VectorStep, error) {
+	n := v.n
+	if len(resp.Rewards) != n || len(resp.Terminated) != n || len(resp.Truncated) != n {
+		return envs.VectorStep{}, v.proc.errorf("step", fmt.Errorf("answered %d rewards, %d terminated and %d truncated flags for %d sub-environments",
+			len(resp.Rewards), len(resp.Terminated), len(resp.Truncated), n))
+	}
+	obs, err := v.rows(resp.Obs, n, "step", "observations")
+	if err != nil {
+		return envs.VectorStep{}, err
+	}
+	done := 0
+	for i, r := range resp.Rewards {
+		if math.IsNaN(r) || math.IsInf(r, 0) {
+			return envs.VectorStep{}, v.proc.errorf("step", fmt.Errorf("sub-environment %d returned reward %v (rewards must be finite)", i, r))
+		}
+		if resp.Terminated[i] || resp.Truncated[i] {
+			done++
+		}
+	}
+	finals, err := v.rows(resp.FinalObs, done, "step", "final observations (one per finished episode)")
+	if err != nil {
+		return envs.VectorStep{}, err
+	}
+	out := envs.VectorStep{
+		Obs: obs, Rewards: resp.Rewards, Terminated: resp.Terminated, Truncated: resp.Truncated,
+		FinalObs: make([][]float64, n),
+	}
+	j := 0
+	for i := range out.FinalObs {
+		if resp.Terminated[i] || resp.Truncated[i] {
+			out.FinalObs[i] = finals[j]
+			j++
+		}
+	}
+	v.remember(obs)
+	return out, nil
+}
+
+// rows cuts flat into count rows of the observation size, checking each
+// against the observation space.
+func (v *Vector) rows(flat []float64, count int, op, what string) ([][]float64, error) {
+	if len(flat) != count*v.obsSize {
+		return nil, v.proc.errorf(op, fmt.Errorf("answered %d values of %s; expected %d rows of %d (observation space %s)",
+			len(flat), what, count, v.obsSize, v.obsSpace))
+	}
+	out := make([][]float64, count)
+	for i := range out {
+		row := flat[i*v.obsSize : (i+1)*v.obsSize : (i+1)*v.obsSize]
+		if !v.obsSpace.Contains(row) {
+			return nil, v.proc.errorf(op, fmt.Errorf("%s row %d = %v is outside the declared observation space %s", what, i, row, v.obsSpace))
+		}
+		out[i] = row
+	}
+	return out, nil
+}
+
+// remember keeps a private copy of the latest observations: the caller owns
+// the returned rows and may change them.
+func (v *Vector) remember(obs [][]float64) {
+	if v.lastObs == nil {
+		v.lastObs = make([][]float64, v.n)
+	}
+	for i, o := range obs {
+		v.lastObs[i] = append(v.lastObs[i][:0], o...)
+	}
+}
+
+// restart replaces a crashed process, unless it crashed too often lately.
+func (v *Vector) restart(cause error) error {
+	now := time.Now()
+	kept := v.restarts[:0]
+	for _, t := range v.restarts {
+		if now.Sub(t) < v.opts.RestartWindow {
+			kept = append(kept, t)
+		}
+	}
+	v.restarts = kept
+	if v.opts.MaxRestarts < 0 || len(v.restarts) >= v.opts.MaxRestarts {
+		v.closed = true
+		return fmt.Errorf("plugin %s keeps crashing (%d restarts within %v); stopping: %w",
+			v.path, len(v.restarts), v.opts.RestartWindow, cause)
+	}
+	v.restarts = append(v.restarts, now)
+	v.proc.warn("environment plugin crashed; restarting it", "restart", len(v.restarts), "cause", cause)
+	v.proc.kill()
+	return v.launch()
+}
+
+// recover restarts a crashed plugin in the middle of a run and resets every
+// sub-environment with fresh seeds derived from the last ones.
+func (v *Vector) recover(cause error) (envs.VectorStep, error) {
+	final := v.lastObs
+	v.lastObs = nil
+	for {
+		if err := v.restart(cause); err != nil {
+			return envs.VectorStep{}, err
+		}
+		// Fresh seeds that no ordinary episode uses (those have k >= 0).
+		v.crashes++
+		seeds := make([]int64, v.n)
+		for i := range seeds {
+			seeds[i] = envs.AutoResetSeed(v.seeds[i], -v.crashes)
+		}
+		obs, err := v.reset(seeds)
+		if errors.Is(err, errCrashed) {
+			cause = err
+			continue
+		}
+		if err != nil {
+			return envs.VectorStep{}, err
+		}
+		out := envs.VectorStep{
+			Obs: obs, Rewards: make([]float64, v.n), Terminated: make([]bool, v.n),
+			Truncated: make([]bool, v.n), FinalObs: final,
+		}
+		for i := range out.Truncated {
+			out.Truncated[i] = true
+		}
+		return out, nil
+	}
+}
+
+// Render draws sub-environment i, for plugins that can draw.
+func (v *Vector) Render(i int) (image.Image, error) {
+	if err := v.usable(); err != nil {
+		return nil, err
+	}
+	if !v.canDraw {
+		return nil, fmt.Errorf("plugin %s: the environment cannot render", v.path)
+	}
+	var resp *pb.RenderResponse
+	if err := v.proc.call(v.ctx, "render", 0, func(ctx context.Context) (err error) {
+		resp, err = v.env.Render(ctx, &pb.RenderRequest{Index: int32(i)})
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	img, err := png.Decode(bytes.NewReader(resp.Png))
+	if err != nil {
+		return nil, v.proc.errorf("render", fmt.Errorf("answered an image that is not a PNG: %w", err))
+	}
+	return img, nil
+}
+
+func (v *Vector) usable() error {
+	if v.closed || v.proc == nil {
+		return fmt.Errorf("plugin %s: environment is closed", v.path)
+	}
+	return nil
+}
+
+// Close implements envs.Vector: it closes the sub-environments and stops
+// the process.
+func (v *Vector) Close() error {
+	if v.proc == nil || v.closed && v.env == nil {
+		return nil
+	}
+	v.closed = true
+	err := v.proc.call(v.ctx, "close", 5*time.Second, func(ctx context.Context) error {
+		_, err := v.env.Close(ctx, &pb.Empty{})
+		return err
+	})
+	v.proc.kill()
+	v.env = nil
+	if errors.Is(err, errCrashed) {
+		return nil
+	}
+	return err
+}
+
+// single adapts a one-sub-environment Vector to envs.Env.
+type single struct{ *Vector }
+
+// NewEnv starts the environment plugin at path as one envs.Env.
+func NewEnv(ctx context.Context, path string, cfg envs.Config, opts Options) (envs.Env, error) {
+	v, err := NewVector(ctx, path, cfg, 1, opts)
+	if err != nil {
+		return nil, err
+	}
+	return single{v}, nil
+}
+
+func (s single) Reset(seed int64) ([]float64, error) {
+	obs, err := s.Vector.Reset([]int64{seed})
+	if err != nil {
+		return nil, err
+	}
+	return obs[0], nil
+}
+
+// Step returns the finished episode's last observation when it ends; the
+// plugin has already begun the next one, which the next Reset replaces.
+func (s single) Step(action []float64) (envs.Step, error) {
+	vs, err := s.Vector.Step([][]float64{action})
+	if err != nil {
+		return envs.Step{}, err
+	}
+	st := envs.Step{Obs: vs.Obs[0], Reward: vs.Rewards[0], Terminated: vs.Terminated[0], Truncated: vs.Truncated[0]}
+	if st.Done() {
+		st.Obs = vs.FinalObs[0]
+	}
+	return st, nil
+}
+
+// Render implements envs.Renderer.
+func (s single) Render() (image.Image, error) { return s.Vector.Render(0) }

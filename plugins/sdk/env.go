@@ -1,0 +1,214 @@
+package sdk
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"image/png"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/gray-ml/gray/envs"
+	"github.com/gray-ml/gray/plugins/internal/wire"
+	pb "github.com/gray-ml/gray/plugins/proto"
+)
+
+// EnvCreator makes one sub-environment from the environment's config; it is
+// called once per sub-environment the host asks for.
+type EnvCreator func(cfg envs.Config) (envs.Env, error)
+
+// ServeEnv serves the environment made by create as a Gray environment
+// plugin and returns when the host closes it. name appears in the host's
+// logs and errors. Call it from main; it does not return early on error
+// (errors reach the host as the failing call's error).
+func ServeEnv(name string, create EnvCreator) {
+	srv := NewEnvServer(create)
+	serve(wire.KindEnv, name, func(s *grpc.Server) { pb.RegisterEnvServiceServer(s, srv) })
+}
+
+// NewEnvServer returns the EnvService implementation ServeEnv uses, for
+// tests and for programs that run their own gRPC server.
+func NewEnvServer(create EnvCreator) pb.EnvServiceServer {
+	return &envServer{create: create}
+}
+
+// envServer steps N sub-environments with automatic resets (envs.NewVector)
+// and packs every batch into flat arrays.
+type envServer struct {
+	pb.UnimplementedEnvServiceServer
+	create EnvCreator
+
+	mu      sync.Mutex // the host calls one at a time; this makes it certain
+	subs    []envs.Env
+	vec     envs.Vector
+	spaces  *pb.EnvSpaces
+	obsSize int
+	actSize int
+	rows    [][]float64 // reused action rows
+}
+
+func (s *envServer) Open(_ context.Context, req *pb.OpenEnvRequest) (*pb.EnvSpaces, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.vec != nil {
+		return nil, status.Error(codes.FailedPrecondition, "Open called twice")
+	}
+	n := int(req.NumEnvs)
+	if n < 1 {
+		return nil, status.Errorf(codes.InvalidArgument, "need at least one sub-environment, got %d", n)
+	}
+	var cfg envs.Config
+	if len(req.ConfigJson) > 0 {
+		if err := json.Unmarshal(req.ConfigJson, &cfg); err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "env config is not a JSON object: %v", err)
+		}
+	}
+	subs := make([]envs.Env, 0, n)
+	closeAll := func() {
+		for _, e := range subs {
+			_ = e.Close()
+		}
+	}
+	for i := 0; i < n; i++ {
+		e, err := s.create(cfg)
+		if err == nil && e == nil {
+			err = errors.New("creator returned a nil environment")
+		}
+		if err != nil {
+			closeAll()
+			return nil, status.Errorf(codes.InvalidArgument, "creating sub-environment %d: %v", i, err)
+		}
+		subs = append(subs, e)
+	}
+	obs, err := wire.SpaceToProto(subs[0].ObservationSpace())
+	if err != nil {
+		closeAll()
+		return nil, status.Errorf(codes.InvalidArgument, "observation space: %v", err)
+	}
+	act, err := wire.SpaceToProto(subs[0].ActionSpace())
+	if err != nil {
+		closeAll()
+		return nil, status.Errorf(codes.InvalidArgument, "action space: %v", err)
+	}
+	vec, err := envs.NewVector(subs...)
+	if err != nil {
+		closeAll()
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	_, canRender := subs[0].(envs.Renderer)
+	s.subs, s.vec = subs, vec
+	s.obsSize, s.actSize = subs[0].ObservationSpace().Size(), subs[0].ActionSpace().Size()
+	s.spaces = &pb.EnvSpaces{ObservationSpace: obs, ActionSpace: act, NumEnvs: int32(n), CanRender: canRender}
+	s.rows = make([][]float64, n)
+	return s.spaces, nil
+}
+
+func (s *envServer) opened() error {
+	if s.vec == nil {
+		return status.Error(codes.FailedPrecondition, "environment not opened (the host must call Open first)")
+	}
+	return nil
+}
+
+func (s *envServer) Spaces(context.Context, *pb.Empty) (*pb.EnvSpaces, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.opened(); err != nil {
+		return nil, err
+	}
+	return s.spaces, nil
+}
+
+func (s *envServer) Reset(_ context.Context, req *pb.ResetRequest) (*pb.ResetResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.opened(); err != nil {
+		return nil, err
+	}
+	obs, err := s.vec.Reset(req.Seeds)
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	out := make([]float64, 0, len(obs)*s.obsSize)
+	for _, o := range obs {
+		out = append(out, o...)
+	}
+	return &pb.ResetResponse{Obs: out}, nil
+}
+
+func (s *envServer) Step(_ context.Context, req *pb.StepRequest) (*pb.StepResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.opened(); err != nil {
+		return nil, err
+	}
+	n := len(s.subs)
+	if len(req.Actions) != n*s.actSize {
+		return nil, status.Errorf(codes.InvalidArgument, "got %d action values for %d sub-environments of action size %d",
+			len(req.Actions), n, s.actSize)
+	}
+	for i := range s.rows {
+		s.rows[i] = req.Actions[i*s.actSize : (i+1)*s.actSize : (i+1)*s.actSize]
+	}
+	st, err := s.vec.Step(s.rows)
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	resp := &pb.StepResponse{
+		Obs:        make([]float64, 0, n*s.obsSize),
+		Rewards:    st.Rewards,
+		Terminated: st.Terminated,
+		Truncated:  st.Truncated,
+	}
+	for i, o := range st.Obs {
+		resp.Obs = append(resp.Obs, o...)
+		if st.FinalObs[i] != nil {
+			resp.FinalObs = append(resp.FinalObs, st.FinalObs[i]...)
+		}
+	}
+	return resp, nil
+}
+
+func (s *envServer) Close(context.Context, *pb.Empty) (*pb.Empty, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.vec == nil {
+		return &pb.Empty{}, nil
+	}
+	err := s.vec.Close()
+	s.vec, s.subs = nil, nil
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	return &pb.Empty{}, nil
+}
+
+func (s *envServer) Render(_ context.Context, req *pb.RenderRequest) (*pb.RenderResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.opened(); err != nil {
+		return nil, err
+	}
+	i := int(req.Index)
+	if i < 0 || i >= len(s.subs) {
+		return nil, status.Errorf(codes.InvalidArgument, "render index %d outside [0, %d)", i, len(s.subs))
+	}
+	r, ok := s.subs[i].(envs.Renderer)
+	if !ok {
+		return nil, status.Error(codes.Unimplemented, "this environment cannot render")
+	}
+	img, err := r.Render()
+	if err != nil {
+		return nil, status.Error(codes.Internal, fmt.Sprintf("render: %v", err))
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		return nil, status.Error(codes.Internal, fmt.Sprintf("encoding PNG: %v", err))
+	}
+	return &pb.RenderResponse{Png: buf.Bytes()}, nil
+}

@@ -1,0 +1,331 @@
+package objstore
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Path returns the file of the sealed object id in the store directory dir.
+func Path(dir string, id ID) string { return filepath.Join(dir, string(id)) }
+
+// Mapping is a read-only view of a sealed object, made by Map in any process
+// on the node.
+type Mapping struct {
+	data   []byte
+	mapped bool
+}
+
+// Bytes returns the object's bytes. They are read-only: writing faults (see
+// Guard). They are valid until Close.
+func (m *Mapping) Bytes() []byte { return m.data }
+
+// Close unmaps the object. Slices into it must not be used afterwards.
+func (m *Mapping) Close() error {
+	if !m.mapped {
+		return nil
+	}
+	m.mapped = false
+	d := m.data
+	m.data = nil
+	if err := unix.Munmap(d); err != nil {
+		return fmt.Errorf("objstore: munmap: %w", err)
+	}
+	return nil
+}
+
+// Map maps the sealed object id of the store directory dir read-only. It is
+// what worker processes call: it needs no store, only the directory. The
+// owner must keep the object pinned while the mapping is in use, so that it
+// is not evicted or freed meanwhile (on Linux an evicted file stays readable
+// through an existing mapping, but the store no longer accounts its memory).
+func Map(dir string, id ID) (*Mapping, error) {
+	if err := id.check(); err != nil {
+		return nil, err
+	}
+	// Raw system calls: os.Open would also register the file with the
+	// network poller, a wasted call on the path every worker read takes.
+	fd, err := unix.Open(Path(dir, id), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return nil, fmt.Errorf("objstore: mapping object %s in %s: %w", id, dir, errors.Join(ErrNotFound, err))
+		}
+		return nil, fmt.Errorf("objstore: mapping object %s: %w", id, err)
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, fmt.Errorf("objstore: mapping object %s: fstat: %w", id, err)
+	}
+	if st.Size == 0 {
+		return &Mapping{data: []byte{}}, nil
+	}
+	data, err := unix.Mmap(fd, 0, int(st.Size), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("objstore: mapping object %s (%d bytes): %w", id, st.Size, err)
+	}
+	return &Mapping{data: data, mapped: true}, nil
+}
+
+// createMapped creates "<id>.tmp" of size bytes and maps it read-write. With
+// a spare, it renames the spare's file and reuses its pages and its mapping:
+// no new pages, no mmap. Fresh pages are allocated and mapped up front: one
+// bulk operation in the kernel is much cheaper than a page fault per 4 KiB
+// while the caller writes.
+func createMapped(dir string, id ID, size int64, sp *spare) ([]byte, error) {
+	tmp := Path(dir, id) + tmpSuffix
+	if sp != nil {
+		err := os.Rename(sp.name, tmp)
+		if err == nil && sp.size != size {
+			err = os.Truncate(tmp, size)
+		}
+		if err == nil {
+			return sp.wmap, nil
+		}
+		unmap(sp.wmap)
+		_ = os.Remove(sp.name)
+		_ = os.Remove(tmp)
+	}
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("objstore: creating object %s: %w", id, err)
+	}
+	defer f.Close()
+	if size == 0 {
+		return nil, nil
+	}
+	fail := func(what string, err error) ([]byte, error) {
+		_ = os.Remove(tmp)
+		return nil, fmt.Errorf("objstore: creating object %s (%d bytes): %s: %w", id, size, what, err)
+	}
+	if err := unix.Ftruncate(int(f.Fd()), size); err != nil {
+		return fail("ftruncate", err)
+	}
+	// Allocating all pages in one call is cheaper than faulting them in one
+	// by one, and on tmpfs it fails early, with ENOSPC, when the file
+	// system is too small, instead of with SIGBUS while writing.
+	if err := unix.Fallocate(int(f.Fd()), 0, 0, size); err != nil {
+		return fail("fallocate (is the store directory's file system full?)", err)
+	}
+	data, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
+	if err != nil {
+		return fail("mmap", err)
+	}
+	return data, nil
+}
+
+// FileWriter is an object being written by a process that does not own the
+// store (a worker). Fill Bytes, then Seal, then tell the owner to Adopt it.
+type FileWriter struct {
+	dir  string
+	id   ID
+	data []byte
+	done bool
+}
+
+// CreateFile starts object id of size bytes in the store directory dir,
+// without the owner's bookkeeping: the owner accounts it when it Adopts it.
+func CreateFile(dir string, id ID, size int64) (*FileWriter, error) {
+	if err := id.check(); err != nil {
+		return nil, err
+	}
+	if size < 0 {
+		return nil, fmt.Errorf("objstore: object %s: negative size %d", id, size)
+	}
+	if _, err := os.Stat(Path(dir, id)); err == nil {
+		return nil, fmt.Errorf("objstore: creating object %s: %w", id, ErrExists)
+	}
+	data, err := createMapped(dir, id, size, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &FileWriter{dir: dir, id: id, data: data}, nil
+}
+
+// Bytes returns the writable buffer.
+func (w *FileWriter) Bytes() []byte { return w.data }
+
+// Seal unmaps the buffer and publishes the object under its final name.
+func (w *FileWriter) Seal() error {
+	if w.done {
+		return fmt.Errorf("objstore: object %s: Seal after Seal or Abort", w.id)
+	}
+	w.done = true
+	if len(w.data) > 0 {
+		if err := unix.Munmap(w.data); err != nil {
+			return fmt.Errorf("objstore: sealing object %s: munmap: %w", w.id, err)
+		}
+	}
+	w.data = nil
+	w.data = nil
+	if err := os.Rename(Path(w.dir, w.id)+tmpSuffix, Path(w.dir, w.id)); err != nil {
+		return fmt.Errorf("objstore: sealing object %s: %w", w.id, err)
+	}
+	return nil
+}
+
+// Abort discards the object.
+func (w *FileWriter) Abort() error {
+	if w.done {
+		return nil
+	}
+	w.done = true
+	if len(w.data) > 0 {
+		_ = unix.Munmap(w.data)
+	}
+	w.data = nil
+	return os.Remove(Path(w.dir, w.id) + tmpSuffix)
+}
+
+// DefaultCapacity is 30% of the memory available now (MemAvailable in
+// /proc/meminfo), capped by the free space of dir's file system (for
+// /dev/shm, its tmpfs size limit). Ray's default is likewise a share of
+// system memory; 30% leaves room for the processes that use the objects.
+func DefaultCapacity(dir string) (int64, error) {
+	avail, err := memAvailable()
+	if err != nil {
+		return 0, err
+	}
+	c := avail * 3 / 10
+	var fs unix.Statfs_t
+	if err := unix.Statfs(dir, &fs); err == nil {
+		if free := int64(fs.Bavail) * int64(fs.Bsize); free < c {
+			c = free
+		}
+	}
+	if c <= 0 {
+		return 0, fmt.Errorf("objstore: no memory available for the object store in %s; set a capacity", dir)
+	}
+	return c, nil
+}
+
+func memAvailable() (int64, error) {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0, fmt.Errorf("objstore: reading free memory (set a capacity instead): %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "MemAvailable:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("objstore: parsing MemAvailable %q: %w", rest, err)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, errors.New("objstore: no MemAvailable in /proc/meminfo; set a capacity")
+}
+
+// writeOwner records "<pid> <start time>" of this process, so CleanStale can
+// tell a live owner from a dead one even if its pid was reused.
+func writeOwner(dir string) error {
+	st, err := procStart(os.Getpid())
+	if err != nil {
+		st = "0"
+	}
+	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())+" "+st+"\n"), 0o600); err != nil {
+		return fmt.Errorf("objstore: writing owner of %s: %w", dir, err)
+	}
+	return nil
+}
+
+// procStart returns field 22 (start time in clock ticks) of /proc/pid/stat.
+func procStart(pid int) (string, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return "", err
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')') // the command name may hold spaces
+	if i < 0 {
+		return "", errors.New("malformed stat")
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 {
+		return "", errors.New("malformed stat")
+	}
+	return f[19], nil
+}
+
+// CleanStale removes store directories named gray-* under root (normally
+// /dev/shm) whose owning process is gone, as left by a driver that was
+// killed, and returns the ones it removed. Directories without an owner file
+// are left alone. From a shell, the equivalent is to remove
+// /dev/shm/gray-<session> once no Gray process uses it.
+func CleanStale(root string) ([]string, error) {
+	dirs, err := filepath.Glob(filepath.Join(root, "gray-*"))
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	var errs []error
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, ownerFile))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b))
+		if len(f) != 2 {
+			continue
+		}
+		pid, err := strconv.Atoi(f[0])
+		if err != nil {
+			continue
+		}
+		if st, err := procStart(pid); err == nil && st == f[1] {
+			continue // owner alive
+		}
+		if err := os.RemoveAll(d); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, d)
+	}
+	return removed, errors.Join(errs...)
+}
+
+func randUint64() uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:])
+}
+
+// ErrReadOnly is returned by Guard when the function wrote to a read-only
+// object (a slice from Get, Map or the codec's zero-copy decoding).
+var ErrReadOnly = errors.New("objstore: write to a read-only shared object; slices from Get are read-only, copy before writing")
+
+// Guard runs fn in the calling goroutine with faults turned into panics
+// (debug.SetPanicOnFault) and returns a write to a read-only object as an
+// error wrapping ErrReadOnly that names the address, instead of letting the
+// process die of SIGSEGV. Other panics propagate unchanged. Workers run task
+// bodies under Guard.
+func Guard(fn func() error) (err error) {
+	old := debug.SetPanicOnFault(true)
+	defer debug.SetPanicOnFault(old)
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
+		}
+		if re, ok := r.(runtime.Error); ok {
+			if a, ok := r.(interface{ Addr() uintptr }); ok {
+				err = fmt.Errorf("%w (fault at address %#x: %v; or the slice was used after its object was unpinned or released)", ErrReadOnly, a.Addr(), re)
+				return
+			}
+		}
+		panic(r)
+	}()
+	return fn()
+}

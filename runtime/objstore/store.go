@@ -1,0 +1,701 @@
+// Package objstore is the per-node object store: immutable objects kept in
+// shared memory so that every process on the node reads them without a copy.
+//
+// # Layout
+//
+// An object is one file in the store's directory (by default
+// /dev/shm/gray-<session>, a tmpfs, so the "file" is shared memory). A writer
+// fills "<id>.tmp" and seals it by renaming it to "<id>": a name without the
+// suffix is therefore always complete and immutable, and any process that
+// knows the directory and the id can map it read-only with [Map]. The
+// directory also holds ".owner", naming the process that owns the store, so
+// that directories left behind by killed drivers can be found and removed
+// with [CleanStale] (or by hand: rm -rf /dev/shm/gray-*).
+//
+// # Ownership
+//
+// One process per node (the driver) owns the [Store]: it alone keeps the
+// bookkeeping (capacity, reference counts, pins, LRU order) and is the only
+// one that deletes objects. Other processes use the pure functions [Map],
+// [CreateFile] and [Path], and tell the owner over the runtime's own IPC what
+// they did (for example "I sealed object X", which the owner records with
+// [Store.Adopt]) or need ("pin X while my task reads it").
+//
+// Small objects need not touch the file system at all: [Store.PutInline]
+// keeps them in the owner's memory under the same accounting.
+//
+// # Read-only rule
+//
+// Slices returned by [Store.Get] and [Mapping.Bytes], and every slice the
+// codec decodes from them, point into a PROT_READ mapping: they are
+// read-only. Copy before writing. A write faults; run code that touches such
+// slices under [Guard] to turn the fault into an error naming this rule,
+// otherwise the Go runtime stops the process with "unexpected fault address"
+// (SIGSEGV), which a worker's supervisor reports as a crashed task.
+package objstore
+
+import (
+	"container/list"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// Errors returned by the store. Test for them with errors.Is; the returned
+// errors wrap them with the object id and sizes.
+var (
+	// ErrNotFound: no object with this id exists (never created, or freed
+	// after its last reference was released).
+	ErrNotFound = errors.New("objstore: no such object")
+	// ErrEvicted: the object existed but was evicted to make room. The
+	// runtime can rebuild it (lineage) and Create it again under the same id.
+	ErrEvicted = errors.New("objstore: object was evicted")
+	// ErrNotSealed: the object is still being written.
+	ErrNotSealed = errors.New("objstore: object is not sealed yet")
+	// ErrExists: an object with this id already exists.
+	ErrExists = errors.New("objstore: object already exists")
+	// ErrTooLarge: the object is larger than the whole store.
+	ErrTooLarge = errors.New("objstore: object larger than the store's capacity")
+	// ErrFull: the object fits the capacity, but pinned and in-progress
+	// objects leave no room for it now.
+	ErrFull = errors.New("objstore: store is full of pinned objects")
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("objstore: store is closed")
+	// ErrBadID: the id cannot be used as a file name.
+	ErrBadID = errors.New("objstore: invalid object id")
+)
+
+// ID names an object. It must be 1 to 200 characters from [0-9A-Za-z_-];
+// the runtime uses the hex form of its object IDs.
+type ID string
+
+const (
+	tmpSuffix = ".tmp"
+	ownerFile = ".owner"
+)
+
+func (id ID) check() error {
+	if len(id) == 0 || len(id) > 200 {
+		return fmt.Errorf("%w %q: length must be 1 to 200", ErrBadID, string(id))
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || c == '-') {
+			return fmt.Errorf("%w %q: only 0-9, A-Z, a-z, _ and - are allowed", ErrBadID, string(id))
+		}
+	}
+	return nil
+}
+
+// Options configure a Store.
+type Options struct {
+	// Dir is the directory holding the objects. It should be on a tmpfs
+	// (shared memory); default /dev/shm/gray-<Session>. It is created if
+	// missing and removed, with everything in it, by Close.
+	Dir string
+	// Session names the default directory; default "<pid>-<random>".
+	Session string
+	// Capacity is the most bytes the store holds; default DefaultCapacity.
+	Capacity int64
+	// OnEvict, if set, is called after an object is evicted, without the
+	// store's lock held, in the goroutine whose Create or Adopt needed the
+	// room. The runtime uses it to mark the object for lineage rebuild.
+	OnEvict func(id ID, size int64)
+}
+
+type state uint8
+
+const (
+	creating state = iota
+	sealed
+	evicted
+)
+
+type entry struct {
+	id     ID
+	size   int64
+	refs   int
+	pins   int
+	state  state
+	inline bool
+	data   []byte // inline bytes, or the owner's read-only mapping (made by the first Get)
+	mapped bool   // data is an mmap that must be unmapped
+	wmap   []byte // the owner's read-write mapping of an object it created (len >= size)
+	lru    *list.Element
+	spare  *spare // while reserved: the spare whose pages this object reuses
+}
+
+// A spare is the file of a freed object, kept (renamed) so that its
+// already-allocated shared-memory pages can be reused by the next Create of
+// about its size. Allocating fresh tmpfs pages costs far more than copying
+// into them (see benchmarks/README.md), so recycling is what lets a put of a
+// large array run near memcpy speed. Spares count against the capacity and
+// are the first thing dropped when room is needed.
+type spare struct {
+	name string
+	size int64
+	wmap []byte // kept mapped, page tables populated: reuse costs no mmap
+}
+
+const (
+	recycleMin = 64 << 10 // smaller objects are cheap to allocate afresh
+	maxSpares  = 8
+)
+
+// Store is the node's object store, owned by one process. It is safe for
+// concurrent use.
+type Store struct {
+	dir      string
+	capacity int64
+	onEvict  func(ID, int64)
+
+	mu        sync.Mutex
+	closed    bool
+	used      int64 // bytes of live objects
+	spares    []*spare
+	spareSeq  uint64
+	spareUsed int64 // bytes of spare files
+	pinned    int64 // bytes of pinned or in-progress objects
+	objects   map[ID]*entry
+	lru       list.List // sealed, unpinned objects; front = most recently used
+	evictions int64
+}
+
+// Stats is a snapshot of the store's bookkeeping.
+type Stats struct {
+	Capacity    int64 // bytes
+	Used        int64 // bytes held by live objects (inline and in files)
+	PinnedBytes int64 // bytes that cannot be evicted now
+	Objects     int   // live objects, excluding evicted ones
+	Evictions   int64 // objects evicted since Open
+	SpareBytes  int64 // freed pages kept for reuse (dropped first when room is needed)
+}
+
+// Open creates the store's directory and returns the store that owns it.
+func Open(opts Options) (*Store, error) {
+	dir := opts.Dir
+	if dir == "" {
+		sess := opts.Session
+		if sess == "" {
+			sess = strconv.Itoa(os.Getpid()) + "-" + strconv.FormatUint(randUint64(), 36)
+		}
+		dir = filepath.Join("/dev/shm", "gray-"+sess)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("objstore: creating store directory: %w", err)
+	}
+	if err := writeOwner(dir); err != nil {
+		return nil, err
+	}
+	capacity := opts.Capacity
+	if capacity <= 0 {
+		var err error
+		if capacity, err = DefaultCapacity(dir); err != nil {
+			return nil, err
+		}
+	}
+	return &Store{dir: dir, capacity: capacity, onEvict: opts.OnEvict, objects: map[ID]*entry{}}, nil
+}
+
+// Dir returns the store's directory, which workers pass to Map.
+func (s *Store) Dir() string { return s.dir }
+
+// Capacity returns the store's capacity in bytes.
+func (s *Store) Capacity() int64 { return s.capacity }
+
+// Stats returns a snapshot of the bookkeeping.
+func (s *Store) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, e := range s.objects {
+		if e.state != evicted {
+			n++
+		}
+	}
+	return Stats{Capacity: s.capacity, Used: s.used, PinnedBytes: s.pinned, Objects: n, Evictions: s.evictions, SpareBytes: s.spareUsed}
+}
+
+// Writer is an object being written by the owner. Fill Bytes, then Seal or
+// Abort. The buffer is the shared-memory file itself: there is no copy.
+type Writer struct {
+	s    *Store
+	e    *entry
+	done bool
+}
+
+// Bytes returns the object's writable buffer (len = the size given to
+// Create). It may hold bytes of a freed object whose pages are reused: write
+// all of it (codec.Encoding.EncodeTo does).
+func (w *Writer) Bytes() []byte { return w.e.wmap[:w.e.size:w.e.size] }
+
+// ID returns the object's id.
+func (w *Writer) ID() ID { return w.e.id }
+
+// Seal makes the object immutable and visible to Get and Map. The buffer
+// from Bytes must not be touched afterwards.
+func (w *Writer) Seal() error {
+	if w.done {
+		return fmt.Errorf("objstore: object %s: Seal after Seal or Abort", w.e.id)
+	}
+	w.done = true
+	return w.s.Seal(w.e.id)
+}
+
+// Abort drops the object being written and frees its room.
+func (w *Writer) Abort() error {
+	if w.done {
+		return nil
+	}
+	w.done = true
+	return w.s.abort(w.e.id)
+}
+
+// Create starts an object of size bytes in shared memory, evicting
+// least-recently-used unpinned objects if needed. The new object has one
+// reference (the creator's) and counts as pinned until sealed. Creating an id
+// that was evicted (a lineage rebuild) keeps its reference count.
+func (s *Store) Create(id ID, size int64) (*Writer, error) {
+	if err := id.check(); err != nil {
+		return nil, err
+	}
+	if size < 0 {
+		return nil, fmt.Errorf("objstore: object %s: negative size %d", id, size)
+	}
+	e, victims, err := s.reserve(id, size, false)
+	s.notify(victims)
+	if err != nil {
+		return nil, err
+	}
+	sp := e.spare
+	e.spare = nil
+	wmap, err := createMapped(s.dir, id, size, sp)
+	if err != nil {
+		s.mu.Lock()
+		s.dropReserved(e)
+		s.mu.Unlock()
+		return nil, err
+	}
+	e.wmap = wmap
+	return &Writer{s: s, e: e}, nil
+}
+
+// PutInline stores a small object in the owner's memory: no file, no
+// mapping. The store takes ownership of data (do not modify it afterwards).
+// The object is sealed at once, has one reference and is accounted against
+// the capacity like any other.
+func (s *Store) PutInline(id ID, data []byte) error {
+	if err := id.check(); err != nil {
+		return err
+	}
+	e, victims, err := s.reserve(id, int64(len(data)), true)
+	s.notify(victims)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e.data = data
+	s.sealLocked(e)
+	return nil
+}
+
+// Adopt records an object that another process on the node wrote and sealed
+// with CreateFile and FileWriter.Seal. The owner makes room for it (evicting
+// if needed); if it cannot, the file is removed and the error says why. The
+// object gets one reference.
+func (s *Store) Adopt(id ID) error {
+	if err := id.check(); err != nil {
+		return err
+	}
+	p := Path(s.dir, id)
+	fi, err := os.Stat(p)
+	if err != nil {
+		return fmt.Errorf("objstore: adopting object %s: %w", id, errors.Join(ErrNotFound, err))
+	}
+	e, victims, err := s.reserve(id, fi.Size(), false)
+	s.notify(victims)
+	if err != nil {
+		_ = os.Remove(p)
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sealLocked(e)
+	return nil
+}
+
+// reserve makes room for size bytes and registers id as creating (or inline).
+func (s *Store) reserve(id ID, size int64, inline bool) (*entry, []*entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, nil, ErrClosed
+	}
+	e := s.objects[id]
+	if e != nil && e.state != evicted {
+		return nil, nil, fmt.Errorf("objstore: creating object %s: %w", id, ErrExists)
+	}
+	if size > s.capacity {
+		return nil, nil, fmt.Errorf("objstore: object %s is %s but the store's capacity is %s; raise the object store capacity or send a smaller object: %w",
+			id, human(size), human(s.capacity), ErrTooLarge)
+	}
+	if s.pinned+size > s.capacity {
+		return nil, nil, fmt.Errorf("objstore: object %s needs %s but %s of the store's %s are pinned or being written (%s free); release or unpin objects, or raise the capacity: %w",
+			id, human(size), human(s.pinned), human(s.capacity), human(s.capacity-s.used), ErrFull)
+	}
+	var reuse *spare
+	if !inline && size >= recycleMin {
+		reuse = s.takeSpareLocked(size)
+	}
+	var victims []*entry
+	for s.used+s.spareUsed+size > s.capacity {
+		if len(s.spares) > 0 { // free pages first
+			s.dropSpareLocked(0)
+			continue
+		}
+		v := s.lru.Back().Value.(*entry) // non-nil: unpinned bytes = used - pinned exceed the shortfall
+		s.evictLocked(v)
+		victims = append(victims, v)
+	}
+	if e == nil {
+		e = &entry{id: id, refs: 1}
+		s.objects[id] = e
+	}
+	e.size, e.state, e.inline, e.pins, e.spare = size, creating, inline, 0, reuse
+	s.used += size
+	s.pinned += size
+	return e, victims, nil
+}
+
+func (s *Store) notify(victims []*entry) {
+	if s.onEvict == nil {
+		return
+	}
+	for _, v := range victims {
+		s.onEvict(v.id, v.size)
+	}
+}
+
+// evictLocked frees an unpinned sealed object's memory but keeps its entry
+// (and reference count) so that Get reports ErrEvicted.
+func (s *Store) evictLocked(e *entry) {
+	s.lru.Remove(e.lru)
+	e.lru = nil
+	s.releaseMemory(e)
+	e.state = evicted
+	s.evictions++
+}
+
+func (s *Store) releaseMemory(e *entry) {
+	if e.mapped {
+		_ = unix.Munmap(e.data)
+	}
+	e.data, e.mapped = nil, false
+	s.used -= e.size
+	if e.inline {
+		return
+	}
+	p := Path(s.dir, e.id)
+	wmap := e.wmap
+	e.wmap = nil
+	if wmap != nil && e.size >= recycleMin && e.size <= s.capacity/4 && s.spareUsed+e.size <= s.capacity/4 {
+		if len(s.spares) == maxSpares {
+			s.dropSpareLocked(0)
+		}
+		s.spareSeq++
+		name := filepath.Join(s.dir, ".spare-"+strconv.FormatUint(s.spareSeq, 10))
+		if os.Rename(p, name) == nil {
+			s.spares = append(s.spares, &spare{name: name, size: e.size, wmap: wmap})
+			s.spareUsed += e.size
+			return
+		}
+	}
+	unmap(wmap)
+	_ = os.Remove(p)
+}
+
+func unmap(b []byte) {
+	if len(b) > 0 {
+		_ = unix.Munmap(b)
+	}
+}
+
+// takeSpareLocked removes and returns the smallest spare file that holds
+// size bytes without wasting more than a quarter, or "".
+func (s *Store) takeSpareLocked(size int64) *spare {
+	best := -1
+	for i, sp := range s.spares {
+		if sp.size >= size && sp.size <= size+size/4 && (best < 0 || sp.size < s.spares[best].size) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	sp := s.spares[best]
+	s.spares = append(s.spares[:best], s.spares[best+1:]...)
+	s.spareUsed -= sp.size
+	return sp
+}
+
+func (s *Store) dropSpareLocked(i int) {
+	sp := s.spares[i]
+	s.spares = append(s.spares[:i], s.spares[i+1:]...)
+	s.spareUsed -= sp.size
+	unmap(sp.wmap)
+	_ = os.Remove(sp.name)
+}
+
+func (s *Store) dropReserved(e *entry) {
+	if e.spare != nil {
+		unmap(e.spare.wmap)
+		_ = os.Remove(e.spare.name)
+		e.spare = nil
+	}
+	s.used -= e.size
+	s.pinned -= e.size
+	e.state = evicted
+	e.data = nil
+	if e.refs <= 1 { // no one else refers to it: forget it entirely
+		delete(s.objects, e.id)
+	}
+}
+
+func (s *Store) abort(id ID) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.objects[id]
+	if e == nil || e.state != creating {
+		return fmt.Errorf("objstore: aborting object %s: %w", id, ErrNotFound)
+	}
+	unmap(e.wmap)
+	e.wmap = nil
+	_ = os.Remove(Path(s.dir, id) + tmpSuffix)
+	s.dropReserved(e)
+	return nil
+}
+
+// Seal makes a created object immutable: its file is renamed to the name
+// readers map (read-only). The owner's writable mapping is kept, unused, so
+// that the pages can be reused without a new mapping once the object is
+// freed.
+func (s *Store) Seal(id ID) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.objects[id]
+	if e == nil || e.state != creating {
+		return fmt.Errorf("objstore: sealing object %s: %w (Create it first)", id, ErrNotFound)
+	}
+	if err := os.Rename(Path(s.dir, id)+tmpSuffix, Path(s.dir, id)); err != nil {
+		return fmt.Errorf("objstore: sealing object %s: %w", id, err)
+	}
+	s.sealLocked(e)
+	return nil
+}
+
+func (s *Store) sealLocked(e *entry) {
+	e.state = sealed
+	s.pinned -= e.size
+	if e.refs == 0 { // released while being written
+		s.freeLocked(e)
+		return
+	}
+	if e.pins > 0 {
+		s.pinned += e.size
+		return
+	}
+	e.lru = s.lru.PushFront(e)
+}
+
+// Get pins a sealed object and returns its bytes, read-only (see the package
+// doc). Call Unpin when done with them. Objects in files are mapped into the
+// owner once and the mapping is shared by all Gets.
+func (s *Store) Get(id ID) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, err := s.lookupLocked(id)
+	if err != nil {
+		return nil, err
+	}
+	if !e.inline && !e.mapped && e.size > 0 {
+		m, err := Map(s.dir, id)
+		if err != nil {
+			return nil, err
+		}
+		e.data, e.mapped = m.data, true
+	}
+	s.pinLocked(e)
+	return e.data, nil
+}
+
+func (s *Store) lookupLocked(id ID) (*entry, error) {
+	if s.closed {
+		return nil, ErrClosed
+	}
+	e := s.objects[id]
+	if e == nil {
+		return nil, fmt.Errorf("objstore: object %s: %w", id, ErrNotFound)
+	}
+	switch e.state {
+	case evicted:
+		return nil, fmt.Errorf("objstore: object %s (%s): %w", id, human(e.size), ErrEvicted)
+	case creating:
+		return nil, fmt.Errorf("objstore: object %s: %w", id, ErrNotSealed)
+	}
+	return e, nil
+}
+
+// Contains reports whether id is sealed and readable now.
+func (s *Store) Contains(id ID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.objects[id]
+	return e != nil && e.state == sealed
+}
+
+// Size returns a sealed object's size in bytes.
+func (s *Store) Size(id ID) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, err := s.lookupLocked(id)
+	if err != nil {
+		return 0, err
+	}
+	return e.size, nil
+}
+
+// Pin keeps a sealed object from being evicted until a matching Unpin. Pins
+// nest. The runtime pins an object while any process reads it and while it
+// is an argument of a queued or running task.
+func (s *Store) Pin(id ID) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, err := s.lookupLocked(id)
+	if err != nil {
+		return err
+	}
+	s.pinLocked(e)
+	return nil
+}
+
+func (s *Store) pinLocked(e *entry) {
+	if e.pins == 0 {
+		s.lru.Remove(e.lru)
+		e.lru = nil
+		s.pinned += e.size
+	}
+	e.pins++
+}
+
+// Unpin undoes one Pin or Get. When the last pin goes, the object becomes
+// the most recently used candidate for eviction, or is freed if its last
+// reference was already released.
+func (s *Store) Unpin(id ID) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.objects[id]
+	if e == nil || e.pins == 0 {
+		return fmt.Errorf("objstore: unpinning object %s: not pinned", id)
+	}
+	e.pins--
+	if e.pins > 0 {
+		return nil
+	}
+	s.pinned -= e.size
+	if e.refs == 0 {
+		s.freeLocked(e)
+		return nil
+	}
+	if e.state == sealed {
+		e.lru = s.lru.PushFront(e)
+	}
+	return nil
+}
+
+// AddRef adds a reference to an existing object (sealed, being written or
+// evicted).
+func (s *Store) AddRef(id ID) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.objects[id]
+	if e == nil || e.refs == 0 {
+		return fmt.Errorf("objstore: adding a reference to object %s: %w", id, ErrNotFound)
+	}
+	e.refs++
+	return nil
+}
+
+// Release drops one reference. When none remain the object is freed (its
+// file removed, its memory returned) at once, or at its last Unpin if it is
+// still pinned. An evicted object is forgotten, so Get then says
+// ErrNotFound.
+func (s *Store) Release(id ID) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.objects[id]
+	if e == nil || e.refs == 0 {
+		return fmt.Errorf("objstore: releasing object %s: %w", id, ErrNotFound)
+	}
+	e.refs--
+	if e.refs > 0 || e.pins > 0 || e.state == creating {
+		return nil // freed at the last Unpin, or when sealed
+	}
+	s.freeLocked(e)
+	return nil
+}
+
+func (s *Store) freeLocked(e *entry) {
+	if e.state == sealed {
+		if e.lru != nil {
+			s.lru.Remove(e.lru)
+			e.lru = nil
+		}
+		s.releaseMemory(e)
+	}
+	delete(s.objects, e.id)
+}
+
+// Close unmaps every object and removes the store's directory. Slices from
+// Get must not be used afterwards.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	for _, e := range s.objects {
+		if e.mapped {
+			_ = unix.Munmap(e.data)
+		}
+		unmap(e.wmap)
+		e.data, e.wmap = nil, nil
+	}
+	for _, sp := range s.spares {
+		unmap(sp.wmap)
+	}
+	s.objects, s.spares, s.spareUsed = nil, nil, 0
+	s.used, s.pinned = 0, 0
+	if err := os.RemoveAll(s.dir); err != nil {
+		return fmt.Errorf("objstore: removing %s: %w", s.dir, err)
+	}
+	return nil
+}
+
+func human(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB (%d bytes)", float64(n)/(1<<30), n)
+	case n >= 1<<20:
+		return fmt.Sprintf("%.2f MiB (%d bytes)", float64(n)/(1<<20), n)
+	case n >= 1<<10:
+		return fmt.Sprintf("%.2f KiB (%d bytes)", float64(n)/(1<<10), n)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}

@@ -1,0 +1,1110 @@
+package tune
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Experiment describes a sweep.
+type Experiment struct {
+	// Name labels the experiment (default: the folder's base name).
+	Name string
+	// Dir is the experiment folder; it must not already hold an experiment
+	// (use Resume for that).
+	Dir string
+	// Trainable makes the trainable of each trial.
+	Trainable TrainableFactory
+	// Space is the search space: a config whose leaves may be Domains.
+	Space map[string]any
+	// NumSamples repeats the grid this many times (default searcher only).
+	NumSamples int
+	// Searcher suggests configs (default: BasicVariantGenerator over Space
+	// with NumSamples and Seed).
+	Searcher Searcher
+	// Scheduler decides early stopping (default FIFO).
+	Scheduler Scheduler
+	// Metric and Mode are what schedulers, searchers and BestTrial
+	// optimise. A metric the first result lacks is an error.
+	Metric string
+	Mode   Mode
+	// Stop ends a trial when any result key reaches its value (>=), e.g.
+	// {"training_iteration": 100, "episode_reward_mean": 475}.
+	Stop map[string]float64
+	// StopFunc, if set, ends a trial when it returns true.
+	StopFunc func(trialID string, result map[string]any) bool
+	// Resources each trial holds (default 1 CPU); NodeResources what the
+	// node offers (default: all CPUs, no GPU).
+	Resources     Resources
+	NodeResources Resources
+	// MaxConcurrent caps running trials regardless of resources (0: none).
+	MaxConcurrent int
+	// CheckpointFreq saves every this many iterations (0: never);
+	// CheckpointAtEnd saves when a trial terminates.
+	CheckpointFreq  int
+	CheckpointAtEnd bool
+	// KeepCheckpointsNum keeps the best N checkpoints per trial by
+	// CheckpointScoreAttr (default: the newest); the newest is always kept.
+	KeepCheckpointsNum  int
+	CheckpointScoreAttr string
+	// MaxFailures retries a failed trial from its last checkpoint this many
+	// times before marking it ERROR.
+	MaxFailures int
+	// Seed seeds the default searcher.
+	Seed int64
+	// Logger opens each trial's run-folder logger (default JSONLogger).
+	Logger LoggerFactory
+	// Reporter shows progress (default none); see NewTableReporter.
+	Reporter Reporter
+	// ReportInterval between Reporter updates (default 1s).
+	ReportInterval time.Duration
+}
+
+// Analysis is what a finished (or interrupted) experiment returns.
+type Analysis struct {
+	Dir    string
+	Trials []*Trial
+}
+
+// Best returns the trial with the best last value of metric.
+func (a *Analysis) Best(metric string, mode Mode) (*Trial, error) {
+	var best *Trial
+	var bestScore float64
+	for _, t := range a.Trials {
+		v, ok := t.Metric(metric)
+		if !ok {
+			continue
+		}
+		if s := mode.score(v); best == nil || s > bestScore {
+			best, bestScore = t, s
+		}
+	}
+	if best == nil {
+		return nil, fmt.Errorf("tune: no trial reported %q", metric)
+	}
+	return best, nil
+}
+
+type evKind int
+
+const (
+	evkResult evKind = iota
+	evkStopped
+	evkError
+	evkDone
+)
+
+// opEvent is what a trial operation (run in its own goroutine, as an actor
+// method call would be) reports back to the runner loop.
+type opEvent struct {
+	t         *Trial
+	kind      evKind
+	trainable Trainable
+	result    map[string]any
+	dur       float64
+	ckpt      *Checkpoint
+	err       error
+}
+
+type pendingAction struct {
+	t    *Trial
+	stop bool
+	cfg  map[string]any
+	cp   Checkpoint
+}
+
+type runner struct {
+	exp       Experiment
+	dir       string
+	ctx       context.Context
+	j         *journal
+	trials    []*Trial
+	byID      map[string]*Trial
+	waiting   []*Trial // pending or paused, creation order
+	inflight  int
+	running   int
+	used      Resources
+	events    chan opEvent
+	search    Searcher
+	sched     Scheduler
+	done      bool // searcher exhausted
+	sawResult bool
+	actions   []pendingAction
+	replaying bool
+	fatal     error
+	startWall time.Time
+}
+
+func (e *Experiment) defaults() error {
+	if e.Dir == "" {
+		return errors.New("tune: Experiment.Dir (the experiment folder) is required")
+	}
+	if e.Trainable == nil {
+		return errors.New("tune: Experiment.Trainable is required")
+	}
+	if e.Name == "" {
+		e.Name = filepath.Base(e.Dir)
+	}
+	if e.Resources == (Resources{}) {
+		e.Resources.CPU = 1
+	}
+	if e.NodeResources == (Resources{}) {
+		e.NodeResources.CPU = float64(runtime.NumCPU())
+	}
+	if e.Resources.CPU < 0 || e.Resources.GPU < 0 {
+		return fmt.Errorf("tune: resources per trial must not be negative, got %v", e.Resources)
+	}
+	if !e.Resources.fits(Resources{}, e.NodeResources) {
+		return fmt.Errorf("tune: each trial needs %v but the node has %v; lower resources_per_trial or add resources", e.Resources, e.NodeResources)
+	}
+	if e.Mode == "" {
+		e.Mode = Max
+	}
+	if !e.Mode.valid() {
+		return fmt.Errorf("tune: mode must be %q or %q, got %q", Max, Min, e.Mode)
+	}
+	if e.MaxFailures < 0 || e.CheckpointFreq < 0 || e.KeepCheckpointsNum < 0 || e.MaxConcurrent < 0 {
+		return errors.New("tune: max_failures, checkpoint_freq, keep_checkpoints_num and max_concurrent must not be negative")
+	}
+	if e.Logger == nil {
+		e.Logger = JSONLogger
+	}
+	if e.ReportInterval == 0 {
+		e.ReportInterval = time.Second
+	}
+	if e.Searcher == nil {
+		g, err := NewBasicVariantGenerator(e.Space, e.NumSamples, e.Seed)
+		if err != nil {
+			return err
+		}
+		e.Searcher = g
+	}
+	if e.Scheduler == nil {
+		e.Scheduler = FIFO{}
+	}
+	if err := e.Scheduler.SetMetric(e.Metric, e.Mode); err != nil {
+		return err
+	}
+	if ms, ok := e.Searcher.(metricSetter); ok {
+		if err := ms.setMetric(e.Metric, e.Mode); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func typeName(v any) string { return reflect.TypeOf(v).String() }
+
+func (e *Experiment) meta() (*experimentMeta, error) {
+	fp, err := SpaceFingerprint(e.Space)
+	if err != nil {
+		return nil, err
+	}
+	return &experimentMeta{
+		Format: formatVersion, Name: e.Name, Space: []byte(fp), NumSamples: e.NumSamples,
+		Metric: e.Metric, Mode: e.Mode, Searcher: typeName(e.Searcher), Scheduler: typeName(e.Scheduler),
+		Created: time.Now().UTC(),
+	}, nil
+}
+
+// Run starts a new experiment in exp.Dir and runs it until every trial has
+// ended, ctx is cancelled (trials stay resumable) or an error stops it.
+func Run(ctx context.Context, exp Experiment) (*Analysis, error) {
+	if err := exp.defaults(); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(exp.Dir, experimentFile)); err == nil {
+		return nil, fmt.Errorf("tune: %s already holds an experiment; resume it, or choose another name or folder", exp.Dir)
+	}
+	if err := os.MkdirAll(exp.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("tune: experiment folder: %w", err)
+	}
+	m, err := exp.meta()
+	if err != nil {
+		return nil, err
+	}
+	if err := writeMeta(exp.Dir, m); err != nil {
+		return nil, err
+	}
+	r, err := newRunner(ctx, exp)
+	if err != nil {
+		return nil, err
+	}
+	return r.run()
+}
+
+// Resume continues the experiment in exp.Dir: it rebuilds every trial from
+// the journal, restores the searcher and scheduler state by replaying the
+// recorded events into exp's (freshly made, same-seeded) searcher and
+// scheduler, and continues every unfinished trial from its last checkpoint.
+// A folder that is not an experiment, or whose search space, metric,
+// searcher or scheduler differ from exp's, is an error.
+func Resume(ctx context.Context, exp Experiment) (*Analysis, error) {
+	if err := exp.defaults(); err != nil {
+		return nil, err
+	}
+	m, err := readMeta(exp.Dir)
+	if err != nil {
+		return nil, err
+	}
+	now, err := exp.meta()
+	if err != nil {
+		return nil, err
+	}
+	var was bytes.Buffer
+	if err := json.Compact(&was, m.Space); err != nil {
+		return nil, fmt.Errorf("tune: %s: recorded search space is not JSON: %w", experimentFile, err)
+	}
+	m.Space = was.Bytes()
+	if string(now.Space) != string(m.Space) {
+		return nil, fmt.Errorf("tune: the search space changed since experiment %s started:\n  was: %s\n  now: %s\nresume with the original space, or start a new experiment",
+			exp.Dir, m.Space, now.Space)
+	}
+	for _, c := range [][3]string{
+		{"metric", m.Metric, now.Metric}, {"mode", string(m.Mode), string(now.Mode)},
+		{"searcher", m.Searcher, now.Searcher}, {"scheduler", m.Scheduler, now.Scheduler},
+	} {
+		if c[1] != c[2] {
+			return nil, fmt.Errorf("tune: the %s changed since experiment %s started (was %q, now %q); resume with the original settings", c[0], exp.Dir, c[1], c[2])
+		}
+	}
+	r, err := newRunner(ctx, exp)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.replay(); err != nil {
+		r.j.close()
+		return nil, err
+	}
+	return r.run()
+}
+
+func newRunner(ctx context.Context, exp Experiment) (*runner, error) {
+	j, err := openJournal(exp.Dir)
+	if err != nil {
+		return nil, err
+	}
+	return &runner{
+		exp: exp, dir: exp.Dir, ctx: ctx, j: j, byID: map[string]*Trial{},
+		events: make(chan opEvent, 64), search: exp.Searcher, sched: exp.Scheduler,
+	}, nil
+}
+
+func (r *runner) rel(path string) string {
+	if p, err := filepath.Rel(r.dir, path); err == nil {
+		return p
+	}
+	return path
+}
+
+// record appends to the journal; a failing journal stops the experiment
+// (results would otherwise be lost on a crash).
+func (r *runner) record(ev journalEvent) {
+	if r.replaying || r.fatal != nil {
+		return
+	}
+	if err := r.j.append(ev); err != nil {
+		r.fatal = err
+	}
+}
+
+func (r *runner) setStatus(t *Trial, s Status) {
+	t.Status = s
+	r.record(journalEvent{Event: evStatus, Trial: t.ID, Status: s, Failures: t.Failures, Error: t.Error})
+}
+
+func (r *runner) run() (*Analysis, error) {
+	r.startWall = time.Now()
+	defer r.j.close()
+	var tick <-chan time.Time
+	if r.exp.Reporter != nil {
+		tk := time.NewTicker(r.exp.ReportInterval)
+		defer tk.Stop()
+		tick = tk.C
+		defer func() { r.exp.Reporter.Report(r.snapshot(true)) }()
+	}
+	for {
+		if r.fatal == nil && r.ctx.Err() == nil {
+			r.fill()
+		}
+		if r.inflight == 0 {
+			if r.fatal != nil || r.ctx.Err() != nil {
+				break
+			}
+			if r.finished() {
+				break
+			}
+			if r.flush() {
+				continue
+			}
+			r.fatal = r.stallError()
+			break
+		}
+		select {
+		case ev := <-r.events:
+			r.inflight--
+			r.handle(ev)
+			r.applyActions()
+		case <-tick:
+			r.exp.Reporter.Report(r.snapshot(false))
+		case <-r.ctx.Done():
+			// Ops see ctx too; wait for them to come back, then stop.
+			r.drain()
+		}
+	}
+	r.shutdownTrainables()
+	a := &Analysis{Dir: r.dir, Trials: r.trials}
+	if r.fatal != nil {
+		return a, r.fatal
+	}
+	if err := r.ctx.Err(); err != nil {
+		return a, fmt.Errorf("tune: experiment interrupted (resume continues it): %w", err)
+	}
+	return a, nil
+}
+
+func (r *runner) drain() {
+	for r.inflight > 0 {
+		ev := <-r.events
+		r.inflight--
+		r.quiesce(ev)
+	}
+}
+
+// quiesce takes an operation's outcome while the experiment is stopping
+// (interrupted, or a fatal error): results and checkpoints are recorded,
+// a trial that was ending is marked so, and nothing new is started.
+func (r *runner) quiesce(ev opEvent) {
+	t := ev.t
+	t.busy = false
+	if ev.trainable != nil && t.trainable == nil {
+		t.trainable = ev.trainable
+	}
+	switch {
+	case ev.kind == evkResult && ev.err == nil:
+		// A finished result is never lost, even while interrupting.
+		r.acceptResult(ev)
+	case ev.kind == evkStopped:
+		if ev.ckpt != nil {
+			r.addCheckpoint(t, ev.ckpt.Path)
+		}
+		if t.wantStop {
+			r.release(t)
+			r.terminate(t, Terminated)
+		}
+	}
+}
+
+func (r *runner) shutdownTrainables() {
+	for _, t := range r.trials {
+		if t.trainable != nil {
+			_ = t.trainable.Stop()
+			t.trainable = nil
+		}
+		if t.logger != nil {
+			_ = t.logger.Close()
+			t.logger = nil
+		}
+	}
+}
+
+// flush lets a waiting scheduler release trials when nothing else can
+// happen; recorded so that resume replays it at the same point.
+func (r *runner) flush() bool {
+	f, ok := r.sched.(Flusher)
+	if !ok || len(r.waiting) == 0 {
+		return false
+	}
+	r.record(journalEvent{Event: evFlush})
+	progressed := f.Flush(r)
+	r.applyActions()
+	return progressed || len(r.actions) > 0
+}
+
+func (r *runner) finished() bool {
+	return r.done && len(r.waiting) == 0
+}
+
+func (r *runner) stallError() error {
+	if len(r.waiting) > 0 {
+		ids := make([]string, 0, len(r.waiting))
+		for _, t := range r.waiting {
+			ids = append(ids, t.ID+" ("+string(t.Status)+")")
+		}
+		return fmt.Errorf("tune: no trial can run: %d waiting trials (%s) but the scheduler chose none and nothing is running", len(ids), strings.Join(ids, ", "))
+	}
+	return errors.New("tune: the searcher suggests no new trial while none is running; it would wait forever")
+}
+
+// fill starts as many trials as resources allow.
+func (r *runner) fill() {
+	for r.fatal == nil {
+		if r.exp.MaxConcurrent > 0 && r.running >= r.exp.MaxConcurrent {
+			return
+		}
+		var cands []*Trial
+		hasPending := false
+		for _, t := range r.waiting {
+			if t.Status == Pending {
+				hasPending = true
+			}
+			if !t.busy && t.Resources.fits(r.used, r.exp.NodeResources) {
+				cands = append(cands, t)
+			}
+		}
+		t := r.sched.ChooseTrialToRun(cands)
+		if t == nil {
+			if r.done || hasPending || !r.exp.Resources.fits(r.used, r.exp.NodeResources) {
+				return
+			}
+			if !r.newTrial() {
+				return
+			}
+			continue
+		}
+		r.start(t)
+	}
+}
+
+// newTrial asks the searcher for a trial; false when it has none now.
+func (r *runner) newTrial() bool {
+	id := trialIDString(len(r.trials))
+	cfg, err := r.search.Suggest(id)
+	if errors.Is(err, ErrSearchDone) {
+		r.done = true
+		return false
+	}
+	if err != nil {
+		r.fatal = fmt.Errorf("tune: searcher: %w", err)
+		return false
+	}
+	if cfg == nil {
+		return false
+	}
+	t := r.addTrial(id, cfg)
+	r.record(journalEvent{Event: evCreated, Trial: id, Config: cfg, Dir: r.rel(t.Dir), Resources: &t.Resources})
+	return true
+}
+
+func (r *runner) addTrial(id string, cfg map[string]any) *Trial {
+	t := &Trial{ID: id, Config: cfg, Dir: filepath.Join(r.dir, "trial_"+id), Status: Pending,
+		Resources: r.exp.Resources, seq: len(r.trials)}
+	r.trials = append(r.trials, t)
+	r.byID[id] = t
+	r.waiting = append(r.waiting, t)
+	r.sched.OnTrialAdd(t)
+	return t
+}
+
+func (r *runner) unwait(t *Trial) {
+	for i, w := range r.waiting {
+		if w == t {
+			r.waiting = append(r.waiting[:i], r.waiting[i+1:]...)
+			return
+		}
+	}
+}
+
+// start launches t: a fresh trainable, restored from its checkpoint when it
+// has one to resume from, then its first step.
+func (r *runner) start(t *Trial) {
+	r.unwait(t)
+	if t.logger == nil {
+		lg, err := r.exp.Logger(t.Dir, t.Config)
+		if err != nil {
+			r.fatal = fmt.Errorf("tune: trial %s: opening its logger: %w", t.ID, err)
+			return
+		}
+		t.logger = lg
+	}
+	r.used.CPU += t.Resources.CPU
+	r.used.GPU += t.Resources.GPU
+	r.running++
+	r.setStatus(t, Running)
+	restore := t.restoreFrom
+	t.restoreFrom = ""
+	r.dispatchStart(t, restore)
+}
+
+func (r *runner) dispatchStart(t *Trial, restore string) {
+	t.busy = true
+	r.inflight++
+	cfg := deepCopy(t.Config).(map[string]any)
+	saveDir := r.saveDirFor(t, t.Iteration+1)
+	factory := r.exp.Trainable
+	go func() {
+		tr := factory()
+		ev := opEvent{t: t, trainable: tr}
+		if err := tr.Setup(r.ctx, cfg, t.Dir); err != nil {
+			ev.kind, ev.err = evkError, fmt.Errorf("setup: %w", err)
+			r.events <- ev
+			return
+		}
+		if restore != "" {
+			if err := tr.Restore(r.ctx, restore); err != nil {
+				ev.kind, ev.err = evkError, fmt.Errorf("restoring %s: %w", restore, err)
+				r.events <- ev
+				return
+			}
+		}
+		stepOp(r.ctx, tr, saveDir, &ev)
+		r.events <- ev
+	}()
+}
+
+func (r *runner) dispatchStep(t *Trial) {
+	t.busy = true
+	r.inflight++
+	tr := t.trainable
+	saveDir := r.saveDirFor(t, t.Iteration+1)
+	go func() {
+		ev := opEvent{t: t}
+		stepOp(r.ctx, tr, saveDir, &ev)
+		r.events <- ev
+	}()
+}
+
+func stepOp(ctx context.Context, tr Trainable, saveDir string, ev *opEvent) {
+	start := time.Now()
+	res, err := tr.Step(ctx)
+	ev.dur = time.Since(start).Seconds()
+	switch {
+	case errors.Is(err, ErrTrainableDone):
+		ev.kind = evkDone
+		return
+	case err != nil:
+		ev.kind, ev.err = evkError, err
+		return
+	case res == nil:
+		ev.kind, ev.err = evkError, errors.New("Step returned a nil result")
+		return
+	}
+	ev.kind, ev.result = evkResult, res
+	if saveDir != "" {
+		if err := saveTo(ctx, tr, saveDir); err != nil {
+			ev.kind, ev.err = evkError, err
+			return
+		}
+		ev.ckpt = &Checkpoint{Path: saveDir}
+	}
+}
+
+func saveTo(ctx context.Context, tr Trainable, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("checkpoint folder: %w", err)
+	}
+	if err := tr.Save(ctx, dir); err != nil {
+		return fmt.Errorf("saving checkpoint: %w", err)
+	}
+	return nil
+}
+
+// saveDirFor returns the checkpoint folder for iteration it when the
+// checkpoint frequency asks for one there, else "".
+func (r *runner) saveDirFor(t *Trial, it int) string {
+	if r.exp.CheckpointFreq > 0 && it%r.exp.CheckpointFreq == 0 {
+		return r.checkpointDir(t, it)
+	}
+	return ""
+}
+
+func (r *runner) checkpointDir(t *Trial, it int) string {
+	return filepath.Join(t.Dir, fmt.Sprintf("checkpoint_%06d", it))
+}
+
+// dispatchStop saves (into saveDir, if set) and stops t's trainable.
+func (r *runner) dispatchStop(t *Trial, saveDir string) {
+	t.busy = true
+	r.inflight++
+	tr := t.trainable
+	t.trainable = nil
+	go func() {
+		ev := opEvent{t: t, kind: evkStopped}
+		if saveDir != "" && tr != nil {
+			if err := saveTo(r.ctx, tr, saveDir); err != nil {
+				ev.kind, ev.err = evkError, err
+			} else {
+				ev.ckpt = &Checkpoint{Path: saveDir}
+			}
+		}
+		if tr != nil {
+			if err := tr.Stop(); err != nil && ev.err == nil {
+				ev.kind, ev.err = evkError, fmt.Errorf("stop: %w", err)
+			}
+		}
+		r.events <- ev
+	}()
+}
+
+// acceptResult adds the runner's keys to a result and records it.
+func (r *runner) acceptResult(ev opEvent) map[string]any {
+	t := ev.t
+	t.Iteration++
+	res := make(map[string]any, len(ev.result)+8)
+	for k, v := range ev.result {
+		res[k] = v
+	}
+	if _, ok := res["time_this_iter_s"]; !ok {
+		res["time_this_iter_s"] = ev.dur
+	}
+	dt, _ := toFloat(res["time_this_iter_s"])
+	t.TimeTotal += dt
+	res["training_iteration"] = t.Iteration
+	res["time_total_s"] = t.TimeTotal
+	res["trial_id"] = t.ID
+	res["timestamp"] = time.Now().Unix()
+	t.LastResult = res
+	if t.logger != nil {
+		if err := t.logger.Log(res); err != nil && r.fatal == nil {
+			r.fatal = fmt.Errorf("tune: trial %s: logging a result: %w", t.ID, err)
+		}
+	}
+	r.record(journalEvent{Event: evResult, Trial: t.ID, Result: res})
+	if ev.ckpt != nil {
+		r.addCheckpoint(t, ev.ckpt.Path)
+	}
+	return res
+}
+
+func (r *runner) addCheckpoint(t *Trial, path string) Checkpoint {
+	cp := Checkpoint{Path: path, Iteration: t.Iteration, TimeTotal: t.TimeTotal}
+	attr := r.exp.CheckpointScoreAttr
+	if attr == "" {
+		cp.Score = float64(t.Iteration)
+	} else if v, ok := ResultFloat(t.LastResult, attr); ok {
+		cp.Score = r.exp.Mode.score(v)
+	}
+	if n := len(t.Checkpoints); n > 0 && t.Checkpoints[n-1].Path == path {
+		t.Checkpoints[n-1] = cp
+	} else {
+		t.Checkpoints = append(t.Checkpoints, cp)
+	}
+	rec := cp
+	rec.Path = r.rel(path)
+	r.record(journalEvent{Event: evCheckpoint, Trial: t.ID, Checkpoint: &rec})
+	r.pruneCheckpoints(t)
+	return cp
+}
+
+// pruneCheckpoints keeps the best KeepCheckpointsNum, never the newest.
+func (r *runner) pruneCheckpoints(t *Trial) {
+	k := r.exp.KeepCheckpointsNum
+	if k <= 0 || len(t.Checkpoints) <= k {
+		return
+	}
+	newest := t.Checkpoints[len(t.Checkpoints)-1]
+	rest := append([]Checkpoint(nil), t.Checkpoints[:len(t.Checkpoints)-1]...)
+	sort.SliceStable(rest, func(i, j int) bool { return rest[i].Score > rest[j].Score })
+	keep := map[string]bool{newest.Path: true}
+	for i := 0; i < len(rest) && len(keep) < k; i++ {
+		keep[rest[i].Path] = true
+	}
+	var kept []Checkpoint
+	for _, c := range t.Checkpoints {
+		if keep[c.Path] {
+			kept = append(kept, c)
+			continue
+		}
+		_ = os.RemoveAll(c.Path)
+		rec := c
+		rec.Path = r.rel(c.Path)
+		r.record(journalEvent{Event: evCheckpointGone, Trial: t.ID, Checkpoint: &rec})
+	}
+	t.Checkpoints = kept
+}
+
+func (r *runner) handle(ev opEvent) {
+	if r.fatal != nil || r.ctx.Err() != nil {
+		r.quiesce(ev)
+		return
+	}
+	t := ev.t
+	t.busy = false
+	if ev.trainable != nil {
+		t.trainable = ev.trainable
+	}
+	switch ev.kind {
+	case evkError:
+		r.fail(t, ev.err)
+	case evkStopped:
+		r.stopped(t, ev)
+	case evkDone:
+		r.finish(t, true)
+	case evkResult:
+		r.result(t, ev)
+	}
+}
+
+func (r *runner) result(t *Trial, ev opEvent) {
+	res := r.acceptResult(ev)
+	if r.fatal != nil {
+		return
+	}
+	if !r.sawResult {
+		r.sawResult = true
+		if err := r.checkKeys(t, res); err != nil {
+			r.fatal = err
+			return
+		}
+	}
+	r.search.OnTrialResult(t.ID, res)
+	stop := t.wantStop || r.stopCriteria(t, res)
+	d := Continue
+	if !stop {
+		d = r.sched.OnTrialResult(r, t, res)
+	}
+	switch {
+	case stop || d == Stop:
+		r.finish(t, ev.ckpt == nil)
+	case t.reconfig:
+		// PBT: stop this trainable; the pending action restarts it.
+		t.wantPause = false
+		r.dispatchStop(t, "")
+	case d == Pause || t.wantPause:
+		t.wantPause = true
+		dir := ""
+		if ev.ckpt == nil {
+			dir = r.checkpointDir(t, t.Iteration)
+		}
+		r.dispatchStop(t, dir)
+	default:
+		r.dispatchStep(t)
+	}
+}
+
+func (r *runner) checkKeys(t *Trial, res map[string]any) error {
+	var missing []string
+	if r.exp.Metric != "" {
+		if _, ok := ResultFloat(res, r.exp.Metric); !ok {
+			missing = append(missing, fmt.Sprintf("metric %q", r.exp.Metric))
+		}
+	}
+	for k := range r.exp.Stop {
+		if _, ok := ResultFloat(res, k); !ok {
+			missing = append(missing, fmt.Sprintf("stop criterion %q", k))
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(res))
+	for k := range res {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return fmt.Errorf("tune: trial %s's first result does not report %s; it reports: %s (nested keys are written a/b)",
+		t.ID, strings.Join(missing, " or "), strings.Join(keys, ", "))
+}
+
+func (r *runner) stopCriteria(t *Trial, res map[string]any) bool {
+	for k, target := range r.exp.Stop {
+		if v, ok := ResultFloat(res, k); ok && v >= target {
+			return true
+		}
+	}
+	return r.exp.StopFunc != nil && r.exp.StopFunc(t.ID, res)
+}
+
+// finish ends t normally, saving a final checkpoint when asked.
+func (r *runner) finish(t *Trial, needSave bool) {
+	t.wantStop = true
+	dir := ""
+	if r.exp.CheckpointAtEnd && needSave && t.trainable != nil && t.Iteration > 0 {
+		dir = r.checkpointDir(t, t.Iteration)
+	}
+	r.dispatchStop(t, dir)
+}
+
+func (r *runner) release(t *Trial) {
+	r.used.CPU -= t.Resources.CPU
+	r.used.GPU -= t.Resources.GPU
+	r.running--
+}
+
+func (r *runner) stopped(t *Trial, ev opEvent) {
+	if ev.ckpt != nil {
+		r.addCheckpoint(t, ev.ckpt.Path)
+	}
+	switch {
+	case t.wantStop:
+		r.release(t)
+		r.terminate(t, Terminated)
+	case t.wantPause:
+		t.wantPause = false
+		r.release(t)
+		if cp, ok := t.LatestCheckpoint(); ok {
+			t.restoreFrom = cp.Path
+		}
+		r.closeLogger(t)
+		r.setStatus(t, Paused)
+		r.waiting = append(r.waiting, t)
+		r.sortWaiting()
+	default:
+		// Reconfigured by PBT (or a failed exploit copy): restart from the
+		// checkpoint chosen, else from the trial's own latest.
+		t.reconfig = false
+		restore := t.restoreFrom
+		t.restoreFrom = ""
+		if restore == "" {
+			t.Iteration, t.TimeTotal = 0, 0
+			if cp, ok := t.LatestCheckpoint(); ok {
+				restore, t.Iteration, t.TimeTotal = cp.Path, cp.Iteration, cp.TimeTotal
+			}
+		}
+		r.dispatchStart(t, restore)
+	}
+}
+
+func (r *runner) sortWaiting() {
+	sort.SliceStable(r.waiting, func(i, j int) bool { return r.waiting[i].seq < r.waiting[j].seq })
+}
+
+func (r *runner) closeLogger(t *Trial) {
+	if t.logger != nil {
+		if err := t.logger.Close(); err != nil && r.fatal == nil {
+			r.fatal = fmt.Errorf("tune: trial %s: closing its logger: %w", t.ID, err)
+		}
+		t.logger = nil
+	}
+}
+
+// terminate moves t to a final status and tells scheduler and searcher.
+func (r *runner) terminate(t *Trial, s Status) {
+	t.wantStop, t.wantPause = false, false
+	r.closeLogger(t)
+	r.setStatus(t, s)
+	r.sched.OnTrialComplete(r, t, t.LastResult)
+	r.search.OnTrialComplete(t.ID, t.LastResult, s == Errored)
+}
+
+func (r *runner) fail(t *Trial, err error) {
+	if t.trainable != nil {
+		_ = t.trainable.Stop()
+		t.trainable = nil
+	}
+	if r.ctx.Err() != nil {
+		// Interrupted, not failed: the trial stays resumable.
+		r.release(t)
+		return
+	}
+	r.release(t)
+	t.reconfig, t.wantPause = false, false
+	t.Failures++
+	t.Error = err.Error()
+	if t.Failures > r.exp.MaxFailures || t.wantStop {
+		r.terminate(t, Errored)
+		return
+	}
+	// Retry from the last checkpoint.
+	t.restoreFrom = ""
+	t.Iteration, t.TimeTotal = 0, 0
+	if cp, ok := t.LatestCheckpoint(); ok {
+		t.restoreFrom, t.Iteration, t.TimeTotal = cp.Path, cp.Iteration, cp.TimeTotal
+	}
+	r.closeLogger(t)
+	r.setStatus(t, Pending)
+	r.waiting = append(r.waiting, t)
+	r.sortWaiting()
+}
+
+// Controller implementation, used by schedulers.
+
+// Checkpoint implements Controller.
+func (r *runner) Checkpoint(t *Trial) (Checkpoint, error) {
+	if r.replaying {
+		cp, _ := t.LatestCheckpoint()
+		return cp, nil
+	}
+	if cp, ok := t.LatestCheckpoint(); ok && cp.Iteration == t.Iteration {
+		return cp, nil
+	}
+	if t.trainable == nil || t.busy {
+		return Checkpoint{}, fmt.Errorf("tune: trial %s cannot be checkpointed now", t.ID)
+	}
+	dir := r.checkpointDir(t, t.Iteration)
+	if err := saveTo(r.ctx, t.trainable, dir); err != nil {
+		return Checkpoint{}, fmt.Errorf("tune: trial %s: %w", t.ID, err)
+	}
+	return r.addCheckpoint(t, dir), nil
+}
+
+// Reconfigure implements Controller.
+func (r *runner) Reconfigure(t *Trial, cfg map[string]any, cp Checkpoint) {
+	if r.replaying {
+		return
+	}
+	r.actions = append(r.actions, pendingAction{t: t, cfg: cfg, cp: cp})
+	t.reconfig = true
+}
+
+// Stop implements Controller.
+func (r *runner) Stop(t *Trial) {
+	if r.replaying {
+		return
+	}
+	r.actions = append(r.actions, pendingAction{t: t, stop: true})
+}
+
+func (r *runner) applyActions() {
+	for len(r.actions) > 0 {
+		a := r.actions[0]
+		r.actions = r.actions[1:]
+		t := a.t
+		if a.stop {
+			switch {
+			case t.Status.terminal():
+			case t.busy || t.Status == Running:
+				t.wantStop = true
+			default:
+				r.unwait(t)
+				r.terminate(t, Terminated)
+			}
+			continue
+		}
+		// Exploit: copy the donor's checkpoint into t's folder (the donor
+		// may delete its own), then restart t from it with the new config.
+		dst := filepath.Join(t.Dir, fmt.Sprintf("checkpoint_%06d_from_%s", a.cp.Iteration, filepath.Base(filepath.Dir(a.cp.Path))))
+		if err := copyDir(a.cp.Path, dst); err != nil {
+			t.reconfig = false
+			continue
+		}
+		t.Config = a.cfg
+		r.record(journalEvent{Event: evConfig, Trial: t.ID, Config: a.cfg})
+		t.Iteration, t.TimeTotal = a.cp.Iteration, a.cp.TimeTotal
+		r.addCheckpoint(t, dst)
+		t.restoreFrom = dst
+		if t.logger != nil {
+			// Reopen so params.json shows the new config.
+			r.closeLogger(t)
+			lg, err := r.exp.Logger(t.Dir, t.Config)
+			if err != nil {
+				r.fatal = err
+				return
+			}
+			t.logger = lg
+		}
+	}
+}
+
+func copyDir(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		in, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := os.Create(target)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			out.Close()
+			return err
+		}
+		return out.Close()
+	})
+}
+
+// replay rebuilds trials, searcher and scheduler state from the journal.
+func (r *runner) replay() error {
+	evs, err := readJournal(r.dir)
+	if err != nil {
+		return err
+	}
+	r.replaying = true
+	defer func() { r.replaying = false }()
+	for _, ev := range evs {
+		if ev.Event == evCreated {
+			cfg, err := r.search.Suggest(ev.Trial)
+			if err != nil || cfg == nil {
+				return fmt.Errorf("tune: resuming: the searcher does not suggest trial %s as it did (got %v); was the search algorithm, num_samples or seed changed?", ev.Trial, err)
+			}
+			if show(cfg) != show(ev.Config) {
+				return fmt.Errorf("tune: resuming: trial %s was created with %s but the searcher now suggests %s; the search space, algorithm or seed changed",
+					ev.Trial, show(ev.Config), show(cfg))
+			}
+			t := r.addTrial(ev.Trial, cfg)
+			if ev.Resources != nil {
+				t.Resources = *ev.Resources
+			}
+			continue
+		}
+		if ev.Event == evFlush {
+			if f, ok := r.sched.(Flusher); ok {
+				f.Flush(r)
+			}
+			continue
+		}
+		t := r.byID[ev.Trial]
+		if t == nil {
+			return fmt.Errorf("tune: resuming: the journal mentions trial %s before creating it", ev.Trial)
+		}
+		switch ev.Event {
+		case evResult:
+			t.LastResult = ev.Result
+			if it, ok := ResultFloat(ev.Result, "training_iteration"); ok {
+				t.Iteration = int(it)
+			}
+			t.TimeTotal, _ = ResultFloat(ev.Result, "time_total_s")
+			r.sawResult = true
+			r.search.OnTrialResult(t.ID, ev.Result)
+			r.sched.OnTrialResult(r, t, ev.Result)
+		case evCheckpoint:
+			cp := *ev.Checkpoint
+			cp.Path = filepath.Join(r.dir, cp.Path)
+			t.Checkpoints = append(t.Checkpoints, cp)
+		case evCheckpointGone:
+			t.Checkpoints = removeCheckpoint(t.Checkpoints, filepath.Join(r.dir, ev.Checkpoint.Path))
+		case evConfig:
+			t.Config = ev.Config
+		case evStatus:
+			t.Status, t.Failures, t.Error = ev.Status, ev.Failures, ev.Error
+			if ev.Status.terminal() {
+				r.unwait(t)
+				r.sched.OnTrialComplete(r, t, t.LastResult)
+				r.search.OnTrialComplete(t.ID, t.LastResult, ev.Status == Errored)
+			}
+		}
+	}
+	// Unfinished trials continue from their last checkpoint.
+	r.replaying = false
+	for _, t := range r.trials {
+		if t.Status.terminal() {
+			continue
+		}
+		if t.LastResult != nil && r.stopCriteria(t, t.LastResult) {
+			// Its last result (taken while being interrupted) already met
+			// the stop criteria.
+			r.unwait(t)
+			r.terminate(t, Terminated)
+			continue
+		}
+		t.restoreFrom, t.Iteration, t.TimeTotal = "", 0, 0
+		if cp, ok := t.LatestCheckpoint(); ok {
+			t.restoreFrom, t.Iteration, t.TimeTotal = cp.Path, cp.Iteration, cp.TimeTotal
+		}
+		if t.Status == Running {
+			r.setStatus(t, Pending)
+		}
+	}
+	r.applyActions()
+	return r.fatal
+}

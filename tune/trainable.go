@@ -1,0 +1,279 @@
+package tune
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/gray-ml/gray/rllib"
+)
+
+// Trainable is what a trial trains. The runner calls Setup once, then Step
+// repeatedly (one result each), Save/Restore for checkpoints, and Stop once.
+type Trainable interface {
+	// Setup prepares training with the trial's resolved config; dir is the
+	// trial's run folder.
+	Setup(ctx context.Context, config map[string]any, dir string) error
+	// Step trains one iteration and returns its result. ErrTrainableDone
+	// ends the trial normally without a new result.
+	Step(ctx context.Context) (map[string]any, error)
+	// Save writes a checkpoint into dir (an empty folder the runner made).
+	Save(ctx context.Context, dir string) error
+	// Restore loads a checkpoint written by Save into dir.
+	Restore(ctx context.Context, dir string) error
+	// Stop releases everything the trainable holds.
+	Stop() error
+}
+
+// TrainableFactory makes a fresh Trainable for a trial (or a restart).
+type TrainableFactory func() Trainable
+
+// stopTimeout bounds how long Stop waits for a trainable to wind down.
+const stopTimeout = 10 * time.Second
+
+// ErrTrainableDone is returned by Step when training has finished.
+var ErrTrainableDone = errors.New("tune: trainable finished")
+
+// ReportFunc is how a function trainable reports one result. It blocks until
+// the runner wants the next result and returns an error (the context's)
+// when the trial must end; the function should then return.
+type ReportFunc func(result map[string]any) error
+
+// TrainFunc is a trainable written as one function.
+type TrainFunc func(ctx context.Context, config map[string]any, report ReportFunc) error
+
+// FuncTrainable adapts a TrainFunc. The function runs in its own goroutine
+// in lockstep with the runner: each report hands over one result and waits
+// for the next Step. To be checkpointable, the function calls
+// tune.SaveState(ctx, state) before report and tune.LoadState(ctx, &state)
+// at its start.
+func FuncTrainable(fn TrainFunc) TrainableFactory {
+	return func() Trainable { return &funcTrainable{fn: fn} }
+}
+
+type funcSession struct {
+	state    []byte // latest tune.SaveState value
+	restored []byte
+}
+
+type sessionKey struct{}
+
+// SaveState records the function's state; the next checkpoint the runner
+// takes will contain it. state must marshal to JSON.
+func SaveState(ctx context.Context, state any) error {
+	s, ok := ctx.Value(sessionKey{}).(*funcSession)
+	if !ok {
+		return errors.New("tune: SaveState called outside a function trainable")
+	}
+	b, err := json.Marshal(state)
+	if err != nil {
+		return fmt.Errorf("tune: checkpoint state: %w", err)
+	}
+	s.state = b
+	return nil
+}
+
+// LoadState fills state from the checkpoint the trial was restored from and
+// reports whether there was one.
+func LoadState(ctx context.Context, state any) (bool, error) {
+	s, ok := ctx.Value(sessionKey{}).(*funcSession)
+	if !ok || s.restored == nil {
+		return false, nil
+	}
+	if err := json.Unmarshal(s.restored, state); err != nil {
+		return false, fmt.Errorf("tune: restoring checkpoint state: %w", err)
+	}
+	return true, nil
+}
+
+type funcTrainable struct {
+	fn      TrainFunc
+	config  map[string]any
+	sess    funcSession
+	started bool
+	cancel  context.CancelFunc
+	results chan map[string]any
+	acks    chan struct{}
+	done    chan error
+	err     error // the function's return, once done
+	exited  bool
+}
+
+func (f *funcTrainable) Setup(_ context.Context, config map[string]any, _ string) error {
+	f.config = config
+	return nil
+}
+
+func (f *funcTrainable) start() {
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), sessionKey{}, &f.sess))
+	f.cancel = cancel
+	f.results = make(chan map[string]any)
+	f.acks = make(chan struct{})
+	f.done = make(chan error, 1)
+	f.started = true
+	report := func(r map[string]any) error {
+		select {
+		case f.results <- r:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		select {
+		case <-f.acks:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				f.done <- fmt.Errorf("tune: trainable function panicked: %v", p)
+			}
+		}()
+		f.done <- f.fn(ctx, f.config, report)
+	}()
+}
+
+func (f *funcTrainable) Step(ctx context.Context) (map[string]any, error) {
+	if f.exited {
+		return nil, f.finalErr()
+	}
+	if !f.started {
+		f.start()
+	} else {
+		select {
+		case f.acks <- struct{}{}:
+		case err := <-f.done:
+			f.exited, f.err = true, err
+			return nil, f.finalErr()
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	select {
+	case r := <-f.results:
+		return r, nil
+	case err := <-f.done:
+		f.exited, f.err = true, err
+		return nil, f.finalErr()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (f *funcTrainable) finalErr() error {
+	if f.err != nil {
+		return f.err
+	}
+	return ErrTrainableDone
+}
+
+func (f *funcTrainable) Save(_ context.Context, dir string) error {
+	if f.sess.state == nil {
+		return nil // nothing to save: a restart begins afresh
+	}
+	return os.WriteFile(filepath.Join(dir, "state.json"), f.sess.state, 0o644)
+}
+
+func (f *funcTrainable) Restore(_ context.Context, dir string) error {
+	b, err := os.ReadFile(filepath.Join(dir, "state.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("tune: restoring function state: %w", err)
+	}
+	f.sess.restored, f.sess.state = b, b
+	return nil
+}
+
+// Stop cancels the function and waits (up to 10 s) for it to return.
+func (f *funcTrainable) Stop() error {
+	if !f.started || f.exited {
+		return nil
+	}
+	f.cancel()
+	select {
+	case <-f.done:
+		f.exited = true
+		return nil
+	case <-time.After(stopTimeout):
+		return errors.New("tune: trainable function did not return within 10s of its context being cancelled; it must return when ctx is done or report fails")
+	}
+}
+
+// AgentTrainable adapts a registered rllib algorithm (rllib.Lookup(alg))
+// trained on env: each Step is one Train iteration, the trial's config is
+// the agent's config, and checkpoints are the agent's own (Save writes a
+// pointer file to the agent's checkpoint into the runner's folder).
+func AgentTrainable(alg, env string, envConfig map[string]any, seed int64) TrainableFactory {
+	return func() Trainable { return &agentTrainable{alg: alg, env: env, envConfig: envConfig, seed: seed} }
+}
+
+type agentTrainable struct {
+	alg, env  string
+	envConfig map[string]any
+	seed      int64
+	agent     rllib.Agent
+}
+
+func (a *agentTrainable) Setup(ctx context.Context, config map[string]any, dir string) error {
+	algo, err := rllib.Lookup(a.alg)
+	if err != nil {
+		return err
+	}
+	agent, err := algo.New(ctx, rllib.Options{Env: a.env, EnvConfig: a.envConfig, Config: config, LogDir: dir, Seed: a.seed})
+	if err != nil {
+		return fmt.Errorf("tune: creating %s agent on %s: %w", a.alg, a.env, err)
+	}
+	a.agent = agent
+	return nil
+}
+
+func (a *agentTrainable) Step(ctx context.Context) (map[string]any, error) {
+	r, err := a.agent.Train(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("tune: encoding %s result: %w", a.alg, err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	// The runner counts iterations across restarts itself.
+	delete(m, "training_iteration")
+	return m, nil
+}
+
+const agentPointer = "agent_checkpoint"
+
+func (a *agentTrainable) Save(ctx context.Context, dir string) error {
+	path, err := a.agent.Save(ctx)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, agentPointer), []byte(path+"\n"), 0o644)
+}
+
+func (a *agentTrainable) Restore(ctx context.Context, dir string) error {
+	b, err := os.ReadFile(filepath.Join(dir, agentPointer))
+	if err != nil {
+		return fmt.Errorf("tune: %s is not an agent checkpoint: %w", dir, err)
+	}
+	return a.agent.Restore(ctx, strings.TrimSpace(string(b)))
+}
+
+func (a *agentTrainable) Stop() error {
+	if a.agent == nil {
+		return nil
+	}
+	return a.agent.Stop()
+}
