@@ -67,6 +67,8 @@ type Node struct {
 	closed     bool
 	store      ObjectStore
 	waiters    map[ids.ObjectID][]waiter
+	pins       map[ids.ObjectID]int  // queued tasks that take the object as an argument
+	dropped    map[ids.ObjectID]bool // objects the program dropped, to delete once unpinned or stored
 	total      task.Resources
 	avail      task.Resources
 	gpuFree    []int
@@ -234,6 +236,8 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		done:    make(chan struct{}),
 		store:   cfg.Store,
 		waiters: map[ids.ObjectID][]waiter{},
+		pins:    map[ids.ObjectID]int{},
+		dropped: map[ids.ObjectID]bool{},
 		total:   cloneRes(cfg.Resources),
 		avail:   cloneRes(cfg.Resources),
 		queues:  map[string]*fifo{},
@@ -423,6 +427,7 @@ func (n *Node) submitLocked(s *task.Spec) error {
 		if !arg.IsRef {
 			continue
 		}
+		n.pins[arg.Ref]++
 		if o, ok := n.store.Get(arg.Ref); ok {
 			if o.Err != nil && p.failed == nil {
 				p.failed = o.Err
@@ -621,7 +626,7 @@ func (n *Node) run(w *proc, p *pending) {
 // send queues p at w.
 func (n *Node) send(w *proc, p *pending) {
 	s := p.spec
-	resolveArgs(n.store, s)
+	n.resolveArgs(s)
 	s.GPUIDs = w.gpus
 	w.tasks = append(w.tasks, p)
 	// A broken connection is noticed by the reader, which fails the task.
@@ -630,15 +635,73 @@ func (n *Node) send(w *proc, p *pending) {
 
 // resolveArgs replaces reference arguments by their values: the objects live
 // in the driver, so sending them with the task saves the worker a round trip.
-func resolveArgs(st ObjectStore, s *task.Spec) {
+// The task no longer needs the objects afterwards.
+func (n *Node) resolveArgs(s *task.Spec) {
 	for i := range s.Args {
 		a := &s.Args[i]
 		if a.IsRef {
-			o, _ := st.Get(a.Ref)
+			o, _ := n.store.Get(a.Ref)
 			a.IsRef = false
 			a.Data = o.Data
+			n.unpin(a.Ref)
 		}
 	}
+}
+
+// unpinArgs releases the objects of a task that ends without running.
+func (n *Node) unpinArgs(s *task.Spec) {
+	for i := range s.Args {
+		if a := &s.Args[i]; a.IsRef {
+			a.IsRef = false
+			n.unpin(a.Ref)
+		}
+	}
+}
+
+// unpin drops a task's claim on an object, freeing it if the program has
+// dropped it too.
+func (n *Node) unpin(id ids.ObjectID) {
+	if c := n.pins[id]; c > 1 {
+		n.pins[id] = c - 1
+		return
+	}
+	delete(n.pins, id)
+	if n.dropped[id] {
+		n.free(id)
+	}
+}
+
+// free deletes an object nobody can ask for any more. One still being
+// computed is deleted when it arrives.
+func (n *Node) free(id ids.ObjectID) {
+	if n.pins[id] > 0 || len(n.waiters[id]) > 0 {
+		n.dropped[id] = true
+		return
+	}
+	if _, ok := n.store.Get(id); !ok {
+		n.dropped[id] = true
+		return
+	}
+	delete(n.dropped, id)
+	n.store.Delete(id)
+}
+
+// Drop tells the node that the program holds no reference to the object:
+// once no queued task needs it either, it is deleted. Only objects whose
+// references never left the driver are dropped (see the gray package).
+func (n *Node) Drop(id ids.ObjectID) {
+	n.mu.Lock()
+	if !n.closed {
+		n.free(id)
+	}
+	n.mu.Unlock()
+}
+
+// Objects returns how many objects the node's store holds.
+func (n *Node) Objects() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.store.Len()
 }
 
 // append queues a message for w; it is written when the node's lock is
@@ -717,7 +780,7 @@ func (n *Node) pump(a *actor) {
 			n.finishErr(p, argErr(p))
 			continue
 		}
-		resolveArgs(n.store, p.spec)
+		n.resolveArgs(p.spec)
 		p.spec.GPUIDs = a.gpus
 		a.inflight = append(a.inflight, p)
 		s := p.spec
@@ -730,6 +793,7 @@ func (n *Node) pump(a *actor) {
 
 // finishErr fails every return of p with e.
 func (n *Node) finishErr(p *pending, e *task.TaskError) {
+	n.unpinArgs(p.spec)
 	n.storeReturns(p.spec, e)
 	n.ctrl.TaskFinished(p.spec.ID, e)
 }
@@ -769,6 +833,9 @@ func (n *Node) Put(id ids.ObjectID, o task.Object) error {
 
 func (n *Node) putLocked(id ids.ObjectID, o task.Object) {
 	n.store.Put(id, o)
+	if n.dropped[id] {
+		defer n.free(id)
+	}
 	ws, ok := n.waiters[id]
 	if !ok {
 		return
