@@ -85,6 +85,8 @@ type Node struct {
 	nextWorker int
 	errQ       []*task.TaskError // failures to report outside the lock
 	dirty      []*proc           // workers with messages to flush at unlock
+	badStarts  int               // workers in a row that exited before connecting
+	spawnErr   error             // set when workers cannot start at all
 
 	wg sync.WaitGroup // every goroutine the node starts
 }
@@ -257,8 +259,12 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	// Wait for the pool so the first tasks find workers ready.
 	for {
 		n.mu.Lock()
-		s := n.starting
+		s, serr := n.starting, n.spawnErr
 		n.unlock()
+		if serr != nil {
+			n.Shutdown()
+			return nil, serr
+		}
 		if s == 0 {
 			return n, nil
 		}
@@ -388,6 +394,11 @@ func (n *Node) Submit(s *task.Spec) error {
 func (n *Node) submitLocked(s *task.Spec) error {
 	if n.closed {
 		return ErrShutdown
+	}
+	if n.spawnErr != nil {
+		te := &task.TaskError{Function: s.Func, Message: n.spawnErr.Error(), Cause: n.spawnErr}
+		n.storeReturns(s, te)
+		return n.spawnErr
 	}
 	e, err := task.Lookup(s.Func)
 	if err == nil && s.Kind != e.Kind {
@@ -1112,6 +1123,12 @@ func (n *Node) actorDied(a *actor, why *task.TaskError) {
 // pool worker. The fork happens on a new goroutine so the lock isn't held
 // across it.
 func (n *Node) spawn(a *actor) {
+	if n.spawnErr != nil {
+		if a != nil {
+			n.actorDied(a, &task.TaskError{Function: a.typ, Message: n.spawnErr.Error(), Cause: n.spawnErr})
+		}
+		return
+	}
 	n.nextWorker++
 	w := &proc{id: n.nextWorker, actor: a, exited: make(chan struct{})}
 	w.name = fmt.Sprintf("worker %d", w.id)
@@ -1271,6 +1288,7 @@ func (n *Node) serve(c net.Conn) {
 	id := int(d.Uvarint())
 	n.mu.Lock()
 	w := n.workers[id]
+	n.badStarts = 0
 	if w == nil || w.conn != nil || n.closed {
 		n.unlock()
 		conn.Close()
@@ -1490,6 +1508,9 @@ func (n *Node) died(w *proc) {
 	if w.conn == nil && w.actor == nil {
 		n.starting--
 	}
+	if w.conn == nil {
+		n.startFailed(w)
+	}
 	how := "exited"
 	if w.exitErr != nil {
 		how = w.exitErr.Error()
@@ -1521,13 +1542,40 @@ func (n *Node) died(w *proc) {
 				alive++
 			}
 		}
-		if alive < n.cfg.NumWorkers {
+		if alive < n.cfg.NumWorkers && n.spawnErr == nil {
 			n.spawn(nil)
 		}
 		n.schedule()
 	}
 	n.unlock()
 	n.flushErrors()
+}
+
+// startFailed counts a worker that exited before connecting. Several in a
+// row mean the program does not serve tasks when started as a worker: stop
+// starting workers and fail what waits for one, rather than respawn forever.
+func (n *Node) startFailed(w *proc) {
+	n.badStarts++
+	if n.badStarts < 3 || n.spawnErr != nil {
+		return
+	}
+	why := "exited"
+	if w.exitErr != nil {
+		why = w.exitErr.Error()
+	}
+	n.spawnErr = fmt.Errorf("gray: %d worker processes in a row exited before connecting to the driver (last: %s); "+
+		"the program must call gray.ServeIfWorker() first thing in main (in TestMain for tests) so that it serves tasks when started as a worker", n.badStarts, why)
+	e := &task.TaskError{Function: "(worker start)", Message: n.spawnErr.Error(), Cause: n.spawnErr}
+	for _, k := range n.shapes {
+		q := n.queues[k]
+		for q.len() > 0 {
+			n.finishErr(q.pop(), e)
+		}
+	}
+	for _, a := range n.actorWait {
+		n.actorDied(a, e)
+	}
+	n.actorWait = nil
 }
 
 // Shutdown stops every worker and frees the node. Calls waiting in Get or
