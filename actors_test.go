@@ -247,3 +247,27 @@ func TestHandlePassedToActor(t *testing.T) {
 		t.Fatalf("counter after two relayed adds = %d, %v; want 17", v, err)
 	}
 }
+
+func TestKillActorsWhileStarting(t *testing.T) {
+	ctx := start(t, gray.Options{})
+	for range 5 {
+		h, err := counterType.Remote(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := gray.Kill(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Killed actors are no sign of a broken worker setup.
+	h, err := counterType.Remote(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := gray.Get(ctx, increment.Remote(h)); err != nil || v != 1 {
+		t.Fatalf("after killing starting actors: %v, %v", v, err)
+	}
+	if v, err := gray.Get(ctx, inc.Remote(1)); err != nil || v != 2 {
+		t.Fatalf("tasks after killing starting actors: %v, %v", v, err)
+	}
+}

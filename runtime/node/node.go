@@ -1205,7 +1205,7 @@ func (n *Node) startProc(w *proc) {
 		n.mu.Lock()
 		w.process = w.cmd.Process
 		w.name = fmt.Sprintf("worker %d (pid %d)", w.id, w.process.Pid)
-		kill := w.dead || n.closed // killed or shut down while starting
+		kill := w.dead || n.closed || (w.actor != nil && w.actor.dead) // killed or shut down while starting
 		n.unlock()
 		if kill {
 			_ = w.process.Kill()
@@ -1289,7 +1289,7 @@ func (n *Node) serve(c net.Conn) {
 	n.mu.Lock()
 	w := n.workers[id]
 	n.badStarts = 0
-	if w == nil || w.conn != nil || n.closed {
+	if w == nil || w.conn != nil || n.closed || (w.actor != nil && w.actor.dead) {
 		n.unlock()
 		conn.Close()
 		return
@@ -1508,7 +1508,7 @@ func (n *Node) died(w *proc) {
 	if w.conn == nil && w.actor == nil {
 		n.starting--
 	}
-	if w.conn == nil {
+	if w.conn == nil && (w.actor == nil || !w.actor.dead) { // not an actor killed while starting
 		n.startFailed(w)
 	}
 	how := "exited"
