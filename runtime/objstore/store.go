@@ -24,6 +24,33 @@
 // Small objects need not touch the file system at all: [Store.PutInline]
 // keeps them in the owner's memory under the same accounting.
 //
+// # How the runtime uses it
+//
+//   - Init (driver): CleanStale("/dev/shm"), then Open with the session id,
+//     the capacity option and OnEvict (mark the object lost for lineage).
+//     Workers learn Dir() at start. Shutdown: Close.
+//   - Put / task results: enc := codec.Prepare(v). Below
+//     codec.InlineThreshold the bytes travel inline (the driver may keep them
+//     with PutInline). Otherwise the driver does Create(id, enc.Size()),
+//     enc.EncodeTo(w.Bytes()), w.Seal(); a worker does CreateFile(dir, id,
+//     size), EncodeTo, Seal, and names the object in its reply, on which the
+//     driver calls Adopt(id) (an error there becomes the object's value).
+//   - References: each object starts with one store reference; the runtime
+//     calls Release when its own count of references (driver handles,
+//     queued tasks, actor state) reaches zero. AddRef exists for runtimes
+//     that mirror every reference.
+//   - Pins: Pin each store argument when its task is queued and Unpin when
+//     the task finishes or its worker dies; a driver-side Get pins (it is a
+//     Get) until the value's reference is released.
+//   - Workers read arguments through one Reader per process (NewReader(dir,
+//     n); Get, codec.DecodeZeroCopy, View.Done when the task returns), which
+//     keeps mappings of objects read again (weights, noise tables), and run
+//     the task under Guard. Decoded slices are valid during the call (actors
+//     copy what they keep). Map is the one-shot form.
+//   - Get returning ErrEvicted: rebuild by re-running the creating task,
+//     which creates the same id again (its reference count is kept); an
+//     object made by a driver's Put cannot be rebuilt and says so.
+//
 // # Read-only rule
 //
 // Slices returned by [Store.Get] and [Mapping.Bytes], and every slice the

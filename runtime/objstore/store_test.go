@@ -348,3 +348,52 @@ func TestRecyclePages(t *testing.T) {
 		t.Fatalf("big put: %+v", st)
 	}
 }
+
+func TestReaderCachesAndRevalidates(t *testing.T) {
+	s := newStore(t, 64<<20, nil)
+	put(t, s, "a", 1<<20, 1)
+	r := NewReader(s.Dir(), 1)
+	defer r.Close()
+	v1, err := r.Get("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2, err := r.Get("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if &v1.Bytes()[0] != &v2.Bytes()[0] || v1.Bytes()[0] != 1 {
+		t.Fatal("a second Get of the same object must reuse the mapping")
+	}
+	v1.Done()
+	v2.Done()
+	// The object is freed, its pages recycled by b, then a is made again
+	// (a lineage rebuild) with other contents: the cached mapping must not
+	// be served.
+	_ = s.Release("a")
+	if _, err := r.Get("a"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get of a freed object: %v", err)
+	}
+	put(t, s, "b", 1<<20, 2)
+	put(t, s, "a", 1<<20, 3)
+	v3, err := r.Get("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v3.Bytes()[0] != 3 {
+		t.Fatalf("Reader served a stale mapping: byte %d, want 3", v3.Bytes()[0])
+	}
+	// Over the idle limit (1), the least recently used mapping goes.
+	vb, _ := r.Get("b")
+	vb.Done()
+	v3.Done()
+	r.mu.Lock()
+	n := len(r.maps)
+	r.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("%d idle mappings cached, limit 1", n)
+	}
+	if _, err := r.Get("../x"); !errors.Is(err, ErrBadID) {
+		t.Fatal(err)
+	}
+}
