@@ -494,6 +494,20 @@ func (s *Store) dropReserved(e *entry) {
 	}
 }
 
+// Reserve makes room for an object of size bytes that another process on
+// the node will write, reusing freed pages when it can: it creates
+// "<id>.tmp", which that process opens with OpenReserved, fills and
+// Finishes; then the owner calls Seal(id), or Abort(id) if the writer
+// failed. Reserve then Seal moves a large task result into the store at
+// memory speed, where CreateFile then Adopt must allocate fresh pages.
+func (s *Store) Reserve(id ID, size int64) error {
+	_, err := s.Create(id, size)
+	return err
+}
+
+// Abort drops an object created or reserved but not sealed.
+func (s *Store) Abort(id ID) error { return s.abort(id) }
+
 func (s *Store) abort(id ID) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -397,3 +397,54 @@ func TestReaderCachesAndRevalidates(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestReserveForAnotherWriter(t *testing.T) {
+	s := newStore(t, 64<<20, nil)
+	put(t, s, "old", 1<<20, 1)
+	_ = s.Release("old") // its pages become a spare
+	if err := s.Reserve("res", 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Stats(); st.SpareBytes != 0 {
+		t.Fatalf("Reserve did not reuse the spare: %+v", st)
+	}
+	// What a worker does:
+	w, err := OpenReserved(s.Dir(), "res")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Bytes()) != 1<<20 {
+		t.Fatalf("reserved buffer of %d bytes", len(w.Bytes()))
+	}
+	for i := range w.Bytes() {
+		w.Bytes()[i] = 5
+	}
+	if err := w.Seal(); err == nil {
+		t.Fatal("a worker must not seal a reserved object itself")
+	}
+	if err := w.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	// Then the owner, on the worker's reply:
+	if err := s.Seal("res"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.Get("res")
+	if err != nil || b[0] != 5 || b[len(b)-1] != 5 {
+		t.Fatalf("reserved object after seal: %v", err)
+	}
+	_ = s.Unpin("res")
+	// A failed writer: the owner aborts and the room comes back.
+	if err := s.Reserve("res2", 1000); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Abort("res2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenReserved(s.Dir(), "res2"); err == nil {
+		t.Fatal("OpenReserved of an aborted object must fail")
+	}
+	if st := s.Stats(); st.Used != 1<<20 || st.PinnedBytes != 0 {
+		t.Fatalf("after abort: %+v", st)
+	}
+}
