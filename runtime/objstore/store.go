@@ -155,6 +155,7 @@ type entry struct {
 	wmap   []byte // the owner's read-write mapping of an object it created (len >= size)
 	lru    *list.Element
 	spare  *spare // while reserved: the spare whose pages this object reuses
+	isNew  bool   // while reserved: made by this reservation (not a rebuild)
 }
 
 // A spare is the file of a freed object, kept (renamed) so that its
@@ -391,7 +392,7 @@ func (s *Store) reserve(id ID, size int64, inline bool) (*entry, []*entry, error
 		victims = append(victims, v)
 	}
 	if e == nil {
-		e = &entry{id: id, refs: 1}
+		e = &entry{id: id, refs: 1, isNew: true}
 		s.objects[id] = e
 	}
 	e.size, e.state, e.inline, e.pins, e.spare = size, creating, inline, 0, reuse
@@ -489,7 +490,7 @@ func (s *Store) dropReserved(e *entry) {
 	s.pinned -= e.size
 	e.state = evicted
 	e.data = nil
-	if e.refs <= 1 { // no one else refers to it: forget it entirely
+	if e.isNew || e.refs == 0 { // nobody referred to it before: forget it
 		delete(s.objects, e.id)
 	}
 }
@@ -541,7 +542,7 @@ func (s *Store) Seal(id ID) error {
 }
 
 func (s *Store) sealLocked(e *entry) {
-	e.state = sealed
+	e.state, e.isNew = sealed, false
 	s.pinned -= e.size
 	if e.refs == 0 { // released while being written
 		s.freeLocked(e)

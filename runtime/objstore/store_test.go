@@ -448,3 +448,29 @@ func TestReserveForAnotherWriter(t *testing.T) {
 		t.Fatalf("after abort: %+v", st)
 	}
 }
+
+func TestFailedRebuildKeepsReferences(t *testing.T) {
+	s := newStore(t, 2000, nil)
+	put(t, s, "a", 1000, 1)
+	put(t, s, "b", 1000, 2)
+	put(t, s, "c", 1000, 3) // evicts a
+	if _, err := s.Get("a"); !errors.Is(err, ErrEvicted) {
+		t.Fatal(err)
+	}
+	w, err := s.Create("a", 1000) // rebuild starts, then its task fails
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Abort(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get("a"); !errors.Is(err, ErrEvicted) {
+		t.Fatalf("after a failed rebuild: %v, want still ErrEvicted", err)
+	}
+	if err := s.Release("a"); err != nil {
+		t.Fatalf("the runtime's reference was lost: %v", err)
+	}
+	if _, err := s.Get("a"); !errors.Is(err, ErrNotFound) {
+		t.Fatal(err)
+	}
+}
