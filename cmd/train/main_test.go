@@ -27,7 +27,7 @@ import (
 // test run the real main in a child process (for signals).
 func TestMain(m *testing.M) {
 	// The runtime starts this test binary again as its workers.
-	serveIfWorker()
+	setup()
 	if os.Getenv("GRAY_TRAIN_TEST_MAIN") == "1" {
 		main()
 		return
