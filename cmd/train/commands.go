@@ -97,7 +97,11 @@ func runSweep(ctx context.Context, exp config.Experiment, resume bool, stdout io
 	a, err := sweep.Run(ctx, exp, resume, stdout, opts)
 	dir := filepath.Join(exp.LocalDir, exp.Name)
 	if ctx.Err() != nil {
-		fmt.Fprintf(stdout, "interrupted: continue with `train -f %s --resume`\n", exp.File)
+		if exp.File != "" {
+			fmt.Fprintf(stdout, "interrupted: continue with `train -f %s --resume`\n", exp.File)
+		} else {
+			fmt.Fprintln(stdout, "interrupted: continue by running the same command with --resume")
+		}
 		return errInterrupted
 	}
 	if err != nil {
