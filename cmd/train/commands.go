@@ -108,6 +108,16 @@ func runSweep(ctx context.Context, exp config.Experiment, resume bool, stdout io
 		return err
 	}
 	fmt.Fprintf(stdout, "%d trials in %s; list them with `train ls %s`\n", len(a.Trials), dir, dir)
+	var failed []string
+	for _, t := range a.Trials {
+		if t.Status == tune.Errored {
+			failed = append(failed, fmt.Sprintf("trial %s (%d failures): %s", t.ID, t.Failures, t.Error))
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%d of %d trials failed:\n  %s\ntheir results so far are kept (`train ls %s --status ERROR`)",
+			len(failed), len(a.Trials), strings.Join(failed, "\n  "), dir)
+	}
 	return nil
 }
 

@@ -73,6 +73,15 @@ func TestSweepRunLsBest(t *testing.T) {
 		t.Errorf("best: %s%s", o.stdout, o.stderr)
 	}
 
+	// A trial's checkpoint is a platform checkpoint: rollout accepts it.
+	ckpts, _ := filepath.Glob(filepath.Join(exp, "*", "checkpoint_3"))
+	if len(ckpts) != 3 {
+		t.Fatalf("agent checkpoints %v", ckpts)
+	}
+	if o = train(t, "rollout", "--checkpoint", ckpts[0], "--episodes", "1"); o.code != 0 || !strings.Contains(o.stdout, "return 0.70") {
+		t.Errorf("rollout of a trial checkpoint: %s%s", o.stdout, o.stderr)
+	}
+
 	// The same experiment again is refused; --resume continues it (here:
 	// nothing is left to run).
 	if o = train(t, "-f", file, "--local-dir", local); o.code != exitError || !strings.Contains(o.stderr, "already holds an experiment") {
@@ -116,4 +125,33 @@ func TestSweepBadInput(t *testing.T) {
 		t.Errorf("ls on a non-experiment: %d %s", o.code, o.stdout)
 	}
 	t.Log(o.stderr)
+}
+
+// TestSweepRetryRestoresCheckpoint: a failing trial is retried from its
+// last checkpoint (through the platform's checkpoint metadata).
+func TestSweepRetryRestoresCheckpoint(t *testing.T) {
+	local := t.TempDir()
+	file := filepath.Join(t.TempDir(), "sweep.yaml")
+	os.WriteFile(file, []byte(`name: retry
+env: Corridor-v0
+alg: FakeAlg
+stop: {training_iteration: 4}
+checkpoint_freq: 1
+max_failures: 1
+config: {err_at: 3}
+`), 0o644)
+	o := train(t, "-f", file, "--local-dir", local)
+	if o.code != exitError || !strings.Contains(o.stderr, "1 of 1 trials failed") || !strings.Contains(o.stderr, "(2 failures)") ||
+		!strings.Contains(o.stderr, "total_loss is NaN") {
+		t.Errorf("exit %d\n%s\n%s", o.code, o.stdout, o.stderr)
+	}
+	// Both attempts failed at iteration 3; the retry restored checkpoint 2
+	// rather than starting over, so only iterations 1 and 2 were logged.
+	params, _ := filepath.Glob(filepath.Join(local, "retry", "*", "params.json"))
+	if len(params) != 1 {
+		t.Fatalf("trials: %v", params)
+	}
+	if results, _ := runlog.ReadResults(filepath.Dir(params[0])); len(results) != 2 {
+		t.Errorf("%d results logged, want 2 (the retry must resume from the checkpoint)", len(results))
+	}
 }

@@ -84,7 +84,7 @@ func Build(exp config.Experiment, out io.Writer) (tune.Experiment, error) {
 	te := tune.Experiment{
 		Name:            exp.Name,
 		Dir:             filepath.Join(exp.LocalDir, exp.Name),
-		Trainable:       laidOut(tune.AgentTrainable(exp.Alg, exp.Env, exp.EnvConfig, exp.Seed)),
+		Trainable:       agentFactory(exp.Alg, exp.Env, exp.EnvConfig, exp.Seed),
 		Space:           space,
 		Stop:            exp.Stop,
 		CheckpointFreq:  exp.CheckpointFreq,
@@ -151,23 +151,6 @@ func Run(ctx context.Context, exp config.Experiment, resume bool, out io.Writer,
 		return tune.Resume(ctx, te)
 	}
 	return tune.Run(ctx, te)
-}
-
-// laidOut makes the agent's results look as they do in `train` runs
-// (info/learner/kl, ...), so that stop criteria, schedulers' metrics,
-// `train ls` and `train best` name keys as progress.csv does.
-func laidOut(f tune.TrainableFactory) tune.TrainableFactory {
-	return func() tune.Trainable { return layoutTrainable{f()} }
-}
-
-type layoutTrainable struct{ tune.Trainable }
-
-func (t layoutTrainable) Step(ctx context.Context) (map[string]any, error) {
-	r, err := t.Trainable.Step(ctx)
-	if err != nil {
-		return r, err
-	}
-	return tunelog.Layout(r), nil
 }
 
 // decode fills dst from the sweep key, when present, naming the key and
