@@ -1,0 +1,166 @@
+// Command rl is Gray's RL learning benchmark: it trains PPO over several
+// seeds and reports, per seed, the steps and wall time until the mean
+// return of the last 100 episodes reaches a target (CartPole-v1) or the
+// mean return after a step budget (Pendulum-v1), with sampling and SGD
+// throughput.
+//
+//	go run ./benchmarks/rl -env CartPole-v1 -seeds 5 -target 475 -max-steps 150000
+//	go run ./benchmarks/rl -env Pendulum-v1 -seeds 3 -max-steps 500000 -config '{"observation_filter": "MeanStdFilter"}'
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gray-ml/gray/rllib"
+	_ "github.com/gray-ml/gray/rllib/ppo" // registers PPO
+)
+
+type runResult struct {
+	seed        int64
+	steps       int64
+	wall        time.Duration
+	solved      bool
+	finalReward float64
+	sampleRate  float64
+	learnRate   float64
+}
+
+func main() {
+	env := flag.String("env", "CartPole-v1", "environment")
+	alg := flag.String("alg", "PPO", "algorithm")
+	seeds := flag.Int("seeds", 5, "number of seeds (1..n)")
+	firstSeed := flag.Int64("first-seed", 1, "first seed")
+	target := flag.Float64("target", math.NaN(), "stop a seed when episode_reward_mean (last 100 episodes) reaches this")
+	maxSteps := flag.Int64("max-steps", 150000, "step budget per seed")
+	config := flag.String("config", "{}", "algorithm config as JSON")
+	verbose := flag.Bool("v", false, "print every iteration")
+	flag.Parse()
+
+	var cfg map[string]any
+	if err := json.Unmarshal([]byte(*config), &cfg); err != nil {
+		fmt.Fprintf(os.Stderr, "rl: -config is not valid JSON: %v\n", err)
+		os.Exit(2)
+	}
+	algo, err := rllib.Lookup(*alg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "rl:", err)
+		os.Exit(2)
+	}
+	ctx := context.Background()
+	var results []runResult
+	for s := int64(0); s < int64(*seeds); s++ {
+		seed := *firstSeed + s
+		r, err := runSeed(ctx, algo, *env, cfg, seed, *target, *maxSteps, *verbose)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "rl: seed %d: %v\n", seed, err)
+			os.Exit(1)
+		}
+		results = append(results, r)
+		status := "not solved"
+		if r.solved {
+			status = "solved"
+		}
+		fmt.Printf("seed %d: %s at %d steps, %.2f s, final episode_reward_mean %.1f, sampling %.0f steps/s, SGD %.0f steps/s\n",
+			seed, status, r.steps, r.wall.Seconds(), r.finalReward, r.sampleRate, r.learnRate)
+	}
+	summarize(results, *target)
+}
+
+func runSeed(ctx context.Context, algo rllib.Algorithm, env string, cfg map[string]any, seed int64, target float64, maxSteps int64, verbose bool) (runResult, error) {
+	agent, err := algo.New(ctx, rllib.Options{Env: env, Config: cfg, Seed: seed})
+	if err != nil {
+		return runResult{}, err
+	}
+	defer agent.Stop()
+	start := time.Now()
+	r := runResult{seed: seed}
+	var sampleSteps, sampleTime, learnSteps, learnTime float64
+	for r.steps < maxSteps {
+		res, err := agent.Train(ctx)
+		if err != nil {
+			return r, err
+		}
+		r.steps = res.TimestepsTotal
+		r.finalReward = res.EpisodeRewardMean
+		if t := res.Extra["sample_time_s"]; t > 0 {
+			sampleTime += t
+			sampleSteps += float64(res.TimestepsThisIter)
+		}
+		if t := res.Extra["learn_time_s"]; t > 0 {
+			learnTime += t
+			learnSteps += res.Extra["learn_steps_per_s"] * t
+		}
+		if verbose {
+			fmt.Printf("  iter %d steps %d reward %.1f kl %.4f entropy %.3f lr %.2g ev %.2f %.1fs\n", res.TrainingIteration, res.TimestepsTotal,
+				res.EpisodeRewardMean, res.Learner["kl"], res.Learner["entropy"], res.Learner["cur_lr"], res.Learner["explained_variance"], time.Since(start).Seconds())
+		}
+		if !math.IsNaN(target) && res.EpisodeRewardMean >= target {
+			r.solved = true
+			break
+		}
+	}
+	r.wall = time.Since(start)
+	r.sampleRate = sampleSteps / math.Max(sampleTime, 1e-9)
+	r.learnRate = learnSteps / math.Max(learnTime, 1e-9)
+	return r, nil
+}
+
+func summarize(rs []runResult, target float64) {
+	walls := make([]float64, len(rs))
+	steps := make([]float64, len(rs))
+	finals := make([]string, len(rs))
+	solved := 0
+	var sr, lr float64
+	for i, r := range rs {
+		walls[i], steps[i] = r.wall.Seconds(), float64(r.steps)
+		finals[i] = fmt.Sprintf("%.1f", r.finalReward)
+		if r.solved {
+			solved++
+		}
+		sr += r.sampleRate / float64(len(rs))
+		lr += r.learnRate / float64(len(rs))
+	}
+	if !math.IsNaN(target) {
+		fmt.Printf("solved %d/%d; steps median %.0f (min %.0f, max %.0f); wall median %.2f s (min %.2f, max %.2f)\n",
+			solved, len(rs), median(steps), minOf(steps), maxOf(steps), median(walls), minOf(walls), maxOf(walls))
+	} else {
+		fmt.Printf("final episode_reward_mean per seed: %s; wall median %.1f s\n", strings.Join(finals, ", "), median(walls))
+	}
+	fmt.Printf("mean sampling %.0f steps/s, mean SGD %.0f steps/s\n", sr, lr)
+}
+
+func median(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s) == 0 {
+		return math.NaN()
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func minOf(xs []float64) float64 {
+	m := math.Inf(1)
+	for _, x := range xs {
+		m = math.Min(m, x)
+	}
+	return m
+}
+
+func maxOf(xs []float64) float64 {
+	m := math.Inf(-1)
+	for _, x := range xs {
+		m = math.Max(m, x)
+	}
+	return m
+}

@@ -1,0 +1,297 @@
+package ppo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/gray-ml/gray/envs"
+	"github.com/gray-ml/gray/rllib"
+	"github.com/gray-ml/gray/rllib/rollout"
+	"github.com/gray-ml/gray/rllib/sample"
+	"github.com/gray-ml/gray/rllib/schedule"
+)
+
+func init() {
+	rllib.Register(rllib.Algorithm{
+		Name:          "PPO",
+		New:           func(ctx context.Context, opts rllib.Options) (rllib.Agent, error) { return New(ctx, opts) },
+		DefaultConfig: func() any { return DefaultConfig() },
+	})
+}
+
+// Agent is a PPO agent. It implements rllib.Agent.
+type Agent struct {
+	opts rllib.Options
+	cfg  Config
+	seed int64
+	// pol holds the master weights the learner updates; proc holds the
+	// master observation filter.
+	pol     *policy
+	proc    *obsProcessor
+	learner *learner
+	lr      schedule.Piecewise
+	// samplers collect experience: the local worker when num_workers is 0,
+	// else the actors.
+	samplers samplers
+
+	iteration int
+	timesteps int64
+	klCoeff   float64
+	window    *sample.EpisodeWindow
+	act       rollout.Actions
+	obsBuf    []float64
+	actSpace  envs.Space
+}
+
+// samplers is how the agent collects one iteration's experience.
+type samplers interface {
+	sample(ctx context.Context, a *Agent) ([]Samples, error)
+	close() error
+}
+
+// New creates a PPO agent for opts.Env with opts.Config over the defaults.
+func New(ctx context.Context, opts rllib.Options) (*Agent, error) {
+	cfg := DefaultConfig()
+	if err := rllib.Decode("PPO", opts.Config, &cfg); err != nil {
+		return nil, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	seed := opts.Seed
+	if cfg.Seed != nil {
+		seed = *cfg.Seed
+	}
+	// The driver builds one environment to learn the spaces.
+	env, err := envs.Make(opts.Env, envs.Config(opts.EnvConfig))
+	if err != nil {
+		return nil, fmt.Errorf("PPO: %w", err)
+	}
+	obsSpace, actSpace := env.ObservationSpace(), env.ActionSpace()
+	_ = env.Close()
+	proc, err := newObsProcessor(opts.Env, obsSpace, cfg.ObservationFilter)
+	if err != nil {
+		return nil, fmt.Errorf("PPO: %w", err)
+	}
+	pol, err := newPolicy(proc.pre, actSpace, cfg.Model, seed)
+	if err != nil {
+		return nil, fmt.Errorf("PPO: %w", err)
+	}
+	a := &Agent{
+		opts: opts, cfg: cfg, seed: seed, pol: pol, proc: proc,
+		lr: cfg.lrSchedule(), klCoeff: cfg.KLCoeff, actSpace: actSpace,
+		window: sample.NewEpisodeWindow(cfg.MetricsSmoothingEpisodes),
+	}
+	a.learner, err = newLearner(&a.cfg, pol, func() (*policy, error) {
+		return newPolicy(proc.pre, actSpace, cfg.Model, seed)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("PPO: %w", err)
+	}
+	if a.samplers, err = newSamplers(ctx, a); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// Config returns the configuration in use (defaults plus the user's keys).
+func (a *Agent) Config() Config { return a.cfg }
+
+// Iteration implements rllib.Agent.
+func (a *Agent) Iteration() int { return a.iteration }
+
+// LogDir implements rllib.Agent.
+func (a *Agent) LogDir() string { return a.opts.LogDir }
+
+// Weights returns a copy of the policy's flat weights.
+func (a *Agent) Weights() []float64 { return a.pol.params.GetFlat(nil) }
+
+// Train implements rllib.Agent: it samples timesteps_per_batch steps,
+// computes advantages and runs minibatch SGD. On NaN or Inf in a loss,
+// gradient or weight it returns an error naming the step and leaves the
+// weights, optimizer and iteration as they were before the call.
+func (a *Agent) Train(ctx context.Context) (rllib.Result, error) {
+	start := time.Now()
+	iter := a.iteration + 1
+	parts, err := a.samplers.sample(ctx, a)
+	if err != nil {
+		return rllib.Result{}, fmt.Errorf("PPO iteration %d: sampling: %w", iter, err)
+	}
+	batches := make([]sample.Batch, len(parts))
+	for i, p := range parts {
+		batches[i] = p.Batch
+		if p.FilterDelta != nil && a.proc.filter != nil && a.cfg.NumWorkers > 0 {
+			if err := a.proc.filter.Merge(*p.FilterDelta); err != nil {
+				return rllib.Result{}, fmt.Errorf("PPO iteration %d: merging worker %d's observation filter: %w", iter, i+1, err)
+			}
+		}
+	}
+	b, err := sample.Concat(batches...)
+	if err != nil {
+		return rllib.Result{}, fmt.Errorf("PPO iteration %d: %w", iter, err)
+	}
+	if err := sample.ComputeGAE(&b, a.cfg.Gamma, a.cfg.Lambda); err != nil {
+		return rllib.Result{}, fmt.Errorf("PPO iteration %d: %w", iter, err)
+	}
+	explVar := sample.ExplainedVariance(b.VPreds, b.ValueTargets)
+	if a.cfg.NormalizeAdvantages {
+		sample.Standardize(b.Advantages)
+	}
+	sampleTime := time.Since(start)
+
+	// Keep the last good state: a NaN mid-SGD must not corrupt it.
+	learnStart := time.Now()
+	goodWeights := a.pol.params.GetFlat(nil)
+	goodOpt := a.learner.opt.State()
+	lr := a.lr.Value(a.timesteps)
+	stats, err := a.learner.learn(&b, lr, a.klCoeff, shuffleRNG(a.seed, iter))
+	if err != nil {
+		_ = a.pol.params.SetFlat(goodWeights)
+		_ = a.learner.opt.SetState(goodOpt)
+		return rllib.Result{}, fmt.Errorf("PPO iteration %d: %w; weights and optimizer state kept from iteration %d", iter, err, a.iteration)
+	}
+	learnTime := time.Since(learnStart)
+	klCoeffUsed := a.klCoeff
+	a.updateKL(stats.kl)
+
+	a.iteration = iter
+	a.timesteps += int64(b.Len())
+	a.window.Add(b.Episodes...)
+	ep := a.window.Stats()
+	learnerRows := float64(b.Len() * a.cfg.NumSGDIter)
+	return rllib.Result{
+		TrainingIteration: a.iteration,
+		TimestepsTotal:    a.timesteps,
+		TimestepsThisIter: int64(b.Len()),
+		EpisodesTotal:     a.window.Total(),
+		EpisodesThisIter:  len(b.Episodes),
+		EpisodeRewardMean: ep.RewardMean,
+		EpisodeRewardMin:  ep.RewardMin,
+		EpisodeRewardMax:  ep.RewardMax,
+		EpisodeLenMean:    ep.LenMean,
+		TimeThisIterS:     time.Since(start).Seconds(),
+		Learner: map[string]float64{
+			"policy_loss":        stats.policyLoss,
+			"vf_loss":            stats.vfLoss,
+			"total_loss":         stats.totalLoss,
+			"entropy":            stats.entropy,
+			"kl":                 stats.kl,
+			"kl_coeff":           klCoeffUsed,
+			"cur_lr":             lr,
+			"explained_variance": zeroIfNaN(explVar),
+			"grad_gnorm":         stats.gradNorm,
+		},
+		Extra: map[string]float64{
+			"sample_time_s":      sampleTime.Seconds(),
+			"learn_time_s":       learnTime.Seconds(),
+			"sample_steps_per_s": float64(b.Len()) / math.Max(sampleTime.Seconds(), 1e-9),
+			"learn_steps_per_s":  learnerRows / math.Max(learnTime.Seconds(), 1e-9),
+		},
+	}, nil
+}
+
+// updateKL adapts the KL coefficient as the original RLlib PPO did.
+func (a *Agent) updateKL(kl float64) {
+	switch {
+	case kl > 2*a.cfg.KLTarget:
+		a.klCoeff *= 1.5
+	case kl < 0.5*a.cfg.KLTarget:
+		a.klCoeff *= 0.5
+	}
+}
+
+func zeroIfNaN(x float64) float64 {
+	if math.IsNaN(x) {
+		return 0
+	}
+	return x
+}
+
+// shuffleRNG is the generator of iteration iter's minibatch shuffles.
+func shuffleRNG(seed int64, iter int) *rand.Rand {
+	return rand.New(rand.NewPCG(uint64(seed)^0x5eed5eed, uint64(iter)))
+}
+
+// ComputeAction implements rllib.Agent. It returns the policy's most likely
+// action (the argmax for a Discrete space, the mean for a Box, clipped to
+// its bounds), with the observation passed through the preprocessor and
+// the observation filter (without updating it); ComputeActionSampled draws
+// one instead.
+func (a *Agent) ComputeAction(obs []float64) ([]float64, error) {
+	return a.computeAction(obs, nil)
+}
+
+// ComputeActionSampled is ComputeAction with the action drawn from the
+// policy's distribution using rng.
+func (a *Agent) ComputeActionSampled(obs []float64, rng *rand.Rand) ([]float64, error) {
+	if rng == nil {
+		return nil, errors.New("PPO: ComputeActionSampled needs a random generator")
+	}
+	return a.computeAction(obs, rng)
+}
+
+func (a *Agent) computeAction(obs []float64, rng *rand.Rand) ([]float64, error) {
+	a.obsBuf = grow(a.obsBuf, a.proc.Size())
+	if err := a.proc.Process(a.obsBuf, obs, false); err != nil {
+		return nil, fmt.Errorf("PPO: ComputeAction: %w", err)
+	}
+	if err := a.pol.Act(a.obsBuf, 1, rng, &a.act); err != nil {
+		return nil, fmt.Errorf("PPO: ComputeAction: %w", err)
+	}
+	action := append([]float64(nil), a.act.Actions...)
+	// A Gaussian's mean or sample may leave a Box; the environment would
+	// reject it, so clip as the rollout workers do.
+	if box, ok := a.actSpace.(envs.Box); ok {
+		for i := range action {
+			action[i] = math.Min(math.Max(action[i], box.Low[i]), box.High[i])
+		}
+	}
+	return action, nil
+}
+
+// Stop implements rllib.Agent: it stops the rollout workers.
+func (a *Agent) Stop() error {
+	if a.samplers == nil {
+		return nil
+	}
+	err := a.samplers.close()
+	a.samplers = nil
+	return err
+}
+
+// localSampler samples in the driver with the learner's own policy and
+// filter (num_workers 0).
+type localSampler struct{ w *RolloutWorker }
+
+func (s *localSampler) sample(ctx context.Context, a *Agent) ([]Samples, error) {
+	p, err := s.w.sample(ctx, a.iteration+1)
+	if err != nil {
+		return nil, err
+	}
+	return []Samples{p}, nil
+}
+
+func (s *localSampler) close() error { return s.w.Close() }
+
+func newLocalSampler(ctx context.Context, a *Agent) (*localSampler, error) {
+	w, err := newRolloutWorker(a.workerSpec(0), a.pol, a.proc)
+	if err != nil {
+		return nil, fmt.Errorf("PPO: %w", err)
+	}
+	return &localSampler{w: w}, nil
+}
+
+func (a *Agent) workerSpec(index int) WorkerSpec {
+	return WorkerSpec{Env: a.opts.Env, EnvConfig: a.opts.EnvConfig, Config: a.cfg, Seed: a.seed, Index: index}
+}
+
+// weights is the state every remote worker receives each iteration.
+func (a *Agent) weights() Weights {
+	return Weights{Params: a.pol.params.GetFlat(nil), Filter: a.proc.stats()}
+}
+
+var _ rllib.Agent = (*Agent)(nil)

@@ -1,0 +1,75 @@
+package ppo
+
+import (
+	"context"
+	"testing"
+
+	"github.com/gray-ml/gray/rllib"
+	"github.com/gray-ml/gray/rllib/sample"
+)
+
+// benchAgent builds a CartPole agent and one batch with advantages.
+func benchAgent(b *testing.B, cfg map[string]any) (*Agent, sample.Batch) {
+	b.Helper()
+	ctx := context.Background()
+	a, err := New(ctx, rllib.Options{Env: "CartPole-v1", Seed: 1, Config: cfg})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = a.Stop() })
+	parts, err := a.samplers.sample(ctx, a)
+	if err != nil {
+		b.Fatal(err)
+	}
+	batch := parts[0].Batch
+	if err := sample.ComputeGAE(&batch, 0.99, 0.95); err != nil {
+		b.Fatal(err)
+	}
+	return a, batch
+}
+
+// BenchmarkLearn measures SGD throughput (learner rows per second) on a
+// CartPole batch of 2048 rows for several network and minibatch sizes.
+func BenchmarkLearn(b *testing.B) {
+	for _, bc := range []struct {
+		name    string
+		hiddens []int
+		mb      int
+	}{
+		{"64x64/mb128", []int{64, 64}, 128},
+		{"64x64/mb256", []int{64, 64}, 256},
+		{"32x32/mb128", []int{32, 32}, 128},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			a, batch := benchAgent(b, map[string]any{
+				"timesteps_per_batch": 2048, "sgd_minibatch_size": bc.mb,
+				"model": map[string]any{"fcnet_hiddens": bc.hiddens},
+			})
+			b.ResetTimer()
+			rows := 0
+			for i := 0; i < b.N; i++ {
+				if _, err := a.learner.learn(&batch, 3e-4, 0.2, shuffleRNG(1, i)); err != nil {
+					b.Fatal(err)
+				}
+				rows += batch.Len() * a.cfg.NumSGDIter
+			}
+			b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "steps/s")
+		})
+	}
+}
+
+// BenchmarkSample measures sampling throughput of the local worker.
+func BenchmarkSample(b *testing.B) {
+	a, _ := benchAgent(b, nil)
+	ctx := context.Background()
+	b.ResetTimer()
+	rows := 0
+	for i := 0; i < b.N; i++ {
+		parts, err := a.samplers.sample(ctx, a)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rows += parts[0].Batch.Len()
+	}
+	b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "steps/s")
+}

@@ -1,0 +1,259 @@
+package ppo
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+
+	"github.com/gray-ml/gray/models"
+	"github.com/gray-ml/gray/rllib/sample"
+)
+
+// learner runs PPO's minibatch SGD on the policy's parameters.
+//
+// Each minibatch is split into two fixed halves (shards) whose gradients
+// are computed concurrently on two copies of the model and summed in a
+// fixed order. The arithmetic does not depend on how many cores run the
+// shards, so a seed gives the same run on any machine, and a two-core
+// machine computes a step in about half the time.
+type learner struct {
+	cfg    *Config
+	pol    *policy
+	shards []*shard
+	opt    *models.Adam
+	perm   []int
+	// Minibatch buffers, gathered from shuffled rows.
+	obs, act, logp, adv, vtarg, vpred, dist []float64
+}
+
+// shard computes the loss and gradients of part of a minibatch.
+type shard struct {
+	model  models.Model
+	params *models.Params
+	tape   *models.Tape
+	stats  learnStats
+}
+
+// numShards is the number of gradient shards per minibatch.
+const numShards = 2
+
+// minShardRows is the minibatch size below which one shard does all the
+// work (goroutine hand-offs would cost more than they save).
+const minShardRows = 64
+
+// newLearner builds the learner; copyPolicy makes a model of the same shape
+// for the second shard.
+func newLearner(cfg *Config, pol *policy, copyPolicy func() (*policy, error)) (*learner, error) {
+	l := &learner{cfg: cfg, pol: pol, opt: models.NewAdam(cfg.LR)}
+	l.shards = append(l.shards, &shard{model: pol.model, params: pol.params, tape: models.NewTape()})
+	for len(l.shards) < numShards {
+		p, err := copyPolicy()
+		if err != nil {
+			return nil, err
+		}
+		l.shards = append(l.shards, &shard{model: p.model, params: p.params, tape: models.NewTape()})
+	}
+	return l, nil
+}
+
+// learnStats are the means of the losses over the last epoch.
+type learnStats struct {
+	policyLoss, vfLoss, totalLoss, entropy, kl, gradNorm float64
+	minibatches                                          int
+}
+
+func (s *learnStats) add(o learnStats) {
+	s.policyLoss += o.policyLoss
+	s.vfLoss += o.vfLoss
+	s.totalLoss += o.totalLoss
+	s.entropy += o.entropy
+	s.kl += o.kl
+	s.gradNorm += o.gradNorm
+	s.minibatches++
+}
+
+func (s learnStats) mean() learnStats {
+	n := float64(max(1, s.minibatches))
+	return learnStats{s.policyLoss / n, s.vfLoss / n, s.totalLoss / n, s.entropy / n, s.kl / n, s.gradNorm / n, s.minibatches}
+}
+
+// nanError reports a non-finite loss, gradient or weight and where it
+// appeared.
+type nanError struct {
+	what             string
+	epoch, minibatch int
+}
+
+func (e *nanError) Error() string {
+	return fmt.Sprintf("%s is NaN or Inf at SGD epoch %d, minibatch %d", e.what, e.epoch, e.minibatch)
+}
+
+// learn runs NumSGDIter epochs of minibatch SGD over b (advantages and
+// value targets filled) and returns the last epoch's mean statistics. The
+// shuffle draws from rng. On a non-finite value it stops with a *nanError;
+// the caller restores the weights.
+func (l *learner) learn(b *sample.Batch, lr, klCoeff float64, rng *rand.Rand) (learnStats, error) {
+	n := b.Len()
+	mb := min(l.cfg.SGDMinibatchSize, n)
+	numMB := n / mb
+	if cap(l.perm) < n {
+		l.perm = make([]int, n)
+	}
+	l.perm = l.perm[:n]
+	for i := range l.perm {
+		l.perm[i] = i
+	}
+	l.opt.LR = lr
+	var last learnStats
+	for epoch := 0; epoch < l.cfg.NumSGDIter; epoch++ {
+		rng.Shuffle(n, func(i, j int) { l.perm[i], l.perm[j] = l.perm[j], l.perm[i] })
+		var acc learnStats
+		for k := 0; k < numMB; k++ {
+			s, err := l.step(b, l.perm[k*mb:(k+1)*mb], klCoeff)
+			if err != nil {
+				if ne, ok := err.(*nanError); ok {
+					ne.epoch, ne.minibatch = epoch+1, k+1
+				}
+				return learnStats{}, err
+			}
+			acc.add(s)
+		}
+		last = acc.mean()
+	}
+	return last, nil
+}
+
+// gather copies the rows idx of b's columns into the minibatch buffers.
+func (l *learner) gather(b *sample.Batch, idx []int) {
+	od, ad, dd := b.ObsDim, b.ActDim, b.DistDim
+	m := len(idx)
+	l.obs = grow(l.obs, m*od)
+	l.act = grow(l.act, m*ad)
+	l.dist = grow(l.dist, m*dd)
+	l.logp = grow(l.logp, m)
+	l.adv = grow(l.adv, m)
+	l.vtarg = grow(l.vtarg, m)
+	l.vpred = grow(l.vpred, m)
+	for k, r := range idx {
+		copy(l.obs[k*od:(k+1)*od], b.Obs[r*od:(r+1)*od])
+		copy(l.act[k*ad:(k+1)*ad], b.Actions[r*ad:(r+1)*ad])
+		copy(l.dist[k*dd:(k+1)*dd], b.DistInputs[r*dd:(r+1)*dd])
+		l.logp[k] = b.Logp[r]
+		l.adv[k] = b.Advantages[r]
+		l.vtarg[k] = b.ValueTargets[r]
+		l.vpred[k] = b.VPreds[r]
+	}
+}
+
+// step is one gradient step on the minibatch rows idx:
+//
+//	loss = -mean(min(r·A, clip(r, 1-ε, 1+ε)·A)) + kl_coeff·KL(old‖new)
+//	       + vf_loss_coeff·mean(vf_err) - entropy_coeff·entropy
+//
+// with r = π(a|s)/π_old(a|s) and vf_err the squared error of the value
+// prediction (the larger of the clipped and unclipped one with
+// vf_clip_param).
+func (l *learner) step(b *sample.Batch, idx []int, klCoeff float64) (learnStats, error) {
+	l.gather(b, idx)
+	m := len(idx)
+	shards := l.shards
+	if m < minShardRows {
+		shards = shards[:1]
+	}
+	master := l.pol.params
+	for _, sh := range shards[1:] {
+		_ = sh.params.SetFlat(master.Flat())
+	}
+	// Shard k takes rows [k·m/n, (k+1)·m/n) and weighs its means by its
+	// share of the rows, so the summed gradient is the whole minibatch's.
+	run := func(k int) {
+		lo, hi := k*m/len(shards), (k+1)*m/len(shards)
+		shards[k].stats = l.shardLoss(shards[k], b, lo, hi, float64(hi-lo)/float64(m), klCoeff)
+	}
+	if len(shards) > 1 && runtime.GOMAXPROCS(0) > 1 {
+		var wg sync.WaitGroup
+		for k := 1; k < len(shards); k++ {
+			wg.Add(1)
+			go func() { defer wg.Done(); run(k) }()
+		}
+		run(0)
+		wg.Wait()
+	} else {
+		for k := range shards {
+			run(k)
+		}
+	}
+	var s learnStats
+	grads := master.Grads()
+	for k, sh := range shards {
+		s.policyLoss += sh.stats.policyLoss
+		s.vfLoss += sh.stats.vfLoss
+		s.totalLoss += sh.stats.totalLoss
+		s.entropy += sh.stats.entropy
+		s.kl += sh.stats.kl
+		if k > 0 {
+			for i, g := range sh.params.Grads() {
+				grads[i] += g
+			}
+		}
+	}
+	if !finite(s.totalLoss) {
+		return s, &nanError{what: "the total loss"}
+	}
+	s.gradNorm = models.ClipByGlobalNorm(grads, l.cfg.GradClip)
+	if !finite(s.gradNorm) {
+		return s, &nanError{what: "the gradient"}
+	}
+	if err := l.opt.Step(master.Flat(), grads); err != nil {
+		return s, err
+	}
+	for _, w := range master.Flat() {
+		if !finite(w) {
+			return s, &nanError{what: "a weight"}
+		}
+	}
+	return s, nil
+}
+
+// shardLoss computes the loss of minibatch rows [lo, hi) scaled by weight
+// on the shard's model and leaves its gradient in the shard's parameters.
+// It returns the weighted statistics.
+func (l *learner) shardLoss(sh *shard, b *sample.Batch, lo, hi int, weight, klCoeff float64) learnStats {
+	cfg, t, dist := l.cfg, sh.tape, l.pol.dist
+	n := hi - lo
+	od, ad, dd := b.ObsDim, b.ActDim, b.DistDim
+	t.Reset()
+	o := sh.model.Forward(t, t.Const(n, od, l.obs[lo*od:hi*od]))
+	logp := dist.LogLikelihood(t, o.Out, t.Const(n, ad, l.act[lo*ad:hi*ad]))
+	ratio := t.Exp(t.Sub(logp, t.Const(n, 1, l.logp[lo:hi])))
+	adv := t.Const(n, 1, l.adv[lo:hi])
+	surr := t.Minimum(t.Mul(ratio, adv), t.Mul(t.Clip(ratio, 1-cfg.ClipParam, 1+cfg.ClipParam), adv))
+	policyLoss := t.Neg(t.Mean(surr))
+	kl := t.Mean(dist.KL(t, t.Const(n, dd, l.dist[lo*dd:hi*dd]), o.Out))
+	entropy := t.Mean(dist.Entropy(t, o.Out))
+	vtarg := t.Const(n, 1, l.vtarg[lo:hi])
+	vfErr := t.Square(t.Sub(o.Value, vtarg))
+	if cfg.VFClipParam > 0 {
+		vOld := t.Const(n, 1, l.vpred[lo:hi])
+		vClipped := t.Add(vOld, t.Clip(t.Sub(o.Value, vOld), -cfg.VFClipParam, cfg.VFClipParam))
+		vfErr = t.Maximum(vfErr, t.Square(t.Sub(vClipped, vtarg)))
+	}
+	vfLoss := t.Mean(vfErr)
+	total := t.Add(policyLoss, t.Scale(vfLoss, cfg.VFLossCoeff))
+	if klCoeff != 0 {
+		total = t.Add(total, t.Scale(kl, klCoeff))
+	}
+	if cfg.EntropyCoeff != 0 {
+		total = t.Sub(total, t.Scale(entropy, cfg.EntropyCoeff))
+	}
+	sh.params.ZeroGrad()
+	t.Backward(t.Scale(total, weight))
+	return learnStats{
+		policyLoss: weight * policyLoss.Item(), vfLoss: weight * vfLoss.Item(), totalLoss: weight * total.Item(),
+		entropy: weight * entropy.Item(), kl: weight * kl.Item(),
+	}
+}
+
+func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }

@@ -1,0 +1,239 @@
+package ppo
+
+import (
+	"context"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gray-ml/gray/envs"
+	"github.com/gray-ml/gray/rllib"
+)
+
+// fastCartPole is a CI-sized configuration.
+func fastCartPole() map[string]any {
+	return map[string]any{
+		"num_envs_per_worker": 8, "timesteps_per_batch": 1024, "num_sgd_iter": 4,
+		"sgd_minibatch_size": 256, "lr": 0.001,
+	}
+}
+
+func newAgent(t *testing.T, env string, cfg map[string]any, seed int64) *Agent {
+	t.Helper()
+	a, err := New(context.Background(), rllib.Options{Env: env, Config: cfg, Seed: seed, LogDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Stop() })
+	return a
+}
+
+func train(t *testing.T, a *Agent, iters int) rllib.Result {
+	t.Helper()
+	var r rllib.Result
+	for range iters {
+		var err error
+		if r, err = a.Train(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return r
+}
+
+func TestRegistered(t *testing.T) {
+	alg, err := rllib.Lookup("ppo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg, ok := alg.DefaultConfig().(Config); !ok || cfg.ClipParam != 0.2 {
+		t.Errorf("DefaultConfig() = %#v, want the typed PPO defaults", alg.DefaultConfig())
+	}
+}
+
+func TestLearnsCartPole(t *testing.T) {
+	if testing.Short() {
+		t.Skip("learning test")
+	}
+	a := newAgent(t, "CartPole-v1", fastCartPole(), 1)
+	var best float64
+	for a.timesteps < 50_000 {
+		r := train(t, a, 1)
+		best = math.Max(best, r.EpisodeRewardMean)
+		for _, k := range []string{"policy_loss", "vf_loss", "total_loss", "entropy", "kl", "kl_coeff", "cur_lr", "explained_variance"} {
+			if _, ok := r.Learner[k]; !ok {
+				t.Fatalf("result lacks learner statistic %q: %v", k, r.Learner)
+			}
+		}
+		if best >= 150 {
+			break
+		}
+	}
+	if best < 150 {
+		t.Fatalf("mean episode reward reached %.1f within %d steps, want at least 150", best, a.timesteps)
+	}
+	t.Logf("mean reward %.1f after %d steps", best, a.timesteps)
+}
+
+func TestSameSeedSameRun(t *testing.T) {
+	for _, workers := range []int{0, 2} {
+		cfg := fastCartPole()
+		cfg["num_workers"] = workers
+		cfg["observation_filter"] = "MeanStdFilter"
+		var runs [2][]float64
+		var rewards [2]float64
+		for i := range runs {
+			a := newAgent(t, "CartPole-v1", cfg, 7)
+			r := train(t, a, 3)
+			runs[i], rewards[i] = a.Weights(), r.EpisodeRewardMean
+		}
+		if !slices.Equal(runs[0], runs[1]) || rewards[0] != rewards[1] {
+			t.Errorf("num_workers %d: two runs with seed 7 differ (rewards %v)", workers, rewards)
+		}
+		other := newAgent(t, "CartPole-v1", cfg, 8)
+		train(t, other, 3)
+		if slices.Equal(runs[0], other.Weights()) {
+			t.Errorf("num_workers %d: seeds 7 and 8 gave the same weights", workers)
+		}
+	}
+}
+
+func TestSaveRestoreContinue(t *testing.T) {
+	cfg := fastCartPole()
+	cfg["observation_filter"] = "MeanStdFilter"
+	a := newAgent(t, "CartPole-v1", cfg, 3)
+	train(t, a, 2)
+	path, err := a.Save(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Base(path) != "checkpoint_2" {
+		t.Errorf("checkpoint path %q, want .../checkpoint_2", path)
+	}
+	restored := func() *Agent {
+		b := newAgent(t, "CartPole-v1", cfg, 3)
+		if err := b.Restore(context.Background(), path); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	b, c := restored(), restored()
+	if !slices.Equal(a.Weights(), b.Weights()) || b.Iteration() != 2 || b.timesteps != a.timesteps || b.klCoeff != a.klCoeff {
+		t.Fatalf("restored agent differs: iteration %d timesteps %d kl_coeff %v; want %d %d %v",
+			b.Iteration(), b.timesteps, b.klCoeff, a.Iteration(), a.timesteps, a.klCoeff)
+	}
+	if !slices.Equal(a.proc.filter.Stats().Mean, b.proc.filter.Stats().Mean) {
+		t.Error("restored observation filter differs")
+	}
+	rb, rc := train(t, b, 2), train(t, c, 2)
+	if !slices.Equal(b.Weights(), c.Weights()) || rb.TrainingIteration != 4 || rc.TimestepsTotal != rb.TimestepsTotal {
+		t.Errorf("two agents restored from one checkpoint and trained on differ (iterations %d, %d)", rb.TrainingIteration, rc.TrainingIteration)
+	}
+}
+
+func TestRestoreRejectsOtherCheckpoints(t *testing.T) {
+	a := newAgent(t, "CartPole-v1", fastCartPole(), 1)
+	train(t, a, 1)
+	path, err := a.Save(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := newAgent(t, "Acrobot-v1", fastCartPole(), 1)
+	if err := other.Restore(context.Background(), path); err == nil || !strings.Contains(err.Error(), "CartPole-v1") {
+		t.Errorf("restoring a CartPole checkpoint into an Acrobot agent: %v, want an error naming the environments", err)
+	}
+	meta := filepath.Join(path, metaFile)
+	raw, _ := os.ReadFile(meta)
+	if err := os.WriteFile(meta, []byte(strings.Replace(string(raw), `"PPO"`, `"DQN"`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Restore(context.Background(), path); err == nil || !strings.Contains(err.Error(), "DQN") {
+		t.Errorf("restoring a DQN checkpoint: %v, want an error naming the algorithm", err)
+	}
+	if err := a.Restore(context.Background(), t.TempDir()); err == nil {
+		t.Error("restoring from an empty folder: want an error")
+	}
+}
+
+func TestBadConfig(t *testing.T) {
+	tests := []struct {
+		cfg  map[string]any
+		want string
+	}{
+		{map[string]any{"num_sgd_iters": 3}, `unknown key "num_sgd_iters"`},
+		{map[string]any{"lr": "fast"}, `"lr" must be a number`},
+		{map[string]any{"num_workers": 1.5}, `"num_workers" must be an integer`},
+		{map[string]any{"gamma": 1.5}, "gamma must be in [0, 1]"},
+		{map[string]any{"observation_filter": "Fancy"}, "observation_filter"},
+		{map[string]any{"model": map[string]any{"fcnet_hidens": []int{8}}}, "fcnet_hidens"},
+		{map[string]any{"lr_schedule": [][]float64{{100, 1e-3}, {50, 1e-4}}}, "lr_schedule"},
+		{map[string]any{"lr_final": 1e-5}, "lr_decay_timesteps"},
+	}
+	for _, tc := range tests {
+		_, err := New(context.Background(), rllib.Options{Env: "CartPole-v1", Config: tc.cfg})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("config %v: error %v, want one mentioning %s", tc.cfg, err, tc.want)
+		}
+	}
+	if _, err := New(context.Background(), rllib.Options{Env: "NoSuchEnv-v0"}); err == nil || !strings.Contains(err.Error(), "CartPole") {
+		t.Errorf("unknown environment: %v, want an error listing the known ones", err)
+	}
+}
+
+func TestNaNStopsIterationAndKeepsWeights(t *testing.T) {
+	cfg := fastCartPole()
+	a := newAgent(t, "CartPole-v1", cfg, 1)
+	train(t, a, 1)
+	before := a.Weights()
+	// A learning rate this large sends the weights to Inf in one step.
+	a.lr = constantLR(1e300)
+	_, err := a.Train(context.Background())
+	var ne *nanError
+	if !errors.As(err, &ne) || !strings.Contains(err.Error(), "epoch 1, minibatch") {
+		t.Fatalf("Train with lr 1e300: %v, want a NaN error naming the epoch and minibatch", err)
+	}
+	if !slices.Equal(before, a.Weights()) || a.Iteration() != 1 {
+		t.Error("a failed iteration changed the weights or the iteration count")
+	}
+	a.lr = a.cfg.lrSchedule()
+	if _, err := a.Train(context.Background()); err != nil {
+		t.Errorf("training after a failed iteration: %v", err)
+	}
+}
+
+func TestPendulumBoxActions(t *testing.T) {
+	a := newAgent(t, "Pendulum-v1", map[string]any{"timesteps_per_batch": 800, "observation_filter": "MeanStdFilter"}, 1)
+	r := train(t, a, 2)
+	if r.TimestepsTotal != 1600 || math.IsNaN(r.Learner["total_loss"]) {
+		t.Errorf("after 2 iterations: %d timesteps, total loss %v", r.TimestepsTotal, r.Learner["total_loss"])
+	}
+	env, err := envs.Make("Pendulum-v1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs, _ := env.Reset(1)
+	act, err := a.ComputeAction(obs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !env.ActionSpace().Contains(act) {
+		t.Errorf("ComputeAction = %v, outside the action space %v", act, env.ActionSpace())
+	}
+	if _, err := a.ComputeAction([]float64{1, 2}); err == nil {
+		t.Error("ComputeAction with a 2-value observation for Pendulum: want an error")
+	}
+}
+
+func TestComputeActionDiscrete(t *testing.T) {
+	a := newAgent(t, "CartPole-v1", fastCartPole(), 1)
+	act, err := a.ComputeAction([]float64{0, 0, 0.1, 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(act) != 1 || (act[0] != 0 && act[0] != 1) {
+		t.Errorf("ComputeAction = %v, want [0] or [1]", act)
+	}
+}

@@ -1,0 +1,73 @@
+package ppo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/gray-ml/gray"
+)
+
+// Rollout workers as actors: registered at package level so that driver
+// and worker processes (the same executable) agree on the names.
+var (
+	workerActor  = gray.Actor1("ppo.RolloutWorker", NewRolloutWorker)
+	sampleMethod = gray.Method2(workerActor, "Sample", (*RolloutWorker).Sample)
+)
+
+// newSamplers picks the local worker (num_workers 0) or rollout worker
+// actors.
+func newSamplers(ctx context.Context, a *Agent) (samplers, error) {
+	if a.cfg.NumWorkers == 0 {
+		return newLocalSampler(ctx, a)
+	}
+	return newActorSamplers(ctx, a)
+}
+
+// actorSamplers drives num_workers rollout worker actors: each iteration it
+// puts the weights into the object store once and passes the reference to
+// every worker.
+type actorSamplers struct {
+	hs []gray.Handle[RolloutWorker]
+}
+
+func newActorSamplers(ctx context.Context, a *Agent) (*actorSamplers, error) {
+	if !gray.IsInitialized() {
+		return nil, fmt.Errorf("PPO: num_workers %d needs the gray runtime: call gray.Init first (the train command does), or set num_workers to 0 to sample in this process", a.cfg.NumWorkers)
+	}
+	s := &actorSamplers{}
+	for i := 1; i <= a.cfg.NumWorkers; i++ {
+		h, err := workerActor.Remote(ctx, a.workerSpec(i))
+		if err != nil {
+			_ = s.close()
+			return nil, fmt.Errorf("PPO: starting rollout worker %d: %w", i, err)
+		}
+		s.hs = append(s.hs, h)
+	}
+	return s, nil
+}
+
+func (s *actorSamplers) sample(ctx context.Context, a *Agent) ([]Samples, error) {
+	ref, err := gray.Put(ctx, a.weights())
+	if err != nil {
+		return nil, fmt.Errorf("putting the weights: %w", err)
+	}
+	refs := make([]gray.Ref[Samples], len(s.hs))
+	for i, h := range s.hs {
+		refs[i] = sampleMethod.Remote(h, ref, a.iteration+1)
+	}
+	out, err := gray.GetAll(ctx, refs)
+	if err != nil {
+		return nil, fmt.Errorf("rollout workers: %w", err)
+	}
+	return out, nil
+}
+
+func (s *actorSamplers) close() error {
+	var errs []error
+	for _, h := range s.hs {
+		errs = append(errs, gray.Kill(h))
+	}
+	s.hs = nil
+	return errors.Join(errs...)
+}

@@ -1,0 +1,125 @@
+package ppo
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/gray-ml/gray/envs"
+	"github.com/gray-ml/gray/models"
+	"github.com/gray-ml/gray/rllib/rollout"
+	"github.com/gray-ml/gray/rllib/sample"
+)
+
+// WorkerSpec is what a rollout worker is built from; it travels to the
+// worker's process as the actor's constructor argument.
+type WorkerSpec struct {
+	Env       string
+	EnvConfig map[string]any
+	Config    Config
+	// Seed is the run's seed and Index the worker's number (0 for the
+	// driver's local worker, 1..num_workers for actors).
+	Seed  int64
+	Index int
+}
+
+// Weights is what the driver puts into the object store once per
+// iteration for every worker: the policy's flat weights and the master
+// observation filter's statistics (nil without a filter).
+type Weights struct {
+	Params []float64
+	Filter *models.RunningStat
+}
+
+// Samples is a worker's answer: its batch and what its observation filter
+// learned since the last sync (nil without a filter).
+type Samples struct {
+	Batch       sample.Batch
+	FilterDelta *models.RunningStat
+}
+
+// RolloutWorker samples PPO experience. It is the state of a rollout
+// worker actor; the driver also uses one directly when num_workers is 0.
+type RolloutWorker struct {
+	spec   WorkerSpec
+	pol    *policy
+	proc   *obsProcessor
+	worker *rollout.Worker
+}
+
+// NewRolloutWorker builds the worker's environments and policy.
+func NewRolloutWorker(ctx context.Context, spec WorkerSpec) (*RolloutWorker, error) {
+	return newRolloutWorker(spec, nil, nil)
+}
+
+// newRolloutWorker builds a worker; with pol and proc given it shares them
+// (the driver's local worker samples with the learner's own policy and
+// master filter, so there are no weights to copy).
+func newRolloutWorker(spec WorkerSpec, pol *policy, proc *obsProcessor) (*RolloutWorker, error) {
+	cfg := spec.Config
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	vec, err := envs.MakeVector(spec.Env, envs.Config(spec.EnvConfig), cfg.NumEnvsPerWorker)
+	if err != nil {
+		return nil, fmt.Errorf("PPO worker %d: %w", spec.Index, err)
+	}
+	fail := func(err error) (*RolloutWorker, error) {
+		_ = vec.Close()
+		return nil, fmt.Errorf("PPO worker %d: %w", spec.Index, err)
+	}
+	if proc == nil {
+		if proc, err = newObsProcessor(spec.Env, vec.ObservationSpace(), cfg.ObservationFilter); err != nil {
+			return fail(err)
+		}
+	}
+	if pol == nil {
+		if pol, err = newPolicy(proc.pre, vec.ActionSpace(), cfg.Model, spec.Seed); err != nil {
+			return fail(err)
+		}
+	}
+	w, err := rollout.NewWithVector(rollout.Config{
+		Env: spec.Env, FragmentLength: cfg.fragmentLength(), Seed: spec.Seed, Index: spec.Index,
+	}, vec, pol, proc)
+	if err != nil {
+		return fail(err)
+	}
+	return &RolloutWorker{spec: spec, pol: pol, proc: proc, worker: w}, nil
+}
+
+// Sample sets the weights and filter, then collects one fragment from each
+// environment. Action sampling draws from a generator seeded by the run's
+// seed, the iteration and the worker's index, so a fixed worker count
+// gives the same run.
+func (w *RolloutWorker) Sample(ctx context.Context, weights Weights, iteration int) (Samples, error) {
+	if err := w.pol.params.SetFlat(weights.Params); err != nil {
+		return Samples{}, fmt.Errorf("PPO worker %d: %w", w.spec.Index, err)
+	}
+	if err := w.proc.setStats(weights.Filter); err != nil {
+		return Samples{}, fmt.Errorf("PPO worker %d: %w", w.spec.Index, err)
+	}
+	return w.sample(ctx, iteration)
+}
+
+// sample collects a batch with the worker's current weights.
+func (w *RolloutWorker) sample(ctx context.Context, iteration int) (Samples, error) {
+	b, err := w.worker.Sample(ctx, sampleRNG(w.spec.Seed, iteration, w.spec.Index))
+	if err != nil {
+		return Samples{}, fmt.Errorf("PPO worker %d: %w", w.spec.Index, err)
+	}
+	out := Samples{Batch: b}
+	if w.proc.filter != nil {
+		d := w.proc.filter.TakeDelta()
+		out.FilterDelta = &d
+	}
+	return out, nil
+}
+
+// Close releases the worker's environments.
+func (w *RolloutWorker) Close() error { return w.worker.Close() }
+
+// sampleRNG is the action-sampling generator of one worker in one
+// iteration.
+func sampleRNG(seed int64, iteration, index int) *rand.Rand {
+	return rand.New(rand.NewPCG(uint64(seed), uint64(iteration)<<16|uint64(index)))
+}

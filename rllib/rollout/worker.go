@@ -1,0 +1,308 @@
+// Package rollout holds the rollout worker shared by on-policy algorithms:
+// it steps an envs.Vector with a policy and returns sample batches. It is a
+// plain Go type; algorithms wrap it in an actor to run it in a worker
+// process, or call it directly in the driver (RLlib's local worker).
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/gray-ml/gray/envs"
+	"github.com/gray-ml/gray/rllib/sample"
+)
+
+// Policy is what a rollout worker needs from a policy.
+type Policy interface {
+	// DistDim is the width of one row of distribution inputs (0 if the
+	// policy reports none).
+	DistDim() int
+	// Act computes actions for n observations (rows of obs), drawing any
+	// randomness from rng, and fills out.
+	Act(obs []float64, n int, rng *rand.Rand, out *Actions) error
+	// Values fills vals[:n] with value estimates of n observations.
+	Values(obs []float64, n int, vals []float64) error
+}
+
+// Actions is a policy's output for n observations. Act resizes the slices;
+// the worker reuses them across steps.
+type Actions struct {
+	// Actions has n rows of the action width (a Discrete action is one
+	// value, its index).
+	Actions []float64
+	// Logp, VPreds and DistInputs may be left empty by policies that do not
+	// compute them.
+	Logp       []float64
+	VPreds     []float64
+	DistInputs []float64
+}
+
+// ObsProcessor turns raw observations into what the policy sees
+// (preprocessing, then an optional running filter).
+type ObsProcessor interface {
+	// Size is the width of a processed observation.
+	Size() int
+	// Process writes the processed form of raw into dst; update says whether
+	// a running filter may learn from raw. An observation it cannot process
+	// (wrong size, NaN) is an error.
+	Process(dst, raw []float64, update bool) error
+}
+
+// Config configures a Worker.
+type Config struct {
+	// Env and EnvConfig name the environment.
+	Env       string
+	EnvConfig envs.Config
+	// NumEnvs is the number of sub-environments stepped together.
+	NumEnvs int
+	// FragmentLength is the number of steps of each sub-environment per
+	// Sample call, so a batch holds NumEnvs*FragmentLength rows.
+	FragmentLength int
+	// Seed and Index make the worker's environments and action sampling
+	// reproducible and distinct from other workers'.
+	Seed  int64
+	Index int
+}
+
+// Worker steps a Vector of environments with a policy. Episodes run on
+// across Sample calls. It is not safe for concurrent use.
+type Worker struct {
+	cfg    Config
+	vec    envs.Vector
+	policy Policy
+	proc   ObsProcessor
+	obsDim int
+	actDim int
+	box    *envs.Box
+	// obs holds the current processed observation of every sub-environment.
+	obs     []float64
+	out     Actions
+	actions [][]float64
+	epRew   []float64
+	epLen   []int
+	// step is reused across steps when the Vector steps in place.
+	step envs.VectorStep
+}
+
+// New creates the worker's environments and resets them with seeds derived
+// from cfg.Seed and cfg.Index.
+func New(cfg Config, policy Policy, proc ObsProcessor) (*Worker, error) {
+	if cfg.NumEnvs < 1 || cfg.FragmentLength < 1 {
+		return nil, fmt.Errorf("rollout: need at least one environment and one step per fragment, got %d and %d", cfg.NumEnvs, cfg.FragmentLength)
+	}
+	vec, err := envs.MakeVector(cfg.Env, cfg.EnvConfig, cfg.NumEnvs)
+	if err != nil {
+		return nil, fmt.Errorf("rollout: %w", err)
+	}
+	w, err := NewWithVector(cfg, vec, policy, proc)
+	if err != nil {
+		_ = vec.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// NewWithVector is New with an existing Vector, which the worker then owns.
+func NewWithVector(cfg Config, vec envs.Vector, policy Policy, proc ObsProcessor) (*Worker, error) {
+	cfg.NumEnvs = vec.NumEnvs()
+	w := &Worker{cfg: cfg, vec: vec, policy: policy, proc: proc, obsDim: proc.Size()}
+	switch s := vec.ActionSpace().(type) {
+	case envs.Discrete:
+		w.actDim = 1
+	case envs.Box:
+		w.actDim = s.Size()
+		w.box = &s
+	default:
+		return nil, fmt.Errorf("rollout: unsupported action space %v", vec.ActionSpace())
+	}
+	n := cfg.NumEnvs
+	w.obs = make([]float64, n*w.obsDim)
+	w.actions = make([][]float64, n)
+	for i := range w.actions {
+		w.actions[i] = make([]float64, w.actDim)
+	}
+	w.epRew = make([]float64, n)
+	w.epLen = make([]int, n)
+	seeds := make([]int64, n)
+	for i := range seeds {
+		// Distinct, reproducible seeds per worker and sub-environment.
+		seeds[i] = cfg.Seed*1_000_003 + int64(cfg.Index*n+i)*7919
+	}
+	raw, err := vec.Reset(seeds)
+	if err != nil {
+		return nil, fmt.Errorf("rollout: resetting %q: %w", cfg.Env, err)
+	}
+	for i, o := range raw {
+		if err := w.proc.Process(w.row(i), o, true); err != nil {
+			return nil, fmt.Errorf("rollout: first observation of %q sub-environment %d: %w", cfg.Env, i, err)
+		}
+	}
+	return w, nil
+}
+
+func (w *Worker) row(i int) []float64 { return w.obs[i*w.obsDim : (i+1)*w.obsDim] }
+
+// ObsDim and ActDim are the widths of processed observations and actions.
+func (w *Worker) ObsDim() int { return w.obsDim }
+
+// ActDim is the width of one action row.
+func (w *Worker) ActDim() int { return w.actDim }
+
+// Sample steps every sub-environment FragmentLength times, drawing action
+// randomness from rng, and returns the steps as one batch of NumEnvs
+// fragments (rows env-major). It fills Bootstrap for truncated episodes
+// from the value of their final observation and for fragments cut mid-
+// episode from the value of the next observation.
+func (w *Worker) Sample(ctx context.Context, rng *rand.Rand) (sample.Batch, error) {
+	n, T := w.cfg.NumEnvs, w.cfg.FragmentLength
+	rows := n * T
+	distDim := w.policy.DistDim()
+	b := sample.Batch{
+		ObsDim: w.obsDim, ActDim: w.actDim, DistDim: distDim,
+		Obs:        make([]float64, rows*w.obsDim),
+		Actions:    make([]float64, rows*w.actDim),
+		Rewards:    make([]float64, rows),
+		Terminated: make([]bool, rows),
+		Truncated:  make([]bool, rows),
+		Boundary:   make([]bool, rows),
+		Bootstrap:  make([]float64, rows),
+	}
+	finalObs := make([]float64, 0, n*w.obsDim)
+	var truncRows []int
+	for t := 0; t < T; t++ {
+		if t%64 == 0 {
+			if err := ctx.Err(); err != nil {
+				return sample.Batch{}, fmt.Errorf("rollout: sampling interrupted: %w", err)
+			}
+		}
+		if err := w.policy.Act(w.obs, n, rng, &w.out); err != nil {
+			return sample.Batch{}, fmt.Errorf("rollout: computing actions: %w", err)
+		}
+		if len(w.out.Actions) != n*w.actDim {
+			return sample.Batch{}, fmt.Errorf("rollout: policy returned %d action values for %d environments of action width %d", len(w.out.Actions), n, w.actDim)
+		}
+		if t == 0 {
+			if len(w.out.Logp) == n {
+				b.Logp = make([]float64, rows)
+			}
+			if len(w.out.VPreds) == n {
+				b.VPreds = make([]float64, rows)
+			}
+			if distDim > 0 && len(w.out.DistInputs) == n*distDim {
+				b.DistInputs = make([]float64, rows*distDim)
+			}
+		}
+		for i := 0; i < n; i++ {
+			r := i*T + t
+			copy(b.Obs[r*w.obsDim:(r+1)*w.obsDim], w.row(i))
+			a := w.out.Actions[i*w.actDim : (i+1)*w.actDim]
+			copy(b.Actions[r*w.actDim:(r+1)*w.actDim], a)
+			w.toEnvAction(w.actions[i], a)
+			if b.Logp != nil {
+				b.Logp[r] = w.out.Logp[i]
+			}
+			if b.VPreds != nil {
+				b.VPreds[r] = w.out.VPreds[i]
+			}
+			if b.DistInputs != nil {
+				copy(b.DistInputs[r*distDim:(r+1)*distDim], w.out.DistInputs[i*distDim:(i+1)*distDim])
+			}
+		}
+		step, err := w.stepEnvs()
+		if err != nil {
+			return sample.Batch{}, fmt.Errorf("rollout: stepping %q: %w", w.cfg.Env, err)
+		}
+		truncRows = truncRows[:0]
+		finalObs = finalObs[:0]
+		for i := 0; i < n; i++ {
+			r := i*T + t
+			rew := step.Rewards[i]
+			if math.IsNaN(rew) || math.IsInf(rew, 0) {
+				return sample.Batch{}, fmt.Errorf("rollout: %q sub-environment %d returned reward %v", w.cfg.Env, i, rew)
+			}
+			b.Rewards[r] = rew
+			b.Terminated[r] = step.Terminated[i]
+			b.Truncated[r] = step.Truncated[i] && !step.Terminated[i]
+			w.epRew[i] += rew
+			w.epLen[i]++
+			if step.Terminated[i] || step.Truncated[i] {
+				b.Episodes = append(b.Episodes, sample.Episode{Reward: w.epRew[i], Length: w.epLen[i]})
+				w.epRew[i], w.epLen[i] = 0, 0
+				if b.Truncated[r] {
+					if step.FinalObs == nil || step.FinalObs[i] == nil {
+						return sample.Batch{}, errors.New("rollout: a truncated episode came without its final observation")
+					}
+					truncRows = append(truncRows, r)
+					finalObs = finalObs[:len(finalObs)+w.obsDim]
+					if err := w.proc.Process(finalObs[len(finalObs)-w.obsDim:], step.FinalObs[i], false); err != nil {
+						return sample.Batch{}, fmt.Errorf("rollout: final observation of %q sub-environment %d: %w", w.cfg.Env, i, err)
+					}
+				}
+			}
+			if err := w.proc.Process(w.row(i), step.Obs[i], true); err != nil {
+				return sample.Batch{}, fmt.Errorf("rollout: observation of %q sub-environment %d: %w", w.cfg.Env, i, err)
+			}
+		}
+		if len(truncRows) > 0 {
+			if err := w.bootstrap(&b, truncRows, finalObs); err != nil {
+				return sample.Batch{}, err
+			}
+		}
+	}
+	// Fragments cut mid-episode bootstrap from the next observation.
+	var cut []int
+	next := make([]float64, 0, n*w.obsDim)
+	for i := 0; i < n; i++ {
+		r := i*T + T - 1
+		b.Boundary[r] = true
+		if !b.Terminated[r] && !b.Truncated[r] {
+			cut = append(cut, r)
+			next = append(next, w.row(i)...)
+		}
+	}
+	if len(cut) > 0 {
+		if err := w.bootstrap(&b, cut, next); err != nil {
+			return sample.Batch{}, err
+		}
+	}
+	return b, nil
+}
+
+// stepEnvs steps the Vector, without allocating when it supports that.
+func (w *Worker) stepEnvs() (envs.VectorStep, error) {
+	if s, ok := w.vec.(envs.InPlaceStepper); ok {
+		err := s.StepInto(w.actions, &w.step)
+		return w.step, err
+	}
+	return w.vec.Step(w.actions)
+}
+
+func (w *Worker) bootstrap(b *sample.Batch, rows []int, obs []float64) error {
+	vals := make([]float64, len(rows))
+	if err := w.policy.Values(obs, len(rows), vals); err != nil {
+		return fmt.Errorf("rollout: value of the observation a trajectory was cut at: %w", err)
+	}
+	for k, r := range rows {
+		b.Bootstrap[r] = vals[k]
+	}
+	return nil
+}
+
+// toEnvAction writes the action the environment receives: a Box action is
+// clipped to its bounds (the batch keeps the unclipped sample, whose
+// likelihood the policy computed).
+func (w *Worker) toEnvAction(dst, a []float64) {
+	copy(dst, a)
+	if w.box == nil {
+		return
+	}
+	for j := range dst {
+		dst[j] = math.Min(math.Max(dst[j], w.box.Low[j]), w.box.High[j])
+	}
+}
+
+// Close releases the environments.
+func (w *Worker) Close() error { return w.vec.Close() }

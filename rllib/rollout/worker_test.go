@@ -1,0 +1,152 @@
+package rollout
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/gray-ml/gray/envs"
+)
+
+// counter is an environment whose observation is the step count. Action 1
+// terminates the episode; otherwise it is truncated after limit steps.
+type counter struct {
+	t, limit int
+}
+
+func (c *counter) ObservationSpace() envs.Space   { return envs.NewBox(0, 100, 1) }
+func (c *counter) ActionSpace() envs.Space        { return envs.Discrete{N: 2} }
+func (c *counter) Reset(int64) ([]float64, error) { c.t = 0; return []float64{0}, nil }
+func (c *counter) Close() error                   { return nil }
+func (c *counter) Step(a []float64) (envs.Step, error) {
+	c.t++
+	return envs.Step{Obs: []float64{float64(c.t)}, Reward: 1, Terminated: a[0] == 1, Truncated: c.t >= c.limit}, nil
+}
+
+// scripted takes action 1 when the observation equals terminateAt and
+// values an observation at ten times its count.
+type scripted struct{ terminateAt float64 }
+
+func (p scripted) DistDim() int { return 0 }
+func (p scripted) Act(obs []float64, n int, _ *rand.Rand, out *Actions) error {
+	out.Actions = out.Actions[:0]
+	out.VPreds = out.VPreds[:0]
+	for i := 0; i < n; i++ {
+		a := 0.0
+		if obs[i] == p.terminateAt {
+			a = 1
+		}
+		out.Actions = append(out.Actions, a)
+		out.VPreds = append(out.VPreds, 10*obs[i])
+	}
+	return nil
+}
+func (p scripted) Values(obs []float64, n int, vals []float64) error {
+	for i := 0; i < n; i++ {
+		vals[i] = 10 * obs[i]
+	}
+	return nil
+}
+
+type identity struct{}
+
+func (identity) Size() int                                { return 1 }
+func (identity) Process(dst, raw []float64, _ bool) error { copy(dst, raw); return nil }
+
+func TestWorkerTruncationAndBoundaries(t *testing.T) {
+	// Observation 1 triggers action 1, so both environments terminate at
+	// their second step, before env 0's time limit of 3.
+	vec, err := envs.NewVector(&counter{limit: 3}, &counter{limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol := scripted{terminateAt: 1}
+	w, err := NewWithVector(Config{Env: "counter", FragmentLength: 4}, vec, pol, identity{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := w.Sample(context.Background(), rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if b.Len() != 8 {
+		t.Fatalf("batch has %d rows, want 2 envs × 4 steps", b.Len())
+	}
+	// Both envs see observations 0, 1 (terminate), 0, 1 (terminate): rows
+	// 1 and 3 of each fragment are terminal, the boundary row 3 is terminal
+	// so it needs no bootstrap.
+	wantObs := []float64{0, 1, 0, 1, 0, 1, 0, 1}
+	for r, o := range wantObs {
+		if b.Obs[r] != o {
+			t.Errorf("row %d observation %v, want %v", r, b.Obs[r], o)
+		}
+	}
+	for _, r := range []int{1, 3, 5, 7} {
+		if !b.Terminated[r] || b.Truncated[r] || b.Bootstrap[r] != 0 {
+			t.Errorf("row %d: terminated %v truncated %v bootstrap %v, want a terminal row with no bootstrap", r, b.Terminated[r], b.Truncated[r], b.Bootstrap[r])
+		}
+	}
+	if len(b.Episodes) != 4 || b.Episodes[0].Length != 2 {
+		t.Errorf("episodes %v, want four of length 2", b.Episodes)
+	}
+}
+
+func TestWorkerBootstrapsTruncatedAndCutFragments(t *testing.T) {
+	vec, err := envs.NewVector(&counter{limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewWithVector(Config{Env: "counter", FragmentLength: 3}, vec, scripted{terminateAt: -1}, identity{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := w.Sample(context.Background(), rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Observations 0, 1 then truncation (final observation 2, value 20),
+	// then 0 and a fragment cut whose next observation is 1 (value 10).
+	if !b.Truncated[1] || b.Bootstrap[1] != 20 {
+		t.Errorf("row 1: truncated %v bootstrap %v, want true and 20 (value of the final observation)", b.Truncated[1], b.Bootstrap[1])
+	}
+	if !b.Boundary[2] || b.Truncated[2] || b.Bootstrap[2] != 10 {
+		t.Errorf("row 2: boundary %v truncated %v bootstrap %v, want a cut fragment bootstrapped with 10", b.Boundary[2], b.Truncated[2], b.Bootstrap[2])
+	}
+	if b.Bootstrap[0] != 0 {
+		t.Errorf("row 0 bootstrap %v, want 0 inside a trajectory", b.Bootstrap[0])
+	}
+	// The unfinished episode continues into the next sample: observations
+	// 1 (truncated), 0, 1 (truncated).
+	b2, err := w.Sample(context.Background(), rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b2.Obs[0] != 1 || len(b2.Episodes) != 2 || b2.Episodes[0].Length != 2 {
+		t.Errorf("second sample starts at %v with episodes %v, want 1 and two episodes of length 2", b2.Obs[0], b2.Episodes)
+	}
+}
+
+func TestWorkerSimultaneousTruncations(t *testing.T) {
+	// Every sub-environment hits its time limit at the same step, as
+	// Pendulum's do.
+	vec, err := envs.NewVector(&counter{limit: 2}, &counter{limit: 2}, &counter{limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewWithVector(Config{Env: "counter", FragmentLength: 2}, vec, scripted{terminateAt: -1}, identity{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := w.Sample(context.Background(), rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []int{1, 3, 5} {
+		if !b.Truncated[r] || b.Bootstrap[r] != 20 {
+			t.Errorf("row %d: truncated %v bootstrap %v, want true and 20", r, b.Truncated[r], b.Bootstrap[r])
+		}
+	}
+}
