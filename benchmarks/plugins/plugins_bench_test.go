@@ -115,3 +115,5 @@ func BenchmarkEnvSteps(b *testing.B) {
 		})
 	}
 }
+
+func rllibEnvNames() []string { return envs.Names() }
