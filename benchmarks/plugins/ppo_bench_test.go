@@ -32,7 +32,8 @@ func registerCartPolePlugin(b *testing.B) string {
 			return name
 		}
 	}
-	dir := b.TempDir()
+	// Not b.TempDir: the registration outlives this benchmark's run.
+	dir := filepath.Join(bins, "folder")
 	if err := os.MkdirAll(filepath.Join(dir, "env"), 0o755); err != nil {
 		b.Fatal(err)
 	}
