@@ -54,11 +54,19 @@ func TestRegistered(t *testing.T) {
 	}
 }
 
+// tunedCartPole is the CartPole setting of benchmarks/rl.
+func tunedCartPole() map[string]any {
+	return map[string]any{
+		"lr_final": 0, "lr_decay_timesteps": 150000,
+		"model": map[string]any{"fcnet_hiddens": []int{32, 32}},
+	}
+}
+
 func TestLearnsCartPole(t *testing.T) {
 	if testing.Short() {
 		t.Skip("learning test")
 	}
-	a := newAgent(t, "CartPole-v1", fastCartPole(), 1)
+	a := newAgent(t, "CartPole-v1", tunedCartPole(), 1)
 	var best float64
 	for a.timesteps < 50_000 {
 		r := train(t, a, 1)
