@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -65,7 +64,7 @@ var (
 		time.Sleep(10 * time.Second)
 		return 0, nil
 	})
-	pid = gray.Func0("test.pid", func(ctx context.Context) (int, error) { return os.Getpid(), nil })
+	pid     = gray.Func0("test.pid", func(ctx context.Context) (int, error) { return os.Getpid(), nil })
 	gpuTask = gray.Func0x2("test.gpuTask", func(ctx context.Context) ([]int, string, error) {
 		return gray.GPUIDs(ctx), os.Getenv("CUDA_VISIBLE_DEVICES"), nil
 	}, gray.GPUs(1))
@@ -162,8 +161,6 @@ func TestWait(t *testing.T) {
 
 func TestWaitLoop(t *testing.T) {
 	ctx := start(t, gray.Options{})
-	one := gray.Func0("test.one", func(ctx context.Context) (int, error) { return 1, nil })
-	_ = one
 	var remaining []gray.AnyRef
 	for range 5 {
 		remaining = append(remaining, inc.Remote(0))
@@ -351,8 +348,6 @@ func TestSeededIDs(t *testing.T) {
 		t.Fatalf("object ID hex %q", first[0])
 	}
 }
-
-var calls atomic.Int32
 
 func TestLocalMode(t *testing.T) {
 	ctx := start(t, gray.Options{LocalMode: true})

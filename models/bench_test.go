@@ -3,6 +3,8 @@ package models
 import (
 	"math/rand/v2"
 	"testing"
+
+	"github.com/gray-ml/gray/envs"
 )
 
 // benchForward measures one forward pass of a 64-64 tanh MLP on 4 inputs
@@ -19,11 +21,28 @@ func benchForward(b *testing.B, batch int) {
 	}
 	tape := NewTape()
 	tape.SetNoGrad(true)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
+	tape.Reset()
+	m.Forward(tape, tape.Const(batch, 4, obs))
+	measure(b, func() {
 		tape.Reset()
 		m.Forward(tape, tape.Const(batch, 4, obs))
+	})
+}
+
+// measure runs f b.N times and reports, besides wall time, the CPU time
+// per operation of the benchmark's thread (see threadCPUNanos).
+func measure(b *testing.B, f func()) {
+	lockThread()
+	defer unlockThread()
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := threadCPUNanos()
+	for i := 0; i < b.N; i++ {
+		f()
+	}
+	b.StopTimer()
+	if cpu := threadCPUNanos() - start; start > 0 {
+		b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
 	}
 }
 
@@ -86,12 +105,29 @@ func (s *ppoStep) step() float64 {
 func benchPPOStep(b *testing.B, n int) {
 	s := newPPOStep(b, n)
 	s.step()
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		s.step()
-	}
+	measure(b, func() { s.step() })
 }
 
 func BenchmarkPPOTrainStepBatch128(b *testing.B) { benchPPOStep(b, 128) }
 func BenchmarkPPOTrainStepBatch512(b *testing.B) { benchPPOStep(b, 512) }
+
+// BenchmarkPolicyAct8 measures the rollout path for 8 environments:
+// preprocess, forward through policy and value networks, sample, log-prob.
+func BenchmarkPolicyAct8(b *testing.B) {
+	m, err := NewFullyConnected(4, 2, ModelOptions{Hiddens: []int{64, 64}, Activation: "tanh", Value: true}, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pol := &Policy{Preprocessor: Flatten{Space: envs.NewBox(-10, 10, 4)}, Model: m, Dist: Categorical{N: 2}}
+	obs := make([][]float64, 8)
+	for i := range obs {
+		obs[i] = []float64{0.01 * float64(i), 0.1, -0.02, 0.3}
+	}
+	tape := NewTape()
+	rng := rand.New(rand.NewPCG(1, 1))
+	var a Actions
+	if err := pol.Act(tape, rng, obs, true, &a); err != nil {
+		b.Fatal(err)
+	}
+	measure(b, func() { _ = pol.Act(tape, rng, obs, true, &a) })
+}

@@ -3,6 +3,7 @@ package models
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"sort"
 	"sync"
 
@@ -70,11 +71,84 @@ func NewModel(obsShape []int, numOutputs int, opts ModelOptions, seed uint64) (M
 }
 
 // Policy bundles what an agent needs to act in an environment: the
-// observation preprocessor, the model and the action distribution it feeds.
+// observation preprocessor, an optional observation filter, the model and
+// the action distribution it feeds.
 type Policy struct {
 	Preprocessor Preprocessor
-	Model        Model
-	Dist         ActionDist
+	// Filter, when set, normalises preprocessed observations (see
+	// MeanStdFilter); Act updates it while exploring.
+	Filter *MeanStdFilter
+	Model  Model
+	Dist   ActionDist
+}
+
+// Actions is what Policy.Act computes for a batch of observations. Act
+// reuses its slices, so keep one per rollout loop.
+type Actions struct {
+	// Obs are the preprocessed (and filtered) observations, rows×Size:
+	// what the learner trains on.
+	Obs []float64
+	// Actions are rows×Dist.ActionSize() values.
+	Actions []float64
+	// LogP is the log-likelihood of each action.
+	LogP []float64
+	// Values are the value estimates, nil unless the model has a value
+	// function.
+	Values []float64
+	// DistInputs are the model outputs, rows×Dist.InputSize() (PPO keeps
+	// them to compute the KL to the updated policy).
+	DistInputs []float64
+}
+
+// Act runs the policy on raw observations (one row per environment, as
+// envs.Vector returns them) on tape t, which it resets and runs without
+// gradients. With explore it samples actions and updates the filter; without
+// it takes each distribution's mode and leaves the filter unchanged.
+// Policy is not safe for concurrent use; Model.Forward on separate tapes is.
+func (p *Policy) Act(t *Tape, rng *rand.Rand, obs [][]float64, explore bool, dst *Actions) error {
+	rows, size := len(obs), p.Preprocessor.Size()
+	dst.Obs = grow(dst.Obs, rows*size)
+	for i, o := range obs {
+		row := dst.Obs[i*size : (i+1)*size]
+		if err := p.Preprocessor.Transform(o, row); err != nil {
+			return fmt.Errorf("observation %d: %w", i, err)
+		}
+		if p.Filter != nil {
+			if err := p.Filter.Apply(row, explore); err != nil {
+				return fmt.Errorf("observation %d: %w", i, err)
+			}
+		}
+	}
+	prev := t.noGrad
+	t.SetNoGrad(true)
+	defer t.SetNoGrad(prev)
+	t.Reset()
+	out := p.Model.Forward(t, t.Const(rows, size, dst.Obs))
+	dst.DistInputs = append(dst.DistInputs[:0], out.Out.Data...)
+	dst.Actions = grow(dst.Actions, rows*p.Dist.ActionSize())
+	if explore {
+		if rng == nil {
+			return fmt.Errorf("models: Policy.Act: exploring needs a random source")
+		}
+		p.Dist.Sample(rng, dst.DistInputs, dst.Actions)
+	} else {
+		p.Dist.Mode(dst.DistInputs, dst.Actions)
+	}
+	dst.LogP = grow(dst.LogP, rows)
+	p.Dist.LogProb(dst.DistInputs, dst.Actions, dst.LogP)
+	if out.Value != nil {
+		dst.Values = append(dst.Values[:0], out.Value.Data...)
+	} else {
+		dst.Values = dst.Values[:0]
+	}
+	return nil
+}
+
+func grow(s []float64, n int) []float64 {
+	if cap(s) < n {
+		return make([]float64, n)
+	}
+	return s[:n]
 }
 
 // NewPolicy builds the catalog's choices for an environment's spaces:

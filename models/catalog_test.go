@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -230,5 +231,67 @@ func TestRegisterPreprocessorOverridesDefault(t *testing.T) {
 	}
 	if !found {
 		t.Fatal("PreprocessorNames misses a registered env")
+	}
+}
+
+func TestCheckFiniteNamesTheParameter(t *testing.T) {
+	m, _ := NewFullyConnected(2, 2, ModelOptions{Hiddens: []int{3}}, 1)
+	p := m.Params()
+	if err := p.CheckFinite(true); err != nil {
+		t.Fatal(err)
+	}
+	p.Tensors()[1].Data[2] = math.NaN() // fc0/b[2]
+	if err := p.CheckFinite(false); err == nil || !strings.Contains(err.Error(), "fc0/b[2]") {
+		t.Fatalf("error %v, want one naming fc0/b[2]", err)
+	}
+	p.Tensors()[1].Data[2] = 0
+	p.Grads()[p.Len()-1] = math.Inf(1)
+	if err := p.CheckFinite(true); err == nil || !strings.Contains(err.Error(), "fc_out/b[1]") {
+		t.Fatalf("error %v, want one naming fc_out/b[1]", err)
+	}
+}
+
+func TestPolicyAct(t *testing.T) {
+	pol, err := NewPolicy("act-test", envs.NewBox(-10, 10, 3), envs.Discrete{N: 3}, "", ModelOptions{Hiddens: []int{8}, Value: true}, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol.Filter = NewMeanStdFilter(3, 5)
+	tape := NewTape()
+	rng := rand.New(rand.NewPCG(1, 1))
+	obs := [][]float64{{1, 2, 3}, {-1, 0, 4}}
+	var a Actions
+	if err := pol.Act(tape, rng, obs, true, &a); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Actions) != 2 || len(a.LogP) != 2 || len(a.Values) != 2 || len(a.DistInputs) != 6 || len(a.Obs) != 6 {
+		t.Fatalf("sizes: %d actions, %d logp, %d values, %d inputs, %d obs", len(a.Actions), len(a.LogP), len(a.Values), len(a.DistInputs), len(a.Obs))
+	}
+	if pol.Filter.Stats().N != 2 {
+		t.Fatalf("exploring did not update the filter: n=%d", pol.Filter.Stats().N)
+	}
+	// The returned log-probs equal the differentiable ones on the same inputs.
+	tape.Reset()
+	o := pol.Model.Forward(tape, tape.Const(2, 3, a.Obs))
+	lp := pol.Dist.LogLikelihood(tape, o.Out, tape.Const(2, 1, a.Actions))
+	for i := range a.LogP {
+		if !near(lp.Data[i], a.LogP[i], 1e-12) {
+			t.Fatalf("logp %v vs tape %v", a.LogP, lp.Data)
+		}
+	}
+	if err := pol.Act(tape, nil, obs, false, &a); err != nil {
+		t.Fatal(err)
+	}
+	if pol.Filter.Stats().N != 2 {
+		t.Fatal("evaluation updated the filter")
+	}
+	if err := pol.Act(tape, rng, [][]float64{{1, 2}}, true, &a); err == nil || !strings.Contains(err.Error(), "observation 0") {
+		t.Fatalf("bad observation: %v", err)
+	}
+	if allocs := testing.AllocsPerRun(10, func() { _ = pol.Act(tape, rng, obs, true, &a) }); allocs != 0 {
+		t.Fatalf("Act allocates %v times per call", allocs)
+	}
+	if s := pol.Model.Params().Signature(); !strings.HasPrefix(s, "fc0/w[3x8] fc0/b[1x8] fc_out/w[8x3]") {
+		t.Fatalf("signature %q", s)
 	}
 }

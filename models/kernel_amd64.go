@@ -13,3 +13,9 @@ func kern4x8(k int, a *float64, ars, aks int, b *float64, ldb int, c *float64, l
 
 //go:noescape
 func kern1x8(k int, a *float64, aks int, b *float64, ldb int, c *float64)
+
+// tanh4 writes tanh(src[i]) into dst[i] for i < len(src)&^3 (AVX2+FMA);
+// dst must be at least as long as src.
+//
+//go:noescape
+func tanh4(dst, src []float64)

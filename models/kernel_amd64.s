@@ -84,7 +84,9 @@ store:
 
 // func kern1x8(k int, a *float64, aks int, b *float64, ldb int, c *float64)
 //
-// c[j] += Σ_l a[l*aks] · b[l*ldb+j] for j < 8.
+// c[j] += Σ_l a[l*aks] · b[l*ldb+j] for j < 8. A single row has no
+// independent rows to hide the multiply-add latency behind, so the loop
+// runs four steps of l at a time into separate accumulators.
 TEXT ·kern1x8(SB), NOSPLIT, $0-48
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
@@ -97,8 +99,44 @@ TEXT ·kern1x8(SB), NOSPLIT, $0-48
 
 	VXORPD Y0, Y0, Y0
 	VXORPD Y1, Y1, Y1
-	TESTQ  CX, CX
-	JE     store1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+	VXORPD Y4, Y4, Y4
+	VXORPD Y5, Y5, Y5
+	VXORPD Y6, Y6, Y6
+	VXORPD Y7, Y7, Y7
+
+	CMPQ CX, $4
+	JL   tail1
+
+loop4:
+	VBROADCASTSD (SI), Y10
+	VFMADD231PD  (DI), Y10, Y0
+	VFMADD231PD  32(DI), Y10, Y1
+	ADDQ         R9, SI
+	ADDQ         R10, DI
+	VBROADCASTSD (SI), Y11
+	VFMADD231PD  (DI), Y11, Y2
+	VFMADD231PD  32(DI), Y11, Y3
+	ADDQ         R9, SI
+	ADDQ         R10, DI
+	VBROADCASTSD (SI), Y12
+	VFMADD231PD  (DI), Y12, Y4
+	VFMADD231PD  32(DI), Y12, Y5
+	ADDQ         R9, SI
+	ADDQ         R10, DI
+	VBROADCASTSD (SI), Y13
+	VFMADD231PD  (DI), Y13, Y6
+	VFMADD231PD  32(DI), Y13, Y7
+	ADDQ         R9, SI
+	ADDQ         R10, DI
+	SUBQ         $4, CX
+	CMPQ         CX, $4
+	JGE          loop4
+
+tail1:
+	TESTQ CX, CX
+	JE    store1
 
 loop1:
 	VBROADCASTSD (SI), Y10
@@ -110,6 +148,12 @@ loop1:
 	JNZ          loop1
 
 store1:
+	VADDPD  Y2, Y0, Y0
+	VADDPD  Y3, Y1, Y1
+	VADDPD  Y6, Y4, Y4
+	VADDPD  Y7, Y5, Y5
+	VADDPD  Y4, Y0, Y0
+	VADDPD  Y5, Y1, Y1
 	VADDPD  (DX), Y0, Y0
 	VMOVUPD Y0, (DX)
 	VADDPD  32(DX), Y1, Y1

@@ -10,8 +10,8 @@ func (t *Tape) MatMul(a, b *Tensor) *Tensor {
 	if a.Cols != b.Rows {
 		panic(fmt.Sprintf("models: MatMul %s x %s: inner sizes differ", a.shape(), b.shape()))
 	}
-	_, out := t.push(opMatMul, a.Rows, b.Cols, a, b, nil)
-	gemm(false, false, a.Rows, b.Cols, a.Cols, a.Data, a.Cols, b.Data, b.Cols, 0, out.Data, out.Cols, nil)
+	nd, out := t.push(opMatMul, a.Rows, b.Cols, a, b, nil)
+	gemm(false, false, a.Rows, b.Cols, a.Cols, a.Data, a.Cols, b.Data, b.Cols, 0, out.Data, out.Cols, &nd.scratch)
 	return out
 }
 
@@ -24,7 +24,7 @@ func (t *Tape) Linear(x, w, bias *Tensor) *Tensor {
 	if bias != nil && (bias.Rows != 1 || bias.Cols != w.Cols) {
 		panic(fmt.Sprintf("models: Linear bias %s does not match weights %s; it must be [1x%d]", bias.shape(), w.shape(), w.Cols))
 	}
-	_, out := t.push(opLinear, x.Rows, w.Cols, x, w, bias)
+	nd, out := t.push(opLinear, x.Rows, w.Cols, x, w, bias)
 	n := w.Cols
 	beta := 0.0
 	if bias != nil {
@@ -33,7 +33,7 @@ func (t *Tape) Linear(x, w, bias *Tensor) *Tensor {
 		}
 		beta = 1
 	}
-	gemm(false, false, x.Rows, n, x.Cols, x.Data, x.Cols, w.Data, n, beta, out.Data, n, nil)
+	gemm(false, false, x.Rows, n, x.Cols, x.Data, x.Cols, w.Data, n, beta, out.Data, n, &nd.scratch)
 	return out
 }
 
@@ -183,9 +183,7 @@ func (t *Tape) unary(op opcode, x *Tensor, s1, s2 float64) *Tensor {
 			o[k] = v * s1
 		}
 	case opTanh:
-		for k, v := range xd {
-			o[k] = math.Tanh(v)
-		}
+		tanhSlice(o, xd)
 	case opRelu:
 		for k, v := range xd {
 			o[k] = max(v, 0)
@@ -466,7 +464,7 @@ func (nd *node) backward() {
 			gemm(false, true, m, k, n, g, n, b.Data, n, 1, a.Grad, k, &nd.scratch)
 		}
 		if b.Grad != nil { // dB += Aᵀ·dC
-			gemm(true, false, k, n, m, a.Data, k, g, n, 1, b.Grad, n, nil)
+			gemm(true, false, k, n, m, a.Data, k, g, n, 1, b.Grad, n, &nd.scratch)
 		}
 	case opLinear:
 		m, k, n := a.Rows, a.Cols, b.Cols
@@ -474,7 +472,7 @@ func (nd *node) backward() {
 			gemm(false, true, m, k, n, g, n, b.Data, n, 1, a.Grad, k, &nd.scratch)
 		}
 		if b.Grad != nil {
-			gemm(true, false, k, n, m, a.Data, k, g, n, 1, b.Grad, n, nil)
+			gemm(true, false, k, n, m, a.Data, k, g, n, 1, b.Grad, n, &nd.scratch)
 		}
 		if c := nd.c; c != nil && c.Grad != nil {
 			cg := c.Grad[:n]

@@ -24,6 +24,7 @@ type Tape struct {
 	nodes  []*node
 	n      int
 	noGrad bool
+	err    error
 }
 
 // NewTape returns an empty tape.
@@ -31,7 +32,12 @@ func NewTape() *Tape { return &Tape{} }
 
 // Reset forgets the recorded operations; their tensors' buffers are reused
 // by the next operations.
-func (t *Tape) Reset() { t.n = 0 }
+func (t *Tape) Reset() { t.n, t.err = 0, nil }
+
+// Err returns the first error an Apply operation reported since the last
+// Reset. Check it after the forward pass and after Backward when the tape
+// runs external functions.
+func (t *Tape) Err() error { return t.err }
 
 // SetNoGrad switches gradient recording off (true) or on (false). With it
 // off no result requires a gradient, so forward passes for acting skip the
@@ -76,6 +82,7 @@ const (
 	opConcat
 	opCols
 	opRepeatRows
+	opFunc
 )
 
 // node is one recorded operation: its inputs, scalar arguments, result and
@@ -89,7 +96,8 @@ type node struct {
 	data    []float64
 	grad    []float64
 	ints    []int
-	scratch []float64 // transposed weights for the backward pass
+	fn      Func
+	scratch []float64 // gemm's workspace: transposed weights, a column
 }
 
 // push takes the next slot and shapes its result; the result needs a
@@ -140,6 +148,22 @@ func (t *Tape) Const(rows, cols int, data []float64) *Tensor {
 	return out
 }
 
+// Variable records an input whose gradient is wanted (a model plugin's
+// input gradients, a distribution's gradients with respect to its inputs):
+// like Const, it views data, but Backward accumulates into its Grad, which
+// the tape owns and zeroes here.
+func (t *Tape) Variable(rows, cols int, data []float64) *Tensor {
+	out := t.Const(rows, cols, data)
+	nd := t.nodes[t.n-1]
+	n := rows * cols
+	if cap(nd.grad) < n {
+		nd.grad = make([]float64, n)
+	}
+	out.Grad = nd.grad[:n]
+	clear(out.Grad)
+	return out
+}
+
 // StopGradient returns x's values as a constant: backpropagation does not
 // pass through it. The result views x's data.
 func (t *Tape) StopGradient(x *Tensor) *Tensor {
@@ -166,29 +190,80 @@ func (t *Tape) Backward(loss *Tensor) {
 // BackwardFrom backpropagates given output gradients: grad[i] is
 // d(loss)/d(out.Data[i]) for some loss computed outside the tape (a remote
 // learner's, for instance). It accumulates parameter gradients like
-// Backward.
+// Backward. For several outputs at once (policy and value), call AddGrad
+// for each, then Propagate once.
 func (t *Tape) BackwardFrom(out *Tensor, grad []float64) error {
+	if err := t.AddGrad(out, grad); err != nil {
+		return err
+	}
+	t.Propagate()
+	return nil
+}
+
+// AddGrad adds grad to out's gradient without propagating it; see
+// BackwardFrom.
+func (t *Tape) AddGrad(out *Tensor, grad []float64) error {
 	if len(grad) != out.Len() {
-		return fmt.Errorf("models: BackwardFrom: %d output gradients for a %s output", len(grad), out.shape())
+		return fmt.Errorf("models: %d output gradients for a %s output", len(grad), out.shape())
 	}
 	if out.Grad == nil {
-		return nil
+		return nil // nothing trainable produced out
 	}
 	for i, g := range grad {
 		out.Grad[i] += g
 	}
-	t.backprop()
 	return nil
 }
+
+// Propagate backpropagates the gradients added with AddGrad into the
+// parameters. Run it once per forward pass.
+func (t *Tape) Propagate() { t.backprop() }
 
 func (t *Tape) backprop() {
 	for i := t.n - 1; i >= 0; i-- {
 		nd := t.nodes[i]
-		if nd.out.Grad == nil || nd.op == opLeaf {
-			continue
+		switch {
+		case nd.out.Grad == nil || nd.op == opLeaf:
+		case nd.op == opFunc:
+			var wg []float64
+			if nd.b != nil {
+				wg = nd.b.Grad
+			}
+			if err := nd.fn.Backward(nd.a, nd.b, nd.out, nd.out.Grad, nd.a.Grad, wg); err != nil && t.err == nil {
+				t.err = fmt.Errorf("models: backward of an external function: %w", err)
+			}
+		default:
+			nd.backward()
 		}
-		nd.backward()
 	}
+}
+
+// Func is a differentiable operation computed outside the tape, such as a
+// model served by a plugin process. Its weights w are a tensor on this side
+// (a Params tensor mirroring the remote weights, so optimizers and flat
+// weight shipping work as for local models), or nil.
+type Func interface {
+	// Forward writes the output for inputs x and weights w into out, whose
+	// shape Apply has set.
+	Forward(x, w, out *Tensor) error
+	// Backward adds d(Σ outGrad·out)/dx into xGrad and d(...)/dw into
+	// wGrad; either is nil when that gradient is not needed.
+	Backward(x, w, out *Tensor, outGrad, xGrad, wGrad []float64) error
+}
+
+// Apply records f applied to x [batch×k] (and weights w) producing
+// [batch×outCols]. An error from f zeroes the output and is reported by
+// Err, because tape operations return tensors, not errors.
+func (t *Tape) Apply(f Func, x, w *Tensor, outCols int) *Tensor {
+	nd, out := t.push(opFunc, x.Rows, outCols, x, w, nil)
+	nd.fn = f
+	if err := f.Forward(x, w, out); err != nil {
+		clear(out.Data)
+		if t.err == nil {
+			t.err = fmt.Errorf("models: external function: %w", err)
+		}
+	}
+	return out
 }
 
 // gemm computes C = op(A)·op(B) + beta·C for beta 0 or 1, where op
@@ -206,24 +281,31 @@ func gemm(tA, tB bool, m, n, k int, a []float64, lda int, b []float64, ldb int, 
 			clear(c[i*ldc : i*ldc+n])
 		}
 	}
+	need := max(k, m)
 	if tB {
-		if cap(*scratch) < k*n {
-			*scratch = make([]float64, k*n)
-		}
-		bt := (*scratch)[:k*n]
+		need += k * n
+	}
+	if cap(*scratch) < need {
+		*scratch = make([]float64, need)
+	}
+	buf := (*scratch)[:need]
+	if tB {
+		bt := buf[:k*n]
 		for j := 0; j < n; j++ {
 			for l, v := range b[j*ldb : j*ldb+k] {
 				bt[l*n+j] = v
 			}
 		}
-		b, ldb = bt, n
+		b, ldb, buf = bt, n, buf[k*n:]
 	}
-	gemmAcc(tA, m, n, k, a, lda, b, ldb, c, ldc)
+	gemmAcc(tA, m, n, k, a, lda, b, ldb, c, ldc, buf)
 }
 
 // gemmAcc adds op(A)·B to C with the assembly kernels: 4×8 blocks of C,
-// then leftover rows 1×8, then leftover columns in Go.
-func gemmAcc(tA bool, m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64, ldc int) {
+// then leftover rows 1×8, then leftover columns (the small output layers
+// of policy and value heads) by dot products or, when A is transposed,
+// by the 1×8 kernel over C's column. tmp holds max(k, m) values.
+func gemmAcc(tA bool, m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64, ldc int, tmp []float64) {
 	if m == 0 || n == 0 || k == 0 {
 		return
 	}
@@ -232,8 +314,8 @@ func gemmAcc(tA bool, m, n, k int, a []float64, lda int, b []float64, ldb int, c
 		ars, aks = 1, lda
 	}
 	// The kernels do not check bounds, so check the farthest reads here.
-	if (m-1)*ars+(k-1)*aks >= len(a) || (k-1)*ldb+n > len(b) || (m-1)*ldc+n > len(c) {
-		panic(fmt.Sprintf("models: gemm %dx%dx%d: operands too short (%d, %d, %d)", m, n, k, len(a), len(b), len(c)))
+	if (m-1)*ars+(k-1)*aks >= len(a) || (k-1)*ldb+n > len(b) || (m-1)*ldc+n > len(c) || len(tmp) < max(k, m) {
+		panic(fmt.Sprintf("models: gemm %dx%dx%d: operands too short (%d, %d, %d, %d)", m, n, k, len(a), len(b), len(c), len(tmp)))
 	}
 	n8, m4 := n&^7, m&^3
 	for j := 0; j < n8; j += 8 {
@@ -245,15 +327,51 @@ func gemmAcc(tA bool, m, n, k int, a []float64, lda int, b []float64, ldb int, c
 		}
 	}
 	for j := n8; j < n; j++ {
-		for i := 0; i < m; i++ {
-			ai := i * ars
+		if !tA {
+			col := tmp[:k]
+			for l := range col {
+				col[l] = b[l*ldb+j]
+			}
+			for i := 0; i < m; i++ {
+				c[i*ldc+j] += dot(a[i*lda:i*lda+k], col)
+			}
+			continue
+		}
+		// C[:, j] = Σ_l B[l, j]·A[l, :], A's rows being contiguous.
+		acc := tmp[:m]
+		clear(acc)
+		m8 := m &^ 7
+		for i := 0; i < m8; i += 8 {
+			kern1x8(k, &b[j], ldb, &a[i], lda, &acc[i])
+		}
+		for i := m8; i < m; i++ {
 			s := 0.0
 			for l := 0; l < k; l++ {
-				s += a[ai+l*aks] * b[l*ldb+j]
+				s += b[l*ldb+j] * a[l*lda+i]
 			}
-			c[i*ldc+j] += s
+			acc[i] = s
+		}
+		for i, v := range acc {
+			c[i*ldc+j] += v
 		}
 	}
+}
+
+// dot is x·y with four accumulators.
+func dot(x, y []float64) float64 {
+	y = y[:len(x)]
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		s0 += x[i] * y[i]
+		s1 += x[i+1] * y[i+1]
+		s2 += x[i+2] * y[i+2]
+		s3 += x[i+3] * y[i+3]
+	}
+	for ; i < len(x); i++ {
+		s0 += x[i] * y[i]
+	}
+	return (s0 + s1) + (s2 + s3)
 }
 
 // gemmGonum is gemm through gonum's BLAS. It tiles C so that gonum always

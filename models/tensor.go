@@ -2,6 +2,8 @@ package models
 
 import (
 	"fmt"
+	"math"
+	"strings"
 
 	"gonum.org/v1/gonum/mat"
 )
@@ -89,6 +91,20 @@ func (p *Params) New(name string, rows, cols int) *Tensor {
 	return t
 }
 
+// Signature describes the parameters' names and shapes, e.g.
+// "fc0/w[4x64] fc0/b[1x64] ...". Save it with weights and compare it on
+// restore: two models can have equally many weights and still differ.
+func (p *Params) Signature() string {
+	var b strings.Builder
+	for i, t := range p.tensors {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%s[%dx%d]", p.names[i], t.Rows, t.Cols)
+	}
+	return b.String()
+}
+
 // Len is the total number of scalar parameters.
 func (p *Params) Len() int { return len(p.data) }
 
@@ -142,6 +158,40 @@ func (p *Params) SetFlatGrad(g []float64) error {
 	}
 	copy(p.grad, g)
 	return nil
+}
+
+// CheckFinite returns an error naming the first weight (and, with grads,
+// the first gradient) that is NaN or infinite, so a diverging run stops
+// with a cause instead of writing NaN into a checkpoint.
+func (p *Params) CheckFinite(grads bool) error {
+	check := func(kind string, v []float64) error {
+		for i, x := range v {
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				name, at := p.locate(i)
+				return fmt.Errorf("models: %s %s[%d] is %v", kind, name, at, x)
+			}
+		}
+		return nil
+	}
+	if err := check("weight", p.data); err != nil {
+		return err
+	}
+	if grads {
+		return check("gradient of", p.grad)
+	}
+	return nil
+}
+
+// locate maps a flat index to its tensor's name and offset.
+func (p *Params) locate(i int) (string, int) {
+	for k, t := range p.tensors {
+		n := t.Len()
+		if i < n {
+			return p.names[k], i
+		}
+		i -= n
+	}
+	return "?", i
 }
 
 // ZeroGrad clears every gradient. Backward accumulates, so call it before

@@ -37,6 +37,7 @@ type Vector struct {
 	canDraw  bool
 
 	seeds    []int64     // seeds of the last Reset, reused after a restart
+	crashes  int         // restarts so far, to derive fresh seeds
 	lastObs  [][]float64 // copies of the latest observations, for restarts
 	restarts []time.Time // restart times within the window
 	actBuf   []float64
@@ -286,10 +287,13 @@ func (v *Vector) recover(cause error) (envs.VectorStep, error) {
 		if err := v.restart(cause); err != nil {
 			return envs.VectorStep{}, err
 		}
-		for i := range v.seeds {
-			v.seeds[i] += 7_919 * int64(v.n)
+		// Fresh seeds that no ordinary episode uses (those have k >= 0).
+		v.crashes++
+		seeds := make([]int64, v.n)
+		for i := range seeds {
+			seeds[i] = envs.AutoResetSeed(v.seeds[i], -v.crashes)
 		}
-		obs, err := v.reset(v.seeds)
+		obs, err := v.reset(seeds)
 		if errors.Is(err, errCrashed) {
 			cause = err
 			continue

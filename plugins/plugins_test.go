@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gray-ml/gray/envs"
+	pb "github.com/gray-ml/gray/plugins/proto"
 )
 
 // bins holds the example and test plugins, built once for the package.
@@ -244,9 +246,9 @@ func TestBadPluginsGiveClearErrors(t *testing.T) {
 		{name: "bad config", path: gridworldBin, cfg: envs.Config{"colour": 1},
 			want: []string{`unknown config key "colour"`}},
 		{name: "wrong observation size", path: faultyBin, cfg: envs.Config{"wrong_size": true},
-			want: []string{"answered 3 values of observations", "expected 1 rows of 2"}},
+			want: []string{"[0 0 0]", "Box(-1, 1, [2])"}},
 		{name: "observation outside space", path: faultyBin, cfg: envs.Config{"bad_obs_after": 3}, atStep: true,
-			want: []string{"[5 0] is outside the declared observation space Box(-1, 1, [2])"}},
+			want: []string{"[5 0]", "outside", "Box(-1, 1, [2])"}},
 		{name: "NaN reward", path: faultyBin, cfg: envs.Config{"nan_after": 2}, atStep: true,
 			want: []string{"returned reward NaN", "must be finite"}},
 		{name: "step error", path: faultyBin, cfg: envs.Config{"step_error_after": 2}, atStep: true,
@@ -451,5 +453,48 @@ func TestPythonEnvPlugin(t *testing.T) {
 	if _, err := NewVector(context.Background(), pythonGridBin, envs.Config{"colour": 1}, 1, quiet(t, Options{})); err == nil ||
 		!strings.Contains(err.Error(), "unknown config keys") {
 		t.Errorf("bad config: got %v, want an error about unknown config keys", err)
+	}
+}
+
+// TestHostValidatesWhatPluginsSend feeds the host side answers that a plugin
+// in another language could send (the Go SDK checks its own): each is an
+// error naming the plugin and the cause.
+func TestHostValidatesWhatPluginsSend(t *testing.T) {
+	v, err := NewVector(context.Background(), gridworldBin, nil, 2, quiet(t, Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	ok := func() *pb.StepResponse {
+		return &pb.StepResponse{Obs: []float64{0, 0, 1, 1}, Rewards: []float64{0, 1},
+			Terminated: []bool{false, true}, Truncated: []bool{false, false}, FinalObs: []float64{1, 1}}
+	}
+	if _, err := v.decodeStep(ok()); err != nil {
+		t.Fatalf("a valid answer: %v", err)
+	}
+	cases := []struct {
+		name   string
+		change func(r *pb.StepResponse)
+		want   string
+	}{
+		{"short observations", func(r *pb.StepResponse) { r.Obs = r.Obs[:3] }, "answered 3 values of observations; expected 2 rows of 2"},
+		{"observation outside", func(r *pb.StepResponse) { r.Obs[1] = 7 }, "observations row 0 = [0 7] is outside the declared observation space"},
+		{"NaN observation", func(r *pb.StepResponse) { r.Obs[0] = math.NaN() }, "is outside the declared observation space"},
+		{"NaN reward", func(r *pb.StepResponse) { r.Rewards[0] = math.NaN() }, "sub-environment 0 returned reward NaN"},
+		{"infinite reward", func(r *pb.StepResponse) { r.Rewards[1] = math.Inf(1) }, "returned reward +Inf"},
+		{"missing flags", func(r *pb.StepResponse) { r.Truncated = nil }, "0 truncated flags for 2 sub-environments"},
+		{"missing final observation", func(r *pb.StepResponse) { r.FinalObs = nil }, "answered 0 values of final observations"},
+		{"final observation outside", func(r *pb.StepResponse) { r.FinalObs[0] = -1 }, "final observations (one per finished episode) row 0 = [-1 1] is outside"},
+	}
+	for _, c := range cases {
+		r := ok()
+		c.change(r)
+		_, err := v.decodeStep(r)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), gridworldBin) {
+			t.Errorf("%s: got %v, want an error naming the plugin and containing %q", c.name, err, c.want)
+		}
+	}
+	if _, err := v.Step([][]float64{{0}, {9}}); err == nil || !strings.Contains(err.Error(), "action [9] for sub-environment 1 is not in the action space Discrete(4)") {
+		t.Errorf("a bad action: %v", err)
 	}
 }

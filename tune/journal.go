@@ -72,6 +72,10 @@ func openJournal(dir string) (*journal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tune: opening the experiment journal: %w", err)
 	}
+	if err := lockJournal(f, dir); err != nil {
+		f.Close()
+		return nil, err
+	}
 	return &journal{f: f}, nil
 }
 

@@ -377,12 +377,30 @@ func (r *runner) drain() {
 	for r.inflight > 0 {
 		ev := <-r.events
 		r.inflight--
-		if ev.trainable != nil && ev.t.trainable == nil {
-			ev.t.trainable = ev.trainable
+		r.quiesce(ev)
+	}
+}
+
+// quiesce takes an operation's outcome while the experiment is stopping
+// (interrupted, or a fatal error): results and checkpoints are recorded,
+// a trial that was ending is marked so, and nothing new is started.
+func (r *runner) quiesce(ev opEvent) {
+	t := ev.t
+	t.busy = false
+	if ev.trainable != nil && t.trainable == nil {
+		t.trainable = ev.trainable
+	}
+	switch {
+	case ev.kind == evkResult && ev.err == nil:
+		// A finished result is never lost, even while interrupting.
+		r.acceptResult(ev)
+	case ev.kind == evkStopped:
+		if ev.ckpt != nil {
+			r.addCheckpoint(t, ev.ckpt.Path)
 		}
-		if ev.kind == evkResult && ev.err == nil {
-			// A finished result is never lost, even while interrupting.
-			r.acceptResult(ev)
+		if t.wantStop {
+			r.release(t)
+			r.terminate(t, Terminated)
 		}
 	}
 }
@@ -706,6 +724,10 @@ func (r *runner) pruneCheckpoints(t *Trial) {
 }
 
 func (r *runner) handle(ev opEvent) {
+	if r.fatal != nil || r.ctx.Err() != nil {
+		r.quiesce(ev)
+		return
+	}
 	t := ev.t
 	t.busy = false
 	if ev.trainable != nil {

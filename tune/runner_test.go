@@ -435,3 +435,146 @@ func TestResumeErrors(t *testing.T) {
 		t.Fatalf("run over existing: %v", err)
 	}
 }
+
+func TestResumeRefusedWhileRunning(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "exp")
+	started := make(chan struct{})
+	release := make(chan struct{})
+	var once sync.Once
+	blocker := FuncTrainable(func(ctx context.Context, cfg map[string]any, report ReportFunc) error {
+		once.Do(func() { close(started) })
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil
+	})
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(context.Background(), Experiment{Dir: dir, Trainable: blocker})
+		done <- err
+	}()
+	<-started
+	_, err := Resume(context.Background(), Experiment{Dir: dir, Trainable: blocker})
+	close(release)
+	if err == nil || !strings.Contains(err.Error(), "being run by another process") {
+		t.Fatalf("resume during run: %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestKeepBestCheckpointsByScore(t *testing.T) {
+	// Score peaks at iteration 4, then falls.
+	peaky := FuncTrainable(func(ctx context.Context, cfg map[string]any, report ReportFunc) error {
+		var st counterState
+		LoadState(ctx, &st)
+		for {
+			st.Step++
+			SaveState(ctx, st)
+			score := -float64((st.Step - 4) * (st.Step - 4))
+			if err := report(map[string]any{"score": score}); err != nil {
+				return nil
+			}
+		}
+	})
+	a, err := Run(context.Background(), Experiment{
+		Dir: filepath.Join(t.TempDir(), "exp"), Trainable: peaky, Metric: "score",
+		Stop:           map[string]float64{"training_iteration": 10},
+		CheckpointFreq: 2, KeepCheckpointsNum: 2, CheckpointScoreAttr: "score",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := a.Trials[0]
+	var names []string
+	for _, c := range tr.Checkpoints {
+		names = append(names, filepath.Base(c.Path))
+	}
+	// Kept: the best by score (iteration 4) and the newest (10).
+	if strings.Join(names, ",") != "checkpoint_000004,checkpoint_000010" {
+		t.Fatalf("kept %v, want the best (4) and the newest (10)", names)
+	}
+	onDisk, _ := filepath.Glob(filepath.Join(tr.Dir, "checkpoint_*"))
+	if len(onDisk) != 2 {
+		t.Fatalf("on disk: %v", onDisk)
+	}
+	sums, _ := LoadTrials(filepath.Dir(tr.Dir))
+	if len(sums[0].Checkpoints) != 2 {
+		t.Fatalf("journal keeps %d checkpoints, want 2", len(sums[0].Checkpoints))
+	}
+}
+
+func TestInterruptAndResumeEverySchedulerAndSearcher(t *testing.T) {
+	type setup func() (Scheduler, Searcher)
+	space := map[string]any{"quality": Uniform{1, 10}}
+	cases := map[string]setup{
+		"fifo": func() (Scheduler, Searcher) { return nil, nil },
+		"asha": func() (Scheduler, Searcher) {
+			s, _ := NewASHA(ASHAConfig{MaxT: 12, GracePeriod: 1, ReductionFactor: 2, Brackets: 2})
+			return s, nil
+		},
+		"hyperband": func() (Scheduler, Searcher) {
+			s, _ := NewHyperBand(HyperBandConfig{MaxT: 9, ReductionFactor: 3})
+			return s, nil
+		},
+		"median": func() (Scheduler, Searcher) {
+			s, _ := NewMedianStopping(MedianStoppingConfig{GracePeriod: 2, MinSamplesRequired: 2})
+			return s, nil
+		},
+		"pbt": func() (Scheduler, Searcher) {
+			s, _ := NewPBT(PBTConfig{PerturbationInterval: 3, Seed: 2, HyperparamMutations: map[string]any{"quality": Uniform{1, 10}}})
+			return s, nil
+		},
+		"tpe-limited": func() (Scheduler, Searcher) {
+			tp, _ := NewTPE(space, TPEConfig{NumSamples: 12, NStartup: 4, Seed: 3})
+			c, _ := NewConcurrencyLimiter(tp, 3)
+			return nil, c
+		},
+	}
+	for name, mk := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "exp")
+			exp := func(ctx context.Context, cancelAt int, cancel func()) Experiment {
+				sched, search := mk()
+				var n atomic.Int64
+				tr := FuncTrainable(func(c context.Context, cfg map[string]any, report ReportFunc) error {
+					return curve(c, cfg, func(r map[string]any) error {
+						if n.Add(1) == int64(cancelAt) {
+							cancel()
+						}
+						return report(r)
+					})
+				})
+				return Experiment{
+					Dir: dir, Trainable: tr, Space: space, NumSamples: 12, Seed: 5,
+					Scheduler: sched, Searcher: search, Metric: "score",
+					Stop:           map[string]float64{"training_iteration": 12},
+					CheckpointFreq: 2, NodeResources: Resources{CPU: 3},
+				}
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			_, err := Run(ctx, exp(ctx, 15, cancel))
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("first run: %v", err)
+			}
+			before, _ := LoadTrials(dir)
+			a, err := Resume(context.Background(), exp(context.Background(), -1, func() {}))
+			if err != nil {
+				t.Fatalf("resume: %v", err)
+			}
+			if len(a.Trials) != 12 {
+				t.Fatalf("%d trials after resume, want 12", len(a.Trials))
+			}
+			for i, tr := range a.Trials {
+				if !tr.Status.terminal() {
+					t.Errorf("trial %s %s after resume", tr.ID, tr.Status)
+				}
+				if i < len(before) && before[i].Status.terminal() && before[i].Iteration != tr.Iteration {
+					t.Errorf("trial %s finished at %d before the interruption, %d after resume", tr.ID, before[i].Iteration, tr.Iteration)
+				}
+			}
+		})
+	}
+}

@@ -1,8 +1,3 @@
-// Package tune runs hyperparameter sweeps: search spaces, search algorithms,
-// trial schedulers (FIFO, median stopping, HyperBand, ASHA, PBT) and a trial
-// runner that sizes concurrency by resources, checkpoints trials, retries
-// failures and keeps an append-only experiment journal so that an experiment
-// killed at any moment can be resumed.
 package tune
 
 import (

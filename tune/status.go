@@ -184,16 +184,20 @@ type TableReporter struct {
 	mu       sync.Mutex
 	w        io.Writer
 	tty      bool
+	width    int // terminal columns; longer lines are cut so redraws line up
 	lastRows int
 }
 
 // NewTableReporter reports to w, detecting whether w is a terminal.
 func NewTableReporter(w io.Writer) *TableReporter {
-	tty := false
-	if f, ok := w.(*os.File); ok {
-		tty = term.IsTerminal(int(f.Fd()))
+	r := &TableReporter{w: w}
+	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		r.tty = true
+		if cols, _, err := term.GetSize(int(f.Fd())); err == nil {
+			r.width = cols
+		}
 	}
-	return &TableReporter{w: w, tty: tty}
+	return r
 }
 
 // Report implements Reporter.
@@ -209,6 +213,15 @@ func (t *TableReporter) Report(s StatusSnapshot) {
 		return
 	}
 	text := s.Format()
+	if t.width > 1 {
+		lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+		for i, l := range lines {
+			if len(l) >= t.width {
+				lines[i] = l[:t.width-1]
+			}
+		}
+		text = strings.Join(lines, "\n") + "\n"
+	}
 	if t.lastRows > 0 {
 		// Move up over the previous table and clear to the end of screen.
 		fmt.Fprintf(t.w, "\x1b[%dA\x1b[J", t.lastRows)

@@ -33,6 +33,9 @@ type Trainable interface {
 // TrainableFactory makes a fresh Trainable for a trial (or a restart).
 type TrainableFactory func() Trainable
 
+// stopTimeout bounds how long Stop waits for a trainable to wind down.
+const stopTimeout = 10 * time.Second
+
 // ErrTrainableDone is returned by Step when training has finished.
 var ErrTrainableDone = errors.New("tune: trainable finished")
 
@@ -199,7 +202,7 @@ func (f *funcTrainable) Stop() error {
 	case <-f.done:
 		f.exited = true
 		return nil
-	case <-time.After(10 * time.Second):
+	case <-time.After(stopTimeout):
 		return errors.New("tune: trainable function did not return within 10s of its context being cancelled; it must return when ctx is done or report fails")
 	}
 }

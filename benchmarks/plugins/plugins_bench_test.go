@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/gray-ml/gray/benchmarks/plugins/internal/cartpole"
 	"github.com/gray-ml/gray/envs"
 	"github.com/gray-ml/gray/plugins"
 )
@@ -98,18 +97,11 @@ var sizes = []int{1, 8, 64}
 func BenchmarkEnvSteps(b *testing.B) {
 	for _, n := range sizes {
 		b.Run(fmt.Sprintf("cartpole-inprocess/n=%d", n), func(b *testing.B) {
-			subs := make([]envs.Env, n)
-			for i := range subs {
-				e, err := cartpole.New(nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				subs[i] = e
-			}
-			v, err := envs.NewVector(subs...)
+			v, err := envs.MakeVector("CartPole-v1", nil, n)
 			if err != nil {
 				b.Fatal(err)
 			}
+			defer v.Close()
 			stepLoop(b, v)
 		})
 		b.Run(fmt.Sprintf("cartpole-goplugin/n=%d", n), func(b *testing.B) {

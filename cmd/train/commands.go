@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -42,12 +43,11 @@ checkpoint.`,
 			if showConfig {
 				return printConfig(stdout, exp, format)
 			}
-			shutdown, err := startRuntime(cmd.Context(), exp.NumCPUs)
-			if err != nil {
-				return fmt.Errorf("starting the runtime: %w", err)
-			}
-			defer shutdown()
-			sum, err := runner.Train(cmd.Context(), exp, stdout)
+			sum, err := runner.Train(cmd.Context(), exp, stdout, runner.Options{
+				StartRuntime: func(ctx context.Context, logDir string) (func(), error) {
+					return startRuntime(ctx, exp.NumCPUs, logDir)
+				},
+			})
 			if err != nil {
 				if sum.RunDir != "" {
 					fmt.Fprintf(stderr, "train: results so far are in %s\n", sum.RunDir)
@@ -64,6 +64,7 @@ checkpoint.`,
 			return nil
 		},
 	}
+	root.CompletionOptions.HiddenDefaultCmd = true
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	config.AddFlags(root.Flags())
@@ -121,7 +122,11 @@ environment, printing each return and their mean.`,
 			if path == "" {
 				return fmt.Errorf("rollout needs --checkpoint PATH (a checkpoint_<n> folder of a run)")
 			}
-			_, err := runner.Rollout(cmd.Context(), config.ExpandHome(path), opts, stdout)
+			_, err := runner.Rollout(cmd.Context(), config.ExpandHome(path), opts, stdout, runner.Options{
+				StartRuntime: func(ctx context.Context, logDir string) (func(), error) {
+					return startRuntime(ctx, 0, logDir)
+				},
+			})
 			return err
 		},
 	}

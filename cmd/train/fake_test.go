@@ -30,6 +30,7 @@ type fakeConfig struct {
 	NaNStatAt  int     `json:"nan_stat_at"`  // Train reports a NaN learner statistic
 	PanicAt    int     `json:"panic_at"`     // Train panics
 	SleepS     float64 `json:"sleep_s"`      // each Train sleeps (for interrupts)
+	Stubborn   bool    `json:"stubborn"`     // the sleep ignores ctx
 	ExtraAfter int     `json:"extra_after"`  // from this iteration on, report an extra key
 	SaveToFile bool    `json:"save_to_file"` // Save writes a file instead of a folder
 }
@@ -70,7 +71,11 @@ func newFake(name string) rllib.Factory {
 
 func (a *fakeAgent) Train(ctx context.Context) (rllib.Result, error) {
 	next := a.st.Iter + 1
-	if a.cfg.SleepS > 0 {
+	if a.cfg.SleepS > 0 && a.cfg.Stubborn {
+		// Tells TestSecondSIGINTQuits that a stubborn iteration is under way.
+		fmt.Fprintf(os.Stderr, "fake: iteration %d started\n", next)
+		time.Sleep(time.Duration(a.cfg.SleepS * float64(time.Second)))
+	} else if a.cfg.SleepS > 0 {
 		select {
 		case <-time.After(time.Duration(a.cfg.SleepS * float64(time.Second))):
 		case <-ctx.Done():
@@ -104,6 +109,9 @@ func (a *fakeAgent) Train(ctx context.Context) (rllib.Result, error) {
 }
 
 func (a *fakeAgent) Save(ctx context.Context) (string, error) {
+	if a.cfg.Stubborn {
+		time.Sleep(time.Duration(a.cfg.SleepS * float64(time.Second)))
+	}
 	b, _ := json.Marshal(a.st)
 	if a.cfg.SaveToFile {
 		path := filepath.Join(a.logDir, fmt.Sprintf("state-%d.json", a.st.Iter))
@@ -161,7 +169,15 @@ func (c *corridor) Close() error { return nil }
 
 func init() {
 	rllib.Register(rllib.Algorithm{Name: "FakeAlg", New: newFake("FakeAlg"), DefaultConfig: func() any { return defaultFakeConfig() }})
-	rllib.Register(rllib.Algorithm{Name: "OtherAlg", New: newFake("OtherAlg"), DefaultConfig: func() any { return defaultFakeConfig() }})
+	// OtherAlg has other config keys: restoring FakeAlg's checkpoint into
+	// it must fail on the algorithm, not on a config key.
+	type otherConfig struct {
+		Gamma float64 `json:"gamma"`
+	}
+	rllib.Register(rllib.Algorithm{Name: "OtherAlg", DefaultConfig: func() any { return otherConfig{Gamma: 0.99} },
+		New: func(context.Context, rllib.Options) (rllib.Agent, error) {
+			return nil, errors.New("OtherAlg cannot train")
+		}})
 	envs.Register("Corridor-v0", func(envs.Config) (envs.Env, error) { return &corridor{}, nil })
 	envs.Register("Ring-v0", func(cfg envs.Config) (envs.Env, error) {
 		if _, bad := cfg["bad"]; bad {

@@ -29,21 +29,33 @@ const (
 
 func main() {
 	serveIfWorker()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first Ctrl-C (or SIGTERM) cancels the run's context: the run
+	// stops after the current iteration and saves a checkpoint. A second
+	// one quits at once. (Signals are handled by hand rather than with
+	// signal.NotifyContext because serveIfWorker ignored SIGINT, and
+	// stopping a notification would put that ignoring back.)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
-		// After the first Ctrl-C the run saves a checkpoint; a second one
-		// gets the default behaviour back and ends the process at once.
 		select {
-		case <-ctx.Done():
-			stop()
+		case <-sigs:
+			cancel()
 			fmt.Fprintln(os.Stderr, "\ntrain: stopping after this iteration and saving a checkpoint (Ctrl-C again to quit at once)")
+		case <-done:
+			return
+		}
+		select {
+		case <-sigs:
+			fmt.Fprintln(os.Stderr, "train: quitting without a checkpoint")
+			os.Exit(exitInterrupted)
 		case <-done:
 		}
 	}()
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	close(done)
-	stop()
+	cancel()
 	os.Exit(code)
 }
 

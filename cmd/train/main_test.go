@@ -23,8 +23,11 @@ import (
 	"github.com/gray-ml/gray/platform/tensorboard"
 )
 
-// TestMain lets a test run the real main in a child process (for signals).
+// TestMain serves as a runtime worker when started as one, and lets a
+// test run the real main in a child process (for signals).
 func TestMain(m *testing.M) {
+	// The runtime starts this test binary again as its workers.
+	serveIfWorker()
 	if os.Getenv("GRAY_TRAIN_TEST_MAIN") == "1" {
 		main()
 		return
@@ -89,7 +92,7 @@ func TestBadInput(t *testing.T) {
 		{"unwritable local dir", []string{"--env", "Corridor-v0", "--alg", "FakeAlg", "--local-dir", filepath.Join(notDir, "results")},
 			[]string{"cannot create experiment folder", "file/results", "writable"}},
 		{"stop key never reported", []string{"--env", "Corridor-v0", "--alg", "FakeAlg", "--stop", `{"episode_reward": 5}`},
-			[]string{"stop criteria episode_reward name no result key", "episode_reward_mean"}},
+			[]string{"stop criteria episode_reward are not keys of the first result", "episode_reward_mean", "could never stop"}},
 		{"restore missing", []string{"--env", "Corridor-v0", "--alg", "FakeAlg", "--restore", "/nonexistent/checkpoint_3"},
 			[]string{"checkpoint /nonexistent/checkpoint_3 does not exist"}},
 		{"restore non-checkpoint", []string{"--env", "Corridor-v0", "--alg", "FakeAlg", "--restore", local},
@@ -127,7 +130,7 @@ func TestTrainWritesRunFolder(t *testing.T) {
 	local := t.TempDir()
 	o := train(t, "--env", "Corridor-v0", "--alg", "fakealg", "--local-dir", local, "--name", "exp1",
 		"--config", `{"lr": 0.5, "model": {"fcnet_hiddens": [4]}, "extra_after": 3}`,
-		"--stop", `{"training_iteration": 4, "episode_reward_mean": 1000}`, "--checkpoint-freq", "2", "--checkpoint-at-end")
+		"--stop", `{"training_iteration": 4, "episode_reward_mean": 1000, "evaluation_reward_mean": 100}`, "--checkpoint-freq", "2", "--checkpoint-at-end")
 	if o.code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", o.code, o.stdout, o.stderr)
 	}
@@ -140,7 +143,7 @@ func TestTrainWritesRunFolder(t *testing.T) {
 		t.Errorf("progress lines %v in\n%s", lines, o.stdout)
 	}
 	for _, w := range []string{"checkpoint saved: " + filepath.Join(dir, "checkpoint_2"), "checkpoint saved: " + filepath.Join(dir, "checkpoint_4"),
-		"done: training_iteration >= 4", "results: " + dir} {
+		"done: training_iteration >= 4", "results: " + dir, "warning: stop criteria evaluation_reward_mean are not keys of the first result"} {
 		if !strings.Contains(o.stdout, w) {
 			t.Errorf("stdout lacks %q:\n%s", w, o.stdout)
 		}
@@ -193,6 +196,10 @@ func TestTrainWritesRunFolder(t *testing.T) {
 	}
 	if events[4].Step != 400 || events[4].Scalars["episode_reward_mean"] != 40 || events[4].Scalars["info/learner/kl"] != float32(0.01) {
 		t.Errorf("last event %+v", events[4])
+	}
+	// The runtime's workers write their output into logs/.
+	if logs, _ := filepath.Glob(filepath.Join(dir, "logs", "worker-*")); len(logs) == 0 {
+		t.Error("no worker output files in logs/")
 	}
 	// Checkpoint metadata.
 	meta, _, err := checkpoint.Read(filepath.Join(dir, "checkpoint_4"))
@@ -291,7 +298,7 @@ func TestFailuresKeepLastGoodCheckpoint(t *testing.T) {
 func TestRestoreAndRollout(t *testing.T) {
 	local := t.TempDir()
 	if o := train(t, "--env", "Corridor-v0", "--alg", "FakeAlg", "--local-dir", local, "--stop", `{"training_iteration": 2}`,
-		"--checkpoint-at-end", "--seed", "5"); o.code != 0 {
+		"--checkpoint-at-end", "--seed", "5", "--config", `{"lr": 0.5, "model": {"fcnet_hiddens": [3]}}`); o.code != 0 {
 		t.Fatalf("first run: %s", o.stderr)
 	}
 	ckpt := filepath.Join(runDir(t, local), "checkpoint_2")
@@ -314,9 +321,17 @@ func TestRestoreAndRollout(t *testing.T) {
 
 	// Restoring continues the iteration count, the timesteps and the time.
 	local2 := t.TempDir()
-	o := train(t, "--env", "Corridor-v0", "--alg", "FakeAlg", "--local-dir", local2, "--restore", ckpt, "--stop", `{"training_iteration": 3}`)
+	o := train(t, "--env", "Corridor-v0", "--alg", "FakeAlg", "--local-dir", local2, "--restore", ckpt, "--stop", `{"training_iteration": 3}`,
+		"--config", `{"lr": 0.25}`)
 	if o.code != 0 {
 		t.Fatalf("restored run: %s", o.stderr)
+	}
+	// It keeps the checkpoint's config, with keys given now over it.
+	var cfg map[string]any
+	b, _ := os.ReadFile(filepath.Join(runDir(t, local2), "config.json"))
+	json.Unmarshal(b, &cfg)
+	if cfg["lr"] != 0.25 || len(cfg["model"].(map[string]any)["fcnet_hiddens"].([]any)) != 1 {
+		t.Errorf("restored run's config.json = %s; want the checkpoint's model and the new lr", b)
 	}
 	results, _ := runlog.ReadResults(runDir(t, local2))
 	if len(results) != 1 || results[0]["training_iteration"] != json.Number("3") || results[0]["timesteps_total"] != json.Number("300") ||
@@ -372,11 +387,13 @@ func TestPlot(t *testing.T) {
 }
 
 // TestSIGINTSavesCheckpoint runs the real main in a child process and
-// interrupts it as Ctrl-C would.
+// interrupts it as Ctrl-C in a terminal does: SIGINT to the whole process
+// group, the runtime's workers included.
 func TestSIGINTSavesCheckpoint(t *testing.T) {
 	local := t.TempDir()
 	cmd := exec.Command(os.Args[0], "--env", "Corridor-v0", "--alg", "FakeAlg", "--local-dir", local, "--config", `{"sleep_s": 0.05}`)
 	cmd.Env = append(os.Environ(), "GRAY_TRAIN_TEST_MAIN=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdout, _ := cmd.StdoutPipe()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -389,7 +406,7 @@ func TestSIGINTSavesCheckpoint(t *testing.T) {
 	for sc.Scan() {
 		out.WriteString(sc.Text() + "\n")
 		if !signalled && strings.HasPrefix(sc.Text(), "iter    2") {
-			cmd.Process.Signal(syscall.SIGINT)
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
 			signalled = true
 		}
 	}
@@ -409,6 +426,9 @@ func TestSIGINTSavesCheckpoint(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "interrupted: saving a final checkpoint") || !strings.Contains(out.String(), "checkpoint saved:") {
 		t.Errorf("stdout:\n%s", out.String())
+	}
+	if strings.Contains(stderr.String(), "gray:") || strings.Contains(stderr.String(), "runtime") {
+		t.Errorf("runtime complaints on stderr (did Ctrl-C reach the workers?):\n%s", stderr.String())
 	}
 	dir := runDir(t, local)
 	ckpts, _ := filepath.Glob(filepath.Join(dir, "checkpoint_*"))
@@ -445,5 +465,46 @@ func TestShippedConfigs(t *testing.T) {
 		if model["fcnet_hiddens"] == nil || model["fcnet_activation"] == nil {
 			t.Errorf("%s: model %v", file, model)
 		}
+	}
+}
+
+// TestSecondSIGINTQuits: a second Ctrl-C ends a run whose iteration does
+// not return, without a checkpoint.
+func TestSecondSIGINTQuits(t *testing.T) {
+	local := t.TempDir()
+	cmd := exec.Command(os.Args[0], "--env", "Corridor-v0", "--alg", "FakeAlg", "--local-dir", local,
+		"--config", `{"sleep_s": 2, "stubborn": true}`)
+	cmd.Env = append(os.Environ(), "GRAY_TRAIN_TEST_MAIN=1")
+	stderrPipe, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	sc := bufio.NewScanner(stderrPipe)
+	for sc.Scan() {
+		stderr.WriteString(sc.Text() + "\n")
+		if strings.HasPrefix(sc.Text(), "fake: iteration 1 started") {
+			// The first signal asks for a stop after the iteration, which
+			// takes two seconds; the second must not wait for it.
+			cmd.Process.Signal(syscall.SIGINT)
+			time.Sleep(50 * time.Millisecond)
+			cmd.Process.Signal(syscall.SIGINT)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("train did not quit after a second SIGINT")
+	}
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != exitInterrupted || !strings.Contains(stderr.String(), "quitting without a checkpoint") {
+		t.Errorf("exit %v, stderr:\n%s", err, stderr.String())
+	}
+	if ckpts, _ := filepath.Glob(filepath.Join(runDir(t, local), "checkpoint_*")); len(ckpts) != 0 {
+		t.Errorf("checkpoints %v after quitting at once", ckpts)
 	}
 }

@@ -1,24 +1,38 @@
 package main
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
 
-// The runtime (package gray) must serve worker processes before anything
-// else runs, and be initialised before agents create their rollout actors.
+	"github.com/gray-ml/gray"
+)
+
+// serveIfWorker turns this process into a runtime worker when the runtime
+// started it as one (it then never returns); in the driver it returns at
+// once. It must run before anything else in main.
 //
-// TODO(runtime): package gray is not on main yet. When it lands:
-//   - serveIfWorker: call gray.ServeIfWorker();
-//   - startRuntime: call gray.Init(ctx, gray.Options{NumCPUs: numCPUs})
-//     and return gray.Shutdown.
-//
-// These two functions are the only places cmd/train touches the runtime.
+// Workers ignore Ctrl-C: a terminal sends SIGINT to the whole process
+// group, workers included, and the driver must still have its workers to
+// finish the iteration, save the final checkpoint and shut them down. In
+// the driver, signal.Notify (in main) undoes the Ignore.
+func serveIfWorker() {
+	signal.Ignore(os.Interrupt)
+	gray.ServeIfWorker()
+}
 
-// serveIfWorker turns this process into a runtime worker when it was
-// started as one; it returns at once in the driver.
-func serveIfWorker() {}
-
-// startRuntime starts the runtime for a training run and returns the
-// function that shuts it down.
-func startRuntime(ctx context.Context, numCPUs int) (shutdown func(), err error) {
-	_, _ = ctx, numCPUs
-	return func() {}, nil
+// startRuntime starts the runtime (worker processes, object store) that
+// agents create their rollout actors on, with the workers' output in
+// logDir (the run folder's logs/), and returns the function that shuts it
+// down.
+func startRuntime(ctx context.Context, numCPUs int, logDir string) (shutdown func(), err error) {
+	if err := gray.Init(ctx, gray.Options{NumCPUs: numCPUs, LogDir: logDir}); err != nil {
+		return nil, err
+	}
+	return func() {
+		if err := gray.Shutdown(); err != nil {
+			fmt.Fprintf(os.Stderr, "train: shutting the runtime down: %v\n", err)
+		}
+	}, nil
 }

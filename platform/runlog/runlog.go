@@ -10,6 +10,7 @@
 //	    progress.csv                      the same results as a table
 //	    events.out.tfevents.<unix>.<host> the numeric results for TensorBoard
 //	    checkpoint_<n>/                   checkpoints (see platform/checkpoint)
+//	    logs/                             worker processes' output (train)
 //
 // Every result is written to result.json, progress.csv and the event file
 // before Log returns, each with a single write call (and, unless NoSync,
@@ -138,14 +139,46 @@ func Create(opts Options) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := writeConfigFiles(dir, opts); err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// writeConfigFiles writes config.json, params.json and run.json, each when
+// given.
+func writeConfigFiles(dir string, opts Options) error {
 	for name, v := range map[string]any{ConfigFile: opts.Config, ParamsFile: opts.Params, RunInfoFile: opts.Info} {
-		if v == nil && name != ConfigFile {
+		if v == nil {
 			continue
 		}
 		if err := writeJSONFile(filepath.Join(dir, name), v); err != nil {
-			r.Close()
-			return nil, err
+			return err
 		}
+	}
+	return nil
+}
+
+// Open opens the run folder dir itself (rather than a new folder named by
+// Create): it creates dir and writes its config files when dir holds no
+// results yet, and otherwise resumes it as Resume does. Tune opens each
+// trial's folder this way every time the trial (re)starts.
+func Open(dir string, opts Options) (*Run, error) {
+	if _, err := os.Stat(filepath.Join(dir, ResultFile)); err == nil {
+		return Resume(dir, opts)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("runlog: cannot create run folder %s: %w (choose a writable local dir)", dir, err)
+	}
+	base := filepath.Base(dir)
+	r, err := open(dir, base[strings.LastIndexByte(base, '_')+1:], opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeConfigFiles(dir, opts); err != nil {
+		r.Close()
+		return nil, err
 	}
 	return r, nil
 }

@@ -27,7 +27,7 @@ type RolloutOptions struct {
 // checkpoint's metadata (algorithm, environment, config), restores it, and
 // runs episodes on a fresh environment with ComputeAction, printing each
 // return and their mean to out. It returns the returns.
-func Rollout(ctx context.Context, path string, opts RolloutOptions, out io.Writer) ([]float64, error) {
+func Rollout(ctx context.Context, path string, opts RolloutOptions, out io.Writer, ropts Options) ([]float64, error) {
 	if opts.Episodes < 1 {
 		return nil, fmt.Errorf("--episodes must be at least 1, got %d", opts.Episodes)
 	}
@@ -49,6 +49,13 @@ func Rollout(ctx context.Context, path string, opts RolloutOptions, out io.Write
 		return nil, fmt.Errorf("rollout: %w", err)
 	}
 	defer os.RemoveAll(scratch)
+	if ropts.StartRuntime != nil {
+		stop, err := ropts.StartRuntime(ctx, scratch)
+		if err != nil {
+			return nil, fmt.Errorf("starting the runtime: %w", err)
+		}
+		defer stop()
+	}
 	var agent rllib.Agent
 	if err := safely("creating the agent", func() error {
 		var e error

@@ -13,6 +13,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"reflect"
 	"runtime/debug"
 	"sort"
@@ -184,26 +185,45 @@ func plainNumbers(v any) any {
 	return v
 }
 
+// Options connect Train and Rollout to what surrounds them.
+type Options struct {
+	// StartRuntime, when set, is called once the run folder exists and
+	// before the agent is created (agents create their rollout actors on
+	// the runtime); logDir is where worker processes should write their
+	// output. The function it returns is called after the agent stops.
+	StartRuntime func(ctx context.Context, logDir string) (stop func(), err error)
+}
+
+// LogsDir is the folder inside a run folder where worker processes write
+// their standard output and error.
+const LogsDir = "logs"
+
 // Train runs exp to its end and prints one progress line per iteration to
 // out. Cancelling ctx (Ctrl-C) ends the run after the current iteration,
 // writes a final checkpoint and returns a Summary with Interrupted set and
 // a nil error. An iteration that fails (NaN in a loss, say) ends the run
 // without checkpointing the failed state; the error names the last good
 // checkpoint.
-func Train(ctx context.Context, exp config.Experiment, out io.Writer) (sum Summary, err error) {
-	res, err := Resolve(exp)
-	if err != nil {
-		return sum, err
-	}
+func Train(ctx context.Context, exp config.Experiment, out io.Writer, opts Options) (sum Summary, err error) {
 	var restoreMeta checkpoint.Meta
 	var restorePath string
 	if exp.Restore != "" {
 		if restoreMeta, restorePath, err = checkpoint.Read(exp.Restore); err != nil {
 			return sum, err
 		}
-		if err := restoreMeta.Check(res.Alg.Name, exp.Env); err != nil {
+		// Checked before the configs merge: another algorithm's config
+		// would only fail with a confusing unknown key.
+		if err := restoreMeta.Check(exp.Alg, exp.Env); err != nil {
 			return sum, fmt.Errorf("--restore %s: %w", exp.Restore, err)
 		}
+		// A restored agent continues with the checkpoint's configuration
+		// (its network shapes must match); keys given now override it.
+		exp.Config = config.DeepMerge(restoreMeta.Config, exp.Config)
+		exp.EnvConfig = config.DeepMerge(restoreMeta.EnvConfig, exp.EnvConfig)
+	}
+	res, err := Resolve(exp)
+	if err != nil {
+		return sum, err
 	}
 	run, err := runlog.Create(runlog.Options{
 		LocalDir: exp.LocalDir, Experiment: exp.Name, Alg: res.Alg.Name, Env: exp.Env,
@@ -228,12 +248,33 @@ func Train(ctx context.Context, exp config.Experiment, out io.Writer) (sum Summa
 		fmt.Fprintln(out, "no stop criteria: training until interrupted (Ctrl-C saves a checkpoint and stops)")
 	}
 
+	if opts.StartRuntime != nil {
+		logs := filepath.Join(run.Dir(), LogsDir)
+		if err := os.MkdirAll(logs, 0o755); err != nil {
+			return sum, fmt.Errorf("creating %s: %w", logs, err)
+		}
+		stop, err := opts.StartRuntime(ctx, logs)
+		if err != nil {
+			if ctx.Err() != nil {
+				sum.Interrupted, sum.StoppedBy = true, "interrupted"
+				return sum, nil
+			}
+			return sum, fmt.Errorf("starting the runtime: %w", err)
+		}
+		// Deferred before the agent's Stop, so it runs after it.
+		defer stop()
+	}
+
 	var agent rllib.Agent
 	if err := safely("creating the agent", func() error {
 		var e error
 		agent, e = res.Alg.New(ctx, rllib.Options{Env: exp.Env, EnvConfig: res.EnvConfig, Config: res.UserCfg, LogDir: run.Dir(), Seed: exp.Seed})
 		return e
 	}); err != nil {
+		if ctx.Err() != nil {
+			sum.Interrupted, sum.StoppedBy = true, "interrupted"
+			return sum, nil
+		}
 		return sum, fmt.Errorf("creating %s agent for %s: %w", res.Alg.Name, exp.Env, err)
 	}
 	defer func() {
@@ -244,6 +285,10 @@ func Train(ctx context.Context, exp config.Experiment, out io.Writer) (sum Summa
 	timeTotal := 0.0
 	if restorePath != "" {
 		if err := safely("restoring", func() error { return agent.Restore(ctx, restorePath) }); err != nil {
+			if ctx.Err() != nil {
+				sum.Interrupted, sum.StoppedBy = true, "interrupted"
+				return sum, nil
+			}
 			return sum, fmt.Errorf("restoring %s: %w", exp.Restore, err)
 		}
 		timeTotal = restoreMeta.TimeTotalS
@@ -315,10 +360,18 @@ func Train(ctx context.Context, exp config.Experiment, out io.Writer) (sum Summa
 			return sum, fmt.Errorf("iteration %d reported %s: the learner diverged; the run stopped; %s", r.TrainingIteration, bad, lastGood())
 		}
 		if sum.Iterations == 1 {
+			// A criterion naming no result key is most likely a typo. When
+			// no criterion can ever be met the run would never stop: fail.
+			// Otherwise warn, since a key may first appear later (an
+			// evaluation every few iterations, say).
 			if missing := exp.Stop.Missing(flat); len(missing) > 0 {
-				sum.StoppedBy = "error"
-				return sum, fmt.Errorf("stop criteria %s name no result key, so they can never be met; result keys: %s",
+				msg := fmt.Sprintf("stop criteria %s are not keys of the first result (its keys: %s)",
 					strings.Join(missing, ", "), strings.Join(runlog.NumericKeys(flat), ", "))
+				if len(missing) == len(exp.Stop) {
+					sum.StoppedBy = "error"
+					return sum, fmt.Errorf("%s, so the run could never stop", msg)
+				}
+				fmt.Fprintf(out, "warning: %s; they stop the run only if a later result reports them\n", msg)
 			}
 		}
 		if exp.CheckpointFreq > 0 && agent.Iteration()%exp.CheckpointFreq == 0 || done && exp.CheckpointAtEnd {

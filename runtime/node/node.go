@@ -75,12 +75,14 @@ type Node struct {
 	resumeQ    []*request
 	workers    map[int]*proc
 	idle       []*proc
-	starting   int // pool workers started but not yet connected
-	released   int // pool workers that gave their CPUs back while blocked
+	pool       []*proc // live pool (non-actor) workers
+	starting   int     // pool workers started but not yet connected
+	released   int     // pool workers that gave their CPUs back while blocked
 	actors     map[ids.ActorID]*actor
 	actorWait  []*actor
 	nextWorker int
 	errQ       []*task.TaskError // failures to report outside the lock
+	dirty      []*proc           // workers with messages to flush at unlock
 
 	wg sync.WaitGroup // every goroutine the node starts
 }
@@ -124,7 +126,10 @@ type proc struct {
 	cmd      *exec.Cmd
 	conn     *wire.Conn
 	actor    *actor
-	cur      *pending
+	tasks    []*pending // sent, in order; the first is running
+	shape    string     // resource shape of tasks, while it has some
+	recalled bool       // a recall of its queued tasks is under way
+	dirty    bool       // in Node.dirty
 	held     task.Resources
 	gpus     []int
 	blocked  int  // outstanding blocking requests
@@ -242,12 +247,12 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	for range cfg.NumWorkers {
 		n.spawn(nil)
 	}
-	n.mu.Unlock()
+	n.unlock()
 	// Wait for the pool so the first tasks find workers ready.
 	for {
 		n.mu.Lock()
 		s := n.starting
-		n.mu.Unlock()
+		n.unlock()
 		if s == 0 {
 			return n, nil
 		}
@@ -274,7 +279,7 @@ func (n *Node) Total() task.Resources { return cloneRes(n.total) }
 // Available returns the resources not in use now.
 func (n *Node) Available() task.Resources {
 	n.mu.Lock()
-	defer n.mu.Unlock()
+	defer n.unlock()
 	return cloneRes(n.avail)
 }
 
@@ -369,7 +374,7 @@ func shapeKey(r *task.Resources) string {
 func (n *Node) Submit(s *task.Spec) error {
 	n.mu.Lock()
 	err := n.submitLocked(s)
-	n.mu.Unlock()
+	n.unlock()
 	n.flushErrors()
 	return err
 }
@@ -496,7 +501,7 @@ func (n *Node) schedule() {
 	for len(n.resumeQ) > 0 {
 		r := n.resumeQ[0]
 		w := r.w
-		if w.dead || w.cur == nil {
+		if w.dead || len(w.tasks) == 0 {
 			n.resumeQ = n.resumeQ[1:]
 			continue
 		}
@@ -530,18 +535,49 @@ func (n *Node) schedule() {
 		q := n.queues[k]
 		for q.len() > 0 {
 			p := q.front()
-			if !n.fits(&p.entry.Res) {
-				break
+			fits := n.fits(&p.entry.Res)
+			if fits {
+				if w := n.popIdle(); w != nil {
+					q.pop()
+					n.run(w, p)
+					continue
+				}
 			}
-			w := n.popIdle()
-			if w == nil {
+			// With a backlog and no idle worker, queue the task behind a
+			// busy worker running tasks of the same shape: the worker
+			// starts it the moment it is done, without a round trip.
+			if q.len() > 1 && p.entry.MaxCalls == 0 {
+				if w := n.pipelineTarget(k); w != nil {
+					q.pop()
+					n.send(w, p)
+					continue
+				}
+			}
+			if fits {
 				n.grow(q.len())
-				return
 			}
-			q.pop()
-			n.run(w, p)
+			break
 		}
 	}
+}
+
+// maxPipeline bounds the tasks queued at one worker, so a long task holds
+// few others back.
+const maxPipeline = 16
+
+// pipelineTarget returns the busy pool worker with the shortest queue
+// among those running tasks of shape k, or nil.
+func (n *Node) pipelineTarget(k string) *proc {
+	var best *proc
+	for _, w := range n.pool {
+		if w.dead || w.retiring || w.blocked > 0 || w.recalled || len(w.tasks) == 0 || len(w.tasks) >= maxPipeline || w.shape != k {
+			continue
+		}
+		if best == nil || len(w.tasks) < len(best.tasks) {
+			best = w
+		}
+	}
+	return best
 }
 
 func (n *Node) popIdle() *proc {
@@ -571,18 +607,23 @@ func (n *Node) grow(queued int) {
 	}
 }
 
-// run sends p to the idle worker w.
+// run gives p to the idle worker w, reserving p's resources for as long as
+// w has tasks of p's shape.
 func (n *Node) run(w *proc, p *pending) {
-	s := p.spec
-	resolveArgs(n.store, s)
 	w.held = p.entry.Res
 	w.gpus = n.acquire(&w.held)
+	w.shape = shapeKey(&w.held)
+	n.send(w, p)
+}
+
+// send queues p at w.
+func (n *Node) send(w *proc, p *pending) {
+	s := p.spec
+	resolveArgs(n.store, s)
 	s.GPUIDs = w.gpus
-	w.cur = p
-	if err := w.conn.Send(task.MsgExec, func(b []byte) []byte { return task.AppendSpec(b, s) }); err != nil {
-		// The reader sees the broken connection and fails the task.
-		return
-	}
+	w.tasks = append(w.tasks, p)
+	// A broken connection is noticed by the reader, which fails the task.
+	_ = n.append(w, task.MsgExec, func(b []byte) []byte { return task.AppendSpec(b, s) })
 }
 
 // resolveArgs replaces reference arguments by their values: the objects live
@@ -596,6 +637,63 @@ func resolveArgs(st ObjectStore, s *task.Spec) {
 			a.Data = o.Data
 		}
 	}
+}
+
+// append queues a message for w; it is written when the node's lock is
+// released (see unlock), so a burst of messages to one worker costs one write.
+func (n *Node) append(w *proc, typ byte, fn func([]byte) []byte) error {
+	if w.conn == nil {
+		return wire.ErrClosed
+	}
+	if !w.dirty {
+		w.dirty = true
+		n.dirty = append(n.dirty, w)
+	}
+	return w.conn.Append(typ, fn)
+}
+
+// unlock releases the node's lock and writes the messages queued under it.
+// Writing outside the lock keeps a slow socket from stalling the node.
+func (n *Node) unlock() {
+	d := n.dirty
+	n.dirty = nil
+	for _, w := range d {
+		w.dirty = false
+	}
+	n.mu.Unlock()
+	for _, w := range d {
+		_ = w.conn.Flush()
+	}
+}
+
+// unlockFor is unlock for the reader of w's connection: while more input
+// from w is already buffered, queued messages wait for the next unlock, so
+// replies to a burst go out together.
+func (n *Node) unlockFor(w *proc) {
+	if w.conn.Buffered() > 0 {
+		n.mu.Unlock()
+		return
+	}
+	n.unlock()
+}
+
+// requeue puts tasks that a worker gave back (or never started before it
+// died) at the front of their queues, in order.
+func (n *Node) requeue(ps []*pending) {
+	if len(ps) == 0 {
+		return
+	}
+	byShape := map[string][]*pending{}
+	for _, p := range ps {
+		k := shapeKey(&p.entry.Res)
+		byShape[k] = append(byShape[k], p)
+	}
+	for k, list := range byShape {
+		q := n.queues[k]
+		q.items = append(list, q.items[q.head:]...)
+		q.head = 0
+	}
+	n.schedule()
 }
 
 // pump sends an actor's queued calls whose arguments exist, in order.
@@ -621,7 +719,7 @@ func (n *Node) pump(a *actor) {
 		p.spec.GPUIDs = a.gpus
 		a.inflight = append(a.inflight, p)
 		s := p.spec
-		_ = a.w.conn.Send(task.MsgExec, func(b []byte) []byte { return task.AppendSpec(b, s) })
+		_ = n.append(a.w, task.MsgExec, func(b []byte) []byte { return task.AppendSpec(b, s) })
 	}
 	if a.draining && len(a.inflight) == 0 {
 		n.actorDied(a, &task.TaskError{Function: a.typ, Message: "no handle to the actor remains", Cause: task.ErrActorDead})
@@ -648,7 +746,7 @@ func (n *Node) flushErrors() {
 	n.mu.Lock()
 	q := n.errQ
 	n.errQ = nil
-	n.mu.Unlock()
+	n.unlock()
 	if n.cfg.OnError != nil {
 		for _, e := range q {
 			n.cfg.OnError(e)
@@ -659,7 +757,7 @@ func (n *Node) flushErrors() {
 // Put stores an object.
 func (n *Node) Put(id ids.ObjectID, o task.Object) error {
 	n.mu.Lock()
-	defer n.mu.Unlock()
+	defer n.unlock()
 	if n.closed {
 		return ErrShutdown
 	}
@@ -761,7 +859,7 @@ func (n *Node) complete(r *request) {
 func (n *Node) reply(r *request) {
 	w := r.w
 	if r.wait {
-		_ = w.conn.Send(task.MsgWaitReply, func(b []byte) []byte {
+		_ = n.append(w, task.MsgWaitReply, func(b []byte) []byte {
 			b = wire.AppendUvarint(b, r.id)
 			b = wire.AppendUvarint(b, uint64(len(r.ready)))
 			for _, ok := range r.ready {
@@ -775,7 +873,7 @@ func (n *Node) reply(r *request) {
 		})
 		return
 	}
-	_ = w.conn.Send(task.MsgGetReply, func(b []byte) []byte {
+	_ = n.append(w, task.MsgGetReply, func(b []byte) []byte {
 		b = wire.AppendUvarint(b, r.id)
 		b = wire.AppendUvarint(b, uint64(len(r.ids)))
 		for _, id := range r.ids {
@@ -792,10 +890,16 @@ func (n *Node) reply(r *request) {
 func (n *Node) block(w *proc, r *request) {
 	r.counts = true
 	w.blocked++
-	if w.blocked == 1 && w.actor == nil && w.cur != nil && !w.gaveBack {
+	if w.blocked == 1 && w.actor == nil && len(w.tasks) > 0 && !w.gaveBack {
 		w.gaveBack = true
 		n.released++
 		n.avail.CPU += w.held.CPU
+		if len(w.tasks) > 1 && !w.recalled {
+			// Tasks queued behind the blocked one might be what it waits
+			// for: ask for them back.
+			w.recalled = true
+			_ = n.append(w, task.MsgRecall, nil)
+		}
 		n.schedule()
 	}
 }
@@ -804,18 +908,19 @@ func (n *Node) block(w *proc, r *request) {
 func (n *Node) Get(ctx context.Context, oids []ids.ObjectID) ([]task.Object, error) {
 	n.mu.Lock()
 	if n.closed {
-		n.mu.Unlock()
+		n.unlock()
 		return nil, ErrShutdown
 	}
 	r := n.newRequest(nil, 0, oids, len(oids), false)
-	n.mu.Unlock()
-	if !r.done {
+	done := r.done
+	n.unlock()
+	if !done {
 		select {
 		case <-r.ch:
 		case <-ctx.Done():
 			n.mu.Lock()
 			r.done = true
-			n.mu.Unlock()
+			n.unlock()
 			return nil, fmt.Errorf("gray: get: %w", ctx.Err())
 		case <-n.done:
 			return nil, ErrShutdown
@@ -823,7 +928,7 @@ func (n *Node) Get(ctx context.Context, oids []ids.ObjectID) ([]task.Object, err
 	}
 	out := make([]task.Object, len(oids))
 	n.mu.Lock()
-	defer n.mu.Unlock()
+	defer n.unlock()
 	for i, id := range oids {
 		o, ok := n.store.Get(id)
 		if !ok {
@@ -839,12 +944,13 @@ func (n *Node) Get(ctx context.Context, oids []ids.ObjectID) ([]task.Object, err
 func (n *Node) Wait(ctx context.Context, oids []ids.ObjectID, num int, timeout time.Duration) ([]bool, error) {
 	n.mu.Lock()
 	if n.closed {
-		n.mu.Unlock()
+		n.unlock()
 		return nil, ErrShutdown
 	}
 	r := n.newRequest(nil, 0, oids, num, true)
-	n.mu.Unlock()
-	if !r.done {
+	done := r.done
+	n.unlock()
+	if !done {
 		var tc <-chan time.Time
 		if timeout > 0 {
 			t := time.NewTimer(timeout)
@@ -857,14 +963,14 @@ func (n *Node) Wait(ctx context.Context, oids []ids.ObjectID, num int, timeout t
 		case <-ctx.Done():
 			n.mu.Lock()
 			r.done = true
-			n.mu.Unlock()
+			n.unlock()
 			return nil, fmt.Errorf("gray: wait: %w", ctx.Err())
 		case <-n.done:
 			return nil, ErrShutdown
 		}
 	}
 	n.mu.Lock()
-	defer n.mu.Unlock()
+	defer n.unlock()
 	r.done = true
 	return append([]bool(nil), r.ready...), nil
 }
@@ -875,13 +981,13 @@ func (n *Node) Kill(id ids.ActorID) error {
 	n.mu.Lock()
 	a := n.actors[id]
 	if a == nil {
-		n.mu.Unlock()
+		n.unlock()
 		return fmt.Errorf("gray: kill: actor %s is unknown in this session", id)
 	}
 	if !a.dead {
 		n.actorDied(a, &task.TaskError{Function: a.typ, Message: "it was killed", Cause: task.ErrActorDead})
 	}
-	n.mu.Unlock()
+	n.unlock()
 	n.flushErrors()
 	return nil
 }
@@ -890,7 +996,7 @@ func (n *Node) Kill(id ids.ActorID) error {
 // no handle to it any more.
 func (n *Node) Release(id ids.ActorID) {
 	n.mu.Lock()
-	defer n.mu.Unlock()
+	defer n.unlock()
 	a := n.actors[id]
 	if a == nil || a.dead || n.closed {
 		return
@@ -923,7 +1029,7 @@ func (n *Node) actorDied(a *actor, why *task.TaskError) {
 	}
 	if w := a.w; w != nil && !w.dead {
 		if w.conn != nil {
-			_ = w.conn.Send(task.MsgExit, nil)
+			_ = n.append(w, task.MsgExit, nil)
 		}
 		if w.process != nil {
 			_ = w.process.Kill()
@@ -951,6 +1057,10 @@ func (n *Node) spawn(a *actor) {
 	if a != nil {
 		env = append(env, "CUDA_VISIBLE_DEVICES="+joinInts(a.gpus))
 	}
+	if os.Getenv("GORACE") == "" {
+		// A race-enabled worker would otherwise sleep 1 s at every exit.
+		env = append(env, "GORACE=atexit_sleep_ms=0")
+	}
 	cmd := exec.Command(n.cfg.Executable, n.cfg.Args...)
 	cmd.Env = env
 	cmd.SysProcAttr = sysProcAttr()
@@ -971,6 +1081,7 @@ func (n *Node) startProc(w *proc) {
 	defer n.wg.Done()
 	var closers []io.Closer
 	var copiers sync.WaitGroup
+	prefix := fmt.Sprintf("(worker %d) ", w.id)
 	if n.cfg.LogDir != "" {
 		for _, suffix := range []string{"out", "err"} {
 			f, err := os.Create(filepath.Join(n.cfg.LogDir, fmt.Sprintf("worker-%d.%s", w.id, suffix)))
@@ -998,7 +1109,7 @@ func (n *Node) startProc(w *proc) {
 			copiers.Add(1)
 			go func() {
 				defer copiers.Done()
-				prefixLines(n.cfg.Output, fmt.Sprintf("(%s) ", w.name), pipe)
+				prefixLines(n.cfg.Output, prefix, pipe)
 			}()
 		}
 	}
@@ -1008,7 +1119,7 @@ func (n *Node) startProc(w *proc) {
 		w.process = w.cmd.Process
 		w.name = fmt.Sprintf("worker %d (pid %d)", w.id, w.process.Pid)
 		kill := w.dead || n.closed // killed or shut down while starting
-		n.mu.Unlock()
+		n.unlock()
 		if kill {
 			_ = w.process.Kill()
 		}
@@ -1024,7 +1135,7 @@ func (n *Node) startProc(w *proc) {
 	close(w.exited)
 	n.mu.Lock()
 	connected := w.conn != nil
-	n.mu.Unlock()
+	n.unlock()
 	if !connected { // never connected: its reader will not report the death
 		n.died(w)
 	}
@@ -1091,7 +1202,7 @@ func (n *Node) serve(c net.Conn) {
 	n.mu.Lock()
 	w := n.workers[id]
 	if w == nil || w.conn != nil || n.closed {
-		n.mu.Unlock()
+		n.unlock()
 		conn.Close()
 		return
 	}
@@ -1101,10 +1212,11 @@ func (n *Node) serve(c net.Conn) {
 		n.pump(a)
 	} else {
 		n.starting--
+		n.pool = append(n.pool, w)
 		n.idle = append(n.idle, w)
 		n.schedule()
 	}
-	n.mu.Unlock()
+	n.unlock()
 	for {
 		typ, payload, err := conn.Recv()
 		if err != nil {
@@ -1136,7 +1248,7 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 		}
 		n.mu.Lock()
 		n.result(w, tid, objs, retiring)
-		n.mu.Unlock()
+		n.unlockFor(w)
 	case task.MsgSubmit:
 		s := task.DecodeSpec(&d)
 		if d.Err != nil {
@@ -1144,7 +1256,7 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 		}
 		n.mu.Lock()
 		_ = n.submitLocked(s) // errors are stored in the task's returns
-		n.mu.Unlock()
+		n.unlockFor(w)
 	case task.MsgPut:
 		var id ids.ObjectID
 		d.Fixed(id[:])
@@ -1154,7 +1266,7 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 		}
 		n.mu.Lock()
 		n.putLocked(id, o)
-		n.mu.Unlock()
+		n.unlockFor(w)
 	case task.MsgGet, task.MsgWait:
 		rid := d.Uvarint()
 		need, timeout := 0, time.Duration(0)
@@ -1182,12 +1294,37 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 				r.timer = time.AfterFunc(timeout, func() {
 					n.mu.Lock()
 					n.complete(r)
-					n.mu.Unlock()
+					n.unlockFor(w)
 				})
 			}
 			n.block(w, r)
 		}
-		n.mu.Unlock()
+		n.unlockFor(w)
+	case task.MsgGiveBack:
+		cnt := d.Count()
+		back := make(map[ids.TaskID]bool, cnt)
+		for range cnt {
+			var id ids.TaskID
+			d.Fixed(id[:])
+			back[id] = true
+		}
+		if d.Err != nil {
+			return d.Err
+		}
+		n.mu.Lock()
+		w.recalled = false
+		var ps []*pending
+		keep := w.tasks[:0]
+		for _, p := range w.tasks {
+			if back[p.spec.ID] {
+				ps = append(ps, p)
+			} else {
+				keep = append(keep, p)
+			}
+		}
+		w.tasks = keep
+		n.requeue(ps)
+		n.unlockFor(w)
 	case task.MsgKillActor:
 		var id ids.ActorID
 		d.Fixed(id[:])
@@ -1212,22 +1349,30 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 		p = a.inflight[0]
 		a.inflight = a.inflight[1:]
 	} else {
-		if w.cur == nil || w.cur.spec.ID != tid {
+		if len(w.tasks) == 0 || w.tasks[0].spec.ID != tid {
 			return
 		}
-		p = w.cur
-		w.cur = nil
-		n.release(&w.held, !w.gaveBack, w.gpus)
-		if w.gaveBack {
+		p = w.tasks[0]
+		w.tasks[0] = nil
+		w.tasks = w.tasks[1:]
+		lent := w.gaveBack // a Get outlived its task: the CPU is still lent out
+		if lent {
 			w.gaveBack = false
 			n.released--
 		}
-		w.held, w.gpus = task.Resources{}, nil
 		w.blocked = 0
 		if retiring {
 			w.retiring = true
-		} else {
-			n.idle = append(n.idle, w)
+		}
+		if len(w.tasks) > 0 && lent {
+			n.avail.CPU -= w.held.CPU
+		}
+		if len(w.tasks) == 0 {
+			n.release(&w.held, !lent, w.gpus)
+			w.held, w.gpus, w.shape = task.Resources{}, nil, ""
+			if !retiring {
+				n.idle = append(n.idle, w)
+			}
 		}
 	}
 	var failed *task.TaskError
@@ -1261,7 +1406,7 @@ func (n *Node) died(w *proc) {
 	}
 	n.mu.Lock()
 	if w.dead {
-		n.mu.Unlock()
+		n.unlock()
 		return
 	}
 	w.dead = true
@@ -1275,13 +1420,22 @@ func (n *Node) died(w *proc) {
 	}
 	if a := w.actor; a != nil {
 		n.actorDied(a, &task.TaskError{Function: a.typ, Worker: w.name, Message: "its worker process died (" + how + ")", Cause: task.ErrWorkerDied})
-	} else if p := w.cur; p != nil {
-		w.cur = nil
+	} else if len(w.tasks) > 0 {
+		p := w.tasks[0]
 		n.release(&w.held, !w.gaveBack, w.gpus)
 		if w.gaveBack {
 			n.released--
 		}
 		n.finishErr(p, &task.TaskError{Function: p.spec.Func, Worker: w.name, Message: "the worker process died while running it (" + how + ")", Cause: task.ErrWorkerDied})
+		// The tasks queued behind it never started: run them elsewhere.
+		n.requeue(w.tasks[1:])
+		w.tasks = nil
+	}
+	for i, x := range n.pool {
+		if x == w {
+			n.pool = append(n.pool[:i], n.pool[i+1:]...)
+			break
+		}
 	}
 	if !n.closed {
 		// Replace the dead worker so the pool keeps its size.
@@ -1296,7 +1450,7 @@ func (n *Node) died(w *proc) {
 		}
 		n.schedule()
 	}
-	n.mu.Unlock()
+	n.unlock()
 	n.flushErrors()
 }
 
@@ -1305,7 +1459,7 @@ func (n *Node) died(w *proc) {
 func (n *Node) Shutdown() error {
 	n.mu.Lock()
 	if n.closed {
-		n.mu.Unlock()
+		n.unlock()
 		return nil
 	}
 	n.closed = true
@@ -1318,7 +1472,7 @@ func (n *Node) Shutdown() error {
 			conns = append(conns, w.conn)
 		}
 	}
-	n.mu.Unlock()
+	n.unlock()
 	n.ln.Close()
 	for _, c := range conns {
 		_ = c.Send(task.MsgExit, nil)
@@ -1335,7 +1489,7 @@ func (n *Node) Shutdown() error {
 		default:
 			n.mu.Lock()
 			p := w.process
-			n.mu.Unlock()
+			n.unlock()
 			if p != nil {
 				_ = p.Kill()
 			}

@@ -53,46 +53,69 @@ func Map(dir string, id ID) (*Mapping, error) {
 	if err := id.check(); err != nil {
 		return nil, err
 	}
-	f, err := os.Open(Path(dir, id))
+	// Raw system calls: os.Open would also register the file with the
+	// network poller, a wasted call on the path every worker read takes.
+	fd, err := unix.Open(Path(dir, id), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
+		if errors.Is(err, unix.ENOENT) {
 			return nil, fmt.Errorf("objstore: mapping object %s in %s: %w", id, dir, errors.Join(ErrNotFound, err))
 		}
 		return nil, fmt.Errorf("objstore: mapping object %s: %w", id, err)
 	}
-	defer f.Close()
+	defer unix.Close(fd)
 	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, fmt.Errorf("objstore: mapping object %s: fstat: %w", id, err)
 	}
 	if st.Size == 0 {
 		return &Mapping{data: []byte{}}, nil
 	}
-	data, err := unix.Mmap(int(f.Fd()), 0, int(st.Size), unix.PROT_READ, unix.MAP_SHARED)
+	data, err := unix.Mmap(fd, 0, int(st.Size), unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
 		return nil, fmt.Errorf("objstore: mapping object %s (%d bytes): %w", id, st.Size, err)
 	}
 	return &Mapping{data: data, mapped: true}, nil
 }
 
-// createMapped creates "<id>.tmp" of size bytes and maps it read-write. The
-// pages are populated up front: one bulk zero-fill in the kernel is much
-// cheaper than a page fault per 4 KiB while the caller writes.
-func createMapped(dir string, id ID, size int64) ([]byte, error) {
-	f, err := os.OpenFile(Path(dir, id)+tmpSuffix, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+// createMapped creates "<id>.tmp" of size bytes and maps it read-write. With
+// a spare, it renames the spare's file and reuses its pages and its mapping:
+// no new pages, no mmap. Fresh pages are allocated and mapped up front: one
+// bulk operation in the kernel is much cheaper than a page fault per 4 KiB
+// while the caller writes.
+func createMapped(dir string, id ID, size int64, sp *spare) ([]byte, error) {
+	tmp := Path(dir, id) + tmpSuffix
+	if sp != nil {
+		err := os.Rename(sp.name, tmp)
+		if err == nil && sp.size != size {
+			err = os.Truncate(tmp, size)
+		}
+		if err == nil {
+			return sp.wmap, nil
+		}
+		unmap(sp.wmap)
+		_ = os.Remove(sp.name)
+		_ = os.Remove(tmp)
+	}
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("objstore: creating object %s: %w", id, err)
 	}
 	defer f.Close()
 	if size == 0 {
-		return []byte{}, nil
+		return nil, nil
 	}
 	fail := func(what string, err error) ([]byte, error) {
-		_ = os.Remove(f.Name())
+		_ = os.Remove(tmp)
 		return nil, fmt.Errorf("objstore: creating object %s (%d bytes): %s: %w", id, size, what, err)
 	}
 	if err := unix.Ftruncate(int(f.Fd()), size); err != nil {
 		return fail("ftruncate", err)
+	}
+	// Allocating all pages in one call is cheaper than faulting them in one
+	// by one, and on tmpfs it fails early, with ENOSPC, when the file
+	// system is too small, instead of with SIGBUS while writing.
+	if err := unix.Fallocate(int(f.Fd()), 0, 0, size); err != nil {
+		return fail("fallocate (is the store directory's file system full?)", err)
 	}
 	data, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
 	if err != nil {
@@ -122,7 +145,7 @@ func CreateFile(dir string, id ID, size int64) (*FileWriter, error) {
 	if _, err := os.Stat(Path(dir, id)); err == nil {
 		return nil, fmt.Errorf("objstore: creating object %s: %w", id, ErrExists)
 	}
-	data, err := createMapped(dir, id, size)
+	data, err := createMapped(dir, id, size, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -143,6 +166,7 @@ func (w *FileWriter) Seal() error {
 			return fmt.Errorf("objstore: sealing object %s: munmap: %w", w.id, err)
 		}
 	}
+	w.data = nil
 	w.data = nil
 	if err := os.Rename(Path(w.dir, w.id)+tmpSuffix, Path(w.dir, w.id)); err != nil {
 		return fmt.Errorf("objstore: sealing object %s: %w", w.id, err)
@@ -297,7 +321,7 @@ func Guard(fn func() error) (err error) {
 		}
 		if re, ok := r.(runtime.Error); ok {
 			if a, ok := r.(interface{ Addr() uintptr }); ok {
-				err = fmt.Errorf("%w (fault at address %#x: %v)", ErrReadOnly, a.Addr(), re)
+				err = fmt.Errorf("%w (fault at address %#x: %v; or the slice was used after its object was unpinned or released)", ErrReadOnly, a.Addr(), re)
 				return
 			}
 		}

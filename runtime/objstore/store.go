@@ -123,10 +123,29 @@ type entry struct {
 	pins   int
 	state  state
 	inline bool
-	data   []byte // inline bytes, or the owner's mapping (RW while creating, RO once sealed)
+	data   []byte // inline bytes, or the owner's read-only mapping (made by the first Get)
 	mapped bool   // data is an mmap that must be unmapped
+	wmap   []byte // the owner's read-write mapping of an object it created (len >= size)
 	lru    *list.Element
+	spare  *spare // while reserved: the spare whose pages this object reuses
 }
+
+// A spare is the file of a freed object, kept (renamed) so that its
+// already-allocated shared-memory pages can be reused by the next Create of
+// about its size. Allocating fresh tmpfs pages costs far more than copying
+// into them (see benchmarks/README.md), so recycling is what lets a put of a
+// large array run near memcpy speed. Spares count against the capacity and
+// are the first thing dropped when room is needed.
+type spare struct {
+	name string
+	size int64
+	wmap []byte // kept mapped, page tables populated: reuse costs no mmap
+}
+
+const (
+	recycleMin = 64 << 10 // smaller objects are cheap to allocate afresh
+	maxSpares  = 8
+)
 
 // Store is the node's object store, owned by one process. It is safe for
 // concurrent use.
@@ -137,7 +156,10 @@ type Store struct {
 
 	mu        sync.Mutex
 	closed    bool
-	used      int64
+	used      int64 // bytes of live objects
+	spares    []*spare
+	spareSeq  uint64
+	spareUsed int64 // bytes of spare files
 	pinned    int64 // bytes of pinned or in-progress objects
 	objects   map[ID]*entry
 	lru       list.List // sealed, unpinned objects; front = most recently used
@@ -151,6 +173,7 @@ type Stats struct {
 	PinnedBytes int64 // bytes that cannot be evicted now
 	Objects     int   // live objects, excluding evicted ones
 	Evictions   int64 // objects evicted since Open
+	SpareBytes  int64 // freed pages kept for reuse (dropped first when room is needed)
 }
 
 // Open creates the store's directory and returns the store that owns it.
@@ -195,7 +218,7 @@ func (s *Store) Stats() Stats {
 			n++
 		}
 	}
-	return Stats{Capacity: s.capacity, Used: s.used, PinnedBytes: s.pinned, Objects: n, Evictions: s.evictions}
+	return Stats{Capacity: s.capacity, Used: s.used, PinnedBytes: s.pinned, Objects: n, Evictions: s.evictions, SpareBytes: s.spareUsed}
 }
 
 // Writer is an object being written by the owner. Fill Bytes, then Seal or
@@ -206,13 +229,16 @@ type Writer struct {
 	done bool
 }
 
-// Bytes returns the object's writable buffer (len = the size given to Create).
-func (w *Writer) Bytes() []byte { return w.e.data }
+// Bytes returns the object's writable buffer (len = the size given to
+// Create). It may hold bytes of a freed object whose pages are reused: write
+// all of it (codec.Encoding.EncodeTo does).
+func (w *Writer) Bytes() []byte { return w.e.wmap[:w.e.size:w.e.size] }
 
 // ID returns the object's id.
 func (w *Writer) ID() ID { return w.e.id }
 
-// Seal makes the object immutable and visible to Get and Map.
+// Seal makes the object immutable and visible to Get and Map. The buffer
+// from Bytes must not be touched afterwards.
 func (w *Writer) Seal() error {
 	if w.done {
 		return fmt.Errorf("objstore: object %s: Seal after Seal or Abort", w.e.id)
@@ -246,14 +272,16 @@ func (s *Store) Create(id ID, size int64) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := createMapped(s.dir, id, size)
+	sp := e.spare
+	e.spare = nil
+	wmap, err := createMapped(s.dir, id, size, sp)
 	if err != nil {
 		s.mu.Lock()
 		s.dropReserved(e)
 		s.mu.Unlock()
 		return nil, err
 	}
-	e.data, e.mapped = data, size > 0
+	e.wmap = wmap
 	return &Writer{s: s, e: e}, nil
 }
 
@@ -321,8 +349,16 @@ func (s *Store) reserve(id ID, size int64, inline bool) (*entry, []*entry, error
 		return nil, nil, fmt.Errorf("objstore: object %s needs %s but %s of the store's %s are pinned or being written (%s free); release or unpin objects, or raise the capacity: %w",
 			id, human(size), human(s.pinned), human(s.capacity), human(s.capacity-s.used), ErrFull)
 	}
+	var reuse *spare
+	if !inline && size >= recycleMin {
+		reuse = s.takeSpareLocked(size)
+	}
 	var victims []*entry
-	for s.used+size > s.capacity {
+	for s.used+s.spareUsed+size > s.capacity {
+		if len(s.spares) > 0 { // free pages first
+			s.dropSpareLocked(0)
+			continue
+		}
 		v := s.lru.Back().Value.(*entry) // non-nil: unpinned bytes = used - pinned exceed the shortfall
 		s.evictLocked(v)
 		victims = append(victims, v)
@@ -331,7 +367,7 @@ func (s *Store) reserve(id ID, size int64, inline bool) (*entry, []*entry, error
 		e = &entry{id: id, refs: 1}
 		s.objects[id] = e
 	}
-	e.size, e.state, e.inline, e.pins = size, creating, inline, 0
+	e.size, e.state, e.inline, e.pins, e.spare = size, creating, inline, 0, reuse
 	s.used += size
 	s.pinned += size
 	return e, victims, nil
@@ -360,14 +396,68 @@ func (s *Store) releaseMemory(e *entry) {
 	if e.mapped {
 		_ = unix.Munmap(e.data)
 	}
-	if !e.inline {
-		_ = os.Remove(Path(s.dir, e.id))
-	}
 	e.data, e.mapped = nil, false
 	s.used -= e.size
+	if e.inline {
+		return
+	}
+	p := Path(s.dir, e.id)
+	wmap := e.wmap
+	e.wmap = nil
+	if wmap != nil && e.size >= recycleMin && e.size <= s.capacity/4 && s.spareUsed+e.size <= s.capacity/4 {
+		if len(s.spares) == maxSpares {
+			s.dropSpareLocked(0)
+		}
+		s.spareSeq++
+		name := filepath.Join(s.dir, ".spare-"+strconv.FormatUint(s.spareSeq, 10))
+		if os.Rename(p, name) == nil {
+			s.spares = append(s.spares, &spare{name: name, size: e.size, wmap: wmap})
+			s.spareUsed += e.size
+			return
+		}
+	}
+	unmap(wmap)
+	_ = os.Remove(p)
+}
+
+func unmap(b []byte) {
+	if len(b) > 0 {
+		_ = unix.Munmap(b)
+	}
+}
+
+// takeSpareLocked removes and returns the smallest spare file that holds
+// size bytes without wasting more than a quarter, or "".
+func (s *Store) takeSpareLocked(size int64) *spare {
+	best := -1
+	for i, sp := range s.spares {
+		if sp.size >= size && sp.size <= size+size/4 && (best < 0 || sp.size < s.spares[best].size) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	sp := s.spares[best]
+	s.spares = append(s.spares[:best], s.spares[best+1:]...)
+	s.spareUsed -= sp.size
+	return sp
+}
+
+func (s *Store) dropSpareLocked(i int) {
+	sp := s.spares[i]
+	s.spares = append(s.spares[:i], s.spares[i+1:]...)
+	s.spareUsed -= sp.size
+	unmap(sp.wmap)
+	_ = os.Remove(sp.name)
 }
 
 func (s *Store) dropReserved(e *entry) {
+	if e.spare != nil {
+		unmap(e.spare.wmap)
+		_ = os.Remove(e.spare.name)
+		e.spare = nil
+	}
 	s.used -= e.size
 	s.pinned -= e.size
 	e.state = evicted
@@ -384,28 +474,23 @@ func (s *Store) abort(id ID) error {
 	if e == nil || e.state != creating {
 		return fmt.Errorf("objstore: aborting object %s: %w", id, ErrNotFound)
 	}
-	if e.mapped {
-		_ = unix.Munmap(e.data)
-		e.mapped = false
-	}
+	unmap(e.wmap)
+	e.wmap = nil
 	_ = os.Remove(Path(s.dir, id) + tmpSuffix)
 	s.dropReserved(e)
 	return nil
 }
 
-// Seal makes a created object immutable: its mapping becomes read-only and
-// its file is renamed to the name readers map.
+// Seal makes a created object immutable: its file is renamed to the name
+// readers map (read-only). The owner's writable mapping is kept, unused, so
+// that the pages can be reused without a new mapping once the object is
+// freed.
 func (s *Store) Seal(id ID) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.objects[id]
 	if e == nil || e.state != creating {
 		return fmt.Errorf("objstore: sealing object %s: %w (Create it first)", id, ErrNotFound)
-	}
-	if e.mapped {
-		if err := unix.Mprotect(e.data, unix.PROT_READ); err != nil {
-			return fmt.Errorf("objstore: sealing object %s: mprotect: %w", id, err)
-		}
 	}
 	if err := os.Rename(Path(s.dir, id)+tmpSuffix, Path(s.dir, id)); err != nil {
 		return fmt.Errorf("objstore: sealing object %s: %w", id, err)
@@ -417,6 +502,10 @@ func (s *Store) Seal(id ID) error {
 func (s *Store) sealLocked(e *entry) {
 	e.state = sealed
 	s.pinned -= e.size
+	if e.refs == 0 { // released while being written
+		s.freeLocked(e)
+		return
+	}
 	if e.pins > 0 {
 		s.pinned += e.size
 		return
@@ -554,31 +643,20 @@ func (s *Store) Release(id ID) error {
 		return fmt.Errorf("objstore: releasing object %s: %w", id, ErrNotFound)
 	}
 	e.refs--
-	if e.refs > 0 || e.pins > 0 {
-		return nil
+	if e.refs > 0 || e.pins > 0 || e.state == creating {
+		return nil // freed at the last Unpin, or when sealed
 	}
 	s.freeLocked(e)
 	return nil
 }
 
 func (s *Store) freeLocked(e *entry) {
-	switch e.state {
-	case sealed:
+	if e.state == sealed {
 		if e.lru != nil {
 			s.lru.Remove(e.lru)
 			e.lru = nil
 		}
 		s.releaseMemory(e)
-	case creating:
-		// The writer still holds the buffer; Seal or Abort will find the
-		// entry gone. Free the room now; the file goes with Close.
-		if e.mapped {
-			_ = unix.Munmap(e.data)
-			e.mapped = false
-		}
-		_ = os.Remove(Path(s.dir, e.id) + tmpSuffix)
-		s.used -= e.size
-		s.pinned -= e.size
 	}
 	delete(s.objects, e.id)
 }
@@ -596,9 +674,13 @@ func (s *Store) Close() error {
 		if e.mapped {
 			_ = unix.Munmap(e.data)
 		}
-		e.data = nil
+		unmap(e.wmap)
+		e.data, e.wmap = nil, nil
 	}
-	s.objects = nil
+	for _, sp := range s.spares {
+		unmap(sp.wmap)
+	}
+	s.objects, s.spares, s.spareUsed = nil, nil, 0
 	s.used, s.pinned = 0, 0
 	if err := os.RemoveAll(s.dir); err != nil {
 		return fmt.Errorf("objstore: removing %s: %w", s.dir, err)

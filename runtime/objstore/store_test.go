@@ -324,3 +324,27 @@ func TestDefaultCapacity(t *testing.T) {
 		t.Fatalf("default capacity %d with %d available", c, avail)
 	}
 }
+
+func TestRecyclePages(t *testing.T) {
+	s := newStore(t, 16<<20, nil)
+	put(t, s, "a", 1<<20, 1)
+	_ = s.Release("a")
+	if st := s.Stats(); st.SpareBytes != 1<<20 || st.Used != 0 {
+		t.Fatalf("after freeing a 1 MiB object: %+v, want its pages kept as spare", st)
+	}
+	put(t, s, "b", 1<<20-100, 2)
+	if st := s.Stats(); st.SpareBytes != 0 || st.Used != 1<<20-100 {
+		t.Fatalf("after a put of about the same size: %+v, want the spare reused", st)
+	}
+	b, err := s.Get("b")
+	if err != nil || len(b) != 1<<20-100 || b[0] != 2 || b[len(b)-1] != 2 {
+		t.Fatalf("object on recycled pages: %v", err)
+	}
+	_ = s.Unpin("b")
+	// Spares are dropped, not live objects evicted, when room is needed.
+	_ = s.Release("b")
+	put(t, s, "c", 15<<20+512<<10, 3)
+	if st := s.Stats(); st.SpareBytes != 0 || st.Evictions != 0 {
+		t.Fatalf("big put: %+v", st)
+	}
+}

@@ -20,6 +20,8 @@ const (
 	MsgKillActor                 // W→D: actor ID
 	MsgRetire                    // W→D: the worker reached a max_calls limit and is exiting
 	MsgExit                      // D→W: exit now
+	MsgRecall                    // D→W: hand back the tasks queued behind the running one
+	MsgGiveBack                  // W→D: task IDs handed back, never started
 )
 
 // Environment variables that put a process into worker mode.

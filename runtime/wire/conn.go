@@ -2,10 +2,11 @@
 // stream socket (a Unix domain socket on one machine).
 //
 // A frame is a 4-byte little-endian length, a 1-byte message type and the
-// payload. Writers append frames to a buffer under a lock and one flusher
-// goroutine per connection writes whatever has accumulated in a single
-// system call, so a burst of messages costs one write, and no goroutine is
-// started per message.
+// payload. Append adds frames to a buffer under a short lock; Flush writes
+// everything accumulated in one system call. Whoever flushes first becomes
+// the writer and keeps writing until the buffer is empty, while later
+// flushers return at once, so a burst of messages from many goroutines costs
+// few writes and no goroutine is started per message or per connection.
 package wire
 
 import (
@@ -25,45 +26,42 @@ const MaxFrame = 1 << 31
 // ErrClosed is returned by Send on a closed connection.
 var ErrClosed = errors.New("wire: connection closed")
 
-// Conn is one end of a framed connection. Send is safe for concurrent use;
-// Recv must be called from one goroutine.
+// Conn is one end of a framed connection. Append, Flush and Send are safe
+// for concurrent use; Recv must be called from one goroutine.
 type Conn struct {
 	c net.Conn
 	r *bufio.Reader
 
 	mu      sync.Mutex
 	buf     []byte
+	spare   []byte
+	writing bool // a goroutine is in Flush's write loop
 	closed  bool
 	err     error
-	pending chan struct{} // capacity 1: "the buffer has data"
-	done    chan struct{} // closed when the flusher exits
 	hdr     [5]byte
 }
 
-// New wraps c and starts its flusher, which stops when the Conn is closed.
+// New wraps c.
 func New(c net.Conn) *Conn {
-	w := &Conn{
-		c:       c,
-		r:       bufio.NewReaderSize(c, 256<<10),
-		buf:     make([]byte, 0, 64<<10),
-		pending: make(chan struct{}, 1),
-		done:    make(chan struct{}),
+	return &Conn{
+		c:     c,
+		r:     bufio.NewReaderSize(c, 256<<10),
+		buf:   make([]byte, 0, 64<<10),
+		spare: make([]byte, 0, 64<<10),
 	}
-	go w.flusher()
-	return w
 }
 
-// Send appends one frame of type typ whose payload fn appends to its
-// argument. fn runs under the connection's lock and must not block.
-func (w *Conn) Send(typ byte, fn func([]byte) []byte) error {
+// Append adds one frame of type typ whose payload fn appends to its
+// argument. fn runs under the connection's lock and must not block. The
+// frame goes out at the next Flush.
+func (w *Conn) Append(typ byte, fn func([]byte) []byte) error {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	if w.closed {
-		err := w.err
-		w.mu.Unlock()
-		if err == nil {
-			err = ErrClosed
+		if w.err != nil {
+			return w.err
 		}
-		return err
+		return ErrClosed
 	}
 	start := len(w.buf)
 	w.buf = append(w.buf, 0, 0, 0, 0, typ)
@@ -71,52 +69,54 @@ func (w *Conn) Send(typ byte, fn func([]byte) []byte) error {
 		w.buf = fn(w.buf)
 	}
 	binary.LittleEndian.PutUint32(w.buf[start:], uint32(len(w.buf)-start-5))
-	wake := start == 0
-	w.mu.Unlock()
-	if wake {
-		select {
-		case w.pending <- struct{}{}:
-		default:
-		}
-	}
 	return nil
 }
 
-func (w *Conn) flusher() {
-	defer close(w.done)
-	spare := make([]byte, 0, 64<<10)
-	for range w.pending {
-		w.mu.Lock()
-		out := w.buf
-		w.buf = spare[:0]
-		closed := w.closed
-		w.mu.Unlock()
-		if len(out) > 0 {
-			if _, err := w.c.Write(out); err != nil {
-				w.fail(err)
-				return
-			}
-		}
-		if cap(out) <= 4<<20 {
-			spare = out
-		} else {
-			spare = make([]byte, 0, 64<<10) // don't keep a huge buffer alive
-		}
-		if closed {
-			return
-		}
+// Send appends a frame and flushes.
+func (w *Conn) Send(typ byte, fn func([]byte) []byte) error {
+	if err := w.Append(typ, fn); err != nil {
+		return err
 	}
+	return w.Flush()
 }
 
-func (w *Conn) fail(err error) {
+// Flush writes the buffered frames. If another goroutine is writing, it
+// returns at once: that writer picks the new frames up before it stops.
+func (w *Conn) Flush() error {
 	w.mu.Lock()
-	if !w.closed {
-		w.closed = true
-		w.err = fmt.Errorf("wire: write: %w", err)
+	if w.writing || len(w.buf) == 0 {
+		err := w.err
+		w.mu.Unlock()
+		return err
 	}
+	w.writing = true
+	for len(w.buf) > 0 && w.err == nil {
+		out := w.buf
+		w.buf = w.spare[:0]
+		w.mu.Unlock()
+		_, err := w.c.Write(out)
+		w.mu.Lock()
+		if err != nil {
+			w.err = fmt.Errorf("wire: write: %w", err)
+			w.closed = true
+			w.buf = w.buf[:0]
+			break
+		}
+		if cap(out) <= 4<<20 {
+			w.spare = out
+		} else {
+			w.spare = make([]byte, 0, 64<<10) // don't keep a huge buffer alive
+		}
+	}
+	w.writing = false
+	err := w.err
 	w.mu.Unlock()
-	_ = w.c.Close()
+	return err
 }
+
+// Buffered reports how many received bytes are waiting to be read, so a
+// reader can batch its replies until its input runs dry.
+func (w *Conn) Buffered() int { return w.r.Buffered() }
 
 // Recv reads the next frame. The payload is freshly allocated and may be
 // retained by the caller.
@@ -135,18 +135,11 @@ func (w *Conn) Recv() (typ byte, payload []byte, err error) {
 	return w.hdr[4], payload, nil
 }
 
-// Close flushes what was sent so far, then closes the socket.
+// Close flushes what was appended so far, then closes the socket.
 func (w *Conn) Close() error {
+	_ = w.Flush()
 	w.mu.Lock()
-	already := w.closed
 	w.closed = true
 	w.mu.Unlock()
-	if !already {
-		select {
-		case w.pending <- struct{}{}:
-		default:
-		}
-		<-w.done
-	}
 	return w.c.Close()
 }

@@ -92,6 +92,9 @@ func (w *Worker) Serve() {
 			}
 			return b
 		})
+		if retire {
+			w.giveBack() // the queued tasks run on other workers
+		}
 		if err != nil || retire {
 			w.conn.Close()
 			os.Exit(0)
@@ -110,6 +113,23 @@ func (w *Worker) next() *task.Spec {
 	w.queue = w.queue[1:]
 	w.cur, w.subs, w.puts = s.ID, 0, 0
 	return s
+}
+
+// giveBack hands the tasks queued behind the running one back to the
+// driver: the running task is blocked and one of them may be what it waits
+// for.
+func (w *Worker) giveBack() {
+	w.mu.Lock()
+	q := w.queue
+	w.queue = nil
+	w.mu.Unlock()
+	_ = w.conn.Send(task.MsgGiveBack, func(b []byte) []byte {
+		b = wire.AppendUvarint(b, uint64(len(q)))
+		for _, s := range q {
+			b = append(b, s.ID[:]...)
+		}
+		return b
+	})
 }
 
 // read delivers the driver's messages; the process exits when the driver
@@ -142,6 +162,8 @@ func (w *Worker) read() {
 			if ch != nil {
 				ch <- d.B
 			}
+		case task.MsgRecall:
+			w.giveBack()
 		case task.MsgExit:
 			os.Exit(0)
 		}

@@ -59,6 +59,23 @@ def box(low, high, shape):
     return pb.Space(box=pb.Box(low=low, high=high, shape=list(shape)))
 
 
+_MASK = (1 << 64) - 1
+
+
+def _splitmix64(x):
+    x = (x + 0x9E3779B97F4A7C15) & _MASK
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK
+    return x ^ (x >> 31)
+
+
+def auto_reset_seed(seed, k):
+    """The seed of episode k >= 1 after reset(seed): Gray's envs.AutoResetSeed,
+    so that a run is reproducible whatever serves the environment."""
+    x = _splitmix64((seed & _MASK) ^ _splitmix64(k & _MASK))
+    return x - (1 << 64) if x >= 1 << 63 else x
+
+
 def space_size(space):
     if space.HasField("discrete"):
         return 1
@@ -127,7 +144,8 @@ class _EnvServicer(pb_grpc.EnvServiceServicer):
                 context.abort(grpc.StatusCode.INVALID_ARGUMENT, "creating the environment: %r" % e)
             first = self.envs[0]
             self.obs_size = space_size(first.observation_space)
-            self.next_seed = [0] * len(self.envs)
+            self.seeds = [0] * len(self.envs)
+            self.episodes = [0] * len(self.envs)
             self.spaces = pb.EnvSpaces(
                 observation_space=first.observation_space,
                 action_space=first.action_space,
@@ -151,8 +169,7 @@ class _EnvServicer(pb_grpc.EnvServiceServicer):
             obs = []
             for i, (env, seed) in enumerate(zip(self.envs, request.seeds)):
                 obs.extend(env.reset(seed))
-                # Same seed schedule as Gray's built-in vectors.
-                self.next_seed[i] = seed + 1_000_003 * n
+                self.seeds[i], self.episodes[i] = seed, 0
             return pb.ResetResponse(obs=obs)
 
     def Step(self, request, context):
@@ -168,8 +185,8 @@ class _EnvServicer(pb_grpc.EnvServiceServicer):
                     o, r, term, trunc = env.step(acts[i * k:(i + 1) * k])
                     if term or trunc:
                         finals.extend(o)
-                        o = env.reset(self.next_seed[i])
-                        self.next_seed[i] += 1
+                        self.episodes[i] += 1
+                        o = env.reset(auto_reset_seed(self.seeds[i], self.episodes[i]))
                 except Exception as e:
                     context.abort(grpc.StatusCode.INTERNAL, "step of sub-environment %d: %r" % (i, e))
                 obs.extend(o)

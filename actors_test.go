@@ -1,0 +1,217 @@
+package gray_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gray-ml/gray"
+)
+
+type Counter struct{ value int }
+
+var (
+	counterType = gray.Actor0("test.Counter", func(ctx context.Context) (*Counter, error) { return &Counter{}, nil })
+	increment   = gray.Method0(counterType, "increment", func(c *Counter, ctx context.Context) (int, error) {
+		c.value++
+		return c.value, nil
+	})
+	getCounter = gray.Method0(counterType, "get", func(c *Counter, ctx context.Context) (int, error) { return c.value, nil })
+	addTo      = gray.Method1(counterType, "add", func(c *Counter, ctx context.Context, n int) (int, error) {
+		c.value += n
+		return c.value, nil
+	})
+	// useCounter calls the actor from inside a task.
+	useCounter = gray.Func2("test.useCounter", func(ctx context.Context, h gray.Handle[Counter], n int) (int, error) {
+		var last gray.Ref[int]
+		for range n {
+			last = increment.Remote(h)
+		}
+		return gray.Get(ctx, last)
+	})
+
+	// Policy holds weights received by reference, like a rollout worker.
+	policyType = gray.Actor1("test.Policy", func(ctx context.Context, w []float64) (*Policy, error) {
+		return &Policy{w: w}, nil
+	})
+	setWeights = gray.Method1(policyType, "setWeights", func(p *Policy, ctx context.Context, w []float64) (int, error) {
+		p.w = w
+		return len(w), nil
+	})
+	sumWeights = gray.Method0(policyType, "sum", func(p *Policy, ctx context.Context) (float64, error) {
+		s := 0.0
+		for _, x := range p.w {
+			s += x
+		}
+		return s, nil
+	})
+
+	gpuActorType = gray.Actor0("test.GPUActor", func(ctx context.Context) (*GPUActor, error) {
+		return &GPUActor{ids: gray.GPUIDs(ctx)}, nil
+	}, gray.GPUs(1))
+	gpuIDs = gray.Method0(gpuActorType, "ids", func(a *GPUActor, ctx context.Context) ([]int, error) { return a.ids, nil })
+
+	badActorType = gray.Actor1("test.Bad", func(ctx context.Context, msg string) (*Counter, error) {
+		return nil, errors.New(msg)
+	})
+	badGet = gray.Method0(badActorType, "get", func(c *Counter, ctx context.Context) (int, error) { return c.value, nil })
+)
+
+type Policy struct{ w []float64 }
+
+type GPUActor struct{ ids []int }
+
+func TestCounters(t *testing.T) {
+	ctx := start(t, gray.Options{})
+	counters := make([]gray.Handle[Counter], 10)
+	for i := range counters {
+		h, err := counterType.Remote(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		counters[i] = h
+	}
+	var refs []gray.Ref[int]
+	for _, c := range counters {
+		refs = append(refs, increment.Remote(c))
+	}
+	got, err := gray.GetAll(ctx, refs)
+	if err != nil || fmt.Sprint(got) != "[1 1 1 1 1 1 1 1 1 1]" {
+		t.Fatalf("ten counters: %v, %v", got, err)
+	}
+	refs = refs[:0]
+	for range 5 {
+		refs = append(refs, increment.Remote(counters[0]))
+	}
+	got, err = gray.GetAll(ctx, refs)
+	if err != nil || fmt.Sprint(got) != "[2 3 4 5 6]" {
+		t.Fatalf("one counter five times: %v, %v", got, err)
+	}
+}
+
+func TestHandlePassedToTasks(t *testing.T) {
+	ctx := start(t, gray.Options{NumCPUs: 4})
+	h, err := counterType.Remote(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refs []gray.Ref[int]
+	for range 4 {
+		refs = append(refs, useCounter.Remote(h, 25))
+	}
+	if _, err := gray.GetAll(ctx, refs); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := gray.Get(ctx, getCounter.Remote(h)); err != nil || v != 100 {
+		t.Fatalf("counter after 4 tasks x 25 = %d, %v", v, err)
+	}
+}
+
+func TestActorWithRefArguments(t *testing.T) {
+	ctx := start(t, gray.Options{})
+	w0, _ := gray.Put(ctx, []float64{1, 2, 3})
+	p, err := policyType.Remote(ctx, w0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := gray.Get(ctx, sumWeights.Remote(p)); err != nil || s != 6 {
+		t.Fatalf("sum = %v, %v", s, err)
+	}
+	w1, _ := gray.Put(ctx, []float64{10, 20})
+	setWeights.Remote(p, w1)
+	if s, err := gray.Get(ctx, sumWeights.Remote(p)); err != nil || s != 30 {
+		t.Fatalf("sum after setWeights = %v, %v", s, err)
+	}
+}
+
+func TestKillActor(t *testing.T) {
+	ctx := start(t, gray.Options{NumGPUs: 1})
+	h, err := gpuActorType.Remote(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := gray.Get(ctx, gpuIDs.Remote(h))
+	if err != nil || fmt.Sprint(ids) != "[0]" {
+		t.Fatalf("GPU actor ids %v, %v", ids, err)
+	}
+	if err := gray.Kill(h); err != nil {
+		t.Fatal(err)
+	}
+	_, err = gray.Get(ctx, gpuIDs.Remote(h))
+	if !errors.Is(err, gray.ErrActorDead) || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("method on a killed actor: %v", err)
+	}
+	// Its GPU is free again: a second GPU actor can start.
+	h2, err := gpuActorType.Remote(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids, err := gray.Get(ctx, gpuIDs.Remote(h2)); err != nil || fmt.Sprint(ids) != "[0]" {
+		t.Fatalf("second GPU actor: %v, %v", ids, err)
+	}
+}
+
+func TestActorReleasedWhenNoHandleRemains(t *testing.T) {
+	ctx := start(t, gray.Options{NumGPUs: 1})
+	func() {
+		h, err := gpuActorType.Remote(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := gray.Get(ctx, gpuIDs.Remote(h)); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	// The only GPU comes back once the handle is collected.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		runtime.GC()
+		h, err := gpuActorType.Remote(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		_, err = gray.Get(wctx, gpuIDs.Remote(h))
+		cancel()
+		if err == nil {
+			return
+		}
+		_ = gray.Kill(h)
+		if time.Now().After(deadline) {
+			t.Fatal("the GPU of an actor with no handle left was never released")
+		}
+	}
+}
+
+func TestActorConstructorFails(t *testing.T) {
+	ctx := start(t, gray.Options{})
+	h, err := badActorType.Remote(ctx, "no luck")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = gray.Get(ctx, badGet.Remote(h))
+	if err == nil || !strings.Contains(err.Error(), "no luck") || !strings.Contains(err.Error(), "constructor") {
+		t.Fatalf("method after a failed constructor: %v", err)
+	}
+}
+
+func TestActorBadInput(t *testing.T) {
+	ctx := start(t, gray.Options{})
+	if _, err := policyType.Remote(ctx); err == nil {
+		t.Fatal("missing constructor argument should be an error")
+	}
+	if _, err := policyType.Remote(ctx, "x"); err == nil {
+		t.Fatal("wrong constructor argument type should be an error")
+	}
+	var zero gray.Handle[Counter]
+	if _, err := gray.Get(ctx, increment.Remote(zero)); err == nil {
+		t.Fatal("a method on the zero handle should fail")
+	}
+	if _, err := gpuActorType.Remote(ctx); err == nil || !strings.Contains(err.Error(), "GPU") {
+		t.Fatalf("GPU actor without GPUs: %v", err)
+	}
+}

@@ -1,0 +1,145 @@
+// Package runtime_test measures the runtime's core paths: remote calls and
+// actor calls, synchronous and asynchronous, and small Put/Get. Run with
+//
+//	go test -run '^$' -bench . -benchtime 2s ./benchmarks/runtime
+//
+// Figures are recorded in benchmarks/README.md.
+package runtime_test
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/gray-ml/gray"
+)
+
+func TestMain(m *testing.M) {
+	gray.ServeIfWorker()
+	os.Exit(m.Run())
+}
+
+type counter struct{ n int }
+
+var (
+	noop        = gray.Func1("bench.noop", func(ctx context.Context, x int) (int, error) { return x, nil })
+	counterType = gray.Actor0("bench.Counter", func(ctx context.Context) (*counter, error) { return &counter{}, nil })
+	incr        = gray.Method1(counterType, "incr", func(c *counter, ctx context.Context, d int) (int, error) {
+		c.n += d
+		return c.n, nil
+	})
+)
+
+func setup(b *testing.B) context.Context {
+	b.Helper()
+	ctx := context.Background()
+	if err := gray.Init(ctx, gray.Options{NoGPUs: true}); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = gray.Shutdown() })
+	// Warm the pool up.
+	if _, err := gray.Get(ctx, noop.Remote(0)); err != nil {
+		b.Fatal(err)
+	}
+	return ctx
+}
+
+// BenchmarkTaskSync is one remote call and its Get, one at a time: the
+// round trip.
+func BenchmarkTaskSync(b *testing.B) {
+	ctx := setup(b)
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if _, err := gray.Get(ctx, noop.Remote(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+}
+
+// BenchmarkTaskAsync submits tasks in batches of 1,000, then gets them.
+func BenchmarkTaskAsync(b *testing.B) {
+	ctx := setup(b)
+	b.ResetTimer()
+	batch(b, ctx, func(i int) gray.Ref[int] { return noop.Remote(i) })
+}
+
+func batch(b *testing.B, ctx context.Context, submit func(int) gray.Ref[int]) {
+	refs := make([]gray.Ref[int], 0, 1000)
+	n := 0
+	for b.Loop() {
+		refs = append(refs, submit(n))
+		n++
+		if len(refs) == cap(refs) {
+			if _, err := gray.GetAll(ctx, refs); err != nil {
+				b.Fatal(err)
+			}
+			refs = refs[:0]
+		}
+	}
+	if _, err := gray.GetAll(ctx, refs); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "calls/s")
+}
+
+// BenchmarkActorSync is one actor method call and its Get, one at a time.
+func BenchmarkActorSync(b *testing.B) {
+	ctx := setup(b)
+	h, err := counterType.Remote(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := gray.Get(ctx, incr.Remote(h, 0)); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := gray.Get(ctx, incr.Remote(h, 1)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+}
+
+// BenchmarkActorAsync submits method calls in batches of 1,000.
+func BenchmarkActorAsync(b *testing.B) {
+	ctx := setup(b)
+	h, err := counterType.Remote(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := gray.Get(ctx, incr.Remote(h, 0)); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	batch(b, ctx, func(int) gray.Ref[int] { return incr.Remote(h, 1) })
+}
+
+// BenchmarkPutSmall puts one small value.
+func BenchmarkPutSmall(b *testing.B) {
+	ctx := setup(b)
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		if _, err := gray.Put(ctx, i); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+}
+
+// BenchmarkGetSmall gets one small, existing value.
+func BenchmarkGetSmall(b *testing.B) {
+	ctx := setup(b)
+	r, err := gray.Put(ctx, 7)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := gray.Get(ctx, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+}

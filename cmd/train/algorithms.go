@@ -1,0 +1,6 @@
+package main
+
+// The algorithms `train --alg` offers register themselves when imported.
+import (
+	_ "github.com/gray-ml/gray/rllib/ppo"
+)

@@ -1,0 +1,196 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+DATA tanh_absmask<>+0(SB)/8, $0x7fffffffffffffff
+DATA tanh_absmask<>+8(SB)/8, $0x7fffffffffffffff
+DATA tanh_absmask<>+16(SB)/8, $0x7fffffffffffffff
+DATA tanh_absmask<>+24(SB)/8, $0x7fffffffffffffff
+GLOBL tanh_absmask<>(SB), RODATA|NOPTR, $32
+
+DATA tanh_signmask<>+0(SB)/8, $0x8000000000000000
+DATA tanh_signmask<>+8(SB)/8, $0x8000000000000000
+DATA tanh_signmask<>+16(SB)/8, $0x8000000000000000
+DATA tanh_signmask<>+24(SB)/8, $0x8000000000000000
+GLOBL tanh_signmask<>(SB), RODATA|NOPTR, $32
+
+DATA tanh_clamp<>+0(SB)/8, $0x4034000000000000
+DATA tanh_clamp<>+8(SB)/8, $0x4034000000000000
+DATA tanh_clamp<>+16(SB)/8, $0x4034000000000000
+DATA tanh_clamp<>+24(SB)/8, $0x4034000000000000
+GLOBL tanh_clamp<>(SB), RODATA|NOPTR, $32
+
+DATA tanh_m2log2e<>+0(SB)/8, $0xc0071547652b82fe
+DATA tanh_m2log2e<>+8(SB)/8, $0xc0071547652b82fe
+DATA tanh_m2log2e<>+16(SB)/8, $0xc0071547652b82fe
+DATA tanh_m2log2e<>+24(SB)/8, $0xc0071547652b82fe
+GLOBL tanh_m2log2e<>(SB), RODATA|NOPTR, $32
+
+DATA tanh_ln2hi<>+0(SB)/8, $0x3fe62e42fee00000
+DATA tanh_ln2hi<>+8(SB)/8, $0x3fe62e42fee00000
+DATA tanh_ln2hi<>+16(SB)/8, $0x3fe62e42fee00000
+DATA tanh_ln2hi<>+24(SB)/8, $0x3fe62e42fee00000
+GLOBL tanh_ln2hi<>(SB), RODATA|NOPTR, $32
+
+DATA tanh_ln2lo<>+0(SB)/8, $0x3dea39ef35793c76
+DATA tanh_ln2lo<>+8(SB)/8, $0x3dea39ef35793c76
+DATA tanh_ln2lo<>+16(SB)/8, $0x3dea39ef35793c76
+DATA tanh_ln2lo<>+24(SB)/8, $0x3dea39ef35793c76
+GLOBL tanh_ln2lo<>(SB), RODATA|NOPTR, $32
+
+DATA tanh_magic<>+0(SB)/8, $0x4338000000000000
+DATA tanh_magic<>+8(SB)/8, $0x4338000000000000
+DATA tanh_magic<>+16(SB)/8, $0x4338000000000000
+DATA tanh_magic<>+24(SB)/8, $0x4338000000000000
+GLOBL tanh_magic<>(SB), RODATA|NOPTR, $32
+
+DATA tanh_one<>+0(SB)/8, $0x3ff0000000000000
+DATA tanh_one<>+8(SB)/8, $0x3ff0000000000000
+DATA tanh_one<>+16(SB)/8, $0x3ff0000000000000
+DATA tanh_one<>+24(SB)/8, $0x3ff0000000000000
+GLOBL tanh_one<>(SB), RODATA|NOPTR, $32
+
+DATA tanh_two<>+0(SB)/8, $0x4000000000000000
+DATA tanh_two<>+8(SB)/8, $0x4000000000000000
+DATA tanh_two<>+16(SB)/8, $0x4000000000000000
+DATA tanh_two<>+24(SB)/8, $0x4000000000000000
+GLOBL tanh_two<>(SB), RODATA|NOPTR, $32
+
+DATA tanh_c1<>+0(SB)/8, $0x3ff0000000000000
+DATA tanh_c1<>+8(SB)/8, $0x3ff0000000000000
+DATA tanh_c1<>+16(SB)/8, $0x3ff0000000000000
+DATA tanh_c1<>+24(SB)/8, $0x3ff0000000000000
+GLOBL tanh_c1<>(SB), RODATA|NOPTR, $32
+
+DATA tanh_c2<>+0(SB)/8, $0x3fe0000000000000
+DATA tanh_c2<>+8(SB)/8, $0x3fe0000000000000
+DATA tanh_c2<>+16(SB)/8, $0x3fe0000000000000
+DATA tanh_c2<>+24(SB)/8, $0x3fe0000000000000
+GLOBL tanh_c2<>(SB), RODATA|NOPTR, $32
+
+DATA tanh_c3<>+0(SB)/8, $0x3fc5555555555555
+DATA tanh_c3<>+8(SB)/8, $0x3fc5555555555555
+DATA tanh_c3<>+16(SB)/8, $0x3fc5555555555555
+DATA tanh_c3<>+24(SB)/8, $0x3fc5555555555555
+GLOBL tanh_c3<>(SB), RODATA|NOPTR, $32
+
+DATA tanh_c4<>+0(SB)/8, $0x3fa5555555555555
+DATA tanh_c4<>+8(SB)/8, $0x3fa5555555555555
+DATA tanh_c4<>+16(SB)/8, $0x3fa5555555555555
+DATA tanh_c4<>+24(SB)/8, $0x3fa5555555555555
+GLOBL tanh_c4<>(SB), RODATA|NOPTR, $32
+
+DATA tanh_c5<>+0(SB)/8, $0x3f81111111111111
+DATA tanh_c5<>+8(SB)/8, $0x3f81111111111111
+DATA tanh_c5<>+16(SB)/8, $0x3f81111111111111
+DATA tanh_c5<>+24(SB)/8, $0x3f81111111111111
+GLOBL tanh_c5<>(SB), RODATA|NOPTR, $32
+
+DATA tanh_c6<>+0(SB)/8, $0x3f56c16c16c16c17
+DATA tanh_c6<>+8(SB)/8, $0x3f56c16c16c16c17
+DATA tanh_c6<>+16(SB)/8, $0x3f56c16c16c16c17
+DATA tanh_c6<>+24(SB)/8, $0x3f56c16c16c16c17
+GLOBL tanh_c6<>(SB), RODATA|NOPTR, $32
+
+DATA tanh_c7<>+0(SB)/8, $0x3f2a01a01a01a01a
+DATA tanh_c7<>+8(SB)/8, $0x3f2a01a01a01a01a
+DATA tanh_c7<>+16(SB)/8, $0x3f2a01a01a01a01a
+DATA tanh_c7<>+24(SB)/8, $0x3f2a01a01a01a01a
+GLOBL tanh_c7<>(SB), RODATA|NOPTR, $32
+
+DATA tanh_c8<>+0(SB)/8, $0x3efa01a01a01a01a
+DATA tanh_c8<>+8(SB)/8, $0x3efa01a01a01a01a
+DATA tanh_c8<>+16(SB)/8, $0x3efa01a01a01a01a
+DATA tanh_c8<>+24(SB)/8, $0x3efa01a01a01a01a
+GLOBL tanh_c8<>(SB), RODATA|NOPTR, $32
+
+DATA tanh_c9<>+0(SB)/8, $0x3ec71de3a556c734
+DATA tanh_c9<>+8(SB)/8, $0x3ec71de3a556c734
+DATA tanh_c9<>+16(SB)/8, $0x3ec71de3a556c734
+DATA tanh_c9<>+24(SB)/8, $0x3ec71de3a556c734
+GLOBL tanh_c9<>(SB), RODATA|NOPTR, $32
+
+DATA tanh_c10<>+0(SB)/8, $0x3e927e4fb7789f5c
+DATA tanh_c10<>+8(SB)/8, $0x3e927e4fb7789f5c
+DATA tanh_c10<>+16(SB)/8, $0x3e927e4fb7789f5c
+DATA tanh_c10<>+24(SB)/8, $0x3e927e4fb7789f5c
+GLOBL tanh_c10<>(SB), RODATA|NOPTR, $32
+
+DATA tanh_c11<>+0(SB)/8, $0x3e5ae64567f544e4
+DATA tanh_c11<>+8(SB)/8, $0x3e5ae64567f544e4
+DATA tanh_c11<>+16(SB)/8, $0x3e5ae64567f544e4
+DATA tanh_c11<>+24(SB)/8, $0x3e5ae64567f544e4
+GLOBL tanh_c11<>(SB), RODATA|NOPTR, $32
+
+DATA tanh_c12<>+0(SB)/8, $0x3e21eed8eff8d898
+DATA tanh_c12<>+8(SB)/8, $0x3e21eed8eff8d898
+DATA tanh_c12<>+16(SB)/8, $0x3e21eed8eff8d898
+DATA tanh_c12<>+24(SB)/8, $0x3e21eed8eff8d898
+GLOBL tanh_c12<>(SB), RODATA|NOPTR, $32
+
+DATA tanh_c13<>+0(SB)/8, $0x3de6124613a86d09
+DATA tanh_c13<>+8(SB)/8, $0x3de6124613a86d09
+DATA tanh_c13<>+16(SB)/8, $0x3de6124613a86d09
+DATA tanh_c13<>+24(SB)/8, $0x3de6124613a86d09
+GLOBL tanh_c13<>(SB), RODATA|NOPTR, $32
+
+// func tanh4(dst, src []float64)
+//
+// dst[i] = tanh(src[i]) for i < len(src)&^3, four at a time with AVX2+FMA:
+// tanh|x| = -e/(2+e) with e = expm1(-2|x|) = 2^k·q + (2^k - 1), where
+// -2|x| = k·ln2 + r, |r| ≤ ln2/2, and q = expm1(r) by its Taylor series to
+// r^13 (error below 1e-16 relative). |x| is clamped to 20 (tanh(20) rounds
+// to 1) with NaN kept, so NaN propagates.
+TEXT ·tanh4(SB), NOSPLIT, $0-48
+	MOVQ dst_base+0(FP), DI
+	MOVQ src_base+24(FP), SI
+	MOVQ src_len+32(FP), CX
+	SHRQ $2, CX
+	JZ   done
+	VMOVUPD tanh_absmask<>(SB), Y14
+	VMOVUPD tanh_clamp<>(SB), Y13
+	VMOVUPD tanh_signmask<>(SB), Y12
+
+loop:
+	VMOVUPD (SI), Y0
+	VANDPD  Y0, Y14, Y1               // a = |x|
+	VMINPD  Y1, Y13, Y1               // a = min(20, a), NaN kept
+	VMULPD  tanh_m2log2e<>(SB), Y1, Y3 // -2a·log2(e)
+	VROUNDPD $0, Y3, Y3               // k = round(-2a/ln2)
+	VADDPD  Y1, Y1, Y2
+	VXORPD  Y12, Y2, Y2               // z = -2a
+	VFNMADD231PD tanh_ln2hi<>(SB), Y3, Y2 // r = z - k·ln2hi
+	VFNMADD231PD tanh_ln2lo<>(SB), Y3, Y2 // r -= k·ln2lo
+	VMOVUPD tanh_c13<>(SB), Y4
+	VFMADD213PD tanh_c12<>(SB), Y2, Y4
+	VFMADD213PD tanh_c11<>(SB), Y2, Y4
+	VFMADD213PD tanh_c10<>(SB), Y2, Y4
+	VFMADD213PD tanh_c9<>(SB), Y2, Y4
+	VFMADD213PD tanh_c8<>(SB), Y2, Y4
+	VFMADD213PD tanh_c7<>(SB), Y2, Y4
+	VFMADD213PD tanh_c6<>(SB), Y2, Y4
+	VFMADD213PD tanh_c5<>(SB), Y2, Y4
+	VFMADD213PD tanh_c4<>(SB), Y2, Y4
+	VFMADD213PD tanh_c3<>(SB), Y2, Y4
+	VFMADD213PD tanh_c2<>(SB), Y2, Y4
+	VFMADD213PD tanh_c1<>(SB), Y2, Y4
+	VMULPD  Y2, Y4, Y4                // q = expm1(r)
+	VADDPD  tanh_magic<>(SB), Y3, Y5
+	VPSLLQ  $52, Y5, Y5
+	VPADDQ  tanh_one<>(SB), Y5, Y5    // s = 2^k
+	VSUBPD  tanh_one<>(SB), Y5, Y6    // s - 1
+	VFMADD231PD Y4, Y5, Y6            // e = s·q + (s - 1)
+	VADDPD  tanh_two<>(SB), Y6, Y7    // 2 + e
+	VDIVPD  Y7, Y6, Y6                // e/(2+e) = -tanh(a)
+	VANDPD  Y6, Y14, Y6               // tanh(a)
+	VANDPD  Y0, Y12, Y8
+	VORPD   Y8, Y6, Y6                // with the sign of x
+	VMOVUPD Y6, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     loop
+	VZEROUPPER
+
+done:
+	RET

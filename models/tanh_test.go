@@ -1,0 +1,38 @@
+package models
+
+import (
+	"math"
+	"testing"
+)
+
+func TestTanhSliceMatchesMathTanh(t *testing.T) {
+	var src []float64
+	for i := -400000; i <= 400000; i++ {
+		src = append(src, float64(i)/16000) // [-25, 25]
+	}
+	for _, v := range []float64{0, math.Copysign(0, -1), 1e-300, -1e-10, 1e-5, 0.3466, 19.99, 20, 21, 700, -700, math.Inf(1), math.Inf(-1), math.MaxFloat64, math.SmallestNonzeroFloat64} {
+		src = append(src, v)
+	}
+	dst := make([]float64, len(src))
+	tanhSlice(dst, src)
+	worst := 0.0
+	for i, x := range src {
+		want := math.Tanh(x)
+		err := math.Abs(dst[i] - want)
+		if want != 0 {
+			err /= math.Abs(want)
+		}
+		if err > worst {
+			worst = err
+		}
+		if err > 1e-15 || math.Signbit(dst[i]) != math.Signbit(want) {
+			t.Fatalf("tanh(%v) = %v, want %v (relative error %g)", x, dst[i], want, err)
+		}
+	}
+	t.Logf("worst relative error %g", worst)
+	nan := []float64{1, math.NaN(), 2, 3}
+	tanhSlice(nan, nan)
+	if !math.IsNaN(nan[1]) || math.IsNaN(nan[0]) {
+		t.Fatalf("NaN handling: %v", nan)
+	}
+}

@@ -1,0 +1,54 @@
+// Package tune runs hyperparameter sweeps: search spaces, search
+// algorithms, trial schedulers and a trial runner.
+//
+// # Search spaces
+//
+// A search space is a config whose values, anywhere inside maps and lists,
+// may be Domains: GridSearch (every value, cartesian product across grids,
+// repeated NumSamples times), Choice, Uniform, QUniform, LogUniform, RandInt
+// (high excluded), Normal, QNormal, and SampleFrom (computed from the other
+// values of the same trial). In experiment files they are one-key maps:
+//
+//	lr:         {loguniform: [1.0e-5, 1.0e-2]}
+//	batch:      {grid_search: [1000, 2000]}
+//	activation: {choice: [tanh, relu]}
+//	layers:     {randint: [1, 4]}
+//	noise:      {normal: [0, 0.1]}
+//	clip:       {quniform: [0.1, 0.3, 0.05]}
+//	minibatch:  {sample_from: "int(config.batch / 8)"}
+//
+// sample_from expressions use numbers, references config.<dotted key>,
+// + - * / and parentheses, and int, round, min, max, pow, log, exp, sqrt.
+//
+// # Searchers and schedulers
+//
+// A Searcher suggests configs: BasicVariantGenerator (grid x random, the
+// default) or TPE, optionally behind a ConcurrencyLimiter. A Scheduler
+// decides, after each result, whether a trial continues, pauses or stops:
+// FIFO, MedianStopping, HyperBand, ASHA, PBT.
+//
+// # Trials
+//
+// Run starts trials while the node's resources (Experiment.NodeResources)
+// fit another trial's (Experiment.Resources). A Trainable is stepped one
+// result at a time; FuncTrainable adapts a Go function that reports
+// results, AgentTrainable any registered rllib algorithm, and
+// RemoteTrainable / RemoteAgentTrainable run either in a gray actor (one
+// worker process per trial).
+//
+// # Experiment folder
+//
+//	<dir>/experiment.json    written once: search space, metric, searcher, scheduler
+//	<dir>/journal.jsonl      one JSON event per line, appended, never rewritten:
+//	                         created (config), result, checkpoint,
+//	                         checkpoint_deleted, status, config (PBT), flush
+//	<dir>/trial_<id>/        the trial's run folder (LoggerFactory: params.json,
+//	                         result.json, ...) and checkpoint_<iteration>/ folders
+//
+// Each journal event is one write(2) on an O_APPEND file, so SIGKILL loses
+// no result the runner had received. Resume rebuilds every trial from the
+// journal and restores the searcher's and scheduler's state by replaying
+// the journal's events into freshly made, same-seeded instances (so no
+// state snapshot is ever rewritten), then continues unfinished trials from
+// their last checkpoint. ListTrials and BestTrial read the same files.
+package tune
