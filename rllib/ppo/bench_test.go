@@ -42,7 +42,7 @@ func BenchmarkLearn(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			a, batch := benchAgent(b, map[string]any{
-				"timesteps_per_batch": 2048, "sgd_minibatch_size": bc.mb,
+				"train_batch_size": 2048, "sgd_minibatch_size": bc.mb,
 				"model": map[string]any{"fcnet_hiddens": bc.hiddens},
 			})
 			b.ResetTimer()

@@ -17,7 +17,7 @@ import (
 // fastCartPole is a CI-sized configuration.
 func fastCartPole() map[string]any {
 	return map[string]any{
-		"num_envs_per_worker": 8, "timesteps_per_batch": 1024, "num_sgd_iter": 4,
+		"num_envs_per_worker": 8, "train_batch_size": 1024, "num_sgd_iter": 4,
 		"sgd_minibatch_size": 256, "lr": 0.001,
 	}
 }
@@ -213,7 +213,7 @@ func TestNaNStopsIterationAndKeepsWeights(t *testing.T) {
 }
 
 func TestPendulumBoxActions(t *testing.T) {
-	a := newAgent(t, "Pendulum-v1", map[string]any{"timesteps_per_batch": 800, "observation_filter": "MeanStdFilter"}, 1)
+	a := newAgent(t, "Pendulum-v1", map[string]any{"train_batch_size": 800, "observation_filter": "MeanStdFilter"}, 1)
 	r := train(t, a, 2)
 	if r.TimestepsTotal != 1600 || math.IsNaN(r.Learner["total_loss"]) {
 		t.Errorf("after 2 iterations: %d timesteps, total loss %v", r.TimestepsTotal, r.Learner["total_loss"])
