@@ -63,10 +63,19 @@ func tunedCartPole() map[string]any {
 }
 
 func TestLearnsCartPole(t *testing.T) {
+	t.Run("local worker", func(t *testing.T) { learnsCartPole(t, tunedCartPole()) })
+	t.Run("two actors", func(t *testing.T) {
+		cfg := tunedCartPole()
+		cfg["num_workers"], cfg["num_envs_per_worker"] = 2, 4
+		learnsCartPole(t, cfg)
+	})
+}
+
+func learnsCartPole(t *testing.T, cfg map[string]any) {
 	if testing.Short() {
 		t.Skip("learning test")
 	}
-	a := newAgent(t, "CartPole-v1", tunedCartPole(), 1)
+	a := newAgent(t, "CartPole-v1", cfg, 1)
 	var best float64
 	for a.timesteps < 50_000 {
 		r := train(t, a, 1)
