@@ -32,7 +32,7 @@
 //   - Put / task results: enc := codec.Prepare(v). Below
 //     codec.InlineThreshold the bytes travel inline (the driver may keep them
 //     with PutInline). Otherwise the driver does Create(id, enc.Size()),
-//     w.Seal(). A worker either does CreateFile(dir, id, size), EncodeTo,
+//     enc.EncodeTo(w.Bytes()), w.Seal(). A worker either does CreateFile(dir, id, size), EncodeTo,
 //     Seal and names the object in its reply, on which the driver calls
 //     Adopt(id); or, for large results, asks the driver to Reserve(id, size)
 //     (which reuses freed pages), fills OpenReserved(dir, id), Finishes, and
