@@ -78,7 +78,7 @@ func TestBadInput(t *testing.T) {
 		{"wrong-typed key", []string{"--env", "Corridor-v0", "--alg", "FakeAlg", "--config", `{"lr": "fast"}`},
 			[]string{`key "lr" must be a number`, `"fast"`}},
 		{"wrong-typed nested key", []string{"--env", "Corridor-v0", "--alg", "FakeAlg", "--config", `{"model": {"fcnet_hiddens": 64}}`},
-			[]string{`"model"`, "fcnet_hiddens"}},
+			[]string{`"model.fcnet_hiddens"`, "must be a list of integers", "got number"}},
 		{"unknown config key", []string{"--env", "Corridor-v0", "--alg", "FakeAlg", "--config", `{"learning_rate": 0.1}`},
 			[]string{`unknown key "learning_rate"`, "known keys:", "lr"}},
 		{"malformed config JSON", []string{"--env", "Corridor-v0", "--alg", "FakeAlg", "--config", `{"lr": 0.1`},
