@@ -3,7 +3,6 @@
 package main
 
 import (
-	"fmt"
 	"os"
 
 	"github.com/gray-ml/gray"
@@ -22,12 +21,10 @@ func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "gray",
 		Short:         "Gray's runtime tool",
-		SilenceUsage:  true,
-		SilenceErrors: false,
+		SilenceUsage: true,
 	}
 	root.AddCommand(newMicrobenchmark())
 	root.SetErr(os.Stderr)
 	root.SetOut(os.Stdout)
-	_ = fmt.Sprint
 	return root
 }
