@@ -19,8 +19,8 @@ func main() {
 
 func newRoot() *cobra.Command {
 	root := &cobra.Command{
-		Use:           "gray",
-		Short:         "Gray's runtime tool",
+		Use:          "gray",
+		Short:        "Gray's runtime tool",
 		SilenceUsage: true,
 	}
 	root.AddCommand(newMicrobenchmark())
