@@ -92,7 +92,10 @@ func TestBadInput(t *testing.T) {
 		{"push unknown key", func() error { return c.Push(ctx, Named{"nope": {1}}) }, `unknown key "nope"`},
 		{"push wrong length", func() error { return c.Push(ctx, Named{"w1": {1}}) }, `has 1 values, the weights have 4`},
 		{"push NaN", func() error { return c.Push(ctx, Named{"b2": {math.NaN()}}) }, `is NaN`},
-		{"unknown optimizer", func() error { _, err := New(ctx, Config{Server: ServerConfig{Optimizer: "rmsprop"}}, weights()); return err }, `unknown optimizer "rmsprop"`},
+		{"unknown optimizer", func() error {
+			_, err := New(ctx, Config{Server: ServerConfig{Optimizer: "rmsprop"}}, weights())
+			return err
+		}, `unknown optimizer "rmsprop"`},
 		{"too many shards", func() error { _, err := New(ctx, Config{Shards: 5}, weights()); return err }, `5 shards need at least 5 keys`},
 	}
 	for _, tt := range tests {
