@@ -9,6 +9,10 @@
 //
 //	go run ./benchmarks/rl -env CartPole-v1 -seeds 5 -target 475 -max-steps 150000
 //	go run ./benchmarks/rl -env Pendulum-v1 -seeds 3 -max-steps 500000
+//	go run ./benchmarks/rl -alg A3C -seeds 3 -target 475 -max-steps 1000000 -config '{"num_workers": 2}'
+//
+// Algorithms whose workers are actors (A3C; PPO with num_workers > 0) run on
+// the gray runtime, started with -num-cpus CPUs.
 package main
 
 import (
@@ -22,7 +26,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/rllib"
+	_ "github.com/gray-ml/gray/rllib/a3c" // registers A3C
 	_ "github.com/gray-ml/gray/rllib/ppo" // registers PPO
 )
 
@@ -47,6 +53,7 @@ type runResult struct {
 }
 
 func main() {
+	gray.ServeIfWorker() // worker processes serve actors and exit here
 	env := flag.String("env", "CartPole-v1", "environment")
 	alg := flag.String("alg", "PPO", "algorithm")
 	seeds := flag.Int("seeds", 5, "number of seeds (1..n)")
@@ -55,7 +62,18 @@ func main() {
 	maxSteps := flag.Int64("max-steps", 150000, "step budget per seed")
 	config := flag.String("config", "", "algorithm config as JSON (default: the environment's preset, else {})")
 	verbose := flag.Bool("v", false, "print every iteration")
+	cpus := flag.Int("num-cpus", 0, "CPUs for the gray runtime (0: all)")
 	flag.Parse()
+	if err := gray.Init(context.Background(), gray.Options{NumCPUs: *cpus, NoGPUs: true}); err != nil {
+		fmt.Fprintln(os.Stderr, "rl:", err)
+		os.Exit(1)
+	}
+	defer gray.Shutdown()
+	// exit stops the runtime's worker processes before leaving.
+	exit := func(code int) {
+		_ = gray.Shutdown()
+		os.Exit(code)
+	}
 
 	if *config == "" {
 		*config = "{}"
@@ -67,12 +85,12 @@ func main() {
 	var cfg map[string]any
 	if err := json.Unmarshal([]byte(*config), &cfg); err != nil {
 		fmt.Fprintf(os.Stderr, "rl: -config is not valid JSON: %v\n", err)
-		os.Exit(2)
+		exit(2)
 	}
 	algo, err := rllib.Lookup(*alg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "rl:", err)
-		os.Exit(2)
+		exit(2)
 	}
 	ctx := context.Background()
 	var results []runResult
@@ -81,7 +99,7 @@ func main() {
 		r, err := runSeed(ctx, algo, *env, cfg, seed, *target, *maxSteps, *verbose)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "rl: seed %d: %v\n", seed, err)
-			os.Exit(1)
+			exit(1)
 		}
 		results = append(results, r)
 		status := "not solved"
