@@ -254,3 +254,26 @@ func TestComputeActionDiscrete(t *testing.T) {
 		t.Errorf("ComputeAction = %v, want [0] or [1]", act)
 	}
 }
+
+func TestTrainCancelledAndAfterStop(t *testing.T) {
+	a := newAgent(t, "CartPole-v1", fastCartPole(), 1)
+	train(t, a, 1)
+	before := a.Weights()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := a.Train(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("Train with a cancelled context: %v, want context.Canceled", err)
+	}
+	if !slices.Equal(before, a.Weights()) || a.Iteration() != 1 {
+		t.Error("a cancelled iteration changed the weights or the iteration count")
+	}
+	if err := a.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Train(context.Background()); err == nil || !strings.Contains(err.Error(), "Stop") {
+		t.Errorf("Train after Stop: %v, want an error", err)
+	}
+	if err := a.Stop(); err != nil {
+		t.Errorf("second Stop: %v", err)
+	}
+}
