@@ -165,7 +165,11 @@ func Decode(alg string, cfg map[string]any, dst any) error {
 			// A nested config (such as "model") names its own bad key;
 			// keep that message rather than a generic type complaint.
 			var te *json.UnmarshalTypeError
-			if errors.As(err, &te) && te.Field == "" || !errors.As(err, &te) && isSyntaxOrType(err) {
+			switch {
+			case errors.As(err, &te) && te.Field != "" && te.Type != nil:
+				return fmt.Errorf("%s config: key %q must be %s, got %s (%s must be %s)",
+					alg, key, describeType(field.typ), raw, te.Field, describeType(te.Type))
+			case te != nil || isSyntaxOrType(err):
 				return fmt.Errorf("%s config: key %q must be %s, got %s", alg, key, describeType(field.typ), raw)
 			}
 			return fmt.Errorf("%s config: key %q: %w", alg, key, err)
