@@ -57,7 +57,7 @@ func TestRegistered(t *testing.T) {
 // tunedCartPole is the CartPole setting of benchmarks/rl.
 func tunedCartPole() map[string]any {
 	return map[string]any{
-		"lr_final": 0, "lr_decay_timesteps": 150000,
+		"lr": 0.002, "lr_final": 0, "lr_decay_timesteps": 150000,
 		"model": map[string]any{"fcnet_hiddens": []int{32, 32}},
 	}
 }
