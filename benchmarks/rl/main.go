@@ -85,8 +85,11 @@ func main() {
 		}
 		results = append(results, r)
 		status := "not solved"
-		if r.solved {
+		switch {
+		case r.solved:
 			status = "solved"
+		case math.IsNaN(*target):
+			status = "finished"
 		}
 		fmt.Printf("seed %d: %s at %d steps, %.2f s, final episode_reward_mean %.1f, sampling %.0f steps/s, SGD %.0f steps/s\n",
 			seed, status, r.steps, r.wall.Seconds(), r.finalReward, r.sampleRate, r.learnRate)
