@@ -277,3 +277,45 @@ func TestTrainCancelledAndAfterStop(t *testing.T) {
 		t.Errorf("second Stop: %v", err)
 	}
 }
+
+func TestLearningRateSchedules(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  map[string]any
+		want []float64 // cur_lr of iterations 1..3 (1024 steps each)
+	}{
+		{"constant", map[string]any{"lr": 0.001}, []float64{0.001, 0.001, 0.001}},
+		{"linear decay", map[string]any{"lr": 0.001, "lr_final": 0, "lr_decay_timesteps": 2048}, []float64{0.001, 0.0005, 0}},
+		{"piecewise", map[string]any{"lr_schedule": [][]float64{{0, 0.01}, {1024, 0.001}, {4096, 0.001}}}, []float64{0.01, 0.001, 0.001}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := fastCartPole()
+			for k, v := range tc.cfg {
+				cfg[k] = v
+			}
+			cfg["num_sgd_iter"] = 1
+			a := newAgent(t, "CartPole-v1", cfg, 1)
+			for i, want := range tc.want {
+				r := train(t, a, 1)
+				if got := r.Learner["cur_lr"]; math.Abs(got-want) > 1e-12 {
+					t.Errorf("iteration %d: cur_lr %v, want %v", i+1, got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestAdaptiveKLCoefficient(t *testing.T) {
+	a := newAgent(t, "CartPole-v1", fastCartPole(), 1)
+	for _, tc := range []struct{ kl, want float64 }{
+		{0.03, 0.3},   // above 2×target 0.01: ×1.5
+		{0.01, 0.3},   // within [0.5, 2]×target: unchanged
+		{0.001, 0.15}, // below 0.5×target: ×0.5
+	} {
+		a.updateKL(tc.kl)
+		if math.Abs(a.klCoeff-tc.want) > 1e-12 {
+			t.Errorf("after kl %v: kl_coeff %v, want %v", tc.kl, a.klCoeff, tc.want)
+		}
+	}
+}
