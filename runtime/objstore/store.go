@@ -32,9 +32,12 @@
 //   - Put / task results: enc := codec.Prepare(v). Below
 //     codec.InlineThreshold the bytes travel inline (the driver may keep them
 //     with PutInline). Otherwise the driver does Create(id, enc.Size()),
-//     enc.EncodeTo(w.Bytes()), w.Seal(); a worker does CreateFile(dir, id,
-//     size), EncodeTo, Seal, and names the object in its reply, on which the
-//     driver calls Adopt(id) (an error there becomes the object's value).
+//     enc.EncodeTo(w.Bytes()), w.Seal(). A worker either does CreateFile(dir, id, size), EncodeTo,
+//     Seal and names the object in its reply, on which the driver calls
+//     Adopt(id); or, for large results, asks the driver to Reserve(id, size)
+//     (which reuses freed pages), fills OpenReserved(dir, id), Finishes, and
+//     the driver Seals (Abort if the worker died). An error from Adopt or
+//     Reserve becomes the object's value.
 //   - References: each object starts with one store reference; the runtime
 //     calls Release when its own count of references (driver handles,
 //     queued tasks, actor state) reaches zero. AddRef exists for runtimes
