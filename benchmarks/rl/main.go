@@ -36,7 +36,7 @@ import (
 // PPO's defaults: 8 environments × 64 steps per iteration, 8 epochs of
 // minibatches of 128, lr 1e-3, γ 0.99, λ 0.95, clip 0.2, KL 0.2 → 0.01).
 var presets = map[string]string{
-	"CartPole-v1": `{"lr_final": 0, "lr_decay_timesteps": 150000, "model": {"fcnet_hiddens": [32, 32]}}`,
+	"CartPole-v1": `{"lr": 0.002, "lr_final": 0, "lr_decay_timesteps": 150000, "model": {"fcnet_hiddens": [32, 32]}}`,
 	"Pendulum-v1": `{"num_envs_per_worker": 8, "train_batch_size": 4096, "gamma": 0.95, "lambda": 0.95,
 		"num_sgd_iter": 10, "sgd_minibatch_size": 256, "lr": 0.001, "lr_final": 0.0001,
 		"lr_decay_timesteps": 500000, "observation_filter": "MeanStdFilter"}`,
@@ -103,8 +103,11 @@ func main() {
 		}
 		results = append(results, r)
 		status := "not solved"
-		if r.solved {
+		switch {
+		case r.solved:
 			status = "solved"
+		case math.IsNaN(*target):
+			status = "finished"
 		}
 		fmt.Printf("seed %d: %s at %d steps, %.2f s, final episode_reward_mean %.1f, sampling %.0f steps/s, SGD %.0f steps/s\n",
 			seed, status, r.steps, r.wall.Seconds(), r.finalReward, r.sampleRate, r.learnRate)
