@@ -85,3 +85,22 @@ func TestPPOLearnsPythonGridWorldPlugin(t *testing.T) {
 		t.Errorf("PPO on the Python grid-world plugin reached a mean return of %.3f, want %.2f", best, gridTarget)
 	}
 }
+
+// workerGridName is the grid-world plugin's name in the test's plugins
+// folder, which TestMain registers in the driver and in every worker.
+const workerGridName = "WorkerGrid-v0"
+
+// TestPPOWithRolloutWorkersOnPlugin runs the plugin environment inside
+// rollout worker actors (separate processes), as a real run does: each
+// worker process starts its own plugin process.
+func TestPPOWithRolloutWorkersOnPlugin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("learning test")
+	}
+	cfg := gridPPOConfig()
+	cfg["num_workers"] = 2
+	cfg["num_envs_per_worker"] = 4
+	if best := trainPPO(t, workerGridName, cfg, gridTarget, 40_000); best < gridTarget {
+		t.Errorf("PPO with 2 rollout workers on the grid-world plugin reached a mean return of %.3f, want %.2f", best, gridTarget)
+	}
+}
