@@ -88,6 +88,7 @@ func (t *ActorType[T]) Remote(ctx context.Context, args ...any) (Handle[T], erro
 	if err := c.s.b.Submit(c.spec); err != nil {
 		return Handle[T]{}, fmt.Errorf("gray: creating actor %s: %w", t.name, err)
 	}
+	runtime.KeepAlive(args)
 	h := Handle[T]{id: c.spec.ID, typ: t.name, s: c.s}
 	if _, inWorker := c.s.b.(*worker.Worker); !inWorker {
 		h.keep = &handleKeep{}

@@ -7,6 +7,7 @@ package rllib
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -161,7 +162,13 @@ func Decode(alg string, cfg map[string]any, dst any) error {
 		}
 		field := known[key]
 		if err := json.Unmarshal(raw, field.ptr); err != nil {
-			return fmt.Errorf("%s config: key %q must be %s, got %s", alg, key, describeType(field.typ), raw)
+			// A nested config (such as "model") names its own bad key;
+			// keep that message rather than a generic type complaint.
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) && te.Field == "" || !errors.As(err, &te) && isSyntaxOrType(err) {
+				return fmt.Errorf("%s config: key %q must be %s, got %s", alg, key, describeType(field.typ), raw)
+			}
+			return fmt.Errorf("%s config: key %q: %w", alg, key, err)
 		}
 	}
 	return nil

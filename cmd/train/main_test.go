@@ -27,7 +27,7 @@ import (
 // test run the real main in a child process (for signals).
 func TestMain(m *testing.M) {
 	// The runtime starts this test binary again as its workers.
-	serveIfWorker()
+	setup()
 	if os.Getenv("GRAY_TRAIN_TEST_MAIN") == "1" {
 		main()
 		return
@@ -446,7 +446,7 @@ func TestSIGINTSavesCheckpoint(t *testing.T) {
 // set every PPO key the issue lists. (Training them is the RL benchmarks'
 // job.)
 func TestShippedConfigs(t *testing.T) {
-	keys := []string{"lr", "gamma", "lambda", "clip_param", "num_sgd_iter", "sgd_minibatch_size", "train_batch_size",
+	keys := []string{"lr", "gamma", "lambda", "clip_param", "num_sgd_iter", "sgd_minibatch_size", "timesteps_per_batch",
 		"num_workers", "num_envs_per_worker", "vf_loss_coeff", "entropy_coeff", "kl_coeff", "kl_target", "model"}
 	for file, env := range map[string]string{"cartpole-ppo.yaml": "CartPole-v1", "pendulum-ppo.yaml": "Pendulum-v1"} {
 		exp, err := config.LoadFile(filepath.Join("..", "..", "configs", file))
