@@ -194,15 +194,12 @@ func TestDistributionPluginGradients(t *testing.T) {
 // the extra value column regressed alongside.
 func TestModelPluginTrainsOnTheTape(t *testing.T) {
 	path := buildExample(t, "model")
-	m, err := NewModel(context.Background(), path, map[string]any{"hidden": 16}, 2, 3, 1, quiet(t, Options{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tm, err := NewTapeModel(m, 2, true)
+	tm, err := CatalogModel(path, map[string]any{"hidden": 16}, 2, 2, true, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tm.Close()
+	m := tm.m
 	if _, err := NewTapeModel(m, 3, true); err == nil || !strings.Contains(err.Error(), "4 needed") {
 		t.Errorf("wrong output count: %v, want an error", err)
 	}

@@ -1,6 +1,7 @@
 package plugins
 
 import (
+	"context"
 	"fmt"
 	"slices"
 
@@ -118,4 +119,25 @@ func (f *pluginFunc) Backward(x, w, _ *models.Tensor, outGrad, xGrad, wGrad []fl
 		xGrad[i] += xg[i]
 	}
 	return nil
+}
+
+// CatalogModel starts the model plugin at path and adapts it as a
+// models.Model with numOutputs distribution inputs (and a value column when
+// value is set): what a model catalog hook for "plugin:<path>" models calls.
+// The plugin process lives until Close or the host's exit.
+func CatalogModel(path string, cfg map[string]any, numInputs, numOutputs int, value bool, seed uint64) (*TapeModel, error) {
+	out := numOutputs
+	if value {
+		out++
+	}
+	m, err := NewModel(context.Background(), path, cfg, numInputs, out, int64(seed), Options{})
+	if err != nil {
+		return nil, err
+	}
+	tm, err := NewTapeModel(m, numOutputs, value)
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	return tm, nil
 }
