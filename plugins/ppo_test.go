@@ -40,7 +40,7 @@ func trainPPO(t *testing.T, env string, cfg map[string]any, target float64, budg
 
 func gridPPOConfig() map[string]any {
 	return map[string]any{
-		"num_workers": 0, "num_envs_per_worker": 8, "timesteps_per_batch": 1024,
+		"num_workers": 0, "num_envs_per_worker": 8, "train_batch_size": 1024,
 		"num_sgd_iter": 4, "sgd_minibatch_size": 256, "lr": 0.003,
 	}
 }
