@@ -396,3 +396,22 @@ func TestUnregisteredInWorkers(t *testing.T) {
 		t.Fatalf("unregistered in the worker: %v", err)
 	}
 }
+
+func TestGetHonoursContext(t *testing.T) {
+	ctx := start(t, gray.Options{})
+	slow := nap.Remote(2000)
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if _, err := gray.Get(short, slow); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Get past its deadline: %v", err)
+	}
+	cctx, cancel2 := context.WithCancel(ctx)
+	cancel2()
+	if _, _, err := gray.Wait(cctx, []gray.AnyRef{slow}, 1, 0); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Wait with a cancelled context: %v", err)
+	}
+	// The result is still there for a patient caller.
+	if v, err := gray.Get(ctx, slow); err != nil || v != 2000 {
+		t.Fatalf("Get after the deadline passed: %v, %v", v, err)
+	}
+}

@@ -37,7 +37,14 @@ type Ref[T any] struct {
 // refKeep is shared by every copy of a driver's Ref. Once no copy remains
 // and no queued task needs the object, the driver frees it, unless the
 // reference escaped into an encoded value: a worker might still ask for it.
-type refKeep struct{ escaped *atomic.Bool }
+//
+// It is padded to 64 bytes: the runtime keeps a span's cleanups in a list
+// sorted by address, and tiny objects packed 1,024 to a span made adding a
+// cleanup the most expensive part of Put.
+type refKeep struct {
+	escaped *atomic.Bool
+	_       [56]byte
+}
 
 // ID returns the object's ID.
 func (r Ref[T]) ID() ObjectID      { return r.id }

@@ -162,12 +162,15 @@ func Decode(alg string, cfg map[string]any, dst any) error {
 		}
 		field := known[key]
 		if err := json.Unmarshal(raw, field.ptr); err != nil {
-			// A nested config (such as "model") names its own bad key;
-			// keep that message rather than a generic type complaint.
 			var te *json.UnmarshalTypeError
-			if errors.As(err, &te) && te.Field == "" || !errors.As(err, &te) && isSyntaxOrType(err) {
+			switch {
+			case errors.As(err, &te) && te.Field != "" && te.Type != nil:
+				// A nested config (such as "model"): name the full key path.
+				return fmt.Errorf("%s config: key %q must be %s, got %s", alg, key+"."+te.Field, describeType(te.Type), te.Value)
+			case errors.As(err, &te) || isSyntaxOrType(err):
 				return fmt.Errorf("%s config: key %q must be %s, got %s", alg, key, describeType(field.typ), raw)
 			}
+			// A nested config's own check (such as an unknown model key).
 			return fmt.Errorf("%s config: key %q: %w", alg, key, err)
 		}
 	}

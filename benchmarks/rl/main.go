@@ -9,6 +9,10 @@
 //
 //	go run ./benchmarks/rl -env CartPole-v1 -seeds 5 -target 475 -max-steps 150000
 //	go run ./benchmarks/rl -env Pendulum-v1 -seeds 3 -max-steps 500000
+//	go run ./benchmarks/rl -alg A3C -seeds 3 -target 475 -max-steps 1000000 -config '{"num_workers": 2}'
+//
+// Algorithms whose workers are actors (A3C; PPO with num_workers > 0) run on
+// the gray runtime, started with -num-cpus CPUs.
 package main
 
 import (
@@ -22,7 +26,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/rllib"
+	_ "github.com/gray-ml/gray/rllib/a3c" // registers A3C
 	_ "github.com/gray-ml/gray/rllib/ppo" // registers PPO
 )
 
@@ -30,7 +36,7 @@ import (
 // PPO's defaults: 8 environments × 64 steps per iteration, 8 epochs of
 // minibatches of 128, lr 1e-3, γ 0.99, λ 0.95, clip 0.2, KL 0.2 → 0.01).
 var presets = map[string]string{
-	"CartPole-v1": `{"lr_final": 0, "lr_decay_timesteps": 150000, "model": {"fcnet_hiddens": [32, 32]}}`,
+	"CartPole-v1": `{"lr": 0.002, "lr_final": 0, "lr_decay_timesteps": 150000, "model": {"fcnet_hiddens": [32, 32]}}`,
 	"Pendulum-v1": `{"num_envs_per_worker": 8, "train_batch_size": 4096, "gamma": 0.95, "lambda": 0.95,
 		"num_sgd_iter": 10, "sgd_minibatch_size": 256, "lr": 0.001, "lr_final": 0.0001,
 		"lr_decay_timesteps": 500000, "observation_filter": "MeanStdFilter"}`,
@@ -47,6 +53,7 @@ type runResult struct {
 }
 
 func main() {
+	gray.ServeIfWorker() // worker processes serve actors and exit here
 	env := flag.String("env", "CartPole-v1", "environment")
 	alg := flag.String("alg", "PPO", "algorithm")
 	seeds := flag.Int("seeds", 5, "number of seeds (1..n)")
@@ -55,7 +62,18 @@ func main() {
 	maxSteps := flag.Int64("max-steps", 150000, "step budget per seed")
 	config := flag.String("config", "", "algorithm config as JSON (default: the environment's preset, else {})")
 	verbose := flag.Bool("v", false, "print every iteration")
+	cpus := flag.Int("num-cpus", 0, "CPUs for the gray runtime (0: all)")
 	flag.Parse()
+	if err := gray.Init(context.Background(), gray.Options{NumCPUs: *cpus, NoGPUs: true}); err != nil {
+		fmt.Fprintln(os.Stderr, "rl:", err)
+		os.Exit(1)
+	}
+	defer gray.Shutdown()
+	// exit stops the runtime's worker processes before leaving.
+	exit := func(code int) {
+		_ = gray.Shutdown()
+		os.Exit(code)
+	}
 
 	if *config == "" {
 		*config = "{}"
@@ -67,12 +85,12 @@ func main() {
 	var cfg map[string]any
 	if err := json.Unmarshal([]byte(*config), &cfg); err != nil {
 		fmt.Fprintf(os.Stderr, "rl: -config is not valid JSON: %v\n", err)
-		os.Exit(2)
+		exit(2)
 	}
 	algo, err := rllib.Lookup(*alg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "rl:", err)
-		os.Exit(2)
+		exit(2)
 	}
 	ctx := context.Background()
 	var results []runResult
@@ -81,12 +99,15 @@ func main() {
 		r, err := runSeed(ctx, algo, *env, cfg, seed, *target, *maxSteps, *verbose)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "rl: seed %d: %v\n", seed, err)
-			os.Exit(1)
+			exit(1)
 		}
 		results = append(results, r)
 		status := "not solved"
-		if r.solved {
+		switch {
+		case r.solved:
 			status = "solved"
+		case math.IsNaN(*target):
+			status = "finished"
 		}
 		fmt.Printf("seed %d: %s at %d steps, %.2f s, final episode_reward_mean %.1f, sampling %.0f steps/s, SGD %.0f steps/s\n",
 			seed, status, r.steps, r.wall.Seconds(), r.finalReward, r.sampleRate, r.learnRate)

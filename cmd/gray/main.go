@@ -3,7 +3,6 @@
 package main
 
 import (
-	"fmt"
 	"os"
 
 	"github.com/gray-ml/gray"
@@ -20,14 +19,12 @@ func main() {
 
 func newRoot() *cobra.Command {
 	root := &cobra.Command{
-		Use:           "gray",
-		Short:         "Gray's runtime tool",
-		SilenceUsage:  true,
-		SilenceErrors: false,
+		Use:          "gray",
+		Short:        "Gray's runtime tool",
+		SilenceUsage: true,
 	}
 	root.AddCommand(newMicrobenchmark())
 	root.SetErr(os.Stderr)
 	root.SetOut(os.Stdout)
-	_ = fmt.Sprint
 	return root
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -121,34 +122,58 @@ func runSweep(ctx context.Context, exp config.Experiment, resume bool, stdout io
 	return nil
 }
 
+// experimentDir resolves the EXPERIMENT argument of ls and best: a
+// folder, or an experiment name under --local-dir ($GRAY_LOCAL_DIR,
+// ~/gray_results).
+func experimentDir(arg, localDir string) (string, error) {
+	if localDir == "" {
+		localDir = os.Getenv("GRAY_LOCAL_DIR")
+	}
+	if localDir == "" {
+		localDir = config.DefaultLocalDir
+	}
+	return sweep.ExperimentDir(config.ExpandHome(arg), config.ExpandHome(localDir))
+}
+
 func newLsCmd(stdout io.Writer) *cobra.Command {
 	var opts sweep.ListOptions
+	var localDir string
 	cmd := &cobra.Command{
-		Use:   "ls EXPERIMENT_DIR",
+		Use:   "ls EXPERIMENT",
 		Short: "List the trials of a sweep with their hyperparameters and latest results",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return sweep.List(stdout, config.ExpandHome(args[0]), opts)
+			dir, err := experimentDir(args[0], localDir)
+			if err != nil {
+				return err
+			}
+			return sweep.List(stdout, dir, opts)
 		},
 	}
+	cmd.Flags().StringVar(&localDir, "local-dir", "", "where experiments are (default $GRAY_LOCAL_DIR or ~/gray_results)")
 	cmd.Flags().StringSliceVar(&opts.Columns, "columns", nil, "result keys to show (default episode_reward_mean,timesteps_total,time_total_s)")
-	cmd.Flags().StringVar(&opts.SortBy, "sort", "", "sort by this result key")
+	cmd.Flags().StringVar(&opts.SortBy, "sort", "", "sort by this result key (-key: descending)")
 	cmd.Flags().BoolVar(&opts.Desc, "desc", false, "sort descending")
 	cmd.Flags().StringVar(&opts.Status, "status", "", "only trials with this status (RUNNING, TERMINATED, ERROR, ...)")
 	return cmd
 }
 
 func newBestCmd(stdout io.Writer) *cobra.Command {
-	var metric, mode string
+	var metric, mode, localDir string
 	cmd := &cobra.Command{
-		Use:   "best EXPERIMENT_DIR --metric M [--mode max|min]",
+		Use:   "best EXPERIMENT --metric M [--mode max|min]",
 		Short: "Print the best trial of a sweep: its config and checkpoint",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := sweep.Best(stdout, config.ExpandHome(args[0]), metric, tune.Mode(mode))
+			dir, err := experimentDir(args[0], localDir)
+			if err != nil {
+				return err
+			}
+			_, err = sweep.Best(stdout, dir, metric, tune.Mode(mode))
 			return err
 		},
 	}
+	cmd.Flags().StringVar(&localDir, "local-dir", "", "where experiments are (default $GRAY_LOCAL_DIR or ~/gray_results)")
 	cmd.Flags().StringVar(&metric, "metric", "episode_reward_mean", "result key to compare")
 	cmd.Flags().StringVar(&mode, "mode", "max", "max or min")
 	return cmd

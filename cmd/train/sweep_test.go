@@ -17,7 +17,7 @@ stop: {training_iteration: 3}
 checkpoint_at_end: true
 metric: episode_reward_mean
 mode: max
-scheduler: fifo
+scheduler: {type: fifo}
 config:
   lr: {grid_search: [0.1, 0.2, 0.3]}
   train_batch_size: 50
@@ -60,7 +60,7 @@ func TestSweepRunLsBest(t *testing.T) {
 		}
 	}
 
-	o = train(t, "ls", exp, "--sort", "episode_reward_mean", "--desc")
+	o = train(t, "ls", "lr-sweep", "--local-dir", local, "--sort=-episode_reward_mean")
 	if o.code != 0 {
 		t.Fatalf("ls: %s", o.stderr)
 	}
@@ -98,12 +98,11 @@ func TestSweepBadInput(t *testing.T) {
 		args        []string
 		want        string
 	}{
-		{"unknown scheduler", "scheduler: bogus\n", nil, `scheduler: unknown type "bogus"; known: asha, fifo, hyperband, median_stopping, pbt`},
+		{"unknown scheduler", "scheduler: {type: bogus}\n", nil, `scheduler type "bogus" unknown`},
 		{"bad scheduler option", "scheduler: {type: asha, max_tt: 10}\n", nil, `unknown field "max_tt"`},
-		{"scheduler without type", "scheduler: {max_t: 10}\n", nil, "give its type"},
-		{"bad num_samples", "num_samples: many\n", nil, `num_samples must be an integer, got "many"`},
-		{"bad resources", "resources_per_trial: {cpu: lots}\n", nil, `resources_per_trial.cpu must be a number, got {"cpu":"lots"}`},
-		{"unknown search_alg", "search_alg: bayes\n", nil, `search_alg: unknown type "bayes"`},
+		{"bad num_samples", "num_samples: many\n", nil, "num_samples"},
+		{"bad resources", "resources_per_trial: {cpu: lots}\n", nil, "resources_per_trial"},
+		{"unknown search_alg", "search_alg: {type: bayes}\n", nil, `search_alg type "bayes" unknown`},
 		{"malformed space", "", []string{"--config", `{"lr2": {"uniform": [1]}}`}, "config.lr2"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -120,8 +119,8 @@ func TestSweepBadInput(t *testing.T) {
 	if o.code != exitError || !strings.Contains(o.stderr, "--resume continues a sweep") {
 		t.Errorf("--resume on a single run: %s", o.stderr)
 	}
-	o = train(t, "ls", t.TempDir())
-	if o.code != exitError {
+	o = train(t, "ls", "nonexistent", "--local-dir", t.TempDir())
+	if o.code != exitError || !strings.Contains(o.stderr, `no experiment "nonexistent"`) {
 		t.Errorf("ls on a non-experiment: %d %s", o.code, o.stdout)
 	}
 	t.Log(o.stderr)

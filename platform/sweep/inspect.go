@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -18,7 +20,8 @@ type ListOptions struct {
 	// Columns are result keys to show (nested as info/learner/kl); default
 	// episode_reward_mean, timesteps_total, time_total_s.
 	Columns []string
-	// SortBy is a result key or "trial"; Desc sorts descending.
+	// SortBy is a result key or "trial"; Desc, or a leading "-" on SortBy,
+	// sorts descending.
 	SortBy string
 	Desc   bool
 	// Status keeps only trials with this status (TERMINATED, ERROR, ...).
@@ -44,6 +47,9 @@ func List(w io.Writer, dir string, opts ListOptions) error {
 			}
 		}
 		trials = kept
+	}
+	if strings.HasPrefix(opts.SortBy, "-") {
+		opts.SortBy, opts.Desc = opts.SortBy[1:], true
 	}
 	if opts.SortBy != "" && opts.SortBy != "trial" {
 		key := func(t *tune.TrialSummary) float64 {
@@ -149,4 +155,21 @@ func Best(w io.Writer, dir, metric string, mode tune.Mode) (*tune.TrialSummary, 
 	}
 	fmt.Fprintf(w, "config: %s\n", b)
 	return t, nil
+}
+
+// ExperimentDir finds an experiment folder: arg itself when it is a
+// folder, else arg under localDir (so `train ls cartpole-ppo-sweep` finds
+// ~/gray_results/cartpole-ppo-sweep).
+func ExperimentDir(arg, localDir string) (string, error) {
+	if st, err := os.Stat(arg); err == nil && st.IsDir() {
+		return arg, nil
+	}
+	if !filepath.IsAbs(arg) {
+		p := filepath.Join(localDir, arg)
+		if st, err := os.Stat(p); err == nil && st.IsDir() {
+			return p, nil
+		}
+		return "", fmt.Errorf("no experiment %q: neither a folder nor a folder under %s (give the experiment's folder, or --local-dir)", arg, localDir)
+	}
+	return "", fmt.Errorf("no experiment folder %s", arg)
 }
