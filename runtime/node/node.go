@@ -91,6 +91,7 @@ type Node struct {
 	dirty      []*proc           // workers with messages to flush at unlock
 	badStarts  int               // workers in a row that exited before connecting
 	spawnErr   error             // set when workers cannot start at all
+	quiet      bool              // failures being stored are intended (gray.Kill): do not report them
 
 	shared     *objstore.Store             // nil: no shared memory, every object inline
 	lineage    map[ids.ObjectID]*task.Spec // task results in shared memory -> the task that rebuilds them
@@ -173,6 +174,7 @@ type actor struct {
 	dead     bool
 	death    *task.TaskError
 	draining bool // no handle remains: exit once the queue is empty
+	killed   bool // by gray.Kill: its calls fail quietly (ErrActorDead, no report)
 }
 
 type fifo struct {
@@ -484,7 +486,9 @@ func (n *Node) submitLocked(s *task.Spec) error {
 		n.schedule()
 	case task.KindActorMethod:
 		if a.dead || a.draining {
+			n.quiet = a.killed
 			n.finishErr(p, n.deadErr(a, s.Func))
+			n.quiet = false
 			return nil
 		}
 		a.queue = append(a.queue, p)
@@ -934,6 +938,9 @@ func (n *Node) storeReturns(s *task.Spec, e *task.TaskError) {
 	for i := range num {
 		n.putLocked(s.Return(i), task.Object{Err: e})
 	}
+	if n.quiet {
+		return
+	}
 	n.ctrl.AddError(e)
 	n.errQ = append(n.errQ, e)
 }
@@ -1278,7 +1285,11 @@ func (n *Node) Kill(id ids.ActorID) error {
 		return fmt.Errorf("gray: kill: actor %s is unknown in this session", id)
 	}
 	if !a.dead {
+		// Killed on purpose: its calls' references hold ErrActorDead, but
+		// that is no failure to print or list.
+		n.quiet, a.killed = true, true
 		n.actorDied(a, &task.TaskError{Function: a.typ, Message: "it was killed", Cause: task.ErrActorDead})
+		n.quiet = false
 	}
 	n.unlock()
 	n.flushErrors()
@@ -1526,7 +1537,10 @@ func (n *Node) serve(c net.Conn) {
 			break
 		}
 		if err := n.handle(w, typ, payload); err != nil {
-			fmt.Fprintf(os.Stderr, "gray: bad message from %s: %v\n", w.name, err)
+			n.mu.Lock() // w.name is written under the lock once the process starts
+			name := w.name
+			n.mu.Unlock()
+			fmt.Fprintf(os.Stderr, "gray: bad message from %s: %v\n", name, err)
 			break
 		}
 	}
@@ -1692,6 +1706,13 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 		if len(w.tasks) == 0 {
 			n.release(&w.held, !lent, w.gpus)
 			w.held, w.gpus, w.shape = task.Resources{}, nil, ""
+			if !retiring && n.surplus() {
+				// A spare started to cover blocked workers, now idle:
+				// reap it so the pool returns to its size.
+				retiring = true
+				w.retiring = true
+				_ = n.append(w, task.MsgExit, nil)
+			}
 			if !retiring {
 				n.idle = append(n.idle, w)
 			}
@@ -1739,6 +1760,18 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 		n.actorDied(a, &task.TaskError{Function: a.typ, Message: "no handle to the actor remains", Cause: task.ErrActorDead})
 	}
 	n.schedule()
+}
+
+// surplus reports whether more pool workers are alive than the pool's size
+// plus those blocked in Get (whose CPUs are lent out).
+func (n *Node) surplus() bool {
+	alive := 0
+	for _, x := range n.pool {
+		if !x.dead && !x.retiring {
+			alive++
+		}
+	}
+	return alive > max(n.cfg.NumWorkers, int(math.Ceil(n.total.CPU)))+n.released
 }
 
 // died handles the end of a worker process.
