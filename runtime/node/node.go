@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -58,14 +59,15 @@ var ErrShutdown = errors.New("gray has been shut down (or was never initialised 
 
 // Node is the driver's runtime for one machine.
 type Node struct {
-	cfg   Config
-	ctrl  ControlStore
-	dir   string
-	ln    net.Listener
-	root  ids.TaskID
-	count atomic.Uint64 // tasks submitted by the driver
-	puts  atomic.Uint64 // objects put by the driver
-	done  chan struct{} // closed by Shutdown
+	cfg     Config
+	ctrl    ControlStore
+	dir     string
+	ln      net.Listener
+	root    ids.TaskID
+	count   atomic.Uint64 // tasks submitted by the driver
+	puts    atomic.Uint64 // objects put by the driver
+	done    chan struct{} // closed by Shutdown
+	sinceGC atomic.Int64  // bytes put into shared memory since the last collection
 
 	mu         sync.Mutex
 	closed     bool
@@ -1197,6 +1199,14 @@ func (n *Node) PutEncoded(id ids.ObjectID, size int, encode func([]byte) error) 
 	}
 	if err := w.Seal(); err != nil {
 		return err
+	}
+	// Shared memory is invisible to Go's GC pacer: a program that puts and
+	// drops large objects would grow the store (and allocate fresh pages)
+	// long before a collection runs the dropped Refs' cleanups. Collect
+	// after every eighth of the capacity put, so freed pages get reused.
+	if n.sinceGC.Add(int64(size)) > n.shared.Capacity()/8 {
+		n.sinceGC.Store(0)
+		runtime.GC()
 	}
 	n.mu.Lock()
 	defer n.unlock()
