@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/gray-ml/gray/rllib"
+	_ "github.com/gray-ml/gray/rllib/dqn" // registers DQN
 	_ "github.com/gray-ml/gray/rllib/ppo" // registers PPO
 )
 
@@ -98,7 +99,10 @@ func runSeed(ctx context.Context, algo rllib.Algorithm, env string, cfg map[stri
 			learnTime += t
 			learnSteps += res.Extra["learn_steps_per_s"] * t
 		}
-		if verbose {
+		if verbose && res.Learner["epsilon"] != 0 || verbose && algo.Name == "DQN" {
+			fmt.Printf("  iter %d steps %d reward %.1f eps %.3f loss %.4f mean_q %.2f grad steps %.0f %.1fs\n", res.TrainingIteration, res.TimestepsTotal,
+				res.EpisodeRewardMean, res.Learner["epsilon"], res.Learner["loss"], res.Learner["mean_q"], res.Learner["num_grad_steps"], time.Since(start).Seconds())
+		} else if verbose {
 			fmt.Printf("  iter %d steps %d reward %.1f kl %.4f entropy %.3f lr %.2g ev %.2f %.1fs\n", res.TrainingIteration, res.TimestepsTotal,
 				res.EpisodeRewardMean, res.Learner["kl"], res.Learner["entropy"], res.Learner["cur_lr"], res.Learner["explained_variance"], time.Since(start).Seconds())
 		}
