@@ -35,6 +35,7 @@ type Agent struct {
 	learner   *learner
 	buf       *replay.Buffer
 	eps, beta schedule.Piecewise
+	lr        schedule.Piecewise
 	samplers  samplers
 
 	iteration int
@@ -83,7 +84,7 @@ func New(ctx context.Context, opts rllib.Options) (*Agent, error) {
 	}
 	a := &Agent{
 		opts: opts, cfg: cfg, seed: seed, pre: pre,
-		eps: cfg.epsilonSchedule(), beta: cfg.betaSchedule(),
+		eps: cfg.epsilonSchedule(), beta: cfg.betaSchedule(), lr: cfg.lrSchedule(),
 		window: sample.NewEpisodeWindow(cfg.MetricsSmoothingEpisodes),
 	}
 	if a.q, err = newQNetwork(pre.Shape(), nActions, cfg.Model, cfg.Dueling, seed); err != nil {
@@ -185,7 +186,7 @@ func (a *Agent) Train(ctx context.Context) (rllib.Result, error) {
 	a.window.Add(episodes...)
 	ep := a.window.Stats()
 	learnerStats := map[string]float64{
-		"cur_lr": a.cfg.LR, "epsilon": a.Epsilon(), "buffer_size": float64(a.buf.Len()),
+		"cur_lr": a.lr.Value(a.timesteps), "epsilon": a.Epsilon(), "buffer_size": float64(a.buf.Len()),
 		"num_target_updates": float64(a.targetUpdates), "num_grad_steps": float64(a.gradSteps),
 	}
 	if a.buf.Prioritized() {
@@ -235,6 +236,7 @@ func (a *Agent) learnRound(rng *rand.Rand) (stepStats, int, error) {
 		a.targetUpdates++
 	}
 	beta := a.beta.Value(a.timesteps)
+	a.learner.opt.LR = a.lr.Value(a.timesteps)
 	var sum stepStats
 	for k := range a.cfg.GradientSteps {
 		s, err := a.learner.step(a.buf, rng, beta)

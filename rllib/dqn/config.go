@@ -69,10 +69,12 @@ type Config struct {
 	DoubleQ bool `json:"double_q"`
 	Dueling bool `json:"dueling"`
 	// LR is the Adam learning rate, GradClip the global gradient-norm limit
-	// (0: off) and HuberDelta the Huber loss's threshold.
-	LR         float64 `json:"lr"`
-	GradClip   float64 `json:"grad_clip"`
-	HuberDelta float64 `json:"huber_delta"`
+	// (0: off) and HuberDelta the Huber loss's threshold. LRSchedule, a
+	// list of [timestep, lr] points interpolated linearly, overrides LR.
+	LR         float64      `json:"lr"`
+	LRSchedule [][2]float64 `json:"lr_schedule"`
+	GradClip   float64      `json:"grad_clip"`
+	HuberDelta float64      `json:"huber_delta"`
 	// ε-greedy exploration: ε goes linearly from exploration_initial_eps to
 	// exploration_final_eps over the first exploration_fraction of
 	// schedule_max_timesteps steps, then stays.
@@ -174,7 +176,21 @@ func (c *Config) Validate() error {
 	if err := c.Model.Validate(); err != nil {
 		return fmt.Errorf("DQN config: model: %w", err)
 	}
+	if len(c.LRSchedule) > 0 {
+		if _, err := schedule.NewPiecewise(c.LRSchedule); err != nil {
+			return fmt.Errorf("DQN config: lr_schedule: %w", err)
+		}
+	}
 	return nil
+}
+
+// lrSchedule is the learning rate as a function of timesteps.
+func (c *Config) lrSchedule() schedule.Piecewise {
+	if len(c.LRSchedule) > 0 {
+		p, _ := schedule.NewPiecewise(c.LRSchedule) // checked by Validate
+		return p
+	}
+	return schedule.Constant(c.LR)
 }
 
 // epsilonSchedule is ε as a function of timesteps.

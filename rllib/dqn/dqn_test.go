@@ -144,6 +144,7 @@ func TestBadConfig(t *testing.T) {
 		{map[string]any{"exploration_final_eps": 1.5}, "exploration_final_eps must be in [0, 1]"},
 		{map[string]any{"prioritized_replay_eps": 0}, "prioritized_replay_eps must be positive"},
 		{map[string]any{"gamma": -1}, "gamma must be in [0, 1]"},
+		{map[string]any{"lr_schedule": [][]float64{{100, 1e-3}, {50, 1e-4}}}, "lr_schedule"},
 		{map[string]any{"model": map[string]any{"free_log_std": true}}, "free_log_std"},
 		{map[string]any{"model": map[string]any{"fcnet_hidens": []int{8}}}, "fcnet_hidens"},
 	}
@@ -276,7 +277,7 @@ func TestNaNStopsRoundAndKeepsWeights(t *testing.T) {
 	a := newAgent(t, "CartPole-v1", smallCartPole(), 1)
 	train(t, a, 2)
 	before := a.Weights()
-	a.learner.opt.LR = 1e300 // sends the weights to Inf in one step
+	a.lr = constantLR(1e300) // sends the weights to Inf in one step
 	_, err := a.Train(context.Background())
 	var ne *nanError
 	if !errors.As(err, &ne) || !strings.Contains(err.Error(), "gradient step") {
