@@ -18,7 +18,22 @@
 //
 // Workers are the program's own executable started again in worker mode;
 // because registration happens at package level, the driver and every
-// worker agree on every name.
+// worker agree on every name. A test package that starts gray needs a
+// TestMain that serves first, so that its test binary can be a worker:
+//
+//	func TestMain(m *testing.M) {
+//		gray.ServeIfWorker()
+//		os.Exit(m.Run())
+//	}
+//
+// A worker exits when its connection to the driver closes, and on Linux
+// the kernel kills it if the driver dies (even by SIGKILL), so workers
+// never outlive their driver.
+//
+// Objects live in the driver's memory for now (behind runtime/node's
+// ObjectStore) and are freed once the driver holds no copy of their Ref and
+// no queued task needs them; a Ref that was encoded into a value (sent
+// inside a struct, say) keeps its object for the session.
 package gray
 
 import (

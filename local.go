@@ -201,6 +201,14 @@ func (l *local) Release(id ids.ActorID) {
 	}
 }
 
+// Drop frees an object the program no longer refers to; local mode runs
+// tasks at submission, so no queued task can need it.
+func (l *local) Drop(id ids.ObjectID) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.objs, id)
+}
+
 func (l *local) Errors() []*task.TaskError {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
@@ -26,21 +28,54 @@ type AnyRef interface {
 // once the task producing it finishes. Refs are small values: copy them
 // freely, pass them as task arguments, or put them inside other values.
 type Ref[T any] struct {
-	id  ObjectID
-	s   *session
-	err error // a problem found before the object could be named
+	id   ObjectID
+	s    *session
+	err  error    // a problem found before the object could be named
+	keep *refKeep // driver refs only: when the last copy is collected, the object can be freed
+}
+
+// refKeep is shared by every copy of a driver's Ref. Once no copy remains
+// and no queued task needs the object, the driver frees it, unless the
+// reference escaped into an encoded value: a worker might still ask for it.
+//
+// It is padded to 64 bytes: the runtime keeps a span's cleanups in a list
+// sorted by address, and tiny objects packed 1,024 to a span made adding a
+// cleanup the most expensive part of Put.
+type refKeep struct {
+	escaped *atomic.Bool
+	_       [56]byte
 }
 
 // ID returns the object's ID.
-func (r Ref[T]) ID() ObjectID                      { return r.id }
-func (r Ref[T]) session() *session                 { return r.s }
-func (r Ref[T]) failure() error                    { return r.err }
-func (r Ref[T]) String() string                    { return "Ref(" + r.id.String() + ")" }
-func newRef[T any](s *session, id ObjectID) Ref[T] { return Ref[T]{id: id, s: s} }
+func (r Ref[T]) ID() ObjectID      { return r.id }
+func (r Ref[T]) session() *session { return r.s }
+func (r Ref[T]) failure() error    { return r.err }
+func (r Ref[T]) String() string    { return "Ref(" + r.id.String() + ")" }
+func newRef[T any](s *session, id ObjectID) Ref[T] {
+	r := Ref[T]{id: id, s: s}
+	if d, ok := s.b.(dropper); ok {
+		esc := new(atomic.Bool)
+		r.keep = &refKeep{escaped: esc}
+		runtime.AddCleanup(r.keep, func(id ObjectID) {
+			if !esc.Load() && !s.closed.Load() {
+				d.Drop(id)
+			}
+		}, id)
+	}
+	return r
+}
+
+// dropper is a backend that frees objects the program no longer refers to.
+type dropper interface{ Drop(id ObjectID) }
 
 // MarshalCBOR encodes the reference as its ID, so references can travel
 // inside values; the receiving process resolves it in its own session.
-func (r Ref[T]) MarshalCBOR() ([]byte, error) { return cbor.Marshal(r.id[:]) }
+func (r Ref[T]) MarshalCBOR() ([]byte, error) {
+	if r.keep != nil {
+		r.keep.escaped.Store(true)
+	}
+	return cbor.Marshal(r.id[:])
+}
 
 // UnmarshalCBOR decodes a reference written by MarshalCBOR.
 func (r *Ref[T]) UnmarshalCBOR(b []byte) error {
@@ -102,6 +137,7 @@ func Get[T any](ctx context.Context, r Ref[T]) (T, error) {
 		return zero, err
 	}
 	objs, err := s.b.Get(ctx, []ObjectID{r.id})
+	runtime.KeepAlive(r.keep)
 	if err != nil {
 		return zero, err
 	}
@@ -136,6 +172,7 @@ func GetAll[T any](ctx context.Context, rs []Ref[T]) ([]T, error) {
 		oids[i] = r.id
 	}
 	objs, err := s.b.Get(ctx, oids)
+	runtime.KeepAlive(rs)
 	if err != nil {
 		return nil, err
 	}
@@ -181,6 +218,7 @@ func Wait(ctx context.Context, refs []AnyRef, numReturns int, timeout time.Durat
 		oids[i] = r.ID()
 	}
 	ok, err := s.b.Wait(ctx, oids, numReturns, timeout)
+	runtime.KeepAlive(refs)
 	if err != nil {
 		return nil, nil, err
 	}

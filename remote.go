@@ -1,7 +1,6 @@
 package gray
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/gray-ml/gray/runtime/codec"
@@ -168,5 +167,3 @@ func encodeResults(fn string, vs ...any) ([][]byte, error) {
 	}
 	return out, nil
 }
-
-var _ = context.Background

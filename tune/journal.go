@@ -94,17 +94,18 @@ func (j *journal) append(ev journalEvent) error {
 
 func (j *journal) close() error { return j.f.Close() }
 
-// readJournal reads every complete event.
-func readJournal(dir string) ([]journalEvent, error) {
+// readJournal calls fn for every complete event in order, streaming, so
+// memory stays bounded whatever the journal's length. A corrupt line is an
+// error unless it is the last one (a write torn by a crash).
+func readJournal(dir string, fn func(journalEvent) error) error {
 	f, err := os.Open(filepath.Join(dir, journalFile))
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("tune: reading the experiment journal: %w", err)
+		return fmt.Errorf("tune: reading the experiment journal: %w", err)
 	}
 	defer f.Close()
-	var evs []journalEvent
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<28)
 	line := 0
@@ -112,19 +113,21 @@ func readJournal(dir string) ([]journalEvent, error) {
 	for sc.Scan() {
 		line++
 		if pendingErr != nil {
-			return nil, pendingErr // a bad line that was not the last one
+			return pendingErr // a bad line that was not the last one
 		}
 		var ev journalEvent
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			pendingErr = fmt.Errorf("tune: %s line %d is corrupt: %w", filepath.Join(dir, journalFile), line, err)
 			continue
 		}
-		evs = append(evs, ev)
+		if err := fn(ev); err != nil {
+			return err
+		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("tune: reading the experiment journal: %w", err)
+		return fmt.Errorf("tune: reading the experiment journal: %w", err)
 	}
-	return evs, nil
+	return nil
 }
 
 func readMeta(dir string) (*experimentMeta, error) {
@@ -174,22 +177,18 @@ func LoadTrials(dir string) ([]*TrialSummary, error) {
 	if _, err := readMeta(dir); err != nil {
 		return nil, err
 	}
-	evs, err := readJournal(dir)
-	if err != nil {
-		return nil, err
-	}
 	var out []*TrialSummary
 	byID := map[string]*TrialSummary{}
-	for _, ev := range evs {
+	err := readJournal(dir, func(ev journalEvent) error {
 		if ev.Event == evCreated {
 			s := &TrialSummary{ID: ev.Trial, Status: Pending, Config: ev.Config, Dir: filepath.Join(dir, ev.Dir)}
 			byID[ev.Trial] = s
 			out = append(out, s)
-			continue
+			return nil
 		}
 		s := byID[ev.Trial]
 		if s == nil {
-			continue
+			return nil
 		}
 		switch ev.Event {
 		case evResult:
@@ -208,6 +207,10 @@ func LoadTrials(dir string) ([]*TrialSummary, error) {
 		case evConfig:
 			s.Config = ev.Config
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -1025,13 +1025,9 @@ func copyDir(src, dst string) error {
 
 // replay rebuilds trials, searcher and scheduler state from the journal.
 func (r *runner) replay() error {
-	evs, err := readJournal(r.dir)
-	if err != nil {
-		return err
-	}
 	r.replaying = true
 	defer func() { r.replaying = false }()
-	for _, ev := range evs {
+	err := readJournal(r.dir, func(ev journalEvent) error {
 		if ev.Event == evCreated {
 			cfg, err := r.search.Suggest(ev.Trial)
 			if err != nil || cfg == nil {
@@ -1045,13 +1041,13 @@ func (r *runner) replay() error {
 			if ev.Resources != nil {
 				t.Resources = *ev.Resources
 			}
-			continue
+			return nil
 		}
 		if ev.Event == evFlush {
 			if f, ok := r.sched.(Flusher); ok {
 				f.Flush(r)
 			}
-			continue
+			return nil
 		}
 		t := r.byID[ev.Trial]
 		if t == nil {
@@ -1083,6 +1079,10 @@ func (r *runner) replay() error {
 				r.search.OnTrialComplete(t.ID, t.LastResult, ev.Status == Errored)
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	// Unfinished trials continue from their last checkpoint.
 	r.replaying = false

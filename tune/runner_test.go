@@ -578,3 +578,24 @@ func TestInterruptAndResumeEverySchedulerAndSearcher(t *testing.T) {
 		})
 	}
 }
+
+func TestJournalTornLastLineIgnoredCorruptMiddleReported(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "exp")
+	_, err := Run(context.Background(), Experiment{Dir: dir, Trainable: FuncTrainable(curve),
+		Space: map[string]any{"quality": Grid(1.0, 2.0)}, Stop: map[string]float64{"training_iteration": 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, journalFile)
+	good, _ := os.ReadFile(path)
+	os.WriteFile(path, append(append([]byte(nil), good...), []byte(`{"e":"result","trial":"00000","res`)...), 0o644)
+	if ts, err := LoadTrials(dir); err != nil || len(ts) != 2 {
+		t.Fatalf("torn last line: %v, %d trials", err, len(ts))
+	}
+	bad := append([]byte("{not json}\n"), good...)
+	bad = append([]byte(good[:strings.Index(string(good), "\n")+1]), bad...)
+	os.WriteFile(path, bad, 0o644)
+	if _, err := LoadTrials(dir); err == nil || !strings.Contains(err.Error(), "line 2 is corrupt") {
+		t.Fatalf("corrupt middle line: %v", err)
+	}
+}

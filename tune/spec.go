@@ -30,8 +30,11 @@ import (
 //
 // A file holds either one spec (with a name key) or a map of names to specs.
 type ExperimentSpec struct {
-	Name                string             `json:"name"`
+	Name string `json:"name"`
+	// Run (or its synonym Alg, as in the platform's files) names the
+	// algorithm.
 	Run                 string             `json:"run"`
+	Alg                 string             `json:"alg"`
 	Env                 string             `json:"env"`
 	EnvConfig           map[string]any     `json:"env_config"`
 	Config              map[string]any     `json:"config"`
@@ -50,6 +53,8 @@ type ExperimentSpec struct {
 	Scheduler           map[string]any     `json:"scheduler"`
 	SearchAlg           map[string]any     `json:"search_alg"`
 	LocalDir            string             `json:"local_dir"`
+	// NumCPUs is the node's CPUs trials share (0: all).
+	NumCPUs int `json:"num_cpus"`
 }
 
 // ParseExperimentFile reads experiment specs from YAML or JSON (JSON is
@@ -65,7 +70,13 @@ func ParseExperimentFile(data []byte) ([]*ExperimentSpec, error) {
 	}
 	raw = normalizeYAML(raw).(map[string]any)
 	var specs []*ExperimentSpec
-	if _, single := raw["run"]; single {
+	single := false
+	for _, k := range []string{"run", "alg", "env", "config"} {
+		if _, ok := raw[k]; ok {
+			single = true
+		}
+	}
+	if single {
 		s, err := decodeSpec("", raw)
 		if err != nil {
 			return nil, err
@@ -104,6 +115,15 @@ func decodeSpec(name string, m map[string]any) (*ExperimentSpec, error) {
 	}
 	if s.Name == "" {
 		s.Name = name
+	}
+	if s.Run != "" && s.Alg != "" && !strings.EqualFold(s.Run, s.Alg) {
+		return nil, fmt.Errorf("tune: experiment %q: alg (%s) and run (%s) disagree; give one", s.Name, s.Alg, s.Run)
+	}
+	if s.Run == "" {
+		s.Run = s.Alg
+	}
+	if s.NumCPUs < 0 {
+		return nil, fmt.Errorf("tune: experiment %q: num_cpus must be 0 (all) or more, got %d", s.Name, s.NumCPUs)
 	}
 	if s.Name == "" {
 		return nil, fmt.Errorf("tune: the experiment needs a name (a name key, or the map key above its settings)")
@@ -167,6 +187,9 @@ func (s *ExperimentSpec) Build(opts BuildOptions) (Experiment, error) {
 	}
 	if s.Resources != nil {
 		exp.Resources = *s.Resources
+	}
+	if exp.NodeResources == (Resources{}) && s.NumCPUs > 0 {
+		exp.NodeResources.CPU = float64(s.NumCPUs)
 	}
 	if exp.Trainable == nil {
 		if s.Run == "" {

@@ -2,6 +2,9 @@ package tune
 
 import (
 	"context"
+
+	"github.com/gray-ml/gray/rllib"
+	_ "github.com/gray-ml/gray/rllib/ppo"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,6 +30,22 @@ func TestShippedConfigsParse(t *testing.T) {
 		}
 		if exp.Scheduler == nil || exp.Searcher == nil {
 			t.Fatalf("%s: no scheduler/searcher", f)
+		}
+		// Every sampled config is one PPO accepts.
+		alg, err := rllib.Lookup(specs[0].Run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 3; i++ {
+			cfg, err := exp.Searcher.Suggest(trialIDString(i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			agent, err := alg.New(context.Background(), rllib.Options{Env: specs[0].Env, Config: cfg, LogDir: t.TempDir()})
+			if err != nil {
+				t.Fatalf("%s: sampled config %s: %v", f, show(cfg), err)
+			}
+			agent.Stop()
 		}
 	}
 }
@@ -99,5 +118,23 @@ func TestIsSweepAndSpecFromMap(t *testing.T) {
 	}
 	if _, err := SpecFromMap("x", map[string]any{"run": "PPO", "bogus": 1}); err == nil || !strings.Contains(err.Error(), `unknown field "bogus"`) {
 		t.Fatalf("unknown key: %v", err)
+	}
+}
+
+func TestPlatformStyleSingleExperimentFile(t *testing.T) {
+	src := "name: one\nalg: PPO\nenv: CartPole-v1\nnum_cpus: 3\nconfig:\n  lr: {uniform: [0.001, 0.01]}\n"
+	specs, err := ParseExperimentFile([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(specs) != 1 || specs[0].Name != "one" || specs[0].Run != "PPO" || !specs[0].IsSweep() {
+		t.Fatalf("%+v", specs[0])
+	}
+	exp, err := specs[0].Build(BuildOptions{ResultsDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exp.NodeResources.CPU != 3 || filepath.Base(exp.Dir) != "one" {
+		t.Fatalf("node %v dir %s", exp.NodeResources, exp.Dir)
 	}
 }

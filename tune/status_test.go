@@ -158,6 +158,14 @@ agents:
 		t.Fatalf("best %+v", best)
 	}
 	for _, tr := range a.Trials {
+		// The agent's checkpoint files live inside the runner's checkpoint
+		// folders, so pruning removes them too.
+		if loose, _ := filepath.Glob(filepath.Join(tr.Dir, "agent_ckpt_*")); len(loose) != 0 {
+			t.Fatalf("agent checkpoints left outside checkpoint folders: %v", loose)
+		}
+		if inside, _ := filepath.Glob(filepath.Join(tr.Dir, "checkpoint_*", "agent_ckpt_*")); len(inside) == 0 || len(inside) > 2 {
+			t.Fatalf("agent checkpoints inside checkpoint folders: %v, want 1 or 2 (keep 1 + the final)", inside)
+		}
 		if kl, ok := tr.Metric("learner/kl"); !ok || kl != 0.01 {
 			t.Fatalf("nested learner/kl not readable: %v", tr.LastResult)
 		}

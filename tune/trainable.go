@@ -255,12 +255,20 @@ func (a *agentTrainable) Step(ctx context.Context) (map[string]any, error) {
 
 const agentPointer = "agent_checkpoint"
 
+// Save has the agent write its checkpoint (into its run folder, where the
+// agent chooses) and moves it into dir, so that the runner's checkpoint
+// pruning and PBT's copying see the whole checkpoint. Where the move fails
+// (another file system) dir holds a pointer to it instead.
 func (a *agentTrainable) Save(ctx context.Context, dir string) error {
 	path, err := a.agent.Save(ctx)
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, agentPointer), []byte(path+"\n"), 0o644)
+	ref := path
+	if dst := filepath.Join(dir, filepath.Base(path)); os.Rename(path, dst) == nil {
+		ref = filepath.Base(path) // relative: survives moving the experiment
+	}
+	return os.WriteFile(filepath.Join(dir, agentPointer), []byte(ref+"\n"), 0o644)
 }
 
 func (a *agentTrainable) Restore(ctx context.Context, dir string) error {
@@ -268,7 +276,11 @@ func (a *agentTrainable) Restore(ctx context.Context, dir string) error {
 	if err != nil {
 		return fmt.Errorf("tune: %s is not an agent checkpoint: %w", dir, err)
 	}
-	return a.agent.Restore(ctx, strings.TrimSpace(string(b)))
+	path := strings.TrimSpace(string(b))
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(dir, path)
+	}
+	return a.agent.Restore(ctx, path)
 }
 
 func (a *agentTrainable) Stop() error {

@@ -110,7 +110,7 @@ func (a *Agent) LogDir() string { return a.opts.LogDir }
 // Weights returns a copy of the policy's flat weights.
 func (a *Agent) Weights() []float64 { return a.pol.params.GetFlat(nil) }
 
-// Train implements rllib.Agent: it samples timesteps_per_batch steps,
+// Train implements rllib.Agent: it samples train_batch_size steps,
 // computes advantages and runs minibatch SGD. On NaN or Inf in a loss,
 // gradient or weight it returns an error naming the step and leaves the
 // weights, optimizer and iteration as they were before the call.

@@ -17,7 +17,7 @@ import (
 // fastCartPole is a CI-sized configuration.
 func fastCartPole() map[string]any {
 	return map[string]any{
-		"num_envs_per_worker": 8, "timesteps_per_batch": 1024, "num_sgd_iter": 4,
+		"num_envs_per_worker": 8, "train_batch_size": 1024, "num_sgd_iter": 4,
 		"sgd_minibatch_size": 256, "lr": 0.001,
 	}
 }
@@ -54,11 +54,28 @@ func TestRegistered(t *testing.T) {
 	}
 }
 
+// tunedCartPole is the CartPole setting of benchmarks/rl.
+func tunedCartPole() map[string]any {
+	return map[string]any{
+		"lr_final": 0, "lr_decay_timesteps": 150000,
+		"model": map[string]any{"fcnet_hiddens": []int{32, 32}},
+	}
+}
+
 func TestLearnsCartPole(t *testing.T) {
+	t.Run("local worker", func(t *testing.T) { learnsCartPole(t, tunedCartPole()) })
+	t.Run("two actors", func(t *testing.T) {
+		cfg := tunedCartPole()
+		cfg["num_workers"], cfg["num_envs_per_worker"] = 2, 4
+		learnsCartPole(t, cfg)
+	})
+}
+
+func learnsCartPole(t *testing.T, cfg map[string]any) {
 	if testing.Short() {
 		t.Skip("learning test")
 	}
-	a := newAgent(t, "CartPole-v1", fastCartPole(), 1)
+	a := newAgent(t, "CartPole-v1", cfg, 1)
 	var best float64
 	for a.timesteps < 50_000 {
 		r := train(t, a, 1)
@@ -205,7 +222,7 @@ func TestNaNStopsIterationAndKeepsWeights(t *testing.T) {
 }
 
 func TestPendulumBoxActions(t *testing.T) {
-	a := newAgent(t, "Pendulum-v1", map[string]any{"timesteps_per_batch": 800, "observation_filter": "MeanStdFilter"}, 1)
+	a := newAgent(t, "Pendulum-v1", map[string]any{"train_batch_size": 800, "observation_filter": "MeanStdFilter"}, 1)
 	r := train(t, a, 2)
 	if r.TimestepsTotal != 1600 || math.IsNaN(r.Learner["total_loss"]) {
 		t.Errorf("after 2 iterations: %d timesteps, total loss %v", r.TimestepsTotal, r.Learner["total_loss"])

@@ -67,6 +67,8 @@ type Node struct {
 	closed     bool
 	store      ObjectStore
 	waiters    map[ids.ObjectID][]waiter
+	pins       map[ids.ObjectID]int  // queued tasks that take the object as an argument
+	dropped    map[ids.ObjectID]bool // objects the program dropped, to delete once unpinned or stored
 	total      task.Resources
 	avail      task.Resources
 	gpuFree    []int
@@ -83,6 +85,8 @@ type Node struct {
 	nextWorker int
 	errQ       []*task.TaskError // failures to report outside the lock
 	dirty      []*proc           // workers with messages to flush at unlock
+	badStarts  int               // workers in a row that exited before connecting
+	spawnErr   error             // set when workers cannot start at all
 
 	wg sync.WaitGroup // every goroutine the node starts
 }
@@ -116,7 +120,8 @@ type request struct {
 	done   bool
 	ch     chan struct{} // driver requests: closed when done
 	timer  *time.Timer
-	counts bool // counted in w.blocked
+	counts bool   // counted in w.blocked
+	epoch  uint64 // w.epoch when counted
 }
 
 // proc is a worker process.
@@ -132,8 +137,9 @@ type proc struct {
 	dirty    bool       // in Node.dirty
 	held     task.Resources
 	gpus     []int
-	blocked  int  // outstanding blocking requests
-	gaveBack bool // CPUs returned while blocked
+	blocked  int    // outstanding blocking requests of the running task
+	epoch    uint64 // counts finished tasks, so a Get outliving its task is not counted against the next
+	gaveBack bool   // CPUs returned while blocked
 	retiring bool
 	dead     bool
 	process  *os.Process // set under the node's lock once started
@@ -232,6 +238,8 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		done:    make(chan struct{}),
 		store:   cfg.Store,
 		waiters: map[ids.ObjectID][]waiter{},
+		pins:    map[ids.ObjectID]int{},
+		dropped: map[ids.ObjectID]bool{},
 		total:   cloneRes(cfg.Resources),
 		avail:   cloneRes(cfg.Resources),
 		queues:  map[string]*fifo{},
@@ -251,8 +259,12 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	// Wait for the pool so the first tasks find workers ready.
 	for {
 		n.mu.Lock()
-		s := n.starting
+		s, serr := n.starting, n.spawnErr
 		n.unlock()
+		if serr != nil {
+			n.Shutdown()
+			return nil, serr
+		}
 		if s == 0 {
 			return n, nil
 		}
@@ -383,6 +395,11 @@ func (n *Node) submitLocked(s *task.Spec) error {
 	if n.closed {
 		return ErrShutdown
 	}
+	if n.spawnErr != nil {
+		te := &task.TaskError{Function: s.Func, Message: n.spawnErr.Error(), Cause: n.spawnErr}
+		n.storeReturns(s, te)
+		return n.spawnErr
+	}
 	e, err := task.Lookup(s.Func)
 	if err == nil && s.Kind != e.Kind {
 		err = fmt.Errorf("%q is registered as a different kind of remote (function, actor type or method)", s.Func)
@@ -421,6 +438,7 @@ func (n *Node) submitLocked(s *task.Spec) error {
 		if !arg.IsRef {
 			continue
 		}
+		n.pins[arg.Ref]++
 		if o, ok := n.store.Get(arg.Ref); ok {
 			if o.Err != nil && p.failed == nil {
 				p.failed = o.Err
@@ -619,7 +637,7 @@ func (n *Node) run(w *proc, p *pending) {
 // send queues p at w.
 func (n *Node) send(w *proc, p *pending) {
 	s := p.spec
-	resolveArgs(n.store, s)
+	n.resolveArgs(s)
 	s.GPUIDs = w.gpus
 	w.tasks = append(w.tasks, p)
 	// A broken connection is noticed by the reader, which fails the task.
@@ -628,15 +646,73 @@ func (n *Node) send(w *proc, p *pending) {
 
 // resolveArgs replaces reference arguments by their values: the objects live
 // in the driver, so sending them with the task saves the worker a round trip.
-func resolveArgs(st ObjectStore, s *task.Spec) {
+// The task no longer needs the objects afterwards.
+func (n *Node) resolveArgs(s *task.Spec) {
 	for i := range s.Args {
 		a := &s.Args[i]
 		if a.IsRef {
-			o, _ := st.Get(a.Ref)
+			o, _ := n.store.Get(a.Ref)
 			a.IsRef = false
 			a.Data = o.Data
+			n.unpin(a.Ref)
 		}
 	}
+}
+
+// unpinArgs releases the objects of a task that ends without running.
+func (n *Node) unpinArgs(s *task.Spec) {
+	for i := range s.Args {
+		if a := &s.Args[i]; a.IsRef {
+			a.IsRef = false
+			n.unpin(a.Ref)
+		}
+	}
+}
+
+// unpin drops a task's claim on an object, freeing it if the program has
+// dropped it too.
+func (n *Node) unpin(id ids.ObjectID) {
+	if c := n.pins[id]; c > 1 {
+		n.pins[id] = c - 1
+		return
+	}
+	delete(n.pins, id)
+	if n.dropped[id] {
+		n.free(id)
+	}
+}
+
+// free deletes an object nobody can ask for any more. One still being
+// computed is deleted when it arrives.
+func (n *Node) free(id ids.ObjectID) {
+	if n.pins[id] > 0 || len(n.waiters[id]) > 0 {
+		n.dropped[id] = true
+		return
+	}
+	if _, ok := n.store.Get(id); !ok {
+		n.dropped[id] = true
+		return
+	}
+	delete(n.dropped, id)
+	n.store.Delete(id)
+}
+
+// Drop tells the node that the program holds no reference to the object:
+// once no queued task needs it either, it is deleted. Only objects whose
+// references never left the driver are dropped (see the gray package).
+func (n *Node) Drop(id ids.ObjectID) {
+	n.mu.Lock()
+	if !n.closed {
+		n.free(id)
+	}
+	n.mu.Unlock()
+}
+
+// Objects returns how many objects the node's store holds.
+func (n *Node) Objects() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.store.Len()
 }
 
 // append queues a message for w; it is written when the node's lock is
@@ -715,7 +791,7 @@ func (n *Node) pump(a *actor) {
 			n.finishErr(p, argErr(p))
 			continue
 		}
-		resolveArgs(n.store, p.spec)
+		n.resolveArgs(p.spec)
 		p.spec.GPUIDs = a.gpus
 		a.inflight = append(a.inflight, p)
 		s := p.spec
@@ -728,6 +804,7 @@ func (n *Node) pump(a *actor) {
 
 // finishErr fails every return of p with e.
 func (n *Node) finishErr(p *pending, e *task.TaskError) {
+	n.unpinArgs(p.spec)
 	n.storeReturns(p.spec, e)
 	n.ctrl.TaskFinished(p.spec.ID, e)
 }
@@ -767,6 +844,9 @@ func (n *Node) Put(id ids.ObjectID, o task.Object) error {
 
 func (n *Node) putLocked(id ids.ObjectID, o task.Object) {
 	n.store.Put(id, o)
+	if n.dropped[id] {
+		defer n.free(id)
+	}
 	ws, ok := n.waiters[id]
 	if !ok {
 		return
@@ -845,7 +925,7 @@ func (n *Node) complete(r *request) {
 	if w.dead {
 		return
 	}
-	if r.counts {
+	if r.counts && r.epoch == w.epoch {
 		w.blocked--
 		if w.blocked == 0 && w.gaveBack {
 			n.resumeQ = append(n.resumeQ, r)
@@ -889,6 +969,7 @@ func (n *Node) reply(r *request) {
 // finish with one CPU.
 func (n *Node) block(w *proc, r *request) {
 	r.counts = true
+	r.epoch = w.epoch
 	w.blocked++
 	if w.blocked == 1 && w.actor == nil && len(w.tasks) > 0 && !w.gaveBack {
 		w.gaveBack = true
@@ -1042,6 +1123,12 @@ func (n *Node) actorDied(a *actor, why *task.TaskError) {
 // pool worker. The fork happens on a new goroutine so the lock isn't held
 // across it.
 func (n *Node) spawn(a *actor) {
+	if n.spawnErr != nil {
+		if a != nil {
+			n.actorDied(a, &task.TaskError{Function: a.typ, Message: n.spawnErr.Error(), Cause: n.spawnErr})
+		}
+		return
+	}
 	n.nextWorker++
 	w := &proc{id: n.nextWorker, actor: a, exited: make(chan struct{})}
 	w.name = fmt.Sprintf("worker %d", w.id)
@@ -1118,7 +1205,7 @@ func (n *Node) startProc(w *proc) {
 		n.mu.Lock()
 		w.process = w.cmd.Process
 		w.name = fmt.Sprintf("worker %d (pid %d)", w.id, w.process.Pid)
-		kill := w.dead || n.closed // killed or shut down while starting
+		kill := w.dead || n.closed || (w.actor != nil && w.actor.dead) // killed or shut down while starting
 		n.unlock()
 		if kill {
 			_ = w.process.Kill()
@@ -1201,7 +1288,8 @@ func (n *Node) serve(c net.Conn) {
 	id := int(d.Uvarint())
 	n.mu.Lock()
 	w := n.workers[id]
-	if w == nil || w.conn != nil || n.closed {
+	n.badStarts = 0
+	if w == nil || w.conn != nil || n.closed || (w.actor != nil && w.actor.dead) {
 		n.unlock()
 		conn.Close()
 		return
@@ -1361,6 +1449,7 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 			n.released--
 		}
 		w.blocked = 0
+		w.epoch++
 		if retiring {
 			w.retiring = true
 		}
@@ -1411,8 +1500,16 @@ func (n *Node) died(w *proc) {
 	}
 	w.dead = true
 	delete(n.workers, w.id)
+	if n.closed {
+		// Shutdown ends every worker: that is no task failure to report.
+		n.unlock()
+		return
+	}
 	if w.conn == nil && w.actor == nil {
 		n.starting--
+	}
+	if w.conn == nil && (w.actor == nil || !w.actor.dead) { // not an actor killed while starting
+		n.startFailed(w)
 	}
 	how := "exited"
 	if w.exitErr != nil {
@@ -1445,13 +1542,40 @@ func (n *Node) died(w *proc) {
 				alive++
 			}
 		}
-		if alive < n.cfg.NumWorkers {
+		if alive < n.cfg.NumWorkers && n.spawnErr == nil {
 			n.spawn(nil)
 		}
 		n.schedule()
 	}
 	n.unlock()
 	n.flushErrors()
+}
+
+// startFailed counts a worker that exited before connecting. Several in a
+// row mean the program does not serve tasks when started as a worker: stop
+// starting workers and fail what waits for one, rather than respawn forever.
+func (n *Node) startFailed(w *proc) {
+	n.badStarts++
+	if n.badStarts < 3 || n.spawnErr != nil {
+		return
+	}
+	why := "exited"
+	if w.exitErr != nil {
+		why = w.exitErr.Error()
+	}
+	n.spawnErr = fmt.Errorf("gray: %d worker processes in a row exited before connecting to the driver (last: %s); "+
+		"the program must call gray.ServeIfWorker() first thing in main (in TestMain for tests) so that it serves tasks when started as a worker", n.badStarts, why)
+	e := &task.TaskError{Function: "(worker start)", Message: n.spawnErr.Error(), Cause: n.spawnErr}
+	for _, k := range n.shapes {
+		q := n.queues[k]
+		for q.len() > 0 {
+			n.finishErr(q.pop(), e)
+		}
+	}
+	for _, a := range n.actorWait {
+		n.actorDied(a, e)
+	}
+	n.actorWait = nil
 }
 
 // Shutdown stops every worker and frees the node. Calls waiting in Get or

@@ -39,8 +39,11 @@ type Worker struct {
 	nextReq uint64
 	reqs    map[uint64]chan []byte
 
-	calls    map[string]int
-	instance any // the actor this worker hosts
+	calls     map[string]int
+	gpuEnv    string // CUDA_VISIBLE_DEVICES as the worker started
+	gpuEnvOK  bool   // whether it was set at all
+	gpuEnvSet bool   // a task's GPU IDs are in the environment now
+	instance  any    // the actor this worker hosts
 }
 
 // Env reports whether this process was started as a worker.
@@ -66,6 +69,7 @@ func Connect() (*Worker, error) {
 		calls: map[string]int{},
 	}
 	w.cond = sync.NewCond(&w.mu)
+	w.gpuEnv, w.gpuEnvOK = os.LookupEnv("CUDA_VISIBLE_DEVICES")
 	if err := w.conn.Send(task.MsgHello, func(b []byte) []byte { return wire.AppendUvarint(b, uint64(id)) }); err != nil {
 		return nil, err
 	}
@@ -181,6 +185,11 @@ func (w *Worker) exec(s *task.Spec) (objs []task.Object, retire bool) {
 			parts[i] = strconv.Itoa(g)
 		}
 		os.Setenv("CUDA_VISIBLE_DEVICES", strings.Join(parts, ","))
+		w.gpuEnvSet = true
+	} else if w.gpuEnvSet {
+		// The previous task's GPUs are not this one's.
+		w.restoreGPUEnv()
+		w.gpuEnvSet = false
 	}
 	outs, te := w.call(ctx, s)
 	if te == nil {
@@ -260,6 +269,14 @@ func (w *Worker) call(ctx context.Context, s *task.Spec) (outs [][]byte, te *tas
 		return nil, &task.TaskError{Function: s.Func, Worker: w.name, Message: err.Error(), Cause: err}
 	}
 	return outs, nil
+}
+
+func (w *Worker) restoreGPUEnv() {
+	if w.gpuEnvOK {
+		os.Setenv("CUDA_VISIBLE_DEVICES", w.gpuEnv)
+	} else {
+		os.Unsetenv("CUDA_VISIBLE_DEVICES")
+	}
 }
 
 // NewTaskID returns the ID of the next task the current task submits.
