@@ -3,9 +3,11 @@ package dqn
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -148,6 +150,11 @@ func TestBadConfig(t *testing.T) {
 		{map[string]any{"model": map[string]any{"free_log_std": true}}, "free_log_std"},
 		{map[string]any{"model": map[string]any{"fcnet_hidens": []int{8}}}, "fcnet_hidens"},
 	}
+	tooMany := runtime.NumCPU() + 1
+	tests = append(tests, struct {
+		cfg  map[string]any
+		want string
+	}{map[string]any{"num_workers": tooMany}, fmt.Sprintf("num_workers %d is more than this machine's %d CPUs", tooMany, tooMany-1)})
 	for _, tc := range tests {
 		_, err := New(context.Background(), rllib.Options{Env: "CartPole-v1", Config: tc.cfg})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
