@@ -1,4 +1,4 @@
-// Command rl is Gray's RL learning benchmark: it trains PPO over several
+// Command rl is Gray's RL learning benchmark: it trains PPO or DQN over several
 // seeds and reports, per seed, the steps and wall time until the mean
 // return of the last 100 episodes reaches a target (CartPole-v1) or the
 // mean return after a step budget (Pendulum-v1), with sampling and SGD
@@ -9,6 +9,8 @@
 //
 //	go run ./benchmarks/rl -env CartPole-v1 -seeds 5 -target 475 -max-steps 150000
 //	go run ./benchmarks/rl -env Pendulum-v1 -seeds 3 -max-steps 500000
+//	go run ./benchmarks/rl -alg DQN -env CartPole-v1 -seeds 3 -target 475 -max-steps 100000
+//	go run ./benchmarks/rl -alg DQN -env Acrobot-v1 -seeds 3 -target -100 -max-steps 200000
 package main
 
 import (
@@ -37,6 +39,15 @@ var presets = map[string]string{
 		"lr_decay_timesteps": 500000, "observation_filter": "MeanStdFilter"}`,
 }
 
+// dqnPresets are the tuned DQN settings per environment, the values of
+// configs/cartpole-dqn.yaml and configs/acrobot-dqn.yaml (keys not given
+// take DQN's defaults).
+var dqnPresets = map[string]string{
+	"CartPole-v1": `{"model": {"fcnet_hiddens": [64, 64]}, "n_step": 3, "lr": 0.001}`,
+	"Acrobot-v1": `{"model": {"fcnet_hiddens": [64, 64]}, "n_step": 3, "lr": 0.001,
+		"schedule_max_timesteps": 100000, "exploration_fraction": 0.12}`,
+}
+
 type runResult struct {
 	seed        int64
 	steps       int64
@@ -61,6 +72,9 @@ func main() {
 	if *config == "" {
 		*config = "{}"
 		if p, ok := presets[*env]; ok && *alg == "PPO" {
+			*config = p
+		}
+		if p, ok := dqnPresets[*env]; ok && strings.EqualFold(*alg, "DQN") {
 			*config = p
 		}
 	}

@@ -92,14 +92,18 @@ type Config struct {
 	Seed *int64 `json:"seed"`
 }
 
-// DefaultConfig returns DQN's defaults: the published tuned CartPole
-// hyperparameters of Stable-Baselines3's zoo (lr 2.3e-3, batch 64,
+// DefaultConfig returns DQN's defaults. They start from the published
+// tuned CartPole hyperparameters of Stable-Baselines3's zoo (batch 64,
 // buffer 100k, learning starts 1000, 128 gradient steps every 256
-// environment steps, ε to 0.04 over 16% of 50k steps, 256-256 ReLU),
-// with double Q-learning and dueling heads on.
+// environment steps, ε to 0.04 over 16% of 50k steps) and change what
+// Gray's measurements favoured (benchmarks/README.md, DQN): a 64-64 ReLU
+// network instead of 256-256 (a quarter of the time per step, as good),
+// lr 1e-3 instead of 2.3e-3, and 3-step returns; double Q-learning and
+// dueling heads are on. They solve CartPole-v1; configs/cartpole-dqn.yaml
+// adds a learning-rate decay that makes the solution hold.
 func DefaultConfig() Config {
 	m := models.DefaultModelOptions()
-	m.Hiddens = []int{256, 256}
+	m.Hiddens = []int{64, 64}
 	m.Activation = "relu"
 	return Config{
 		NumWorkers:                 0,
@@ -117,10 +121,10 @@ func DefaultConfig() Config {
 		FinalPrioritizedReplayBeta: 1.0,
 		PrioritizedReplayEps:       1e-6,
 		Gamma:                      0.99,
-		NStep:                      1,
+		NStep:                      3,
 		DoubleQ:                    true,
 		Dueling:                    true,
-		LR:                         2.3e-3,
+		LR:                         1e-3,
 		GradClip:                   10,
 		HuberDelta:                 1,
 		ScheduleMaxTimesteps:       50_000,
