@@ -43,9 +43,9 @@ var presets = map[string]string{
 // configs/cartpole-dqn.yaml and configs/acrobot-dqn.yaml (keys not given
 // take DQN's defaults).
 var dqnPresets = map[string]string{
-	"CartPole-v1": `{"model": {"fcnet_hiddens": [64, 64]}, "n_step": 3, "lr": 0.001}`,
-	"Acrobot-v1": `{"model": {"fcnet_hiddens": [64, 64]}, "n_step": 3, "lr": 0.001,
-		"schedule_max_timesteps": 100000, "exploration_fraction": 0.12}`,
+	"CartPole-v1": `{"prioritized_replay": true, "lr_schedule": [[0, 0.001], [60000, 0.0001]],
+		"exploration_final_eps": 0.01}`,
+	"Acrobot-v1":  `{"schedule_max_timesteps": 100000, "exploration_fraction": 0.12}`,
 }
 
 type runResult struct {
