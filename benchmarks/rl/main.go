@@ -45,7 +45,7 @@ var presets = map[string]string{
 var dqnPresets = map[string]string{
 	"CartPole-v1": `{"prioritized_replay": true, "lr_schedule": [[0, 0.001], [60000, 0.0001]],
 		"exploration_final_eps": 0.01}`,
-	"Acrobot-v1":  `{"schedule_max_timesteps": 100000, "exploration_fraction": 0.12}`,
+	"Acrobot-v1": `{"schedule_max_timesteps": 100000, "exploration_fraction": 0.12}`,
 }
 
 type runResult struct {
