@@ -1,4 +1,4 @@
-// Command rl is Gray's RL learning benchmark: it trains PPO over several
+// Command rl is Gray's RL learning benchmark: it trains PPO or DQN over several
 // seeds and reports, per seed, the steps and wall time until the mean
 // return of the last 100 episodes reaches a target (CartPole-v1) or the
 // mean return after a step budget (Pendulum-v1), with sampling and SGD
@@ -13,6 +13,8 @@
 //
 // Algorithms whose workers are actors (A3C; PPO with num_workers > 0) run on
 // the gray runtime, started with -num-cpus CPUs.
+//	go run ./benchmarks/rl -alg DQN -env CartPole-v1 -seeds 3 -target 475 -max-steps 100000
+//	go run ./benchmarks/rl -alg DQN -env Acrobot-v1 -seeds 3 -target -100 -max-steps 200000
 package main
 
 import (
@@ -29,6 +31,7 @@ import (
 	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/rllib"
 	_ "github.com/gray-ml/gray/rllib/a3c" // registers A3C
+	_ "github.com/gray-ml/gray/rllib/dqn" // registers DQN
 	_ "github.com/gray-ml/gray/rllib/ppo" // registers PPO
 )
 
@@ -40,6 +43,15 @@ var presets = map[string]string{
 	"Pendulum-v1": `{"num_envs_per_worker": 8, "train_batch_size": 4096, "gamma": 0.95, "lambda": 0.95,
 		"num_sgd_iter": 10, "sgd_minibatch_size": 256, "lr": 0.001, "lr_final": 0.0001,
 		"lr_decay_timesteps": 500000, "observation_filter": "MeanStdFilter"}`,
+}
+
+// dqnPresets are the tuned DQN settings per environment, the values of
+// configs/cartpole-dqn.yaml and configs/acrobot-dqn.yaml (keys not given
+// take DQN's defaults).
+var dqnPresets = map[string]string{
+	"CartPole-v1": `{"prioritized_replay": true, "lr_schedule": [[0, 0.001], [60000, 0.0001]],
+		"exploration_final_eps": 0.01}`,
+	"Acrobot-v1": `{"schedule_max_timesteps": 100000, "exploration_fraction": 0.12}`,
 }
 
 type runResult struct {
@@ -78,6 +90,9 @@ func main() {
 	if *config == "" {
 		*config = "{}"
 		if p, ok := presets[*env]; ok && *alg == "PPO" {
+			*config = p
+		}
+		if p, ok := dqnPresets[*env]; ok && strings.EqualFold(*alg, "DQN") {
 			*config = p
 		}
 	}
@@ -139,7 +154,10 @@ func runSeed(ctx context.Context, algo rllib.Algorithm, env string, cfg map[stri
 			learnTime += t
 			learnSteps += res.Extra["learn_steps_per_s"] * t
 		}
-		if verbose {
+		if verbose && res.Learner["epsilon"] != 0 || verbose && algo.Name == "DQN" {
+			fmt.Printf("  iter %d steps %d reward %.1f eps %.3f loss %.4f mean_q %.2f grad steps %.0f %.1fs\n", res.TrainingIteration, res.TimestepsTotal,
+				res.EpisodeRewardMean, res.Learner["epsilon"], res.Learner["loss"], res.Learner["mean_q"], res.Learner["num_grad_steps"], time.Since(start).Seconds())
+		} else if verbose {
 			fmt.Printf("  iter %d steps %d reward %.1f kl %.4f entropy %.3f lr %.2g ev %.2f %.1fs\n", res.TrainingIteration, res.TimestepsTotal,
 				res.EpisodeRewardMean, res.Learner["kl"], res.Learner["entropy"], res.Learner["cur_lr"], res.Learner["explained_variance"], time.Since(start).Seconds())
 		}
