@@ -9,12 +9,12 @@
 //
 //	go run ./benchmarks/rl -env CartPole-v1 -seeds 5 -target 475 -max-steps 150000
 //	go run ./benchmarks/rl -env Pendulum-v1 -seeds 3 -max-steps 500000
+//	go run ./benchmarks/rl -alg DQN -env CartPole-v1 -seeds 3 -target 475 -max-steps 100000
+//	go run ./benchmarks/rl -alg DQN -env Acrobot-v1 -seeds 3 -target -100 -max-steps 200000
 //	go run ./benchmarks/rl -alg A3C -seeds 3 -target 475 -max-steps 1000000 -config '{"num_workers": 2}'
 //
 // Algorithms whose workers are actors (A3C; PPO with num_workers > 0) run on
 // the gray runtime, started with -num-cpus CPUs.
-//	go run ./benchmarks/rl -alg DQN -env CartPole-v1 -seeds 3 -target 475 -max-steps 100000
-//	go run ./benchmarks/rl -alg DQN -env Acrobot-v1 -seeds 3 -target -100 -max-steps 200000
 package main
 
 import (
