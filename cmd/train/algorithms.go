@@ -6,5 +6,7 @@ package main
 // plugins (plugin:<path>, ~/.gray/plugins) through package plugins.
 import (
 	_ "github.com/gray-ml/gray/rllib/a3c"
+	_ "github.com/gray-ml/gray/rllib/dqn"
+	_ "github.com/gray-ml/gray/rllib/es"
 	_ "github.com/gray-ml/gray/rllib/ppo"
 )
