@@ -1,5 +1,5 @@
-// Command rl is Gray's RL learning benchmark: it trains PPO over several
-// seeds and reports, per seed, the steps and wall time until the mean
+// Command rl is Gray's RL learning benchmark: it trains an algorithm (PPO,
+// ES) over several seeds and reports, per seed, the steps and wall time until the mean
 // return of the last 100 episodes reaches a target (CartPole-v1) or the
 // mean return after a step budget (Pendulum-v1), with sampling and SGD
 // throughput.
@@ -9,6 +9,10 @@
 //
 //	go run ./benchmarks/rl -env CartPole-v1 -seeds 5 -target 475 -max-steps 150000
 //	go run ./benchmarks/rl -env Pendulum-v1 -seeds 3 -max-steps 500000
+//	go run ./benchmarks/rl -alg ES -env CartPole-v1 -seeds 3 -target 475 -max-steps 1000000
+//
+// Algorithms with worker actors (ES's num_workers) run on a gray runtime
+// started here with -num-cpus CPUs.
 package main
 
 import (
@@ -22,7 +26,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/rllib"
+	_ "github.com/gray-ml/gray/rllib/es"  // registers ES
 	_ "github.com/gray-ml/gray/rllib/ppo" // registers PPO
 )
 
@@ -30,6 +36,9 @@ import (
 // PPO's defaults: 8 environments × 64 steps per iteration, 8 epochs of
 // minibatches of 128, lr 1e-3, γ 0.99, λ 0.95, clip 0.2, KL 0.2 → 0.01).
 var presets = map[string]string{
+	// ES (configs/cartpole-es.yaml): see benchmarks/README.md, section ES.
+	"ES/CartPole-v1": `{"num_workers": 2, "episodes_per_batch": 40, "train_batch_size": 2000,
+		"noise_stdev": 0.1, "stepsize": 0.05, "model": {"fcnet_hiddens": [16]}}`,
 	"CartPole-v1": `{"lr_final": 0, "lr_decay_timesteps": 150000, "model": {"fcnet_hiddens": [32, 32]}}`,
 	"Pendulum-v1": `{"num_envs_per_worker": 8, "train_batch_size": 4096, "gamma": 0.95, "lambda": 0.95,
 		"num_sgd_iter": 10, "sgd_minibatch_size": 256, "lr": 0.001, "lr_final": 0.0001,
@@ -40,6 +49,7 @@ type runResult struct {
 	seed        int64
 	steps       int64
 	wall        time.Duration
+	setup       time.Duration
 	solved      bool
 	finalReward float64
 	sampleRate  float64
@@ -47,6 +57,7 @@ type runResult struct {
 }
 
 func main() {
+	gray.ServeIfWorker()
 	env := flag.String("env", "CartPole-v1", "environment")
 	alg := flag.String("alg", "PPO", "algorithm")
 	seeds := flag.Int("seeds", 5, "number of seeds (1..n)")
@@ -55,11 +66,14 @@ func main() {
 	maxSteps := flag.Int64("max-steps", 150000, "step budget per seed")
 	config := flag.String("config", "", "algorithm config as JSON (default: the environment's preset, else {})")
 	verbose := flag.Bool("v", false, "print every iteration")
+	numCPUs := flag.Int("num-cpus", 2, "CPUs of the gray runtime for algorithms with worker actors")
 	flag.Parse()
 
 	if *config == "" {
 		*config = "{}"
 		if p, ok := presets[*env]; ok && *alg == "PPO" {
+			*config = p
+		} else if p, ok := presets[*alg+"/"+*env]; ok {
 			*config = p
 		}
 	}
@@ -75,6 +89,11 @@ func main() {
 		os.Exit(2)
 	}
 	ctx := context.Background()
+	if err := gray.Init(ctx, gray.Options{NumCPUs: *numCPUs}); err != nil {
+		fmt.Fprintln(os.Stderr, "rl: starting the gray runtime:", err)
+		os.Exit(1)
+	}
+	defer gray.Shutdown()
 	var results []runResult
 	for s := int64(0); s < int64(*seeds); s++ {
 		seed := *firstSeed + s
@@ -88,20 +107,21 @@ func main() {
 		if r.solved {
 			status = "solved"
 		}
-		fmt.Printf("seed %d: %s at %d steps, %.2f s, final episode_reward_mean %.1f, sampling %.0f steps/s, SGD %.0f steps/s\n",
-			seed, status, r.steps, r.wall.Seconds(), r.finalReward, r.sampleRate, r.learnRate)
+		fmt.Printf("seed %d: %s at %d steps, %.2f s (agent setup %.2f s before that), final episode_reward_mean %.1f, sampling %.0f steps/s, SGD %.0f steps/s\n",
+			seed, status, r.steps, r.wall.Seconds(), r.setup.Seconds(), r.finalReward, r.sampleRate, r.learnRate)
 	}
 	summarize(results, *target)
 }
 
 func runSeed(ctx context.Context, algo rllib.Algorithm, env string, cfg map[string]any, seed int64, target float64, maxSteps int64, verbose bool) (runResult, error) {
+	setupStart := time.Now()
 	agent, err := algo.New(ctx, rllib.Options{Env: env, Config: cfg, Seed: seed})
 	if err != nil {
 		return runResult{}, err
 	}
 	defer agent.Stop()
 	start := time.Now()
-	r := runResult{seed: seed}
+	r := runResult{seed: seed, setup: start.Sub(setupStart)}
 	var sampleSteps, sampleTime, learnSteps, learnTime float64
 	for r.steps < maxSteps {
 		res, err := agent.Train(ctx)
@@ -119,8 +139,13 @@ func runSeed(ctx context.Context, algo rllib.Algorithm, env string, cfg map[stri
 			learnSteps += res.Extra["learn_steps_per_s"] * t
 		}
 		if verbose {
-			fmt.Printf("  iter %d steps %d reward %.1f kl %.4f entropy %.3f lr %.2g ev %.2f %.1fs\n", res.TrainingIteration, res.TimestepsTotal,
-				res.EpisodeRewardMean, res.Learner["kl"], res.Learner["entropy"], res.Learner["cur_lr"], res.Learner["explained_variance"], time.Since(start).Seconds())
+			if _, ok := res.Learner["update_ratio"]; ok {
+				fmt.Printf("  iter %d steps %d reward %.1f eval %.1f update_ratio %.4f grad_norm %.3f %.1fs\n", res.TrainingIteration, res.TimestepsTotal,
+					res.EpisodeRewardMean, res.Learner["eval_reward_mean"], res.Learner["update_ratio"], res.Learner["grad_norm"], time.Since(start).Seconds())
+			} else {
+				fmt.Printf("  iter %d steps %d reward %.1f kl %.4f entropy %.3f lr %.2g ev %.2f %.1fs\n", res.TrainingIteration, res.TimestepsTotal,
+					res.EpisodeRewardMean, res.Learner["kl"], res.Learner["entropy"], res.Learner["cur_lr"], res.Learner["explained_variance"], time.Since(start).Seconds())
+			}
 		}
 		if !math.IsNaN(target) && res.EpisodeRewardMean >= target {
 			r.solved = true
