@@ -14,6 +14,7 @@ import (
 	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/envs"
 	"github.com/gray-ml/gray/rllib"
+	"gopkg.in/yaml.v3"
 )
 
 // small is a CI-sized configuration: a small noise table and batches,
@@ -377,5 +378,31 @@ func TestNoiseTableShared(t *testing.T) {
 	file := func(line string) string { f := strings.Fields(line); return f[3] + " " + f[4] + " " + f[5] }
 	if file(infos[0].NoiseMapping) != file(infos[1].NoiseMapping) {
 		t.Errorf("workers read the noise table from different files: %q and %q", infos[0].NoiseMapping, infos[1].NoiseMapping)
+	}
+}
+
+// TestTunedConfig checks that configs/cartpole-es.yaml holds only keys ES
+// knows, with valid values.
+func TestTunedConfig(t *testing.T) {
+	raw, err := os.ReadFile("../../configs/cartpole-es.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var exp struct {
+		Env    string         `yaml:"env"`
+		Alg    string         `yaml:"alg"`
+		Config map[string]any `yaml:"config"`
+	}
+	if err := yaml.Unmarshal(raw, &exp); err != nil {
+		t.Fatal(err)
+	}
+	if exp.Alg != "ES" || exp.Env != "CartPole-v1" {
+		t.Fatalf("alg %q env %q", exp.Alg, exp.Env)
+	}
+	// Episodes in the driver with a small table: the keys are what is tested.
+	exp.Config["num_workers"], exp.Config["noise_size"] = 0, 100_000
+	a := newAgent(t, exp.Env, exp.Config, 1)
+	if a.cfg.NoiseStdev != 0.1 || a.cfg.Model.Hiddens[0] != 16 {
+		t.Errorf("decoded config %+v", a.cfg)
 	}
 }
