@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync/atomic"
 
 	"github.com/fxamacker/cbor/v2"
 	"github.com/gray-ml/gray/runtime/ids"
@@ -32,7 +33,13 @@ type Handle[T any] struct {
 	keep *handleKeep // driver handles only: its collection releases the actor
 }
 
-type handleKeep struct{ _ [8]byte } // not zero-sized, so each has its own address
+// handleKeep is shared by the copies of a driver's handle. A handle that was
+// encoded (passed to a task or actor) marks it escaped: the program may still
+// use the actor from elsewhere, so only Kill ends it.
+type handleKeep struct {
+	escaped *atomic.Bool
+	_       [56]byte // see refKeep
+}
 
 // ID returns the actor's ID.
 func (h Handle[T]) ID() ids.ActorID { return h.id }
@@ -48,6 +55,9 @@ type handleWire struct {
 // MarshalCBOR encodes the handle as the actor's ID and type, so handles can
 // be passed to tasks and actors.
 func (h Handle[T]) MarshalCBOR() ([]byte, error) {
+	if h.keep != nil {
+		h.keep.escaped.Store(true)
+	}
 	return cbor.Marshal(handleWire{ID: h.id[:], Type: h.typ})
 }
 
@@ -88,11 +98,17 @@ func (t *ActorType[T]) Remote(ctx context.Context, args ...any) (Handle[T], erro
 	if err := c.s.b.Submit(c.spec); err != nil {
 		return Handle[T]{}, fmt.Errorf("gray: creating actor %s: %w", t.name, err)
 	}
+	runtime.KeepAlive(args)
 	h := Handle[T]{id: c.spec.ID, typ: t.name, s: c.s}
 	if _, inWorker := c.s.b.(*worker.Worker); !inWorker {
-		h.keep = &handleKeep{}
-		b, id := c.s.b, h.id
-		runtime.AddCleanup(h.keep, func(id ids.ActorID) { b.Release(id) }, id)
+		esc := new(atomic.Bool)
+		h.keep = &handleKeep{escaped: esc}
+		b, s := c.s.b, c.s
+		runtime.AddCleanup(h.keep, func(id ids.ActorID) {
+			if !esc.Load() && !s.closed.Load() {
+				b.Release(id)
+			}
+		}, h.id)
 	}
 	return h, nil
 }

@@ -34,6 +34,14 @@ var (
 		return gray.Get(ctx, last)
 	})
 
+	// relay is an actor that calls another actor through a handle it was given.
+	relayType = gray.Actor1("test.Relay", func(ctx context.Context, target gray.Handle[Counter]) (*Relay, error) {
+		return &Relay{target: target}, nil
+	})
+	relayAdd = gray.Method1(relayType, "add", func(r *Relay, ctx context.Context, n int) (int, error) {
+		return gray.Get(ctx, addTo.Remote(r.target, n))
+	})
+
 	// Policy holds weights received by reference, like a rollout worker.
 	policyType = gray.Actor1("test.Policy", func(ctx context.Context, w []float64) (*Policy, error) {
 		return &Policy{w: w}, nil
@@ -62,6 +70,9 @@ var (
 )
 
 type Policy struct{ w []float64 }
+
+// Relay forwards calls to a Counter actor.
+type Relay struct{ target gray.Handle[Counter] }
 
 type GPUActor struct{ ids []int }
 
@@ -145,6 +156,12 @@ func TestKillActor(t *testing.T) {
 	if !errors.Is(err, gray.ErrActorDead) || !strings.Contains(err.Error(), "killed") {
 		t.Fatalf("method on a killed actor: %v", err)
 	}
+	// Killing on purpose is no task failure.
+	for _, e := range gray.Errors() {
+		if strings.Contains(e.Error(), "killed") {
+			t.Errorf("a deliberate Kill was reported as a failure: %v", e)
+		}
+	}
 	// Its GPU is free again: a second GPU actor can start.
 	h2, err := gpuActorType.Remote(ctx)
 	if err != nil {
@@ -213,5 +230,50 @@ func TestActorBadInput(t *testing.T) {
 	}
 	if _, err := gpuActorType.Remote(ctx); err == nil || !strings.Contains(err.Error(), "GPU") {
 		t.Fatalf("GPU actor without GPUs: %v", err)
+	}
+}
+
+func TestHandlePassedToActor(t *testing.T) {
+	ctx := start(t, gray.Options{})
+	c, err := counterType.Remote(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := relayType.Remote(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range []int{5, 12} {
+		want := []int{5, 17}[i]
+		if v, err := gray.Get(ctx, relayAdd.Remote(r, n)); err != nil || v != want {
+			t.Fatalf("relayed add %d = %d, %v; want %d", n, v, err, want)
+		}
+	}
+	if v, err := gray.Get(ctx, getCounter.Remote(c)); err != nil || v != 17 {
+		t.Fatalf("counter after two relayed adds = %d, %v; want 17", v, err)
+	}
+}
+
+func TestKillActorsWhileStarting(t *testing.T) {
+	ctx := start(t, gray.Options{})
+	for range 5 {
+		h, err := counterType.Remote(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := gray.Kill(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Killed actors are no sign of a broken worker setup.
+	h, err := counterType.Remote(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := gray.Get(ctx, increment.Remote(h)); err != nil || v != 1 {
+		t.Fatalf("after killing starting actors: %v, %v", v, err)
+	}
+	if v, err := gray.Get(ctx, inc.Remote(1)); err != nil || v != 2 {
+		t.Fatalf("tasks after killing starting actors: %v, %v", v, err)
 	}
 }

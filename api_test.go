@@ -366,3 +366,52 @@ func TestLocalMode(t *testing.T) {
 		t.Fatal("local panic should be an error")
 	}
 }
+
+var waitInTask = gray.Func1("test.waitInTask", func(ctx context.Context, n int) (int, error) {
+	var refs []gray.AnyRef
+	for i := range n {
+		refs = append(refs, inc.Remote(i))
+	}
+	ready, remaining, err := gray.Wait(ctx, refs, n, 0)
+	if err != nil {
+		return 0, err
+	}
+	return len(ready)*100 + len(remaining), nil
+})
+
+func TestWaitInsideTaskWithOneCPU(t *testing.T) {
+	ctx := start(t, gray.Options{NumCPUs: 1})
+	if v, err := gray.Get(ctx, waitInTask.Remote(5)); err != nil || v != 500 {
+		t.Fatalf("Wait inside a task: %v, %v", v, err)
+	}
+}
+
+func TestUnregisteredInWorkers(t *testing.T) {
+	ctx := start(t, gray.Options{NumCPUs: 1})
+	// Registered after the workers started (and never in them): a mistake
+	// the error must explain.
+	late := gray.Func0("test.lateRegistration", func(ctx context.Context) (int, error) { return 1, nil })
+	_, err := gray.Get(ctx, late.Remote())
+	if err == nil || !strings.Contains(err.Error(), "not registered") || !strings.Contains(err.Error(), "package level") {
+		t.Fatalf("unregistered in the worker: %v", err)
+	}
+}
+
+func TestGetHonoursContext(t *testing.T) {
+	ctx := start(t, gray.Options{})
+	slow := nap.Remote(2000)
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if _, err := gray.Get(short, slow); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Get past its deadline: %v", err)
+	}
+	cctx, cancel2 := context.WithCancel(ctx)
+	cancel2()
+	if _, _, err := gray.Wait(cctx, []gray.AnyRef{slow}, 1, 0); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Wait with a cancelled context: %v", err)
+	}
+	// The result is still there for a patient caller.
+	if v, err := gray.Get(ctx, slow); err != nil || v != 2000 {
+		t.Fatalf("Get after the deadline passed: %v, %v", v, err)
+	}
+}

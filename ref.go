@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
@@ -26,21 +28,54 @@ type AnyRef interface {
 // once the task producing it finishes. Refs are small values: copy them
 // freely, pass them as task arguments, or put them inside other values.
 type Ref[T any] struct {
-	id  ObjectID
-	s   *session
-	err error // a problem found before the object could be named
+	id   ObjectID
+	s    *session
+	err  error    // a problem found before the object could be named
+	keep *refKeep // driver refs only: when the last copy is collected, the object can be freed
+}
+
+// refKeep is shared by every copy of a driver's Ref. Once no copy remains
+// and no queued task needs the object, the driver frees it, unless the
+// reference escaped into an encoded value: a worker might still ask for it.
+//
+// It is padded to 64 bytes: the runtime keeps a span's cleanups in a list
+// sorted by address, and tiny objects packed 1,024 to a span made adding a
+// cleanup the most expensive part of Put.
+type refKeep struct {
+	escaped *atomic.Bool
+	_       [56]byte
 }
 
 // ID returns the object's ID.
-func (r Ref[T]) ID() ObjectID                      { return r.id }
-func (r Ref[T]) session() *session                 { return r.s }
-func (r Ref[T]) failure() error                    { return r.err }
-func (r Ref[T]) String() string                    { return "Ref(" + r.id.String() + ")" }
-func newRef[T any](s *session, id ObjectID) Ref[T] { return Ref[T]{id: id, s: s} }
+func (r Ref[T]) ID() ObjectID      { return r.id }
+func (r Ref[T]) session() *session { return r.s }
+func (r Ref[T]) failure() error    { return r.err }
+func (r Ref[T]) String() string    { return "Ref(" + r.id.String() + ")" }
+func newRef[T any](s *session, id ObjectID) Ref[T] {
+	r := Ref[T]{id: id, s: s}
+	if d, ok := s.b.(dropper); ok {
+		esc := new(atomic.Bool)
+		r.keep = &refKeep{escaped: esc}
+		runtime.AddCleanup(r.keep, func(id ObjectID) {
+			if !esc.Load() && !s.closed.Load() {
+				d.Drop(id)
+			}
+		}, id)
+	}
+	return r
+}
+
+// dropper is a backend that frees objects the program no longer refers to.
+type dropper interface{ Drop(id ObjectID) }
 
 // MarshalCBOR encodes the reference as its ID, so references can travel
 // inside values; the receiving process resolves it in its own session.
-func (r Ref[T]) MarshalCBOR() ([]byte, error) { return cbor.Marshal(r.id[:]) }
+func (r Ref[T]) MarshalCBOR() ([]byte, error) {
+	if r.keep != nil {
+		r.keep.escaped.Store(true)
+	}
+	return cbor.Marshal(r.id[:])
+}
 
 // UnmarshalCBOR decodes a reference written by MarshalCBOR.
 func (r *Ref[T]) UnmarshalCBOR(b []byte) error {
@@ -77,24 +112,95 @@ func check(r AnyRef) (*session, error) {
 
 // Put stores v in the object store and returns its reference. Values the
 // codec cannot carry (funcs, channels) are an error.
+//
+// A value whose encoding is codec.InlineThreshold (100 KiB) or more is
+// encoded straight into the node's shared-memory object store, numeric
+// slices in Apache Arrow's layout, so every process on the node reads it
+// without a copy (see Get). One larger than the store's capacity is an
+// error wrapping objstore.ErrTooLarge. Smaller values stay in the driver's
+// memory and never touch the file system.
 func Put[T any](ctx context.Context, v T) (Ref[T], error) {
 	s, err := sess()
 	if err != nil {
 		return Ref[T]{}, err
 	}
-	data, err := codec.Marshal(v)
-	if err != nil {
-		return Ref[T]{}, fmt.Errorf("gray: put: %w", err)
-	}
 	id := s.b.NewPutID()
-	if err := s.b.Put(id, task.Object{Data: data}); err != nil {
+	if err := putValue(s, id, v); err != nil {
 		return Ref[T]{}, fmt.Errorf("gray: put: %w", err)
 	}
 	return newRef[T](s, id), nil
 }
 
+// sharedPutter is a backend with a shared-memory object store.
+type sharedPutter interface {
+	SharedDir() string
+	PutEncoded(id ObjectID, size int, encode func([]byte) error) error
+}
+
+// encodeLarge prepares v and reports whether it belongs in shared memory
+// (b has a store and the encoding is at least codec.InlineThreshold).
+func encodeLarge(b backend, v any) (*codec.Encoding, bool, error) {
+	sp, ok := b.(interface{ SharedDir() string })
+	if !ok || sp.SharedDir() == "" || !mayBeLarge(v) {
+		return nil, false, nil
+	}
+	enc, err := codec.Prepare(v)
+	if err != nil {
+		return nil, false, err
+	}
+	return enc, enc.Size() >= codec.InlineThreshold, nil
+}
+
+// mayBeLarge is false for values whose encoding is small whatever they
+// hold (numbers, booleans, structs of those), which skips preparing the
+// zero-copy encoding on the path of small puts and results.
+func mayBeLarge(v any) bool {
+	switch v.(type) {
+	case nil, bool, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
+		return false
+	case string:
+		return len(v.(string)) >= codec.InlineThreshold/2
+	}
+	return true
+}
+
+// putValue stores v under id: in shared memory when large, inline otherwise.
+func putValue(s *session, id ObjectID, v any) error {
+	enc, large, err := encodeLarge(s.b, v)
+	if err != nil {
+		return err
+	}
+	if large {
+		return s.b.(sharedPutter).PutEncoded(id, enc.Size(), func(dst []byte) error {
+			_, err := enc.EncodeTo(dst)
+			return err
+		})
+	}
+	data, err := codec.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return s.b.Put(id, task.Object{Data: data})
+}
+
 // Get waits for the object r refers to and returns its value. A failed
 // task's error is returned as a *TaskError.
+//
+// Zero-copy rule: a large object (see Put) is decoded straight from the
+// node's shared memory, so its numeric slices ([]float32, []float64,
+// []int32, []int64, []uint8, wherever they sit in the value) point into a
+// read-only mapping shared by every process on the node. They are
+// read-only: copy before writing (slices.Clone; append copies by itself).
+// Inside a task, a write is reported as an error on the task's references
+// (wrapping objstore.ErrReadOnly); in the driver, it stops the program with
+// "unexpected fault address" (SIGSEGV), never silently changing the object.
+//
+// Lifetime: in the driver, the slices stay valid while any Ref to the
+// object is reachable (keep the Ref beside the value, or copy); in a
+// remote function, until the function returns. Actors receive private
+// copies of large arguments and Get results, so they may keep them across
+// calls. An evicted object that a remote function made is rebuilt by
+// re-running it; one made by Put cannot be and Get says so.
 func Get[T any](ctx context.Context, r Ref[T]) (T, error) {
 	var zero T
 	s, err := check(r)
@@ -102,6 +208,7 @@ func Get[T any](ctx context.Context, r Ref[T]) (T, error) {
 		return zero, err
 	}
 	objs, err := s.b.Get(ctx, []ObjectID{r.id})
+	runtime.KeepAlive(r.keep)
 	if err != nil {
 		return zero, err
 	}
@@ -113,7 +220,7 @@ func decodeObj[T any](o task.Object) (T, error) {
 	if o.Err != nil {
 		return v, o.Err
 	}
-	if err := codec.Unmarshal(o.Data, &v); err != nil {
+	if err := decodeBytes(o.Data, &v); err != nil {
 		return v, fmt.Errorf("gray: get: %w", err)
 	}
 	return v, nil
@@ -136,6 +243,7 @@ func GetAll[T any](ctx context.Context, rs []Ref[T]) ([]T, error) {
 		oids[i] = r.id
 	}
 	objs, err := s.b.Get(ctx, oids)
+	runtime.KeepAlive(rs)
 	if err != nil {
 		return nil, err
 	}
@@ -181,6 +289,7 @@ func Wait(ctx context.Context, refs []AnyRef, numReturns int, timeout time.Durat
 		oids[i] = r.ID()
 	}
 	ok, err := s.b.Wait(ctx, oids, numReturns, timeout)
+	runtime.KeepAlive(refs)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -192,4 +301,13 @@ func Wait(ctx context.Context, refs []AnyRef, numReturns int, timeout time.Durat
 		}
 	}
 	return ready, remaining, nil
+}
+
+// decodeBytes decodes either encoding: the zero-copy format of shared
+// objects (slices pointing into data) or the CBOR of inline values.
+func decodeBytes(data []byte, v any) error {
+	if codec.IsZeroCopy(data) {
+		return codec.DecodeZeroCopy(data, v)
+	}
+	return codec.Unmarshal(data, v)
 }

@@ -4,6 +4,7 @@ package gray
 
 import (
 	"context"
+	"runtime"
 
 	"github.com/gray-ml/gray/runtime/task"
 )
@@ -175,6 +176,8 @@ func (f *Function1[A1, R]) Remote(a1 any) Ref[R] {
 	c := newCall(task.KindFunc, f.name, 1, 1)
 	addArg[A1](c, 0, a1)
 	c.submit()
+	// Reference arguments must outlive the submission that pins their objects.
+	runtime.KeepAlive(a1)
 	return ref[R](c, 0)
 }
 
@@ -213,6 +216,8 @@ func (f *Function1x2[A1, R1, R2]) Remote(a1 any) (Ref[R1], Ref[R2]) {
 	c := newCall(task.KindFunc, f.name, 2, 1)
 	addArg[A1](c, 0, a1)
 	c.submit()
+	// Reference arguments must outlive the submission that pins their objects.
+	runtime.KeepAlive(a1)
 	return ref[R1](c, 0), ref[R2](c, 1)
 }
 
@@ -251,6 +256,8 @@ func (f *Function1x3[A1, R1, R2, R3]) Remote(a1 any) (Ref[R1], Ref[R2], Ref[R3])
 	c := newCall(task.KindFunc, f.name, 3, 1)
 	addArg[A1](c, 0, a1)
 	c.submit()
+	// Reference arguments must outlive the submission that pins their objects.
+	runtime.KeepAlive(a1)
 	return ref[R1](c, 0), ref[R2](c, 1), ref[R3](c, 2)
 }
 
@@ -289,6 +296,8 @@ func (f *Function1x4[A1, R1, R2, R3, R4]) Remote(a1 any) (Ref[R1], Ref[R2], Ref[
 	c := newCall(task.KindFunc, f.name, 4, 1)
 	addArg[A1](c, 0, a1)
 	c.submit()
+	// Reference arguments must outlive the submission that pins their objects.
+	runtime.KeepAlive(a1)
 	return ref[R1](c, 0), ref[R2](c, 1), ref[R3](c, 2), ref[R4](c, 3)
 }
 
@@ -332,6 +341,9 @@ func (f *Function2[A1, A2, R]) Remote(a1, a2 any) Ref[R] {
 	addArg[A1](c, 0, a1)
 	addArg[A2](c, 1, a2)
 	c.submit()
+	// Reference arguments must outlive the submission that pins their objects.
+	runtime.KeepAlive(a1)
+	runtime.KeepAlive(a2)
 	return ref[R](c, 0)
 }
 
@@ -375,6 +387,9 @@ func (f *Function2x2[A1, A2, R1, R2]) Remote(a1, a2 any) (Ref[R1], Ref[R2]) {
 	addArg[A1](c, 0, a1)
 	addArg[A2](c, 1, a2)
 	c.submit()
+	// Reference arguments must outlive the submission that pins their objects.
+	runtime.KeepAlive(a1)
+	runtime.KeepAlive(a2)
 	return ref[R1](c, 0), ref[R2](c, 1)
 }
 
@@ -418,6 +433,9 @@ func (f *Function2x3[A1, A2, R1, R2, R3]) Remote(a1, a2 any) (Ref[R1], Ref[R2], 
 	addArg[A1](c, 0, a1)
 	addArg[A2](c, 1, a2)
 	c.submit()
+	// Reference arguments must outlive the submission that pins their objects.
+	runtime.KeepAlive(a1)
+	runtime.KeepAlive(a2)
 	return ref[R1](c, 0), ref[R2](c, 1), ref[R3](c, 2)
 }
 
@@ -461,6 +479,9 @@ func (f *Function2x4[A1, A2, R1, R2, R3, R4]) Remote(a1, a2 any) (Ref[R1], Ref[R
 	addArg[A1](c, 0, a1)
 	addArg[A2](c, 1, a2)
 	c.submit()
+	// Reference arguments must outlive the submission that pins their objects.
+	runtime.KeepAlive(a1)
+	runtime.KeepAlive(a2)
 	return ref[R1](c, 0), ref[R2](c, 1), ref[R3](c, 2), ref[R4](c, 3)
 }
 
@@ -509,6 +530,10 @@ func (f *Function3[A1, A2, A3, R]) Remote(a1, a2, a3 any) Ref[R] {
 	addArg[A2](c, 1, a2)
 	addArg[A3](c, 2, a3)
 	c.submit()
+	// Reference arguments must outlive the submission that pins their objects.
+	runtime.KeepAlive(a1)
+	runtime.KeepAlive(a2)
+	runtime.KeepAlive(a3)
 	return ref[R](c, 0)
 }
 
@@ -557,6 +582,10 @@ func (f *Function3x2[A1, A2, A3, R1, R2]) Remote(a1, a2, a3 any) (Ref[R1], Ref[R
 	addArg[A2](c, 1, a2)
 	addArg[A3](c, 2, a3)
 	c.submit()
+	// Reference arguments must outlive the submission that pins their objects.
+	runtime.KeepAlive(a1)
+	runtime.KeepAlive(a2)
+	runtime.KeepAlive(a3)
 	return ref[R1](c, 0), ref[R2](c, 1)
 }
 
@@ -605,6 +634,10 @@ func (f *Function3x3[A1, A2, A3, R1, R2, R3]) Remote(a1, a2, a3 any) (Ref[R1], R
 	addArg[A2](c, 1, a2)
 	addArg[A3](c, 2, a3)
 	c.submit()
+	// Reference arguments must outlive the submission that pins their objects.
+	runtime.KeepAlive(a1)
+	runtime.KeepAlive(a2)
+	runtime.KeepAlive(a3)
 	return ref[R1](c, 0), ref[R2](c, 1), ref[R3](c, 2)
 }
 
@@ -653,6 +686,10 @@ func (f *Function3x4[A1, A2, A3, R1, R2, R3, R4]) Remote(a1, a2, a3 any) (Ref[R1
 	addArg[A2](c, 1, a2)
 	addArg[A3](c, 2, a3)
 	c.submit()
+	// Reference arguments must outlive the submission that pins their objects.
+	runtime.KeepAlive(a1)
+	runtime.KeepAlive(a2)
+	runtime.KeepAlive(a3)
 	return ref[R1](c, 0), ref[R2](c, 1), ref[R3](c, 2), ref[R4](c, 3)
 }
 
@@ -706,6 +743,11 @@ func (f *Function4[A1, A2, A3, A4, R]) Remote(a1, a2, a3, a4 any) Ref[R] {
 	addArg[A3](c, 2, a3)
 	addArg[A4](c, 3, a4)
 	c.submit()
+	// Reference arguments must outlive the submission that pins their objects.
+	runtime.KeepAlive(a1)
+	runtime.KeepAlive(a2)
+	runtime.KeepAlive(a3)
+	runtime.KeepAlive(a4)
 	return ref[R](c, 0)
 }
 
@@ -759,6 +801,11 @@ func (f *Function4x2[A1, A2, A3, A4, R1, R2]) Remote(a1, a2, a3, a4 any) (Ref[R1
 	addArg[A3](c, 2, a3)
 	addArg[A4](c, 3, a4)
 	c.submit()
+	// Reference arguments must outlive the submission that pins their objects.
+	runtime.KeepAlive(a1)
+	runtime.KeepAlive(a2)
+	runtime.KeepAlive(a3)
+	runtime.KeepAlive(a4)
 	return ref[R1](c, 0), ref[R2](c, 1)
 }
 
@@ -812,6 +859,11 @@ func (f *Function4x3[A1, A2, A3, A4, R1, R2, R3]) Remote(a1, a2, a3, a4 any) (Re
 	addArg[A3](c, 2, a3)
 	addArg[A4](c, 3, a4)
 	c.submit()
+	// Reference arguments must outlive the submission that pins their objects.
+	runtime.KeepAlive(a1)
+	runtime.KeepAlive(a2)
+	runtime.KeepAlive(a3)
+	runtime.KeepAlive(a4)
 	return ref[R1](c, 0), ref[R2](c, 1), ref[R3](c, 2)
 }
 
@@ -865,6 +917,11 @@ func (f *Function4x4[A1, A2, A3, A4, R1, R2, R3, R4]) Remote(a1, a2, a3, a4 any)
 	addArg[A3](c, 2, a3)
 	addArg[A4](c, 3, a4)
 	c.submit()
+	// Reference arguments must outlive the submission that pins their objects.
+	runtime.KeepAlive(a1)
+	runtime.KeepAlive(a2)
+	runtime.KeepAlive(a3)
+	runtime.KeepAlive(a4)
 	return ref[R1](c, 0), ref[R2](c, 1), ref[R3](c, 2), ref[R4](c, 3)
 }
 
@@ -1010,6 +1067,7 @@ func (m *ActorMethod0[T, R]) Name() string { return m.name }
 func (m *ActorMethod0[T, R]) Remote(h Handle[T]) Ref[R] {
 	c := newMethodCall(h, m.name, 0)
 	c.submit()
+	runtime.KeepAlive(h) // the actor must outlive the submission
 	return ref[R](c, 0)
 }
 
@@ -1050,6 +1108,8 @@ func (m *ActorMethod1[T, A1, R]) Remote(h Handle[T], a1 any) Ref[R] {
 	c := newMethodCall(h, m.name, 1)
 	addArg[A1](c, 0, a1)
 	c.submit()
+	runtime.KeepAlive(h) // the actor must outlive the submission
+	runtime.KeepAlive(a1)
 	return ref[R](c, 0)
 }
 
@@ -1095,6 +1155,9 @@ func (m *ActorMethod2[T, A1, A2, R]) Remote(h Handle[T], a1, a2 any) Ref[R] {
 	addArg[A1](c, 0, a1)
 	addArg[A2](c, 1, a2)
 	c.submit()
+	runtime.KeepAlive(h) // the actor must outlive the submission
+	runtime.KeepAlive(a1)
+	runtime.KeepAlive(a2)
 	return ref[R](c, 0)
 }
 
@@ -1145,6 +1208,10 @@ func (m *ActorMethod3[T, A1, A2, A3, R]) Remote(h Handle[T], a1, a2, a3 any) Ref
 	addArg[A2](c, 1, a2)
 	addArg[A3](c, 2, a3)
 	c.submit()
+	runtime.KeepAlive(h) // the actor must outlive the submission
+	runtime.KeepAlive(a1)
+	runtime.KeepAlive(a2)
+	runtime.KeepAlive(a3)
 	return ref[R](c, 0)
 }
 
@@ -1200,5 +1267,10 @@ func (m *ActorMethod4[T, A1, A2, A3, A4, R]) Remote(h Handle[T], a1, a2, a3, a4 
 	addArg[A3](c, 2, a3)
 	addArg[A4](c, 3, a4)
 	c.submit()
+	runtime.KeepAlive(h) // the actor must outlive the submission
+	runtime.KeepAlive(a1)
+	runtime.KeepAlive(a2)
+	runtime.KeepAlive(a3)
+	runtime.KeepAlive(a4)
 	return ref[R](c, 0)
 }

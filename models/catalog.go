@@ -53,10 +53,13 @@ func ActionDistFor(space envs.Space, distType string) (ActionDist, error) {
 }
 
 // NewModel returns a model for observations of the given shape (after
-// preprocessing) producing numOutputs outputs: a FullyConnected network on
-// the flattened observation. Image-shaped observations are flattened too;
-// there is no convolutional network yet.
+// preprocessing) producing numOutputs outputs: a ConvNet for image shapes
+// [H, W, C] (C ≤ 16, H and W above 1), otherwise a FullyConnected network
+// on the flattened observation.
 func NewModel(obsShape []int, numOutputs int, opts ModelOptions, seed uint64) (Model, error) {
+	if len(obsShape) == 3 && obsShape[0] > 1 && obsShape[1] > 1 && obsShape[2] >= 1 && obsShape[2] <= 16 {
+		return NewConvNet(obsShape, numOutputs, opts, seed)
+	}
 	n := 1
 	for _, d := range obsShape {
 		if d <= 0 {

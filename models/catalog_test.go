@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/gray-ml/gray/envs"
 )
 
@@ -293,5 +295,51 @@ func TestPolicyAct(t *testing.T) {
 	}
 	if s := pol.Model.Params().Signature(); !strings.HasPrefix(s, "fc0/w[3x8] fc0/b[1x8] fc_out/w[8x3]") {
 		t.Fatalf("signature %q", s)
+	}
+}
+
+func TestInitialisers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, shape := range [][2]int{{6, 3}, {3, 6}, {5, 5}} {
+		p := NewParams()
+		w := p.New("w", shape[0], shape[1])
+		InitOrthogonal(w, 2, rng)
+		// Columns (tall) or rows (wide) are orthogonal with norm 2.
+		d := w.Dense()
+		var g mat.Dense
+		if shape[0] >= shape[1] {
+			g.Mul(d.T(), d)
+		} else {
+			g.Mul(d, d.T())
+		}
+		r, _ := g.Dims()
+		for i := 0; i < r; i++ {
+			for j := 0; j < r; j++ {
+				want := 0.0
+				if i == j {
+					want = 4
+				}
+				if math.Abs(g.At(i, j)-want) > 1e-12 {
+					t.Fatalf("%v: gram[%d,%d] = %v, want %v", shape, i, j, g.At(i, j), want)
+				}
+			}
+		}
+		InitNormc(w, 0.5, rng)
+		for j := 0; j < w.Cols; j++ {
+			s := 0.0
+			for i := 0; i < w.Rows; i++ {
+				s += w.At(i, j) * w.At(i, j)
+			}
+			if !near(math.Sqrt(s), 0.5, 1e-12) {
+				t.Fatalf("normc column %d has norm %v", j, math.Sqrt(s))
+			}
+		}
+		InitXavier(w, 1, rng)
+		lim := math.Sqrt(6 / float64(shape[0]+shape[1]))
+		for _, v := range w.Data {
+			if math.Abs(v) > lim {
+				t.Fatalf("xavier value %v beyond %v", v, lim)
+			}
+		}
 	}
 }

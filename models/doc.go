@@ -17,7 +17,9 @@
 //   - FullyConnected (NewFullyConnected, or NewModel from the catalog): hidden
 //     layers, an output layer, optional free log-std and value function,
 //     configured by ModelOptions with RLlib's keys (fcnet_hiddens,
-//     fcnet_activation, free_log_std, vf_share_layers).
+//     fcnet_activation, free_log_std, vf_share_layers). ConvNet (Conv2D
+//     layers from conv_filters, then the same fully connected part) serves
+//     image observations [H, W, C].
 //   - Adam, SGD and ClipByGlobalNorm work on the flat vectors.
 //   - ActionDist: Categorical, DiagGaussian, Deterministic. Tape methods
 //     (LogLikelihood, Entropy, KL) are differentiable; Sample, Mode and
@@ -54,14 +56,34 @@
 //
 // # Acting
 //
-//	tape.SetNoGrad(true) // a separate tape, or switch back before training
-//	tape.Reset()
-//	o := pol.Model.Forward(tape, tape.Const(numEnvs, 4, obsBatch))
-//	pol.Dist.Sample(rng, o.Out.Data, actions)      // len(actions) = numEnvs·ActionSize
-//	pol.Dist.LogProb(o.Out.Data, actions, logps)   // for PPO's old log-probs
-//	// o.Value.Data holds the value estimates.
+// Policy.Act does preprocessing, the optional MeanStdFilter, a no-grad
+// forward pass, sampling (or the mode), log-probs and values in one call,
+// reusing the buffers of its Actions argument:
 //
-// Weights travel as params.GetFlat(nil) and arrive with params.SetFlat(w).
+//	var a models.Actions
+//	err := pol.Act(actTape, rng, vecObs /* [][]float64 from envs.Vector */, true, &a)
+//	// a.Actions, a.LogP, a.Values, a.DistInputs, a.Obs (preprocessed rows)
+//
+// By hand: tape.SetNoGrad(true); o := Model.Forward(...); then
+// Dist.Sample(rng, o.Out.Data, actions) and Dist.LogProb(o.Out.Data,
+// actions, logp).
+//
+// # Other algorithms
+//
+// DQN: q := Forward(...).Out; qa := tape.Gather(q, tape.Const(n, 1, acts));
+// targets from a second model (SetFlat from the online one) with
+// tape.RowMax; loss tape.Mean(tape.Huber(tape.Sub(qa, target), 1)).
+// A3C ships params.GetFlatGrad(nil) and applies received gradients with
+// params.SetFlatGrad then opt.Step. ES perturbs params.Flat() directly.
+//
+// Model plugins: tape.Variable gives input gradients; tape.AddGrad +
+// tape.Propagate (or BackwardFrom) backpropagate output gradients that
+// arrive from elsewhere; tape.Apply runs an external Func (a remote model)
+// inside a local graph, reporting its errors through tape.Err.
+//
+// Weights travel as params.GetFlat(nil) and arrive with params.SetFlat(w);
+// save params.Signature() with them and compare it on restore.
+// params.CheckFinite(true) names the first NaN or Inf weight or gradient.
 //
 // Shape errors are programming errors and panic with a message naming the
 // operation and the shapes; everything that depends on user input (spaces,

@@ -28,6 +28,10 @@ type ModelOptions struct {
 	// output layer uses gain 0.01 so the first policy is near uniform, and
 	// the value head gain 1.
 	Init Init `json:"init"`
+	// ConvFilters are the convolutional layers for image observations
+	// ([H, W, C]), in RLlib's form [[out_channels, [kh, kw], stride], ...];
+	// empty picks RLlib's filters for 84×84 images or a small default.
+	ConvFilters []ConvFilter `json:"conv_filters"`
 	// Value asks for a value function output (Output.Value). Algorithms set
 	// it (PPO and A3C do, ES and DQN do not); it is not a user key.
 	Value bool `json:"-"`
@@ -47,9 +51,11 @@ func (o *ModelOptions) UnmarshalJSON(b []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	p := plain(*o)
-	p.Hiddens = append([]int(nil), o.Hiddens...) // decoding reuses a slice's array; keep the caller's intact
+	// Decoding reuses a slice's array; keep the caller's intact.
+	p.Hiddens = append([]int(nil), o.Hiddens...)
+	p.ConvFilters = append([]ConvFilter(nil), o.ConvFilters...)
 	if err := dec.Decode(&p); err != nil {
-		return fmt.Errorf("model options (known keys: fcnet_hiddens, fcnet_activation, free_log_std, vf_share_layers, init): %w", err)
+		return fmt.Errorf("model options (known keys: fcnet_hiddens, fcnet_activation, free_log_std, vf_share_layers, init, conv_filters): %w", err)
 	}
 	*o = ModelOptions(p)
 	return nil
@@ -127,11 +133,21 @@ func NewFullyConnected(numInputs, numOutputs int, opts ModelOptions, seed uint64
 	if opts.FreeLogStd && numOutputs%2 != 0 {
 		return nil, fmt.Errorf("models: free_log_std needs an even number of outputs (means, then log stds), got %d", numOutputs)
 	}
-	m := &FullyConnected{opts: opts, in: numInputs, out: numOutputs, params: NewParams(), activation: opTanh}
+	return newFullyConnected(NewParams(), newRand(seed), numInputs, numOutputs, opts)
+}
+
+// newRand returns the generator that initialises a model built with seed.
+func newRand(seed uint64) *rand.Rand {
+	return rand.New(rand.NewPCG(seed, 0x6d6f64656c73)) // second word: "models"
+}
+
+// newFullyConnected builds the network's layers into p (which may already
+// hold other layers, such as a convolutional stack's).
+func newFullyConnected(p *Params, rng *rand.Rand, numInputs, numOutputs int, opts ModelOptions) (*FullyConnected, error) {
+	m := &FullyConnected{opts: opts, in: numInputs, out: numOutputs, params: p, activation: opTanh}
 	if opts.Activation == "relu" {
 		m.activation = opRelu
 	}
-	rng := rand.New(rand.NewPCG(seed, 0x6d6f64656c73)) // second word: "models"
 	hiddenGain := 1.0
 	if opts.Init == InitNameOrthogonal || opts.Init == "" {
 		hiddenGain = math.Sqrt2

@@ -19,3 +19,9 @@ func kern1x8(k int, a *float64, aks int, b *float64, ldb int, c *float64)
 //
 //go:noescape
 func tanh4(dst, src []float64)
+
+// adam4 applies Adam to the first len(w)&^3 weights (AVX2+FMA); g, m and v
+// must be at least as long as w.
+//
+//go:noescape
+func adam4(w, g, m, v []float64, b1, b2, step, sc2, eps float64)

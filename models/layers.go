@@ -5,7 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/lapack/lapack64"
 )
 
 // Dense is a fully connected layer y = x·W + B with W [in×out] and B [1×out].
@@ -82,31 +83,38 @@ func InitXavier(w *Tensor, gain float64, rng *rand.Rand) {
 
 // InitOrthogonal fills w with gain times a random matrix with orthonormal
 // columns (or rows, when w is wide), from the QR decomposition of a
-// Gaussian matrix with the signs fixed so the draw is uniform.
+// Gaussian matrix with the signs fixed so the draw is uniform. It forms
+// only the thin factor, so large layers stay cheap.
 func InitOrthogonal(w *Tensor, gain float64, rng *rand.Rand) {
 	m, n := w.Rows, w.Cols
 	tall := m >= n
 	if !tall {
 		m, n = n, m
 	}
-	g := mat.NewDense(m, n, nil)
-	for i := 0; i < m; i++ {
-		for j := 0; j < n; j++ {
-			g.Set(i, j, rng.NormFloat64())
+	a := blas64.General{Rows: m, Cols: n, Stride: n, Data: make([]float64, m*n)}
+	for i := range a.Data {
+		a.Data[i] = rng.NormFloat64()
+	}
+	tau := make([]float64, n)
+	work := make([]float64, 1)
+	lapack64.Geqrf(a, tau, work, -1)
+	work = make([]float64, int(work[0]))
+	lapack64.Geqrf(a, tau, work, len(work))
+	signs := make([]float64, n)
+	for j := range signs {
+		signs[j] = 1
+		if a.Data[j*n+j] < 0 {
+			signs[j] = -1
 		}
 	}
-	var qr mat.QR
-	qr.Factorize(g)
-	var q, r mat.Dense
-	qr.QTo(&q)
-	qr.RTo(&r)
-	for j := 0; j < n; j++ {
-		sign := 1.0
-		if r.At(j, j) < 0 {
-			sign = -1
-		}
-		for i := 0; i < m; i++ {
-			v := gain * sign * q.At(i, j)
+	lapack64.Orgqr(a, tau, work, -1)
+	if need := int(work[0]); need > len(work) {
+		work = make([]float64, need)
+	}
+	lapack64.Orgqr(a, tau, work, len(work))
+	for i := 0; i < m; i++ {
+		for j := 0; j < n; j++ {
+			v := gain * signs[j] * a.Data[i*n+j]
 			if tall {
 				w.Data[i*w.Cols+j] = v
 			} else {

@@ -484,6 +484,8 @@ func (nd *node) backward() {
 		}
 	case opAdd, opSub, opMul, opDiv, opMin, opMax:
 		nd.binaryBackward()
+	case opConv:
+		nd.convBackward()
 	case opAddScalar, opScale, opTanh, opRelu, opSigmoid, opExp, opLog, opSquare, opSqrt, opAbs, opClip, opHuber:
 		nd.unaryBackward()
 	case opSum, opMean:

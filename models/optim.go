@@ -82,15 +82,31 @@ func (o *Adam) Step(w, g []float64) error {
 	b1, b2 := o.Beta1, o.Beta2
 	c1 := 1 / (1 - math.Pow(b1, float64(s.Step)))
 	c2 := 1 / (1 - math.Pow(b2, float64(s.Step)))
-	m, v, g := s.M[:len(w)], s.V[:len(w)], g[:len(w)]
-	lr, eps := o.LR, o.Epsilon
+	// w -= LR·c1·m / (√(c2·v) + ε), with √c2 taken out of the loop.
+	adamUpdate(w, g[:len(w)], s.M[:len(w)], s.V[:len(w)], b1, b2, o.LR*c1, math.Sqrt(c2), o.Epsilon)
+	return nil
+}
+
+// adamUpdate applies one Adam update; step is LR times the first moment's
+// bias correction, sc2 the square root of the second's. CPUs with AVX2 and
+// FMA update four weights at a time.
+func adamUpdate(w, g, m, v []float64, b1, b2, step, sc2, eps float64) {
+	done := 0
+	if haveFMA {
+		adam4(w, g, m, v, b1, b2, step, sc2, eps)
+		done = len(w) &^ 3
+	}
+	adamGo(w[done:], g[done:], m[done:], v[done:], b1, b2, step, sc2, eps)
+}
+
+func adamGo(w, g, m, v []float64, b1, b2, step, sc2, eps float64) {
+	g, m, v = g[:len(w)], m[:len(w)], v[:len(w)]
 	for i, d := range g {
 		mi := b1*m[i] + (1-b1)*d
 		vi := b2*v[i] + (1-b2)*d*d
 		m[i], v[i] = mi, vi
-		w[i] -= lr * (mi * c1) / (math.Sqrt(vi*c2) + eps)
+		w[i] -= step * mi / (math.Sqrt(vi)*sc2 + eps)
 	}
-	return nil
 }
 
 // State returns a copy of the optimizer's state.

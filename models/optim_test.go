@@ -92,3 +92,24 @@ func TestClipByGlobalNorm(t *testing.T) {
 		t.Fatalf("NaN gradient reported norm %v", n)
 	}
 }
+
+// TestAdamKernelMatchesGo compares the vectorised update (where the CPU has
+// it) with the plain loop over many steps and an odd length.
+func TestAdamKernelMatchesGo(t *testing.T) {
+	const n = 1003
+	w1, w2 := make([]float64, n), make([]float64, n)
+	m1, m2, v1, v2 := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+	g := make([]float64, n)
+	for step := 0; step < 50; step++ {
+		for i := range g {
+			g[i] = math.Sin(float64(i*7+step)) * float64(1+i%5)
+		}
+		adamUpdate(w1, g, m1, v1, 0.9, 0.999, 0.01, 0.7, 1e-8)
+		adamGo(w2, g, m2, v2, 0.9, 0.999, 0.01, 0.7, 1e-8)
+	}
+	for i := range w1 {
+		if !near(w1[i], w2[i], 1e-12) || !near(m1[i], m2[i], 1e-12) || !near(v1[i], v2[i], 1e-12) {
+			t.Fatalf("weight %d: %v vs %v (m %v vs %v, v %v vs %v)", i, w1[i], w2[i], m1[i], m2[i], v1[i], v2[i])
+		}
+	}
+}

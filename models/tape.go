@@ -83,6 +83,7 @@ const (
 	opCols
 	opRepeatRows
 	opFunc
+	opConv
 )
 
 // node is one recorded operation: its inputs, scalar arguments, result and
@@ -91,18 +92,28 @@ type node struct {
 	op      opcode
 	a, b, c *Tensor
 	s1, s2  float64
-	i1, i2  int
+	i1      int
 	out     *Tensor
 	data    []float64
 	grad    []float64
 	ints    []int
 	fn      Func
+	conv    ConvGeom
+	aux     []float64 // Conv2D's unfolded patches
+	aux2    []float64 // Conv2D's patch gradients
 	scratch []float64 // gemm's workspace: transposed weights, a column
 }
 
 // push takes the next slot and shapes its result; the result needs a
 // gradient when any input does and recording is on.
 func (t *Tape) push(op opcode, rows, cols int, a, b, c *Tensor) (*node, *Tensor) {
+	return t.pushData(op, rows, cols, a, b, c, nil)
+}
+
+// pushData is push with the result viewing view instead of the slot's own
+// buffer when view is non-nil (Const, StopGradient), so large inputs are
+// never copied or duplicated.
+func (t *Tape) pushData(op opcode, rows, cols int, a, b, c *Tensor, view []float64) (*node, *Tensor) {
 	if t.n == len(t.nodes) {
 		t.nodes = append(t.nodes, &node{out: &Tensor{}})
 	}
@@ -111,12 +122,16 @@ func (t *Tape) push(op opcode, rows, cols int, a, b, c *Tensor) (*node, *Tensor)
 	nd.op, nd.a, nd.b, nd.c = op, a, b, c
 	need := !t.noGrad && (a != nil && a.Grad != nil || b != nil && b.Grad != nil || c != nil && c.Grad != nil)
 	n := rows * cols
-	if cap(nd.data) < n {
-		nd.data = make([]float64, n)
-	}
 	out := nd.out
 	out.Rows, out.Cols = rows, cols
-	out.Data = nd.data[:n]
+	if view != nil {
+		out.Data = view[:n]
+	} else {
+		if cap(nd.data) < n {
+			nd.data = make([]float64, n)
+		}
+		out.Data = nd.data[:n]
+	}
 	if need {
 		if cap(nd.grad) < n {
 			nd.grad = make([]float64, n)
@@ -136,15 +151,15 @@ func (t *Tape) Const(rows, cols int, data []float64) *Tensor {
 	if rows < 0 || cols < 0 {
 		panic(fmt.Sprintf("models: Const with shape [%dx%d]", rows, cols))
 	}
-	nd, out := t.push(opLeaf, rows, cols, nil, nil, nil)
 	if data != nil {
 		if len(data) < rows*cols {
 			panic(fmt.Sprintf("models: Const [%dx%d] needs %d values, got %d", rows, cols, rows*cols, len(data)))
 		}
-		out.Data = data[:rows*cols]
-	} else {
-		clear(nd.data[:rows*cols])
+		_, out := t.pushData(opLeaf, rows, cols, nil, nil, nil, data)
+		return out
 	}
+	_, out := t.push(opLeaf, rows, cols, nil, nil, nil)
+	clear(out.Data)
 	return out
 }
 
@@ -167,8 +182,7 @@ func (t *Tape) Variable(rows, cols int, data []float64) *Tensor {
 // StopGradient returns x's values as a constant: backpropagation does not
 // pass through it. The result views x's data.
 func (t *Tape) StopGradient(x *Tensor) *Tensor {
-	_, out := t.push(opLeaf, x.Rows, x.Cols, nil, nil, nil)
-	out.Data = x.Data[:x.Len()]
+	_, out := t.pushData(opLeaf, x.Rows, x.Cols, nil, nil, nil, x.Data[:x.Len()])
 	return out
 }
 

@@ -1,6 +1,7 @@
 package plugins
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,6 +10,8 @@ import (
 	"image"
 	"image/png"
 	"math"
+	"net"
+	"strings"
 	"time"
 
 	"github.com/gray-ml/gray/envs"
@@ -42,6 +45,7 @@ type Vector struct {
 	restarts []time.Time // restart times within the window
 	actBuf   []float64
 	closed   bool
+	fast     *fastConn // nil: step over gRPC
 }
 
 var _ envs.Vector = (*Vector)(nil)
@@ -83,7 +87,78 @@ func (v *Vector) launch() error {
 		return err
 	}
 	v.proc, v.env = p, client
+	v.fast = nil
+	if !v.opts.DisableFastStep {
+		v.fast = v.openFast()
+	}
 	return nil
+}
+
+// fastConn is the plugin's fast step socket (EnvService.OpenFastStep).
+type fastConn struct {
+	conn net.Conn
+	r    wire.FastReader
+	w    wire.FastWriter
+}
+
+// openFast connects to the plugin's fast step socket when it offers one;
+// plugins that do not (other languages, older SDKs) are stepped over gRPC.
+func (v *Vector) openFast() *fastConn {
+	var fs *pb.FastStep
+	err := v.proc.call(v.ctx, "opening the fast step socket", 0, func(ctx context.Context) (err error) {
+		fs, err = v.env.OpenFastStep(ctx, &pb.Empty{})
+		return err
+	})
+	if err != nil {
+		if !strings.Contains(err.Error(), "not implemented") && !strings.Contains(err.Error(), "Method not found") {
+			v.proc.warn("stepping over gRPC", "cause", err)
+		}
+		return nil
+	}
+	conn, err := net.DialTimeout(fs.Network, fs.Address, v.opts.StartTimeout)
+	if err != nil {
+		v.proc.warn("stepping over gRPC: cannot connect to the fast step socket", "cause", err)
+		return nil
+	}
+	return &fastConn{conn: conn, r: wire.FastReader{R: bufio.NewReaderSize(conn, 64<<10)}, w: wire.FastWriter{W: conn}}
+}
+
+// stepFast runs one step over the fast socket. A broken stream is dropped
+// (later steps go over gRPC) and reported like a failed gRPC call.
+func (v *Vector) stepFast(actions []float64) (*pb.StepResponse, error) {
+	f := v.fast
+	timeout := v.opts.CallTimeout
+	_ = f.conn.SetDeadline(time.Now().Add(timeout))
+	err := f.w.WriteRequest(actions)
+	var resp pb.StepResponse
+	if err == nil {
+		resp.Obs, resp.Rewards, resp.Terminated, resp.Truncated, resp.FinalObs, err = f.r.ReadAnswer()
+	}
+	if err == nil {
+		return &resp, nil
+	}
+	var stepErr *wire.ErrFastStep
+	if errors.As(err, &stepErr) {
+		return nil, v.proc.errorf("step", errors.New(stepErr.Msg))
+	}
+	f.conn.Close()
+	v.fast = nil
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		v.proc.kill()
+		return nil, v.proc.errorf("step", fmt.Errorf("no answer within %v; the plugin was killed (raise the call timeout if it is just slow)", timeout))
+	}
+	if v.proc.crashed() {
+		return nil, v.proc.errorf("step", fmt.Errorf("%w: %v", errCrashed, err))
+	}
+	return nil, v.proc.errorf("step", fmt.Errorf("fast step socket: %w", err))
+}
+
+func (v *Vector) closeFast() {
+	if v.fast != nil {
+		v.fast.conn.Close()
+		v.fast = nil
+	}
 }
 
 func (v *Vector) setSpaces(p *process, sp *pb.EnvSpaces) error {
@@ -177,10 +252,15 @@ func (v *Vector) Step(actions [][]float64) (envs.VectorStep, error) {
 		v.actBuf = append(v.actBuf, a...)
 	}
 	var resp *pb.StepResponse
-	err := v.proc.call(v.ctx, "step", 0, func(ctx context.Context) (err error) {
-		resp, err = v.env.Step(ctx, &pb.StepRequest{Actions: v.actBuf})
-		return err
-	})
+	var err error
+	if v.fast != nil {
+		resp, err = v.stepFast(v.actBuf)
+	} else {
+		err = v.proc.call(v.ctx, "step", 0, func(ctx context.Context) (err error) {
+			resp, err = v.env.Step(ctx, &pb.StepRequest{Actions: v.actBuf})
+			return err
+		})
+	}
 	if errors.Is(err, errCrashed) {
 		return v.recover(err)
 	}
@@ -274,6 +354,7 @@ func (v *Vector) restart(cause error) error {
 	}
 	v.restarts = append(v.restarts, now)
 	v.proc.warn("environment plugin crashed; restarting it", "restart", len(v.restarts), "cause", cause)
+	v.closeFast()
 	v.proc.kill()
 	return v.launch()
 }
@@ -348,6 +429,7 @@ func (v *Vector) Close() error {
 		return nil
 	}
 	v.closed = true
+	v.closeFast()
 	err := v.proc.call(v.ctx, "close", 5*time.Second, func(ctx context.Context) error {
 		_, err := v.env.Close(ctx, &pb.Empty{})
 		return err

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/envs"
 	pb "github.com/gray-ml/gray/plugins/proto"
 )
@@ -33,11 +34,25 @@ var (
 	pythonGridBin string
 )
 
+// workerFolderEnv names the plugins folder that the test's gray worker
+// processes register, as the platform's RegisterDefaults does in every
+// process.
+const workerFolderEnv = "GRAY_PLUGINS_TEST_FOLDER"
+
 func TestMain(m *testing.M) {
 	if path := os.Getenv("GRAY_PLUGINS_TEST_HOST"); path != "" {
 		hostMain(path) // a host process for TestSIGKILLedHostLeavesNoPlugin
 		return
 	}
+	// In a worker process (the test binary started again by gray), register
+	// the same plugins as the driver, then serve tasks and never return.
+	if dir := os.Getenv(workerFolderEnv); dir != "" {
+		if err := RegisterFolder(dir); err != nil {
+			fmt.Fprintln(os.Stderr, "worker:", err)
+			os.Exit(1)
+		}
+	}
+	gray.ServeIfWorker()
 	dir, err := os.MkdirTemp("", "gray-plugins-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -55,7 +70,29 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	pythonGridBin, _ = filepath.Abs("examples/python-env/gridworld.py")
+	// A plugins folder for the rollout-worker test, registered here and,
+	// through the environment, in every worker process.
+	folder := filepath.Join(dir, "folder")
+	err = os.MkdirAll(filepath.Join(folder, "env"), 0o755)
+	if err == nil {
+		err = os.Symlink(gridworldBin, filepath.Join(folder, "env", workerGridName))
+	}
+	if err == nil {
+		err = os.Setenv(workerFolderEnv, folder)
+	}
+	if err == nil {
+		err = RegisterFolder(folder)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if err := gray.Init(context.Background(), gray.Options{NumCPUs: 2}); err != nil {
+		fmt.Fprintln(os.Stderr, "gray.Init:", err)
+		os.Exit(1)
+	}
 	code := m.Run()
+	_ = gray.Shutdown()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -257,47 +294,67 @@ func TestBadPluginsGiveClearErrors(t *testing.T) {
 			want: []string{"no answer within 1s", "killed"}},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Setenv("GRAY_FAULTY_MODE", c.mode)
-			err := func() error {
-				v, err := NewVector(context.Background(), c.path, c.cfg, 1, quiet(t, c.opts))
-				if err != nil {
-					return err
-				}
-				defer v.Close()
-				if _, err := v.Reset([]int64{1}); err != nil {
-					return err
-				}
-				if !c.atStep {
-					t.Fatal("the plugin started and reset without an error")
-				}
-				for i := 0; i < 5; i++ {
-					if _, err := v.Step([][]float64{{0}}); err != nil {
+		for _, grpcOnly := range []bool{false, true} {
+			if grpcOnly && !c.atStep {
+				continue // the transports differ only in how Step travels
+			}
+			name := c.name
+			if grpcOnly {
+				name += "/grpc"
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Setenv("GRAY_FAULTY_MODE", c.mode)
+				opts := c.opts
+				opts.DisableFastStep = grpcOnly
+				err := func() error {
+					v, err := NewVector(context.Background(), c.path, c.cfg, 1, quiet(t, opts))
+					if err != nil {
 						return err
 					}
+					defer v.Close()
+					if _, err := v.Reset([]int64{1}); err != nil {
+						return err
+					}
+					if !c.atStep {
+						t.Fatal("the plugin started and reset without an error")
+					}
+					for i := 0; i < 5; i++ {
+						if _, err := v.Step([][]float64{{0}}); err != nil {
+							return err
+						}
+					}
+					return nil
+				}()
+				if err == nil {
+					t.Fatal("no error")
 				}
-				return nil
-			}()
-			if err == nil {
-				t.Fatal("no error")
-			}
-			msg := err.Error()
-			if !strings.Contains(msg, c.path) {
-				t.Errorf("error does not name the plugin %s:\n%s", c.path, msg)
-			}
-			for _, w := range c.want {
-				if !strings.Contains(msg, w) {
-					t.Errorf("error lacks %q:\n%s", w, msg)
+				msg := err.Error()
+				if !strings.Contains(msg, c.path) {
+					t.Errorf("error does not name the plugin %s:\n%s", c.path, msg)
 				}
-			}
-		})
+				for _, w := range c.want {
+					if !strings.Contains(msg, w) {
+						t.Errorf("error lacks %q:\n%s", w, msg)
+					}
+				}
+			})
+		}
 	}
 }
 
 func TestCrashedPluginIsRestarted(t *testing.T) {
-	v, err := NewVector(context.Background(), faultyBin, envs.Config{"crash_after": 4}, 2, quiet(t, Options{}))
+	for _, grpcOnly := range []bool{false, true} {
+		t.Run(fmt.Sprintf("grpc_only=%v", grpcOnly), func(t *testing.T) { testCrashRestart(t, grpcOnly) })
+	}
+}
+
+func testCrashRestart(t *testing.T, grpcOnly bool) {
+	v, err := NewVector(context.Background(), faultyBin, envs.Config{"crash_after": 4}, 2, quiet(t, Options{DisableFastStep: grpcOnly}))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if (v.fast != nil) == grpcOnly {
+		t.Fatalf("fast step socket in use: %v, want %v", v.fast != nil, !grpcOnly)
 	}
 	defer v.Close()
 	if _, err := v.Reset([]int64{1, 2}); err != nil {

@@ -51,6 +51,9 @@ type Options struct {
 	Log io.Writer
 	// LogLevel filters the plugin's log lines (default info).
 	LogLevel hclog.Level
+	// DisableFastStep steps environments over gRPC even when the plugin
+	// offers its faster step socket (for comparisons and debugging).
+	DisableFastStep bool
 }
 
 func (o Options) withDefaults() Options {

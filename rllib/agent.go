@@ -7,6 +7,7 @@ package rllib
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -161,7 +162,16 @@ func Decode(alg string, cfg map[string]any, dst any) error {
 		}
 		field := known[key]
 		if err := json.Unmarshal(raw, field.ptr); err != nil {
-			return fmt.Errorf("%s config: key %q must be %s, got %s", alg, key, describeType(field.typ), raw)
+			var te *json.UnmarshalTypeError
+			switch {
+			case errors.As(err, &te) && te.Field != "" && te.Type != nil:
+				// A nested config (such as "model"): name the full key path.
+				return fmt.Errorf("%s config: key %q must be %s, got %s", alg, key+"."+te.Field, describeType(te.Type), te.Value)
+			case errors.As(err, &te) || isSyntaxOrType(err):
+				return fmt.Errorf("%s config: key %q must be %s, got %s", alg, key, describeType(field.typ), raw)
+			}
+			// A nested config's own check (such as an unknown model key).
+			return fmt.Errorf("%s config: key %q: %w", alg, key, err)
 		}
 	}
 	return nil

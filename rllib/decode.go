@@ -1,6 +1,8 @@
 package rllib
 
 import (
+	"encoding/json"
+	"errors"
 	"reflect"
 	"sort"
 	"strings"
@@ -63,4 +65,12 @@ func describeType(t reflect.Type) string {
 		return describeType(t.Elem()) + " or null"
 	}
 	return t.String()
+}
+
+// isSyntaxOrType reports errors of encoding/json's own type checks (as
+// opposed to errors a field's UnmarshalJSON method explains itself).
+func isSyntaxOrType(err error) bool {
+	var se *json.SyntaxError
+	var ie *json.InvalidUnmarshalError
+	return errors.As(err, &se) || errors.As(err, &ie)
 }

@@ -76,7 +76,11 @@ func stepLoop(b *testing.B, v envs.Vector) {
 }
 
 func open(b *testing.B, path string, n int) envs.Vector {
-	v, err := plugins.NewVector(context.Background(), path, nil, n, plugins.Options{Log: io.Discard})
+	return openWith(b, path, n, plugins.Options{Log: io.Discard})
+}
+
+func openWith(b *testing.B, path string, n int, opts plugins.Options) envs.Vector {
+	v, err := plugins.NewVector(context.Background(), path, nil, n, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -85,9 +89,13 @@ func open(b *testing.B, path string, n int) envs.Vector {
 }
 
 // BenchmarkRoundTrip is one Step call of one grid-world sub-environment: the
-// cost of crossing the plugin boundary and back.
+// cost of crossing the plugin boundary and back, over the SDK's fast step
+// socket (the default for Go plugins) and over gRPC.
 func BenchmarkRoundTrip(b *testing.B) {
-	stepLoop(b, open(b, filepath.Join(bins, "gridworld"), 1))
+	b.Run("fast", func(b *testing.B) { stepLoop(b, open(b, filepath.Join(bins, "gridworld"), 1)) })
+	b.Run("grpc", func(b *testing.B) {
+		stepLoop(b, openWith(b, filepath.Join(bins, "gridworld"), 1, plugins.Options{Log: io.Discard, DisableFastStep: true}))
+	})
 }
 
 var sizes = []int{1, 8, 64}
@@ -107,6 +115,9 @@ func BenchmarkEnvSteps(b *testing.B) {
 		b.Run(fmt.Sprintf("cartpole-goplugin/n=%d", n), func(b *testing.B) {
 			stepLoop(b, open(b, filepath.Join(bins, "cartpole-plugin"), n))
 		})
+		b.Run(fmt.Sprintf("cartpole-goplugin-grpc/n=%d", n), func(b *testing.B) {
+			stepLoop(b, openWith(b, filepath.Join(bins, "cartpole-plugin"), n, plugins.Options{Log: io.Discard, DisableFastStep: true}))
+		})
 		b.Run(fmt.Sprintf("gridworld-goplugin/n=%d", n), func(b *testing.B) {
 			stepLoop(b, open(b, filepath.Join(bins, "gridworld"), n))
 		})
@@ -115,3 +126,5 @@ func BenchmarkEnvSteps(b *testing.B) {
 		})
 	}
 }
+
+func rllibEnvNames() []string { return envs.Names() }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -13,11 +15,13 @@ import (
 	"github.com/gray-ml/gray/platform/config"
 	"github.com/gray-ml/gray/platform/plot"
 	"github.com/gray-ml/gray/platform/runner"
+	"github.com/gray-ml/gray/platform/sweep"
 	"github.com/gray-ml/gray/rllib"
+	"github.com/gray-ml/gray/tune"
 )
 
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
-	var showConfig bool
+	var showConfig, resume bool
 	var format string
 	root := &cobra.Command{
 		Use:   "train",
@@ -36,18 +40,29 @@ checkpoint.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			exp, err := config.Resolve(cmd.Flags())
+			exp, err := config.Resolve(cmd.Flags(), sweep.Keys...)
 			if err != nil {
 				return err
 			}
 			if showConfig {
 				return printConfig(stdout, exp, format)
 			}
-			sum, err := runner.Train(cmd.Context(), exp, stdout, runner.Options{
+			opts := runner.Options{
 				StartRuntime: func(ctx context.Context, logDir string) (func(), error) {
 					return startRuntime(ctx, exp.NumCPUs, logDir)
 				},
-			})
+			}
+			isSweep, err := sweep.IsSweep(exp)
+			if err != nil {
+				return err
+			}
+			if isSweep {
+				return runSweep(cmd.Context(), exp, resume, stdout, opts)
+			}
+			if resume {
+				return fmt.Errorf("--resume continues a sweep (an experiment file with search spaces or a scheduler); to continue a single run use --restore CHECKPOINT")
+			}
+			sum, err := runner.Train(cmd.Context(), exp, stdout, opts)
 			if err != nil {
 				if sum.RunDir != "" {
 					fmt.Fprintf(stderr, "train: results so far are in %s\n", sum.RunDir)
@@ -70,11 +85,98 @@ checkpoint.`,
 	config.AddFlags(root.Flags())
 	root.Flags().BoolVar(&showConfig, "show-config", false, "print the algorithm's configuration (defaults, with --config and -f applied) and exit")
 	root.Flags().StringVar(&format, "format", "json", "--show-config output format: json or yaml")
+	root.Flags().BoolVar(&resume, "resume", false, "continue the sweep in <local-dir>/<name> from where it stopped")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())
 	})
-	root.AddCommand(newRolloutCmd(stdout), newPlotCmd(stdout))
+	root.AddCommand(newRolloutCmd(stdout), newPlotCmd(stdout), newLsCmd(stdout), newBestCmd(stdout))
 	return root
+}
+
+// runSweep runs the sweep exp describes with Tune.
+func runSweep(ctx context.Context, exp config.Experiment, resume bool, stdout io.Writer, opts runner.Options) error {
+	a, err := sweep.Run(ctx, exp, resume, stdout, opts)
+	dir := filepath.Join(exp.LocalDir, exp.Name)
+	if ctx.Err() != nil {
+		if exp.File != "" {
+			fmt.Fprintf(stdout, "interrupted: continue with `train -f %s --resume`\n", exp.File)
+		} else {
+			fmt.Fprintln(stdout, "interrupted: continue by running the same command with --resume")
+		}
+		return errInterrupted
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%d trials in %s; list them with `train ls %s`\n", len(a.Trials), dir, dir)
+	var failed []string
+	for _, t := range a.Trials {
+		if t.Status == tune.Errored {
+			failed = append(failed, fmt.Sprintf("trial %s (%d failures): %s", t.ID, t.Failures, t.Error))
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%d of %d trials failed:\n  %s\ntheir results so far are kept (`train ls %s --status ERROR`)",
+			len(failed), len(a.Trials), strings.Join(failed, "\n  "), dir)
+	}
+	return nil
+}
+
+// experimentDir resolves the EXPERIMENT argument of ls and best: a
+// folder, or an experiment name under --local-dir ($GRAY_LOCAL_DIR,
+// ~/gray_results).
+func experimentDir(arg, localDir string) (string, error) {
+	if localDir == "" {
+		localDir = os.Getenv("GRAY_LOCAL_DIR")
+	}
+	if localDir == "" {
+		localDir = config.DefaultLocalDir
+	}
+	return sweep.ExperimentDir(config.ExpandHome(arg), config.ExpandHome(localDir))
+}
+
+func newLsCmd(stdout io.Writer) *cobra.Command {
+	var opts sweep.ListOptions
+	var localDir string
+	cmd := &cobra.Command{
+		Use:   "ls EXPERIMENT",
+		Short: "List the trials of a sweep with their hyperparameters and latest results",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := experimentDir(args[0], localDir)
+			if err != nil {
+				return err
+			}
+			return sweep.List(stdout, dir, opts)
+		},
+	}
+	cmd.Flags().StringVar(&localDir, "local-dir", "", "where experiments are (default $GRAY_LOCAL_DIR or ~/gray_results)")
+	cmd.Flags().StringSliceVar(&opts.Columns, "columns", nil, "result keys to show (default episode_reward_mean,timesteps_total,time_total_s)")
+	cmd.Flags().StringVar(&opts.SortBy, "sort", "", "sort by this result key (-key: descending)")
+	cmd.Flags().BoolVar(&opts.Desc, "desc", false, "sort descending")
+	cmd.Flags().StringVar(&opts.Status, "status", "", "only trials with this status (RUNNING, TERMINATED, ERROR, ...)")
+	return cmd
+}
+
+func newBestCmd(stdout io.Writer) *cobra.Command {
+	var metric, mode, localDir string
+	cmd := &cobra.Command{
+		Use:   "best EXPERIMENT --metric M [--mode max|min]",
+		Short: "Print the best trial of a sweep: its config and checkpoint",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := experimentDir(args[0], localDir)
+			if err != nil {
+				return err
+			}
+			_, err = sweep.Best(stdout, dir, metric, tune.Mode(mode))
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&localDir, "local-dir", "", "where experiments are (default $GRAY_LOCAL_DIR or ~/gray_results)")
+	cmd.Flags().StringVar(&metric, "metric", "episode_reward_mean", "result key to compare")
+	cmd.Flags().StringVar(&mode, "mode", "max", "max or min")
+	return cmd
 }
 
 func printConfig(w io.Writer, exp config.Experiment, format string) error {

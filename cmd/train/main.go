@@ -28,7 +28,7 @@ const (
 )
 
 func main() {
-	serveIfWorker()
+	setup()
 	// The first Ctrl-C (or SIGTERM) cancels the run's context: the run
 	// stops after the current iteration and saves a checkpoint. A second
 	// one quits at once. (Signals are handled by hand rather than with

@@ -7,7 +7,21 @@ import (
 	"os/signal"
 
 	"github.com/gray-ml/gray"
+	"github.com/gray-ml/gray/plugins"
 )
+
+// setup registers what every process of train (driver and workers alike)
+// must agree on, then turns the process into a runtime worker when it was
+// started as one. It must run before anything else in main.
+func setup() {
+	// Plugins in ~/.gray/plugins and ~/.gray/plugins.yaml become names
+	// (--env GridWorld-v0); plugin:<path> names resolve without this.
+	if err := plugins.RegisterDefaults(); err != nil {
+		fmt.Fprintf(os.Stderr, "train: %v\n", err)
+		os.Exit(exitError)
+	}
+	serveIfWorker()
+}
 
 // serveIfWorker turns this process into a runtime worker when the runtime
 // started it as one (it then never returns); in the driver it returns at

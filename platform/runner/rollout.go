@@ -68,7 +68,9 @@ func Rollout(ctx context.Context, path string, opts RolloutOptions, out io.Write
 	if err := safely("restoring", func() error { return agent.Restore(ctx, agentPath) }); err != nil {
 		return nil, fmt.Errorf("restoring %s: %w", path, err)
 	}
-	env, err := envs.Make(meta.Env, meta.EnvConfig)
+	// A one-copy Vector rather than an Env: plugin environments are served
+	// as Vectors only.
+	env, err := envs.MakeVector(meta.Env, meta.EnvConfig, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -89,11 +91,12 @@ func Rollout(ctx context.Context, path string, opts RolloutOptions, out io.Write
 	return returns, nil
 }
 
-func episode(ctx context.Context, agent rllib.Agent, env envs.Env, seed int64, maxSteps int) (float64, int, error) {
-	obs, err := env.Reset(seed)
+func episode(ctx context.Context, agent rllib.Agent, env envs.Vector, seed int64, maxSteps int) (float64, int, error) {
+	rows, err := env.Reset([]int64{seed})
 	if err != nil {
 		return 0, 0, fmt.Errorf("reset: %w", err)
 	}
+	obs := rows[0]
 	space := env.ActionSpace()
 	ret := 0.0
 	for step := 1; ; step++ {
@@ -117,19 +120,21 @@ func episode(ctx context.Context, agent rllib.Agent, env envs.Env, seed int64, m
 				return ret, step - 1, fmt.Errorf("step %d: the agent's action %v is outside the action space %s", step, act, space)
 			}
 		}
-		var s envs.Step
+		var s envs.VectorStep
 		if err := safely("stepping the environment", func() error {
 			var e error
-			s, e = env.Step(act)
+			s, e = env.Step([][]float64{act})
 			return e
 		}); err != nil {
 			return ret, step - 1, fmt.Errorf("step %d: %w", step, err)
 		}
-		ret += s.Reward
-		obs = s.Obs
-		if s.Done() || step >= maxSteps {
+		ret += s.Rewards[0]
+		// On the last step the Vector has already reset: the episode is
+		// over, and its next observation belongs to the next one.
+		if s.Terminated[0] || s.Truncated[0] || step >= maxSteps {
 			return ret, step, nil
 		}
+		obs = s.Obs[0]
 	}
 }
 

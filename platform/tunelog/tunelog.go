@@ -42,13 +42,18 @@ type logger struct{ run *runlog.Run }
 // under "extra") is laid out as `train` lays it out: learner statistics
 // under info/learner, extra results at the top level.
 func (l logger) Log(result map[string]any) error {
-	_, err := l.run.Log(layout(result))
+	_, err := l.run.Log(Layout(result))
 	return err
 }
 
 func (l logger) Close() error { return l.run.Close() }
 
-func layout(result map[string]any) map[string]any {
+// Layout lays an agent's result as Tune encodes it (rllib.Result's JSON:
+// learner statistics under "learner", further results under "extra") out
+// as `train` does: learner statistics under info/learner, extra results at
+// the top level (under extra only where they would hide another key).
+// Other results are returned as they are.
+func Layout(result map[string]any) map[string]any {
 	learner, hasLearner := result["learner"].(map[string]any)
 	extra, hasExtra := result["extra"].(map[string]any)
 	if !hasLearner && !hasExtra {

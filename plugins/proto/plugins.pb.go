@@ -320,6 +320,59 @@ func (x *Description) GetName() string {
 	return ""
 }
 
+type FastStep struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// network is "unix"; address the socket's path.
+	Network       string `protobuf:"bytes,1,opt,name=network,proto3" json:"network,omitempty"`
+	Address       string `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FastStep) Reset() {
+	*x = FastStep{}
+	mi := &file_plugins_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FastStep) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FastStep) ProtoMessage() {}
+
+func (x *FastStep) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FastStep.ProtoReflect.Descriptor instead.
+func (*FastStep) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *FastStep) GetNetwork() string {
+	if x != nil {
+		return x.Network
+	}
+	return ""
+}
+
+func (x *FastStep) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
 type OpenEnvRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// config_json is the environment's config (envs.Config) as a JSON object.
@@ -331,7 +384,7 @@ type OpenEnvRequest struct {
 
 func (x *OpenEnvRequest) Reset() {
 	*x = OpenEnvRequest{}
-	mi := &file_plugins_proto_msgTypes[5]
+	mi := &file_plugins_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -343,7 +396,7 @@ func (x *OpenEnvRequest) String() string {
 func (*OpenEnvRequest) ProtoMessage() {}
 
 func (x *OpenEnvRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_msgTypes[5]
+	mi := &file_plugins_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -356,7 +409,7 @@ func (x *OpenEnvRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenEnvRequest.ProtoReflect.Descriptor instead.
 func (*OpenEnvRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_rawDescGZIP(), []int{5}
+	return file_plugins_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *OpenEnvRequest) GetConfigJson() []byte {
@@ -385,7 +438,7 @@ type EnvSpaces struct {
 
 func (x *EnvSpaces) Reset() {
 	*x = EnvSpaces{}
-	mi := &file_plugins_proto_msgTypes[6]
+	mi := &file_plugins_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -397,7 +450,7 @@ func (x *EnvSpaces) String() string {
 func (*EnvSpaces) ProtoMessage() {}
 
 func (x *EnvSpaces) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_msgTypes[6]
+	mi := &file_plugins_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -410,7 +463,7 @@ func (x *EnvSpaces) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvSpaces.ProtoReflect.Descriptor instead.
 func (*EnvSpaces) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_rawDescGZIP(), []int{6}
+	return file_plugins_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *EnvSpaces) GetObservationSpace() *Space {
@@ -450,7 +503,7 @@ type ResetRequest struct {
 
 func (x *ResetRequest) Reset() {
 	*x = ResetRequest{}
-	mi := &file_plugins_proto_msgTypes[7]
+	mi := &file_plugins_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -462,7 +515,7 @@ func (x *ResetRequest) String() string {
 func (*ResetRequest) ProtoMessage() {}
 
 func (x *ResetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_msgTypes[7]
+	mi := &file_plugins_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -475,7 +528,7 @@ func (x *ResetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetRequest.ProtoReflect.Descriptor instead.
 func (*ResetRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_rawDescGZIP(), []int{7}
+	return file_plugins_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ResetRequest) GetSeeds() []int64 {
@@ -495,7 +548,7 @@ type ResetResponse struct {
 
 func (x *ResetResponse) Reset() {
 	*x = ResetResponse{}
-	mi := &file_plugins_proto_msgTypes[8]
+	mi := &file_plugins_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -507,7 +560,7 @@ func (x *ResetResponse) String() string {
 func (*ResetResponse) ProtoMessage() {}
 
 func (x *ResetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_msgTypes[8]
+	mi := &file_plugins_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -520,7 +573,7 @@ func (x *ResetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetResponse.ProtoReflect.Descriptor instead.
 func (*ResetResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_rawDescGZIP(), []int{8}
+	return file_plugins_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ResetResponse) GetObs() []float64 {
@@ -540,7 +593,7 @@ type StepRequest struct {
 
 func (x *StepRequest) Reset() {
 	*x = StepRequest{}
-	mi := &file_plugins_proto_msgTypes[9]
+	mi := &file_plugins_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -552,7 +605,7 @@ func (x *StepRequest) String() string {
 func (*StepRequest) ProtoMessage() {}
 
 func (x *StepRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_msgTypes[9]
+	mi := &file_plugins_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -565,7 +618,7 @@ func (x *StepRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepRequest.ProtoReflect.Descriptor instead.
 func (*StepRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_rawDescGZIP(), []int{9}
+	return file_plugins_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *StepRequest) GetActions() []float64 {
@@ -592,7 +645,7 @@ type StepResponse struct {
 
 func (x *StepResponse) Reset() {
 	*x = StepResponse{}
-	mi := &file_plugins_proto_msgTypes[10]
+	mi := &file_plugins_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -604,7 +657,7 @@ func (x *StepResponse) String() string {
 func (*StepResponse) ProtoMessage() {}
 
 func (x *StepResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_msgTypes[10]
+	mi := &file_plugins_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -617,7 +670,7 @@ func (x *StepResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepResponse.ProtoReflect.Descriptor instead.
 func (*StepResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_rawDescGZIP(), []int{10}
+	return file_plugins_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *StepResponse) GetObs() []float64 {
@@ -664,7 +717,7 @@ type RenderRequest struct {
 
 func (x *RenderRequest) Reset() {
 	*x = RenderRequest{}
-	mi := &file_plugins_proto_msgTypes[11]
+	mi := &file_plugins_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -676,7 +729,7 @@ func (x *RenderRequest) String() string {
 func (*RenderRequest) ProtoMessage() {}
 
 func (x *RenderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_msgTypes[11]
+	mi := &file_plugins_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -689,7 +742,7 @@ func (x *RenderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderRequest.ProtoReflect.Descriptor instead.
 func (*RenderRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_rawDescGZIP(), []int{11}
+	return file_plugins_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RenderRequest) GetIndex() int32 {
@@ -708,7 +761,7 @@ type RenderResponse struct {
 
 func (x *RenderResponse) Reset() {
 	*x = RenderResponse{}
-	mi := &file_plugins_proto_msgTypes[12]
+	mi := &file_plugins_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -720,7 +773,7 @@ func (x *RenderResponse) String() string {
 func (*RenderResponse) ProtoMessage() {}
 
 func (x *RenderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_msgTypes[12]
+	mi := &file_plugins_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -733,7 +786,7 @@ func (x *RenderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderResponse.ProtoReflect.Descriptor instead.
 func (*RenderResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_rawDescGZIP(), []int{12}
+	return file_plugins_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RenderResponse) GetPng() []byte {
@@ -755,7 +808,7 @@ type ModelInitRequest struct {
 
 func (x *ModelInitRequest) Reset() {
 	*x = ModelInitRequest{}
-	mi := &file_plugins_proto_msgTypes[13]
+	mi := &file_plugins_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -767,7 +820,7 @@ func (x *ModelInitRequest) String() string {
 func (*ModelInitRequest) ProtoMessage() {}
 
 func (x *ModelInitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_msgTypes[13]
+	mi := &file_plugins_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -780,7 +833,7 @@ func (x *ModelInitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelInitRequest.ProtoReflect.Descriptor instead.
 func (*ModelInitRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_rawDescGZIP(), []int{13}
+	return file_plugins_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ModelInitRequest) GetConfigJson() []byte {
@@ -821,7 +874,7 @@ type ModelInitResponse struct {
 
 func (x *ModelInitResponse) Reset() {
 	*x = ModelInitResponse{}
-	mi := &file_plugins_proto_msgTypes[14]
+	mi := &file_plugins_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -833,7 +886,7 @@ func (x *ModelInitResponse) String() string {
 func (*ModelInitResponse) ProtoMessage() {}
 
 func (x *ModelInitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_msgTypes[14]
+	mi := &file_plugins_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -846,7 +899,7 @@ func (x *ModelInitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelInitResponse.ProtoReflect.Descriptor instead.
 func (*ModelInitResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_rawDescGZIP(), []int{14}
+	return file_plugins_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ModelInitResponse) GetWeights() []float64 {
@@ -873,7 +926,7 @@ type ForwardRequest struct {
 
 func (x *ForwardRequest) Reset() {
 	*x = ForwardRequest{}
-	mi := &file_plugins_proto_msgTypes[15]
+	mi := &file_plugins_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -885,7 +938,7 @@ func (x *ForwardRequest) String() string {
 func (*ForwardRequest) ProtoMessage() {}
 
 func (x *ForwardRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_msgTypes[15]
+	mi := &file_plugins_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -898,7 +951,7 @@ func (x *ForwardRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForwardRequest.ProtoReflect.Descriptor instead.
 func (*ForwardRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_rawDescGZIP(), []int{15}
+	return file_plugins_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ForwardRequest) GetBatch() int32 {
@@ -924,7 +977,7 @@ type ForwardResponse struct {
 
 func (x *ForwardResponse) Reset() {
 	*x = ForwardResponse{}
-	mi := &file_plugins_proto_msgTypes[16]
+	mi := &file_plugins_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -936,7 +989,7 @@ func (x *ForwardResponse) String() string {
 func (*ForwardResponse) ProtoMessage() {}
 
 func (x *ForwardResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_msgTypes[16]
+	mi := &file_plugins_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -949,7 +1002,7 @@ func (x *ForwardResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForwardResponse.ProtoReflect.Descriptor instead.
 func (*ForwardResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_rawDescGZIP(), []int{16}
+	return file_plugins_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ForwardResponse) GetOutputs() []float64 {
@@ -970,7 +1023,7 @@ type BackwardRequest struct {
 
 func (x *BackwardRequest) Reset() {
 	*x = BackwardRequest{}
-	mi := &file_plugins_proto_msgTypes[17]
+	mi := &file_plugins_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -982,7 +1035,7 @@ func (x *BackwardRequest) String() string {
 func (*BackwardRequest) ProtoMessage() {}
 
 func (x *BackwardRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_msgTypes[17]
+	mi := &file_plugins_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -995,7 +1048,7 @@ func (x *BackwardRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackwardRequest.ProtoReflect.Descriptor instead.
 func (*BackwardRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_rawDescGZIP(), []int{17}
+	return file_plugins_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *BackwardRequest) GetBatch() int32 {
@@ -1029,7 +1082,7 @@ type BackwardResponse struct {
 
 func (x *BackwardResponse) Reset() {
 	*x = BackwardResponse{}
-	mi := &file_plugins_proto_msgTypes[18]
+	mi := &file_plugins_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1041,7 +1094,7 @@ func (x *BackwardResponse) String() string {
 func (*BackwardResponse) ProtoMessage() {}
 
 func (x *BackwardResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_msgTypes[18]
+	mi := &file_plugins_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1054,7 +1107,7 @@ func (x *BackwardResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackwardResponse.ProtoReflect.Descriptor instead.
 func (*BackwardResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_rawDescGZIP(), []int{18}
+	return file_plugins_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *BackwardResponse) GetWeightGrads() []float64 {
@@ -1080,7 +1133,7 @@ type Weights struct {
 
 func (x *Weights) Reset() {
 	*x = Weights{}
-	mi := &file_plugins_proto_msgTypes[19]
+	mi := &file_plugins_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1092,7 +1145,7 @@ func (x *Weights) String() string {
 func (*Weights) ProtoMessage() {}
 
 func (x *Weights) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_msgTypes[19]
+	mi := &file_plugins_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1105,7 +1158,7 @@ func (x *Weights) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Weights.ProtoReflect.Descriptor instead.
 func (*Weights) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_rawDescGZIP(), []int{19}
+	return file_plugins_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Weights) GetValues() []float64 {
@@ -1125,7 +1178,7 @@ type DistributionInitRequest struct {
 
 func (x *DistributionInitRequest) Reset() {
 	*x = DistributionInitRequest{}
-	mi := &file_plugins_proto_msgTypes[20]
+	mi := &file_plugins_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1137,7 +1190,7 @@ func (x *DistributionInitRequest) String() string {
 func (*DistributionInitRequest) ProtoMessage() {}
 
 func (x *DistributionInitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_msgTypes[20]
+	mi := &file_plugins_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1150,7 +1203,7 @@ func (x *DistributionInitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DistributionInitRequest.ProtoReflect.Descriptor instead.
 func (*DistributionInitRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_rawDescGZIP(), []int{20}
+	return file_plugins_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *DistributionInitRequest) GetConfigJson() []byte {
@@ -1177,7 +1230,7 @@ type DistributionInitResponse struct {
 
 func (x *DistributionInitResponse) Reset() {
 	*x = DistributionInitResponse{}
-	mi := &file_plugins_proto_msgTypes[21]
+	mi := &file_plugins_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1189,7 +1242,7 @@ func (x *DistributionInitResponse) String() string {
 func (*DistributionInitResponse) ProtoMessage() {}
 
 func (x *DistributionInitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_msgTypes[21]
+	mi := &file_plugins_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1202,7 +1255,7 @@ func (x *DistributionInitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DistributionInitResponse.ProtoReflect.Descriptor instead.
 func (*DistributionInitResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_rawDescGZIP(), []int{21}
+	return file_plugins_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *DistributionInitResponse) GetInputSize() int32 {
@@ -1232,7 +1285,7 @@ type SampleRequest struct {
 
 func (x *SampleRequest) Reset() {
 	*x = SampleRequest{}
-	mi := &file_plugins_proto_msgTypes[22]
+	mi := &file_plugins_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1244,7 +1297,7 @@ func (x *SampleRequest) String() string {
 func (*SampleRequest) ProtoMessage() {}
 
 func (x *SampleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_msgTypes[22]
+	mi := &file_plugins_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1257,7 +1310,7 @@ func (x *SampleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleRequest.ProtoReflect.Descriptor instead.
 func (*SampleRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_rawDescGZIP(), []int{22}
+	return file_plugins_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SampleRequest) GetBatch() int32 {
@@ -1297,7 +1350,7 @@ type SampleResponse struct {
 
 func (x *SampleResponse) Reset() {
 	*x = SampleResponse{}
-	mi := &file_plugins_proto_msgTypes[23]
+	mi := &file_plugins_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1309,7 +1362,7 @@ func (x *SampleResponse) String() string {
 func (*SampleResponse) ProtoMessage() {}
 
 func (x *SampleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_msgTypes[23]
+	mi := &file_plugins_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1322,7 +1375,7 @@ func (x *SampleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleResponse.ProtoReflect.Descriptor instead.
 func (*SampleResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_rawDescGZIP(), []int{23}
+	return file_plugins_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *SampleResponse) GetActions() []float64 {
@@ -1343,7 +1396,7 @@ type LogLikelihoodRequest struct {
 
 func (x *LogLikelihoodRequest) Reset() {
 	*x = LogLikelihoodRequest{}
-	mi := &file_plugins_proto_msgTypes[24]
+	mi := &file_plugins_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1355,7 +1408,7 @@ func (x *LogLikelihoodRequest) String() string {
 func (*LogLikelihoodRequest) ProtoMessage() {}
 
 func (x *LogLikelihoodRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_msgTypes[24]
+	mi := &file_plugins_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1368,7 +1421,7 @@ func (x *LogLikelihoodRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogLikelihoodRequest.ProtoReflect.Descriptor instead.
 func (*LogLikelihoodRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_rawDescGZIP(), []int{24}
+	return file_plugins_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *LogLikelihoodRequest) GetBatch() int32 {
@@ -1402,7 +1455,7 @@ type EntropyRequest struct {
 
 func (x *EntropyRequest) Reset() {
 	*x = EntropyRequest{}
-	mi := &file_plugins_proto_msgTypes[25]
+	mi := &file_plugins_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1414,7 +1467,7 @@ func (x *EntropyRequest) String() string {
 func (*EntropyRequest) ProtoMessage() {}
 
 func (x *EntropyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_msgTypes[25]
+	mi := &file_plugins_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1427,7 +1480,7 @@ func (x *EntropyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EntropyRequest.ProtoReflect.Descriptor instead.
 func (*EntropyRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_rawDescGZIP(), []int{25}
+	return file_plugins_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *EntropyRequest) GetBatch() int32 {
@@ -1455,7 +1508,7 @@ type ValuesWithGrad struct {
 
 func (x *ValuesWithGrad) Reset() {
 	*x = ValuesWithGrad{}
-	mi := &file_plugins_proto_msgTypes[26]
+	mi := &file_plugins_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1467,7 +1520,7 @@ func (x *ValuesWithGrad) String() string {
 func (*ValuesWithGrad) ProtoMessage() {}
 
 func (x *ValuesWithGrad) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_msgTypes[26]
+	mi := &file_plugins_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1480,7 +1533,7 @@ func (x *ValuesWithGrad) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValuesWithGrad.ProtoReflect.Descriptor instead.
 func (*ValuesWithGrad) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_rawDescGZIP(), []int{26}
+	return file_plugins_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ValuesWithGrad) GetValues() []float64 {
@@ -1508,7 +1561,7 @@ type KLRequest struct {
 
 func (x *KLRequest) Reset() {
 	*x = KLRequest{}
-	mi := &file_plugins_proto_msgTypes[27]
+	mi := &file_plugins_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1520,7 +1573,7 @@ func (x *KLRequest) String() string {
 func (*KLRequest) ProtoMessage() {}
 
 func (x *KLRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_msgTypes[27]
+	mi := &file_plugins_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1533,7 +1586,7 @@ func (x *KLRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KLRequest.ProtoReflect.Descriptor instead.
 func (*KLRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_rawDescGZIP(), []int{27}
+	return file_plugins_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *KLRequest) GetBatch() int32 {
@@ -1569,7 +1622,7 @@ type KLResponse struct {
 
 func (x *KLResponse) Reset() {
 	*x = KLResponse{}
-	mi := &file_plugins_proto_msgTypes[28]
+	mi := &file_plugins_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1581,7 +1634,7 @@ func (x *KLResponse) String() string {
 func (*KLResponse) ProtoMessage() {}
 
 func (x *KLResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_msgTypes[28]
+	mi := &file_plugins_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1594,7 +1647,7 @@ func (x *KLResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KLResponse.ProtoReflect.Descriptor instead.
 func (*KLResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_rawDescGZIP(), []int{28}
+	return file_plugins_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *KLResponse) GetValues() []float64 {
@@ -1634,7 +1687,7 @@ type AgentSetupRequest struct {
 
 func (x *AgentSetupRequest) Reset() {
 	*x = AgentSetupRequest{}
-	mi := &file_plugins_proto_msgTypes[29]
+	mi := &file_plugins_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1646,7 +1699,7 @@ func (x *AgentSetupRequest) String() string {
 func (*AgentSetupRequest) ProtoMessage() {}
 
 func (x *AgentSetupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_msgTypes[29]
+	mi := &file_plugins_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1659,7 +1712,7 @@ func (x *AgentSetupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentSetupRequest.ProtoReflect.Descriptor instead.
 func (*AgentSetupRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_rawDescGZIP(), []int{29}
+	return file_plugins_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *AgentSetupRequest) GetEnv() string {
@@ -1708,7 +1761,7 @@ type TrainResponse struct {
 
 func (x *TrainResponse) Reset() {
 	*x = TrainResponse{}
-	mi := &file_plugins_proto_msgTypes[30]
+	mi := &file_plugins_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1720,7 +1773,7 @@ func (x *TrainResponse) String() string {
 func (*TrainResponse) ProtoMessage() {}
 
 func (x *TrainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_msgTypes[30]
+	mi := &file_plugins_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1733,7 +1786,7 @@ func (x *TrainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrainResponse.ProtoReflect.Descriptor instead.
 func (*TrainResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_rawDescGZIP(), []int{30}
+	return file_plugins_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *TrainResponse) GetResultJson() []byte {
@@ -1759,7 +1812,7 @@ type SaveResponse struct {
 
 func (x *SaveResponse) Reset() {
 	*x = SaveResponse{}
-	mi := &file_plugins_proto_msgTypes[31]
+	mi := &file_plugins_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1771,7 +1824,7 @@ func (x *SaveResponse) String() string {
 func (*SaveResponse) ProtoMessage() {}
 
 func (x *SaveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_msgTypes[31]
+	mi := &file_plugins_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1784,7 +1837,7 @@ func (x *SaveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveResponse.ProtoReflect.Descriptor instead.
 func (*SaveResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_rawDescGZIP(), []int{31}
+	return file_plugins_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SaveResponse) GetPath() string {
@@ -1803,7 +1856,7 @@ type RestoreRequest struct {
 
 func (x *RestoreRequest) Reset() {
 	*x = RestoreRequest{}
-	mi := &file_plugins_proto_msgTypes[32]
+	mi := &file_plugins_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1815,7 +1868,7 @@ func (x *RestoreRequest) String() string {
 func (*RestoreRequest) ProtoMessage() {}
 
 func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_msgTypes[32]
+	mi := &file_plugins_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1828,7 +1881,7 @@ func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreRequest.ProtoReflect.Descriptor instead.
 func (*RestoreRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_rawDescGZIP(), []int{32}
+	return file_plugins_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RestoreRequest) GetPath() string {
@@ -1847,7 +1900,7 @@ type ComputeActionRequest struct {
 
 func (x *ComputeActionRequest) Reset() {
 	*x = ComputeActionRequest{}
-	mi := &file_plugins_proto_msgTypes[33]
+	mi := &file_plugins_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1859,7 +1912,7 @@ func (x *ComputeActionRequest) String() string {
 func (*ComputeActionRequest) ProtoMessage() {}
 
 func (x *ComputeActionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_msgTypes[33]
+	mi := &file_plugins_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1872,7 +1925,7 @@ func (x *ComputeActionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ComputeActionRequest.ProtoReflect.Descriptor instead.
 func (*ComputeActionRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_rawDescGZIP(), []int{33}
+	return file_plugins_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ComputeActionRequest) GetObs() []float64 {
@@ -1891,7 +1944,7 @@ type ComputeActionResponse struct {
 
 func (x *ComputeActionResponse) Reset() {
 	*x = ComputeActionResponse{}
-	mi := &file_plugins_proto_msgTypes[34]
+	mi := &file_plugins_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1903,7 +1956,7 @@ func (x *ComputeActionResponse) String() string {
 func (*ComputeActionResponse) ProtoMessage() {}
 
 func (x *ComputeActionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_msgTypes[34]
+	mi := &file_plugins_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1916,7 +1969,7 @@ func (x *ComputeActionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ComputeActionResponse.ProtoReflect.Descriptor instead.
 func (*ComputeActionResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_rawDescGZIP(), []int{34}
+	return file_plugins_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ComputeActionResponse) GetAction() []float64 {
@@ -1945,7 +1998,10 @@ const file_plugins_proto_rawDesc = "" +
 	"\vDescription\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12)\n" +
 	"\x10protocol_version\x18\x02 \x01(\x05R\x0fprotocolVersion\x12\x12\n" +
-	"\x04name\x18\x03 \x01(\tR\x04name\"L\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\">\n" +
+	"\bFastStep\x12\x18\n" +
+	"\anetwork\x18\x01 \x01(\tR\anetwork\x12\x18\n" +
+	"\aaddress\x18\x02 \x01(\tR\aaddress\"L\n" +
 	"\x0eOpenEnvRequest\x12\x1f\n" +
 	"\vconfig_json\x18\x01 \x01(\fR\n" +
 	"configJson\x12\x19\n" +
@@ -2057,7 +2113,7 @@ const file_plugins_proto_rawDesc = "" +
 	"\x15ComputeActionResponse\x12\x16\n" +
 	"\x06action\x18\x01 \x03(\x01R\x06action2H\n" +
 	"\x04Info\x12@\n" +
-	"\bDescribe\x12\x16.gray.plugins.v1.Empty\x1a\x1c.gray.plugins.v1.Description2\xa0\x03\n" +
+	"\bDescribe\x12\x16.gray.plugins.v1.Empty\x1a\x1c.gray.plugins.v1.Description2\xe3\x03\n" +
 	"\n" +
 	"EnvService\x12C\n" +
 	"\x04Open\x12\x1f.gray.plugins.v1.OpenEnvRequest\x1a\x1a.gray.plugins.v1.EnvSpaces\x12<\n" +
@@ -2065,7 +2121,8 @@ const file_plugins_proto_rawDesc = "" +
 	"\x05Reset\x12\x1d.gray.plugins.v1.ResetRequest\x1a\x1e.gray.plugins.v1.ResetResponse\x12C\n" +
 	"\x04Step\x12\x1c.gray.plugins.v1.StepRequest\x1a\x1d.gray.plugins.v1.StepResponse\x127\n" +
 	"\x05Close\x12\x16.gray.plugins.v1.Empty\x1a\x16.gray.plugins.v1.Empty\x12I\n" +
-	"\x06Render\x12\x1e.gray.plugins.v1.RenderRequest\x1a\x1f.gray.plugins.v1.RenderResponse2\xfc\x02\n" +
+	"\x06Render\x12\x1e.gray.plugins.v1.RenderRequest\x1a\x1f.gray.plugins.v1.RenderResponse\x12A\n" +
+	"\fOpenFastStep\x12\x16.gray.plugins.v1.Empty\x1a\x19.gray.plugins.v1.FastStep2\xfc\x02\n" +
 	"\fModelService\x12M\n" +
 	"\x04Init\x12!.gray.plugins.v1.ModelInitRequest\x1a\".gray.plugins.v1.ModelInitResponse\x12L\n" +
 	"\aForward\x12\x1f.gray.plugins.v1.ForwardRequest\x1a .gray.plugins.v1.ForwardResponse\x12O\n" +
@@ -2100,43 +2157,44 @@ func file_plugins_proto_rawDescGZIP() []byte {
 	return file_plugins_proto_rawDescData
 }
 
-var file_plugins_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
+var file_plugins_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_plugins_proto_goTypes = []any{
 	(*Empty)(nil),                    // 0: gray.plugins.v1.Empty
 	(*Space)(nil),                    // 1: gray.plugins.v1.Space
 	(*Discrete)(nil),                 // 2: gray.plugins.v1.Discrete
 	(*Box)(nil),                      // 3: gray.plugins.v1.Box
 	(*Description)(nil),              // 4: gray.plugins.v1.Description
-	(*OpenEnvRequest)(nil),           // 5: gray.plugins.v1.OpenEnvRequest
-	(*EnvSpaces)(nil),                // 6: gray.plugins.v1.EnvSpaces
-	(*ResetRequest)(nil),             // 7: gray.plugins.v1.ResetRequest
-	(*ResetResponse)(nil),            // 8: gray.plugins.v1.ResetResponse
-	(*StepRequest)(nil),              // 9: gray.plugins.v1.StepRequest
-	(*StepResponse)(nil),             // 10: gray.plugins.v1.StepResponse
-	(*RenderRequest)(nil),            // 11: gray.plugins.v1.RenderRequest
-	(*RenderResponse)(nil),           // 12: gray.plugins.v1.RenderResponse
-	(*ModelInitRequest)(nil),         // 13: gray.plugins.v1.ModelInitRequest
-	(*ModelInitResponse)(nil),        // 14: gray.plugins.v1.ModelInitResponse
-	(*ForwardRequest)(nil),           // 15: gray.plugins.v1.ForwardRequest
-	(*ForwardResponse)(nil),          // 16: gray.plugins.v1.ForwardResponse
-	(*BackwardRequest)(nil),          // 17: gray.plugins.v1.BackwardRequest
-	(*BackwardResponse)(nil),         // 18: gray.plugins.v1.BackwardResponse
-	(*Weights)(nil),                  // 19: gray.plugins.v1.Weights
-	(*DistributionInitRequest)(nil),  // 20: gray.plugins.v1.DistributionInitRequest
-	(*DistributionInitResponse)(nil), // 21: gray.plugins.v1.DistributionInitResponse
-	(*SampleRequest)(nil),            // 22: gray.plugins.v1.SampleRequest
-	(*SampleResponse)(nil),           // 23: gray.plugins.v1.SampleResponse
-	(*LogLikelihoodRequest)(nil),     // 24: gray.plugins.v1.LogLikelihoodRequest
-	(*EntropyRequest)(nil),           // 25: gray.plugins.v1.EntropyRequest
-	(*ValuesWithGrad)(nil),           // 26: gray.plugins.v1.ValuesWithGrad
-	(*KLRequest)(nil),                // 27: gray.plugins.v1.KLRequest
-	(*KLResponse)(nil),               // 28: gray.plugins.v1.KLResponse
-	(*AgentSetupRequest)(nil),        // 29: gray.plugins.v1.AgentSetupRequest
-	(*TrainResponse)(nil),            // 30: gray.plugins.v1.TrainResponse
-	(*SaveResponse)(nil),             // 31: gray.plugins.v1.SaveResponse
-	(*RestoreRequest)(nil),           // 32: gray.plugins.v1.RestoreRequest
-	(*ComputeActionRequest)(nil),     // 33: gray.plugins.v1.ComputeActionRequest
-	(*ComputeActionResponse)(nil),    // 34: gray.plugins.v1.ComputeActionResponse
+	(*FastStep)(nil),                 // 5: gray.plugins.v1.FastStep
+	(*OpenEnvRequest)(nil),           // 6: gray.plugins.v1.OpenEnvRequest
+	(*EnvSpaces)(nil),                // 7: gray.plugins.v1.EnvSpaces
+	(*ResetRequest)(nil),             // 8: gray.plugins.v1.ResetRequest
+	(*ResetResponse)(nil),            // 9: gray.plugins.v1.ResetResponse
+	(*StepRequest)(nil),              // 10: gray.plugins.v1.StepRequest
+	(*StepResponse)(nil),             // 11: gray.plugins.v1.StepResponse
+	(*RenderRequest)(nil),            // 12: gray.plugins.v1.RenderRequest
+	(*RenderResponse)(nil),           // 13: gray.plugins.v1.RenderResponse
+	(*ModelInitRequest)(nil),         // 14: gray.plugins.v1.ModelInitRequest
+	(*ModelInitResponse)(nil),        // 15: gray.plugins.v1.ModelInitResponse
+	(*ForwardRequest)(nil),           // 16: gray.plugins.v1.ForwardRequest
+	(*ForwardResponse)(nil),          // 17: gray.plugins.v1.ForwardResponse
+	(*BackwardRequest)(nil),          // 18: gray.plugins.v1.BackwardRequest
+	(*BackwardResponse)(nil),         // 19: gray.plugins.v1.BackwardResponse
+	(*Weights)(nil),                  // 20: gray.plugins.v1.Weights
+	(*DistributionInitRequest)(nil),  // 21: gray.plugins.v1.DistributionInitRequest
+	(*DistributionInitResponse)(nil), // 22: gray.plugins.v1.DistributionInitResponse
+	(*SampleRequest)(nil),            // 23: gray.plugins.v1.SampleRequest
+	(*SampleResponse)(nil),           // 24: gray.plugins.v1.SampleResponse
+	(*LogLikelihoodRequest)(nil),     // 25: gray.plugins.v1.LogLikelihoodRequest
+	(*EntropyRequest)(nil),           // 26: gray.plugins.v1.EntropyRequest
+	(*ValuesWithGrad)(nil),           // 27: gray.plugins.v1.ValuesWithGrad
+	(*KLRequest)(nil),                // 28: gray.plugins.v1.KLRequest
+	(*KLResponse)(nil),               // 29: gray.plugins.v1.KLResponse
+	(*AgentSetupRequest)(nil),        // 30: gray.plugins.v1.AgentSetupRequest
+	(*TrainResponse)(nil),            // 31: gray.plugins.v1.TrainResponse
+	(*SaveResponse)(nil),             // 32: gray.plugins.v1.SaveResponse
+	(*RestoreRequest)(nil),           // 33: gray.plugins.v1.RestoreRequest
+	(*ComputeActionRequest)(nil),     // 34: gray.plugins.v1.ComputeActionRequest
+	(*ComputeActionResponse)(nil),    // 35: gray.plugins.v1.ComputeActionResponse
 }
 var file_plugins_proto_depIdxs = []int32{
 	2,  // 0: gray.plugins.v1.Space.discrete:type_name -> gray.plugins.v1.Discrete
@@ -2145,53 +2203,55 @@ var file_plugins_proto_depIdxs = []int32{
 	1,  // 3: gray.plugins.v1.EnvSpaces.action_space:type_name -> gray.plugins.v1.Space
 	1,  // 4: gray.plugins.v1.DistributionInitRequest.action_space:type_name -> gray.plugins.v1.Space
 	0,  // 5: gray.plugins.v1.Info.Describe:input_type -> gray.plugins.v1.Empty
-	5,  // 6: gray.plugins.v1.EnvService.Open:input_type -> gray.plugins.v1.OpenEnvRequest
+	6,  // 6: gray.plugins.v1.EnvService.Open:input_type -> gray.plugins.v1.OpenEnvRequest
 	0,  // 7: gray.plugins.v1.EnvService.Spaces:input_type -> gray.plugins.v1.Empty
-	7,  // 8: gray.plugins.v1.EnvService.Reset:input_type -> gray.plugins.v1.ResetRequest
-	9,  // 9: gray.plugins.v1.EnvService.Step:input_type -> gray.plugins.v1.StepRequest
+	8,  // 8: gray.plugins.v1.EnvService.Reset:input_type -> gray.plugins.v1.ResetRequest
+	10, // 9: gray.plugins.v1.EnvService.Step:input_type -> gray.plugins.v1.StepRequest
 	0,  // 10: gray.plugins.v1.EnvService.Close:input_type -> gray.plugins.v1.Empty
-	11, // 11: gray.plugins.v1.EnvService.Render:input_type -> gray.plugins.v1.RenderRequest
-	13, // 12: gray.plugins.v1.ModelService.Init:input_type -> gray.plugins.v1.ModelInitRequest
-	15, // 13: gray.plugins.v1.ModelService.Forward:input_type -> gray.plugins.v1.ForwardRequest
-	17, // 14: gray.plugins.v1.ModelService.Backward:input_type -> gray.plugins.v1.BackwardRequest
-	0,  // 15: gray.plugins.v1.ModelService.GetWeights:input_type -> gray.plugins.v1.Empty
-	19, // 16: gray.plugins.v1.ModelService.SetWeights:input_type -> gray.plugins.v1.Weights
-	20, // 17: gray.plugins.v1.DistributionService.Init:input_type -> gray.plugins.v1.DistributionInitRequest
-	22, // 18: gray.plugins.v1.DistributionService.Sample:input_type -> gray.plugins.v1.SampleRequest
-	24, // 19: gray.plugins.v1.DistributionService.LogLikelihood:input_type -> gray.plugins.v1.LogLikelihoodRequest
-	25, // 20: gray.plugins.v1.DistributionService.Entropy:input_type -> gray.plugins.v1.EntropyRequest
-	27, // 21: gray.plugins.v1.DistributionService.KL:input_type -> gray.plugins.v1.KLRequest
-	29, // 22: gray.plugins.v1.AgentService.Setup:input_type -> gray.plugins.v1.AgentSetupRequest
-	0,  // 23: gray.plugins.v1.AgentService.Train:input_type -> gray.plugins.v1.Empty
-	0,  // 24: gray.plugins.v1.AgentService.Save:input_type -> gray.plugins.v1.Empty
-	32, // 25: gray.plugins.v1.AgentService.Restore:input_type -> gray.plugins.v1.RestoreRequest
-	33, // 26: gray.plugins.v1.AgentService.ComputeAction:input_type -> gray.plugins.v1.ComputeActionRequest
-	0,  // 27: gray.plugins.v1.AgentService.Stop:input_type -> gray.plugins.v1.Empty
-	4,  // 28: gray.plugins.v1.Info.Describe:output_type -> gray.plugins.v1.Description
-	6,  // 29: gray.plugins.v1.EnvService.Open:output_type -> gray.plugins.v1.EnvSpaces
-	6,  // 30: gray.plugins.v1.EnvService.Spaces:output_type -> gray.plugins.v1.EnvSpaces
-	8,  // 31: gray.plugins.v1.EnvService.Reset:output_type -> gray.plugins.v1.ResetResponse
-	10, // 32: gray.plugins.v1.EnvService.Step:output_type -> gray.plugins.v1.StepResponse
-	0,  // 33: gray.plugins.v1.EnvService.Close:output_type -> gray.plugins.v1.Empty
-	12, // 34: gray.plugins.v1.EnvService.Render:output_type -> gray.plugins.v1.RenderResponse
-	14, // 35: gray.plugins.v1.ModelService.Init:output_type -> gray.plugins.v1.ModelInitResponse
-	16, // 36: gray.plugins.v1.ModelService.Forward:output_type -> gray.plugins.v1.ForwardResponse
-	18, // 37: gray.plugins.v1.ModelService.Backward:output_type -> gray.plugins.v1.BackwardResponse
-	19, // 38: gray.plugins.v1.ModelService.GetWeights:output_type -> gray.plugins.v1.Weights
-	0,  // 39: gray.plugins.v1.ModelService.SetWeights:output_type -> gray.plugins.v1.Empty
-	21, // 40: gray.plugins.v1.DistributionService.Init:output_type -> gray.plugins.v1.DistributionInitResponse
-	23, // 41: gray.plugins.v1.DistributionService.Sample:output_type -> gray.plugins.v1.SampleResponse
-	26, // 42: gray.plugins.v1.DistributionService.LogLikelihood:output_type -> gray.plugins.v1.ValuesWithGrad
-	26, // 43: gray.plugins.v1.DistributionService.Entropy:output_type -> gray.plugins.v1.ValuesWithGrad
-	28, // 44: gray.plugins.v1.DistributionService.KL:output_type -> gray.plugins.v1.KLResponse
-	0,  // 45: gray.plugins.v1.AgentService.Setup:output_type -> gray.plugins.v1.Empty
-	30, // 46: gray.plugins.v1.AgentService.Train:output_type -> gray.plugins.v1.TrainResponse
-	31, // 47: gray.plugins.v1.AgentService.Save:output_type -> gray.plugins.v1.SaveResponse
-	0,  // 48: gray.plugins.v1.AgentService.Restore:output_type -> gray.plugins.v1.Empty
-	34, // 49: gray.plugins.v1.AgentService.ComputeAction:output_type -> gray.plugins.v1.ComputeActionResponse
-	0,  // 50: gray.plugins.v1.AgentService.Stop:output_type -> gray.plugins.v1.Empty
-	28, // [28:51] is the sub-list for method output_type
-	5,  // [5:28] is the sub-list for method input_type
+	12, // 11: gray.plugins.v1.EnvService.Render:input_type -> gray.plugins.v1.RenderRequest
+	0,  // 12: gray.plugins.v1.EnvService.OpenFastStep:input_type -> gray.plugins.v1.Empty
+	14, // 13: gray.plugins.v1.ModelService.Init:input_type -> gray.plugins.v1.ModelInitRequest
+	16, // 14: gray.plugins.v1.ModelService.Forward:input_type -> gray.plugins.v1.ForwardRequest
+	18, // 15: gray.plugins.v1.ModelService.Backward:input_type -> gray.plugins.v1.BackwardRequest
+	0,  // 16: gray.plugins.v1.ModelService.GetWeights:input_type -> gray.plugins.v1.Empty
+	20, // 17: gray.plugins.v1.ModelService.SetWeights:input_type -> gray.plugins.v1.Weights
+	21, // 18: gray.plugins.v1.DistributionService.Init:input_type -> gray.plugins.v1.DistributionInitRequest
+	23, // 19: gray.plugins.v1.DistributionService.Sample:input_type -> gray.plugins.v1.SampleRequest
+	25, // 20: gray.plugins.v1.DistributionService.LogLikelihood:input_type -> gray.plugins.v1.LogLikelihoodRequest
+	26, // 21: gray.plugins.v1.DistributionService.Entropy:input_type -> gray.plugins.v1.EntropyRequest
+	28, // 22: gray.plugins.v1.DistributionService.KL:input_type -> gray.plugins.v1.KLRequest
+	30, // 23: gray.plugins.v1.AgentService.Setup:input_type -> gray.plugins.v1.AgentSetupRequest
+	0,  // 24: gray.plugins.v1.AgentService.Train:input_type -> gray.plugins.v1.Empty
+	0,  // 25: gray.plugins.v1.AgentService.Save:input_type -> gray.plugins.v1.Empty
+	33, // 26: gray.plugins.v1.AgentService.Restore:input_type -> gray.plugins.v1.RestoreRequest
+	34, // 27: gray.plugins.v1.AgentService.ComputeAction:input_type -> gray.plugins.v1.ComputeActionRequest
+	0,  // 28: gray.plugins.v1.AgentService.Stop:input_type -> gray.plugins.v1.Empty
+	4,  // 29: gray.plugins.v1.Info.Describe:output_type -> gray.plugins.v1.Description
+	7,  // 30: gray.plugins.v1.EnvService.Open:output_type -> gray.plugins.v1.EnvSpaces
+	7,  // 31: gray.plugins.v1.EnvService.Spaces:output_type -> gray.plugins.v1.EnvSpaces
+	9,  // 32: gray.plugins.v1.EnvService.Reset:output_type -> gray.plugins.v1.ResetResponse
+	11, // 33: gray.plugins.v1.EnvService.Step:output_type -> gray.plugins.v1.StepResponse
+	0,  // 34: gray.plugins.v1.EnvService.Close:output_type -> gray.plugins.v1.Empty
+	13, // 35: gray.plugins.v1.EnvService.Render:output_type -> gray.plugins.v1.RenderResponse
+	5,  // 36: gray.plugins.v1.EnvService.OpenFastStep:output_type -> gray.plugins.v1.FastStep
+	15, // 37: gray.plugins.v1.ModelService.Init:output_type -> gray.plugins.v1.ModelInitResponse
+	17, // 38: gray.plugins.v1.ModelService.Forward:output_type -> gray.plugins.v1.ForwardResponse
+	19, // 39: gray.plugins.v1.ModelService.Backward:output_type -> gray.plugins.v1.BackwardResponse
+	20, // 40: gray.plugins.v1.ModelService.GetWeights:output_type -> gray.plugins.v1.Weights
+	0,  // 41: gray.plugins.v1.ModelService.SetWeights:output_type -> gray.plugins.v1.Empty
+	22, // 42: gray.plugins.v1.DistributionService.Init:output_type -> gray.plugins.v1.DistributionInitResponse
+	24, // 43: gray.plugins.v1.DistributionService.Sample:output_type -> gray.plugins.v1.SampleResponse
+	27, // 44: gray.plugins.v1.DistributionService.LogLikelihood:output_type -> gray.plugins.v1.ValuesWithGrad
+	27, // 45: gray.plugins.v1.DistributionService.Entropy:output_type -> gray.plugins.v1.ValuesWithGrad
+	29, // 46: gray.plugins.v1.DistributionService.KL:output_type -> gray.plugins.v1.KLResponse
+	0,  // 47: gray.plugins.v1.AgentService.Setup:output_type -> gray.plugins.v1.Empty
+	31, // 48: gray.plugins.v1.AgentService.Train:output_type -> gray.plugins.v1.TrainResponse
+	32, // 49: gray.plugins.v1.AgentService.Save:output_type -> gray.plugins.v1.SaveResponse
+	0,  // 50: gray.plugins.v1.AgentService.Restore:output_type -> gray.plugins.v1.Empty
+	35, // 51: gray.plugins.v1.AgentService.ComputeAction:output_type -> gray.plugins.v1.ComputeActionResponse
+	0,  // 52: gray.plugins.v1.AgentService.Stop:output_type -> gray.plugins.v1.Empty
+	29, // [29:53] is the sub-list for method output_type
+	5,  // [5:29] is the sub-list for method input_type
 	5,  // [5:5] is the sub-list for extension type_name
 	5,  // [5:5] is the sub-list for extension extendee
 	0,  // [0:5] is the sub-list for field type_name
@@ -2212,7 +2272,7 @@ func file_plugins_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugins_proto_rawDesc), len(file_plugins_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   35,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   5,
 		},

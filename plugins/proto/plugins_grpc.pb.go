@@ -139,12 +139,13 @@ var Info_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	EnvService_Open_FullMethodName   = "/gray.plugins.v1.EnvService/Open"
-	EnvService_Spaces_FullMethodName = "/gray.plugins.v1.EnvService/Spaces"
-	EnvService_Reset_FullMethodName  = "/gray.plugins.v1.EnvService/Reset"
-	EnvService_Step_FullMethodName   = "/gray.plugins.v1.EnvService/Step"
-	EnvService_Close_FullMethodName  = "/gray.plugins.v1.EnvService/Close"
-	EnvService_Render_FullMethodName = "/gray.plugins.v1.EnvService/Render"
+	EnvService_Open_FullMethodName         = "/gray.plugins.v1.EnvService/Open"
+	EnvService_Spaces_FullMethodName       = "/gray.plugins.v1.EnvService/Spaces"
+	EnvService_Reset_FullMethodName        = "/gray.plugins.v1.EnvService/Reset"
+	EnvService_Step_FullMethodName         = "/gray.plugins.v1.EnvService/Step"
+	EnvService_Close_FullMethodName        = "/gray.plugins.v1.EnvService/Close"
+	EnvService_Render_FullMethodName       = "/gray.plugins.v1.EnvService/Render"
+	EnvService_OpenFastStep_FullMethodName = "/gray.plugins.v1.EnvService/OpenFastStep"
 )
 
 // EnvServiceClient is the client API for EnvService service.
@@ -168,6 +169,12 @@ type EnvServiceClient interface {
 	// Render draws sub-environment index as a PNG image. Environments that
 	// cannot draw answer UNIMPLEMENTED.
 	Render(ctx context.Context, in *RenderRequest, opts ...grpc.CallOption) (*RenderResponse, error)
+	// OpenFastStep optionally offers a faster transport for Step alone: a
+	// stream socket on which the host writes step requests and the plugin
+	// answers them, framed as described in plugins/internal/wire/fast.go,
+	// without gRPC's per-call machinery. Plugins that do not offer it answer
+	// UNIMPLEMENTED and the host steps them over gRPC.
+	OpenFastStep(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*FastStep, error)
 }
 
 type envServiceClient struct {
@@ -238,6 +245,16 @@ func (c *envServiceClient) Render(ctx context.Context, in *RenderRequest, opts .
 	return out, nil
 }
 
+func (c *envServiceClient) OpenFastStep(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*FastStep, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(FastStep)
+	err := c.cc.Invoke(ctx, EnvService_OpenFastStep_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // EnvServiceServer is the server API for EnvService service.
 // All implementations must embed UnimplementedEnvServiceServer
 // for forward compatibility.
@@ -259,6 +276,12 @@ type EnvServiceServer interface {
 	// Render draws sub-environment index as a PNG image. Environments that
 	// cannot draw answer UNIMPLEMENTED.
 	Render(context.Context, *RenderRequest) (*RenderResponse, error)
+	// OpenFastStep optionally offers a faster transport for Step alone: a
+	// stream socket on which the host writes step requests and the plugin
+	// answers them, framed as described in plugins/internal/wire/fast.go,
+	// without gRPC's per-call machinery. Plugins that do not offer it answer
+	// UNIMPLEMENTED and the host steps them over gRPC.
+	OpenFastStep(context.Context, *Empty) (*FastStep, error)
 	mustEmbedUnimplementedEnvServiceServer()
 }
 
@@ -286,6 +309,9 @@ func (UnimplementedEnvServiceServer) Close(context.Context, *Empty) (*Empty, err
 }
 func (UnimplementedEnvServiceServer) Render(context.Context, *RenderRequest) (*RenderResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Render not implemented")
+}
+func (UnimplementedEnvServiceServer) OpenFastStep(context.Context, *Empty) (*FastStep, error) {
+	return nil, status.Error(codes.Unimplemented, "method OpenFastStep not implemented")
 }
 func (UnimplementedEnvServiceServer) mustEmbedUnimplementedEnvServiceServer() {}
 func (UnimplementedEnvServiceServer) testEmbeddedByValue()                    {}
@@ -416,6 +442,24 @@ func _EnvService_Render_Handler(srv interface{}, ctx context.Context, dec func(i
 	return interceptor(ctx, in, info, handler)
 }
 
+func _EnvService_OpenFastStep_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Empty)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(EnvServiceServer).OpenFastStep(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: EnvService_OpenFastStep_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(EnvServiceServer).OpenFastStep(ctx, req.(*Empty))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // EnvService_ServiceDesc is the grpc.ServiceDesc for EnvService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -446,6 +490,10 @@ var EnvService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Render",
 			Handler:    _EnvService_Render_Handler,
+		},
+		{
+			MethodName: "OpenFastStep",
+			Handler:    _EnvService_OpenFastStep_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

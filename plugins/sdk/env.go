@@ -1,12 +1,16 @@
 package sdk
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"image/png"
+	"net"
+	"os"
+	"path/filepath"
 	"sync"
 
 	"google.golang.org/grpc"
@@ -50,6 +54,8 @@ type envServer struct {
 	obsSize int
 	actSize int
 	rows    [][]float64 // reused action rows
+	fastDir string      // the fast step socket's folder, "" when none
+	fastLn  net.Listener
 }
 
 func (s *envServer) Open(_ context.Context, req *pb.OpenEnvRequest) (*pb.EnvSpaces, error) {
@@ -144,16 +150,21 @@ func (s *envServer) Reset(_ context.Context, req *pb.ResetRequest) (*pb.ResetRes
 func (s *envServer) Step(_ context.Context, req *pb.StepRequest) (*pb.StepResponse, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.step(req.Actions)
+}
+
+// step runs one batched step; the caller holds s.mu.
+func (s *envServer) step(actions []float64) (*pb.StepResponse, error) {
 	if err := s.opened(); err != nil {
 		return nil, err
 	}
 	n := len(s.subs)
-	if len(req.Actions) != n*s.actSize {
+	if len(actions) != n*s.actSize {
 		return nil, status.Errorf(codes.InvalidArgument, "got %d action values for %d sub-environments of action size %d",
-			len(req.Actions), n, s.actSize)
+			len(actions), n, s.actSize)
 	}
 	for i := range s.rows {
-		s.rows[i] = req.Actions[i*s.actSize : (i+1)*s.actSize : (i+1)*s.actSize]
+		s.rows[i] = actions[i*s.actSize : (i+1)*s.actSize : (i+1)*s.actSize]
 	}
 	st, err := s.vec.Step(s.rows)
 	if err != nil {
@@ -174,9 +185,76 @@ func (s *envServer) Step(_ context.Context, req *pb.StepRequest) (*pb.StepRespon
 	return resp, nil
 }
 
+// OpenFastStep listens on a Unix socket in a private folder and serves step
+// frames on the first connection (see wire.FastWriter for the format).
+func (s *envServer) OpenFastStep(context.Context, *pb.Empty) (*pb.FastStep, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.opened(); err != nil {
+		return nil, err
+	}
+	if s.fastDir != "" {
+		return nil, status.Error(codes.FailedPrecondition, "OpenFastStep called twice")
+	}
+	dir, err := os.MkdirTemp("", "gray-fast-step-")
+	if err != nil {
+		return nil, status.Errorf(codes.Unavailable, "fast step socket: %v", err)
+	}
+	path := filepath.Join(dir, "step.sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, status.Errorf(codes.Unavailable, "fast step socket: %v", err)
+	}
+	s.fastDir, s.fastLn = dir, ln
+	go s.serveFast(ln, dir) // ends when the host hangs up or Close closes ln
+	return &pb.FastStep{Network: "unix", Address: path}, nil
+}
+
+func (s *envServer) serveFast(ln net.Listener, dir string) {
+	conn, err := ln.Accept()
+	// Once connected (or failed) the path is no longer needed: removing it
+	// now leaves nothing behind however the process ends.
+	ln.Close()
+	os.RemoveAll(dir)
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	r := wire.FastReader{R: bufio.NewReaderSize(conn, 64<<10)}
+	w := wire.FastWriter{W: conn}
+	for {
+		actions, err := r.ReadRequest()
+		if err != nil {
+			return // the host hung up (or broke the stream): nothing to answer
+		}
+		s.mu.Lock()
+		resp, err := s.step(actions)
+		s.mu.Unlock()
+		if err != nil {
+			err = w.WriteError(status.Convert(err).Message())
+		} else {
+			err = w.WriteAnswer(resp.Obs, resp.Rewards, resp.Terminated, resp.Truncated, resp.FinalObs)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// closeFast stops the fast step socket; the caller holds s.mu.
+func (s *envServer) closeFast() {
+	if s.fastLn != nil {
+		s.fastLn.Close()
+		os.RemoveAll(s.fastDir)
+		s.fastLn, s.fastDir = nil, ""
+	}
+}
+
 func (s *envServer) Close(context.Context, *pb.Empty) (*pb.Empty, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.closeFast()
 	if s.vec == nil {
 		return &pb.Empty{}, nil
 	}

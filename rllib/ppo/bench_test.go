@@ -29,26 +29,28 @@ func benchAgent(b *testing.B, cfg map[string]any) (*Agent, sample.Batch) {
 }
 
 // BenchmarkLearn measures SGD throughput (learner rows per second) on a
-// CartPole batch of 2048 rows for several network and minibatch sizes.
+// CartPole batch for several network, batch and minibatch sizes.
 func BenchmarkLearn(b *testing.B) {
 	for _, bc := range []struct {
 		name    string
 		hiddens []int
+		batch   int
 		mb      int
 	}{
-		{"64x64/mb128", []int{64, 64}, 128},
-		{"64x64/mb256", []int{64, 64}, 256},
-		{"32x32/mb128", []int{32, 32}, 128},
+		{"64x64/batch2048/mb128", []int{64, 64}, 2048, 128},
+		{"64x64/batch2048/mb256", []int{64, 64}, 2048, 256},
+		{"32x32/batch2048/mb128", []int{32, 32}, 2048, 128},
+		{"32x32/batch512/mb128", []int{32, 32}, 512, 128},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			a, batch := benchAgent(b, map[string]any{
-				"timesteps_per_batch": 2048, "sgd_minibatch_size": bc.mb,
+				"train_batch_size": bc.batch, "sgd_minibatch_size": bc.mb,
 				"model": map[string]any{"fcnet_hiddens": bc.hiddens},
 			})
 			b.ResetTimer()
 			rows := 0
 			for i := 0; i < b.N; i++ {
-				if _, err := a.learner.learn(&batch, 3e-4, 0.2, shuffleRNG(1, i)); err != nil {
+				if _, err := a.learner.learn(context.Background(), &batch, 3e-4, 0.2, shuffleRNG(1, i)); err != nil {
 					b.Fatal(err)
 				}
 				rows += batch.Len() * a.cfg.NumSGDIter

@@ -2,6 +2,7 @@ package codec
 
 import (
 	"encoding/binary"
+	"runtime"
 	"testing"
 )
 
@@ -59,4 +60,42 @@ func FuzzDecode(f *testing.F) {
 		var u any
 		_ = Unmarshal(data, &u)
 	})
+}
+
+// TestCorruptLengthsAllocateLittle: headers that claim billions of elements
+// or arrays far past the buffer fail without allocating for those claims.
+func TestCorruptLengthsAllocateLittle(t *testing.T) {
+	mk := func(header []byte) []byte {
+		b := make([]byte, prefixLen+len(header)+64)
+		copy(b, magic)
+		binary.LittleEndian.PutUint32(b[8:], uint32(len(header)))
+		copy(b[prefixLen:], header)
+		return b
+	}
+	cases := map[string][]byte{
+		"array of 2^31-1 structs":      mk([]byte{0x9a, 0x7f, 0xff, 0xff, 0xff, 0xa0}),
+		"map of 2^24 pairs":            mk([]byte{0xba, 0x01, 0x00, 0x00, 0x00}),
+		"byte string of 4 GiB":         mk([]byte{0x5a, 0xff, 0xff, 0xff, 0xff}),
+		"placeholder of 2^60 elements": mk([]byte{0xda, 0x67, 0x72, 0x61, 0x79, 0x83, 0x02, 0x00, 0x1b, 0x10, 0, 0, 0, 0, 0, 0, 0}),
+	}
+	for name, data := range cases {
+		t.Run(name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			var b []batch
+			err1 := DecodeZeroCopy(data, &b)
+			var fs []float64
+			err2 := DecodeZeroCopy(data, &fs)
+			var a any
+			err3 := DecodeZeroCopy(data, &a)
+			runtime.ReadMemStats(&after)
+			if err1 == nil || err2 == nil || err3 == nil {
+				t.Fatalf("corrupt input decoded without error: %v / %v / %v", err1, err2, err3)
+			}
+			if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+				t.Fatalf("decoding %d corrupt bytes allocated %d bytes", len(data), n)
+			}
+		})
+	}
 }

@@ -127,10 +127,11 @@ func createMapped(dir string, id ID, size int64, sp *spare) ([]byte, error) {
 // FileWriter is an object being written by a process that does not own the
 // store (a worker). Fill Bytes, then Seal, then tell the owner to Adopt it.
 type FileWriter struct {
-	dir  string
-	id   ID
-	data []byte
-	done bool
+	dir      string
+	id       ID
+	data     []byte
+	done     bool
+	reserved bool // made by OpenReserved: the owner seals it
 }
 
 // CreateFile starts object id of size bytes in the store directory dir,
@@ -152,11 +153,52 @@ func CreateFile(dir string, id ID, size int64) (*FileWriter, error) {
 	return &FileWriter{dir: dir, id: id, data: data}, nil
 }
 
+// OpenReserved maps, read-write, the object id that the owner reserved
+// with Store.Reserve. Fill Bytes, then Finish; the owner seals it.
+func OpenReserved(dir string, id ID) (*FileWriter, error) {
+	if err := id.check(); err != nil {
+		return nil, err
+	}
+	fd, err := unix.Open(Path(dir, id)+tmpSuffix, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("objstore: opening reserved object %s (did the owner Reserve it?): %w", id, err)
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, fmt.Errorf("objstore: opening reserved object %s: fstat: %w", id, err)
+	}
+	w := &FileWriter{dir: dir, id: id, reserved: true}
+	if st.Size > 0 {
+		if w.data, err = unix.Mmap(fd, 0, int(st.Size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE); err != nil {
+			return nil, fmt.Errorf("objstore: mapping reserved object %s (%d bytes): %w", id, st.Size, err)
+		}
+	}
+	return w, nil
+}
+
+// Finish unmaps a reserved object's buffer; the owner then seals it.
+func (w *FileWriter) Finish() error {
+	if !w.reserved {
+		return fmt.Errorf("objstore: object %s: Finish is for reserved objects; use Seal", w.id)
+	}
+	if w.done {
+		return nil
+	}
+	w.done = true
+	unmap(w.data)
+	w.data = nil
+	return nil
+}
+
 // Bytes returns the writable buffer.
 func (w *FileWriter) Bytes() []byte { return w.data }
 
 // Seal unmaps the buffer and publishes the object under its final name.
 func (w *FileWriter) Seal() error {
+	if w.reserved {
+		return fmt.Errorf("objstore: object %s was reserved by the owner: Finish it and let the owner Seal it", w.id)
+	}
 	if w.done {
 		return fmt.Errorf("objstore: object %s: Seal after Seal or Abort", w.id)
 	}
@@ -174,8 +216,12 @@ func (w *FileWriter) Seal() error {
 	return nil
 }
 
-// Abort discards the object.
+// Abort discards the object (for a reserved one, the owner must also call
+// Store.Abort).
 func (w *FileWriter) Abort() error {
+	if w.reserved {
+		return w.Finish()
+	}
 	if w.done {
 		return nil
 	}

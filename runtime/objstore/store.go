@@ -24,6 +24,36 @@
 // Small objects need not touch the file system at all: [Store.PutInline]
 // keeps them in the owner's memory under the same accounting.
 //
+// # How the runtime uses it
+//
+//   - Init (driver): CleanStale("/dev/shm"), then Open with the session id,
+//     the capacity option and OnEvict (mark the object lost for lineage).
+//     Workers learn Dir() at start. Shutdown: Close.
+//   - Put / task results: enc := codec.Prepare(v). Below
+//     codec.InlineThreshold the bytes travel inline (the driver may keep them
+//     with PutInline). Otherwise the driver does Create(id, enc.Size()),
+//     enc.EncodeTo(w.Bytes()), w.Seal(). A worker either does CreateFile(dir, id, size), EncodeTo,
+//     Seal and names the object in its reply, on which the driver calls
+//     Adopt(id); or, for large results, asks the driver to Reserve(id, size)
+//     (which reuses freed pages), fills OpenReserved(dir, id), Finishes, and
+//     the driver Seals (Abort if the worker died). An error from Adopt or
+//     Reserve becomes the object's value.
+//   - References: each object starts with one store reference; the runtime
+//     calls Release when its own count of references (driver handles,
+//     queued tasks, actor state) reaches zero. AddRef exists for runtimes
+//     that mirror every reference.
+//   - Pins: Pin each store argument when its task is queued and Unpin when
+//     the task finishes or its worker dies; a driver-side Get pins (it is a
+//     Get) until the value's reference is released.
+//   - Workers read arguments through one Reader per process (NewReader(dir,
+//     n); Get, codec.DecodeZeroCopy, View.Done when the task returns), which
+//     keeps mappings of objects read again (weights, noise tables), and run
+//     the task under Guard. Decoded slices are valid during the call (actors
+//     copy what they keep). Map is the one-shot form.
+//   - Get returning ErrEvicted: rebuild by re-running the creating task,
+//     which creates the same id again (its reference count is kept); an
+//     object made by a driver's Put cannot be rebuilt and says so.
+//
 // # Read-only rule
 //
 // Slices returned by [Store.Get] and [Mapping.Bytes], and every slice the
@@ -128,6 +158,7 @@ type entry struct {
 	wmap   []byte // the owner's read-write mapping of an object it created (len >= size)
 	lru    *list.Element
 	spare  *spare // while reserved: the spare whose pages this object reuses
+	isNew  bool   // while reserved: made by this reservation (not a rebuild)
 }
 
 // A spare is the file of a freed object, kept (renamed) so that its
@@ -364,7 +395,7 @@ func (s *Store) reserve(id ID, size int64, inline bool) (*entry, []*entry, error
 		victims = append(victims, v)
 	}
 	if e == nil {
-		e = &entry{id: id, refs: 1}
+		e = &entry{id: id, refs: 1, isNew: true}
 		s.objects[id] = e
 	}
 	e.size, e.state, e.inline, e.pins, e.spare = size, creating, inline, 0, reuse
@@ -462,10 +493,24 @@ func (s *Store) dropReserved(e *entry) {
 	s.pinned -= e.size
 	e.state = evicted
 	e.data = nil
-	if e.refs <= 1 { // no one else refers to it: forget it entirely
+	if e.isNew || e.refs == 0 { // nobody referred to it before: forget it
 		delete(s.objects, e.id)
 	}
 }
+
+// Reserve makes room for an object of size bytes that another process on
+// the node will write, reusing freed pages when it can: it creates
+// "<id>.tmp", which that process opens with OpenReserved, fills and
+// Finishes; then the owner calls Seal(id), or Abort(id) if the writer
+// failed. Reserve then Seal moves a large task result into the store at
+// memory speed, where CreateFile then Adopt must allocate fresh pages.
+func (s *Store) Reserve(id ID, size int64) error {
+	_, err := s.Create(id, size)
+	return err
+}
+
+// Abort drops an object created or reserved but not sealed.
+func (s *Store) Abort(id ID) error { return s.abort(id) }
 
 func (s *Store) abort(id ID) error {
 	s.mu.Lock()
@@ -500,7 +545,7 @@ func (s *Store) Seal(id ID) error {
 }
 
 func (s *Store) sealLocked(e *entry) {
-	e.state = sealed
+	e.state, e.isNew = sealed, false
 	s.pinned -= e.size
 	if e.refs == 0 { // released while being written
 		s.freeLocked(e)

@@ -348,3 +348,129 @@ func TestRecyclePages(t *testing.T) {
 		t.Fatalf("big put: %+v", st)
 	}
 }
+
+func TestReaderCachesAndRevalidates(t *testing.T) {
+	s := newStore(t, 64<<20, nil)
+	put(t, s, "a", 1<<20, 1)
+	r := NewReader(s.Dir(), 1)
+	defer r.Close()
+	v1, err := r.Get("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2, err := r.Get("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if &v1.Bytes()[0] != &v2.Bytes()[0] || v1.Bytes()[0] != 1 {
+		t.Fatal("a second Get of the same object must reuse the mapping")
+	}
+	v1.Done()
+	v2.Done()
+	// The object is freed, its pages recycled by b, then a is made again
+	// (a lineage rebuild) with other contents: the cached mapping must not
+	// be served.
+	_ = s.Release("a")
+	if _, err := r.Get("a"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get of a freed object: %v", err)
+	}
+	put(t, s, "b", 1<<20, 2)
+	put(t, s, "a", 1<<20, 3)
+	v3, err := r.Get("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v3.Bytes()[0] != 3 {
+		t.Fatalf("Reader served a stale mapping: byte %d, want 3", v3.Bytes()[0])
+	}
+	// Over the idle limit (1), the least recently used mapping goes.
+	vb, _ := r.Get("b")
+	vb.Done()
+	v3.Done()
+	r.mu.Lock()
+	n := len(r.maps)
+	r.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("%d idle mappings cached, limit 1", n)
+	}
+	if _, err := r.Get("../x"); !errors.Is(err, ErrBadID) {
+		t.Fatal(err)
+	}
+}
+
+func TestReserveForAnotherWriter(t *testing.T) {
+	s := newStore(t, 64<<20, nil)
+	put(t, s, "old", 1<<20, 1)
+	_ = s.Release("old") // its pages become a spare
+	if err := s.Reserve("res", 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Stats(); st.SpareBytes != 0 {
+		t.Fatalf("Reserve did not reuse the spare: %+v", st)
+	}
+	// What a worker does:
+	w, err := OpenReserved(s.Dir(), "res")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Bytes()) != 1<<20 {
+		t.Fatalf("reserved buffer of %d bytes", len(w.Bytes()))
+	}
+	for i := range w.Bytes() {
+		w.Bytes()[i] = 5
+	}
+	if err := w.Seal(); err == nil {
+		t.Fatal("a worker must not seal a reserved object itself")
+	}
+	if err := w.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	// Then the owner, on the worker's reply:
+	if err := s.Seal("res"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.Get("res")
+	if err != nil || b[0] != 5 || b[len(b)-1] != 5 {
+		t.Fatalf("reserved object after seal: %v", err)
+	}
+	_ = s.Unpin("res")
+	// A failed writer: the owner aborts and the room comes back.
+	if err := s.Reserve("res2", 1000); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Abort("res2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenReserved(s.Dir(), "res2"); err == nil {
+		t.Fatal("OpenReserved of an aborted object must fail")
+	}
+	if st := s.Stats(); st.Used != 1<<20 || st.PinnedBytes != 0 {
+		t.Fatalf("after abort: %+v", st)
+	}
+}
+
+func TestFailedRebuildKeepsReferences(t *testing.T) {
+	s := newStore(t, 2000, nil)
+	put(t, s, "a", 1000, 1)
+	put(t, s, "b", 1000, 2)
+	put(t, s, "c", 1000, 3) // evicts a
+	if _, err := s.Get("a"); !errors.Is(err, ErrEvicted) {
+		t.Fatal(err)
+	}
+	w, err := s.Create("a", 1000) // rebuild starts, then its task fails
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Abort(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get("a"); !errors.Is(err, ErrEvicted) {
+		t.Fatalf("after a failed rebuild: %v, want still ErrEvicted", err)
+	}
+	if err := s.Release("a"); err != nil {
+		t.Fatalf("the runtime's reference was lost: %v", err)
+	}
+	if _, err := s.Get("a"); !errors.Is(err, ErrNotFound) {
+		t.Fatal(err)
+	}
+}

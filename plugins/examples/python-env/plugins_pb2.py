@@ -19,7 +19,7 @@ DESCRIPTOR = _descriptor.FileDescriptor(
   name='plugins.proto',
   package='gray.plugins.v1',
   syntax='proto3',
-  serialized_pb=_b('\n\rplugins.proto\x12\x0fgray.plugins.v1\"\x07\n\x05\x45mpty\"c\n\x05Space\x12-\n\x08\x64iscrete\x18\x01 \x01(\x0b\x32\x19.gray.plugins.v1.DiscreteH\x00\x12#\n\x03\x62ox\x18\x02 \x01(\x0b\x32\x14.gray.plugins.v1.BoxH\x00\x42\x06\n\x04kind\"\x15\n\x08\x44iscrete\x12\t\n\x01n\x18\x01 \x01(\x03\"/\n\x03\x42ox\x12\x0b\n\x03low\x18\x01 \x03(\x01\x12\x0c\n\x04high\x18\x02 \x03(\x01\x12\r\n\x05shape\x18\x03 \x03(\x03\"C\n\x0b\x44\x65scription\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x18\n\x10protocol_version\x18\x02 \x01(\x05\x12\x0c\n\x04name\x18\x03 \x01(\t\"7\n\x0eOpenEnvRequest\x12\x13\n\x0b\x63onfig_json\x18\x01 \x01(\x0c\x12\x10\n\x08num_envs\x18\x02 \x01(\x05\"\x92\x01\n\tEnvSpaces\x12\x31\n\x11observation_space\x18\x01 \x01(\x0b\x32\x16.gray.plugins.v1.Space\x12,\n\x0c\x61\x63tion_space\x18\x02 \x01(\x0b\x32\x16.gray.plugins.v1.Space\x12\x10\n\x08num_envs\x18\x03 \x01(\x05\x12\x12\n\ncan_render\x18\x04 \x01(\x08\"\x1d\n\x0cResetRequest\x12\r\n\x05seeds\x18\x01 \x03(\x03\"\x1c\n\rResetResponse\x12\x0b\n\x03obs\x18\x01 \x03(\x01\"\x1e\n\x0bStepRequest\x12\x0f\n\x07\x61\x63tions\x18\x01 \x03(\x01\"f\n\x0cStepResponse\x12\x0b\n\x03obs\x18\x01 \x03(\x01\x12\x0f\n\x07rewards\x18\x02 \x03(\x01\x12\x12\n\nterminated\x18\x03 \x03(\x08\x12\x11\n\ttruncated\x18\x04 \x03(\x08\x12\x11\n\tfinal_obs\x18\x05 \x03(\x01\"\x1e\n\rRenderRequest\x12\r\n\x05index\x18\x01 \x01(\x05\"\x1d\n\x0eRenderResponse\x12\x0b\n\x03png\x18\x01 \x01(\x0c\"^\n\x10ModelInitRequest\x12\x13\n\x0b\x63onfig_json\x18\x01 \x01(\x0c\x12\x12\n\ninput_size\x18\x02 \x01(\x05\x12\x13\n\x0boutput_size\x18\x03 \x01(\x05\x12\x0c\n\x04seed\x18\x04 \x01(\x03\"9\n\x11ModelInitResponse\x12\x0f\n\x07weights\x18\x01 \x03(\x01\x12\x13\n\x0boutput_size\x18\x02 \x01(\x05\"/\n\x0e\x46orwardRequest\x12\r\n\x05\x62\x61tch\x18\x01 \x01(\x05\x12\x0e\n\x06inputs\x18\x02 \x03(\x01\"\"\n\x0f\x46orwardResponse\x12\x0f\n\x07outputs\x18\x01 \x03(\x01\"F\n\x0f\x42\x61\x63kwardRequest\x12\r\n\x05\x62\x61tch\x18\x01 \x01(\x05\x12\x0e\n\x06inputs\x18\x02 \x03(\x01\x12\x14\n\x0coutput_grads\x18\x03 \x03(\x01\"=\n\x10\x42\x61\x63kwardResponse\x12\x14\n\x0cweight_grads\x18\x01 \x03(\x01\x12\x13\n\x0binput_grads\x18\x02 \x03(\x01\"\x19\n\x07Weights\x12\x0e\n\x06values\x18\x01 \x03(\x01\"\\\n\x17\x44istributionInitRequest\x12\x13\n\x0b\x63onfig_json\x18\x01 \x01(\x0c\x12,\n\x0c\x61\x63tion_space\x18\x02 \x01(\x0b\x32\x16.gray.plugins.v1.Space\"C\n\x18\x44istributionInitResponse\x12\x12\n\ninput_size\x18\x01 \x01(\x05\x12\x13\n\x0b\x61\x63tion_size\x18\x02 \x01(\x05\"S\n\rSampleRequest\x12\r\n\x05\x62\x61tch\x18\x01 \x01(\x05\x12\x0e\n\x06inputs\x18\x02 \x03(\x01\x12\x0c\n\x04seed\x18\x03 \x01(\x03\x12\x15\n\rdeterministic\x18\x04 \x01(\x08\"!\n\x0eSampleResponse\x12\x0f\n\x07\x61\x63tions\x18\x01 \x03(\x01\"F\n\x14LogLikelihoodRequest\x12\r\n\x05\x62\x61tch\x18\x01 \x01(\x05\x12\x0e\n\x06inputs\x18\x02 \x03(\x01\x12\x0f\n\x07\x61\x63tions\x18\x03 \x03(\x01\"/\n\x0e\x45ntropyRequest\x12\r\n\x05\x62\x61tch\x18\x01 \x01(\x05\x12\x0e\n\x06inputs\x18\x02 \x03(\x01\"5\n\x0eValuesWithGrad\x12\x0e\n\x06values\x18\x01 \x03(\x01\x12\x13\n\x0binput_grads\x18\x02 \x03(\x01\">\n\tKLRequest\x12\r\n\x05\x62\x61tch\x18\x01 \x01(\x05\x12\x10\n\x08inputs_p\x18\x02 \x03(\x01\x12\x10\n\x08inputs_q\x18\x03 \x03(\x01\">\n\nKLResponse\x12\x0e\n\x06values\x18\x01 \x03(\x01\x12\x0f\n\x07grads_p\x18\x02 \x03(\x01\x12\x0f\n\x07grads_q\x18\x03 \x03(\x01\"m\n\x11\x41gentSetupRequest\x12\x0b\n\x03\x65nv\x18\x01 \x01(\t\x12\x17\n\x0f\x65nv_config_json\x18\x02 \x01(\x0c\x12\x13\n\x0b\x63onfig_json\x18\x03 \x01(\x0c\x12\x0f\n\x07log_dir\x18\x04 \x01(\t\x12\x0c\n\x04seed\x18\x05 \x01(\x03\"7\n\rTrainResponse\x12\x13\n\x0bresult_json\x18\x01 \x01(\x0c\x12\x11\n\titeration\x18\x02 \x01(\x05\"\x1c\n\x0cSaveResponse\x12\x0c\n\x04path\x18\x01 \x01(\t\"\x1e\n\x0eRestoreRequest\x12\x0c\n\x04path\x18\x01 \x01(\t\"#\n\x14\x43omputeActionRequest\x12\x0b\n\x03obs\x18\x01 \x03(\x01\"\'\n\x15\x43omputeActionResponse\x12\x0e\n\x06\x61\x63tion\x18\x01 \x03(\x01\x32H\n\x04Info\x12@\n\x08\x44\x65scribe\x12\x16.gray.plugins.v1.Empty\x1a\x1c.gray.plugins.v1.Description2\xa0\x03\n\nEnvService\x12\x43\n\x04Open\x12\x1f.gray.plugins.v1.OpenEnvRequest\x1a\x1a.gray.plugins.v1.EnvSpaces\x12<\n\x06Spaces\x12\x16.gray.plugins.v1.Empty\x1a\x1a.gray.plugins.v1.EnvSpaces\x12\x46\n\x05Reset\x12\x1d.gray.plugins.v1.ResetRequest\x1a\x1e.gray.plugins.v1.ResetResponse\x12\x43\n\x04Step\x12\x1c.gray.plugins.v1.StepRequest\x1a\x1d.gray.plugins.v1.StepResponse\x12\x37\n\x05\x43lose\x12\x16.gray.plugins.v1.Empty\x1a\x16.gray.plugins.v1.Empty\x12I\n\x06Render\x12\x1e.gray.plugins.v1.RenderRequest\x1a\x1f.gray.plugins.v1.RenderResponse2\xfc\x02\n\x0cModelService\x12M\n\x04Init\x12!.gray.plugins.v1.ModelInitRequest\x1a\".gray.plugins.v1.ModelInitResponse\x12L\n\x07\x46orward\x12\x1f.gray.plugins.v1.ForwardRequest\x1a .gray.plugins.v1.ForwardResponse\x12O\n\x08\x42\x61\x63kward\x12 .gray.plugins.v1.BackwardRequest\x1a!.gray.plugins.v1.BackwardResponse\x12>\n\nGetWeights\x12\x16.gray.plugins.v1.Empty\x1a\x18.gray.plugins.v1.Weights\x12>\n\nSetWeights\x12\x18.gray.plugins.v1.Weights\x1a\x16.gray.plugins.v1.Empty2\xa2\x03\n\x13\x44istributionService\x12[\n\x04Init\x12(.gray.plugins.v1.DistributionInitRequest\x1a).gray.plugins.v1.DistributionInitResponse\x12I\n\x06Sample\x12\x1e.gray.plugins.v1.SampleRequest\x1a\x1f.gray.plugins.v1.SampleResponse\x12W\n\rLogLikelihood\x12%.gray.plugins.v1.LogLikelihoodRequest\x1a\x1f.gray.plugins.v1.ValuesWithGrad\x12K\n\x07\x45ntropy\x12\x1f.gray.plugins.v1.EntropyRequest\x1a\x1f.gray.plugins.v1.ValuesWithGrad\x12=\n\x02KL\x12\x1a.gray.plugins.v1.KLRequest\x1a\x1b.gray.plugins.v1.KLResponse2\xaf\x03\n\x0c\x41gentService\x12\x43\n\x05Setup\x12\".gray.plugins.v1.AgentSetupRequest\x1a\x16.gray.plugins.v1.Empty\x12?\n\x05Train\x12\x16.gray.plugins.v1.Empty\x1a\x1e.gray.plugins.v1.TrainResponse\x12=\n\x04Save\x12\x16.gray.plugins.v1.Empty\x1a\x1d.gray.plugins.v1.SaveResponse\x12\x42\n\x07Restore\x12\x1f.gray.plugins.v1.RestoreRequest\x1a\x16.gray.plugins.v1.Empty\x12^\n\rComputeAction\x12%.gray.plugins.v1.ComputeActionRequest\x1a&.gray.plugins.v1.ComputeActionResponse\x12\x36\n\x04Stop\x12\x16.gray.plugins.v1.Empty\x1a\x16.gray.plugins.v1.EmptyB0Z.github.com/gray-ml/gray/plugins/proto;pluginpbb\x06proto3')
+  serialized_pb=_b('\n\rplugins.proto\x12\x0fgray.plugins.v1\"\x07\n\x05\x45mpty\"c\n\x05Space\x12-\n\x08\x64iscrete\x18\x01 \x01(\x0b\x32\x19.gray.plugins.v1.DiscreteH\x00\x12#\n\x03\x62ox\x18\x02 \x01(\x0b\x32\x14.gray.plugins.v1.BoxH\x00\x42\x06\n\x04kind\"\x15\n\x08\x44iscrete\x12\t\n\x01n\x18\x01 \x01(\x03\"/\n\x03\x42ox\x12\x0b\n\x03low\x18\x01 \x03(\x01\x12\x0c\n\x04high\x18\x02 \x03(\x01\x12\r\n\x05shape\x18\x03 \x03(\x03\"C\n\x0b\x44\x65scription\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x18\n\x10protocol_version\x18\x02 \x01(\x05\x12\x0c\n\x04name\x18\x03 \x01(\t\",\n\x08\x46\x61stStep\x12\x0f\n\x07network\x18\x01 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\"7\n\x0eOpenEnvRequest\x12\x13\n\x0b\x63onfig_json\x18\x01 \x01(\x0c\x12\x10\n\x08num_envs\x18\x02 \x01(\x05\"\x92\x01\n\tEnvSpaces\x12\x31\n\x11observation_space\x18\x01 \x01(\x0b\x32\x16.gray.plugins.v1.Space\x12,\n\x0c\x61\x63tion_space\x18\x02 \x01(\x0b\x32\x16.gray.plugins.v1.Space\x12\x10\n\x08num_envs\x18\x03 \x01(\x05\x12\x12\n\ncan_render\x18\x04 \x01(\x08\"\x1d\n\x0cResetRequest\x12\r\n\x05seeds\x18\x01 \x03(\x03\"\x1c\n\rResetResponse\x12\x0b\n\x03obs\x18\x01 \x03(\x01\"\x1e\n\x0bStepRequest\x12\x0f\n\x07\x61\x63tions\x18\x01 \x03(\x01\"f\n\x0cStepResponse\x12\x0b\n\x03obs\x18\x01 \x03(\x01\x12\x0f\n\x07rewards\x18\x02 \x03(\x01\x12\x12\n\nterminated\x18\x03 \x03(\x08\x12\x11\n\ttruncated\x18\x04 \x03(\x08\x12\x11\n\tfinal_obs\x18\x05 \x03(\x01\"\x1e\n\rRenderRequest\x12\r\n\x05index\x18\x01 \x01(\x05\"\x1d\n\x0eRenderResponse\x12\x0b\n\x03png\x18\x01 \x01(\x0c\"^\n\x10ModelInitRequest\x12\x13\n\x0b\x63onfig_json\x18\x01 \x01(\x0c\x12\x12\n\ninput_size\x18\x02 \x01(\x05\x12\x13\n\x0boutput_size\x18\x03 \x01(\x05\x12\x0c\n\x04seed\x18\x04 \x01(\x03\"9\n\x11ModelInitResponse\x12\x0f\n\x07weights\x18\x01 \x03(\x01\x12\x13\n\x0boutput_size\x18\x02 \x01(\x05\"/\n\x0e\x46orwardRequest\x12\r\n\x05\x62\x61tch\x18\x01 \x01(\x05\x12\x0e\n\x06inputs\x18\x02 \x03(\x01\"\"\n\x0f\x46orwardResponse\x12\x0f\n\x07outputs\x18\x01 \x03(\x01\"F\n\x0f\x42\x61\x63kwardRequest\x12\r\n\x05\x62\x61tch\x18\x01 \x01(\x05\x12\x0e\n\x06inputs\x18\x02 \x03(\x01\x12\x14\n\x0coutput_grads\x18\x03 \x03(\x01\"=\n\x10\x42\x61\x63kwardResponse\x12\x14\n\x0cweight_grads\x18\x01 \x03(\x01\x12\x13\n\x0binput_grads\x18\x02 \x03(\x01\"\x19\n\x07Weights\x12\x0e\n\x06values\x18\x01 \x03(\x01\"\\\n\x17\x44istributionInitRequest\x12\x13\n\x0b\x63onfig_json\x18\x01 \x01(\x0c\x12,\n\x0c\x61\x63tion_space\x18\x02 \x01(\x0b\x32\x16.gray.plugins.v1.Space\"C\n\x18\x44istributionInitResponse\x12\x12\n\ninput_size\x18\x01 \x01(\x05\x12\x13\n\x0b\x61\x63tion_size\x18\x02 \x01(\x05\"S\n\rSampleRequest\x12\r\n\x05\x62\x61tch\x18\x01 \x01(\x05\x12\x0e\n\x06inputs\x18\x02 \x03(\x01\x12\x0c\n\x04seed\x18\x03 \x01(\x03\x12\x15\n\rdeterministic\x18\x04 \x01(\x08\"!\n\x0eSampleResponse\x12\x0f\n\x07\x61\x63tions\x18\x01 \x03(\x01\"F\n\x14LogLikelihoodRequest\x12\r\n\x05\x62\x61tch\x18\x01 \x01(\x05\x12\x0e\n\x06inputs\x18\x02 \x03(\x01\x12\x0f\n\x07\x61\x63tions\x18\x03 \x03(\x01\"/\n\x0e\x45ntropyRequest\x12\r\n\x05\x62\x61tch\x18\x01 \x01(\x05\x12\x0e\n\x06inputs\x18\x02 \x03(\x01\"5\n\x0eValuesWithGrad\x12\x0e\n\x06values\x18\x01 \x03(\x01\x12\x13\n\x0binput_grads\x18\x02 \x03(\x01\">\n\tKLRequest\x12\r\n\x05\x62\x61tch\x18\x01 \x01(\x05\x12\x10\n\x08inputs_p\x18\x02 \x03(\x01\x12\x10\n\x08inputs_q\x18\x03 \x03(\x01\">\n\nKLResponse\x12\x0e\n\x06values\x18\x01 \x03(\x01\x12\x0f\n\x07grads_p\x18\x02 \x03(\x01\x12\x0f\n\x07grads_q\x18\x03 \x03(\x01\"m\n\x11\x41gentSetupRequest\x12\x0b\n\x03\x65nv\x18\x01 \x01(\t\x12\x17\n\x0f\x65nv_config_json\x18\x02 \x01(\x0c\x12\x13\n\x0b\x63onfig_json\x18\x03 \x01(\x0c\x12\x0f\n\x07log_dir\x18\x04 \x01(\t\x12\x0c\n\x04seed\x18\x05 \x01(\x03\"7\n\rTrainResponse\x12\x13\n\x0bresult_json\x18\x01 \x01(\x0c\x12\x11\n\titeration\x18\x02 \x01(\x05\"\x1c\n\x0cSaveResponse\x12\x0c\n\x04path\x18\x01 \x01(\t\"\x1e\n\x0eRestoreRequest\x12\x0c\n\x04path\x18\x01 \x01(\t\"#\n\x14\x43omputeActionRequest\x12\x0b\n\x03obs\x18\x01 \x03(\x01\"\'\n\x15\x43omputeActionResponse\x12\x0e\n\x06\x61\x63tion\x18\x01 \x03(\x01\x32H\n\x04Info\x12@\n\x08\x44\x65scribe\x12\x16.gray.plugins.v1.Empty\x1a\x1c.gray.plugins.v1.Description2\xe3\x03\n\nEnvService\x12\x43\n\x04Open\x12\x1f.gray.plugins.v1.OpenEnvRequest\x1a\x1a.gray.plugins.v1.EnvSpaces\x12<\n\x06Spaces\x12\x16.gray.plugins.v1.Empty\x1a\x1a.gray.plugins.v1.EnvSpaces\x12\x46\n\x05Reset\x12\x1d.gray.plugins.v1.ResetRequest\x1a\x1e.gray.plugins.v1.ResetResponse\x12\x43\n\x04Step\x12\x1c.gray.plugins.v1.StepRequest\x1a\x1d.gray.plugins.v1.StepResponse\x12\x37\n\x05\x43lose\x12\x16.gray.plugins.v1.Empty\x1a\x16.gray.plugins.v1.Empty\x12I\n\x06Render\x12\x1e.gray.plugins.v1.RenderRequest\x1a\x1f.gray.plugins.v1.RenderResponse\x12\x41\n\x0cOpenFastStep\x12\x16.gray.plugins.v1.Empty\x1a\x19.gray.plugins.v1.FastStep2\xfc\x02\n\x0cModelService\x12M\n\x04Init\x12!.gray.plugins.v1.ModelInitRequest\x1a\".gray.plugins.v1.ModelInitResponse\x12L\n\x07\x46orward\x12\x1f.gray.plugins.v1.ForwardRequest\x1a .gray.plugins.v1.ForwardResponse\x12O\n\x08\x42\x61\x63kward\x12 .gray.plugins.v1.BackwardRequest\x1a!.gray.plugins.v1.BackwardResponse\x12>\n\nGetWeights\x12\x16.gray.plugins.v1.Empty\x1a\x18.gray.plugins.v1.Weights\x12>\n\nSetWeights\x12\x18.gray.plugins.v1.Weights\x1a\x16.gray.plugins.v1.Empty2\xa2\x03\n\x13\x44istributionService\x12[\n\x04Init\x12(.gray.plugins.v1.DistributionInitRequest\x1a).gray.plugins.v1.DistributionInitResponse\x12I\n\x06Sample\x12\x1e.gray.plugins.v1.SampleRequest\x1a\x1f.gray.plugins.v1.SampleResponse\x12W\n\rLogLikelihood\x12%.gray.plugins.v1.LogLikelihoodRequest\x1a\x1f.gray.plugins.v1.ValuesWithGrad\x12K\n\x07\x45ntropy\x12\x1f.gray.plugins.v1.EntropyRequest\x1a\x1f.gray.plugins.v1.ValuesWithGrad\x12=\n\x02KL\x12\x1a.gray.plugins.v1.KLRequest\x1a\x1b.gray.plugins.v1.KLResponse2\xaf\x03\n\x0c\x41gentService\x12\x43\n\x05Setup\x12\".gray.plugins.v1.AgentSetupRequest\x1a\x16.gray.plugins.v1.Empty\x12?\n\x05Train\x12\x16.gray.plugins.v1.Empty\x1a\x1e.gray.plugins.v1.TrainResponse\x12=\n\x04Save\x12\x16.gray.plugins.v1.Empty\x1a\x1d.gray.plugins.v1.SaveResponse\x12\x42\n\x07Restore\x12\x1f.gray.plugins.v1.RestoreRequest\x1a\x16.gray.plugins.v1.Empty\x12^\n\rComputeAction\x12%.gray.plugins.v1.ComputeActionRequest\x1a&.gray.plugins.v1.ComputeActionResponse\x12\x36\n\x04Stop\x12\x16.gray.plugins.v1.Empty\x1a\x16.gray.plugins.v1.EmptyB0Z.github.com/gray-ml/gray/plugins/proto;pluginpbb\x06proto3')
 )
 
 
@@ -211,6 +211,44 @@ _DESCRIPTION = _descriptor.Descriptor(
 )
 
 
+_FASTSTEP = _descriptor.Descriptor(
+  name='FastStep',
+  full_name='gray.plugins.v1.FastStep',
+  filename=None,
+  file=DESCRIPTOR,
+  containing_type=None,
+  fields=[
+    _descriptor.FieldDescriptor(
+      name='network', full_name='gray.plugins.v1.FastStep.network', index=0,
+      number=1, type=9, cpp_type=9, label=1,
+      has_default_value=False, default_value=_b("").decode('utf-8'),
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+    _descriptor.FieldDescriptor(
+      name='address', full_name='gray.plugins.v1.FastStep.address', index=1,
+      number=2, type=9, cpp_type=9, label=1,
+      has_default_value=False, default_value=_b("").decode('utf-8'),
+      message_type=None, enum_type=None, containing_type=None,
+      is_extension=False, extension_scope=None,
+      options=None, file=DESCRIPTOR),
+  ],
+  extensions=[
+  ],
+  nested_types=[],
+  enum_types=[
+  ],
+  options=None,
+  is_extendable=False,
+  syntax='proto3',
+  extension_ranges=[],
+  oneofs=[
+  ],
+  serialized_start=285,
+  serialized_end=329,
+)
+
+
 _OPENENVREQUEST = _descriptor.Descriptor(
   name='OpenEnvRequest',
   full_name='gray.plugins.v1.OpenEnvRequest',
@@ -244,8 +282,8 @@ _OPENENVREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=285,
-  serialized_end=340,
+  serialized_start=331,
+  serialized_end=386,
 )
 
 
@@ -296,8 +334,8 @@ _ENVSPACES = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=343,
-  serialized_end=489,
+  serialized_start=389,
+  serialized_end=535,
 )
 
 
@@ -327,8 +365,8 @@ _RESETREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=491,
-  serialized_end=520,
+  serialized_start=537,
+  serialized_end=566,
 )
 
 
@@ -358,8 +396,8 @@ _RESETRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=522,
-  serialized_end=550,
+  serialized_start=568,
+  serialized_end=596,
 )
 
 
@@ -389,8 +427,8 @@ _STEPREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=552,
-  serialized_end=582,
+  serialized_start=598,
+  serialized_end=628,
 )
 
 
@@ -448,8 +486,8 @@ _STEPRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=584,
-  serialized_end=686,
+  serialized_start=630,
+  serialized_end=732,
 )
 
 
@@ -479,8 +517,8 @@ _RENDERREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=688,
-  serialized_end=718,
+  serialized_start=734,
+  serialized_end=764,
 )
 
 
@@ -510,8 +548,8 @@ _RENDERRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=720,
-  serialized_end=749,
+  serialized_start=766,
+  serialized_end=795,
 )
 
 
@@ -562,8 +600,8 @@ _MODELINITREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=751,
-  serialized_end=845,
+  serialized_start=797,
+  serialized_end=891,
 )
 
 
@@ -600,8 +638,8 @@ _MODELINITRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=847,
-  serialized_end=904,
+  serialized_start=893,
+  serialized_end=950,
 )
 
 
@@ -638,8 +676,8 @@ _FORWARDREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=906,
-  serialized_end=953,
+  serialized_start=952,
+  serialized_end=999,
 )
 
 
@@ -669,8 +707,8 @@ _FORWARDRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=955,
-  serialized_end=989,
+  serialized_start=1001,
+  serialized_end=1035,
 )
 
 
@@ -714,8 +752,8 @@ _BACKWARDREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=991,
-  serialized_end=1061,
+  serialized_start=1037,
+  serialized_end=1107,
 )
 
 
@@ -752,8 +790,8 @@ _BACKWARDRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1063,
-  serialized_end=1124,
+  serialized_start=1109,
+  serialized_end=1170,
 )
 
 
@@ -783,8 +821,8 @@ _WEIGHTS = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1126,
-  serialized_end=1151,
+  serialized_start=1172,
+  serialized_end=1197,
 )
 
 
@@ -821,8 +859,8 @@ _DISTRIBUTIONINITREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1153,
-  serialized_end=1245,
+  serialized_start=1199,
+  serialized_end=1291,
 )
 
 
@@ -859,8 +897,8 @@ _DISTRIBUTIONINITRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1247,
-  serialized_end=1314,
+  serialized_start=1293,
+  serialized_end=1360,
 )
 
 
@@ -911,8 +949,8 @@ _SAMPLEREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1316,
-  serialized_end=1399,
+  serialized_start=1362,
+  serialized_end=1445,
 )
 
 
@@ -942,8 +980,8 @@ _SAMPLERESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1401,
-  serialized_end=1434,
+  serialized_start=1447,
+  serialized_end=1480,
 )
 
 
@@ -987,8 +1025,8 @@ _LOGLIKELIHOODREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1436,
-  serialized_end=1506,
+  serialized_start=1482,
+  serialized_end=1552,
 )
 
 
@@ -1025,8 +1063,8 @@ _ENTROPYREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1508,
-  serialized_end=1555,
+  serialized_start=1554,
+  serialized_end=1601,
 )
 
 
@@ -1063,8 +1101,8 @@ _VALUESWITHGRAD = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1557,
-  serialized_end=1610,
+  serialized_start=1603,
+  serialized_end=1656,
 )
 
 
@@ -1108,8 +1146,8 @@ _KLREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1612,
-  serialized_end=1674,
+  serialized_start=1658,
+  serialized_end=1720,
 )
 
 
@@ -1153,8 +1191,8 @@ _KLRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1676,
-  serialized_end=1738,
+  serialized_start=1722,
+  serialized_end=1784,
 )
 
 
@@ -1212,8 +1250,8 @@ _AGENTSETUPREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1740,
-  serialized_end=1849,
+  serialized_start=1786,
+  serialized_end=1895,
 )
 
 
@@ -1250,8 +1288,8 @@ _TRAINRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1851,
-  serialized_end=1906,
+  serialized_start=1897,
+  serialized_end=1952,
 )
 
 
@@ -1281,8 +1319,8 @@ _SAVERESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1908,
-  serialized_end=1936,
+  serialized_start=1954,
+  serialized_end=1982,
 )
 
 
@@ -1312,8 +1350,8 @@ _RESTOREREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1938,
-  serialized_end=1968,
+  serialized_start=1984,
+  serialized_end=2014,
 )
 
 
@@ -1343,8 +1381,8 @@ _COMPUTEACTIONREQUEST = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=1970,
-  serialized_end=2005,
+  serialized_start=2016,
+  serialized_end=2051,
 )
 
 
@@ -1374,8 +1412,8 @@ _COMPUTEACTIONRESPONSE = _descriptor.Descriptor(
   extension_ranges=[],
   oneofs=[
   ],
-  serialized_start=2007,
-  serialized_end=2046,
+  serialized_start=2053,
+  serialized_end=2092,
 )
 
 _SPACE.fields_by_name['discrete'].message_type = _DISCRETE
@@ -1394,6 +1432,7 @@ DESCRIPTOR.message_types_by_name['Space'] = _SPACE
 DESCRIPTOR.message_types_by_name['Discrete'] = _DISCRETE
 DESCRIPTOR.message_types_by_name['Box'] = _BOX
 DESCRIPTOR.message_types_by_name['Description'] = _DESCRIPTION
+DESCRIPTOR.message_types_by_name['FastStep'] = _FASTSTEP
 DESCRIPTOR.message_types_by_name['OpenEnvRequest'] = _OPENENVREQUEST
 DESCRIPTOR.message_types_by_name['EnvSpaces'] = _ENVSPACES
 DESCRIPTOR.message_types_by_name['ResetRequest'] = _RESETREQUEST
@@ -1460,6 +1499,13 @@ Description = _reflection.GeneratedProtocolMessageType('Description', (_message.
   # @@protoc_insertion_point(class_scope:gray.plugins.v1.Description)
   ))
 _sym_db.RegisterMessage(Description)
+
+FastStep = _reflection.GeneratedProtocolMessageType('FastStep', (_message.Message,), dict(
+  DESCRIPTOR = _FASTSTEP,
+  __module__ = 'plugins_pb2'
+  # @@protoc_insertion_point(class_scope:gray.plugins.v1.FastStep)
+  ))
+_sym_db.RegisterMessage(FastStep)
 
 OpenEnvRequest = _reflection.GeneratedProtocolMessageType('OpenEnvRequest', (_message.Message,), dict(
   DESCRIPTOR = _OPENENVREQUEST,
@@ -1681,8 +1727,8 @@ _INFO = _descriptor.ServiceDescriptor(
   file=DESCRIPTOR,
   index=0,
   options=None,
-  serialized_start=2048,
-  serialized_end=2120,
+  serialized_start=2094,
+  serialized_end=2166,
   methods=[
   _descriptor.MethodDescriptor(
     name='Describe',
@@ -1705,8 +1751,8 @@ _ENVSERVICE = _descriptor.ServiceDescriptor(
   file=DESCRIPTOR,
   index=1,
   options=None,
-  serialized_start=2123,
-  serialized_end=2539,
+  serialized_start=2169,
+  serialized_end=2652,
   methods=[
   _descriptor.MethodDescriptor(
     name='Open',
@@ -1762,6 +1808,15 @@ _ENVSERVICE = _descriptor.ServiceDescriptor(
     output_type=_RENDERRESPONSE,
     options=None,
   ),
+  _descriptor.MethodDescriptor(
+    name='OpenFastStep',
+    full_name='gray.plugins.v1.EnvService.OpenFastStep',
+    index=6,
+    containing_service=None,
+    input_type=_EMPTY,
+    output_type=_FASTSTEP,
+    options=None,
+  ),
 ])
 _sym_db.RegisterServiceDescriptor(_ENVSERVICE)
 
@@ -1774,8 +1829,8 @@ _MODELSERVICE = _descriptor.ServiceDescriptor(
   file=DESCRIPTOR,
   index=2,
   options=None,
-  serialized_start=2542,
-  serialized_end=2922,
+  serialized_start=2655,
+  serialized_end=3035,
   methods=[
   _descriptor.MethodDescriptor(
     name='Init',
@@ -1834,8 +1889,8 @@ _DISTRIBUTIONSERVICE = _descriptor.ServiceDescriptor(
   file=DESCRIPTOR,
   index=3,
   options=None,
-  serialized_start=2925,
-  serialized_end=3343,
+  serialized_start=3038,
+  serialized_end=3456,
   methods=[
   _descriptor.MethodDescriptor(
     name='Init',
@@ -1894,8 +1949,8 @@ _AGENTSERVICE = _descriptor.ServiceDescriptor(
   file=DESCRIPTOR,
   index=4,
   options=None,
-  serialized_start=3346,
-  serialized_end=3777,
+  serialized_start=3459,
+  serialized_end=3890,
   methods=[
   _descriptor.MethodDescriptor(
     name='Setup',

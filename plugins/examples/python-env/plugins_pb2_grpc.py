@@ -91,6 +91,11 @@ class EnvServiceStub(object):
         request_serializer=plugins__pb2.RenderRequest.SerializeToString,
         response_deserializer=plugins__pb2.RenderResponse.FromString,
         )
+    self.OpenFastStep = channel.unary_unary(
+        '/gray.plugins.v1.EnvService/OpenFastStep',
+        request_serializer=plugins__pb2.Empty.SerializeToString,
+        response_deserializer=plugins__pb2.FastStep.FromString,
+        )
 
 
 class EnvServiceServicer(object):
@@ -144,6 +149,17 @@ class EnvServiceServicer(object):
     context.set_details('Method not implemented!')
     raise NotImplementedError('Method not implemented!')
 
+  def OpenFastStep(self, request, context):
+    """OpenFastStep optionally offers a faster transport for Step alone: a
+    stream socket on which the host writes step requests and the plugin
+    answers them, framed as described in plugins/internal/wire/fast.go,
+    without gRPC's per-call machinery. Plugins that do not offer it answer
+    UNIMPLEMENTED and the host steps them over gRPC.
+    """
+    context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+    context.set_details('Method not implemented!')
+    raise NotImplementedError('Method not implemented!')
+
 
 def add_EnvServiceServicer_to_server(servicer, server):
   rpc_method_handlers = {
@@ -176,6 +192,11 @@ def add_EnvServiceServicer_to_server(servicer, server):
           servicer.Render,
           request_deserializer=plugins__pb2.RenderRequest.FromString,
           response_serializer=plugins__pb2.RenderResponse.SerializeToString,
+      ),
+      'OpenFastStep': grpc.unary_unary_rpc_method_handler(
+          servicer.OpenFastStep,
+          request_deserializer=plugins__pb2.Empty.FromString,
+          response_serializer=plugins__pb2.FastStep.SerializeToString,
       ),
   }
   generic_handler = grpc.method_handlers_generic_handler(

@@ -1,0 +1,30 @@
+// Command gray is the runtime's command-line tool. So far it has one
+// subcommand, microbenchmark, the counterpart of `ray microbenchmark`.
+package main
+
+import (
+	"os"
+
+	"github.com/gray-ml/gray"
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	// This executable is also the worker program of the sessions it starts.
+	gray.ServeIfWorker()
+	if err := newRoot().Execute(); err != nil {
+		os.Exit(1)
+	}
+}
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:          "gray",
+		Short:        "Gray's runtime tool",
+		SilenceUsage: true,
+	}
+	root.AddCommand(newMicrobenchmark())
+	root.SetErr(os.Stderr)
+	root.SetOut(os.Stdout)
+	return root
+}

@@ -1,0 +1,289 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gray-ml/gray"
+	"github.com/spf13/cobra"
+)
+
+type benchCounter struct{ n int }
+
+var (
+	mbNoop    = gray.Func1("microbenchmark.noop", func(ctx context.Context, x int) (int, error) { return x, nil })
+	mbCounter = gray.Actor0("microbenchmark.Counter", func(ctx context.Context) (*benchCounter, error) { return &benchCounter{}, nil })
+	mbIncr    = gray.Method1(mbCounter, "incr", func(c *benchCounter, ctx context.Context, d int) (int, error) {
+		c.n += d
+		return c.n, nil
+	})
+)
+
+// row is one line of the report.
+type row struct {
+	Name   string  `json:"name"`
+	Rate   float64 `json:"rate"`
+	Unit   string  `json:"unit"`
+	Spread float64 `json:"spread"` // half the range of the trials' rates
+}
+
+func newMicrobenchmark() *cobra.Command {
+	var (
+		asJSON   bool
+		duration time.Duration
+		trials   int
+		cpus     int
+		filter   string
+	)
+	cmd := &cobra.Command{
+		Use:   "microbenchmark",
+		Short: "Measure task, actor, put, get and wait rates on this machine",
+		Long: "Starts a one-machine gray session and measures the rows of `ray microbenchmark`:\n" +
+			"each row runs --trials times for --duration and reports the median rate.",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if trials < 1 || duration <= 0 {
+				return fmt.Errorf("--trials must be at least 1 and --duration positive")
+			}
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			if err := gray.Init(ctx, gray.Options{NumCPUs: cpus, NoGPUs: true}); err != nil {
+				return err
+			}
+			defer gray.Shutdown()
+			var rows []row
+			for _, b := range benchmarks() {
+				if filter != "" && !strings.Contains(b.name, filter) {
+					continue
+				}
+				r, err := measure(ctx, b, duration, trials)
+				if err != nil {
+					return fmt.Errorf("%s: %w", b.name, err)
+				}
+				rows = append(rows, r)
+				if !asJSON {
+					printRow(cmd.OutOrStdout(), r)
+				}
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(rows)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the rows as a JSON array")
+	cmd.Flags().DurationVar(&duration, "duration", time.Second, "how long each trial of a row runs")
+	cmd.Flags().IntVar(&trials, "trials", 3, "trials per row; the median is reported")
+	cmd.Flags().IntVar(&cpus, "cpus", 0, "CPUs for the session (0: all logical CPUs)")
+	cmd.Flags().StringVar(&filter, "filter", "", "only rows whose name contains this")
+	return cmd
+}
+
+func printRow(w io.Writer, r row) {
+	fmt.Fprintf(w, "%-45s %14.2f %s  +- %.2f\n", r.Name, r.Rate, r.Unit, r.Spread)
+}
+
+// bench runs once for about d and returns how many units it did.
+type bench struct {
+	name string
+	unit string
+	run  func(ctx context.Context, d time.Duration) (float64, error)
+}
+
+func measure(ctx context.Context, b bench, d time.Duration, trials int) (row, error) {
+	rates := make([]float64, 0, trials)
+	for range trials {
+		t0 := time.Now()
+		n, err := b.run(ctx, d)
+		if err != nil {
+			return row{}, err
+		}
+		rates = append(rates, n/time.Since(t0).Seconds())
+	}
+	sort.Float64s(rates)
+	return row{Name: b.name, Rate: rates[len(rates)/2], Unit: b.unit, Spread: (rates[len(rates)-1] - rates[0]) / 2}, nil
+}
+
+// until calls step until d has passed and returns the units counted.
+func until(d time.Duration, step func() (float64, error)) (float64, error) {
+	end := time.Now().Add(d)
+	total := 0.0
+	for time.Now().Before(end) {
+		n, err := step()
+		if err != nil {
+			return 0, err
+		}
+		total += n
+	}
+	return total, nil
+}
+
+func asyncBatch(ctx context.Context, submit func(i int) gray.Ref[int]) (float64, error) {
+	const batch = 1000
+	refs := make([]gray.Ref[int], batch)
+	for i := range refs {
+		refs[i] = submit(i)
+	}
+	_, err := gray.GetAll(ctx, refs)
+	return batch, err
+}
+
+// parallel runs fn in k goroutines and sums their counts.
+func parallel(k int, fn func(i int) (float64, error)) (float64, error) {
+	var wg sync.WaitGroup
+	counts := make([]float64, k)
+	errs := make([]error, k)
+	for i := range k {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			counts[i], errs[i] = fn(i)
+		}()
+	}
+	wg.Wait()
+	total := 0.0
+	for i := range k {
+		if errs[i] != nil {
+			return 0, errs[i]
+		}
+		total += counts[i]
+	}
+	return total, nil
+}
+
+const clients = 4
+
+func benchmarks() []bench {
+	return []bench{
+		{"single client tasks sync", "calls/s", func(ctx context.Context, d time.Duration) (float64, error) {
+			return until(d, func() (float64, error) {
+				_, err := gray.Get(ctx, mbNoop.Remote(1))
+				return 1, err
+			})
+		}},
+		{"single client tasks async", "calls/s", func(ctx context.Context, d time.Duration) (float64, error) {
+			return until(d, func() (float64, error) {
+				return asyncBatch(ctx, func(i int) gray.Ref[int] { return mbNoop.Remote(i) })
+			})
+		}},
+		{fmt.Sprintf("multi client tasks async (%d clients)", clients), "calls/s", func(ctx context.Context, d time.Duration) (float64, error) {
+			return parallel(clients, func(int) (float64, error) {
+				return until(d, func() (float64, error) {
+					return asyncBatch(ctx, func(i int) gray.Ref[int] { return mbNoop.Remote(i) })
+				})
+			})
+		}},
+		{"1:1 actor calls sync", "calls/s", func(ctx context.Context, d time.Duration) (float64, error) {
+			h, err := mbCounter.Remote(ctx)
+			if err != nil {
+				return 0, err
+			}
+			defer gray.Kill(h)
+			return until(d, func() (float64, error) {
+				_, err := gray.Get(ctx, mbIncr.Remote(h, 1))
+				return 1, err
+			})
+		}},
+		{"1:1 actor calls async", "calls/s", func(ctx context.Context, d time.Duration) (float64, error) {
+			h, err := mbCounter.Remote(ctx)
+			if err != nil {
+				return 0, err
+			}
+			defer gray.Kill(h)
+			return until(d, func() (float64, error) {
+				return asyncBatch(ctx, func(int) gray.Ref[int] { return mbIncr.Remote(h, 1) })
+			})
+		}},
+		{fmt.Sprintf("n:n actor calls async (n=%d)", clients), "calls/s", func(ctx context.Context, d time.Duration) (float64, error) {
+			hs := make([]gray.Handle[benchCounter], clients)
+			for i := range hs {
+				h, err := mbCounter.Remote(ctx)
+				if err != nil {
+					return 0, err
+				}
+				hs[i] = h
+				defer gray.Kill(h)
+			}
+			return parallel(clients, func(c int) (float64, error) {
+				return until(d, func() (float64, error) {
+					return asyncBatch(ctx, func(int) gray.Ref[int] { return mbIncr.Remote(hs[c], 1) })
+				})
+			})
+		}},
+		{"single client put calls", "calls/s", func(ctx context.Context, d time.Duration) (float64, error) {
+			return until(d, func() (float64, error) {
+				_, err := gray.Put(ctx, 7)
+				return 1, err
+			})
+		}},
+		{"single client get calls", "calls/s", func(ctx context.Context, d time.Duration) (float64, error) {
+			r, err := gray.Put(ctx, 7)
+			if err != nil {
+				return 0, err
+			}
+			return until(d, func() (float64, error) {
+				_, err := gray.Get(ctx, r)
+				return 1, err
+			})
+		}},
+		{"single client get calls (64 MiB array, zero-copy)", "calls/s", func(ctx context.Context, d time.Duration) (float64, error) {
+			r, err := gray.Put(ctx, make([]float64, 8<<20))
+			if err != nil {
+				return 0, err
+			}
+			return until(d, func() (float64, error) {
+				_, err := gray.Get(ctx, r)
+				return 1, err
+			})
+		}},
+		{"memcpy bandwidth, 64 MiB (the physical limit)", "GB/s", func(ctx context.Context, d time.Duration) (float64, error) {
+			src, dst := make([]byte, 64<<20), make([]byte, 64<<20)
+			for i := range src {
+				src[i] = byte(i)
+			}
+			return until(d, func() (float64, error) {
+				copy(dst, src)
+				return float64(len(src)) / 1e9, nil
+			})
+		}},
+		{"single client put gigabytes", "GB/s", func(ctx context.Context, d time.Duration) (float64, error) {
+			buf := make([]byte, 64<<20)
+			return until(d, func() (float64, error) {
+				_, err := gray.Put(ctx, buf)
+				return float64(len(buf)) / 1e9, err
+			})
+		}},
+		{fmt.Sprintf("multi client put gigabytes (%d clients)", clients), "GB/s", func(ctx context.Context, d time.Duration) (float64, error) {
+			return parallel(clients, func(int) (float64, error) {
+				buf := make([]byte, 16<<20)
+				return until(d, func() (float64, error) {
+					_, err := gray.Put(ctx, buf)
+					return float64(len(buf)) / 1e9, err
+				})
+			})
+		}},
+		{"single client wait 1k refs", "calls/s", func(ctx context.Context, d time.Duration) (float64, error) {
+			refs := make([]gray.AnyRef, 1000)
+			for i := range refs {
+				r, err := gray.Put(ctx, i)
+				if err != nil {
+					return 0, err
+				}
+				refs[i] = r
+			}
+			return until(d, func() (float64, error) {
+				_, _, err := gray.Wait(ctx, refs, len(refs), 0)
+				return 1, err
+			})
+		}},
+	}
+}

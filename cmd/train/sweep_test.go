@@ -1,0 +1,156 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/gray-ml/gray/platform/runlog"
+)
+
+const sweepFile = `name: lr-sweep
+env: Corridor-v0
+alg: FakeAlg
+stop: {training_iteration: 3}
+checkpoint_at_end: true
+metric: episode_reward_mean
+mode: max
+scheduler: {type: fifo}
+config:
+  lr: {grid_search: [0.1, 0.2, 0.3]}
+  train_batch_size: 50
+`
+
+func TestSweepRunLsBest(t *testing.T) {
+	local := t.TempDir()
+	file := filepath.Join(t.TempDir(), "sweep.yaml")
+	os.WriteFile(file, []byte(sweepFile), 0o644)
+	o := train(t, "-f", file, "--local-dir", local)
+	if o.code != 0 {
+		t.Fatalf("sweep: exit %d\n%s\n%s", o.code, o.stdout, o.stderr)
+	}
+	exp := filepath.Join(local, "lr-sweep")
+	if !strings.Contains(o.stdout, "3 trials in "+exp) {
+		t.Errorf("stdout:\n%s", o.stdout)
+	}
+	// Each trial has a run folder in the platform's layout.
+	params, _ := filepath.Glob(filepath.Join(exp, "*", "params.json"))
+	if len(params) != 3 {
+		t.Fatalf("params.json files: %v", params)
+	}
+	for _, p := range params {
+		dir := filepath.Dir(p)
+		results, err := runlog.ReadResults(dir)
+		if err != nil || len(results) != 3 {
+			t.Errorf("%s: %d results, %v", dir, len(results), err)
+			continue
+		}
+		if flat := runlog.Flatten(results[2]); flat["info/learner/kl"] == nil || flat["time_total_s"] == nil {
+			t.Errorf("%s: last result %v", dir, flat)
+		}
+		for _, f := range []string{"progress.csv", "config.json"} {
+			if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+				t.Error(err)
+			}
+		}
+		if ev, _ := filepath.Glob(filepath.Join(dir, "events.out.tfevents.*")); len(ev) == 0 {
+			t.Errorf("%s: no event file", dir)
+		}
+	}
+
+	o = train(t, "ls", "lr-sweep", "--local-dir", local, "--sort=-episode_reward_mean")
+	if o.code != 0 {
+		t.Fatalf("ls: %s", o.stderr)
+	}
+	if !regexp.MustCompile(`trial +status +iter +lr +episode_reward_mean`).MatchString(o.stdout) ||
+		strings.Count(o.stdout, "TERMINATED") != 3 || !strings.Contains(o.stdout, "3 trials") {
+		t.Errorf("ls:\n%s", o.stdout)
+	}
+	o = train(t, "best", exp, "--metric", "info/learner/cur_lr")
+	if o.code != 0 || !strings.Contains(o.stdout, "info/learner/cur_lr = 0.3") || !strings.Contains(o.stdout, `"lr": 0.3`) {
+		t.Errorf("best: %s%s", o.stdout, o.stderr)
+	}
+
+	// A trial's checkpoint is a platform checkpoint: rollout accepts it.
+	ckpts, _ := filepath.Glob(filepath.Join(exp, "*", "checkpoint_3"))
+	if len(ckpts) != 3 {
+		t.Fatalf("agent checkpoints %v", ckpts)
+	}
+	if o = train(t, "rollout", "--checkpoint", ckpts[0], "--episodes", "1"); o.code != 0 || !strings.Contains(o.stdout, "return 0.70") {
+		t.Errorf("rollout of a trial checkpoint: %s%s", o.stdout, o.stderr)
+	}
+
+	// The same experiment again is refused; --resume continues it (here:
+	// nothing is left to run).
+	if o = train(t, "-f", file, "--local-dir", local); o.code != exitError || !strings.Contains(o.stderr, "already holds an experiment") {
+		t.Errorf("rerun: %d %s", o.code, o.stderr)
+	}
+	if o = train(t, "-f", file, "--local-dir", local, "--resume"); o.code != 0 {
+		t.Errorf("resume: %d %s", o.code, o.stderr)
+	}
+}
+
+func TestSweepBadInput(t *testing.T) {
+	for _, c := range []struct {
+		name, extra string
+		args        []string
+		want        string
+	}{
+		{"unknown scheduler", "scheduler: {type: bogus}\n", nil, `scheduler type "bogus" unknown`},
+		{"bad scheduler option", "scheduler: {type: asha, max_tt: 10}\n", nil, `unknown field "max_tt"`},
+		{"bad num_samples", "num_samples: many\n", nil, "num_samples"},
+		{"bad resources", "resources_per_trial: {cpu: lots}\n", nil, "resources_per_trial"},
+		{"unknown search_alg", "search_alg: {type: bayes}\n", nil, `search_alg type "bayes" unknown`},
+		{"malformed space", "", []string{"--config", `{"lr2": {"uniform": [1]}}`}, "config.lr2"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "sweep.yaml")
+			os.WriteFile(file, []byte(sweepFile+c.extra), 0o644)
+			o := train(t, append([]string{"-f", file, "--local-dir", t.TempDir()}, c.args...)...)
+			t.Log(o.stderr)
+			if o.code != exitError || !strings.Contains(o.stderr, c.want) {
+				t.Errorf("exit %d, stderr %s; want %q", o.code, o.stderr, c.want)
+			}
+		})
+	}
+	o := train(t, "--env", "Corridor-v0", "--alg", "FakeAlg", "--resume", "--local-dir", t.TempDir())
+	if o.code != exitError || !strings.Contains(o.stderr, "--resume continues a sweep") {
+		t.Errorf("--resume on a single run: %s", o.stderr)
+	}
+	o = train(t, "ls", "nonexistent", "--local-dir", t.TempDir())
+	if o.code != exitError || !strings.Contains(o.stderr, `no experiment "nonexistent"`) {
+		t.Errorf("ls on a non-experiment: %d %s", o.code, o.stdout)
+	}
+	t.Log(o.stderr)
+}
+
+// TestSweepRetryRestoresCheckpoint: a failing trial is retried from its
+// last checkpoint (through the platform's checkpoint metadata).
+func TestSweepRetryRestoresCheckpoint(t *testing.T) {
+	local := t.TempDir()
+	file := filepath.Join(t.TempDir(), "sweep.yaml")
+	os.WriteFile(file, []byte(`name: retry
+env: Corridor-v0
+alg: FakeAlg
+stop: {training_iteration: 4}
+checkpoint_freq: 1
+max_failures: 1
+config: {err_at: 3}
+`), 0o644)
+	o := train(t, "-f", file, "--local-dir", local)
+	if o.code != exitError || !strings.Contains(o.stderr, "1 of 1 trials failed") || !strings.Contains(o.stderr, "(2 failures)") ||
+		!strings.Contains(o.stderr, "total_loss is NaN") {
+		t.Errorf("exit %d\n%s\n%s", o.code, o.stdout, o.stderr)
+	}
+	// Both attempts failed at iteration 3; the retry restored checkpoint 2
+	// rather than starting over, so only iterations 1 and 2 were logged.
+	params, _ := filepath.Glob(filepath.Join(local, "retry", "*", "params.json"))
+	if len(params) != 1 {
+		t.Fatalf("trials: %v", params)
+	}
+	if results, _ := runlog.ReadResults(filepath.Dir(params[0])); len(results) != 2 {
+		t.Errorf("%d results logged, want 2 (the retry must resume from the checkpoint)", len(results))
+	}
+}

@@ -1,0 +1,117 @@
+// Package sweep runs hyperparameter sweeps described in experiment files:
+// `train -f sweep.yaml` where the config holds search spaces (grid_search,
+// choice, uniform, ...) or the file sets a scheduler or num_samples. Tune
+// (package tune) runs the trials; this package turns the file's keys into a
+// tune.Experiment whose trials write the platform's run-folder layout.
+package sweep
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/gray-ml/gray/platform/config"
+	"github.com/gray-ml/gray/platform/runner"
+	"github.com/gray-ml/gray/platform/tunelog"
+	"github.com/gray-ml/gray/rllib"
+	"github.com/gray-ml/gray/tune"
+)
+
+// Keys are the top-level keys a sweep file may hold besides config.Keys
+// (those of tune.ExperimentSpec).
+var Keys = []string{"num_samples", "scheduler", "search_alg", "metric", "mode", "resources_per_trial",
+	"max_concurrent", "max_failures", "keep_checkpoints_num", "checkpoint_score_attr"}
+
+// Spec turns exp into Tune's experiment spec, with Tune's checks of the
+// sweep keys.
+func Spec(exp config.Experiment) (*tune.ExperimentSpec, error) {
+	m := map[string]any{
+		"name": exp.Name, "run": exp.Alg, "env": exp.Env, "checkpoint_freq": exp.CheckpointFreq,
+		"checkpoint_at_end": exp.CheckpointAtEnd, "local_dir": exp.LocalDir, "seed": exp.Seed, "num_cpus": exp.NumCPUs,
+	}
+	if exp.Config != nil {
+		m["config"] = exp.Config
+	}
+	if exp.EnvConfig != nil {
+		m["env_config"] = exp.EnvConfig
+	}
+	if exp.Stop != nil {
+		m["stop"] = map[string]float64(exp.Stop)
+	}
+	for k, v := range exp.Extra {
+		m[k] = v
+	}
+	return tune.SpecFromMap(exp.Name, m)
+}
+
+// IsSweep reports whether exp is a sweep: its config holds a search space,
+// or it sets a sweep key (a key such as max_failures means nothing to a
+// single run, so it is not silently dropped).
+func IsSweep(exp config.Experiment) (bool, error) {
+	for _, k := range Keys {
+		if _, ok := exp.Extra[k]; ok {
+			return true, nil
+		}
+	}
+	spec, err := Spec(exp)
+	if err != nil {
+		return false, err
+	}
+	return spec.IsSweep(), nil
+}
+
+// Build turns exp into a tune.Experiment whose trials train exp.Alg on
+// exp.Env as `train` does and write the platform's run-folder layout; out
+// receives the status table.
+func Build(exp config.Experiment, out io.Writer) (tune.Experiment, error) {
+	if exp.Alg == "" {
+		return tune.Experiment{}, fmt.Errorf("no algorithm given: set alg (known algorithms: %s)", strings.Join(rllib.AlgorithmNames(), ", "))
+	}
+	if _, err := rllib.Lookup(exp.Alg); err != nil {
+		return tune.Experiment{}, err
+	}
+	if exp.Env == "" {
+		return tune.Experiment{}, fmt.Errorf("no environment given: set env")
+	}
+	if err := runner.CheckEnv(exp.Env, exp.EnvConfig); err != nil {
+		return tune.Experiment{}, err
+	}
+	spec, err := Spec(exp)
+	if err != nil {
+		return tune.Experiment{}, err
+	}
+	return spec.Build(tune.BuildOptions{
+		ResultsDir: exp.LocalDir,
+		Trainable:  agentFactory(exp.Alg, exp.Env, exp.EnvConfig, exp.Seed),
+		Logger:     tunelog.Factory(tunelog.Options{}),
+		Reporter:   tune.NewTableReporter(out),
+	})
+}
+
+// Run runs (or, with resume, continues) the sweep exp describes.
+// opts.StartRuntime, when set, starts the runtime with worker output in
+// the experiment folder's logs/.
+func Run(ctx context.Context, exp config.Experiment, resume bool, out io.Writer, opts runner.Options) (*tune.Analysis, error) {
+	te, err := Build(exp, out)
+	if err != nil {
+		return nil, err
+	}
+	if opts.StartRuntime != nil {
+		logs := filepath.Join(te.Dir, runner.LogsDir)
+		if err := os.MkdirAll(logs, 0o755); err != nil {
+			return nil, fmt.Errorf("creating %s: %w (choose a writable local dir)", logs, err)
+		}
+		stop, err := opts.StartRuntime(ctx, logs)
+		if err != nil {
+			return nil, fmt.Errorf("starting the runtime: %w", err)
+		}
+		defer stop()
+	}
+	if resume {
+		return tune.Resume(ctx, te)
+	}
+	return tune.Run(ctx, te)
+}

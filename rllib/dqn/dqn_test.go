@@ -1,0 +1,317 @@
+package dqn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gray-ml/gray"
+	"github.com/gray-ml/gray/models"
+	"github.com/gray-ml/gray/rllib"
+)
+
+// smallCartPole is a quick configuration for tests that do not need
+// learning: a small network and few steps per iteration.
+func smallCartPole() map[string]any {
+	return map[string]any{
+		"model":                   map[string]any{"fcnet_hiddens": []int{32, 32}},
+		"timesteps_per_iteration": 256, "train_freq": 128, "gradient_steps": 8,
+		"learning_starts": 256, "buffer_size": 5000,
+	}
+}
+
+func newAgent(t *testing.T, env string, cfg map[string]any, seed int64) *Agent {
+	t.Helper()
+	a, err := New(context.Background(), rllib.Options{Env: env, Config: cfg, Seed: seed, LogDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Stop() })
+	return a
+}
+
+func train(t *testing.T, a *Agent, iters int) rllib.Result {
+	t.Helper()
+	var r rllib.Result
+	for range iters {
+		var err error
+		if r, err = a.Train(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return r
+}
+
+func TestRegistered(t *testing.T) {
+	alg, err := rllib.Lookup("dqn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg, ok := alg.DefaultConfig().(Config); !ok || cfg.TargetNetworkUpdateFreq == 0 || !cfg.DoubleQ {
+		t.Errorf("DefaultConfig() = %#v, want the typed DQN defaults", alg.DefaultConfig())
+	}
+}
+
+// TestLearnsCartPole is the CI-sized learning run: the default
+// hyperparameters with a smaller network.
+func TestLearnsCartPole(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("learning test (run without -race and -short)")
+	}
+	a := newAgent(t, "CartPole-v1", ciCartPole(), 1)
+	var best float64
+	var r rllib.Result
+	for a.timesteps < 30_000 {
+		r = train(t, a, 1)
+		best = math.Max(best, r.EpisodeRewardMean)
+		if best >= 100 {
+			break
+		}
+	}
+	for _, k := range []string{"loss", "mean_q", "mean_td_error", "grad_gnorm", "epsilon", "cur_lr", "num_target_updates"} {
+		if _, ok := r.Learner[k]; !ok {
+			t.Errorf("result lacks learner statistic %q: %v", k, r.Learner)
+		}
+	}
+	if best < 100 {
+		t.Fatalf("mean episode reward reached %.1f within %d steps, want at least 100", best, a.timesteps)
+	}
+	t.Logf("mean reward %.1f after %d steps", best, a.timesteps)
+}
+
+func TestDuelingAggregation(t *testing.T) {
+	opts := models.ModelOptions{Hiddens: []int{16}, Activation: "relu"}
+	q, err := newQNetwork([]int{4}, 3, opts, true, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Make the streams non-trivial.
+	for i, w := range q.params.Flat() {
+		q.params.Flat()[i] = w + 0.1*math.Sin(float64(i))
+	}
+	obs := []float64{0.1, -0.2, 0.3, 0.05, 1, 2, -1, 0.5}
+	tape := models.NewTape()
+	o := q.model.Forward(tape, tape.Const(2, 4, obs))
+	got := q.values(obs, 2)
+	for i := range 2 {
+		v := o.Value.Data[i]
+		adv := o.Out.Row(i)
+		mean := (adv[0] + adv[1] + adv[2]) / 3
+		for j := range 3 {
+			want := v + adv[j] - mean
+			if math.Abs(got[i*3+j]-want) > 1e-12 {
+				t.Errorf("Q[%d][%d] = %v, want V + A - mean(A) = %v", i, j, got[i*3+j], want)
+			}
+		}
+		if qm := (got[i*3] + got[i*3+1] + got[i*3+2]) / 3; math.Abs(qm-v) > 1e-12 {
+			t.Errorf("row %d: mean over actions of Q is %v, want V = %v", i, qm, v)
+		}
+	}
+	plain, err := newQNetwork([]int{4}, 3, opts, false, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain.params.Len() >= q.params.Len() {
+		t.Errorf("dueling network has %d weights, plain %d: want an extra value stream", q.params.Len(), plain.params.Len())
+	}
+}
+
+func TestBoxActionSpaceError(t *testing.T) {
+	_, err := New(context.Background(), rllib.Options{Env: "Pendulum-v1"})
+	if err == nil {
+		t.Fatal("DQN on Pendulum-v1 (Box actions): want an error")
+	}
+	for _, want := range []string{"Discrete", "Pendulum-v1", "PPO", "A3C", "ES"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %s", err, want)
+		}
+	}
+}
+
+func TestBadConfig(t *testing.T) {
+	tests := []struct {
+		cfg  map[string]any
+		want string
+	}{
+		{map[string]any{"target_update_freq": 3}, `unknown key "target_update_freq"`},
+		{map[string]any{"lr": "fast"}, `"lr" must be a number`},
+		{map[string]any{"n_step": 0}, "n_step must be at least 1"},
+		{map[string]any{"exploration_final_eps": 1.5}, "exploration_final_eps must be in [0, 1]"},
+		{map[string]any{"prioritized_replay_eps": 0}, "prioritized_replay_eps must be positive"},
+		{map[string]any{"gamma": -1}, "gamma must be in [0, 1]"},
+		{map[string]any{"lr_schedule": [][]float64{{100, 1e-3}, {50, 1e-4}}}, "lr_schedule"},
+		{map[string]any{"model": map[string]any{"free_log_std": true}}, "free_log_std"},
+		{map[string]any{"model": map[string]any{"fcnet_hidens": []int{8}}}, "fcnet_hidens"},
+	}
+	tooMany := runtime.NumCPU() + 1
+	tests = append(tests, struct {
+		cfg  map[string]any
+		want string
+	}{map[string]any{"num_workers": tooMany}, fmt.Sprintf("num_workers %d is more than this machine's %d CPUs", tooMany, tooMany-1)})
+	for _, tc := range tests {
+		_, err := New(context.Background(), rllib.Options{Env: "CartPole-v1", Config: tc.cfg})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("config %v: error %v, want one mentioning %s", tc.cfg, err, tc.want)
+		}
+	}
+}
+
+func TestSaveRestoreContinue(t *testing.T) {
+	cfg := smallCartPole()
+	cfg["prioritized_replay"] = true
+	a := newAgent(t, "CartPole-v1", cfg, 3)
+	train(t, a, 3)
+	path, err := a.Save(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Base(path) != "checkpoint_3" {
+		t.Errorf("checkpoint path %q, want .../checkpoint_3", path)
+	}
+	restored := func() *Agent {
+		b := newAgent(t, "CartPole-v1", cfg, 3)
+		if err := b.Restore(context.Background(), path); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	b, c := restored(), restored()
+	if !slices.Equal(a.Weights(), b.Weights()) || !slices.Equal(a.target.params.Flat(), b.target.params.Flat()) {
+		t.Fatal("restored online or target weights differ")
+	}
+	if b.Iteration() != 3 || b.timesteps != a.timesteps || b.Epsilon() != a.Epsilon() || b.gradSteps != a.gradSteps {
+		t.Fatalf("restored counters: iteration %d timesteps %d epsilon %v grad steps %d; want %d %d %v %d",
+			b.Iteration(), b.timesteps, b.Epsilon(), b.gradSteps, a.Iteration(), a.timesteps, a.Epsilon(), a.gradSteps)
+	}
+	if as, bs := a.learner.opt.State(), b.learner.opt.State(); as.Step != bs.Step || !slices.Equal(as.M, bs.M) {
+		t.Fatal("restored Adam state differs")
+	}
+	rb, rc := train(t, b, 2), train(t, c, 2)
+	if !slices.Equal(b.Weights(), c.Weights()) || rb.TrainingIteration != 5 || rc.TimestepsTotal != rb.TimestepsTotal {
+		t.Errorf("two agents restored from one checkpoint and trained on differ (iterations %d, %d)", rb.TrainingIteration, rc.TrainingIteration)
+	}
+	if slices.Equal(b.Weights(), a.Weights()) {
+		t.Error("a restored agent did not learn on (its buffer refills after restore)")
+	}
+}
+
+func TestRestoreRejectsOtherCheckpoints(t *testing.T) {
+	a := newAgent(t, "CartPole-v1", smallCartPole(), 1)
+	train(t, a, 1)
+	path, err := a.Save(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := newAgent(t, "Acrobot-v1", smallCartPole(), 1)
+	if err := other.Restore(context.Background(), path); err == nil || !strings.Contains(err.Error(), "CartPole-v1") {
+		t.Errorf("restoring a CartPole checkpoint into an Acrobot agent: %v, want an error naming the environments", err)
+	}
+	cfg := smallCartPole()
+	cfg["model"] = map[string]any{"fcnet_hiddens": []int{8}}
+	bigger := newAgent(t, "CartPole-v1", cfg, 1)
+	if err := bigger.Restore(context.Background(), path); err == nil || !strings.Contains(err.Error(), "weights") {
+		t.Errorf("restoring into a different network: %v, want an error about the weights", err)
+	}
+	meta := filepath.Join(path, metaFile)
+	raw, _ := os.ReadFile(meta)
+	if err := os.WriteFile(meta, []byte(strings.Replace(string(raw), `"DQN"`, `"PPO"`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Restore(context.Background(), path); err == nil || !strings.Contains(err.Error(), "PPO") {
+		t.Errorf("restoring a PPO checkpoint: %v, want an error naming the algorithm", err)
+	}
+}
+
+func TestSameSeedSameRun(t *testing.T) {
+	for _, workers := range []int{0, 2} {
+		cfg := smallCartPole()
+		cfg["num_workers"] = workers
+		var runs [2][]float64
+		for i := range runs {
+			a := newAgent(t, "CartPole-v1", cfg, 7)
+			train(t, a, 2)
+			runs[i] = a.Weights()
+		}
+		if !slices.Equal(runs[0], runs[1]) {
+			t.Errorf("num_workers %d: two runs with seed 7 differ", workers)
+		}
+	}
+}
+
+func TestWorkersFeedTheBuffer(t *testing.T) {
+	cfg := smallCartPole()
+	cfg["num_workers"] = 2
+	cfg["num_envs_per_worker"] = 2
+	cfg["n_step"] = 3
+	a := newAgent(t, "CartPole-v1", cfg, 1)
+	r := train(t, a, 2)
+	// 128 steps per round over 2 workers × 2 environments: 32 vector steps
+	// each; two rounds per iteration of 256 steps.
+	if r.TimestepsTotal != 512 || r.TimestepsThisIter != 256 {
+		t.Errorf("timesteps total %d, this iteration %d; want 512 and 256", r.TimestepsTotal, r.TimestepsThisIter)
+	}
+	if a.buf.Len() < 500 || r.Learner["num_grad_steps"] == 0 {
+		t.Errorf("buffer holds %d transitions after 512 steps, %v gradient steps", a.buf.Len(), r.Learner["num_grad_steps"])
+	}
+}
+
+func TestDeadWorkerReplaced(t *testing.T) {
+	cfg := smallCartPole()
+	cfg["num_workers"] = 2
+	a := newAgent(t, "CartPole-v1", cfg, 1)
+	train(t, a, 1)
+	s := a.samplers.(*actorSamplers)
+	if err := gray.Kill(s.hs[0]); err != nil {
+		t.Fatal(err)
+	}
+	r := train(t, a, 2)
+	if r.Extra["workers_replaced"] < 1 {
+		t.Errorf("workers_replaced = %v after killing a worker, want 1", r.Extra["workers_replaced"])
+	}
+	if r.TimestepsTotal != 768 {
+		t.Errorf("timesteps %d after 3 iterations with a killed worker, want 768 (no lost steps)", r.TimestepsTotal)
+	}
+}
+
+func TestNaNStopsRoundAndKeepsWeights(t *testing.T) {
+	a := newAgent(t, "CartPole-v1", smallCartPole(), 1)
+	train(t, a, 2)
+	before := a.Weights()
+	a.lr = constantLR(1e300) // sends the weights to Inf in one step
+	_, err := a.Train(context.Background())
+	var ne *nanError
+	if !errors.As(err, &ne) || !strings.Contains(err.Error(), "gradient step") {
+		t.Fatalf("Train with lr 1e300: %v, want a NaN error naming the gradient step", err)
+	}
+	if !slices.Equal(before, a.Weights()) || a.Iteration() != 2 {
+		t.Error("a failed iteration changed the weights or the iteration count")
+	}
+}
+
+func TestComputeActionGreedy(t *testing.T) {
+	a := newAgent(t, "CartPole-v1", smallCartPole(), 1)
+	obs := []float64{0, 0, 0.1, 0}
+	qs, err := a.QValues(obs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		act, err := a.ComputeAction(obs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(act) != 1 || int(act[0]) != argmax(qs) {
+			t.Fatalf("ComputeAction = %v, want the greedy action %d of Q %v", act, argmax(qs), qs)
+		}
+	}
+	if _, err := a.ComputeAction([]float64{1, 2}); err == nil {
+		t.Error("ComputeAction with a 2-value observation for CartPole: want an error")
+	}
+}

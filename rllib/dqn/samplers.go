@@ -1,0 +1,121 @@
+package dqn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+
+	"github.com/gray-ml/gray"
+)
+
+// Rollout workers as actors: registered at package level so that driver
+// and worker processes (the same executable) agree on the names.
+var (
+	workerActor  = gray.Actor1("dqn.RolloutWorker", NewRolloutWorker)
+	sampleMethod = gray.Method2(workerActor, "Sample", (*RolloutWorker).Sample)
+)
+
+// samplers is how the agent collects one training round's experience.
+type samplers interface {
+	sample(ctx context.Context, a *Agent, round int64) ([]Samples, error)
+	close() error
+}
+
+// newSamplers picks the local sampler (num_workers 0) or rollout worker
+// actors.
+func newSamplers(ctx context.Context, a *Agent) (samplers, error) {
+	if a.cfg.NumWorkers == 0 {
+		w, err := newRolloutWorker(a.workerSpec(0), a.q)
+		if err != nil {
+			return nil, err
+		}
+		return &localSampler{w: w}, nil
+	}
+	return newActorSamplers(ctx, a)
+}
+
+// localSampler samples in the driver with the learner's own network, so
+// there are no weights to copy.
+type localSampler struct{ w *RolloutWorker }
+
+func (s *localSampler) sample(ctx context.Context, a *Agent, round int64) ([]Samples, error) {
+	out, err := s.w.sample(ctx, a.sampleRequest(round))
+	if err != nil {
+		return nil, err
+	}
+	return []Samples{out}, nil
+}
+
+func (s *localSampler) close() error { return s.w.Close() }
+
+// actorSamplers drives num_workers rollout worker actors. Each round it
+// puts the online weights into the object store once and passes the
+// reference to every worker. A worker that fails (its process died, its
+// environment broke) is replaced by a fresh one, which takes the round's
+// steps again; a second failure fails the round.
+type actorSamplers struct {
+	hs []gray.Handle[RolloutWorker]
+}
+
+func newActorSamplers(ctx context.Context, a *Agent) (*actorSamplers, error) {
+	if !gray.IsInitialized() {
+		return nil, fmt.Errorf("DQN: num_workers %d needs the gray runtime: call gray.Init first (the train command does), or set num_workers to 0 to sample in this process", a.cfg.NumWorkers)
+	}
+	if host := runtime.NumCPU(); a.cfg.NumWorkers > host {
+		return nil, fmt.Errorf("DQN: num_workers %d is more than this machine's %d CPUs can host (each rollout worker is a process that steps environments full time); set num_workers to at most %d, or to 0 to sample in the driver (the fastest choice for cheap environments such as CartPole)",
+			a.cfg.NumWorkers, host, host)
+	}
+	s := &actorSamplers{}
+	for i := 1; i <= a.cfg.NumWorkers; i++ {
+		h, err := workerActor.Remote(ctx, a.workerSpec(i))
+		if err != nil {
+			_ = s.close()
+			return nil, fmt.Errorf("DQN: starting rollout worker %d: %w", i, err)
+		}
+		s.hs = append(s.hs, h)
+	}
+	return s, nil
+}
+
+func (s *actorSamplers) sample(ctx context.Context, a *Agent, round int64) ([]Samples, error) {
+	ref, err := gray.Put(ctx, a.q.params.GetFlat(nil))
+	if err != nil {
+		return nil, fmt.Errorf("putting the weights: %w", err)
+	}
+	req := a.sampleRequest(round)
+	refs := make([]gray.Ref[Samples], len(s.hs))
+	for i, h := range s.hs {
+		refs[i] = sampleMethod.Remote(h, ref, req)
+	}
+	out := make([]Samples, len(s.hs))
+	for i := range refs {
+		if out[i], err = gray.Get(ctx, refs[i]); err == nil {
+			continue
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("rollout worker %d: %w", i+1, err)
+		}
+		// Replace the worker and ask the new one for the same round.
+		_ = gray.Kill(s.hs[i])
+		h, rerr := workerActor.Remote(ctx, a.workerSpec(i+1))
+		if rerr != nil {
+			return nil, fmt.Errorf("rollout worker %d failed (%v) and could not be replaced: %w", i+1, err, rerr)
+		}
+		s.hs[i] = h
+		if out[i], rerr = gray.Get(ctx, sampleMethod.Remote(h, ref, req)); rerr != nil {
+			return nil, fmt.Errorf("rollout worker %d failed (%v), and so did its replacement: %w", i+1, err, rerr)
+		}
+		a.workersReplaced++
+	}
+	return out, nil
+}
+
+func (s *actorSamplers) close() error {
+	var errs []error
+	for _, h := range s.hs {
+		errs = append(errs, gray.Kill(h))
+	}
+	s.hs = nil
+	return errors.Join(errs...)
+}
