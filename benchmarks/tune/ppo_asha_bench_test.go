@@ -15,7 +15,7 @@ import (
 )
 
 // ppoTimeToSolve runs a random search for PPO on CartPole-v1 (12 trials:
-// learning rate log-uniform in [lrLo, lrHi] x timesteps_per_batch in
+// learning rate log-uniform in [lrLo, lrHi] x train_batch_size in
 // {1024, 2048}, at most 100 iterations each, one CPU per trial, as many at
 // once as the machine has cores) and returns the wall time until the first
 // trial's mean return reaches 475, or the whole run's time if none does.
@@ -35,7 +35,7 @@ func ppoTimeToSolve(b *testing.B, sched tune.Scheduler, seed int64, lrLo, lrHi f
 		Space: map[string]any{
 			"num_workers":         0,
 			"lr":                  tune.LogUniform{Lo: lrLo, Hi: lrHi},
-			"timesteps_per_batch": tune.Grid(1024, 2048),
+			"train_batch_size": tune.Grid(1024, 2048),
 		},
 		NumSamples: 6, Seed: seed,
 		Metric: "episode_reward_mean", Scheduler: sched,
