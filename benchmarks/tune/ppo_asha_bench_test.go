@@ -33,8 +33,8 @@ func ppoTimeToSolve(b *testing.B, sched tune.Scheduler, seed int64, lrLo, lrHi f
 		Dir:       filepath.Join(b.TempDir(), "exp"),
 		Trainable: tune.AgentTrainable("PPO", "CartPole-v1", nil, seed),
 		Space: map[string]any{
-			"num_workers":         0,
-			"lr":                  tune.LogUniform{Lo: lrLo, Hi: lrHi},
+			"num_workers":      0,
+			"lr":               tune.LogUniform{Lo: lrLo, Hi: lrHi},
 			"train_batch_size": tune.Grid(1024, 2048),
 		},
 		NumSamples: 6, Seed: seed,
