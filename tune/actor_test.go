@@ -25,9 +25,6 @@ func TestTrialsAsGrayActors(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts gray worker processes")
 	}
-	if raceEnabled {
-		t.Skip("runtime/node has data races the detector reports in any test that starts gray (see race_on_test.go)")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	if err := gray.Init(ctx, gray.Options{NumCPUs: 2, NoGPUs: true}); err != nil {

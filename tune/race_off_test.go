@@ -1,5 +1,0 @@
-//go:build !race
-
-package tune
-
-const raceEnabled = false
