@@ -76,7 +76,7 @@ func RegisterDefaults() error {
 }
 
 // RegisterFolder registers every executable dir/env/<name> as environment
-// <name> (envs.RegisterVector and envs.Register) and every dir/agent/<name> as algorithm
+// <name> (envs.RegisterVector) and every dir/agent/<name> as algorithm
 // <name> (rllib.Register). A missing folder is not an error; a name that is
 // already registered is.
 func RegisterFolder(dir string) error {
@@ -149,12 +149,9 @@ func register(found map[string]map[string]string, source string) error {
 				if slices.Contains(envNames, name) {
 					return fmt.Errorf("plugins: %s: environment %q is already registered; rename the plugin", source, name)
 				}
+				// envs.Make adapts a one-sub-environment Vector for
+				// algorithms that make single instances.
 				envs.RegisterVector(name, EnvCreator(exe, Options{}))
-				// envs.Make (one instance, as algorithms use to learn the
-				// spaces) looks only at single-environment creators.
-				envs.Register(name, func(cfg envs.Config) (envs.Env, error) {
-					return NewEnv(context.Background(), exe, cfg, Options{})
-				})
 			case wire.KindAgent:
 				if slices.ContainsFunc(algNames, func(a string) bool { return strings.EqualFold(a, name) }) {
 					return fmt.Errorf("plugins: %s: algorithm %q is already registered; rename the plugin", source, name)
