@@ -130,12 +130,12 @@ func (v *Vector) stepFast(actions []float64) (*pb.StepResponse, error) {
 	timeout := v.opts.CallTimeout
 	_ = f.conn.SetDeadline(time.Now().Add(timeout))
 	err := f.w.WriteRequest(actions)
-	var resp pb.StepResponse
+	var a wire.FastAnswer
 	if err == nil {
-		resp.Obs, resp.Rewards, resp.Terminated, resp.Truncated, resp.FinalObs, err = f.r.ReadAnswer()
+		err = f.r.ReadAnswerInto(&a)
 	}
 	if err == nil {
-		return &resp, nil
+		return &pb.StepResponse{Obs: a.Obs, Rewards: a.Rewards, Terminated: a.Terminated, Truncated: a.Truncated, FinalObs: a.Final}, nil
 	}
 	var stepErr *wire.ErrFastStep
 	if errors.As(err, &stepErr) {
