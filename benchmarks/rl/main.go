@@ -24,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/rllib"
 	_ "github.com/gray-ml/gray/rllib/dqn" // registers DQN
 	_ "github.com/gray-ml/gray/rllib/ppo" // registers PPO
@@ -59,6 +60,9 @@ type runResult struct {
 }
 
 func main() {
+	// Rollout worker actors (num_workers > 0) run this same executable in
+	// worker mode.
+	gray.ServeIfWorker()
 	env := flag.String("env", "CartPole-v1", "environment")
 	alg := flag.String("alg", "PPO", "algorithm")
 	seeds := flag.Int("seeds", 5, "number of seeds (1..n)")
@@ -90,6 +94,13 @@ func main() {
 		os.Exit(2)
 	}
 	ctx := context.Background()
+	if n, ok := cfg["num_workers"].(float64); ok && n > 0 {
+		if err := gray.Init(ctx, gray.Options{}); err != nil {
+			fmt.Fprintln(os.Stderr, "rl: starting the gray runtime for num_workers > 0:", err)
+			os.Exit(1)
+		}
+		defer gray.Shutdown()
+	}
 	var results []runResult
 	for s := int64(0); s < int64(*seeds); s++ {
 		seed := *firstSeed + s
