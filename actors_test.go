@@ -156,6 +156,12 @@ func TestKillActor(t *testing.T) {
 	if !errors.Is(err, gray.ErrActorDead) || !strings.Contains(err.Error(), "killed") {
 		t.Fatalf("method on a killed actor: %v", err)
 	}
+	// Killing on purpose is no task failure.
+	for _, e := range gray.Errors() {
+		if strings.Contains(e.Error(), "killed") {
+			t.Errorf("a deliberate Kill was reported as a failure: %v", e)
+		}
+	}
 	// Its GPU is free again: a second GPU actor can start.
 	h2, err := gpuActorType.Remote(ctx)
 	if err != nil {

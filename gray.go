@@ -30,18 +30,28 @@
 // the kernel kills it if the driver dies (even by SIGKILL), so workers
 // never outlive their driver.
 //
-// Objects live in the driver's memory for now (behind runtime/node's
-// ObjectStore) and are freed once the driver holds no copy of their Ref and
-// no queued task needs them; a Ref that was encoded into a value (sent
-// inside a struct, say) keeps its object for the session.
+// Objects of codec.InlineThreshold (100 KiB) or more live in the node's
+// shared-memory object store (runtime/objstore; files under /dev/shm or
+// Options.ObjectStoreDir), are mapped read-only by every process that
+// reads them and decoded without a copy (see Get for the read-only rule);
+// smaller ones stay in the driver's memory. An object is freed once no
+// process holds a Ref to it and no queued or running task needs it; a Ref
+// that was encoded into a value (sent inside a struct, say) keeps its
+// object for the session. When the store is full, unpinned objects are
+// evicted least recently used first; a remote function's result is then
+// rebuilt from lineage on the next Get.
 package gray
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -50,6 +60,7 @@ import (
 
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/node"
+	"github.com/gray-ml/gray/runtime/objstore"
 	"github.com/gray-ml/gray/runtime/task"
 	"github.com/gray-ml/gray/runtime/worker"
 )
@@ -76,10 +87,15 @@ type Options struct {
 	LogDir string
 	// LocalMode runs every task serially in the driver, for debugging.
 	LocalMode bool
-	// ObjectStoreMemory and ObjectStoreDir configure the shared-memory
-	// object store; they are accepted now and used once it lands.
+	// ObjectStoreMemory is the shared-memory object store's capacity in
+	// bytes; 0 means 30% of the memory available at Init (capped by the
+	// file system's free space).
 	ObjectStoreMemory int64
-	ObjectStoreDir    string
+	// ObjectStoreDir is where the store keeps its objects (the seeds'
+	// plasma_directory), a tmpfs for speed; "" means /dev/shm. Each session
+	// uses a gray-<pid>-<random> folder in it, removed at Shutdown; folders
+	// of drivers that died are removed by the next Init.
+	ObjectStoreDir string
 }
 
 // backend is what the API needs from a runtime: the driver's node, a
@@ -137,6 +153,9 @@ func ServeIfWorker() {
 	if !worker.Env() {
 		return
 	}
+	// A Ctrl-C at the terminal reaches the whole process group: the driver
+	// decides what happens (its Shutdown, or its death, ends the workers).
+	signal.Ignore(os.Interrupt)
 	w, err := worker.Connect()
 	if err != nil {
 		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
@@ -160,8 +179,8 @@ func Init(ctx context.Context, opts Options) error {
 	if current.Load() != nil {
 		return errors.New("gray: Init called twice: call gray.Shutdown before starting another session")
 	}
-	if opts.NumCPUs < 0 || opts.NumGPUs < 0 || opts.NumWorkers < 0 {
-		return fmt.Errorf("gray: Init: NumCPUs (%d), NumGPUs (%d) and NumWorkers (%d) must not be negative", opts.NumCPUs, opts.NumGPUs, opts.NumWorkers)
+	if opts.NumCPUs < 0 || opts.NumGPUs < 0 || opts.NumWorkers < 0 || opts.ObjectStoreMemory < 0 {
+		return fmt.Errorf("gray: Init: NumCPUs (%d), NumGPUs (%d), NumWorkers (%d) and ObjectStoreMemory (%d) must not be negative", opts.NumCPUs, opts.NumGPUs, opts.NumWorkers, opts.ObjectStoreMemory)
 	}
 	if opts.LocalMode {
 		s := &session{b: newLocal(opts)}
@@ -198,8 +217,14 @@ func Init(ctx context.Context, opts Options) error {
 		// worker then runs no tests rather than the whole suite again.
 		cfg.Args = []string{"-test.run=^$", "-test.bench=^$"}
 	}
+	store, err := openStore(opts)
+	if err != nil {
+		return err
+	}
+	cfg.Shared = store
 	n, err := node.Start(ctx, cfg)
 	if err != nil {
+		_ = store.Close()
 		return err
 	}
 	s := &session{b: n}
@@ -257,4 +282,65 @@ func sess() (*session, error) {
 		return nil, ErrNotInitialized
 	}
 	return s, nil
+}
+
+// openStore opens the session's shared-memory object store, first removing
+// the folders of drivers that died without Shutdown.
+func openStore(opts Options) (*objstore.Store, error) {
+	root := opts.ObjectStoreDir
+	if root == "" {
+		root = "/dev/shm"
+	}
+	if _, err := os.Stat(root); err != nil {
+		return nil, fmt.Errorf("gray: Init: object store folder: %w (set Options.ObjectStoreDir to a tmpfs folder that exists)", err)
+	}
+	_, _ = objstore.CleanStale(root) // best effort: a folder we cannot remove is not ours to worry about
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	dir := filepath.Join(root, fmt.Sprintf("gray-%d-%s", os.Getpid(), hex.EncodeToString(rnd[:])))
+	st, err := objstore.Open(objstore.Options{Dir: dir, Capacity: opts.ObjectStoreMemory})
+	if err != nil {
+		return nil, fmt.Errorf("gray: Init: %w", err)
+	}
+	return st, nil
+}
+
+// ClusterResources returns the resources the runtime has in all, by name:
+// "CPU", "GPU" and each custom resource. Use it to check a request against
+// what exists (for example, that num_workers rollout workers of 1 CPU each
+// fit) and say what to change. Nil before Init and inside tasks.
+func ClusterResources() map[string]float64 {
+	return resources(false)
+}
+
+// AvailableResources returns the resources not held by running tasks and
+// live actors right now, by name, like ClusterResources.
+func AvailableResources() map[string]float64 {
+	return resources(true)
+}
+
+func resources(avail bool) map[string]float64 {
+	s := current.Load()
+	if s == nil {
+		return nil
+	}
+	var r task.Resources
+	switch b := s.b.(type) {
+	case *node.Node:
+		if avail {
+			r = b.Available()
+		} else {
+			r = b.Total()
+		}
+	case *local:
+		r = b.resources()
+	default: // a worker: the driver keeps the node's accounts
+
+		return nil
+	}
+	m := map[string]float64{"CPU": r.CPU, "GPU": r.GPU}
+	for k, v := range r.Custom {
+		m[k] = v
+	}
+	return m
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -25,10 +26,17 @@ type local struct {
 	dead   map[ids.ActorID]string
 	errs   []*task.TaskError
 	closed bool
+	res    task.Resources
 }
 
+func (l *local) resources() task.Resources { return l.res }
+
 func newLocal(o Options) *local {
-	return &local{root: ids.Root(o.Seed, o.Seeded), objs: map[ids.ObjectID]task.Object{}, actors: map[ids.ActorID]any{}, dead: map[ids.ActorID]string{}}
+	cpus := o.NumCPUs
+	if cpus == 0 {
+		cpus = runtime.NumCPU()
+	}
+	return &local{res: task.Resources{CPU: float64(cpus), GPU: float64(o.NumGPUs), Custom: o.Resources}, root: ids.Root(o.Seed, o.Seeded), objs: map[ids.ObjectID]task.Object{}, actors: map[ids.ActorID]any{}, dead: map[ids.ActorID]string{}}
 }
 
 func (l *local) NewTaskID() ids.TaskID {

@@ -112,24 +112,95 @@ func check(r AnyRef) (*session, error) {
 
 // Put stores v in the object store and returns its reference. Values the
 // codec cannot carry (funcs, channels) are an error.
+//
+// A value whose encoding is codec.InlineThreshold (100 KiB) or more is
+// encoded straight into the node's shared-memory object store, numeric
+// slices in Apache Arrow's layout, so every process on the node reads it
+// without a copy (see Get). One larger than the store's capacity is an
+// error wrapping objstore.ErrTooLarge. Smaller values stay in the driver's
+// memory and never touch the file system.
 func Put[T any](ctx context.Context, v T) (Ref[T], error) {
 	s, err := sess()
 	if err != nil {
 		return Ref[T]{}, err
 	}
-	data, err := codec.Marshal(v)
-	if err != nil {
-		return Ref[T]{}, fmt.Errorf("gray: put: %w", err)
-	}
 	id := s.b.NewPutID()
-	if err := s.b.Put(id, task.Object{Data: data}); err != nil {
+	if err := putValue(s, id, v); err != nil {
 		return Ref[T]{}, fmt.Errorf("gray: put: %w", err)
 	}
 	return newRef[T](s, id), nil
 }
 
+// sharedPutter is a backend with a shared-memory object store.
+type sharedPutter interface {
+	SharedDir() string
+	PutEncoded(id ObjectID, size int, encode func([]byte) error) error
+}
+
+// encodeLarge prepares v and reports whether it belongs in shared memory
+// (b has a store and the encoding is at least codec.InlineThreshold).
+func encodeLarge(b backend, v any) (*codec.Encoding, bool, error) {
+	sp, ok := b.(interface{ SharedDir() string })
+	if !ok || sp.SharedDir() == "" || !mayBeLarge(v) {
+		return nil, false, nil
+	}
+	enc, err := codec.Prepare(v)
+	if err != nil {
+		return nil, false, err
+	}
+	return enc, enc.Size() >= codec.InlineThreshold, nil
+}
+
+// mayBeLarge is false for values whose encoding is small whatever they
+// hold (numbers, booleans, structs of those), which skips preparing the
+// zero-copy encoding on the path of small puts and results.
+func mayBeLarge(v any) bool {
+	switch v.(type) {
+	case nil, bool, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
+		return false
+	case string:
+		return len(v.(string)) >= codec.InlineThreshold/2
+	}
+	return true
+}
+
+// putValue stores v under id: in shared memory when large, inline otherwise.
+func putValue(s *session, id ObjectID, v any) error {
+	enc, large, err := encodeLarge(s.b, v)
+	if err != nil {
+		return err
+	}
+	if large {
+		return s.b.(sharedPutter).PutEncoded(id, enc.Size(), func(dst []byte) error {
+			_, err := enc.EncodeTo(dst)
+			return err
+		})
+	}
+	data, err := codec.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return s.b.Put(id, task.Object{Data: data})
+}
+
 // Get waits for the object r refers to and returns its value. A failed
 // task's error is returned as a *TaskError.
+//
+// Zero-copy rule: a large object (see Put) is decoded straight from the
+// node's shared memory, so its numeric slices ([]float32, []float64,
+// []int32, []int64, []uint8, wherever they sit in the value) point into a
+// read-only mapping shared by every process on the node. They are
+// read-only: copy before writing (slices.Clone; append copies by itself).
+// Inside a task, a write is reported as an error on the task's references
+// (wrapping objstore.ErrReadOnly); in the driver, it stops the program with
+// "unexpected fault address" (SIGSEGV), never silently changing the object.
+//
+// Lifetime: in the driver, the slices stay valid while any Ref to the
+// object is reachable (keep the Ref beside the value, or copy); in a
+// remote function, until the function returns. Actors receive private
+// copies of large arguments and Get results, so they may keep them across
+// calls. An evicted object that a remote function made is rebuilt by
+// re-running it; one made by Put cannot be and Get says so.
 func Get[T any](ctx context.Context, r Ref[T]) (T, error) {
 	var zero T
 	s, err := check(r)
@@ -149,7 +220,7 @@ func decodeObj[T any](o task.Object) (T, error) {
 	if o.Err != nil {
 		return v, o.Err
 	}
-	if err := codec.Unmarshal(o.Data, &v); err != nil {
+	if err := decodeBytes(o.Data, &v); err != nil {
 		return v, fmt.Errorf("gray: get: %w", err)
 	}
 	return v, nil
@@ -230,4 +301,13 @@ func Wait(ctx context.Context, refs []AnyRef, numReturns int, timeout time.Durat
 		}
 	}
 	return ready, remaining, nil
+}
+
+// decodeBytes decodes either encoding: the zero-copy format of shared
+// objects (slices pointing into data) or the CBOR of inline values.
+func decodeBytes(data []byte, v any) error {
+	if codec.IsZeroCopy(data) {
+		return codec.DecodeZeroCopy(data, v)
+	}
+	return codec.Unmarshal(data, v)
 }

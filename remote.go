@@ -67,9 +67,10 @@ func register(name string, kind task.Kind, nret int, o options, e *task.Entry) {
 
 // call builds one task submission.
 type call struct {
-	s    *session
-	spec *task.Spec
-	err  error
+	s     *session
+	spec  *task.Spec
+	err   error
+	drops []ObjectID // objects made for large arguments: no reference remains once submitted
 }
 
 func newCall(kind task.Kind, name string, nret, nargs int) *call {
@@ -104,6 +105,27 @@ func addArg[A any](c *call, i int, x any) {
 		c.err = fmt.Errorf("argument %d: got a %T, want a %s or a gray.Ref[%s]", i+1, x, typeName[A](), typeName[A]())
 		return
 	}
+	enc, large, err := encodeLarge(c.s.b, v)
+	if err != nil {
+		c.err = fmt.Errorf("argument %d: %w", i+1, err)
+		return
+	}
+	if large {
+		// A large value is passed by reference: put once into shared
+		// memory, held by the task (and freed after it, see submit).
+		id := c.s.b.NewPutID()
+		err := c.s.b.(sharedPutter).PutEncoded(id, enc.Size(), func(dst []byte) error {
+			_, err := enc.EncodeTo(dst)
+			return err
+		})
+		if err != nil {
+			c.err = fmt.Errorf("argument %d: %w", i+1, err)
+			return
+		}
+		c.spec.Args[i] = task.Arg{IsRef: true, Ref: id}
+		c.drops = append(c.drops, id)
+		return
+	}
 	data, err := codec.Marshal(v)
 	if err != nil {
 		c.err = fmt.Errorf("argument %d: %w", i+1, err)
@@ -128,9 +150,19 @@ func (c *call) submit() {
 		for i := range max(c.spec.NumReturns, 1) {
 			_ = c.s.b.Put(c.spec.Return(i), task.Object{Err: e})
 		}
+		c.dropArgs()
 		return
 	}
 	_ = c.s.b.Submit(c.spec) // errors are stored as the returns' values
+	c.dropArgs()
+}
+
+func (c *call) dropArgs() {
+	if d, ok := c.s.b.(dropper); ok {
+		for _, id := range c.drops {
+			d.Drop(id)
+		}
+	}
 }
 
 func ref[R any](c *call, i int) Ref[R] {
@@ -142,7 +174,7 @@ func ref[R any](c *call, i int) Ref[R] {
 
 // decodeArg decodes argument i of fn into v.
 func decodeArg(fn string, i int, data []byte, v any) error {
-	if err := codec.Unmarshal(data, v); err != nil {
+	if err := decodeBytes(data, v); err != nil {
 		return fmt.Errorf("%s: argument %d: %w", fn, i+1, err)
 	}
 	return nil
@@ -156,9 +188,32 @@ func checkArgs(fn string, args [][]byte, n int) error {
 }
 
 // encodeResults encodes a task's return values.
+//
+// In a worker, a large value is written straight into the node's
+// shared-memory store as the task's return object; its slot stays nil.
 func encodeResults(fn string, vs ...any) ([][]byte, error) {
 	out := make([][]byte, len(vs))
+	var b backend
+	if s := current.Load(); s != nil {
+		b = s.b
+	}
 	for i, v := range vs {
+		if rs, ok := b.(resultStorer); ok {
+			enc, large, err := encodeLarge(b, v)
+			if err != nil {
+				return nil, fmt.Errorf("%s: return value %d: %w", fn, i+1, err)
+			}
+			if large {
+				err := rs.StoreResult(i, enc.Size(), func(dst []byte) error {
+					_, err := enc.EncodeTo(dst)
+					return err
+				})
+				if err != nil {
+					return nil, fmt.Errorf("%s: return value %d: %w", fn, i+1, err)
+				}
+				continue
+			}
+		}
 		b, err := codec.Marshal(v)
 		if err != nil {
 			return nil, fmt.Errorf("%s: return value %d: %w", fn, i+1, err)
@@ -166,4 +221,9 @@ func encodeResults(fn string, vs ...any) ([][]byte, error) {
 		out[i] = b
 	}
 	return out, nil
+}
+
+// resultStorer is a worker: it writes large task results into the store.
+type resultStorer interface {
+	StoreResult(i int, size int, encode func([]byte) error) error
 }

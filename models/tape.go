@@ -92,7 +92,7 @@ type node struct {
 	op      opcode
 	a, b, c *Tensor
 	s1, s2  float64
-	i1, i2  int
+	i1      int
 	out     *Tensor
 	data    []float64
 	grad    []float64

@@ -6,10 +6,12 @@ import (
 	"math/rand/v2"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"testing"
 
 	"github.com/gray-ml/gray/envs"
-	"testing"
+	"github.com/gray-ml/gray/models"
 )
 
 // buildExample builds ./examples/<name> into the test's temporary folder.
@@ -183,5 +185,77 @@ func TestDistributionPluginGradients(t *testing.T) {
 	if _, err := NewDistribution(context.Background(), path, nil, envs.NewBox(-1, 1, 2), quiet(t, Options{})); err == nil ||
 		!strings.Contains(err.Error(), "needs a Discrete action space") {
 		t.Errorf("a Box space: %v, want an error", err)
+	}
+}
+
+// TestModelPluginTrainsOnTheTape trains the model plugin through
+// TapeModel with the host's own tape, categorical log-likelihood and Adam,
+// the machinery PPO uses: a supervised two-class problem it must learn, with
+// the extra value column regressed alongside.
+func TestModelPluginTrainsOnTheTape(t *testing.T) {
+	path := buildExample(t, "model")
+	tm, err := CatalogModel(path, map[string]any{"hidden": 16}, 2, 2, true, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tm.Close()
+	m := tm.m
+	if _, err := NewTapeModel(m, 3, true); err == nil || !strings.Contains(err.Error(), "4 needed") {
+		t.Errorf("wrong output count: %v, want an error", err)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	const n = 128
+	obs, labels, targets := make([]float64, 2*n), make([]float64, n), make([]float64, n)
+	for i := 0; i < n; i++ {
+		x, y := rng.Float64()*2-1, rng.Float64()*2-1
+		obs[2*i], obs[2*i+1] = x, y
+		if x*y > 0 { // the XOR-like quadrants: not linearly separable
+			labels[i] = 1
+		}
+		targets[i] = x + y
+	}
+	dist := models.Categorical{N: 2}
+	opt := models.NewAdam(0.02)
+	tape := models.NewTape()
+	params := tm.Params()
+	accuracy := func() float64 {
+		tape.Reset()
+		o := tm.Forward(tape, tape.Const(n, 2, obs))
+		if err := tape.Err(); err != nil {
+			t.Fatal(err)
+		}
+		right := 0
+		for i := 0; i < n; i++ {
+			if (o.Out.At(i, 1) > o.Out.At(i, 0)) == (labels[i] == 1) {
+				right++
+			}
+		}
+		return float64(right) / n
+	}
+	before := accuracy()
+	for step := 0; step < 300; step++ {
+		tape.Reset()
+		o := tm.Forward(tape, tape.Const(n, 2, obs))
+		nll := tape.Neg(tape.Mean(dist.LogLikelihood(tape, o.Out, tape.Const(n, 1, labels))))
+		vf := tape.Mean(tape.Square(tape.Sub(o.Value, tape.Const(n, 1, targets))))
+		loss := tape.Add(nll, vf)
+		params.ZeroGrad()
+		tape.Backward(loss)
+		if err := tape.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := opt.Step(params.Flat(), params.Grads()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := accuracy()
+	t.Logf("accuracy %.2f before, %.2f after", before, after)
+	if after < 0.9 {
+		t.Errorf("accuracy %.2f after 300 Adam steps through the plugin (%.2f before), want at least 0.9", after, before)
+	}
+	// The plugin holds the host's weights.
+	w, err := m.Weights()
+	if err != nil || !slices.Equal(w, params.Flat()) {
+		t.Errorf("plugin weights differ from the host's after training (%v)", err)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/envs"
 	pb "github.com/gray-ml/gray/plugins/proto"
 )
@@ -33,11 +34,25 @@ var (
 	pythonGridBin string
 )
 
+// workerFolderEnv names the plugins folder that the test's gray worker
+// processes register, as the platform's RegisterDefaults does in every
+// process.
+const workerFolderEnv = "GRAY_PLUGINS_TEST_FOLDER"
+
 func TestMain(m *testing.M) {
 	if path := os.Getenv("GRAY_PLUGINS_TEST_HOST"); path != "" {
 		hostMain(path) // a host process for TestSIGKILLedHostLeavesNoPlugin
 		return
 	}
+	// In a worker process (the test binary started again by gray), register
+	// the same plugins as the driver, then serve tasks and never return.
+	if dir := os.Getenv(workerFolderEnv); dir != "" {
+		if err := RegisterFolder(dir); err != nil {
+			fmt.Fprintln(os.Stderr, "worker:", err)
+			os.Exit(1)
+		}
+	}
+	gray.ServeIfWorker()
 	dir, err := os.MkdirTemp("", "gray-plugins-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -55,7 +70,29 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	pythonGridBin, _ = filepath.Abs("examples/python-env/gridworld.py")
+	// A plugins folder for the rollout-worker test, registered here and,
+	// through the environment, in every worker process.
+	folder := filepath.Join(dir, "folder")
+	err = os.MkdirAll(filepath.Join(folder, "env"), 0o755)
+	if err == nil {
+		err = os.Symlink(gridworldBin, filepath.Join(folder, "env", workerGridName))
+	}
+	if err == nil {
+		err = os.Setenv(workerFolderEnv, folder)
+	}
+	if err == nil {
+		err = RegisterFolder(folder)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if err := gray.Init(context.Background(), gray.Options{NumCPUs: 2}); err != nil {
+		fmt.Fprintln(os.Stderr, "gray.Init:", err)
+		os.Exit(1)
+	}
 	code := m.Run()
+	_ = gray.Shutdown()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

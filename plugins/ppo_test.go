@@ -40,7 +40,7 @@ func trainPPO(t *testing.T, env string, cfg map[string]any, target float64, budg
 
 func gridPPOConfig() map[string]any {
 	return map[string]any{
-		"num_workers": 0, "num_envs_per_worker": 8, "timesteps_per_batch": 1024,
+		"num_workers": 0, "num_envs_per_worker": 8, "train_batch_size": 1024,
 		"num_sgd_iter": 4, "sgd_minibatch_size": 256, "lr": 0.003,
 	}
 }
@@ -83,5 +83,24 @@ func TestPPOLearnsPythonGridWorldPlugin(t *testing.T) {
 	registerAs(t, "PPOPyGrid-v0", pythonGridBin)
 	if best := trainPPO(t, "PPOPyGrid-v0", gridPPOConfig(), gridTarget, 40_000); best < gridTarget {
 		t.Errorf("PPO on the Python grid-world plugin reached a mean return of %.3f, want %.2f", best, gridTarget)
+	}
+}
+
+// workerGridName is the grid-world plugin's name in the test's plugins
+// folder, which TestMain registers in the driver and in every worker.
+const workerGridName = "WorkerGrid-v0"
+
+// TestPPOWithRolloutWorkersOnPlugin runs the plugin environment inside
+// rollout worker actors (separate processes), as a real run does: each
+// worker process starts its own plugin process.
+func TestPPOWithRolloutWorkersOnPlugin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("learning test")
+	}
+	cfg := gridPPOConfig()
+	cfg["num_workers"] = 2
+	cfg["num_envs_per_worker"] = 4
+	if best := trainPPO(t, workerGridName, cfg, gridTarget, 40_000); best < gridTarget {
+		t.Errorf("PPO with 2 rollout workers on the grid-world plugin reached a mean return of %.3f, want %.2f", best, gridTarget)
 	}
 }

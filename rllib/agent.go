@@ -164,7 +164,7 @@ func Decode(alg string, cfg map[string]any, dst any) error {
 		if err := json.Unmarshal(raw, field.ptr); err != nil {
 			var te *json.UnmarshalTypeError
 			switch {
-			case errors.As(err, &te) && te.Field != "":
+			case errors.As(err, &te) && te.Field != "" && te.Type != nil:
 				// A nested config (such as "model"): name the full key path.
 				return fmt.Errorf("%s config: key %q must be %s, got %s", alg, key+"."+te.Field, describeType(te.Type), te.Value)
 			case errors.As(err, &te) || isSyntaxOrType(err):

@@ -13,6 +13,7 @@ type testConfig struct {
 	LR    float64 `json:"lr"`
 	N     int     `json:"n"`
 	Model strict  `json:"model"`
+	Inner nested  `json:"inner"`
 }
 
 // strict rejects unknown keys, as models.ModelOptions does.
@@ -38,6 +39,7 @@ func TestDecodeErrors(t *testing.T) {
 		{map[string]any{"lr": "fast"}, `key "lr" must be a number, got "fast"`},
 		{map[string]any{"n": 1.5}, `key "n" must be an integer, got 1.5`},
 		{map[string]any{"model": map[string]any{"typo": 1}}, `key "model": unknown key typo`},
+		{map[string]any{"inner": map[string]any{"a": "x"}}, `key "inner.a" must be an integer, got string`},
 	}
 	for _, tc := range tests {
 		cfg := testConfig{}

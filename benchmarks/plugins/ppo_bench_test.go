@@ -16,7 +16,7 @@ import (
 // plugin's process is the driver's child), 8 environments per step batch.
 func ppoConfig() map[string]any {
 	return map[string]any{
-		"num_workers": 0, "num_envs_per_worker": 8, "timesteps_per_batch": 2048,
+		"num_workers": 0, "num_envs_per_worker": 8, "train_batch_size": 2048,
 		"num_sgd_iter": 10, "sgd_minibatch_size": 256, "lr": 0.0003,
 		"kl_coeff": 0.2, "kl_target": 0.01, "vf_loss_coeff": 0.5,
 		"model": map[string]any{"fcnet_hiddens": []any{64, 64}, "fcnet_activation": "tanh"},

@@ -1,4 +1,4 @@
-// Command rl is Gray's RL learning benchmark: it trains PPO or DQN over several
+// Command rl is Gray's RL learning benchmark: it trains an algorithm (PPO, A3C, ES, DQN) over several
 // seeds and reports, per seed, the steps and wall time until the mean
 // return of the last 100 episodes reaches a target (CartPole-v1) or the
 // mean return after a step budget (Pendulum-v1), with sampling and SGD
@@ -11,6 +11,11 @@
 //	go run ./benchmarks/rl -env Pendulum-v1 -seeds 3 -max-steps 500000
 //	go run ./benchmarks/rl -alg DQN -env CartPole-v1 -seeds 3 -target 475 -max-steps 100000
 //	go run ./benchmarks/rl -alg DQN -env Acrobot-v1 -seeds 3 -target -100 -max-steps 200000
+//	go run ./benchmarks/rl -alg ES -env CartPole-v1 -seeds 3 -target 475 -max-steps 1000000
+//	go run ./benchmarks/rl -alg A3C -seeds 3 -target 475 -max-steps 1000000 -config '{"num_workers": 2}'
+//
+// Algorithms whose workers are actors (A3C, ES; PPO with num_workers > 0) run on
+// the gray runtime, started with -num-cpus CPUs.
 package main
 
 import (
@@ -26,27 +31,27 @@ import (
 
 	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/rllib"
+	_ "github.com/gray-ml/gray/rllib/a3c" // registers A3C
 	_ "github.com/gray-ml/gray/rllib/dqn" // registers DQN
+	_ "github.com/gray-ml/gray/rllib/es"  // registers ES
 	_ "github.com/gray-ml/gray/rllib/ppo" // registers PPO
 )
 
-// presets are the tuned PPO settings per environment (keys not given take
-// PPO's defaults: 8 environments × 64 steps per iteration, 8 epochs of
-// minibatches of 128, lr 1e-3, γ 0.99, λ 0.95, clip 0.2, KL 0.2 → 0.01).
+// presets are the tuned settings per algorithm and environment, the values
+// of the matching files in configs/ (keys not given take the algorithm's
+// defaults). PPO's defaults: 8 environments × 64 steps per iteration, 8
+// epochs of minibatches of 128, lr 1e-3, γ 0.99, λ 0.95, clip 0.2, KL 0.2 →
+// 0.01.
 var presets = map[string]string{
-	"CartPole-v1": `{"lr_final": 0, "lr_decay_timesteps": 150000, "model": {"fcnet_hiddens": [32, 32]}}`,
-	"Pendulum-v1": `{"num_envs_per_worker": 8, "train_batch_size": 4096, "gamma": 0.95, "lambda": 0.95,
+	"PPO/CartPole-v1": `{"lr": 0.002, "lr_final": 0, "lr_decay_timesteps": 150000, "model": {"fcnet_hiddens": [32, 32]}}`,
+	"PPO/Pendulum-v1": `{"num_envs_per_worker": 8, "train_batch_size": 4096, "gamma": 0.95, "lambda": 0.95,
 		"num_sgd_iter": 10, "sgd_minibatch_size": 256, "lr": 0.001, "lr_final": 0.0001,
 		"lr_decay_timesteps": 500000, "observation_filter": "MeanStdFilter"}`,
-}
-
-// dqnPresets are the tuned DQN settings per environment, the values of
-// configs/cartpole-dqn.yaml and configs/acrobot-dqn.yaml (keys not given
-// take DQN's defaults).
-var dqnPresets = map[string]string{
-	"CartPole-v1": `{"prioritized_replay": true, "lr_schedule": [[0, 0.001], [60000, 0.0001]],
+	"DQN/CartPole-v1": `{"prioritized_replay": true, "lr_schedule": [[0, 0.001], [60000, 0.0001]],
 		"exploration_final_eps": 0.01}`,
-	"Acrobot-v1": `{"schedule_max_timesteps": 100000, "exploration_fraction": 0.12}`,
+	"DQN/Acrobot-v1": `{"schedule_max_timesteps": 100000, "exploration_fraction": 0.12}`,
+	"ES/CartPole-v1": `{"num_workers": 2, "episodes_per_batch": 40, "train_batch_size": 2000,
+		"noise_stdev": 0.1, "stepsize": 0.05, "model": {"fcnet_hiddens": [16]}}`,
 }
 
 type runResult struct {
@@ -60,9 +65,7 @@ type runResult struct {
 }
 
 func main() {
-	// Rollout worker actors (num_workers > 0) run this same executable in
-	// worker mode.
-	gray.ServeIfWorker()
+	gray.ServeIfWorker() // worker processes serve actors and exit here
 	env := flag.String("env", "CartPole-v1", "environment")
 	alg := flag.String("alg", "PPO", "algorithm")
 	seeds := flag.Int("seeds", 5, "number of seeds (1..n)")
@@ -71,14 +74,22 @@ func main() {
 	maxSteps := flag.Int64("max-steps", 150000, "step budget per seed")
 	config := flag.String("config", "", "algorithm config as JSON (default: the environment's preset, else {})")
 	verbose := flag.Bool("v", false, "print every iteration")
+	cpus := flag.Int("num-cpus", 0, "CPUs for the gray runtime (0: all)")
 	flag.Parse()
+	if err := gray.Init(context.Background(), gray.Options{NumCPUs: *cpus, NoGPUs: true}); err != nil {
+		fmt.Fprintln(os.Stderr, "rl:", err)
+		os.Exit(1)
+	}
+	defer gray.Shutdown()
+	// exit stops the runtime's worker processes before leaving.
+	exit := func(code int) {
+		_ = gray.Shutdown()
+		os.Exit(code)
+	}
 
 	if *config == "" {
 		*config = "{}"
-		if p, ok := presets[*env]; ok && *alg == "PPO" {
-			*config = p
-		}
-		if p, ok := dqnPresets[*env]; ok && strings.EqualFold(*alg, "DQN") {
+		if p, ok := presets[strings.ToUpper(*alg)+"/"+*env]; ok {
 			*config = p
 		}
 	}
@@ -86,33 +97,29 @@ func main() {
 	var cfg map[string]any
 	if err := json.Unmarshal([]byte(*config), &cfg); err != nil {
 		fmt.Fprintf(os.Stderr, "rl: -config is not valid JSON: %v\n", err)
-		os.Exit(2)
+		exit(2)
 	}
 	algo, err := rllib.Lookup(*alg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "rl:", err)
-		os.Exit(2)
+		exit(2)
 	}
 	ctx := context.Background()
-	if n, ok := cfg["num_workers"].(float64); ok && n > 0 {
-		if err := gray.Init(ctx, gray.Options{}); err != nil {
-			fmt.Fprintln(os.Stderr, "rl: starting the gray runtime for num_workers > 0:", err)
-			os.Exit(1)
-		}
-		defer gray.Shutdown()
-	}
 	var results []runResult
 	for s := int64(0); s < int64(*seeds); s++ {
 		seed := *firstSeed + s
 		r, err := runSeed(ctx, algo, *env, cfg, seed, *target, *maxSteps, *verbose)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "rl: seed %d: %v\n", seed, err)
-			os.Exit(1)
+			exit(1)
 		}
 		results = append(results, r)
 		status := "not solved"
-		if r.solved {
+		switch {
+		case r.solved:
 			status = "solved"
+		case math.IsNaN(*target):
+			status = "finished"
 		}
 		fmt.Printf("seed %d: %s at %d steps, %.2f s, final episode_reward_mean %.1f, sampling %.0f steps/s, SGD %.0f steps/s\n",
 			seed, status, r.steps, r.wall.Seconds(), r.finalReward, r.sampleRate, r.learnRate)
@@ -147,6 +154,9 @@ func runSeed(ctx context.Context, algo rllib.Algorithm, env string, cfg map[stri
 		if verbose && res.Learner["epsilon"] != 0 || verbose && algo.Name == "DQN" {
 			fmt.Printf("  iter %d steps %d reward %.1f eps %.3f loss %.4f mean_q %.2f grad steps %.0f %.1fs\n", res.TrainingIteration, res.TimestepsTotal,
 				res.EpisodeRewardMean, res.Learner["epsilon"], res.Learner["loss"], res.Learner["mean_q"], res.Learner["num_grad_steps"], time.Since(start).Seconds())
+		} else if _, ok := res.Learner["update_ratio"]; verbose && ok {
+			fmt.Printf("  iter %d steps %d reward %.1f eval %.1f update_ratio %.4f grad_norm %.3f %.1fs\n", res.TrainingIteration, res.TimestepsTotal,
+				res.EpisodeRewardMean, res.Learner["eval_reward_mean"], res.Learner["update_ratio"], res.Learner["grad_norm"], time.Since(start).Seconds())
 		} else if verbose {
 			fmt.Printf("  iter %d steps %d reward %.1f kl %.4f entropy %.3f lr %.2g ev %.2f %.1fs\n", res.TrainingIteration, res.TimestepsTotal,
 				res.EpisodeRewardMean, res.Learner["kl"], res.Learner["entropy"], res.Learner["cur_lr"], res.Learner["explained_variance"], time.Since(start).Seconds())

@@ -235,6 +235,26 @@ func benchmarks() []bench {
 				return 1, err
 			})
 		}},
+		{"single client get calls (64 MiB array, zero-copy)", "calls/s", func(ctx context.Context, d time.Duration) (float64, error) {
+			r, err := gray.Put(ctx, make([]float64, 8<<20))
+			if err != nil {
+				return 0, err
+			}
+			return until(d, func() (float64, error) {
+				_, err := gray.Get(ctx, r)
+				return 1, err
+			})
+		}},
+		{"memcpy bandwidth, 64 MiB (the physical limit)", "GB/s", func(ctx context.Context, d time.Duration) (float64, error) {
+			src, dst := make([]byte, 64<<20), make([]byte, 64<<20)
+			for i := range src {
+				src[i] = byte(i)
+			}
+			return until(d, func() (float64, error) {
+				copy(dst, src)
+				return float64(len(src)) / 1e9, nil
+			})
+		}},
 		{"single client put gigabytes", "GB/s", func(ctx context.Context, d time.Duration) (float64, error) {
 			buf := make([]byte, 64<<20)
 			return until(d, func() (float64, error) {

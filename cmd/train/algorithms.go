@@ -5,5 +5,8 @@ package main
 // algorithm known to --alg. Environments register in package envs, and
 // plugins (plugin:<path>, ~/.gray/plugins) through package plugins.
 import (
+	_ "github.com/gray-ml/gray/rllib/a3c"
+	_ "github.com/gray-ml/gray/rllib/dqn"
+	_ "github.com/gray-ml/gray/rllib/es"
 	_ "github.com/gray-ml/gray/rllib/ppo"
 )

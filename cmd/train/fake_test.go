@@ -86,8 +86,8 @@ func (a *fakeAgent) Train(ctx context.Context) (rllib.Result, error) {
 	case a.cfg.ErrAt:
 		return rllib.Result{}, errors.New("total_loss is NaN at SGD epoch 2, minibatch 3")
 	case a.cfg.PanicAt:
-		var m map[string]int
-		m["boom"]++ // a real bug: assignment to a nil map
+		var xs []int
+		_ = xs[next] // a real bug: index out of range
 	}
 	a.st.Iter = next
 	a.st.Timesteps += int64(a.cfg.TrainBatchSize)

@@ -115,6 +115,9 @@ func (a *Agent) Weights() []float64 { return a.pol.params.GetFlat(nil) }
 // gradient or weight it returns an error naming the step and leaves the
 // weights, optimizer and iteration as they were before the call.
 func (a *Agent) Train(ctx context.Context) (rllib.Result, error) {
+	if a.samplers == nil {
+		return rllib.Result{}, errors.New("PPO: Train after Stop: create a new agent (and Restore a checkpoint to continue)")
+	}
 	start := time.Now()
 	iter := a.iteration + 1
 	parts, err := a.samplers.sample(ctx, a)
@@ -148,7 +151,7 @@ func (a *Agent) Train(ctx context.Context) (rllib.Result, error) {
 	goodWeights := a.pol.params.GetFlat(nil)
 	goodOpt := a.learner.opt.State()
 	lr := a.lr.Value(a.timesteps)
-	stats, err := a.learner.learn(&b, lr, a.klCoeff, shuffleRNG(a.seed, iter))
+	stats, err := a.learner.learn(ctx, &b, lr, a.klCoeff, shuffleRNG(a.seed, iter))
 	if err != nil {
 		_ = a.pol.params.SetFlat(goodWeights)
 		_ = a.learner.opt.SetState(goodOpt)

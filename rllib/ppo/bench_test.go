@@ -50,7 +50,7 @@ func BenchmarkLearn(b *testing.B) {
 			b.ResetTimer()
 			rows := 0
 			for i := 0; i < b.N; i++ {
-				if _, err := a.learner.learn(&batch, 3e-4, 0.2, shuffleRNG(1, i)); err != nil {
+				if _, err := a.learner.learn(context.Background(), &batch, 3e-4, 0.2, shuffleRNG(1, i)); err != nil {
 					b.Fatal(err)
 				}
 				rows += batch.Len() * a.cfg.NumSGDIter

@@ -1,6 +1,7 @@
 package ppo
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -92,9 +93,9 @@ func (e *nanError) Error() string {
 
 // learn runs NumSGDIter epochs of minibatch SGD over b (advantages and
 // value targets filled) and returns the last epoch's mean statistics. The
-// shuffle draws from rng. On a non-finite value it stops with a *nanError;
-// the caller restores the weights.
-func (l *learner) learn(b *sample.Batch, lr, klCoeff float64, rng *rand.Rand) (learnStats, error) {
+// shuffle draws from rng. On a non-finite value it stops with a *nanError,
+// and on ctx's end with ctx's error; the caller restores the weights.
+func (l *learner) learn(ctx context.Context, b *sample.Batch, lr, klCoeff float64, rng *rand.Rand) (learnStats, error) {
 	n := b.Len()
 	mb := min(l.cfg.SGDMinibatchSize, n)
 	numMB := n / mb
@@ -108,6 +109,9 @@ func (l *learner) learn(b *sample.Batch, lr, klCoeff float64, rng *rand.Rand) (l
 	l.opt.LR = lr
 	var last learnStats
 	for epoch := 0; epoch < l.cfg.NumSGDIter; epoch++ {
+		if err := ctx.Err(); err != nil {
+			return learnStats{}, fmt.Errorf("SGD interrupted before epoch %d: %w", epoch+1, err)
+		}
 		rng.Shuffle(n, func(i, j int) { l.perm[i], l.perm[j] = l.perm[j], l.perm[i] })
 		var acc learnStats
 		for k := 0; k < numMB; k++ {

@@ -57,7 +57,7 @@ func TestRegistered(t *testing.T) {
 // tunedCartPole is the CartPole setting of benchmarks/rl.
 func tunedCartPole() map[string]any {
 	return map[string]any{
-		"lr_final": 0, "lr_decay_timesteps": 150000,
+		"lr": 0.002, "lr_final": 0, "lr_decay_timesteps": 150000,
 		"model": map[string]any{"fcnet_hiddens": []int{32, 32}},
 	}
 }
@@ -252,5 +252,70 @@ func TestComputeActionDiscrete(t *testing.T) {
 	}
 	if len(act) != 1 || (act[0] != 0 && act[0] != 1) {
 		t.Errorf("ComputeAction = %v, want [0] or [1]", act)
+	}
+}
+
+func TestTrainCancelledAndAfterStop(t *testing.T) {
+	a := newAgent(t, "CartPole-v1", fastCartPole(), 1)
+	train(t, a, 1)
+	before := a.Weights()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := a.Train(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("Train with a cancelled context: %v, want context.Canceled", err)
+	}
+	if !slices.Equal(before, a.Weights()) || a.Iteration() != 1 {
+		t.Error("a cancelled iteration changed the weights or the iteration count")
+	}
+	if err := a.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Train(context.Background()); err == nil || !strings.Contains(err.Error(), "Stop") {
+		t.Errorf("Train after Stop: %v, want an error", err)
+	}
+	if err := a.Stop(); err != nil {
+		t.Errorf("second Stop: %v", err)
+	}
+}
+
+func TestLearningRateSchedules(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  map[string]any
+		want []float64 // cur_lr of iterations 1..3 (1024 steps each)
+	}{
+		{"constant", map[string]any{"lr": 0.001}, []float64{0.001, 0.001, 0.001}},
+		{"linear decay", map[string]any{"lr": 0.001, "lr_final": 0, "lr_decay_timesteps": 2048}, []float64{0.001, 0.0005, 0}},
+		{"piecewise", map[string]any{"lr_schedule": [][]float64{{0, 0.01}, {1024, 0.001}, {4096, 0.001}}}, []float64{0.01, 0.001, 0.001}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := fastCartPole()
+			for k, v := range tc.cfg {
+				cfg[k] = v
+			}
+			cfg["num_sgd_iter"] = 1
+			a := newAgent(t, "CartPole-v1", cfg, 1)
+			for i, want := range tc.want {
+				r := train(t, a, 1)
+				if got := r.Learner["cur_lr"]; math.Abs(got-want) > 1e-12 {
+					t.Errorf("iteration %d: cur_lr %v, want %v", i+1, got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestAdaptiveKLCoefficient(t *testing.T) {
+	a := newAgent(t, "CartPole-v1", fastCartPole(), 1)
+	for _, tc := range []struct{ kl, want float64 }{
+		{0.03, 0.3},   // above 2×target 0.01: ×1.5
+		{0.01, 0.3},   // within [0.5, 2]×target: unchanged
+		{0.001, 0.15}, // below 0.5×target: ×0.5
+	} {
+		a.updateKL(tc.kl)
+		if math.Abs(a.klCoeff-tc.want) > 1e-12 {
+			t.Errorf("after kl %v: kl_coeff %v, want %v", tc.kl, a.klCoeff, tc.want)
+		}
 	}
 }

@@ -683,3 +683,11 @@ func (d *decoder) generic(x any) (any, error) {
 	}
 	return x, nil
 }
+
+// IsZeroCopy reports whether data is in the zero-copy format (made by
+// EncodeTo) rather than plain CBOR (made by Marshal). The two cannot be
+// confused: a CBOR item starting with the 8-byte magic is a 7-byte byte
+// string and ends there, while the zero-copy format is at least 16 bytes.
+func IsZeroCopy(data []byte) bool {
+	return len(data) >= prefixLen && string(data[:8]) == magic
+}

@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,6 +29,7 @@ import (
 	"time"
 
 	"github.com/gray-ml/gray/runtime/ids"
+	"github.com/gray-ml/gray/runtime/objstore"
 	"github.com/gray-ml/gray/runtime/task"
 	"github.com/gray-ml/gray/runtime/wire"
 )
@@ -47,6 +49,9 @@ type Config struct {
 	OnError func(*task.TaskError)
 	Control ControlStore // nil: a MemControl
 	Store   ObjectStore  // nil: a MemStore
+	// Shared is the node's shared-memory object store, owned (and closed at
+	// Shutdown) by the node; nil keeps every object inline in the driver.
+	Shared *objstore.Store
 }
 
 // ErrShutdown is returned by calls on a node that was shut down.
@@ -54,14 +59,15 @@ var ErrShutdown = errors.New("gray has been shut down (or was never initialised 
 
 // Node is the driver's runtime for one machine.
 type Node struct {
-	cfg   Config
-	ctrl  ControlStore
-	dir   string
-	ln    net.Listener
-	root  ids.TaskID
-	count atomic.Uint64 // tasks submitted by the driver
-	puts  atomic.Uint64 // objects put by the driver
-	done  chan struct{} // closed by Shutdown
+	cfg     Config
+	ctrl    ControlStore
+	dir     string
+	ln      net.Listener
+	root    ids.TaskID
+	count   atomic.Uint64 // tasks submitted by the driver
+	puts    atomic.Uint64 // objects put by the driver
+	done    chan struct{} // closed by Shutdown
+	sinceGC atomic.Int64  // bytes put into shared memory since the last collection
 
 	mu         sync.Mutex
 	closed     bool
@@ -87,6 +93,13 @@ type Node struct {
 	dirty      []*proc           // workers with messages to flush at unlock
 	badStarts  int               // workers in a row that exited before connecting
 	spawnErr   error             // set when workers cannot start at all
+	quiet      bool              // failures being stored are intended (gray.Kill): do not report them
+
+	shared     *objstore.Store             // nil: no shared memory, every object inline
+	lineage    map[ids.ObjectID]*task.Spec // task results in shared memory -> the task that rebuilds them
+	kept       map[ids.ObjectID]int        // arguments of lineage entries: not freed while a rebuild may need them
+	dpins      map[ids.ObjectID]int        // store pins held by the driver's Gets until the object is freed
+	rebuilding map[ids.TaskID]bool
 
 	wg sync.WaitGroup // every goroutine the node starts
 }
@@ -106,6 +119,8 @@ type pending struct {
 	missing int             // reference arguments not yet available
 	failed  *task.TaskError // the first failed argument
 	actor   *actor
+	orig    *task.Spec     // the spec as submitted (reference arguments intact), for lineage
+	pinned  []ids.ObjectID // shared-memory arguments pinned until the task ends
 }
 
 // request is a Get or Wait from the driver or from a worker.
@@ -145,6 +160,7 @@ type proc struct {
 	process  *os.Process // set under the node's lock once started
 	exited   chan struct{}
 	exitErr  error
+	readPins []ids.ObjectID // shared objects its running task got with Get, pinned until it ends
 }
 
 // actor is one actor and its dedicated worker.
@@ -160,6 +176,7 @@ type actor struct {
 	dead     bool
 	death    *task.TaskError
 	draining bool // no handle remains: exit once the queue is empty
+	killed   bool // by gray.Kill: its calls fail quietly (ErrActorDead, no report)
 }
 
 type fifo struct {
@@ -245,6 +262,12 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		queues:  map[string]*fifo{},
 		workers: map[int]*proc{},
 		actors:  map[ids.ActorID]*actor{},
+
+		shared:     cfg.Shared,
+		lineage:    map[ids.ObjectID]*task.Spec{},
+		kept:       map[ids.ObjectID]int{},
+		dpins:      map[ids.ObjectID]int{},
+		rebuilding: map[ids.TaskID]bool{},
 	}
 	for i := 0; i < int(cfg.Resources.GPU); i++ {
 		n.gpuFree = append(n.gpuFree, i)
@@ -428,6 +451,11 @@ func (n *Node) submitLocked(s *task.Spec) error {
 	}
 	n.ctrl.TaskSubmitted(s)
 	p := &pending{spec: s, entry: e, actor: a}
+	if s.Kind == task.KindFunc && n.shared != nil {
+		orig := *s
+		orig.Args = append([]task.Arg(nil), s.Args...)
+		p.orig = &orig
+	}
 	if s.Kind == task.KindActorCreate {
 		a = &actor{id: s.ID, typ: s.Func, res: e.Res}
 		p.actor = a
@@ -439,10 +467,11 @@ func (n *Node) submitLocked(s *task.Spec) error {
 			continue
 		}
 		n.pins[arg.Ref]++
-		if o, ok := n.store.Get(arg.Ref); ok {
+		if o, ok := n.have(arg.Ref); ok {
 			if o.Err != nil && p.failed == nil {
 				p.failed = o.Err
 			}
+			n.pinFor(p, arg.Ref, o)
 			continue
 		}
 		p.missing++
@@ -459,7 +488,9 @@ func (n *Node) submitLocked(s *task.Spec) error {
 		n.schedule()
 	case task.KindActorMethod:
 		if a.dead || a.draining {
+			n.quiet = a.killed
 			n.finishErr(p, n.deadErr(a, s.Func))
+			n.quiet = false
 			return nil
 		}
 		a.queue = append(a.queue, p)
@@ -647,20 +678,83 @@ func (n *Node) send(w *proc, p *pending) {
 // resolveArgs replaces reference arguments by their values: the objects live
 // in the driver, so sending them with the task saves the worker a round trip.
 // The task no longer needs the objects afterwards.
+//
+// A shared-memory argument is sent as its ID and size; the task's pin (see
+// pinFor) keeps it from eviction and freeing until the task ends.
 func (n *Node) resolveArgs(s *task.Spec) {
 	for i := range s.Args {
 		a := &s.Args[i]
 		if a.IsRef {
 			o, _ := n.store.Get(a.Ref)
 			a.IsRef = false
-			a.Data = o.Data
+			if o.Shared && o.Err == nil {
+				a.Shared, a.Size = true, o.Size
+			} else {
+				a.Data = o.Data
+			}
 			n.unpin(a.Ref)
 		}
 	}
 }
 
+// have returns the object id if it is readable now. A shared object that
+// was evicted is not: it is rebuilt from its lineage (and waited for like
+// any object being computed), or, when it cannot be, replaced by an error
+// saying why.
+func (n *Node) have(id ids.ObjectID) (task.Object, bool) {
+	o, ok := n.store.Get(id)
+	if !ok || !o.Shared || o.Err != nil || n.shared.Contains(storeID(id)) {
+		return o, ok
+	}
+	return n.rebuild(id)
+}
+
+// rebuild re-runs the task that made the evicted object id.
+func (n *Node) rebuild(id ids.ObjectID) (task.Object, bool) {
+	spec := n.lineage[id]
+	if spec == nil {
+		msg := fmt.Sprintf("object %s was evicted from the object store and cannot be rebuilt: it was made by Put (or by an actor method), which cannot be re-run; raise Options.ObjectStoreMemory or keep fewer large objects alive", id)
+		o := task.Object{Shared: true, Err: &task.TaskError{Function: "(object store)", Message: msg, Cause: objstore.ErrEvicted}}
+		n.store.Delete(id)
+		n.store.Put(id, o)
+		return o, true
+	}
+	if !n.rebuilding[spec.ID] {
+		n.rebuilding[spec.ID] = true
+		for i := range max(spec.NumReturns, 1) {
+			r := spec.Return(i)
+			if o, ok := n.store.Get(r); ok && o.Shared && o.Err == nil && !n.shared.Contains(storeID(r)) {
+				n.store.Delete(r)
+			}
+		}
+		again := *spec
+		again.Args = append([]task.Arg(nil), spec.Args...)
+		_ = n.submitLocked(&again)
+	}
+	return task.Object{}, false
+}
+
+// pinFor pins p's shared-memory argument id in the store until p ends.
+func (n *Node) pinFor(p *pending, id ids.ObjectID, o task.Object) {
+	if o.Shared && o.Err == nil && n.shared.Pin(storeID(id)) == nil {
+		p.pinned = append(p.pinned, id)
+	}
+}
+
+// unpinStore drops the store pins in ids.
+func (n *Node) unpinStore(pins []ids.ObjectID) {
+	for _, id := range pins {
+		_ = n.shared.Unpin(storeID(id))
+	}
+}
+
+func storeID(id ids.ObjectID) objstore.ID { return objstore.ID(id.String()) }
+
 // unpinArgs releases the objects of a task that ends without running.
-func (n *Node) unpinArgs(s *task.Spec) {
+func (n *Node) unpinArgs(p *pending) {
+	s := p.spec
+	n.unpinStore(p.pinned)
+	p.pinned = nil
 	for i := range s.Args {
 		if a := &s.Args[i]; a.IsRef {
 			a.IsRef = false
@@ -682,19 +776,51 @@ func (n *Node) unpin(id ids.ObjectID) {
 	}
 }
 
+// unkeep drops a lineage entry's claim on an argument.
+func (n *Node) unkeep(id ids.ObjectID) {
+	if c := n.kept[id]; c > 1 {
+		n.kept[id] = c - 1
+		return
+	}
+	delete(n.kept, id)
+	if n.dropped[id] {
+		n.free(id)
+	}
+}
+
 // free deletes an object nobody can ask for any more. One still being
 // computed is deleted when it arrives.
 func (n *Node) free(id ids.ObjectID) {
-	if n.pins[id] > 0 || len(n.waiters[id]) > 0 {
+	if n.pins[id] > 0 || n.kept[id] > 0 || len(n.waiters[id]) > 0 {
 		n.dropped[id] = true
 		return
 	}
-	if _, ok := n.store.Get(id); !ok {
+	o, ok := n.store.Get(id)
+	if !ok {
 		n.dropped[id] = true
 		return
 	}
 	delete(n.dropped, id)
 	n.store.Delete(id)
+	if !o.Shared {
+		return
+	}
+	// The store frees the memory at once, or when the last task or Get
+	// still reading it unpins it.
+	sid := storeID(id)
+	for range n.dpins[id] {
+		_ = n.shared.Unpin(sid)
+	}
+	delete(n.dpins, id)
+	_ = n.shared.Release(sid)
+	if spec := n.lineage[id]; spec != nil {
+		delete(n.lineage, id)
+		for _, a := range spec.Args {
+			if a.IsRef {
+				n.unkeep(a.Ref)
+			}
+		}
+	}
 }
 
 // Drop tells the node that the program holds no reference to the object:
@@ -804,7 +930,7 @@ func (n *Node) pump(a *actor) {
 
 // finishErr fails every return of p with e.
 func (n *Node) finishErr(p *pending, e *task.TaskError) {
-	n.unpinArgs(p.spec)
+	n.unpinArgs(p)
 	n.storeReturns(p.spec, e)
 	n.ctrl.TaskFinished(p.spec.ID, e)
 }
@@ -813,6 +939,9 @@ func (n *Node) storeReturns(s *task.Spec, e *task.TaskError) {
 	num := max(s.NumReturns, 1)
 	for i := range num {
 		n.putLocked(s.Return(i), task.Object{Err: e})
+	}
+	if n.quiet {
+		return
 	}
 	n.ctrl.AddError(e)
 	n.errQ = append(n.errQ, e)
@@ -859,6 +988,7 @@ func (n *Node) putLocked(id ids.ObjectID, o task.Object) {
 				p.failed = o.Err
 			}
 			p.missing--
+			n.pinFor(p, id, o)
 			if p.missing == 0 {
 				if p.actor != nil {
 					n.pump(p.actor)
@@ -884,7 +1014,7 @@ func (n *Node) putLocked(id ids.ObjectID, o task.Object) {
 func (n *Node) newRequest(w *proc, id uint64, oids []ids.ObjectID, need int, wait bool) *request {
 	r := &request{w: w, id: id, wait: wait, ids: oids, ready: make([]bool, len(oids)), need: need}
 	for i, o := range oids {
-		if _, ok := n.store.Get(o); ok {
+		if _, ok := n.have(o); ok {
 			r.ready[i] = true
 			r.have++
 		}
@@ -958,6 +1088,16 @@ func (n *Node) reply(r *request) {
 		b = wire.AppendUvarint(b, uint64(len(r.ids)))
 		for _, id := range r.ids {
 			o, _ := n.store.Get(id)
+			if o.Shared && o.Err == nil {
+				// Pinned until the worker's task ends, so the worker's
+				// mapping stays valid; evicted in the meantime (rare: only
+				// between readiness and this reply), it says so.
+				if err := n.shared.Pin(storeID(id)); err != nil {
+					o = task.Object{Err: &task.TaskError{Function: "(object store)", Message: fmt.Sprintf("object %s: %v; get it again to rebuild it", id, err), Cause: err}}
+				} else {
+					w.readPins = append(w.readPins, id)
+				}
+			}
 			b = task.AppendObject(b, &o)
 		}
 		return b
@@ -1009,15 +1149,104 @@ func (n *Node) Get(ctx context.Context, oids []ids.ObjectID) ([]task.Object, err
 	}
 	out := make([]task.Object, len(oids))
 	n.mu.Lock()
-	defer n.unlock()
 	for i, id := range oids {
 		o, ok := n.store.Get(id)
 		if !ok {
+			n.unlock()
 			return nil, fmt.Errorf("gray: get: object %s vanished", id)
+		}
+		if o.Shared && o.Err == nil {
+			// Map it (once per object) and pin it until the program drops
+			// its last reference: the decoded slices point into the mapping.
+			b, err := n.shared.Get(storeID(id))
+			if err != nil {
+				if errors.Is(err, objstore.ErrEvicted) {
+					// Evicted between readiness and now: rebuild and wait.
+					n.have(id)
+					n.unlock()
+					return n.Get(ctx, oids)
+				}
+				n.unlock()
+				return nil, fmt.Errorf("gray: get: object %s: %w", id, err)
+			}
+			n.dpins[id]++
+			if c := n.dpins[id]; c > 1 {
+				// One pin per object is enough: it lasts until the object is freed.
+				_ = n.shared.Unpin(storeID(id))
+				n.dpins[id] = 1
+			}
+			o.Data = b
 		}
 		out[i] = o
 	}
+	n.unlock()
 	return out, nil
+}
+
+// PutEncoded stores a value of codec.InlineThreshold bytes or more in the
+// shared-memory store: it is encoded straight into the object's pages.
+func (n *Node) PutEncoded(id ids.ObjectID, size int, encode func([]byte) error) error {
+	if n.shared == nil {
+		return errors.New("gray: no shared-memory object store in this session")
+	}
+	w, err := n.shared.Create(storeID(id), int64(size))
+	if err != nil {
+		return err
+	}
+	if err := encode(w.Bytes()); err != nil {
+		_ = w.Abort()
+		return err
+	}
+	if err := w.Seal(); err != nil {
+		return err
+	}
+	// Shared memory is invisible to Go's GC pacer: a program that puts and
+	// drops large objects would grow the store (and allocate fresh pages)
+	// long before a collection runs the dropped Refs' cleanups. Collect
+	// after every eighth of the capacity put, so freed pages get reused.
+	if n.sinceGC.Add(int64(size)) > n.shared.Capacity()/8 {
+		n.sinceGC.Store(0)
+		runtime.GC()
+	}
+	n.mu.Lock()
+	defer n.unlock()
+	if n.closed {
+		return ErrShutdown
+	}
+	n.putLocked(id, task.Object{Shared: true, Size: int64(size)})
+	return nil
+}
+
+// SharedDir returns the shared-memory store's directory ("" without one).
+func (n *Node) SharedDir() string {
+	if n.shared == nil {
+		return ""
+	}
+	return n.shared.Dir()
+}
+
+// SharedStats returns the shared-memory store's bookkeeping.
+func (n *Node) SharedStats() objstore.Stats {
+	if n.shared == nil {
+		return objstore.Stats{}
+	}
+	return n.shared.Stats()
+}
+
+// adopt records a shared object that a worker wrote and sealed; a failure
+// (no room, say) becomes the object's value.
+func (n *Node) adopt(id ids.ObjectID, o task.Object, w *proc) task.Object {
+	if !o.Shared || o.Err != nil {
+		return o
+	}
+	if n.shared == nil {
+		return task.Object{Err: &task.TaskError{Function: "(object store)", Worker: w.name, Message: "a worker wrote a shared object but the session has no object store"}}
+	}
+	err := n.shared.Adopt(storeID(id))
+	if err == nil || (errors.Is(err, objstore.ErrExists) && n.shared.Contains(storeID(id))) {
+		return o
+	}
+	return task.Object{Err: &task.TaskError{Function: "(object store)", Worker: w.name, Message: fmt.Sprintf("storing object %s: %v", id, err), Cause: err}}
 }
 
 // Wait returns which of the objects exist once num of them do, or timeout
@@ -1066,7 +1295,11 @@ func (n *Node) Kill(id ids.ActorID) error {
 		return fmt.Errorf("gray: kill: actor %s is unknown in this session", id)
 	}
 	if !a.dead {
+		// Killed on purpose: its calls' references hold ErrActorDead, but
+		// that is no failure to print or list.
+		n.quiet, a.killed = true, true
 		n.actorDied(a, &task.TaskError{Function: a.typ, Message: "it was killed", Cause: task.ErrActorDead})
+		n.quiet = false
 	}
 	n.unlock()
 	n.flushErrors()
@@ -1141,6 +1374,9 @@ func (n *Node) spawn(a *actor) {
 	env := append(os.Environ(),
 		task.EnvSocket+"="+filepath.Join(n.dir, "node.sock"),
 		task.EnvWorker+"="+strconv.Itoa(w.id))
+	if n.shared != nil {
+		env = append(env, task.EnvStore+"="+n.shared.Dir(), task.EnvCap+"="+strconv.FormatInt(n.shared.Capacity(), 10))
+	}
 	if a != nil {
 		env = append(env, "CUDA_VISIBLE_DEVICES="+joinInts(a.gpus))
 	}
@@ -1311,7 +1547,10 @@ func (n *Node) serve(c net.Conn) {
 			break
 		}
 		if err := n.handle(w, typ, payload); err != nil {
-			fmt.Fprintf(os.Stderr, "gray: bad message from %s: %v\n", w.name, err)
+			n.mu.Lock() // w.name is written under the lock once the process starts
+			name := w.name
+			n.mu.Unlock()
+			fmt.Fprintf(os.Stderr, "gray: bad message from %s: %v\n", name, err)
 			break
 		}
 	}
@@ -1353,8 +1592,24 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 			return d.Err
 		}
 		n.mu.Lock()
-		n.putLocked(id, o)
+		if _, exists := n.store.Get(id); !exists {
+			n.putLocked(id, n.adopt(id, o, w))
+		}
 		n.unlockFor(w)
+	case task.MsgDrop:
+		cnt := d.Count()
+		n.mu.Lock()
+		for range cnt {
+			var id ids.ObjectID
+			d.Fixed(id[:])
+			if d.Err == nil && !n.closed {
+				n.free(id)
+			}
+		}
+		n.unlockFor(w)
+		if d.Err != nil {
+			return d.Err
+		}
 	case task.MsgGet, task.MsgWait:
 		rid := d.Uvarint()
 		need, timeout := 0, time.Duration(0)
@@ -1430,6 +1685,8 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 // result stores what a task returned and frees its worker.
 func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool) {
 	var p *pending
+	n.unpinStore(w.readPins)
+	w.readPins = w.readPins[:0]
 	if a := w.actor; a != nil {
 		if len(a.inflight) == 0 || a.inflight[0].spec.ID != tid {
 			return // the actor was killed; its calls have failed already
@@ -1459,19 +1716,47 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 		if len(w.tasks) == 0 {
 			n.release(&w.held, !lent, w.gpus)
 			w.held, w.gpus, w.shape = task.Resources{}, nil, ""
+			if !retiring && n.surplus() {
+				// A spare started to cover blocked workers, now idle:
+				// reap it so the pool returns to its size.
+				retiring = true
+				w.retiring = true
+				_ = n.append(w, task.MsgExit, nil)
+			}
 			if !retiring {
 				n.idle = append(n.idle, w)
 			}
 		}
 	}
+	n.unpinStore(p.pinned)
+	p.pinned = nil
+	rebuilt := n.rebuilding[tid]
+	delete(n.rebuilding, tid)
 	var failed *task.TaskError
 	for i, o := range objs {
+		if p.spec.Kind == task.KindActorCreate {
+			if o.Err != nil && failed == nil {
+				failed = o.Err
+			}
+			continue
+		}
+		id := p.spec.Return(i)
+		if _, exists := n.store.Get(id); exists && rebuilt {
+			continue // a return that was not evicted: keep the original
+		}
+		o = n.adopt(id, o, w)
 		if o.Err != nil && failed == nil {
 			failed = o.Err
 		}
-		if p.spec.Kind != task.KindActorCreate {
-			n.putLocked(p.spec.Return(i), o)
+		if o.Shared && o.Err == nil && p.orig != nil && n.lineage[id] == nil {
+			n.lineage[id] = p.orig
+			for _, a := range p.orig.Args {
+				if a.IsRef {
+					n.kept[a.Ref]++
+				}
+			}
 		}
+		n.putLocked(id, o)
 	}
 	if failed != nil {
 		n.ctrl.AddError(failed)
@@ -1487,6 +1772,18 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 	n.schedule()
 }
 
+// surplus reports whether more pool workers are alive than the pool's size
+// plus those blocked in Get (whose CPUs are lent out).
+func (n *Node) surplus() bool {
+	alive := 0
+	for _, x := range n.pool {
+		if !x.dead && !x.retiring {
+			alive++
+		}
+	}
+	return alive > max(n.cfg.NumWorkers, int(math.Ceil(n.total.CPU)))+n.released
+}
+
 // died handles the end of a worker process.
 func (n *Node) died(w *proc) {
 	select {
@@ -1500,6 +1797,10 @@ func (n *Node) died(w *proc) {
 	}
 	w.dead = true
 	delete(n.workers, w.id)
+	if n.shared != nil && !n.closed {
+		n.unpinStore(w.readPins)
+		w.readPins = nil
+	}
 	if n.closed {
 		// Shutdown ends every worker: that is no task failure to report.
 		n.unlock()
@@ -1620,5 +1921,9 @@ func (n *Node) Shutdown() error {
 		}
 	}
 	n.wg.Wait()
-	return os.RemoveAll(n.dir)
+	var serr error
+	if n.shared != nil {
+		serr = n.shared.Close()
+	}
+	return errors.Join(os.RemoveAll(n.dir), serr)
 }

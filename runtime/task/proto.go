@@ -22,12 +22,15 @@ const (
 	MsgExit                      // D→W: exit now
 	MsgRecall                    // D→W: hand back the tasks queued behind the running one
 	MsgGiveBack                  // W→D: task IDs handed back, never started
+	MsgDrop                      // W→D: object IDs the worker no longer refers to
 )
 
 // Environment variables that put a process into worker mode.
 const (
 	EnvSocket = "GRAY_WORKER_SOCKET" // the driver's socket path
 	EnvWorker = "GRAY_WORKER_ID"     // the worker's number
+	EnvStore  = "GRAY_STORE_DIR"     // the node's shared-memory object store directory ("" : none)
+	EnvCap    = "GRAY_STORE_CAP"     // the store's capacity in bytes
 )
 
 // Info describes the task a worker is running; the runtime puts it in the

@@ -30,10 +30,15 @@ const (
 
 // Arg is one task argument: an encoded value, or a reference to an object
 // whose value the task receives.
+//
+// A Shared argument is a reference that the driver resolved to an object in
+// the node's shared-memory store: the worker maps it (Size bytes) by Ref.
 type Arg struct {
-	Ref   ids.ObjectID
-	IsRef bool
-	Data  []byte
+	Ref    ids.ObjectID
+	IsRef  bool
+	Data   []byte
+	Shared bool
+	Size   int64
 }
 
 // Spec describes one task.
@@ -51,10 +56,15 @@ type Spec struct {
 func (s *Spec) Return(i int) ids.ObjectID { return ids.Return(s.ID, i) }
 
 // Object is a stored value: its encoded bytes, or the error that the task
-// meant to produce it raised instead.
+// meant to produce it raised instead. A Shared object's bytes (the codec's
+// zero-copy format, Size bytes) live in the node's shared-memory object
+// store under the object's ID instead of in Data; small objects travel
+// inline in Data (plain CBOR) and never touch the file system.
 type Object struct {
-	Data []byte
-	Err  *TaskError
+	Data   []byte
+	Err    *TaskError
+	Shared bool
+	Size   int64
 }
 
 // TaskError is the value of every reference returned by a failed task.
@@ -176,7 +186,11 @@ func AppendSpec(b []byte, s *Spec) []byte {
 	b = wire.AppendUvarint(b, uint64(len(s.Args)))
 	for i := range s.Args {
 		a := &s.Args[i]
-		if a.IsRef {
+		if a.Shared {
+			b = append(b, 2)
+			b = append(b, a.Ref[:]...)
+			b = wire.AppendUvarint(b, uint64(a.Size))
+		} else if a.IsRef {
 			b = append(b, 1)
 			b = append(b, a.Ref[:]...)
 		} else {
@@ -204,10 +218,15 @@ func DecodeSpec(d *wire.Dec) *Spec {
 	if n := d.Count(); n > 0 {
 		s.Args = make([]Arg, n)
 		for i := range s.Args {
-			if d.Byte() == 1 {
+			switch d.Byte() {
+			case 2:
+				s.Args[i].Shared = true
+				d.Fixed(s.Args[i].Ref[:])
+				s.Args[i].Size = int64(d.Uvarint())
+			case 1:
 				s.Args[i].IsRef = true
 				d.Fixed(s.Args[i].Ref[:])
-			} else {
+			default:
 				s.Args[i].Data = d.Bytes()
 			}
 		}
@@ -223,6 +242,10 @@ func DecodeSpec(d *wire.Dec) *Spec {
 
 // AppendObject encodes o.
 func AppendObject(b []byte, o *Object) []byte {
+	if o.Err == nil && o.Shared {
+		b = append(b, 2)
+		return wire.AppendUvarint(b, uint64(o.Size))
+	}
 	if o.Err == nil {
 		b = append(b, 0)
 		return wire.AppendBytes(b, o.Data)
@@ -251,8 +274,11 @@ func appendErr(b []byte, e *TaskError) []byte {
 
 // DecodeObject decodes an object written by AppendObject.
 func DecodeObject(d *wire.Dec) Object {
-	if d.Byte() == 0 {
+	switch d.Byte() {
+	case 0:
 		return Object{Data: d.Bytes()}
+	case 2:
+		return Object{Shared: true, Size: int64(d.Uvarint())}
 	}
 	return Object{Err: decodeErr(d, 0)}
 }

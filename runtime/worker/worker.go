@@ -16,7 +16,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gray-ml/gray/runtime/codec"
 	"github.com/gray-ml/gray/runtime/ids"
+	"github.com/gray-ml/gray/runtime/objstore"
 	"github.com/gray-ml/gray/runtime/task"
 	"github.com/gray-ml/gray/runtime/wire"
 )
@@ -44,6 +46,15 @@ type Worker struct {
 	gpuEnvOK  bool   // whether it was set at all
 	gpuEnvSet bool   // a task's GPU IDs are in the environment now
 	instance  any    // the actor this worker hosts
+	isActor   bool   // this worker hosts an actor: it copies shared objects (see Get)
+
+	// The node's shared-memory object store: objects are mapped through
+	// reader; views are the mappings the running task reads, ended with it.
+	dir    string
+	cap    int64
+	reader *objstore.Reader
+	views  []*objstore.View
+	outs   map[int]int64 // returns of the running task written to the store: index -> size
 }
 
 // Env reports whether this process was started as a worker.
@@ -69,6 +80,11 @@ func Connect() (*Worker, error) {
 		calls: map[string]int{},
 	}
 	w.cond = sync.NewCond(&w.mu)
+	if dir := os.Getenv(task.EnvStore); dir != "" {
+		w.dir = dir
+		w.cap, _ = strconv.ParseInt(os.Getenv(task.EnvCap), 10, 64)
+		w.reader = objstore.NewReader(dir, 16)
+	}
 	w.gpuEnv, w.gpuEnvOK = os.LookupEnv("CUDA_VISIBLE_DEVICES")
 	if err := w.conn.Send(task.MsgHello, func(b []byte) []byte { return wire.AppendUvarint(b, uint64(id)) }); err != nil {
 		return nil, err
@@ -116,6 +132,7 @@ func (w *Worker) next() *task.Spec {
 	w.queue[0] = nil
 	w.queue = w.queue[1:]
 	w.cur, w.subs, w.puts = s.ID, 0, 0
+	w.outs = nil
 	return s
 }
 
@@ -191,17 +208,28 @@ func (w *Worker) exec(s *task.Spec) (objs []task.Object, retire bool) {
 		w.restoreGPUEnv()
 		w.gpuEnvSet = false
 	}
+	if s.Kind == task.KindActorCreate {
+		w.isActor = true
+	}
 	outs, te := w.call(ctx, s)
 	if te == nil {
 		te = w.runAfter(info, s.Func)
 	} else {
 		w.runAfter(info, s.Func)
 	}
+	// The task is over: its mappings of arguments and Gets end (the driver
+	// unpins them when it gets the result).
+	for _, v := range w.views {
+		v.Done()
+	}
+	w.views = w.views[:0]
 	num := max(s.NumReturns, 1)
 	objs = make([]task.Object, num)
 	for i := range objs {
 		if te != nil {
 			objs[i].Err = te
+		} else if size, ok := w.outs[i]; ok {
+			objs[i].Shared, objs[i].Size = true, size
 		} else if i < len(outs) {
 			objs[i].Data = outs[i]
 		}
@@ -235,6 +263,14 @@ func (w *Worker) call(ctx context.Context, s *task.Spec) (outs [][]byte, te *tas
 	}
 	args := make([][]byte, len(s.Args))
 	for i, a := range s.Args {
+		if a.Shared {
+			b, err := w.mapObject(a.Ref)
+			if err != nil {
+				return nil, &task.TaskError{Function: s.Func, Worker: w.name, Message: fmt.Sprintf("argument %d: %v", i+1, err), Cause: err}
+			}
+			args[i] = b
+			continue
+		}
 		if a.IsRef { // the driver normally resolves references before sending
 			objs, err := w.Get(ctx, []ids.ObjectID{a.Ref})
 			if err != nil {
@@ -248,19 +284,25 @@ func (w *Worker) call(ctx context.Context, s *task.Spec) (outs [][]byte, te *tas
 		}
 		args[i] = a.Data
 	}
-	switch s.Kind {
-	case task.KindFunc:
-		outs, err = e.Call(ctx, args)
-	case task.KindActorCreate:
-		w.instance, err = e.New(ctx, args)
-		outs = [][]byte{nil}
-	case task.KindActorMethod:
-		if w.instance == nil {
-			err = errors.New("this worker hosts no actor instance")
-		} else {
-			outs, err = e.Method(ctx, w.instance, args)
+	// Guard turns a write to a read-only shared slice into an error on
+	// this task's references instead of a crash of the worker.
+	err = objstore.Guard(func() error {
+		var err error
+		switch s.Kind {
+		case task.KindFunc:
+			outs, err = e.Call(ctx, args)
+		case task.KindActorCreate:
+			w.instance, err = e.New(ctx, args)
+			outs = [][]byte{nil}
+		case task.KindActorMethod:
+			if w.instance == nil {
+				err = errors.New("this worker hosts no actor instance")
+			} else {
+				outs, err = e.Method(ctx, w.instance, args)
+			}
 		}
-	}
+		return err
+	})
 	if err != nil {
 		var nested *task.TaskError
 		if errors.As(err, &nested) && nested.Worker == "" {
@@ -369,7 +411,96 @@ func (w *Worker) Get(ctx context.Context, oids []ids.ObjectID) ([]task.Object, e
 	if d.Err != nil {
 		return nil, fmt.Errorf("gray: get: %w", d.Err)
 	}
+	for i := range out {
+		if o := &out[i]; o.Shared && o.Err == nil {
+			b, err := w.mapObject(oids[i])
+			if err != nil {
+				return nil, fmt.Errorf("gray: get: %w", err)
+			}
+			o.Data = b
+		}
+	}
 	return out, nil
+}
+
+// mapObject returns the bytes of a shared object the driver pinned for the
+// running task. In a task they are the read-only mapping itself, valid
+// until the task returns. An actor keeps state across calls, so it gets a
+// private copy instead: what it keeps never changes under it, and the
+// object can be freed and its pages reused once the call ends.
+func (w *Worker) mapObject(id ids.ObjectID) ([]byte, error) {
+	if w.reader == nil {
+		return nil, fmt.Errorf("object %s is in shared memory but this worker has no object store", id)
+	}
+	v, err := w.reader.Get(objstore.ID(id.String()))
+	if err != nil {
+		return nil, err
+	}
+	if w.isActor {
+		b := codec.AlignedBytes(len(v.Bytes()))
+		copy(b, v.Bytes())
+		v.Done()
+		return b, nil
+	}
+	w.views = append(w.views, v)
+	return v.Bytes(), nil
+}
+
+// createShared writes an encoded value of size bytes as object id in the
+// node's store; the driver adopts it when told.
+func (w *Worker) createShared(id ids.ObjectID, size int, encode func([]byte) error) error {
+	if w.reader == nil {
+		return errors.New("no shared-memory object store in this session")
+	}
+	if w.cap > 0 && int64(size) > w.cap {
+		return fmt.Errorf("object %s is %d bytes but the object store's capacity is %d; raise gray.Options.ObjectStoreMemory or send a smaller object: %w", id, size, w.cap, objstore.ErrTooLarge)
+	}
+	f, err := objstore.CreateFile(w.dir, objstore.ID(id.String()), int64(size))
+	if errors.Is(err, objstore.ErrExists) {
+		return nil // a lineage rebuild of a task whose other returns survived
+	}
+	if err != nil {
+		return err
+	}
+	if err := encode(f.Bytes()); err != nil {
+		_ = f.Abort()
+		return err
+	}
+	return f.Seal()
+}
+
+// PutEncoded stores a large value in the node's shared-memory store.
+func (w *Worker) PutEncoded(id ids.ObjectID, size int, encode func([]byte) error) error {
+	if err := w.createShared(id, size, encode); err != nil {
+		return err
+	}
+	return w.Put(id, task.Object{Shared: true, Size: int64(size)})
+}
+
+// StoreResult writes return value i of the running task into the store.
+func (w *Worker) StoreResult(i int, size int, encode func([]byte) error) error {
+	w.mu.Lock()
+	id := ids.Return(w.cur, i)
+	w.mu.Unlock()
+	if err := w.createShared(id, size, encode); err != nil {
+		return err
+	}
+	if w.outs == nil {
+		w.outs = map[int]int64{}
+	}
+	w.outs[i] = int64(size)
+	return nil
+}
+
+// SharedDir returns the store's directory ("" without one).
+func (w *Worker) SharedDir() string { return w.dir }
+
+// Drop tells the driver this process holds no reference to the object.
+func (w *Worker) Drop(id ids.ObjectID) {
+	_ = w.conn.Send(task.MsgDrop, func(b []byte) []byte {
+		b = wire.AppendUvarint(b, 1)
+		return append(b, id[:]...)
+	})
 }
 
 // Wait asks the driver which objects exist once num do or timeout passes.

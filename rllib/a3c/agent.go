@@ -1,0 +1,379 @@
+package a3c
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/gray-ml/gray"
+	"github.com/gray-ml/gray/envs"
+	"github.com/gray-ml/gray/models"
+	"github.com/gray-ml/gray/rllib"
+	"github.com/gray-ml/gray/rllib/rollout"
+	"github.com/gray-ml/gray/rllib/sample"
+	"github.com/gray-ml/gray/rllib/schedule"
+)
+
+func init() {
+	rllib.Register(rllib.Algorithm{
+		Name:          "A3C",
+		New:           func(ctx context.Context, opts rllib.Options) (rllib.Agent, error) { return New(ctx, opts) },
+		DefaultConfig: func() any { return DefaultConfig() },
+	})
+}
+
+// Agent is an A3C agent. It implements rllib.Agent.
+type Agent struct {
+	opts rllib.Options
+	cfg  Config
+	seed int64
+	// pol holds the master weights; opt is the driver's Adam.
+	pol      *policy
+	opt      *models.Adam
+	lr       schedule.Piecewise
+	actSpace envs.Space
+
+	// runners[i] is runner i+1; restarts[i] counts its replacements and
+	// deaths[i] its deaths since its last gradient.
+	runners  []gray.Handle[Runner]
+	restarts []int
+	deaths   []int
+	// pending holds each runner's one outstanding gradient task.
+	pending []gray.Ref[Gradient]
+	// stale[i] marks runner i's outstanding task as computed from weights
+	// that Restore replaced: its gradient is dropped.
+	stale []bool
+	// weights is the current weights in the object store: put once per
+	// update, sent to every runner that starts a task before the next one.
+	weights gray.Ref[[]float64]
+
+	iteration    int
+	timesteps    int64
+	updates      int64
+	restartTotal int
+	window       *sample.EpisodeWindow
+	act          rollout.Actions
+	obsBuf       []float64
+	stopped      bool
+}
+
+// New creates an A3C agent for opts.Env with opts.Config over the
+// defaults, starts its runners and gives each its first task.
+func New(ctx context.Context, opts rllib.Options) (*Agent, error) {
+	cfg := DefaultConfig()
+	if err := rllib.Decode("A3C", opts.Config, &cfg); err != nil {
+		return nil, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	seed := opts.Seed
+	if cfg.Seed != nil {
+		seed = *cfg.Seed
+	}
+	if !gray.IsInitialized() {
+		return nil, errors.New("A3C: the runners are actors and need the gray runtime: call gray.Init first (the train command does)")
+	}
+	// The driver builds one environment to learn the spaces.
+	env, err := envs.Make(opts.Env, envs.Config(opts.EnvConfig))
+	if err != nil {
+		return nil, fmt.Errorf("A3C: %w", err)
+	}
+	obsSpace, actSpace := env.ObservationSpace(), env.ActionSpace()
+	_ = env.Close()
+	pol, err := newPolicy(opts.Env, obsSpace, actSpace, cfg.Model, seed)
+	if err != nil {
+		return nil, fmt.Errorf("A3C: %w", err)
+	}
+	a := &Agent{
+		opts: opts, cfg: cfg, seed: seed, pol: pol, opt: models.NewAdam(cfg.LR),
+		lr: cfg.lrSchedule(), actSpace: actSpace,
+		window:   sample.NewEpisodeWindow(cfg.MetricsSmoothingEpisodes),
+		restarts: make([]int, cfg.NumWorkers), deaths: make([]int, cfg.NumWorkers),
+	}
+	if err := a.startRunners(ctx); err != nil {
+		_ = a.Stop()
+		return nil, err
+	}
+	if err := a.putWeights(ctx); err != nil {
+		_ = a.Stop()
+		return nil, err
+	}
+	a.pending = make([]gray.Ref[Gradient], cfg.NumWorkers)
+	a.stale = make([]bool, cfg.NumWorkers)
+	for i := range a.runners {
+		a.submit(i)
+	}
+	return a, nil
+}
+
+func (a *Agent) spec(i int) RunnerSpec {
+	return RunnerSpec{Env: a.opts.Env, EnvConfig: a.opts.EnvConfig, Config: a.cfg, Seed: a.seed, Index: i + 1, Restart: a.restarts[i]}
+}
+
+// startRunners starts num_workers runner actors and waits until each
+// answers. Each runner reserves one CPU, so runners beyond the runtime's
+// CPUs wait for one forever: when some runners have started and the rest
+// make no progress for a while, the agent gives up with an error that says
+// what to set instead of hanging.
+func (a *Agent) startRunners(ctx context.Context) error {
+	n := a.cfg.NumWorkers
+	pids := make([]gray.AnyRef, n)
+	index := map[gray.ObjectID]int{}
+	for i := 0; i < n; i++ {
+		h, err := runnerActor.Remote(ctx, a.spec(i))
+		if err != nil {
+			return fmt.Errorf("A3C: starting runner %d: %w", i+1, err)
+		}
+		a.runners = append(a.runners, h)
+		r := pidMethod.Remote(h)
+		pids[i] = r
+		index[r.ID()] = i
+	}
+	timeout := time.Duration(a.cfg.RunnerStartTimeoutS * float64(time.Second))
+	deadline := time.Now().Add(timeout)
+	// Runners start together; once one has, the rest follow within
+	// moments unless they wait for a CPU.
+	stall := min(10*time.Second, timeout/2)
+	begin := time.Now()
+	started, remaining := 0, pids
+	for len(remaining) > 0 {
+		wait := time.Until(deadline)
+		if started > 0 {
+			wait = min(wait, stall)
+		}
+		if wait <= 0 {
+			break
+		}
+		ready, rest, err := gray.Wait(ctx, remaining, 1, wait)
+		if err != nil {
+			return fmt.Errorf("A3C: waiting for the runners to start: %w", err)
+		}
+		if len(ready) == 0 {
+			break
+		}
+		i := index[ready[0].ID()]
+		if _, err := gray.Get(ctx, ready[0].(gray.Ref[int])); err != nil {
+			return fmt.Errorf("A3C: starting runner %d: %w", i+1, err)
+		}
+		started++
+		remaining = rest
+	}
+	if len(remaining) > 0 {
+		return fmt.Errorf("A3C: only %d of num_workers=%d runners started in %v: each runner reserves one CPU and the runtime has no free CPU for the rest; set num_workers to at most %d, or give the runtime more CPUs (train --num-cpus, gray.Options.NumCPUs)",
+			started, n, time.Since(begin).Round(time.Second), started)
+	}
+	return nil
+}
+
+// putWeights puts the current weights into the object store once.
+func (a *Agent) putWeights(ctx context.Context) error {
+	ref, err := gray.Put(ctx, a.pol.params.GetFlat(nil))
+	if err != nil {
+		return fmt.Errorf("A3C: putting the weights: %w", err)
+	}
+	a.weights = ref
+	return nil
+}
+
+// submit starts runner i's next gradient task with the current weights.
+func (a *Agent) submit(i int) {
+	a.pending[i] = gradientMethod.Remote(a.runners[i], a.weights)
+	a.stale[i] = false
+}
+
+// replace swaps dead runner i for a fresh actor and gives it a task.
+func (a *Agent) replace(ctx context.Context, i int, cause error) error {
+	a.deaths[i]++
+	if a.deaths[i] > a.cfg.MaxRunnerRestarts {
+		return fmt.Errorf("A3C: runner %d died %d times in a row (max_runner_restarts %d): %w", i+1, a.deaths[i], a.cfg.MaxRunnerRestarts, cause)
+	}
+	_ = gray.Kill(a.runners[i]) // releases its CPU; it is dead already
+	a.restarts[i]++
+	a.restartTotal++
+	h, err := runnerActor.Remote(ctx, a.spec(i))
+	if err != nil {
+		return fmt.Errorf("A3C: replacing dead runner %d: %w", i+1, err)
+	}
+	a.runners[i] = h
+	a.submit(i)
+	return nil
+}
+
+// Config returns the configuration in use (defaults plus the user's keys).
+func (a *Agent) Config() Config { return a.cfg }
+
+// Iteration implements rllib.Agent.
+func (a *Agent) Iteration() int { return a.iteration }
+
+// LogDir implements rllib.Agent.
+func (a *Agent) LogDir() string { return a.opts.LogDir }
+
+// Weights returns a copy of the policy's flat weights.
+func (a *Agent) Weights() []float64 { return a.pol.params.GetFlat(nil) }
+
+// RunnerPids returns each runner's process id.
+func (a *Agent) RunnerPids(ctx context.Context) ([]int, error) {
+	refs := make([]gray.Ref[int], len(a.runners))
+	for i, h := range a.runners {
+		refs[i] = pidMethod.Remote(h)
+	}
+	return gray.GetAll(ctx, refs)
+}
+
+// Train implements rllib.Agent: the loop of section 1.16. It waits for
+// whichever runner finishes first, applies that gradient with Adam, puts
+// the new weights into the object store once and starts that runner's next
+// task with them, until updates_per_iter gradients are applied and
+// min_iter_time_s has passed. A runner whose process died is replaced by a
+// fresh actor and the loop goes on.
+func (a *Agent) Train(ctx context.Context) (rllib.Result, error) {
+	if a.stopped {
+		return rllib.Result{}, errors.New("A3C: Train after Stop")
+	}
+	start := time.Now()
+	iter := a.iteration + 1
+	minTime := time.Duration(a.cfg.MinIterTimeS * float64(time.Second))
+	var (
+		steps                   int64
+		eps                     []sample.Episode
+		pl, vl, ent, gn         float64
+		updates, restartsBefore = 0, a.restartTotal
+		waitTime, applyTime     time.Duration
+		refs                    = make([]gray.AnyRef, len(a.pending))
+		lr                      float64
+	)
+	for updates < a.cfg.UpdatesPerIter || time.Since(start) < minTime {
+		for i, r := range a.pending {
+			refs[i] = r
+		}
+		t0 := time.Now()
+		ready, _, err := gray.Wait(ctx, refs, 1, 0)
+		if err != nil {
+			return rllib.Result{}, fmt.Errorf("A3C iteration %d: waiting for gradients: %w", iter, err)
+		}
+		i := slices.IndexFunc(refs, func(r gray.AnyRef) bool { return r.ID() == ready[0].ID() })
+		g, err := gray.Get(ctx, a.pending[i])
+		waitTime += time.Since(t0)
+		if err != nil {
+			if errors.Is(err, gray.ErrWorkerDied) || errors.Is(err, gray.ErrActorDead) {
+				if err := a.replace(ctx, i, err); err != nil {
+					return rllib.Result{}, fmt.Errorf("A3C iteration %d: %w", iter, err)
+				}
+				continue
+			}
+			a.submit(i) // keep one task per runner for the next call
+			return rllib.Result{}, fmt.Errorf("A3C iteration %d: %w", iter, err)
+		}
+		a.deaths[i] = 0
+		if a.stale[i] {
+			a.submit(i)
+			continue
+		}
+		t1 := time.Now()
+		lr = a.lr.Value(a.timesteps)
+		if err := a.apply(g.Grad, lr); err != nil {
+			a.submit(i)
+			return rllib.Result{}, fmt.Errorf("A3C iteration %d: runner %d's gradient: %w", iter, g.Index, err)
+		}
+		if err := a.putWeights(ctx); err != nil {
+			return rllib.Result{}, fmt.Errorf("A3C iteration %d: %w", iter, err)
+		}
+		a.submit(i)
+		applyTime += time.Since(t1)
+
+		updates++
+		a.updates++
+		a.timesteps += int64(g.Steps)
+		steps += int64(g.Steps)
+		eps = append(eps, g.Episodes...)
+		pl += g.PolicyLoss
+		vl += g.VFLoss
+		ent += g.Entropy
+		gn += g.GradNorm
+	}
+	a.iteration = iter
+	a.window.Add(eps...)
+	st := a.window.Stats()
+	u := float64(updates)
+	elapsed := time.Since(start).Seconds()
+	return rllib.Result{
+		TrainingIteration: a.iteration,
+		TimestepsTotal:    a.timesteps,
+		TimestepsThisIter: steps,
+		EpisodesTotal:     a.window.Total(),
+		EpisodesThisIter:  len(eps),
+		EpisodeRewardMean: st.RewardMean,
+		EpisodeRewardMin:  st.RewardMin,
+		EpisodeRewardMax:  st.RewardMax,
+		EpisodeLenMean:    st.LenMean,
+		TimeThisIterS:     elapsed,
+		Learner: map[string]float64{
+			"policy_loss": pl / u,
+			"vf_loss":     vl / u,
+			"entropy":     ent / u,
+			"grad_gnorm":  gn / u,
+			"cur_lr":      lr,
+			"num_updates": u,
+		},
+		Extra: map[string]float64{
+			"num_updates_total":  float64(a.updates),
+			"runner_restarts":    float64(a.restartTotal - restartsBefore),
+			"wait_time_s":        waitTime.Seconds(),
+			"apply_time_s":       applyTime.Seconds(),
+			"sample_steps_per_s": float64(steps) / math.Max(elapsed, 1e-9),
+		},
+	}, nil
+}
+
+// apply takes one Adam step with grad, refusing a gradient of the wrong
+// size or with NaN or Inf (the weights stay as they were).
+func (a *Agent) apply(grad []float64, lr float64) error {
+	if len(grad) != a.pol.params.Len() {
+		return fmt.Errorf("has %d values, the model has %d weights", len(grad), a.pol.params.Len())
+	}
+	for j, x := range grad {
+		if !finite(x) {
+			return fmt.Errorf("value %d is %v; weights kept", j, x)
+		}
+	}
+	a.opt.LR = lr
+	return a.opt.Step(a.pol.params.Flat(), grad)
+}
+
+// ComputeAction implements rllib.Agent: the policy's most likely action
+// (the argmax for a Discrete space, the mean for a Box, clipped to its
+// bounds).
+func (a *Agent) ComputeAction(obs []float64) ([]float64, error) {
+	a.obsBuf = resize(a.obsBuf, a.pol.Size())
+	if err := a.pol.Process(a.obsBuf, obs, false); err != nil {
+		return nil, fmt.Errorf("A3C: ComputeAction: %w", err)
+	}
+	if err := a.pol.Act(a.obsBuf, 1, nil, &a.act); err != nil {
+		return nil, fmt.Errorf("A3C: ComputeAction: %w", err)
+	}
+	action := slices.Clone(a.act.Actions)
+	if box, ok := a.actSpace.(envs.Box); ok {
+		for i := range action {
+			action[i] = math.Min(math.Max(action[i], box.Low[i]), box.High[i])
+		}
+	}
+	return action, nil
+}
+
+// Stop implements rllib.Agent: it kills the runners (their outstanding
+// gradients are dropped).
+func (a *Agent) Stop() error {
+	a.stopped = true
+	var errs []error
+	for _, h := range a.runners {
+		errs = append(errs, gray.Kill(h))
+	}
+	a.runners, a.pending = nil, nil
+	return errors.Join(errs...)
+}
+
+var _ rllib.Agent = (*Agent)(nil)

@@ -1,0 +1,167 @@
+package a3c
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+
+	"github.com/gray-ml/gray"
+	"github.com/gray-ml/gray/envs"
+	"github.com/gray-ml/gray/models"
+	"github.com/gray-ml/gray/rllib/rollout"
+	"github.com/gray-ml/gray/rllib/sample"
+)
+
+// RunnerSpec is what a runner is built from; it travels to the runner's
+// process as the actor's constructor argument.
+type RunnerSpec struct {
+	Env       string
+	EnvConfig map[string]any
+	Config    Config
+	// Seed is the run's seed, Index the runner's number (1..num_workers) and
+	// Restart how many times this runner has been replaced, so a
+	// replacement explores differently from the runner it replaces.
+	Seed    int64
+	Index   int
+	Restart int
+}
+
+// Gradient is a runner's answer: the gradient of the A3C loss on one
+// rollout, with what the driver reports.
+type Gradient struct {
+	// Index is the runner's number.
+	Index int
+	// Grad is the (clipped) gradient, one value per weight.
+	Grad []float64
+	// Steps is the number of environment steps in the rollout.
+	Steps int
+	// Episodes lists the episodes that ended during the rollout.
+	Episodes []sample.Episode
+	// PolicyLoss, VFLoss and Entropy are the loss terms (batch means);
+	// GradNorm is the gradient's global norm before clipping.
+	PolicyLoss, VFLoss, Entropy, GradNorm float64
+}
+
+// Runner simulates its environments and computes gradients: the state of
+// the "a3c.Runner" actor (the seeds' Runner).
+type Runner struct {
+	spec   RunnerSpec
+	pol    *policy
+	worker *rollout.Worker
+	rng    *rand.Rand
+}
+
+// NewRunner builds the runner's environments (envs.MakeVector) and its copy
+// of the policy.
+func NewRunner(ctx context.Context, spec RunnerSpec) (*Runner, error) {
+	cfg := spec.Config
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	vec, err := envs.MakeVector(spec.Env, envs.Config(spec.EnvConfig), cfg.NumEnvsPerWorker)
+	if err != nil {
+		return nil, fmt.Errorf("A3C runner %d: %w", spec.Index, err)
+	}
+	pol, err := newPolicy(spec.Env, vec.ObservationSpace(), vec.ActionSpace(), cfg.Model, spec.Seed)
+	if err != nil {
+		_ = vec.Close()
+		return nil, fmt.Errorf("A3C runner %d: %w", spec.Index, err)
+	}
+	// Replacements get their own environment seeds as well.
+	envSeed := spec.Seed + int64(spec.Restart)*104729
+	w, err := rollout.NewWithVector(rollout.Config{
+		Env: spec.Env, FragmentLength: cfg.RolloutFragmentLength, Seed: envSeed, Index: spec.Index,
+	}, vec, pol, pol)
+	if err != nil {
+		_ = vec.Close()
+		return nil, fmt.Errorf("A3C runner %d: %w", spec.Index, err)
+	}
+	rng := rand.New(rand.NewPCG(uint64(spec.Seed), uint64(spec.Index)<<32|uint64(spec.Restart)))
+	return &Runner{spec: spec, pol: pol, worker: w, rng: rng}, nil
+}
+
+// ComputeGradient sets the weights it was sent, runs every environment
+// rollout_fragment_length steps (episodes continue across calls), computes
+// advantages and returns the gradient of
+//
+//	-mean(logπ(a|s)·A) + vf_loss_coeff·½·mean((V(s) - R)²) - entropy_coeff·mean(H(π(·|s)))
+//
+// clipped to grad_clip.
+func (r *Runner) ComputeGradient(ctx context.Context, weights []float64) (Gradient, error) {
+	fail := func(err error) (Gradient, error) {
+		return Gradient{}, fmt.Errorf("A3C runner %d: %w", r.spec.Index, err)
+	}
+	if err := r.pol.params.SetFlat(weights); err != nil {
+		return fail(err)
+	}
+	b, err := r.worker.Sample(ctx, r.rng)
+	if err != nil {
+		return fail(err)
+	}
+	cfg := &r.spec.Config
+	if cfg.UseGAE {
+		err = sample.ComputeGAE(&b, cfg.Gamma, cfg.Lambda)
+	} else {
+		err = sample.DiscountedReturns(&b, cfg.Gamma)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	g := Gradient{Index: r.spec.Index, Steps: b.Len(), Episodes: b.Episodes}
+	if err := r.loss(&b, &g); err != nil {
+		return fail(err)
+	}
+	return g, nil
+}
+
+// loss records the A3C loss on the batch, backpropagates and fills g.
+func (r *Runner) loss(b *sample.Batch, g *Gradient) error {
+	cfg := &r.spec.Config
+	n, t := b.Len(), r.pol.grad
+	t.Reset()
+	o := r.pol.Model.Forward(t, t.Const(n, b.ObsDim, b.Obs))
+	logp := r.pol.Dist.LogLikelihood(t, o.Out, t.Const(n, b.ActDim, b.Actions))
+	policyLoss := t.Neg(t.Mean(t.Mul(logp, t.Const(n, 1, b.Advantages))))
+	vfLoss := t.Scale(t.Mean(t.Square(t.Sub(o.Value, t.Const(n, 1, b.ValueTargets)))), 0.5)
+	entropy := t.Mean(r.pol.Dist.Entropy(t, o.Out))
+	total := t.Sub(t.Add(policyLoss, t.Scale(vfLoss, cfg.VFLossCoeff)), t.Scale(entropy, cfg.EntropyCoeff))
+	if err := t.Err(); err != nil {
+		return err
+	}
+	g.PolicyLoss, g.VFLoss, g.Entropy = policyLoss.Item(), vfLoss.Item(), entropy.Item()
+	if !finite(total.Item()) {
+		return fmt.Errorf("loss is %v (policy %v, value %v, entropy %v); lower lr or set grad_clip", total.Item(), g.PolicyLoss, g.VFLoss, g.Entropy)
+	}
+	r.pol.params.ZeroGrad()
+	t.Backward(total)
+	if err := r.pol.params.CheckFinite(true); err != nil {
+		return fmt.Errorf("gradient: %w", err)
+	}
+	grads := r.pol.params.Grads()
+	if cfg.GradClip > 0 {
+		g.GradNorm = models.ClipByGlobalNorm(grads, cfg.GradClip)
+	} else {
+		g.GradNorm = models.GlobalNorm(grads)
+	}
+	g.Grad = r.pol.params.GetFlatGrad(nil)
+	return nil
+}
+
+// Pid returns the runner's process id (tests use it to kill the process).
+func (r *Runner) Pid(ctx context.Context) (int, error) { return os.Getpid(), nil }
+
+// Close releases the runner's environments.
+func (r *Runner) Close() error { return r.worker.Close() }
+
+func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+
+// The runner actor, registered at package level so that driver and worker
+// processes (the same executable) agree on the names. Each runner reserves
+// one CPU: it simulates without pause.
+var (
+	runnerActor    = gray.Actor1("a3c.Runner", NewRunner, gray.CPUs(1))
+	gradientMethod = gray.Method1(runnerActor, "ComputeGradient", (*Runner).ComputeGradient)
+	pidMethod      = gray.Method0(runnerActor, "Pid", (*Runner).Pid)
+)

@@ -1,0 +1,200 @@
+package es
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gray-ml/gray"
+)
+
+// Worker actors: registered at package level so that driver and worker
+// processes (the same executable) agree on the names. Each reserves one
+// CPU: ES workers run flat out for the whole iteration.
+var (
+	workerActor = gray.Actor2("es.Worker", NewWorker, gray.CPUs(1))
+	runMethod   = gray.Method2(workerActor, "Run", (*Worker).Run)
+	infoMethod  = gray.Method0(workerActor, "Info", (*Worker).Info)
+)
+
+// pool is how the agent runs one iteration's tasks, one per worker.
+type pool interface {
+	// run returns one Rollouts per task, in order, and how many dead
+	// workers it replaced on the way.
+	run(ctx context.Context, w Weights, tasks []Task) ([]Rollouts, int, error)
+	close() error
+}
+
+// localPool runs the single task in the driver (num_workers 0).
+type localPool struct{ w *Worker }
+
+func (p *localPool) run(ctx context.Context, w Weights, tasks []Task) ([]Rollouts, int, error) {
+	r, err := p.w.Run(ctx, w, tasks[0])
+	if err != nil {
+		return nil, 0, err
+	}
+	return []Rollouts{r}, 0, nil
+}
+
+func (p *localPool) close() error { return p.w.Close() }
+
+// actorPool drives num_workers worker actors. All of them were started
+// with a reference to the same noise table, and a replacement for a dead
+// worker is started with it again.
+type actorPool struct {
+	specs       []WorkerSpec
+	noise       gray.Ref[[]float32]
+	hs          []gray.Handle[Worker]
+	maxRestarts int
+	// startWait is how long to wait for workers that have not started once
+	// the others have (see awaitStarted).
+	startWait time.Duration
+}
+
+// workerStartLimit bounds the wait for the first worker to start.
+const workerStartLimit = 5 * time.Minute
+
+func newActorPool(ctx context.Context, specs []WorkerSpec, noise gray.Ref[[]float32], cfg Config) (*actorPool, error) {
+	p := &actorPool{specs: specs, noise: noise, maxRestarts: cfg.MaxWorkerRestarts,
+		startWait: time.Duration(cfg.WorkerStartTimeoutS * float64(time.Second))}
+	for _, spec := range specs {
+		h, err := workerActor.Remote(ctx, spec, noise)
+		if err != nil {
+			_ = p.close()
+			return nil, fmt.Errorf("ES: starting worker %d: %w", spec.Index, err)
+		}
+		p.hs = append(p.hs, h)
+	}
+	if err := p.awaitStarted(ctx); err != nil {
+		_ = p.close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// awaitStarted waits until every worker has built its environment and
+// policy. Each worker reserves one CPU, so when num_workers exceeds the
+// CPUs the runtime has free, the surplus waits for a CPU that never comes:
+// once some workers are up and no other has started for startWait, that
+// is what it reports, rather than hanging.
+func (p *actorPool) awaitStarted(ctx context.Context) error {
+	n := len(p.hs)
+	pending := make(map[gray.ObjectID]int, n)
+	var refs []gray.AnyRef
+	typed := make([]gray.Ref[WorkerInfo], n)
+	for i, h := range p.hs {
+		typed[i] = infoMethod.Remote(h)
+		refs = append(refs, typed[i])
+		pending[typed[i].ID()] = i
+	}
+	start, progress := time.Now(), time.Now()
+	started := 0
+	for started < n {
+		ready, rest, err := gray.Wait(ctx, refs, 1, time.Second)
+		if err != nil {
+			return fmt.Errorf("ES: waiting for workers to start: %w", err)
+		}
+		for _, r := range ready {
+			i := pending[r.ID()]
+			if _, err := gray.Get(ctx, typed[i]); err != nil {
+				return fmt.Errorf("ES: starting worker %d: %w", p.specs[i].Index, err)
+			}
+			started++
+			progress = time.Now()
+		}
+		refs = rest
+		switch {
+		case started == n:
+		case started > 0 && time.Since(progress) > p.startWait:
+			return fmt.Errorf("ES: only %d of num_workers=%d workers started (the rest waited %s for a CPU): each worker reserves one CPU and the runtime has %d free; set num_workers to at most %d, or give the runtime more CPUs (num_cpus in the experiment, gray.Options.NumCPUs)",
+				started, n, p.startWait, started, started)
+		case started == 0 && time.Since(start) > workerStartLimit:
+			return fmt.Errorf("ES: no worker started within %s: the runtime has no free CPU for them (each reserves one); free CPUs, give the runtime more (num_cpus, gray.Options.NumCPUs), or set num_workers to 0 to run episodes in the driver", workerStartLimit)
+		}
+	}
+	return nil
+}
+
+// run puts the weights into the object store once, gives every worker its
+// task and collects the answers as they come. A worker whose process died
+// is replaced by a new actor with the same spec and noise reference, which
+// redoes the same task (its randomness depends only on the seed, the
+// iteration and the worker's index); after max_worker_restarts
+// replacements in one iteration the iteration fails.
+func (p *actorPool) run(ctx context.Context, w Weights, tasks []Task) ([]Rollouts, int, error) {
+	ref, err := gray.Put(ctx, w)
+	if err != nil {
+		return nil, 0, fmt.Errorf("putting the weights: %w", err)
+	}
+	n := len(p.hs)
+	out := make([]Rollouts, n)
+	calls := make([]gray.Ref[Rollouts], n)
+	owner := make(map[gray.ObjectID]int, n)
+	var pending []gray.AnyRef
+	submit := func(i int) {
+		calls[i] = runMethod.Remote(p.hs[i], ref, tasks[i])
+		owner[calls[i].ID()] = i
+		pending = append(pending, calls[i])
+	}
+	for i := range n {
+		submit(i)
+	}
+	restarts := 0
+	for len(pending) > 0 {
+		ready, rest, err := gray.Wait(ctx, pending, 1, 0)
+		if err != nil {
+			return nil, restarts, fmt.Errorf("waiting for workers: %w", err)
+		}
+		pending = rest
+		for _, r := range ready {
+			i := owner[r.ID()]
+			res, err := gray.Get(ctx, calls[i])
+			if err == nil {
+				out[i] = res
+				continue
+			}
+			if !errors.Is(err, gray.ErrActorDead) && !errors.Is(err, gray.ErrWorkerDied) {
+				return nil, restarts, fmt.Errorf("worker %d: %w", p.specs[i].Index, err)
+			}
+			if restarts >= p.maxRestarts {
+				return nil, restarts, fmt.Errorf("worker %d died and this iteration already replaced %d workers (max_worker_restarts): %w", p.specs[i].Index, restarts, err)
+			}
+			restarts++
+			if err := p.replace(ctx, i); err != nil {
+				return nil, restarts, err
+			}
+			submit(i)
+		}
+	}
+	return out, restarts, nil
+}
+
+// replace starts a new actor in place of worker i.
+func (p *actorPool) replace(ctx context.Context, i int) error {
+	_ = gray.Kill(p.hs[i]) // it is dead already; this releases its resources
+	h, err := workerActor.Remote(ctx, p.specs[i], p.noise)
+	if err != nil {
+		return fmt.Errorf("replacing dead worker %d: %w", p.specs[i].Index, err)
+	}
+	p.hs[i] = h
+	return nil
+}
+
+// info asks every worker for its WorkerInfo.
+func (p *actorPool) info(ctx context.Context) ([]WorkerInfo, error) {
+	refs := make([]gray.Ref[WorkerInfo], len(p.hs))
+	for i, h := range p.hs {
+		refs[i] = infoMethod.Remote(h)
+	}
+	return gray.GetAll(ctx, refs)
+}
+
+func (p *actorPool) close() error {
+	var errs []error
+	for _, h := range p.hs {
+		errs = append(errs, gray.Kill(h))
+	}
+	p.hs = nil
+	return errors.Join(errs...)
+}
