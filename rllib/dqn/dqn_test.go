@@ -219,7 +219,7 @@ func TestRestoreRejectsOtherCheckpoints(t *testing.T) {
 	if err := bigger.Restore(context.Background(), path); err == nil || !strings.Contains(err.Error(), "weights") {
 		t.Errorf("restoring into a different network: %v, want an error about the weights", err)
 	}
-	meta := filepath.Join(path, metaFile)
+	meta := filepath.Join(path, rllib.CheckpointMetaFile)
 	raw, _ := os.ReadFile(meta)
 	if err := os.WriteFile(meta, []byte(strings.Replace(string(raw), `"DQN"`, `"PPO"`, 1)), 0o644); err != nil {
 		t.Fatal(err)

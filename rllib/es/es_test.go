@@ -279,7 +279,7 @@ func TestSaveRestoreContinue(t *testing.T) {
 	if err := newAgent(t, "CartPole-v1", bigger, 1).Restore(context.Background(), path); err == nil || !strings.Contains(err.Error(), "model config") {
 		t.Errorf("restoring into a bigger network: %v", err)
 	}
-	meta := filepath.Join(path, metaFile)
+	meta := filepath.Join(path, rllib.CheckpointMetaFile)
 	raw, _ := os.ReadFile(meta)
 	_ = os.WriteFile(meta, []byte(strings.Replace(string(raw), `"ES"`, `"PPO"`, 1)), 0o644)
 	if err := b.Restore(context.Background(), path); err == nil || !strings.Contains(err.Error(), "PPO") {

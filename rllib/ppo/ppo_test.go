@@ -162,7 +162,7 @@ func TestRestoreRejectsOtherCheckpoints(t *testing.T) {
 	if err := other.Restore(context.Background(), path); err == nil || !strings.Contains(err.Error(), "CartPole-v1") {
 		t.Errorf("restoring a CartPole checkpoint into an Acrobot agent: %v, want an error naming the environments", err)
 	}
-	meta := filepath.Join(path, metaFile)
+	meta := filepath.Join(path, rllib.CheckpointMetaFile)
 	raw, _ := os.ReadFile(meta)
 	if err := os.WriteFile(meta, []byte(strings.Replace(string(raw), `"PPO"`, `"DQN"`, 1)), 0o644); err != nil {
 		t.Fatal(err)
