@@ -64,26 +64,18 @@ type Agent struct {
 // defaults, starts its runners and gives each its first task.
 func New(ctx context.Context, opts rllib.Options) (*Agent, error) {
 	cfg := DefaultConfig()
-	if err := rllib.Decode("A3C", opts.Config, &cfg); err != nil {
+	if err := rllib.DecodeConfig("A3C", opts.Config, &cfg); err != nil {
 		return nil, err
 	}
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	seed := opts.Seed
-	if cfg.Seed != nil {
-		seed = *cfg.Seed
-	}
+	seed := rllib.RunSeed(opts.Seed, cfg.Seed)
 	if !gray.IsInitialized() {
 		return nil, errors.New("A3C: the runners are actors and need the gray runtime: call gray.Init first (the train command does)")
 	}
 	// The driver builds one environment to learn the spaces.
-	env, err := envs.Make(opts.Env, envs.Config(opts.EnvConfig))
+	obsSpace, actSpace, err := rllib.EnvSpaces("A3C", opts)
 	if err != nil {
-		return nil, fmt.Errorf("A3C: %w", err)
+		return nil, err
 	}
-	obsSpace, actSpace := env.ObservationSpace(), env.ActionSpace()
-	_ = env.Close()
 	pol, err := newPolicy(opts.Env, obsSpace, actSpace, cfg.Model, seed)
 	if err != nil {
 		return nil, fmt.Errorf("A3C: %w", err)

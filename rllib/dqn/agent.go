@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/gray-ml/gray/envs"
 	"github.com/gray-ml/gray/models"
 	"github.com/gray-ml/gray/rllib"
 	"github.com/gray-ml/gray/rllib/replay"
@@ -57,23 +56,15 @@ type Agent struct {
 // algorithms that fit it.
 func New(ctx context.Context, opts rllib.Options) (*Agent, error) {
 	cfg := DefaultConfig()
-	if err := rllib.Decode("DQN", opts.Config, &cfg); err != nil {
+	if err := rllib.DecodeConfig("DQN", opts.Config, &cfg); err != nil {
 		return nil, err
 	}
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	seed := opts.Seed
-	if cfg.Seed != nil {
-		seed = *cfg.Seed
-	}
+	seed := rllib.RunSeed(opts.Seed, cfg.Seed)
 	// The driver builds one environment to learn the spaces.
-	env, err := envs.Make(opts.Env, envs.Config(opts.EnvConfig))
+	obsSpace, actSpace, err := rllib.EnvSpaces("DQN", opts)
 	if err != nil {
-		return nil, fmt.Errorf("DQN: %w", err)
+		return nil, err
 	}
-	obsSpace, actSpace := env.ObservationSpace(), env.ActionSpace()
-	_ = env.Close()
 	nActions, err := discreteActions(actSpace, opts.Env)
 	if err != nil {
 		return nil, err

@@ -47,22 +47,14 @@ type Agent struct {
 // table with a remote task and starts the worker actors.
 func New(ctx context.Context, opts rllib.Options) (*Agent, error) {
 	cfg := DefaultConfig()
-	if err := rllib.Decode("ES", opts.Config, &cfg); err != nil {
+	if err := rllib.DecodeConfig("ES", opts.Config, &cfg); err != nil {
 		return nil, err
 	}
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	seed := opts.Seed
-	if cfg.Seed != nil {
-		seed = *cfg.Seed
-	}
-	env, err := envs.Make(opts.Env, envs.Config(opts.EnvConfig))
+	seed := rllib.RunSeed(opts.Seed, cfg.Seed)
+	obsSpace, actSpace, err := rllib.EnvSpaces("ES", opts)
 	if err != nil {
-		return nil, fmt.Errorf("ES: %w", err)
+		return nil, err
 	}
-	obsSpace, actSpace := env.ObservationSpace(), env.ActionSpace()
-	_ = env.Close()
 	pol, box, err := newPolicy(opts.Env, obsSpace, actSpace, cfg, seed)
 	if err != nil {
 		return nil, fmt.Errorf("ES: %w", err)

@@ -56,23 +56,15 @@ type samplers interface {
 // New creates a PPO agent for opts.Env with opts.Config over the defaults.
 func New(ctx context.Context, opts rllib.Options) (*Agent, error) {
 	cfg := DefaultConfig()
-	if err := rllib.Decode("PPO", opts.Config, &cfg); err != nil {
+	if err := rllib.DecodeConfig("PPO", opts.Config, &cfg); err != nil {
 		return nil, err
 	}
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	seed := opts.Seed
-	if cfg.Seed != nil {
-		seed = *cfg.Seed
-	}
+	seed := rllib.RunSeed(opts.Seed, cfg.Seed)
 	// The driver builds one environment to learn the spaces.
-	env, err := envs.Make(opts.Env, envs.Config(opts.EnvConfig))
+	obsSpace, actSpace, err := rllib.EnvSpaces("PPO", opts)
 	if err != nil {
-		return nil, fmt.Errorf("PPO: %w", err)
+		return nil, err
 	}
-	obsSpace, actSpace := env.ObservationSpace(), env.ActionSpace()
-	_ = env.Close()
 	proc, err := newObsProcessor(opts.Env, obsSpace, cfg.ObservationFilter)
 	if err != nil {
 		return nil, fmt.Errorf("PPO: %w", err)
