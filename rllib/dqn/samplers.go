@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 
 	"github.com/gray-ml/gray"
+	"github.com/gray-ml/gray/rllib"
 )
 
 // Rollout workers as actors: registered at package level so that driver
@@ -62,9 +62,8 @@ func newActorSamplers(ctx context.Context, a *Agent) (*actorSamplers, error) {
 	if !gray.IsInitialized() {
 		return nil, fmt.Errorf("DQN: num_workers %d needs the gray runtime: call gray.Init first (the train command does), or set num_workers to 0 to sample in this process", a.cfg.NumWorkers)
 	}
-	if host := runtime.NumCPU(); a.cfg.NumWorkers > host {
-		return nil, fmt.Errorf("DQN: num_workers %d is more than this machine's %d CPUs can host (each rollout worker is a process that steps environments full time); set num_workers to at most %d, or to 0 to sample in the driver (the fastest choice for cheap environments such as CartPole)",
-			a.cfg.NumWorkers, host, host)
+	if err := rllib.CheckWorkerCPUs("DQN", a.cfg.NumWorkers, "to sample in the driver (the fastest choice for cheap environments such as CartPole)"); err != nil {
+		return nil, err
 	}
 	s := &actorSamplers{}
 	for i := 1; i <= a.cfg.NumWorkers; i++ {

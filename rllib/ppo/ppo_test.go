@@ -188,6 +188,9 @@ func TestBadConfig(t *testing.T) {
 		{map[string]any{"model": map[string]any{"fcnet_hidens": []int{8}}}, "fcnet_hidens"},
 		{map[string]any{"lr_schedule": [][]float64{{100, 1e-3}, {50, 1e-4}}}, "lr_schedule"},
 		{map[string]any{"lr_final": 1e-5}, "lr_decay_timesteps"},
+		// TestMain gives the runtime 4 CPUs and each rollout worker
+		// reserves one: a fifth would wait forever.
+		{map[string]any{"num_workers": 5}, "num_workers=5 needs 5 CPUs (each worker actor reserves one); the runtime has 4: set num_workers to at most 4"},
 	}
 	for _, tc := range tests {
 		_, err := New(context.Background(), rllib.Options{Env: "CartPole-v1", Config: tc.cfg})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/gray-ml/gray"
+	"github.com/gray-ml/gray/rllib"
 )
 
 // Rollout workers as actors: registered at package level so that driver
@@ -34,6 +35,9 @@ type actorSamplers struct {
 func newActorSamplers(ctx context.Context, a *Agent) (*actorSamplers, error) {
 	if !gray.IsInitialized() {
 		return nil, fmt.Errorf("PPO: num_workers %d needs the gray runtime: call gray.Init first (the train command does), or set num_workers to 0 to sample in this process", a.cfg.NumWorkers)
+	}
+	if err := rllib.CheckWorkerCPUs("PPO", a.cfg.NumWorkers, "to sample in the driver"); err != nil {
+		return nil, err
 	}
 	s := &actorSamplers{}
 	for i := 1; i <= a.cfg.NumWorkers; i++ {
