@@ -13,6 +13,7 @@ import (
 	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/models"
 	"github.com/gray-ml/gray/rllib"
+	"github.com/gray-ml/gray/rllib/internal/agenttest"
 )
 
 // smallCartPole is a quick configuration for tests that do not need
@@ -27,24 +28,7 @@ func smallCartPole() map[string]any {
 
 func newAgent(t *testing.T, env string, cfg map[string]any, seed int64) *Agent {
 	t.Helper()
-	a, err := New(context.Background(), rllib.Options{Env: env, Config: cfg, Seed: seed, LogDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.Stop() })
-	return a
-}
-
-func train(t *testing.T, a *Agent, iters int) rllib.Result {
-	t.Helper()
-	var r rllib.Result
-	for range iters {
-		var err error
-		if r, err = a.Train(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return r
+	return agenttest.New(t, New, rllib.Options{Env: env, Config: cfg, Seed: seed})
 }
 
 func TestRegistered(t *testing.T) {
@@ -67,7 +51,7 @@ func TestLearnsCartPole(t *testing.T) {
 	var best float64
 	var r rllib.Result
 	for a.timesteps < 30_000 {
-		r = train(t, a, 1)
+		r = agenttest.Train(t, a, 1)
 		best = math.Max(best, r.EpisodeRewardMean)
 		if best >= 100 {
 			break
@@ -165,7 +149,7 @@ func TestSaveRestoreContinue(t *testing.T) {
 	cfg := smallCartPole()
 	cfg["prioritized_replay"] = true
 	a := newAgent(t, "CartPole-v1", cfg, 3)
-	train(t, a, 3)
+	agenttest.Train(t, a, 3)
 	path, err := a.Save(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -191,7 +175,7 @@ func TestSaveRestoreContinue(t *testing.T) {
 	if as, bs := a.learner.opt.State(), b.learner.opt.State(); as.Step != bs.Step || !slices.Equal(as.M, bs.M) {
 		t.Fatal("restored Adam state differs")
 	}
-	rb, rc := train(t, b, 2), train(t, c, 2)
+	rb, rc := agenttest.Train(t, b, 2), agenttest.Train(t, c, 2)
 	if !slices.Equal(b.Weights(), c.Weights()) || rb.TrainingIteration != 5 || rc.TimestepsTotal != rb.TimestepsTotal {
 		t.Errorf("two agents restored from one checkpoint and trained on differ (iterations %d, %d)", rb.TrainingIteration, rc.TrainingIteration)
 	}
@@ -202,7 +186,7 @@ func TestSaveRestoreContinue(t *testing.T) {
 
 func TestRestoreRejectsOtherCheckpoints(t *testing.T) {
 	a := newAgent(t, "CartPole-v1", smallCartPole(), 1)
-	train(t, a, 1)
+	agenttest.Train(t, a, 1)
 	path, err := a.Save(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -234,7 +218,7 @@ func TestSameSeedSameRun(t *testing.T) {
 		var runs [2][]float64
 		for i := range runs {
 			a := newAgent(t, "CartPole-v1", cfg, 7)
-			train(t, a, 2)
+			agenttest.Train(t, a, 2)
 			runs[i] = a.Weights()
 		}
 		if !slices.Equal(runs[0], runs[1]) {
@@ -249,7 +233,7 @@ func TestWorkersFeedTheBuffer(t *testing.T) {
 	cfg["num_envs_per_worker"] = 2
 	cfg["n_step"] = 3
 	a := newAgent(t, "CartPole-v1", cfg, 1)
-	r := train(t, a, 2)
+	r := agenttest.Train(t, a, 2)
 	// 128 steps per round over 2 workers × 2 environments: 32 vector steps
 	// each; two rounds per iteration of 256 steps.
 	if r.TimestepsTotal != 512 || r.TimestepsThisIter != 256 {
@@ -264,12 +248,12 @@ func TestDeadWorkerReplaced(t *testing.T) {
 	cfg := smallCartPole()
 	cfg["num_workers"] = 2
 	a := newAgent(t, "CartPole-v1", cfg, 1)
-	train(t, a, 1)
+	agenttest.Train(t, a, 1)
 	s := a.samplers.(*actorSamplers)
 	if err := gray.Kill(s.hs[0]); err != nil {
 		t.Fatal(err)
 	}
-	r := train(t, a, 2)
+	r := agenttest.Train(t, a, 2)
 	if r.Extra["workers_replaced"] < 1 {
 		t.Errorf("workers_replaced = %v after killing a worker, want 1", r.Extra["workers_replaced"])
 	}
@@ -280,7 +264,7 @@ func TestDeadWorkerReplaced(t *testing.T) {
 
 func TestNaNStopsRoundAndKeepsWeights(t *testing.T) {
 	a := newAgent(t, "CartPole-v1", smallCartPole(), 1)
-	train(t, a, 2)
+	agenttest.Train(t, a, 2)
 	before := a.Weights()
 	a.lr = constantLR(1e300) // sends the weights to Inf in one step
 	_, err := a.Train(context.Background())

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gray-ml/gray/envs"
 	"github.com/gray-ml/gray/rllib"
+	"github.com/gray-ml/gray/rllib/internal/agenttest"
 )
 
 // fastCartPole is a CI-sized configuration.
@@ -24,24 +25,7 @@ func fastCartPole() map[string]any {
 
 func newAgent(t *testing.T, env string, cfg map[string]any, seed int64) *Agent {
 	t.Helper()
-	a, err := New(context.Background(), rllib.Options{Env: env, Config: cfg, Seed: seed, LogDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.Stop() })
-	return a
-}
-
-func train(t *testing.T, a *Agent, iters int) rllib.Result {
-	t.Helper()
-	var r rllib.Result
-	for range iters {
-		var err error
-		if r, err = a.Train(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return r
+	return agenttest.New(t, New, rllib.Options{Env: env, Config: cfg, Seed: seed})
 }
 
 func TestRegistered(t *testing.T) {
@@ -78,7 +62,7 @@ func learnsCartPole(t *testing.T, cfg map[string]any) {
 	a := newAgent(t, "CartPole-v1", cfg, 1)
 	var best float64
 	for a.timesteps < 50_000 {
-		r := train(t, a, 1)
+		r := agenttest.Train(t, a, 1)
 		best = math.Max(best, r.EpisodeRewardMean)
 		for _, k := range []string{"policy_loss", "vf_loss", "total_loss", "entropy", "kl", "kl_coeff", "cur_lr", "explained_variance"} {
 			if _, ok := r.Learner[k]; !ok {
@@ -104,14 +88,14 @@ func TestSameSeedSameRun(t *testing.T) {
 		var rewards [2]float64
 		for i := range runs {
 			a := newAgent(t, "CartPole-v1", cfg, 7)
-			r := train(t, a, 3)
+			r := agenttest.Train(t, a, 3)
 			runs[i], rewards[i] = a.Weights(), r.EpisodeRewardMean
 		}
 		if !slices.Equal(runs[0], runs[1]) || rewards[0] != rewards[1] {
 			t.Errorf("num_workers %d: two runs with seed 7 differ (rewards %v)", workers, rewards)
 		}
 		other := newAgent(t, "CartPole-v1", cfg, 8)
-		train(t, other, 3)
+		agenttest.Train(t, other, 3)
 		if slices.Equal(runs[0], other.Weights()) {
 			t.Errorf("num_workers %d: seeds 7 and 8 gave the same weights", workers)
 		}
@@ -122,7 +106,7 @@ func TestSaveRestoreContinue(t *testing.T) {
 	cfg := fastCartPole()
 	cfg["observation_filter"] = "MeanStdFilter"
 	a := newAgent(t, "CartPole-v1", cfg, 3)
-	train(t, a, 2)
+	agenttest.Train(t, a, 2)
 	path, err := a.Save(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +129,7 @@ func TestSaveRestoreContinue(t *testing.T) {
 	if !slices.Equal(a.proc.filter.Stats().Mean, b.proc.filter.Stats().Mean) {
 		t.Error("restored observation filter differs")
 	}
-	rb, rc := train(t, b, 2), train(t, c, 2)
+	rb, rc := agenttest.Train(t, b, 2), agenttest.Train(t, c, 2)
 	if !slices.Equal(b.Weights(), c.Weights()) || rb.TrainingIteration != 4 || rc.TimestepsTotal != rb.TimestepsTotal {
 		t.Errorf("two agents restored from one checkpoint and trained on differ (iterations %d, %d)", rb.TrainingIteration, rc.TrainingIteration)
 	}
@@ -153,7 +137,7 @@ func TestSaveRestoreContinue(t *testing.T) {
 
 func TestRestoreRejectsOtherCheckpoints(t *testing.T) {
 	a := newAgent(t, "CartPole-v1", fastCartPole(), 1)
-	train(t, a, 1)
+	agenttest.Train(t, a, 1)
 	path, err := a.Save(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -206,7 +190,7 @@ func TestBadConfig(t *testing.T) {
 func TestNaNStopsIterationAndKeepsWeights(t *testing.T) {
 	cfg := fastCartPole()
 	a := newAgent(t, "CartPole-v1", cfg, 1)
-	train(t, a, 1)
+	agenttest.Train(t, a, 1)
 	before := a.Weights()
 	// A learning rate this large sends the weights to Inf in one step.
 	a.lr = constantLR(1e300)
@@ -226,7 +210,7 @@ func TestNaNStopsIterationAndKeepsWeights(t *testing.T) {
 
 func TestPendulumBoxActions(t *testing.T) {
 	a := newAgent(t, "Pendulum-v1", map[string]any{"train_batch_size": 800, "observation_filter": "MeanStdFilter"}, 1)
-	r := train(t, a, 2)
+	r := agenttest.Train(t, a, 2)
 	if r.TimestepsTotal != 1600 || math.IsNaN(r.Learner["total_loss"]) {
 		t.Errorf("after 2 iterations: %d timesteps, total loss %v", r.TimestepsTotal, r.Learner["total_loss"])
 	}
@@ -260,7 +244,7 @@ func TestComputeActionDiscrete(t *testing.T) {
 
 func TestTrainCancelledAndAfterStop(t *testing.T) {
 	a := newAgent(t, "CartPole-v1", fastCartPole(), 1)
-	train(t, a, 1)
+	agenttest.Train(t, a, 1)
 	before := a.Weights()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -300,7 +284,7 @@ func TestLearningRateSchedules(t *testing.T) {
 			cfg["num_sgd_iter"] = 1
 			a := newAgent(t, "CartPole-v1", cfg, 1)
 			for i, want := range tc.want {
-				r := train(t, a, 1)
+				r := agenttest.Train(t, a, 1)
 				if got := r.Learner["cur_lr"]; math.Abs(got-want) > 1e-12 {
 					t.Errorf("iteration %d: cur_lr %v, want %v", i+1, got, want)
 				}

@@ -1,0 +1,57 @@
+// Package agenttest holds the scaffolding the algorithms' tests share:
+// a TestMain that serves worker actors and starts the runtime, and helpers
+// to create an agent and train it, failing the test on error.
+package agenttest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/gray-ml/gray"
+	"github.com/gray-ml/gray/rllib"
+)
+
+// Main is a test binary's TestMain: when the binary runs as a gray worker
+// it serves the package's actors; otherwise it starts the runtime with
+// cpus CPUs, runs the tests and shuts the runtime down.
+func Main(m *testing.M, cpus int) {
+	gray.ServeIfWorker()
+	if err := gray.Init(context.Background(), gray.Options{NumCPUs: cpus}); err != nil {
+		fmt.Fprintln(os.Stderr, "gray.Init:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = gray.Shutdown()
+	os.Exit(code)
+}
+
+// New creates an agent with newAgent (an algorithm's New) and stops it
+// when the test ends. An empty opts.LogDir becomes a fresh temporary
+// folder, so the agent can Save.
+func New[A rllib.Agent](t testing.TB, newAgent func(context.Context, rllib.Options) (A, error), opts rllib.Options) A {
+	t.Helper()
+	if opts.LogDir == "" {
+		opts.LogDir = t.TempDir()
+	}
+	a, err := newAgent(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Stop() })
+	return a
+}
+
+// Train runs iters training iterations and returns the last result.
+func Train(t testing.TB, a rllib.Agent, iters int) rllib.Result {
+	t.Helper()
+	var r rllib.Result
+	for range iters {
+		var err error
+		if r, err = a.Train(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return r
+}
