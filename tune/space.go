@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/gray-ml/gray/internal/numeric"
 )
 
 // Domain is a search-space leaf: something a value is sampled from. Domains
@@ -220,33 +222,16 @@ func (s Spec) Float(path string) (float64, bool) {
 	return toFloat(v)
 }
 
-// toFloat converts any Go or JSON number to float64.
+// toFloat converts any Go or JSON number to float64; a boolean counts as
+// 1 or 0.
 func toFloat(v any) (float64, bool) {
-	switch x := v.(type) {
-	case float64:
-		return x, true
-	case float32:
-		return float64(x), true
-	case int:
-		return float64(x), true
-	case int64:
-		return float64(x), true
-	case int32:
-		return float64(x), true
-	case uint64:
-		return float64(x), true
-	case uint32:
-		return float64(x), true
-	case json.Number:
-		f, err := x.Float64()
-		return f, err == nil
-	case bool:
-		if x {
+	if b, ok := v.(bool); ok {
+		if b {
 			return 1, true
 		}
 		return 0, true
 	}
-	return 0, false
+	return numeric.Float(v)
 }
 
 // Float reads a number from a trial config whatever its Go type (configs

@@ -19,6 +19,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gray-ml/gray/internal/numeric"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 	"gopkg.in/yaml.v3"
@@ -501,24 +502,8 @@ func (s Stop) keys() []string {
 	return keys
 }
 
-func toFloat(v any) (float64, bool) {
-	switch x := v.(type) {
-	case float64:
-		return x, true
-	case float32:
-		return float64(x), true
-	case int:
-		return float64(x), true
-	case int64:
-		return float64(x), true
-	case uint64:
-		return float64(x), true
-	case json.Number:
-		f, err := x.Float64()
-		return f, err == nil
-	}
-	return 0, false
-}
+// toFloat converts any Go or JSON number to float64.
+func toFloat(v any) (float64, bool) { return numeric.Float(v) }
 
 // suggest proposes the known key closest to key when one is near.
 func suggest(key string, known []string) string {

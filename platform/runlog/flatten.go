@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gray-ml/gray/internal/numeric"
 	"github.com/gray-ml/gray/rllib"
 )
 
@@ -89,30 +90,7 @@ func flattenInto(out map[string]any, prefix string, m map[string]any) {
 
 // Numeric returns v as a float64 when it is a number (of any Go numeric
 // type or a json.Number).
-func Numeric(v any) (float64, bool) {
-	switch x := v.(type) {
-	case float64:
-		return x, true
-	case float32:
-		return float64(x), true
-	case int:
-		return float64(x), true
-	case int64:
-		return float64(x), true
-	case int32:
-		return float64(x), true
-	case uint64:
-		return float64(x), true
-	case uint32:
-		return float64(x), true
-	case uint:
-		return float64(x), true
-	case json.Number:
-		f, err := x.Float64()
-		return f, err == nil
-	}
-	return 0, false
-}
+func Numeric(v any) (float64, bool) { return numeric.Float(v) }
 
 // normalize turns a result value into plain JSON-shaped values
 // (map[string]any, []any, float64/int64, bool, string, nil) so that the
