@@ -280,7 +280,7 @@ func (a *Agent) update(indices []int, returns []float64) (updateStats, error) {
 	goodOpt := a.opt.State()
 	a.opt.LR = a.cfg.Stepsize
 	if err := a.opt.Step(theta, g); err != nil {
-		return updateStats{}, fmt.Errorf("Adam step: %w", err)
+		return updateStats{}, fmt.Errorf("the Adam step: %w", err)
 	}
 	var stepNorm, thetaNorm, beforeNorm float64
 	for j, x := range theta {
