@@ -8,7 +8,7 @@ import (
 )
 
 // TestMain serves tasks when the test binary runs as a gray worker
-// (TestCheckWorkerCPUs starts a runtime).
+// (TestCheckWorkers starts a runtime).
 func TestMain(m *testing.M) {
 	gray.ServeIfWorker()
 	os.Exit(m.Run())

@@ -59,10 +59,7 @@ type actorSamplers struct {
 }
 
 func newActorSamplers(ctx context.Context, a *Agent) (*actorSamplers, error) {
-	if !gray.IsInitialized() {
-		return nil, fmt.Errorf("DQN: num_workers %d needs the gray runtime: call gray.Init first (the train command does), or set num_workers to 0 to sample in this process", a.cfg.NumWorkers)
-	}
-	if err := rllib.CheckWorkerCPUs("DQN", a.cfg.NumWorkers, "to sample in the driver (the fastest choice for cheap environments such as CartPole)"); err != nil {
+	if err := rllib.CheckWorkers("DQN", a.cfg.NumWorkers, "to sample in this process (the fastest choice for cheap environments such as CartPole)"); err != nil {
 		return nil, err
 	}
 	s := &actorSamplers{}

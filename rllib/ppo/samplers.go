@@ -33,10 +33,7 @@ type actorSamplers struct {
 }
 
 func newActorSamplers(ctx context.Context, a *Agent) (*actorSamplers, error) {
-	if !gray.IsInitialized() {
-		return nil, fmt.Errorf("PPO: num_workers %d needs the gray runtime: call gray.Init first (the train command does), or set num_workers to 0 to sample in this process", a.cfg.NumWorkers)
-	}
-	if err := rllib.CheckWorkerCPUs("PPO", a.cfg.NumWorkers, "to sample in the driver"); err != nil {
+	if err := rllib.CheckWorkers("PPO", a.cfg.NumWorkers, "to sample in this process"); err != nil {
 		return nil, err
 	}
 	s := &actorSamplers{}
