@@ -526,6 +526,14 @@ func (r *runner) start(t *Trial) {
 			return
 		}
 		t.logger = lg
+		// Restored from a checkpoint at t.Iteration (or restarted from
+		// scratch): what it logged after that is re-computed now.
+		if tr, ok := lg.(Truncater); ok {
+			if err := tr.TruncateAfter(t.Iteration); err != nil {
+				r.fatal = fmt.Errorf("tune: trial %s: dropping results after its checkpoint at iteration %d: %w", t.ID, t.Iteration, err)
+				return
+			}
+		}
 	}
 	r.used.CPU += t.Resources.CPU
 	r.used.GPU += t.Resources.GPU

@@ -46,6 +46,11 @@ func (l logger) Log(result map[string]any) error {
 	return err
 }
 
+// TruncateAfter implements tune.Truncater: results after iteration k,
+// which the restored trial re-computes, are dropped from result.json and
+// progress.csv.
+func (l logger) TruncateAfter(k int) error { return l.run.TruncateAfter(k) }
+
 func (l logger) Close() error { return l.run.Close() }
 
 // Layout lays an agent's result as Tune encodes it (rllib.Result's JSON:
