@@ -31,7 +31,9 @@ type Truncater interface {
 }
 
 // LoggerFactory opens a trial's logger. It is called each time a trial
-// (re)starts, so it must append to what a previous run of the trial wrote.
+// (re)starts, so it must append to what a previous run of the trial wrote
+// (and, as a Truncater, drop what that run logged past the checkpoint the
+// trial is restored from).
 // The platform supplies one writing params.json, result.json, progress.csv
 // and the event file; JSONLogger is the default.
 type LoggerFactory func(trialDir string, params map[string]any) (Logger, error)

@@ -22,7 +22,8 @@ type Options struct {
 
 // Factory returns a tune.LoggerFactory writing the platform's layout. It
 // is called each time a trial (re)starts and appends to what the trial
-// wrote before.
+// wrote before; the runner first drops, through TruncateAfter, what the
+// trial logged after the checkpoint it is restored from.
 func Factory(opts Options) tune.LoggerFactory {
 	return func(trialDir string, params map[string]any) (tune.Logger, error) {
 		r, err := runlog.Open(trialDir, runlog.Options{
