@@ -18,9 +18,11 @@ import (
 // writer. A run restored from a checkpoint taken at iteration k calls it
 // before logging again, so that the iterations it re-computes appear once,
 // not twice. Results up to k are kept byte for byte; iteration counting and
-// time_total_s continue from the last kept result. TensorBoard needs no
-// truncation: the resumed run writes a new event file, and TensorBoard
-// discards the older file's steps from the first repeated step on.
+// time_total_s continue from the last kept result. Event files are not
+// rewritten: the resumed run writes a new one whose steps go back to k+1,
+// which TensorBoard's loader takes as a restart and, with its default
+// purge_orphaned_data, drops the older points from that step on; a reader
+// that does not purge shows those iterations twice.
 func (r *Run) TruncateAfter(k int) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
