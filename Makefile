@@ -3,7 +3,8 @@
 GO      ?= go
 BIN     := bin
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-APT_PKGS := protobuf-compiler python3-grpcio redis-server
+# protobuf-compiler and python3-grpc-tools are for `make proto` only.
+APT_PKGS := protobuf-compiler python3-grpc-tools python3-grpcio
 
 .PHONY: all build train test vet lint deps proto bench clean
 
@@ -33,8 +34,10 @@ test: deps vet
 	$(GO) test -race -count=1 -timeout 30m ./...
 	$(GO) test -count=1 -timeout 20m ./rllib/... ./tune/...
 
-proto:
-	$(MAKE) -C plugins proto
+## proto regenerates plugins/proto and the Python stubs (installing protoc,
+## grpc_tools and the Go generators when missing).
+proto: deps
+	$(MAKE) -C plugins proto GO=$(GO)
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./benchmarks/...

@@ -108,13 +108,32 @@ func canonical(name string) string {
 	return best
 }
 
-// Make creates one instance of the named environment.
+// Make creates one instance of the named environment. A name with only a
+// VectorCreator (registered with RegisterVector or routed by a resolver's
+// prefix, such as "plugin:<path>") is made as a Vector of one
+// sub-environment adapted by SingleEnv, so every algorithm can take it.
 func Make(name string, cfg Config) (Env, error) {
 	registry.RLock()
 	c, ok := registry.creators[canonical(name)]
 	registry.RUnlock()
 	if !ok {
-		return nil, unknown(name)
+		vc, err := vectorCreator(name)
+		if err != nil {
+			return nil, err
+		}
+		if vc == nil {
+			return nil, unknown(name)
+		}
+		v, err := vc(cfg, 1)
+		if err != nil {
+			return nil, fmt.Errorf("envs: creating %q: %w", name, err)
+		}
+		env, err := SingleEnv(v)
+		if err != nil {
+			_ = v.Close()
+			return nil, fmt.Errorf("envs: creating %q: %w", name, err)
+		}
+		return env, nil
 	}
 	env, err := c(cfg)
 	if err != nil {
@@ -123,16 +142,13 @@ func Make(name string, cfg Config) (Env, error) {
 	return env, nil
 }
 
-// MakeVector creates a Vector of n copies of the named environment: natively
-// batched when the name (or its prefix) has a VectorCreator, otherwise n
-// instances from its Creator stepped in turn.
-func MakeVector(name string, cfg Config, n int) (Vector, error) {
-	if n < 1 {
-		return nil, fmt.Errorf("envs: MakeVector(%q): need at least one sub-environment, got %d", name, n)
-	}
+// vectorCreator finds the VectorCreator for name: registered for its
+// canonical name, or built by the resolver of its prefix. It returns nil
+// and no error when there is neither, and the resolver's error when it
+// cannot resolve the name.
+func vectorCreator(name string) (VectorCreator, error) {
 	registry.RLock()
-	canon := canonical(name)
-	vc, ok := registry.vectors[canon]
+	vc, ok := registry.vectors[canonical(name)]
 	var resolver Resolver
 	if !ok {
 		for prefix, r := range registry.resolvers {
@@ -143,20 +159,36 @@ func MakeVector(name string, cfg Config, n int) (Vector, error) {
 		}
 	}
 	registry.RUnlock()
-	if resolver != nil {
-		var err error
-		if vc, err = resolver(name); err != nil {
-			return nil, err
-		}
-		ok = true
-	}
 	if ok {
+		return vc, nil
+	}
+	if resolver == nil {
+		return nil, nil
+	}
+	return resolver(name)
+}
+
+// MakeVector creates a Vector of n copies of the named environment: natively
+// batched when the name (or its prefix) has a VectorCreator, otherwise n
+// instances from its Creator stepped in turn.
+func MakeVector(name string, cfg Config, n int) (Vector, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("envs: MakeVector(%q): need at least one sub-environment, got %d", name, n)
+	}
+	vc, err := vectorCreator(name)
+	if err != nil {
+		return nil, err
+	}
+	if vc != nil {
 		v, err := vc(cfg, n)
 		if err != nil {
 			return nil, fmt.Errorf("envs: creating %d × %q: %w", n, name, err)
 		}
 		return v, nil
 	}
+	registry.RLock()
+	canon := canonical(name)
+	registry.RUnlock()
 	return newSerialVector(canon, cfg, n)
 }
 

@@ -53,10 +53,15 @@ func ActionDistFor(space envs.Space, distType string) (ActionDist, error) {
 }
 
 // NewModel returns a model for observations of the given shape (after
-// preprocessing) producing numOutputs outputs: a ConvNet for image shapes
+// preprocessing) producing numOutputs outputs: the custom model
+// opts.CustomModel when it is set (built by the ModelResolver registered
+// for its prefix, such as "plugin:<path>"), a ConvNet for image shapes
 // [H, W, C] (C ≤ 16, H and W above 1), otherwise a FullyConnected network
 // on the flattened observation.
 func NewModel(obsShape []int, numOutputs int, opts ModelOptions, seed uint64) (Model, error) {
+	if opts.CustomModel != "" {
+		return newCustomModel(obsShape, numOutputs, opts, seed)
+	}
 	if len(obsShape) == 3 && obsShape[0] > 1 && obsShape[1] > 1 && obsShape[2] >= 1 && obsShape[2] <= 16 {
 		return NewConvNet(obsShape, numOutputs, opts, seed)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 )
@@ -32,6 +33,14 @@ type ModelOptions struct {
 	// ([H, W, C]), in RLlib's form [[out_channels, [kh, kw], stride], ...];
 	// empty picks RLlib's filters for 84×84 images or a small default.
 	ConvFilters []ConvFilter `json:"conv_filters"`
+	// CustomModel names a model built outside the catalog, by the
+	// ModelResolver registered for its prefix: "plugin:<path>" is a model
+	// plugin (package plugins registers that prefix). Empty: the catalog's
+	// own models.
+	CustomModel string `json:"custom_model"`
+	// CustomOptions are the custom model's own options, passed to it
+	// unchanged (a model plugin receives them as its config).
+	CustomOptions map[string]any `json:"custom_options"`
 	// Value asks for a value function output (Output.Value). Algorithms set
 	// it (PPO and A3C do, ES and DQN do not); it is not a user key.
 	Value bool `json:"-"`
@@ -54,8 +63,9 @@ func (o *ModelOptions) UnmarshalJSON(b []byte) error {
 	// Decoding reuses a slice's array; keep the caller's intact.
 	p.Hiddens = append([]int(nil), o.Hiddens...)
 	p.ConvFilters = append([]ConvFilter(nil), o.ConvFilters...)
+	p.CustomOptions = maps.Clone(o.CustomOptions)
 	if err := dec.Decode(&p); err != nil {
-		return fmt.Errorf("model options (known keys: fcnet_hiddens, fcnet_activation, free_log_std, vf_share_layers, init, conv_filters): %w", err)
+		return fmt.Errorf("model options (known keys: fcnet_hiddens, fcnet_activation, free_log_std, vf_share_layers, init, conv_filters, custom_model, custom_options): %w", err)
 	}
 	*o = ModelOptions(p)
 	return nil

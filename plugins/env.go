@@ -130,12 +130,12 @@ func (v *Vector) stepFast(actions []float64) (*pb.StepResponse, error) {
 	timeout := v.opts.CallTimeout
 	_ = f.conn.SetDeadline(time.Now().Add(timeout))
 	err := f.w.WriteRequest(actions)
-	var resp pb.StepResponse
+	var a wire.FastAnswer
 	if err == nil {
-		resp.Obs, resp.Rewards, resp.Terminated, resp.Truncated, resp.FinalObs, err = f.r.ReadAnswer()
+		err = f.r.ReadAnswerInto(&a)
 	}
 	if err == nil {
-		return &resp, nil
+		return &pb.StepResponse{Obs: a.Obs, Rewards: a.Rewards, Terminated: a.Terminated, Truncated: a.Truncated, FinalObs: a.Final}, nil
 	}
 	var stepErr *wire.ErrFastStep
 	if errors.As(err, &stepErr) {
@@ -442,39 +442,18 @@ func (v *Vector) Close() error {
 	return err
 }
 
-// single adapts a one-sub-environment Vector to envs.Env.
-type single struct{ *Vector }
-
-// NewEnv starts the environment plugin at path as one envs.Env.
+// NewEnv starts the environment plugin at path as one envs.Env
+// (envs.SingleEnv of a one-sub-environment Vector): it renders when the
+// plugin can.
 func NewEnv(ctx context.Context, path string, cfg envs.Config, opts Options) (envs.Env, error) {
 	v, err := NewVector(ctx, path, cfg, 1, opts)
 	if err != nil {
 		return nil, err
 	}
-	return single{v}, nil
-}
-
-func (s single) Reset(seed int64) ([]float64, error) {
-	obs, err := s.Vector.Reset([]int64{seed})
+	env, err := envs.SingleEnv(v)
 	if err != nil {
+		v.Close()
 		return nil, err
 	}
-	return obs[0], nil
+	return env, nil
 }
-
-// Step returns the finished episode's last observation when it ends; the
-// plugin has already begun the next one, which the next Reset replaces.
-func (s single) Step(action []float64) (envs.Step, error) {
-	vs, err := s.Vector.Step([][]float64{action})
-	if err != nil {
-		return envs.Step{}, err
-	}
-	st := envs.Step{Obs: vs.Obs[0], Reward: vs.Rewards[0], Terminated: vs.Terminated[0], Truncated: vs.Truncated[0]}
-	if st.Done() {
-		st.Obs = vs.FinalObs[0]
-	}
-	return st, nil
-}
-
-// Render implements envs.Renderer.
-func (s single) Render() (image.Image, error) { return s.Vector.Render(0) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/gray-ml/gray/rllib"
@@ -102,5 +103,38 @@ func TestPPOWithRolloutWorkersOnPlugin(t *testing.T) {
 	cfg["num_envs_per_worker"] = 4
 	if best := trainPPO(t, workerGridName, cfg, gridTarget, 40_000); best < gridTarget {
 		t.Errorf("PPO with 2 rollout workers on the grid-world plugin reached a mean return of %.3f, want %.2f", best, gridTarget)
+	}
+}
+
+// TestPPOLearnsWithModelPlugin trains PPO whose policy and value network is
+// the example model plugin, named in the model config as a user does.
+func TestPPOLearnsWithModelPlugin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("learning test")
+	}
+	modelBin := buildExample(t, "model")
+	cfg := gridPPOConfig()
+	cfg["model"] = map[string]any{"custom_model": Prefix + modelBin, "custom_options": map[string]any{"hidden": 32}}
+	if best := trainPPO(t, Prefix+gridworldBin, cfg, gridTarget, 60_000); best < gridTarget {
+		t.Errorf("PPO with a model plugin on the grid world reached a mean return of %.3f, want %.2f", best, gridTarget)
+	}
+}
+
+func TestUnknownCustomModelIsAClearError(t *testing.T) {
+	alg, err := rllib.Lookup("PPO")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ model, want string }{
+		{"nosuch:thing", `custom_model "nosuch:thing": unknown prefix; known prefixes: plugin:`},
+		{Prefix + filepath.Join(t.TempDir(), "missing"), "no such file"},
+	} {
+		_, err := alg.New(context.Background(), rllib.Options{
+			Env: "CartPole-v1", Seed: 1, LogDir: t.TempDir(),
+			Config: map[string]any{"num_workers": 0, "model": map[string]any{"custom_model": tc.model}},
+		})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("custom_model %q: got %v, want an error containing %q", tc.model, err, tc.want)
+		}
 	}
 }

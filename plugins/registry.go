@@ -13,6 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/gray-ml/gray/envs"
+	"github.com/gray-ml/gray/models"
 	"github.com/gray-ml/gray/plugins/internal/wire"
 	"github.com/gray-ml/gray/rllib"
 )
@@ -20,8 +21,9 @@ import (
 // Prefix marks a name that points at a plugin executable: "plugin:<path>".
 const Prefix = "plugin:"
 
-// Importing the package routes "plugin:<path>" names of environments and
-// algorithms to plugin processes started with the default Options.
+// Importing the package routes "plugin:<path>" names of environments,
+// algorithms and custom models (models.ModelOptions.CustomModel) to plugin
+// processes started with the default Options.
 func init() {
 	envs.RegisterResolver(Prefix, func(name string) (envs.VectorCreator, error) {
 		path := strings.TrimPrefix(name, Prefix)
@@ -37,6 +39,21 @@ func init() {
 		}
 		return AgentAlgorithm(name, path, Options{}), nil
 	})
+	models.RegisterModelResolver(Prefix, catalogResolver)
+}
+
+// catalogResolver builds a model plugin named in a model config's
+// custom_model ("plugin:<path>"), with custom_options as its config.
+func catalogResolver(name string, obsShape []int, numOutputs int, opts models.ModelOptions, seed uint64) (models.Model, error) {
+	path := strings.TrimPrefix(name, Prefix)
+	if err := checkExecutable(path); err != nil {
+		return nil, err
+	}
+	in := 1
+	for _, d := range obsShape {
+		in *= d
+	}
+	return CatalogModel(path, opts.CustomOptions, in, numOutputs, opts.Value, seed)
 }
 
 // EnvCreator returns an envs.VectorCreator that starts the environment
@@ -76,7 +93,7 @@ func RegisterDefaults() error {
 }
 
 // RegisterFolder registers every executable dir/env/<name> as environment
-// <name> (envs.RegisterVector and envs.Register) and every dir/agent/<name> as algorithm
+// <name> (envs.RegisterVector) and every dir/agent/<name> as algorithm
 // <name> (rllib.Register). A missing folder is not an error; a name that is
 // already registered is.
 func RegisterFolder(dir string) error {
@@ -149,12 +166,9 @@ func register(found map[string]map[string]string, source string) error {
 				if slices.Contains(envNames, name) {
 					return fmt.Errorf("plugins: %s: environment %q is already registered; rename the plugin", source, name)
 				}
+				// envs.Make adapts a one-sub-environment Vector for
+				// algorithms that make single instances.
 				envs.RegisterVector(name, EnvCreator(exe, Options{}))
-				// envs.Make (one instance, as algorithms use to learn the
-				// spaces) looks only at single-environment creators.
-				envs.Register(name, func(cfg envs.Config) (envs.Env, error) {
-					return NewEnv(context.Background(), exe, cfg, Options{})
-				})
 			case wire.KindAgent:
 				if slices.ContainsFunc(algNames, func(a string) bool { return strings.EqualFold(a, name) }) {
 					return fmt.Errorf("plugins: %s: algorithm %q is already registered; rename the plugin", source, name)

@@ -29,8 +29,9 @@ func runTrain(t *testing.T, train, home string, args ...string) (string, error) 
 }
 
 // TestTrainCommandRunsPlugins goes through `train` as a user does: an agent
-// plugin on an environment plugin by path, and PPO on an environment plugin
-// found by name in ~/.gray/plugins (sampled in a rollout worker process).
+// plugin on an environment plugin by path, PPO on an environment plugin
+// found by name in ~/.gray/plugins (sampled in a rollout worker process),
+// and PPO on an environment plugin by path (plugin:<path>).
 func TestTrainCommandRunsPlugins(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs cmd/train")
@@ -53,11 +54,6 @@ func TestTrainCommandRunsPlugins(t *testing.T) {
 
 	out, err = runTrain(t, train, home, "--env", Prefix+gridworldBin, "--alg", "PPO",
 		"--stop", `{"training_iteration": 2}`)
-	if err != nil && strings.Contains(out, `unknown environment "plugin:`) {
-		// PPO learns the spaces with envs.Make, which does not consult
-		// resolvers; it needs envs.MakeVector(name, cfg, 1) there.
-		t.Skip("PPO cannot take plugin:<path> environments until it makes its probe environment with envs.MakeVector")
-	}
 	if err != nil || !strings.Contains(out, "done: training_iteration >= 2") {
 		t.Errorf("train --env plugin:... --alg PPO: %v\n%s", err, out)
 	}

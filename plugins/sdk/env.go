@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"image/png"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -53,8 +54,9 @@ type envServer struct {
 	spaces  *pb.EnvSpaces
 	obsSize int
 	actSize int
-	rows    [][]float64 // reused action rows
-	fastDir string      // the fast step socket's folder, "" when none
+	rows    [][]float64     // reused action rows
+	out     envs.VectorStep // the latest step, reused by stepInto
+	fastDir string          // the fast step socket's folder, "" when none
 	fastLn  net.Listener
 }
 
@@ -153,28 +155,18 @@ func (s *envServer) Step(_ context.Context, req *pb.StepRequest) (*pb.StepRespon
 	return s.step(req.Actions)
 }
 
-// step runs one batched step; the caller holds s.mu.
+// step runs one batched step and packs it for gRPC; the caller holds s.mu.
 func (s *envServer) step(actions []float64) (*pb.StepResponse, error) {
-	if err := s.opened(); err != nil {
+	if err := s.stepInto(actions); err != nil {
 		return nil, err
 	}
-	n := len(s.subs)
-	if len(actions) != n*s.actSize {
-		return nil, status.Errorf(codes.InvalidArgument, "got %d action values for %d sub-environments of action size %d",
-			len(actions), n, s.actSize)
-	}
-	for i := range s.rows {
-		s.rows[i] = actions[i*s.actSize : (i+1)*s.actSize : (i+1)*s.actSize]
-	}
-	st, err := s.vec.Step(s.rows)
-	if err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
-	}
+	st := &s.out
+	n := len(st.Obs)
 	resp := &pb.StepResponse{
 		Obs:        make([]float64, 0, n*s.obsSize),
-		Rewards:    st.Rewards,
-		Terminated: st.Terminated,
-		Truncated:  st.Truncated,
+		Rewards:    append([]float64(nil), st.Rewards...),
+		Terminated: append([]bool(nil), st.Terminated...),
+		Truncated:  append([]bool(nil), st.Truncated...),
 	}
 	for i, o := range st.Obs {
 		resp.Obs = append(resp.Obs, o...)
@@ -183,6 +175,34 @@ func (s *envServer) step(actions []float64) (*pb.StepResponse, error) {
 		}
 	}
 	return resp, nil
+}
+
+// stepInto runs one batched step into s.out, without allocating when the
+// sub-environments step in place (envs.InPlaceStepper, as the built-in
+// environments do); s.out's rows stay valid until the next step. The
+// caller holds s.mu.
+func (s *envServer) stepInto(actions []float64) error {
+	if err := s.opened(); err != nil {
+		return err
+	}
+	n := len(s.subs)
+	if len(actions) != n*s.actSize {
+		return status.Errorf(codes.InvalidArgument, "got %d action values for %d sub-environments of action size %d",
+			len(actions), n, s.actSize)
+	}
+	for i := range s.rows {
+		s.rows[i] = actions[i*s.actSize : (i+1)*s.actSize : (i+1)*s.actSize]
+	}
+	var err error
+	if ip, ok := s.vec.(envs.InPlaceStepper); ok {
+		err = ip.StepInto(s.rows, &s.out)
+	} else {
+		s.out, err = s.vec.Step(s.rows)
+	}
+	if err != nil {
+		return status.Error(codes.Internal, err.Error())
+	}
+	return nil
 }
 
 // OpenFastStep listens on a Unix socket in a private folder and serves step
@@ -221,25 +241,50 @@ func (s *envServer) serveFast(ln net.Listener, dir string) {
 		return
 	}
 	defer conn.Close()
-	r := wire.FastReader{R: bufio.NewReaderSize(conn, 64<<10)}
-	w := wire.FastWriter{W: conn}
+	var rw io.ReadWriter = conn
+	if f := blockingFile(conn); f != nil {
+		defer f.Close()
+		rw = f
+	}
+	r := wire.FastReader{R: bufio.NewReaderSize(rw, 64<<10)}
+	w := wire.FastWriter{W: rw}
+	var actions []float64
 	for {
-		actions, err := r.ReadRequest()
+		actions, err = r.ReadRequestInto(actions)
 		if err != nil {
 			return // the host hung up (or broke the stream): nothing to answer
 		}
 		s.mu.Lock()
-		resp, err := s.step(actions)
-		s.mu.Unlock()
-		if err != nil {
+		if err = s.stepInto(actions); err != nil {
 			err = w.WriteError(status.Convert(err).Message())
 		} else {
-			err = w.WriteAnswer(resp.Obs, resp.Rewards, resp.Terminated, resp.Truncated, resp.FinalObs)
+			st := &s.out
+			err = w.WriteAnswerRows(st.Obs, st.Rewards, st.Terminated, st.Truncated, st.FinalObs)
 		}
+		s.mu.Unlock()
 		if err != nil {
 			return
 		}
 	}
+}
+
+// blockingFile returns a blocking duplicate of the fast step connection,
+// or nil. The serving goroutine then waits for the host in a plain read
+// system call, which the kernel wakes directly, instead of parking in Go's
+// network poller, whose wake-up goes through the scheduler: a measurable
+// part of a round trip on a busy machine. The plugin serves one host and
+// needs no deadline (it exits with its parent).
+func blockingFile(conn net.Conn) *os.File {
+	uc, ok := conn.(*net.UnixConn)
+	if !ok {
+		return nil
+	}
+	f, err := uc.File()
+	if err != nil {
+		return nil
+	}
+	f.Fd() // puts the duplicate in blocking mode
+	return f
 }
 
 // closeFast stops the fast step socket; the caller holds s.mu.

@@ -11,6 +11,11 @@
 // network when due and take gradient_steps Adam steps on Huber TD errors
 // of train_batch_size transitions each; repeat until
 // timesteps_per_iteration steps have been taken.
+//
+// Checkpoints (Save, Restore) hold the online and target weights, the
+// optimizer state and the counters that set ε, β and the target network's
+// schedule; the replay buffer is not saved, so a restored agent refills it
+// before it learns again.
 package dqn
 
 import (

@@ -315,3 +315,74 @@ func TestComputeActionGreedy(t *testing.T) {
 		t.Error("ComputeAction with a 2-value observation for CartPole: want an error")
 	}
 }
+
+// TestWorkerTruncationBootstraps checks the sampler end to end: with a time
+// limit of 5 steps and 1-step returns, a transition that ends an episode by
+// the time limit keeps the discount γ (the target bootstraps from the final
+// observation) and one that ends it by failure gets 0.
+func TestWorkerTruncationBootstraps(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.NStep = 1
+	cfg.Model.Hiddens = []int{8}
+	w, err := newRolloutWorker(WorkerSpec{
+		Env: "CartPole-v1", EnvConfig: map[string]any{"max_episode_steps": 5}, Config: cfg, Seed: 1,
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	out, err := w.sample(context.Background(), SampleRequest{Round: 1, Steps: 200, Stride: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := out.Transitions
+	if tr.Len() != 200 || out.Steps != 200 {
+		t.Fatalf("%d transitions from %d steps, want 200 of each", tr.Len(), out.Steps)
+	}
+	truncated, terminal, steps := 0, 0, 0
+	for i := range tr.Len() {
+		steps++
+		switch tr.Discounts[i] {
+		case 0:
+			terminal++
+			steps = 0
+		case cfg.Gamma:
+			if steps == 5 {
+				truncated++
+				steps = 0
+			}
+		default:
+			t.Fatalf("transition %d has discount %v, want γ or 0", i, tr.Discounts[i])
+		}
+		// Consecutive transitions chain: s' of one is s of the next
+		// within an episode.
+		if steps > 0 && i+1 < tr.Len() && !slices.Equal(tr.NextObs[i*4:i*4+4], tr.Obs[(i+1)*4:(i+1)*4+4]) {
+			t.Fatalf("transition %d's next observation is not transition %d's observation", i, i+1)
+		}
+	}
+	if truncated == 0 || truncated+terminal != len(out.Episodes) {
+		t.Errorf("%d truncated and %d terminated episode ends, %d episodes reported; want truncations and every end counted",
+			truncated, terminal, len(out.Episodes))
+	}
+}
+
+func TestSchedules(t *testing.T) {
+	cfg := DefaultConfig()
+	eps, beta := cfg.epsilonSchedule(), cfg.betaSchedule()
+	end := int64(cfg.ExplorationFraction * float64(cfg.ScheduleMaxTimesteps))
+	for _, tc := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"ε at 0", eps.Value(0), cfg.ExplorationInitialEps},
+		{"ε halfway", eps.Value(end / 2), (cfg.ExplorationInitialEps + cfg.ExplorationFinalEps) / 2},
+		{"ε at the end", eps.Value(end), cfg.ExplorationFinalEps},
+		{"ε after", eps.Value(10 * end), cfg.ExplorationFinalEps},
+		{"β at 0", beta.Value(0), cfg.PrioritizedReplayBeta},
+		{"β at the end", beta.Value(cfg.ScheduleMaxTimesteps), cfg.FinalPrioritizedReplayBeta},
+	} {
+		if math.Abs(tc.got-tc.want) > 1e-12 {
+			t.Errorf("%s = %v, want %v", tc.name, tc.got, tc.want)
+		}
+	}
+}

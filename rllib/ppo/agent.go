@@ -256,14 +256,19 @@ func (a *Agent) computeAction(obs []float64, rng *rand.Rand) ([]float64, error) 
 	return action, nil
 }
 
-// Stop implements rllib.Agent: it stops the rollout workers.
+// Stop implements rllib.Agent: it stops the rollout workers and releases
+// the models' outside resources (a model plugin's processes).
 func (a *Agent) Stop() error {
-	if a.samplers == nil {
-		return nil
+	var errs []error
+	if a.samplers != nil {
+		errs = append(errs, a.samplers.close())
+		a.samplers = nil
 	}
-	err := a.samplers.close()
-	a.samplers = nil
-	return err
+	if a.learner != nil {
+		// Closing twice is harmless: a closed model's Close does nothing.
+		errs = append(errs, a.learner.close(), a.pol.close())
+	}
+	return errors.Join(errs...)
 }
 
 // localSampler samples in the driver with the learner's own policy and

@@ -2,6 +2,7 @@ package ppo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -57,6 +58,16 @@ func newLearner(cfg *Config, pol *policy, copyPolicy func() (*policy, error)) (*
 		l.shards = append(l.shards, &shard{model: p.model, params: p.params, tape: models.NewTape()})
 	}
 	return l, nil
+}
+
+// close releases the models of the extra shards (shard 0's is the
+// policy's own, which its owner closes).
+func (l *learner) close() error {
+	var errs []error
+	for _, sh := range l.shards[1:] {
+		errs = append(errs, models.CloseModel(sh.model))
+	}
+	return errors.Join(errs...)
 }
 
 // learnStats are the means of the losses over the last epoch.
@@ -192,6 +203,9 @@ func (l *learner) step(b *sample.Batch, idx []int, klCoeff float64) (learnStats,
 	var s learnStats
 	grads := master.Grads()
 	for k, sh := range shards {
+		if err := sh.tape.Err(); err != nil { // a custom model's failure
+			return s, err
+		}
 		s.policyLoss += sh.stats.policyLoss
 		s.vfLoss += sh.stats.vfLoss
 		s.totalLoss += sh.stats.totalLoss

@@ -47,6 +47,9 @@ func newPolicy(pre models.Preprocessor, act envs.Space, opts models.ModelOptions
 	}, nil
 }
 
+// close releases the model's outside resources (a model plugin's process).
+func (p *policy) close() error { return models.CloseModel(p.model) }
+
 // DistDim implements rollout.Policy.
 func (p *policy) DistDim() int { return p.distDim }
 
@@ -61,6 +64,9 @@ func (p *policy) forward(obs []float64, n int) models.Output {
 // estimates and the distribution inputs.
 func (p *policy) Act(obs []float64, n int, rng *rand.Rand, out *rollout.Actions) error {
 	o := p.forward(obs, n)
+	if err := p.tape.Err(); err != nil { // a custom model's failure
+		return err
+	}
 	out.Actions = grow(out.Actions, n*p.actDim)
 	out.Logp = grow(out.Logp, n)
 	out.VPreds = grow(out.VPreds, n)
@@ -79,6 +85,9 @@ func (p *policy) Act(obs []float64, n int, rng *rand.Rand, out *rollout.Actions)
 // Values implements rollout.Policy.
 func (p *policy) Values(obs []float64, n int, vals []float64) error {
 	o := p.forward(obs, n)
+	if err := p.tape.Err(); err != nil {
+		return err
+	}
 	copy(vals[:n], o.Value.Data)
 	return nil
 }

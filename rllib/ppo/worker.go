@@ -2,6 +2,7 @@ package ppo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 
@@ -45,6 +46,9 @@ type RolloutWorker struct {
 	pol    *policy
 	proc   *obsProcessor
 	worker *rollout.Worker
+	// ownsPolicy is set when the worker built pol (remote workers) rather
+	// than sharing the learner's.
+	ownsPolicy bool
 }
 
 // NewRolloutWorker builds the worker's environments and policy.
@@ -73,7 +77,8 @@ func newRolloutWorker(spec WorkerSpec, pol *policy, proc *obsProcessor) (*Rollou
 			return fail(err)
 		}
 	}
-	if pol == nil {
+	owns := pol == nil
+	if owns {
 		if pol, err = newPolicy(proc.pre, vec.ActionSpace(), cfg.Model, spec.Seed); err != nil {
 			return fail(err)
 		}
@@ -82,9 +87,12 @@ func newRolloutWorker(spec WorkerSpec, pol *policy, proc *obsProcessor) (*Rollou
 		Env: spec.Env, FragmentLength: cfg.fragmentLength(), Seed: spec.Seed, Index: spec.Index,
 	}, vec, pol, proc)
 	if err != nil {
+		if owns {
+			_ = pol.close()
+		}
 		return fail(err)
 	}
-	return &RolloutWorker{spec: spec, pol: pol, proc: proc, worker: w}, nil
+	return &RolloutWorker{spec: spec, pol: pol, proc: proc, worker: w, ownsPolicy: owns}, nil
 }
 
 // Sample sets the weights and filter, then collects one fragment from each
@@ -115,8 +123,15 @@ func (w *RolloutWorker) sample(ctx context.Context, iteration int) (Samples, err
 	return out, nil
 }
 
-// Close releases the worker's environments.
-func (w *RolloutWorker) Close() error { return w.worker.Close() }
+// Close releases the worker's environments and, when the worker built its
+// own policy, the model's outside resources.
+func (w *RolloutWorker) Close() error {
+	err := w.worker.Close()
+	if w.ownsPolicy {
+		err = errors.Join(err, w.pol.close())
+	}
+	return err
+}
 
 // sampleRNG is the action-sampling generator of one worker in one
 // iteration.

@@ -24,13 +24,13 @@ type categorical struct {
 func newCategorical(cfg map[string]any, space envs.Space) (sdk.Distribution, error) {
 	d, ok := space.(envs.Discrete)
 	if !ok {
-		return nil, fmt.Errorf("Categorical needs a Discrete action space, got %s", space)
+		return nil, fmt.Errorf("the categorical distribution needs a Discrete action space, got %s", space)
 	}
 	c := &categorical{n: d.N, temp: 1}
 	for k, v := range cfg {
 		f, ok := v.(float64)
 		if k != "temperature" || !ok || f <= 0 {
-			return nil, fmt.Errorf("Categorical: config %s=%v: the only key is \"temperature\", a positive number", k, v)
+			return nil, fmt.Errorf("categorical distribution: config %s=%v: the only key is \"temperature\", a positive number", k, v)
 		}
 		c.temp = f
 	}
@@ -89,7 +89,7 @@ func (c *categorical) LogLikelihood(batch int, in, actions []float64) ([]float64
 	for r := range vals {
 		a := int(actions[r])
 		if a < 0 || a >= c.n || float64(a) != actions[r] {
-			return nil, nil, fmt.Errorf("Categorical: action %v outside Discrete(%d)", actions[r], c.n)
+			return nil, nil, fmt.Errorf("categorical distribution: action %v outside Discrete(%d)", actions[r], c.n)
 		}
 		c.probs(in[r*c.n:(r+1)*c.n], p, lp)
 		vals[r] = lp[a]

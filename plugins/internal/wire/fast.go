@@ -80,6 +80,44 @@ func (w *FastWriter) WriteAnswer(obs, rewards []float64, terminated, truncated [
 	return w.flush()
 }
 
+// WriteAnswerRows sends a successful step's outcome from row slices, as an
+// envs.VectorStep holds it (FinalObs[i] nil unless sub-environment i's
+// episode ended), without first packing the rows into flat arrays.
+func (w *FastWriter) WriteAnswerRows(obs [][]float64, rewards []float64, terminated, truncated []bool, final [][]float64) error {
+	nObs, nFinal := 0, 0
+	for i, o := range obs {
+		nObs += len(o)
+		if i < len(final) {
+			nFinal += len(final[i])
+		}
+	}
+	if need := 13 + 8*(nObs+len(rewards)+nFinal) + len(rewards); cap(w.buf) < need {
+		w.buf = make([]byte, 0, need)
+	}
+	w.buf = append(w.buf, 0)
+	w.u32(nObs)
+	w.u32(len(rewards))
+	w.u32(nFinal)
+	for _, o := range obs {
+		w.floats(o)
+	}
+	w.floats(rewards)
+	for i := range rewards {
+		var f byte
+		if i < len(terminated) && terminated[i] {
+			f |= 1
+		}
+		if i < len(truncated) && truncated[i] {
+			f |= 2
+		}
+		w.buf = append(w.buf, f)
+	}
+	for _, f := range final {
+		w.floats(f)
+	}
+	return w.flush()
+}
+
 // WriteError sends a failed step's message.
 func (w *FastWriter) WriteError(msg string) error {
 	w.buf = append(w.buf, 1)
@@ -115,26 +153,35 @@ func (r *FastReader) u32() (int, error) {
 	return n, nil
 }
 
-// floats reads n float64s into a new slice (the caller owns it).
-func (r *FastReader) floats(n int) ([]float64, error) {
-	b, err := r.read(8 * n)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]float64, n)
-	for i := range out {
-		out[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
-	}
-	return out, nil
-}
-
 // ReadRequest reads one step's actions; io.EOF means the host hung up.
 func (r *FastReader) ReadRequest() ([]float64, error) {
+	return r.ReadRequestInto(nil)
+}
+
+// ReadRequestInto reads one step's actions into dst's array when it is
+// large enough (a serving loop reuses one buffer), else into a new slice.
+func (r *FastReader) ReadRequestInto(dst []float64) ([]float64, error) {
 	n, err := r.u32()
 	if err != nil {
 		return nil, err
 	}
-	return r.floats(n)
+	if cap(dst) < n {
+		dst = make([]float64, n)
+	}
+	dst = dst[:n]
+	return dst, r.floatsInto(dst)
+}
+
+// floatsInto reads len(dst) float64s into dst.
+func (r *FastReader) floatsInto(dst []float64) error {
+	b, err := r.read(8 * len(dst))
+	if err != nil {
+		return err
+	}
+	for i := range dst {
+		dst[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
+	}
+	return nil
 }
 
 // ErrFastStep is a step error reported by the plugin over the fast path.
@@ -142,56 +189,74 @@ type ErrFastStep struct{ Msg string }
 
 func (e *ErrFastStep) Error() string { return e.Msg }
 
-// ReadAnswer reads one step's outcome, or the plugin's error as
-// *ErrFastStep.
-func (r *FastReader) ReadAnswer() (obs, rewards []float64, terminated, truncated []bool, final []float64, err error) {
+// FastAnswer is one step's outcome as ReadAnswerInto decodes it. Obs,
+// Rewards and Final share one array and Terminated and Truncated another,
+// both new for every answer: the caller owns them.
+type FastAnswer struct {
+	Obs, Rewards, Final   []float64
+	Terminated, Truncated []bool
+}
+
+// ReadAnswerInto reads one step's outcome into a, or the plugin's error as
+// *ErrFastStep, with two allocations whatever the batch size.
+func (r *FastReader) ReadAnswerInto(a *FastAnswer) error {
 	st, err := r.read(1)
 	if err != nil {
-		return
+		return err
 	}
 	switch st[0] {
 	case 0:
 	case 1:
-		var n int
-		if n, err = r.u32(); err != nil {
-			return
+		n, err := r.u32()
+		if err != nil {
+			return err
 		}
-		var msg []byte
-		if msg, err = r.read(n); err != nil {
-			return
+		msg, err := r.read(n)
+		if err != nil {
+			return err
 		}
-		err = &ErrFastStep{Msg: string(msg)}
-		return
+		return &ErrFastStep{Msg: string(msg)}
 	default:
-		err = fmt.Errorf("fast step answer with status byte %d (corrupt stream?)", st[0])
-		return
+		return fmt.Errorf("fast step answer with status byte %d (corrupt stream?)", st[0])
 	}
-	var nObs, nEnvs, nFinal int
-	if nObs, err = r.u32(); err != nil {
-		return
+	hdr, err := r.read(12)
+	if err != nil {
+		return err
 	}
-	if nEnvs, err = r.u32(); err != nil {
-		return
+	nObs := int(binary.LittleEndian.Uint32(hdr))
+	nEnvs := int(binary.LittleEndian.Uint32(hdr[4:]))
+	nFinal := int(binary.LittleEndian.Uint32(hdr[8:]))
+	if nObs > maxFastValues || nEnvs > maxFastValues || nFinal > maxFastValues {
+		return fmt.Errorf("fast step frame announces %d, %d and %d values (corrupt stream?)", nObs, nEnvs, nFinal)
 	}
-	if nFinal, err = r.u32(); err != nil {
-		return
+	floats := make([]float64, nObs+nEnvs+nFinal)
+	a.Obs = floats[:nObs:nObs]
+	a.Rewards = floats[nObs : nObs+nEnvs : nObs+nEnvs]
+	a.Final = floats[nObs+nEnvs:]
+	if err := r.floatsInto(a.Obs); err != nil {
+		return err
 	}
-	if obs, err = r.floats(nObs); err != nil {
-		return
+	if err := r.floatsInto(a.Rewards); err != nil {
+		return err
 	}
-	if rewards, err = r.floats(nEnvs); err != nil {
-		return
+	flags, err := r.read(nEnvs)
+	if err != nil {
+		return err
 	}
-	var flags []byte
-	if flags, err = r.read(nEnvs); err != nil {
-		return
-	}
-	terminated, truncated = make([]bool, nEnvs), make([]bool, nEnvs)
+	bools := make([]bool, 2*nEnvs)
+	a.Terminated, a.Truncated = bools[:nEnvs:nEnvs], bools[nEnvs:]
 	for i, f := range flags {
-		terminated[i], truncated[i] = f&1 != 0, f&2 != 0
+		a.Terminated[i], a.Truncated[i] = f&1 != 0, f&2 != 0
 	}
-	final, err = r.floats(nFinal)
-	return
+	return r.floatsInto(a.Final)
+}
+
+// ReadAnswer reads one step's outcome, or the plugin's error as
+// *ErrFastStep.
+func (r *FastReader) ReadAnswer() (obs, rewards []float64, terminated, truncated []bool, final []float64, err error) {
+	var a FastAnswer
+	err = r.ReadAnswerInto(&a)
+	return a.Obs, a.Rewards, a.Terminated, a.Truncated, a.Final, err
 }
 
 // IsEOF reports whether err means the other side closed the stream.

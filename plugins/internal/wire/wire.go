@@ -101,19 +101,19 @@ func SpaceFromProto(s *pb.Space) (envs.Space, error) {
 	switch k := s.GetKind().(type) {
 	case *pb.Space_Discrete:
 		if k.Discrete.N < 1 || k.Discrete.N > math.MaxInt32 {
-			return nil, fmt.Errorf("Discrete space with %d elements (need at least 1)", k.Discrete.N)
+			return nil, fmt.Errorf("a Discrete space with %d elements (need at least 1)", k.Discrete.N)
 		}
 		return envs.Discrete{N: int(k.Discrete.N)}, nil
 	case *pb.Space_Box:
 		b := k.Box
 		if len(b.Low) != len(b.High) {
-			return nil, fmt.Errorf("Box space with %d low bounds but %d high bounds", len(b.Low), len(b.High))
+			return nil, fmt.Errorf("a Box space with %d low bounds but %d high bounds", len(b.Low), len(b.High))
 		}
 		size := int64(1)
 		dims := make([]int, len(b.Shape))
 		for i, d := range b.Shape {
 			if d < 1 {
-				return nil, fmt.Errorf("Box space with shape %v (dimensions must be positive)", b.Shape)
+				return nil, fmt.Errorf("a Box space with shape %v (dimensions must be positive)", b.Shape)
 			}
 			size *= d
 			dims[i] = int(d)
@@ -123,11 +123,11 @@ func SpaceFromProto(s *pb.Space) (envs.Space, error) {
 			size = int64(len(b.Low))
 		}
 		if size != int64(len(b.Low)) || size == 0 {
-			return nil, fmt.Errorf("Box space of shape %v holds %d values, but %d bounds were given", dims, size, len(b.Low))
+			return nil, fmt.Errorf("a Box space of shape %v holds %d values, but %d bounds were given", dims, size, len(b.Low))
 		}
 		for i := range b.Low {
 			if math.IsNaN(b.Low[i]) || math.IsNaN(b.High[i]) || b.Low[i] > b.High[i] {
-				return nil, fmt.Errorf("Box space with bounds [%v, %v] in dimension %d", b.Low[i], b.High[i], i)
+				return nil, fmt.Errorf("a Box space with bounds [%v, %v] in dimension %d", b.Low[i], b.High[i], i)
 			}
 		}
 		return envs.Box{Low: b.Low, High: b.High, Dims: dims}, nil

@@ -1,7 +1,11 @@
 package wire
 
 import (
+	"bufio"
+	"bytes"
+	"errors"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -50,6 +54,48 @@ func TestBadSpacesFromPlugins(t *testing.T) {
 		_, err := SpaceFromProto(c.space)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: got %v, want an error containing %q", c.name, err, c.want)
+		}
+	}
+}
+
+// TestFastFramesRoundTrip sends a step's outcome from rows, as the SDK
+// does, and decodes it as the host does, and a request into a reused
+// buffer.
+func TestFastFramesRoundTrip(t *testing.T) {
+	var buf bytes.Buffer
+	w := FastWriter{W: &buf}
+	r := FastReader{R: bufio.NewReader(&buf)}
+	obs := [][]float64{{1, 2}, {3, 4}, {5, 6}}
+	final := [][]float64{nil, {7, 8}, nil}
+	if err := w.WriteAnswerRows(obs, []float64{0.5, -1, 2}, []bool{false, true, false}, []bool{false, false, true}, final); err != nil {
+		t.Fatal(err)
+	}
+	var a FastAnswer
+	if err := r.ReadAnswerInto(&a); err != nil {
+		t.Fatal(err)
+	}
+	want := FastAnswer{
+		Obs: []float64{1, 2, 3, 4, 5, 6}, Rewards: []float64{0.5, -1, 2}, Final: []float64{7, 8},
+		Terminated: []bool{false, true, false}, Truncated: []bool{false, false, true},
+	}
+	if !reflect.DeepEqual(a, want) {
+		t.Errorf("decoded %+v, want %+v", a, want)
+	}
+	if err := w.WriteError("boom"); err != nil {
+		t.Fatal(err)
+	}
+	var se *ErrFastStep
+	if err := r.ReadAnswerInto(&a); !errors.As(err, &se) || se.Msg != "boom" {
+		t.Errorf("error frame decoded as %v, want ErrFastStep boom", err)
+	}
+	reuse := make([]float64, 0, 8)
+	for _, acts := range [][]float64{{1, 2, 3}, {4}} {
+		if err := w.WriteRequest(acts); err != nil {
+			t.Fatal(err)
+		}
+		got, err := r.ReadRequestInto(reuse)
+		if err != nil || !reflect.DeepEqual(got, acts) || &got[0] != &reuse[:1][0] {
+			t.Errorf("ReadRequestInto = %v, %v; want %v in the given buffer", got, err, acts)
 		}
 	}
 }
