@@ -82,6 +82,11 @@ func (h *Handle[T]) UnmarshalCBOR(b []byte) error {
 // is ready wait for it. Unregistered types, wrong arguments and resource
 // requests the node can never meet are errors.
 func (t *ActorType[T]) Remote(ctx context.Context, args ...any) (Handle[T], error) {
+	return t.remote(ctx, nil, args)
+}
+
+// remote creates an actor; res, when set, replaces the type's resources.
+func (t *ActorType[T]) remote(ctx context.Context, res *task.Resources, args []any) (Handle[T], error) {
 	if len(args) != len(t.args) {
 		return Handle[T]{}, fmt.Errorf("gray: creating actor %s: its constructor takes %d arguments, got %d", t.name, len(t.args), len(args))
 	}
@@ -89,6 +94,9 @@ func (t *ActorType[T]) Remote(ctx context.Context, args ...any) (Handle[T], erro
 		return Handle[T]{}, fmt.Errorf("gray: creating actor %s: %w", t.name, err)
 	}
 	c := newCall(task.KindActorCreate, t.name, 1, len(args))
+	if c.spec != nil {
+		c.spec.Res = res
+	}
 	for i, conv := range t.args {
 		conv(c, i, args[i])
 	}

@@ -40,6 +40,13 @@
 // object for the session. When the store is full, unpinned objects are
 // evicted least recently used first; a remote function's result is then
 // rebuilt from lineage on the next Get.
+//
+// Actors get private copies of large arguments, so what they keep never
+// changes under them. An actor that keeps a large object for its lifetime
+// (a noise table, a dataset) declares the parameter as Shared[T] instead:
+// every actor then reads the one copy in shared memory, held until the
+// actors holding it end. ActorType.RemoteWith gives one actor its own
+// resources (ActorOptions), as Ray's .options() does.
 package gray
 
 import (

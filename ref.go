@@ -199,7 +199,8 @@ func putValue(s *session, id ObjectID, v any) error {
 // object is reachable (keep the Ref beside the value, or copy); in a
 // remote function, until the function returns. Actors receive private
 // copies of large arguments and Get results, so they may keep them across
-// calls. An evicted object that a remote function made is rebuilt by
+// calls; a parameter of type Shared[T] keeps its object without a copy
+// for the actor's lifetime instead. An evicted object that a remote function made is rebuilt by
 // re-running it; one made by Put cannot be and Get says so.
 func Get[T any](ctx context.Context, r Ref[T]) (T, error) {
 	var zero T

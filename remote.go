@@ -88,6 +88,10 @@ func addArg[A any](c *call, i int, x any) {
 	if c.err != nil {
 		return
 	}
+	if sp, ok := any((*A)(nil)).(sharedParam); ok {
+		sp.addSharedArg(c, i, x) // a gray.Shared parameter (shared.go)
+		return
+	}
 	var v A
 	switch a := x.(type) {
 	case A:
@@ -174,6 +178,9 @@ func ref[R any](c *call, i int) Ref[R] {
 
 // decodeArg decodes argument i of fn into v.
 func decodeArg(fn string, i int, data []byte, v any) error {
+	if sd, ok := v.(sharedDecoder); ok {
+		v = sd.target(data) // a gray.Shared parameter (shared.go)
+	}
 	if err := decodeBytes(data, v); err != nil {
 		return fmt.Errorf("%s: argument %d: %w", fn, i+1, err)
 	}

@@ -30,7 +30,11 @@
 // # Trials
 //
 // Run starts trials while the node's resources (Experiment.NodeResources)
-// fit another trial's (Experiment.Resources). A Trainable is stepped one
+// fit another trial's (Experiment.Resources, or Experiment.TrialResources
+// computed from the trial's config). Experiment files of agents that do not
+// set resources_per_trial size each trial with AgentResources: 1 CPU for
+// the trial plus num_workers CPUs for the worker actors it starts (and
+// num_gpus GPUs), so trials with workers do not oversubscribe the node. A Trainable is stepped one
 // result at a time; FuncTrainable adapts a Go function that reports
 // results, AgentTrainable any registered rllib algorithm, and
 // RemoteTrainable / RemoteAgentTrainable run either in a gray actor (one

@@ -100,8 +100,25 @@ func TestSIGKILLThenResume(t *testing.T) {
 	}
 	// Every result in the journal is also in the trial's result.json.
 	logged := map[string]int{}
+	// What each unfinished trial logged up to its last checkpoint must be
+	// kept as it is; what it logged after is re-computed on resume.
+	kept := map[string][]map[string]any{}
 	for _, s := range before {
-		logged[s.ID] = len(readResultsMaybe(t, s.Dir))
+		rs := readResultsMaybe(t, s.Dir)
+		logged[s.ID] = len(rs)
+		if s.Status.terminal() {
+			kept[s.ID] = rs
+			continue
+		}
+		k := 0
+		if n := len(s.Checkpoints); n > 0 {
+			k = s.Checkpoints[n-1].Iteration
+		}
+		for _, r := range rs {
+			if int(r["training_iteration"].(float64)) <= k {
+				kept[s.ID] = append(kept[s.ID], r)
+			}
+		}
 	}
 
 	a, err := Resume(context.Background(), killExperiment(t, dir))
@@ -121,6 +138,22 @@ func TestSIGKILLThenResume(t *testing.T) {
 		rs := readResultsMaybe(t, tr.Dir)
 		if len(rs) < logged[tr.ID] {
 			t.Errorf("trial %s has %d results after resume, had %d before: results lost", tr.ID, len(rs), logged[tr.ID])
+		}
+		// Every iteration exactly once, in order, up to the last.
+		if len(rs) != tr.Iteration {
+			t.Errorf("trial %s: result.json has %d results for %d iterations", tr.ID, len(rs), tr.Iteration)
+		}
+		for i, r := range rs {
+			if it := int(r["training_iteration"].(float64)); it != i+1 {
+				t.Errorf("trial %s: result.json line %d is iteration %d, want %d (duplicated or missing iterations)", tr.ID, i+1, it, i+1)
+				break
+			}
+		}
+		for i, r := range kept[tr.ID] {
+			if i >= len(rs) || show(rs[i]) != show(r) {
+				t.Errorf("trial %s: result %d logged before the kill was changed or lost by resuming", tr.ID, i+1)
+				break
+			}
 		}
 	}
 	// The configs are those the child's searcher drew (same seed, replayed).

@@ -2,6 +2,7 @@ package tune
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -17,8 +18,22 @@ type Logger interface {
 	Close() error
 }
 
+// Truncater is implemented by loggers that can drop the results a trial
+// logged after an iteration. A trial restored from a checkpoint taken at
+// iteration k (after a failure, or on resume after the process was killed)
+// re-computes iterations k+1 onwards; the runner calls TruncateAfter(k)
+// right after opening its logger so that they appear once in the trial's
+// files, in order. The experiment journal keeps its own record of every
+// result received. Loggers without it append, and the re-computed
+// iterations then appear twice.
+type Truncater interface {
+	TruncateAfter(iteration int) error
+}
+
 // LoggerFactory opens a trial's logger. It is called each time a trial
-// (re)starts, so it must append to what a previous run of the trial wrote.
+// (re)starts, so it must append to what a previous run of the trial wrote
+// (and, as a Truncater, drop what that run logged past the checkpoint the
+// trial is restored from).
 // The platform supplies one writing params.json, result.json, progress.csv
 // and the event file; JSONLogger is the default.
 type LoggerFactory func(trialDir string, params map[string]any) (Logger, error)
@@ -41,6 +56,39 @@ func JSONLogger(trialDir string, params map[string]any) (Logger, error) {
 		return nil, fmt.Errorf("tune: result.json: %w", err)
 	}
 	return &jsonLogger{f: f, w: bufio.NewWriterSize(f, 4096)}, nil
+}
+
+// TruncateAfter implements Truncater: result.json is cut before its first
+// line whose training_iteration is above k (or that is cut short).
+func (l *jsonLogger) TruncateAfter(k int) error {
+	if err := l.w.Flush(); err != nil {
+		return err
+	}
+	b, err := os.ReadFile(l.f.Name())
+	if err != nil {
+		return fmt.Errorf("tune: result.json: %w", err)
+	}
+	keep := 0
+	for keep < len(b) {
+		nl := bytes.IndexByte(b[keep:], '\n')
+		if nl < 0 {
+			break
+		}
+		var r struct {
+			It *float64 `json:"training_iteration"`
+		}
+		if err := json.Unmarshal(b[keep:keep+nl], &r); err != nil || (r.It != nil && int(*r.It) > k) {
+			break
+		}
+		keep += nl + 1
+	}
+	if keep == len(b) {
+		return nil
+	}
+	if err := l.f.Truncate(int64(keep)); err != nil {
+		return fmt.Errorf("tune: truncating result.json: %w", err)
+	}
+	return nil
 }
 
 type jsonLogger struct {

@@ -43,10 +43,15 @@ type Experiment struct {
 	Stop map[string]float64
 	// StopFunc, if set, ends a trial when it returns true.
 	StopFunc func(trialID string, result map[string]any) bool
-	// Resources each trial holds (default 1 CPU); NodeResources what the
-	// node offers (default: all CPUs, no GPU).
+	// Resources each trial holds (default 1 CPU, or TrialResources);
+	// NodeResources what the node offers (default: all CPUs, no GPU).
 	Resources     Resources
 	NodeResources Resources
+	// TrialResources, when Resources is not set, sizes each trial from its
+	// sampled config, so that a trial that starts its own worker actors
+	// holds their CPUs too. AgentResources (1 CPU + num_workers) is what
+	// experiment files of agents get by default.
+	TrialResources func(config map[string]any) Resources
 	// MaxConcurrent caps running trials regardless of resources (0: none).
 	MaxConcurrent int
 	// CheckpointFreq saves every this many iterations (0: never);
@@ -156,7 +161,11 @@ func (e *Experiment) defaults() error {
 		e.Name = filepath.Base(e.Dir)
 	}
 	if e.Resources == (Resources{}) {
+		// With TrialResources this is only the least a trial needs: the
+		// runner asks for another trial only when it would fit.
 		e.Resources.CPU = 1
+	} else {
+		e.TrialResources = nil
 	}
 	if e.NodeResources == (Resources{}) {
 		e.NodeResources.CPU = float64(runtime.NumCPU())
@@ -492,6 +501,14 @@ func (r *runner) newTrial() bool {
 		return false
 	}
 	t := r.addTrial(id, cfg)
+	if r.exp.TrialResources != nil {
+		t.Resources = r.exp.TrialResources(cfg)
+		if t.Resources.CPU < 0 || t.Resources.GPU < 0 || !t.Resources.fits(Resources{}, r.exp.NodeResources) {
+			r.fatal = fmt.Errorf("tune: trial %s (config %s) needs %v but the node has %v; lower num_workers or set resources_per_trial",
+				id, show(cfg), t.Resources, r.exp.NodeResources)
+			return false
+		}
+	}
 	r.record(journalEvent{Event: evCreated, Trial: id, Config: cfg, Dir: r.rel(t.Dir), Resources: &t.Resources})
 	return true
 }
@@ -526,6 +543,14 @@ func (r *runner) start(t *Trial) {
 			return
 		}
 		t.logger = lg
+		// Restored from a checkpoint at t.Iteration (or restarted from
+		// scratch): what it logged after that is re-computed now.
+		if tr, ok := lg.(Truncater); ok {
+			if err := tr.TruncateAfter(t.Iteration); err != nil {
+				r.fatal = fmt.Errorf("tune: trial %s: dropping results after its checkpoint at iteration %d: %w", t.ID, t.Iteration, err)
+				return
+			}
+		}
 	}
 	r.used.CPU += t.Resources.CPU
 	r.used.GPU += t.Resources.GPU

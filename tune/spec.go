@@ -21,7 +21,7 @@ import (
 //	  num_samples: 2
 //	  metric: episode_reward_mean
 //	  mode: max
-//	  resources_per_trial: {cpu: 1, gpu: 0}
+//	  resources_per_trial: {cpu: 1, gpu: 0}   # default: 1 CPU + num_workers (AgentResources)
 //	  scheduler: {type: asha, max_t: 100, grace_period: 5, reduction_factor: 3}
 //	  search_alg: {type: tpe, n_startup: 8, max_concurrent: 4}
 //	  config:
@@ -187,6 +187,8 @@ func (s *ExperimentSpec) Build(opts BuildOptions) (Experiment, error) {
 	}
 	if s.Resources != nil {
 		exp.Resources = *s.Resources
+	} else {
+		exp.TrialResources = AgentResources
 	}
 	if exp.NodeResources == (Resources{}) && s.NumCPUs > 0 {
 		exp.NodeResources.CPU = float64(s.NumCPUs)

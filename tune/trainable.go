@@ -289,3 +289,20 @@ func (a *agentTrainable) Stop() error {
 	}
 	return a.agent.Stop()
 }
+
+// AgentResources sizes a trial of an rllib agent from its config: 1 CPU
+// for the trial itself (its driver loop, learner and, with num_workers 0,
+// its sampling) plus one CPU per worker actor it starts (num_workers), and
+// num_gpus GPUs. Experiment files use it unless they set
+// resources_per_trial, so that trials with workers do not oversubscribe
+// the node.
+func AgentResources(config map[string]any) Resources {
+	res := Resources{CPU: 1}
+	if n, ok := Float(config, "num_workers"); ok && n > 0 {
+		res.CPU += n
+	}
+	if g, ok := Float(config, "num_gpus"); ok && g > 0 {
+		res.GPU = g
+	}
+	return res
+}

@@ -21,6 +21,7 @@ import (
 type fakeConfig struct {
 	LR             float64 `json:"lr"`
 	TrainBatchSize int     `json:"train_batch_size"`
+	NumWorkers     int     `json:"num_workers"` // sizes sweep trials (1 CPU + num_workers)
 	Model          struct {
 		Hiddens    []int  `json:"fcnet_hiddens"`
 		Activation string `json:"fcnet_activation"`

@@ -154,3 +154,20 @@ config: {err_at: 3}
 		t.Errorf("%d results logged, want 2 (the retry must resume from the checkpoint)", len(results))
 	}
 }
+
+// Sweep trials hold 1 CPU + num_workers unless resources_per_trial is set:
+// one that cannot fit on the node is refused with a clear error, and with
+// resources_per_trial it runs.
+func TestSweepTrialResourcesFollowNumWorkers(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "sweep.yaml")
+	os.WriteFile(file, []byte(strings.Replace(sweepFile, "train_batch_size: 50", "train_batch_size: 50\n  num_workers: 3", 1)), 0o644)
+	o := train(t, "-f", file, "--local-dir", t.TempDir(), "--num-cpus", "2")
+	if o.code == 0 || !strings.Contains(o.stderr, "needs 4CPU but the node has 2CPU; lower num_workers or set resources_per_trial") {
+		t.Fatalf("num_workers 3 on 2 CPUs: exit %d\n%s\n%s", o.code, o.stdout, o.stderr)
+	}
+	os.WriteFile(file, []byte(strings.Replace(sweepFile, "train_batch_size: 50", "train_batch_size: 50\n  num_workers: 3\nresources_per_trial: {cpu: 1}", 1)), 0o644)
+	o = train(t, "-f", file, "--local-dir", t.TempDir(), "--num-cpus", "2")
+	if o.code != 0 {
+		t.Fatalf("num_workers 3 with resources_per_trial {cpu: 1}: exit %d\n%s\n%s", o.code, o.stdout, o.stderr)
+	}
+}

@@ -22,7 +22,8 @@ type Options struct {
 
 // Factory returns a tune.LoggerFactory writing the platform's layout. It
 // is called each time a trial (re)starts and appends to what the trial
-// wrote before.
+// wrote before; the runner first drops, through TruncateAfter, what the
+// trial logged after the checkpoint it is restored from.
 func Factory(opts Options) tune.LoggerFactory {
 	return func(trialDir string, params map[string]any) (tune.Logger, error) {
 		r, err := runlog.Open(trialDir, runlog.Options{
@@ -45,6 +46,11 @@ func (l logger) Log(result map[string]any) error {
 	_, err := l.run.Log(Layout(result))
 	return err
 }
+
+// TruncateAfter implements tune.Truncater: results after iteration k,
+// which the restored trial re-computes, are dropped from result.json and
+// progress.csv.
+func (l logger) TruncateAfter(k int) error { return l.run.TruncateAfter(k) }
 
 func (l logger) Close() error { return l.run.Close() }
 

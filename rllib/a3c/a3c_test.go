@@ -148,12 +148,12 @@ func TestBadConfig(t *testing.T) {
 func TestTooManyWorkers(t *testing.T) {
 	start := time.Now()
 	_, err := New(context.Background(), rllib.Options{Env: "CartPole-v1", Config: map[string]any{
-		"num_workers": testCPUs + 2, "runner_start_timeout_s": 20,
+		"num_workers": testCPUs + 2,
 	}})
 	if err == nil {
 		t.Fatal("New succeeded with more runners than CPUs")
 	}
-	for _, want := range []string{"num_workers=6", "set num_workers to at most 4", "--num-cpus"} {
+	for _, want := range []string{"num_workers=6 needs 6 CPUs", "the runtime has 4", "set num_workers to at most 4", "--num-cpus"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
 		}

@@ -81,7 +81,7 @@ func (a *Agent) startWorkers(ctx context.Context) error {
 			return err
 		}
 		a.noise = noiseTable{noise}
-		w, err := NewWorker(ctx, spec(0), noise)
+		w, err := NewWorker(ctx, spec(0), gray.SharedValue(noise))
 		if err != nil {
 			return err
 		}
@@ -90,6 +90,9 @@ func (a *Agent) startWorkers(ctx context.Context) error {
 	}
 	if !gray.IsInitialized() {
 		return fmt.Errorf("ES: num_workers %d needs the gray runtime: call gray.Init first (the train command does), or set num_workers to 0 to run episodes in this process", a.cfg.NumWorkers)
+	}
+	if err := checkWorkerCPUs(a.cfg.NumWorkers); err != nil {
+		return err
 	}
 	ref := createNoise.Remote(a.seed, a.cfg.NoiseSize)
 	// The driver reads the table too: the update sums the noise at every

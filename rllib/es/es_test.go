@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/envs"
@@ -104,7 +105,7 @@ func TestAntitheticPairs(t *testing.T) {
 	cfg.Model.Hiddens = []int{8}
 	noise, _ := NewNoise(3, cfg.NoiseSize)
 	spec := WorkerSpec{Env: "Pendulum-v1", Config: cfg, Seed: 3, Index: 1}
-	w, err := NewWorker(context.Background(), spec, noise)
+	w, err := NewWorker(context.Background(), spec, gray.SharedValue(noise))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func TestAntitheticPairs(t *testing.T) {
 	// Replay every pair in order on a fresh worker (the filter learns as
 	// it goes, so the order matters): both episodes of pair i use the
 	// noise at its one offset, mirrored, and its one environment seed.
-	w2, err := NewWorker(context.Background(), spec, noise)
+	w2, err := NewWorker(context.Background(), spec, gray.SharedValue(noise))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,11 +184,13 @@ func TestBadConfig(t *testing.T) {
 
 func TestTooManyWorkers(t *testing.T) {
 	cfg := small()
-	cfg["num_workers"], cfg["worker_start_timeout_s"] = 6, 3
+	cfg["num_workers"] = 6
 	start := time.Now()
 	_, err := New(context.Background(), rllib.Options{Env: "CartPole-v1", Config: cfg, Seed: 1})
-	if err == nil || !strings.Contains(err.Error(), "set num_workers to at most 4") || !strings.Contains(err.Error(), "NumCPUs") {
-		t.Fatalf("6 workers on a 4-CPU runtime: %v, want an error saying to set num_workers to at most 4 or add CPUs", err)
+	for _, want := range []string{"num_workers=6 needs 6 CPUs", "the runtime has 4", "set num_workers to at most 4", "--num-cpus"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("6 workers on a 4-CPU runtime: %v, want an error containing %q", err, want)
+		}
 	}
 	t.Logf("%v after %.1fs", err, time.Since(start).Seconds())
 	// The CPUs are free again: a fitting agent starts.
@@ -372,12 +375,17 @@ func TestNoiseTableShared(t *testing.T) {
 			t.Skip("no /proc/self/maps on this system: cannot see where the table lives")
 		}
 		if !info.NoiseShared {
-			t.Skipf("the runtime does not yet serve large objects from shared memory: worker %d's noise table is a private copy (%q); un-skip once objects are read from the object store without a copy", i+1, info.NoiseMapping)
+			t.Errorf("worker %d's noise table is a private copy (%q), not the object store's shared mapping", i+1, info.NoiseMapping)
 		}
 	}
 	file := func(line string) string { f := strings.Fields(line); return f[3] + " " + f[4] + " " + f[5] }
 	if file(infos[0].NoiseMapping) != file(infos[1].NoiseMapping) {
 		t.Errorf("workers read the noise table from different files: %q and %q", infos[0].NoiseMapping, infos[1].NoiseMapping)
+	}
+	// The driver reads the same copy: one table in memory for everyone.
+	line, shared := mappingOf(uintptr(unsafe.Pointer(&a.noise.data[0])))
+	if !shared || file(line) != file(infos[0].NoiseMapping) {
+		t.Errorf("the driver reads the noise table from %q, the workers from %q: want the same shared file", line, infos[0].NoiseMapping)
 	}
 }
 

@@ -11,13 +11,14 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/envs"
 	"github.com/gray-ml/gray/models"
 )
 
 // WorkerSpec is what a worker is built from; it travels to the worker's
 // process as the actor's first constructor argument (the noise table is the
-// second, by reference).
+// second, by reference, kept as a gray.Shared).
 type WorkerSpec struct {
 	Env       string
 	EnvConfig map[string]any
@@ -74,7 +75,10 @@ type Worker struct {
 	pol   *models.Policy
 	box   *envs.Box // the action space when it is a Box
 	noise noiseTable
-	tape  *models.Tape
+	// shared holds the noise table's object for the worker's lifetime:
+	// noise.data points into it.
+	shared gray.Shared[[]float32]
+	tape   *models.Tape
 	// theta holds the weights the iteration started from; the model's
 	// own weights are overwritten with θ±σε for each episode.
 	theta  []float64
@@ -83,8 +87,10 @@ type Worker struct {
 }
 
 // NewWorker builds the worker's environment and policy. It keeps noise,
-// the shared table, without copying it.
-func NewWorker(ctx context.Context, spec WorkerSpec, noise []float32) (*Worker, error) {
+// the shared table, without copying it: in a worker actor every worker
+// reads the one copy in the object store's shared memory, read-only
+// (gray.SharedValue wraps a table made in this process).
+func NewWorker(ctx context.Context, spec WorkerSpec, noise gray.Shared[[]float32]) (*Worker, error) {
 	cfg := spec.Config
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -98,7 +104,7 @@ func NewWorker(ctx context.Context, spec WorkerSpec, noise []float32) (*Worker, 
 		_ = env.Close()
 		return nil, fmt.Errorf("ES worker %d: %w", spec.Index, err)
 	}
-	w := &Worker{spec: spec, env: env, pol: pol, box: box, noise: noiseTable{noise}, tape: models.NewTape()}
+	w := &Worker{spec: spec, env: env, pol: pol, box: box, noise: noiseTable{noise.Value()}, shared: noise, tape: models.NewTape()}
 	w.tape.SetNoGrad(true)
 	if err := w.noise.checkFits(pol.Model.Params().Len()); err != nil {
 		_ = env.Close()

@@ -177,6 +177,8 @@ type actor struct {
 	death    *task.TaskError
 	draining bool // no handle remains: exit once the queue is empty
 	killed   bool // by gray.Kill: its calls fail quietly (ErrActorDead, no report)
+
+	kept []ids.ObjectID // gray.Shared arguments it holds until it dies (see kept.go)
 }
 
 type fifo struct {
@@ -428,7 +430,7 @@ func (n *Node) submitLocked(s *task.Spec) error {
 		err = fmt.Errorf("%q is registered as a different kind of remote (function, actor type or method)", s.Func)
 	}
 	if err == nil && s.Kind != task.KindActorMethod {
-		err = n.feasible(s.Func, e.Res)
+		err = n.feasible(s.Func, task.Res(s, e))
 	}
 	var a *actor
 	if err == nil {
@@ -457,7 +459,7 @@ func (n *Node) submitLocked(s *task.Spec) error {
 		p.orig = &orig
 	}
 	if s.Kind == task.KindActorCreate {
-		a = &actor{id: s.ID, typ: s.Func, res: e.Res}
+		a = &actor{id: s.ID, typ: s.Func, res: task.Res(s, e)}
 		p.actor = a
 		n.actors[s.ID] = a
 	}
@@ -917,6 +919,7 @@ func (n *Node) pump(a *actor) {
 			n.finishErr(p, argErr(p))
 			continue
 		}
+		n.holdKept(a, p.spec)
 		n.resolveArgs(p.spec)
 		p.spec.GPUIDs = a.gpus
 		a.inflight = append(a.inflight, p)
@@ -1337,6 +1340,7 @@ func (n *Node) actorDied(a *actor, why *task.TaskError) {
 		n.finishErr(p, n.deadErr(a, p.spec.Func))
 	}
 	a.inflight, a.queue = nil, nil
+	n.releaseKept(a)
 	if a.holding {
 		a.holding = false
 		n.release(&a.res, true, a.gpus)
@@ -1675,6 +1679,15 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 			return d.Err
 		}
 		_ = n.Kill(id)
+	case task.MsgReleaseShared:
+		var id ids.ObjectID
+		d.Fixed(id[:])
+		if d.Err != nil {
+			return d.Err
+		}
+		n.mu.Lock()
+		n.releaseOneKept(w, id)
+		n.unlockFor(w)
 	default:
 		return fmt.Errorf("unknown message type %d", typ)
 	}

@@ -39,6 +39,10 @@ type Arg struct {
 	Data   []byte
 	Shared bool
 	Size   int64
+	// Keep marks an argument an actor keeps for its lifetime (a
+	// gray.Shared parameter): the driver holds the object for the actor and
+	// the worker keeps its mapping instead of copying it.
+	Keep bool
 }
 
 // Spec describes one task.
@@ -50,6 +54,9 @@ type Spec struct {
 	NumReturns int
 	Args       []Arg
 	GPUIDs     []int // filled in by the scheduler at dispatch
+	// Res, for KindActorCreate, overrides the resources registered with
+	// the actor type for this one actor (gray.ActorOptions); nil: those.
+	Res *Resources
 }
 
 // Return returns the ID of the spec's i-th return value.
@@ -186,12 +193,16 @@ func AppendSpec(b []byte, s *Spec) []byte {
 	b = wire.AppendUvarint(b, uint64(len(s.Args)))
 	for i := range s.Args {
 		a := &s.Args[i]
+		var keep byte
+		if a.Keep {
+			keep = argKeep
+		}
 		if a.Shared {
-			b = append(b, 2)
+			b = append(b, 2|keep)
 			b = append(b, a.Ref[:]...)
 			b = wire.AppendUvarint(b, uint64(a.Size))
 		} else if a.IsRef {
-			b = append(b, 1)
+			b = append(b, 1|keep)
 			b = append(b, a.Ref[:]...)
 		} else {
 			b = append(b, 0)
@@ -201,6 +212,9 @@ func AppendSpec(b []byte, s *Spec) []byte {
 	b = wire.AppendUvarint(b, uint64(len(s.GPUIDs)))
 	for _, g := range s.GPUIDs {
 		b = wire.AppendUvarint(b, uint64(g))
+	}
+	if s.Kind == KindActorCreate {
+		b = appendRes(b, s.Res)
 	}
 	return b
 }
@@ -218,7 +232,9 @@ func DecodeSpec(d *wire.Dec) *Spec {
 	if n := d.Count(); n > 0 {
 		s.Args = make([]Arg, n)
 		for i := range s.Args {
-			switch d.Byte() {
+			tag := d.Byte()
+			s.Args[i].Keep = tag&argKeep != 0
+			switch tag &^ argKeep {
 			case 2:
 				s.Args[i].Shared = true
 				d.Fixed(s.Args[i].Ref[:])
@@ -236,6 +252,9 @@ func DecodeSpec(d *wire.Dec) *Spec {
 		for i := range s.GPUIDs {
 			s.GPUIDs[i] = int(d.Uvarint())
 		}
+	}
+	if s.Kind == KindActorCreate {
+		s.Res = decodeRes(d)
 	}
 	return s
 }

@@ -55,6 +55,7 @@ type Worker struct {
 	reader *objstore.Reader
 	views  []*objstore.View
 	outs   map[int]int64 // returns of the running task written to the store: index -> size
+	kept   keptSet       // gray.Shared arguments the actor keeps (see kept.go)
 }
 
 // Env reports whether this process was started as a worker.
@@ -263,6 +264,14 @@ func (w *Worker) call(ctx context.Context, s *task.Spec) (outs [][]byte, te *tas
 	}
 	args := make([][]byte, len(s.Args))
 	for i, a := range s.Args {
+		if a.Shared && a.Keep && w.isActor {
+			b, err := w.mapKept(a.Ref)
+			if err != nil {
+				return nil, &task.TaskError{Function: s.Func, Worker: w.name, Message: fmt.Sprintf("argument %d: %v", i+1, err), Cause: err}
+			}
+			args[i] = b
+			continue
+		}
 		if a.Shared {
 			b, err := w.mapObject(a.Ref)
 			if err != nil {
