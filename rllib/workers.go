@@ -11,7 +11,8 @@ import (
 // actors of one CPU each can run: the gray runtime must be initialized,
 // and it must have at least numWorkers CPUs in all (gray.ClusterResources),
 // since the surplus would wait for a CPU forever. The error says what to
-// change instead of hanging. zeroMeans, when not empty, says what
+// change instead of hanging. Inside a worker process, where the runtime's
+// size is not known, it checks nothing. zeroMeans, when not empty, says what
 // num_workers 0 does (for example "to sample in this process") and is
 // offered as another way out. Errors start with "<alg>: ".
 func CheckWorkers(alg string, numWorkers int, zeroMeans string) error {
@@ -22,7 +23,13 @@ func CheckWorkers(alg string, numWorkers int, zeroMeans string) error {
 	if !gray.IsInitialized() {
 		return fmt.Errorf("%s: num_workers %d needs the gray runtime: call gray.Init first (the train command does)%s", alg, numWorkers, orZero)
 	}
-	cpus := gray.ClusterResources()["CPU"]
+	res := gray.ClusterResources()
+	if res == nil {
+		// Inside a worker process (a tune trial run as an actor) the
+		// runtime's size is not known; the agent's start-up wait checks.
+		return nil
+	}
+	cpus := res["CPU"]
 	if float64(numWorkers) <= cpus {
 		return nil
 	}

@@ -106,30 +106,15 @@ func (a *Agent) spec(i int) RunnerSpec {
 	return RunnerSpec{Env: a.opts.Env, EnvConfig: a.opts.EnvConfig, Config: a.cfg, Seed: a.seed, Index: i + 1, Restart: a.restarts[i]}
 }
 
-// checkRunnerCPUs reports num_workers larger than the runtime's CPUs: each
-// runner reserves one, so the surplus could never start. Inside a task (a
-// tune trial run as an actor) the runtime's size is not known there, and
-// startRunners' wait is the check.
-func checkRunnerCPUs(n int) error {
-	res := gray.ClusterResources()
-	if res == nil {
-		return nil
-	}
-	if have := res["CPU"]; float64(n) > have {
-		return fmt.Errorf("A3C: num_workers=%d needs %d CPUs for its runners (one each, plus what the driver uses); the runtime has %g: set num_workers to at most %d or give the runtime more CPUs (train --num-cpus, gray.Options.NumCPUs)", n, n, have, int(have))
-	}
-	return nil
-}
-
 // startRunners starts num_workers runner actors and waits until each
-// answers. Each runner reserves one CPU; checkRunnerCPUs has made sure the
+// answers. Each runner reserves one CPU; rllib.CheckWorkers has made sure the
 // runtime has enough in all, but other work may hold some, so runners can
 // wait for one: when some runners have started and the rest make no
 // progress for a while, the agent gives up with an error that says what to
 // set instead of hanging.
 func (a *Agent) startRunners(ctx context.Context) error {
 	n := a.cfg.NumWorkers
-	if err := checkRunnerCPUs(n); err != nil {
+	if err := rllib.CheckWorkers("A3C", n, ""); err != nil {
 		return err
 	}
 	pids := make([]gray.AnyRef, n)

@@ -91,7 +91,7 @@ func (a *Agent) startWorkers(ctx context.Context) error {
 	if !gray.IsInitialized() {
 		return fmt.Errorf("ES: num_workers %d needs the gray runtime: call gray.Init first (the train command does), or set num_workers to 0 to run episodes in this process", a.cfg.NumWorkers)
 	}
-	if err := checkWorkerCPUs(a.cfg.NumWorkers); err != nil {
+	if err := rllib.CheckWorkers("ES", a.cfg.NumWorkers, "to run episodes in this process"); err != nil {
 		return err
 	}
 	ref := createNoise.Remote(a.seed, a.cfg.NoiseSize)

@@ -52,21 +52,6 @@ type actorPool struct {
 	startWait time.Duration
 }
 
-// checkWorkerCPUs reports num_workers larger than the runtime's CPUs: each
-// worker reserves one, so the surplus could never start. Inside a task
-// (a tune trial run as an actor) the runtime's size is not known there,
-// and awaitStarted's wait is the check.
-func checkWorkerCPUs(n int) error {
-	res := gray.ClusterResources()
-	if res == nil {
-		return nil
-	}
-	if have := res["CPU"]; float64(n) > have {
-		return fmt.Errorf("ES: num_workers=%d needs %d CPUs for its workers (one each, plus what the driver uses); the runtime has %g: set num_workers to at most %d or give the runtime more CPUs (train --num-cpus, gray.Options.NumCPUs)", n, n, have, int(have))
-	}
-	return nil
-}
-
 // workerStartLimit bounds the wait for the first worker to start.
 const workerStartLimit = 5 * time.Minute
 
@@ -89,7 +74,7 @@ func newActorPool(ctx context.Context, specs []WorkerSpec, noise gray.Ref[[]floa
 }
 
 // awaitStarted waits until every worker has built its environment and
-// policy. Each worker reserves one CPU; checkWorkerCPUs has made sure the
+// policy. Each worker reserves one CPU; rllib.CheckWorkers has made sure the
 // runtime has enough in all, but other work may hold some, so the surplus
 // waits for a CPU: once some workers are up and no other has started for
 // startWait, that is what it reports, rather than hanging.
