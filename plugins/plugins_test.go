@@ -294,18 +294,18 @@ func TestBadPluginsGiveClearErrors(t *testing.T) {
 			want: []string{"no answer within 1s", "killed"}},
 	}
 	for _, c := range cases {
-		for _, grpcOnly := range []bool{false, true} {
-			if grpcOnly && !c.atStep {
+		for _, tr := range transports {
+			if tr.name != "shm" && !c.atStep {
 				continue // the transports differ only in how Step travels
 			}
 			name := c.name
-			if grpcOnly {
-				name += "/grpc"
+			if tr.name != "shm" {
+				name += "/" + tr.name
 			}
 			t.Run(name, func(t *testing.T) {
 				t.Setenv("GRAY_FAULTY_MODE", c.mode)
 				opts := c.opts
-				opts.DisableFastStep = grpcOnly
+				opts.DisableFastStep, opts.DisableSharedMemory = tr.opts.DisableFastStep, tr.opts.DisableSharedMemory
 				err := func() error {
 					v, err := NewVector(context.Background(), c.path, c.cfg, 1, quiet(t, opts))
 					if err != nil {
@@ -342,19 +342,44 @@ func TestBadPluginsGiveClearErrors(t *testing.T) {
 	}
 }
 
+// transports are the ways a Go plugin's steps can travel: the shared
+// region (the default), the fast step socket and gRPC.
+var transports = []struct {
+	name string
+	opts Options
+}{
+	{"shm", Options{}},
+	{"socket", Options{DisableSharedMemory: true}},
+	{"grpc", Options{DisableFastStep: true}},
+}
+
+// transport names the way v's steps travel.
+func transport(v *Vector) string {
+	switch {
+	case v.fast == nil:
+		return "grpc"
+	case v.fast.shm == nil:
+		return "socket"
+	}
+	return "shm"
+}
+
+// TestCrashedPluginIsRestarted: the plugin dies while the host waits for a
+// step's answer (in the shared region's futex, on the socket, in gRPC); the
+// host notices, restarts it and the run goes on over the same transport.
 func TestCrashedPluginIsRestarted(t *testing.T) {
-	for _, grpcOnly := range []bool{false, true} {
-		t.Run(fmt.Sprintf("grpc_only=%v", grpcOnly), func(t *testing.T) { testCrashRestart(t, grpcOnly) })
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) { testCrashRestart(t, tr.name, tr.opts) })
 	}
 }
 
-func testCrashRestart(t *testing.T, grpcOnly bool) {
-	v, err := NewVector(context.Background(), faultyBin, envs.Config{"crash_after": 4}, 2, quiet(t, Options{DisableFastStep: grpcOnly}))
+func testCrashRestart(t *testing.T, want string, opts Options) {
+	v, err := NewVector(context.Background(), faultyBin, envs.Config{"crash_after": 4}, 2, quiet(t, opts))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if (v.fast != nil) == grpcOnly {
-		t.Fatalf("fast step socket in use: %v, want %v", v.fast != nil, !grpcOnly)
+	if got := transport(v); got != want {
+		t.Fatalf("steps travel by %s, want %s", got, want)
 	}
 	defer v.Close()
 	if _, err := v.Reset([]int64{1, 2}); err != nil {
@@ -375,6 +400,9 @@ func testCrashRestart(t *testing.T, grpcOnly bool) {
 				}
 			}
 		}
+	}
+	if got := transport(v); got != want {
+		t.Errorf("after restarts steps travel by %s, want %s", got, want)
 	}
 	if crashes != 2 || v.proc.pid() == firstPID {
 		t.Errorf("expected 2 crashes and a new process; got %d crashes, pid %d → %d", crashes, firstPID, v.proc.pid())

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -241,6 +243,13 @@ func (s *envServer) serveFast(ln net.Listener, dir string) {
 		return
 	}
 	defer conn.Close()
+	// The host's first frame is either an ordinary request or, from a host
+	// offering shared memory, an empty one carrying the region (see
+	// wire/shm.go). Read its count with the ancillary data.
+	first, fd, err := readHello(conn)
+	if err != nil {
+		return
+	}
 	var rw io.ReadWriter = conn
 	if f := blockingFile(conn); f != nil {
 		defer f.Close()
@@ -249,23 +258,149 @@ func (s *envServer) serveFast(ln net.Listener, dir string) {
 	r := wire.FastReader{R: bufio.NewReaderSize(rw, 64<<10)}
 	w := wire.FastWriter{W: rw}
 	var actions []float64
+	if fd >= 0 {
+		sh, err := wire.MapShared(os.NewFile(uintptr(fd), "gray-step"))
+		if err != nil {
+			// Socket stepping goes on; the host reads this as a refusal.
+			if w.WriteError(err.Error()) != nil {
+				return
+			}
+		} else {
+			if _, err := rw.Write([]byte{wire.ShmAccepted}); err != nil {
+				sh.Close()
+				return
+			}
+			s.serveShared(sh)
+			return
+		}
+	} else if first >= 0 {
+		if actions, err = r.ReadRequestBody(first, actions); err != nil || s.answer(&w, actions) != nil {
+			return
+		}
+	}
 	for {
 		actions, err = r.ReadRequestInto(actions)
 		if err != nil {
 			return // the host hung up (or broke the stream): nothing to answer
 		}
-		s.mu.Lock()
-		if err = s.stepInto(actions); err != nil {
-			err = w.WriteError(status.Convert(err).Message())
-		} else {
-			st := &s.out
-			err = w.WriteAnswerRows(st.Obs, st.Rewards, st.Terminated, st.Truncated, st.FinalObs)
+		if s.answer(&w, actions) != nil {
+			return
 		}
-		s.mu.Unlock()
+	}
+}
+
+// answer steps the sub-environments and writes the outcome, or the step's
+// error, as one frame.
+func (s *envServer) answer(w *wire.FastWriter, actions []float64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.stepInto(actions); err != nil {
+		return w.WriteError(status.Convert(err).Message())
+	}
+	st := &s.out
+	return w.WriteAnswerRows(st.Obs, st.Rewards, st.Terminated, st.Truncated, st.FinalObs)
+}
+
+// serveShared answers step requests through the shared region until the
+// host closes it (or Close stops the server, or the host dies: then the
+// process ends with it).
+func (s *envServer) serveShared(sh *wire.Shared) {
+	defer sh.Close()
+	w := wire.FastWriter{W: sh}
+	r := wire.FastReader{R: bufio.NewReaderSize(nil, 64<<10)}
+	stopped := func() error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.vec == nil {
+			return wire.ErrShmClosed
+		}
+		return nil
+	}
+	var actions []float64
+	for {
+		rd, err := sh.Wait(stopped)
+		if err != nil {
+			return
+		}
+		r.R.Reset(rd)
+		if actions, err = r.ReadRequestInto(actions); err != nil {
+			err = w.WriteError(fmt.Sprintf("bad step request in the shared region: %v", err))
+		} else {
+			err = s.answer(&w, actions)
+		}
+		if errors.Is(err, wire.ErrFrameTooLarge) {
+			err = w.WriteError(truncate(fmt.Sprintf("the step's answer does not fit the shared step region (%v); are observations larger than the declared space?", err), sh.Cap()-5))
+		}
 		if err != nil {
 			return
 		}
 	}
+}
+
+func truncate(msg string, n int) string {
+	if n < 0 {
+		n = 0
+	}
+	if len(msg) > n {
+		return msg[:n]
+	}
+	return msg
+}
+
+// readHello reads the count of the connection's first frame and the file
+// descriptor sent with it, if any (-1 if none). first is -1 when the frame
+// is the shared-memory hello.
+func readHello(conn net.Conn) (first, fd int, err error) {
+	fd = -1
+	uc, ok := conn.(*net.UnixConn)
+	if !ok {
+		return -2, -1, nil // cannot carry descriptors: read everything as frames
+	}
+	var hdr [4]byte
+	oob := make([]byte, unix.CmsgSpace(4*4))
+	got := 0
+	for got < len(hdr) {
+		n, oobn, _, _, err := uc.ReadMsgUnix(hdr[got:], oob)
+		if err != nil {
+			return 0, -1, err
+		}
+		if oobn > 0 && fd < 0 {
+			fd = parseRights(oob[:oobn])
+		}
+		got += n
+	}
+	count := int(binary.LittleEndian.Uint32(hdr[:]))
+	if count == 0 && fd >= 0 {
+		return -1, fd, nil
+	}
+	if fd >= 0 {
+		unix.Close(fd) // a descriptor with an ordinary frame: not ours to keep
+	}
+	return count, -1, nil
+}
+
+// parseRights returns the first descriptor of an SCM_RIGHTS message and
+// closes any others, or -1.
+func parseRights(oob []byte) int {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return -1
+	}
+	fd := -1
+	for _, m := range msgs {
+		fds, err := unix.ParseUnixRights(&m)
+		if err != nil {
+			continue
+		}
+		for _, f := range fds {
+			if fd < 0 {
+				fd = f
+			} else {
+				unix.Close(f)
+			}
+		}
+	}
+	return fd
 }
 
 // blockingFile returns a blocking duplicate of the fast step connection,
