@@ -21,6 +21,7 @@ import (
 	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/envs"
 	pb "github.com/gray-ml/gray/plugins/proto"
+	"github.com/gray-ml/gray/plugins/sdk"
 )
 
 // bins holds the example and test plugins, built once for the package.
@@ -306,6 +307,9 @@ func TestBadPluginsGiveClearErrors(t *testing.T) {
 				t.Setenv("GRAY_FAULTY_MODE", c.mode)
 				opts := c.opts
 				opts.DisableFastStep, opts.DisableSharedMemory = tr.opts.DisableFastStep, tr.opts.DisableSharedMemory
+				if tr.name == "declined" {
+					t.Setenv(sdk.NoSharedMemoryEnv, "1")
+				}
 				err := func() error {
 					v, err := NewVector(context.Background(), c.path, c.cfg, 1, quiet(t, opts))
 					if err != nil {
@@ -350,6 +354,7 @@ var transports = []struct {
 }{
 	{"shm", Options{}},
 	{"socket", Options{DisableSharedMemory: true}},
+	{"declined", Options{}}, // the plugin refuses the region, as older SDKs do
 	{"grpc", Options{DisableFastStep: true}},
 }
 
@@ -374,6 +379,10 @@ func TestCrashedPluginIsRestarted(t *testing.T) {
 }
 
 func testCrashRestart(t *testing.T, want string, opts Options) {
+	if want == "declined" {
+		t.Setenv(sdk.NoSharedMemoryEnv, "1")
+		want = "socket"
+	}
 	v, err := NewVector(context.Background(), faultyBin, envs.Config{"crash_after": 4}, 2, quiet(t, opts))
 	if err != nil {
 		t.Fatal(err)
@@ -441,6 +450,16 @@ func TestCrashLoopStopsWithAClearError(t *testing.T) {
 func hostMain(path string) {
 	v, err := NewVector(context.Background(), path, nil, 1, Options{Log: io.Discard})
 	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	// One step first, so that the plugin waits for the next one in its
+	// transport's loop (asleep in the shared region's futex by default).
+	if _, err := v.Reset([]int64{1}); err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	if _, err := v.Step([][]float64{{0}}); err != nil {
 		fmt.Println("error:", err)
 		os.Exit(1)
 	}

@@ -259,7 +259,13 @@ func (s *envServer) serveFast(ln net.Listener, dir string) {
 	w := wire.FastWriter{W: rw}
 	var actions []float64
 	if fd >= 0 {
-		sh, err := wire.MapShared(os.NewFile(uintptr(fd), "gray-step"))
+		f := os.NewFile(uintptr(fd), "gray-step")
+		sh, err := wire.MapShared(f)
+		f.Close() // the mapping stays
+		if err == nil && os.Getenv(NoSharedMemoryEnv) != "" {
+			sh.Close()
+			err = fmt.Errorf("shared memory declined (%s is set)", NoSharedMemoryEnv)
+		}
 		if err != nil {
 			// Socket stepping goes on; the host reads this as a refusal.
 			if w.WriteError(err.Error()) != nil {
@@ -288,6 +294,11 @@ func (s *envServer) serveFast(ln net.Listener, dir string) {
 		}
 	}
 }
+
+// NoSharedMemoryEnv, set to anything in a plugin's environment, makes the
+// SDK decline the host's shared step region and answer steps over the fast
+// step socket, as plugins built with older SDKs do (for debugging and tests).
+const NoSharedMemoryEnv = "GRAY_PLUGIN_NO_SHARED_MEMORY"
 
 // answer steps the sub-environments and writes the outcome, or the step's
 // error, as one frame.
