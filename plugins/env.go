@@ -14,8 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/gray-ml/gray/envs"
 	"github.com/gray-ml/gray/plugins/internal/wire"
 	pb "github.com/gray-ml/gray/plugins/proto"
@@ -158,7 +156,7 @@ func (f *fastConn) offerShared(v *Vector) error {
 	}
 	_ = f.conn.SetDeadline(time.Now().Add(v.opts.StartTimeout))
 	defer f.conn.SetDeadline(time.Time{})
-	_, _, err = uc.WriteMsgUnix([]byte{0, 0, 0, 0}, unix.UnixRights(int(file.Fd())), nil)
+	err = wire.SendHello(uc, file)
 	file.Close()
 	if err != nil {
 		sh.Close()

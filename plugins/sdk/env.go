@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,7 +14,6 @@ import (
 	"path/filepath"
 	"sync"
 
-	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -246,7 +244,7 @@ func (s *envServer) serveFast(ln net.Listener, dir string) {
 	// The host's first frame is either an ordinary request or, from a host
 	// offering shared memory, an empty one carrying the region (see
 	// wire/shm.go). Read its count with the ancillary data.
-	first, fd, err := readHello(conn)
+	first, fd, err := wire.ReadHello(conn)
 	if err != nil {
 		return
 	}
@@ -356,62 +354,6 @@ func truncate(msg string, n int) string {
 		return msg[:n]
 	}
 	return msg
-}
-
-// readHello reads the count of the connection's first frame and the file
-// descriptor sent with it, if any (-1 if none). first is -1 when the frame
-// is the shared-memory hello.
-func readHello(conn net.Conn) (first, fd int, err error) {
-	fd = -1
-	uc, ok := conn.(*net.UnixConn)
-	if !ok {
-		return -2, -1, nil // cannot carry descriptors: read everything as frames
-	}
-	var hdr [4]byte
-	oob := make([]byte, unix.CmsgSpace(4*4))
-	got := 0
-	for got < len(hdr) {
-		n, oobn, _, _, err := uc.ReadMsgUnix(hdr[got:], oob)
-		if err != nil {
-			return 0, -1, err
-		}
-		if oobn > 0 && fd < 0 {
-			fd = parseRights(oob[:oobn])
-		}
-		got += n
-	}
-	count := int(binary.LittleEndian.Uint32(hdr[:]))
-	if count == 0 && fd >= 0 {
-		return -1, fd, nil
-	}
-	if fd >= 0 {
-		unix.Close(fd) // a descriptor with an ordinary frame: not ours to keep
-	}
-	return count, -1, nil
-}
-
-// parseRights returns the first descriptor of an SCM_RIGHTS message and
-// closes any others, or -1.
-func parseRights(oob []byte) int {
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return -1
-	}
-	fd := -1
-	for _, m := range msgs {
-		fds, err := unix.ParseUnixRights(&m)
-		if err != nil {
-			continue
-		}
-		for _, f := range fds {
-			if fd < 0 {
-				fd = f
-			} else {
-				unix.Close(f)
-			}
-		}
-	}
-	return fd
 }
 
 // blockingFile returns a blocking duplicate of the fast step connection,
