@@ -99,6 +99,7 @@ type fastConn struct {
 	conn net.Conn
 	r    wire.FastReader
 	w    wire.FastWriter
+	shm  *wire.Shared // nil: frames go over conn
 }
 
 // openFast connects to the plugin's fast step socket when it offers one;
@@ -120,19 +121,110 @@ func (v *Vector) openFast() *fastConn {
 		v.proc.warn("stepping over gRPC: cannot connect to the fast step socket", "cause", err)
 		return nil
 	}
-	return &fastConn{conn: conn, r: wire.FastReader{R: bufio.NewReaderSize(conn, 64<<10)}, w: wire.FastWriter{W: conn}}
+	f := &fastConn{conn: conn, r: wire.FastReader{R: bufio.NewReaderSize(conn, 64<<10)}, w: wire.FastWriter{W: conn}}
+	if !v.opts.DisableSharedMemory && wire.ShmSupported {
+		if err := f.offerShared(v); err != nil {
+			conn.Close()
+			v.proc.warn("stepping over gRPC: the fast step socket failed while offering shared memory", "cause", err)
+			return nil
+		}
+	}
+	return f
 }
+
+// offerShared sends the plugin a shared step region (see wire/shm.go). A
+// plugin that accepts it is stepped through it; one that does not (an
+// older SDK) answers an error frame and is stepped over the socket. An
+// error means the socket itself failed.
+func (f *fastConn) offerShared(v *Vector) error {
+	uc, ok := f.conn.(*net.UnixConn)
+	if !ok {
+		return nil
+	}
+	reqCap := 4 + 8*v.n*v.actSize
+	ansCap := 13 + 8*v.n*(2*v.obsSize+1) + v.n + 4096 // room for an error message
+	spin := v.opts.SpinWait
+	if spin == 0 {
+		spin = wire.DefaultSpin
+	} else if spin < 0 {
+		spin = 0
+	}
+	sh, file, err := wire.CreateShared(reqCap, ansCap, spin)
+	if err != nil {
+		v.proc.warn("stepping over the fast step socket: no shared memory", "cause", err)
+		return nil
+	}
+	_ = f.conn.SetDeadline(time.Now().Add(v.opts.StartTimeout))
+	defer f.conn.SetDeadline(time.Time{})
+	err = wire.SendHello(uc, file)
+	file.Close()
+	if err != nil {
+		sh.Close()
+		return err
+	}
+	st, err := f.r.R.ReadByte()
+	if err != nil {
+		sh.Close()
+		return err
+	}
+	if st == wire.ShmAccepted {
+		f.shm = sh
+		f.w.W = sh
+		return nil
+	}
+	sh.Close()
+	if err := f.r.R.UnreadByte(); err != nil {
+		return err
+	}
+	var a wire.FastAnswer
+	err = f.r.ReadAnswerInto(&a)
+	var stepErr *wire.ErrFastStep
+	if errors.As(err, &stepErr) {
+		return nil // the refusal (an older plugin's "0 action values" error): keep the socket
+	}
+	if err == nil {
+		return errors.New("the plugin answered an empty step request")
+	}
+	return err
+}
+
+var (
+	errShmTimeout = errors.New("shared step region: call timeout")
+	errShmExited  = errors.New("shared step region: the plugin exited while the host waited")
+)
 
 // stepFast runs one step over the fast socket. A broken stream is dropped
 // (later steps go over gRPC) and reported like a failed gRPC call.
 func (v *Vector) stepFast(actions []float64) (*pb.StepResponse, error) {
 	f := v.fast
 	timeout := v.opts.CallTimeout
-	_ = f.conn.SetDeadline(time.Now().Add(timeout))
-	err := f.w.WriteRequest(actions)
+	deadline := time.Now().Add(timeout)
 	var a wire.FastAnswer
-	if err == nil {
-		err = f.r.ReadAnswerInto(&a)
+	var err error
+	if f.shm != nil {
+		err = f.w.WriteRequest(actions)
+		if err == nil {
+			var rd *bytes.Reader
+			rd, err = f.shm.Wait(func() error {
+				if v.proc.client.Exited() {
+					return errShmExited
+				}
+				if time.Now().After(deadline) {
+					return errShmTimeout
+				}
+				return v.ctx.Err()
+			})
+			if err == nil {
+				f.r.R.Reset(rd)
+				err = f.r.ReadAnswerInto(&a)
+			}
+		}
+	} else {
+		_ = f.conn.SetDeadline(deadline)
+		err = f.w.WriteRequest(actions)
+		if err == nil {
+			err = f.r.ReadAnswerInto(&a)
+		}
 	}
 	if err == nil {
 		return &pb.StepResponse{Obs: a.Obs, Rewards: a.Rewards, Terminated: a.Terminated, Truncated: a.Truncated, FinalObs: a.Final}, nil
@@ -141,10 +233,9 @@ func (v *Vector) stepFast(actions []float64) (*pb.StepResponse, error) {
 	if errors.As(err, &stepErr) {
 		return nil, v.proc.errorf("step", errors.New(stepErr.Msg))
 	}
-	f.conn.Close()
-	v.fast = nil
+	v.closeFast()
 	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
+	if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, errShmTimeout) {
 		v.proc.kill()
 		return nil, v.proc.errorf("step", fmt.Errorf("no answer within %v; the plugin was killed (raise the call timeout if it is just slow)", timeout))
 	}
@@ -156,6 +247,9 @@ func (v *Vector) stepFast(actions []float64) (*pb.StepResponse, error) {
 
 func (v *Vector) closeFast() {
 	if v.fast != nil {
+		if v.fast.shm != nil {
+			v.fast.shm.Close() // wakes the plugin's loop, which ends
+		}
 		v.fast.conn.Close()
 		v.fast = nil
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/envs"
 	pb "github.com/gray-ml/gray/plugins/proto"
+	"github.com/gray-ml/gray/plugins/sdk"
 )
 
 // bins holds the example and test plugins, built once for the package.
@@ -294,18 +295,21 @@ func TestBadPluginsGiveClearErrors(t *testing.T) {
 			want: []string{"no answer within 1s", "killed"}},
 	}
 	for _, c := range cases {
-		for _, grpcOnly := range []bool{false, true} {
-			if grpcOnly && !c.atStep {
+		for _, tr := range transports {
+			if tr.name != "shm" && !c.atStep {
 				continue // the transports differ only in how Step travels
 			}
 			name := c.name
-			if grpcOnly {
-				name += "/grpc"
+			if tr.name != "shm" {
+				name += "/" + tr.name
 			}
 			t.Run(name, func(t *testing.T) {
 				t.Setenv("GRAY_FAULTY_MODE", c.mode)
 				opts := c.opts
-				opts.DisableFastStep = grpcOnly
+				opts.DisableFastStep, opts.DisableSharedMemory = tr.opts.DisableFastStep, tr.opts.DisableSharedMemory
+				if tr.name == "declined" {
+					t.Setenv(sdk.NoSharedMemoryEnv, "1")
+				}
 				err := func() error {
 					v, err := NewVector(context.Background(), c.path, c.cfg, 1, quiet(t, opts))
 					if err != nil {
@@ -342,19 +346,49 @@ func TestBadPluginsGiveClearErrors(t *testing.T) {
 	}
 }
 
+// transports are the ways a Go plugin's steps can travel: the shared
+// region (the default), the fast step socket and gRPC.
+var transports = []struct {
+	name string
+	opts Options
+}{
+	{"shm", Options{}},
+	{"socket", Options{DisableSharedMemory: true}},
+	{"declined", Options{}}, // the plugin refuses the region, as older SDKs do
+	{"grpc", Options{DisableFastStep: true}},
+}
+
+// transport names the way v's steps travel.
+func transport(v *Vector) string {
+	switch {
+	case v.fast == nil:
+		return "grpc"
+	case v.fast.shm == nil:
+		return "socket"
+	}
+	return "shm"
+}
+
+// TestCrashedPluginIsRestarted: the plugin dies while the host waits for a
+// step's answer (in the shared region's futex, on the socket, in gRPC); the
+// host notices, restarts it and the run goes on over the same transport.
 func TestCrashedPluginIsRestarted(t *testing.T) {
-	for _, grpcOnly := range []bool{false, true} {
-		t.Run(fmt.Sprintf("grpc_only=%v", grpcOnly), func(t *testing.T) { testCrashRestart(t, grpcOnly) })
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) { testCrashRestart(t, tr.name, tr.opts) })
 	}
 }
 
-func testCrashRestart(t *testing.T, grpcOnly bool) {
-	v, err := NewVector(context.Background(), faultyBin, envs.Config{"crash_after": 4}, 2, quiet(t, Options{DisableFastStep: grpcOnly}))
+func testCrashRestart(t *testing.T, want string, opts Options) {
+	if want == "declined" {
+		t.Setenv(sdk.NoSharedMemoryEnv, "1")
+		want = "socket"
+	}
+	v, err := NewVector(context.Background(), faultyBin, envs.Config{"crash_after": 4}, 2, quiet(t, opts))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if (v.fast != nil) == grpcOnly {
-		t.Fatalf("fast step socket in use: %v, want %v", v.fast != nil, !grpcOnly)
+	if got := transport(v); got != want {
+		t.Fatalf("steps travel by %s, want %s", got, want)
 	}
 	defer v.Close()
 	if _, err := v.Reset([]int64{1, 2}); err != nil {
@@ -375,6 +409,9 @@ func testCrashRestart(t *testing.T, grpcOnly bool) {
 				}
 			}
 		}
+	}
+	if got := transport(v); got != want {
+		t.Errorf("after restarts steps travel by %s, want %s", got, want)
 	}
 	if crashes != 2 || v.proc.pid() == firstPID {
 		t.Errorf("expected 2 crashes and a new process; got %d crashes, pid %d → %d", crashes, firstPID, v.proc.pid())
@@ -413,6 +450,16 @@ func TestCrashLoopStopsWithAClearError(t *testing.T) {
 func hostMain(path string) {
 	v, err := NewVector(context.Background(), path, nil, 1, Options{Log: io.Discard})
 	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	// One step first, so that the plugin waits for the next one in its
+	// transport's loop (asleep in the shared region's futex by default).
+	if _, err := v.Reset([]int64{1}); err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	if _, err := v.Step([][]float64{{0}}); err != nil {
 		fmt.Println("error:", err)
 		os.Exit(1)
 	}

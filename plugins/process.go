@@ -54,6 +54,15 @@ type Options struct {
 	// DisableFastStep steps environments over gRPC even when the plugin
 	// offers its faster step socket (for comparisons and debugging).
 	DisableFastStep bool
+	// DisableSharedMemory keeps fast steps on the socket instead of the
+	// shared-memory region the host otherwise offers Go plugins (see
+	// plugins/internal/wire/shm.go), for comparisons and debugging.
+	DisableSharedMemory bool
+	// SpinWait is how long each side of the shared-memory transport polls
+	// for the other's frame before sleeping in a futex (default
+	// wire.DefaultSpin, 50µs; negative: sleep at once). Spinning saves two
+	// process wake-ups per step when both processes have a core.
+	SpinWait time.Duration
 }
 
 func (o Options) withDefaults() Options {

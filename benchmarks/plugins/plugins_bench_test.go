@@ -88,11 +88,16 @@ func openWith(b *testing.B, path string, n int, opts plugins.Options) envs.Vecto
 	return v
 }
 
+// socketOnly steps over the fast step socket instead of the shared region.
+var socketOnly = plugins.Options{Log: io.Discard, DisableSharedMemory: true}
+
 // BenchmarkRoundTrip is one Step call of one grid-world sub-environment: the
-// cost of crossing the plugin boundary and back, over the SDK's fast step
-// socket (the default for Go plugins) and over gRPC.
+// cost of crossing the plugin boundary and back, through the shared step
+// region (the default for Go plugins), over the SDK's fast step socket, and
+// over gRPC.
 func BenchmarkRoundTrip(b *testing.B) {
 	b.Run("fast", func(b *testing.B) { stepLoop(b, open(b, filepath.Join(bins, "gridworld"), 1)) })
+	b.Run("socket", func(b *testing.B) { stepLoop(b, openWith(b, filepath.Join(bins, "gridworld"), 1, socketOnly)) })
 	b.Run("grpc", func(b *testing.B) {
 		stepLoop(b, openWith(b, filepath.Join(bins, "gridworld"), 1, plugins.Options{Log: io.Discard, DisableFastStep: true}))
 	})
@@ -114,6 +119,9 @@ func BenchmarkEnvSteps(b *testing.B) {
 		})
 		b.Run(fmt.Sprintf("cartpole-goplugin/n=%d", n), func(b *testing.B) {
 			stepLoop(b, open(b, filepath.Join(bins, "cartpole-plugin"), n))
+		})
+		b.Run(fmt.Sprintf("cartpole-goplugin-socket/n=%d", n), func(b *testing.B) {
+			stepLoop(b, openWith(b, filepath.Join(bins, "cartpole-plugin"), n, socketOnly))
 		})
 		b.Run(fmt.Sprintf("cartpole-goplugin-grpc/n=%d", n), func(b *testing.B) {
 			stepLoop(b, openWith(b, filepath.Join(bins, "cartpole-plugin"), n, plugins.Options{Log: io.Discard, DisableFastStep: true}))

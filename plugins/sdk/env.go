@@ -241,6 +241,13 @@ func (s *envServer) serveFast(ln net.Listener, dir string) {
 		return
 	}
 	defer conn.Close()
+	// The host's first frame is either an ordinary request or, from a host
+	// offering shared memory, an empty one carrying the region (see
+	// wire/shm.go). Read its count with the ancillary data.
+	first, fd, err := wire.ReadHello(conn)
+	if err != nil {
+		return
+	}
 	var rw io.ReadWriter = conn
 	if f := blockingFile(conn); f != nil {
 		defer f.Close()
@@ -249,23 +256,104 @@ func (s *envServer) serveFast(ln net.Listener, dir string) {
 	r := wire.FastReader{R: bufio.NewReaderSize(rw, 64<<10)}
 	w := wire.FastWriter{W: rw}
 	var actions []float64
+	if fd >= 0 {
+		f := os.NewFile(uintptr(fd), "gray-step")
+		sh, err := wire.MapShared(f)
+		f.Close() // the mapping stays
+		if err == nil && os.Getenv(NoSharedMemoryEnv) != "" {
+			sh.Close()
+			err = fmt.Errorf("shared memory declined (%s is set)", NoSharedMemoryEnv)
+		}
+		if err != nil {
+			// Socket stepping goes on; the host reads this as a refusal.
+			if w.WriteError(err.Error()) != nil {
+				return
+			}
+		} else {
+			if _, err := rw.Write([]byte{wire.ShmAccepted}); err != nil {
+				sh.Close()
+				return
+			}
+			s.serveShared(sh)
+			return
+		}
+	} else if first >= 0 {
+		if actions, err = r.ReadRequestBody(first, actions); err != nil || s.answer(&w, actions) != nil {
+			return
+		}
+	}
 	for {
 		actions, err = r.ReadRequestInto(actions)
 		if err != nil {
 			return // the host hung up (or broke the stream): nothing to answer
 		}
-		s.mu.Lock()
-		if err = s.stepInto(actions); err != nil {
-			err = w.WriteError(status.Convert(err).Message())
-		} else {
-			st := &s.out
-			err = w.WriteAnswerRows(st.Obs, st.Rewards, st.Terminated, st.Truncated, st.FinalObs)
+		if s.answer(&w, actions) != nil {
+			return
 		}
-		s.mu.Unlock()
+	}
+}
+
+// NoSharedMemoryEnv, set to anything in a plugin's environment, makes the
+// SDK decline the host's shared step region and answer steps over the fast
+// step socket, as plugins built with older SDKs do (for debugging and tests).
+const NoSharedMemoryEnv = "GRAY_PLUGIN_NO_SHARED_MEMORY"
+
+// answer steps the sub-environments and writes the outcome, or the step's
+// error, as one frame.
+func (s *envServer) answer(w *wire.FastWriter, actions []float64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.stepInto(actions); err != nil {
+		return w.WriteError(status.Convert(err).Message())
+	}
+	st := &s.out
+	return w.WriteAnswerRows(st.Obs, st.Rewards, st.Terminated, st.Truncated, st.FinalObs)
+}
+
+// serveShared answers step requests through the shared region until the
+// host closes it (or Close stops the server, or the host dies: then the
+// process ends with it).
+func (s *envServer) serveShared(sh *wire.Shared) {
+	defer sh.Close()
+	w := wire.FastWriter{W: sh}
+	r := wire.FastReader{R: bufio.NewReaderSize(nil, 64<<10)}
+	stopped := func() error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.vec == nil {
+			return wire.ErrShmClosed
+		}
+		return nil
+	}
+	var actions []float64
+	for {
+		rd, err := sh.Wait(stopped)
+		if err != nil {
+			return
+		}
+		r.R.Reset(rd)
+		if actions, err = r.ReadRequestInto(actions); err != nil {
+			err = w.WriteError(fmt.Sprintf("bad step request in the shared region: %v", err))
+		} else {
+			err = s.answer(&w, actions)
+		}
+		if errors.Is(err, wire.ErrFrameTooLarge) {
+			err = w.WriteError(truncate(fmt.Sprintf("the step's answer does not fit the shared step region (%v); are observations larger than the declared space?", err), sh.Cap()-5))
+		}
 		if err != nil {
 			return
 		}
 	}
+}
+
+func truncate(msg string, n int) string {
+	if n < 0 {
+		n = 0
+	}
+	if len(msg) > n {
+		return msg[:n]
+	}
+	return msg
 }
 
 // blockingFile returns a blocking duplicate of the fast step connection,

@@ -165,6 +165,16 @@ func (r *FastReader) ReadRequestInto(dst []float64) ([]float64, error) {
 	if err != nil {
 		return nil, err
 	}
+	return r.ReadRequestBody(n, dst)
+}
+
+// ReadRequestBody reads the n actions of a request whose count was read
+// already (the plugin reads a connection's first count itself, to see the
+// shared-memory hello), into dst's array when it is large enough.
+func (r *FastReader) ReadRequestBody(n int, dst []float64) ([]float64, error) {
+	if n > maxFastValues {
+		return nil, fmt.Errorf("fast step frame announces %d values (corrupt stream?)", n)
+	}
 	if cap(dst) < n {
 		dst = make([]float64, n)
 	}
