@@ -143,3 +143,31 @@ func BenchmarkGetSmall(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
 }
+
+// benchPut64MiB puts a 64 MiB array again and again; with free, each
+// object is released with gray.Free once put, otherwise its Ref is just
+// dropped and the garbage collector finds it.
+func benchPut64MiB(b *testing.B, free bool) {
+	ctx := setup(b)
+	buf := make([]byte, 64<<20)
+	b.SetBytes(int64(len(buf)))
+	b.ResetTimer()
+	for b.Loop() {
+		r, err := gray.Put(ctx, buf)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if free {
+			if err := gray.Free(ctx, r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkPut64MiBFreed is the put loop of a program that frees what it
+// is done with: the store reuses the same pages.
+func BenchmarkPut64MiBFreed(b *testing.B) { benchPut64MiB(b, true) }
+
+// BenchmarkPut64MiBDropped leaves freeing to the garbage collector.
+func BenchmarkPut64MiBDropped(b *testing.B) { benchPut64MiB(b, false) }

@@ -834,6 +834,39 @@ func (n *Node) Drop(id ids.ObjectID) {
 	n.mu.Unlock()
 }
 
+// Free releases objects the program promised not to use again (gray.Free),
+// without waiting for their references to be collected. Queued and running
+// tasks that take one as an argument keep it until they end; otherwise its
+// memory (shared pages included, which the store reuses for the next put) is
+// released at once, and what remains under its ID is a small error saying
+// it was freed, so a later Get fails clearly instead of waiting forever.
+func (n *Node) Free(oids []ids.ObjectID) error {
+	n.mu.Lock()
+	defer n.unlock()
+	if n.closed {
+		return ErrShutdown
+	}
+	for _, id := range oids {
+		n.freeNow(id)
+	}
+	return nil
+}
+
+func (n *Node) freeNow(id ids.ObjectID) {
+	if o, ok := n.store.Get(id); ok && o.Err != nil && errors.Is(o.Err, task.ErrFreed) {
+		return // freed before
+	}
+	n.free(id)
+	if _, ok := n.store.Get(id); ok || n.dropped[id] {
+		return // still needed by a task: freed when it ends
+	}
+	n.store.Put(id, task.Object{Err: &task.TaskError{
+		Function: "(object store)",
+		Message:  fmt.Sprintf("object %s was freed with gray.Free; do not use a reference after freeing it", id),
+		Cause:    task.ErrFreed,
+	}})
+}
+
 // Objects returns how many objects the node's store holds.
 func (n *Node) Objects() int {
 	n.mu.Lock()
@@ -1203,8 +1236,11 @@ func (n *Node) PutEncoded(id ids.ObjectID, size int, encode func([]byte) error) 
 	// Shared memory is invisible to Go's GC pacer: a program that puts and
 	// drops large objects would grow the store (and allocate fresh pages)
 	// long before a collection runs the dropped Refs' cleanups. Collect
-	// after every eighth of the capacity put, so freed pages get reused.
-	if n.sinceGC.Add(int64(size)) > n.shared.Capacity()/8 {
+	// after every 1/64 of the capacity put (at least gcEvery), so that
+	// freed pages get reused while they are still kept as spares: filling
+	// fresh pages is several times slower than a collection of a heap
+	// whose large arrays hold no pointers. gray.Free avoids the wait.
+	if n.sinceGC.Add(int64(size)) > max(n.shared.Capacity()/64, gcEvery) {
 		n.sinceGC.Store(0)
 		runtime.GC()
 	}
@@ -1216,6 +1252,10 @@ func (n *Node) PutEncoded(id ids.ObjectID, size int, encode func([]byte) error) 
 	n.putLocked(id, task.Object{Shared: true, Size: int64(size)})
 	return nil
 }
+
+// gcEvery is the fewest bytes put into shared memory between the garbage
+// collections PutEncoded forces.
+const gcEvery = 32 << 20
 
 // SharedDir returns the shared-memory store's directory ("" without one).
 func (n *Node) SharedDir() string {
@@ -1604,6 +1644,20 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 			d.Fixed(id[:])
 			if d.Err == nil && !n.closed {
 				n.free(id)
+			}
+		}
+		n.unlockFor(w)
+		if d.Err != nil {
+			return d.Err
+		}
+	case task.MsgFree:
+		cnt := d.Count()
+		n.mu.Lock()
+		for range cnt {
+			var id ids.ObjectID
+			d.Fixed(id[:])
+			if d.Err == nil && !n.closed {
+				n.freeNow(id)
 			}
 		}
 		n.unlockFor(w)

@@ -195,6 +195,8 @@ type Store struct {
 	objects   map[ID]*entry
 	lru       list.List // sealed, unpinned objects; front = most recently used
 	evictions int64
+	reused    int64 // bytes of objects created in a spare's pages
+	fresh     int64 // bytes of objects created in fresh pages
 }
 
 // Stats is a snapshot of the store's bookkeeping.
@@ -205,6 +207,8 @@ type Stats struct {
 	Objects     int   // live objects, excluding evicted ones
 	Evictions   int64 // objects evicted since Open
 	SpareBytes  int64 // freed pages kept for reuse (dropped first when room is needed)
+	ReusedBytes int64 // bytes created since Open in the pages of freed objects
+	FreshBytes  int64 // bytes created since Open in freshly allocated pages
 }
 
 // Open creates the store's directory and returns the store that owns it.
@@ -249,7 +253,7 @@ func (s *Store) Stats() Stats {
 			n++
 		}
 	}
-	return Stats{Capacity: s.capacity, Used: s.used, PinnedBytes: s.pinned, Objects: n, Evictions: s.evictions, SpareBytes: s.spareUsed}
+	return Stats{Capacity: s.capacity, Used: s.used, PinnedBytes: s.pinned, Objects: n, Evictions: s.evictions, SpareBytes: s.spareUsed, ReusedBytes: s.reused, FreshBytes: s.fresh}
 }
 
 // Writer is an object being written by the owner. Fill Bytes, then Seal or
@@ -383,6 +387,11 @@ func (s *Store) reserve(id ID, size int64, inline bool) (*entry, []*entry, error
 	var reuse *spare
 	if !inline && size >= recycleMin {
 		reuse = s.takeSpareLocked(size)
+	}
+	if reuse != nil {
+		s.reused += size
+	} else if !inline {
+		s.fresh += size
 	}
 	var victims []*entry
 	for s.used+s.spareUsed+size > s.capacity {

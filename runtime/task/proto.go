@@ -23,6 +23,7 @@ const (
 	MsgRecall                    // D→W: hand back the tasks queued behind the running one
 	MsgGiveBack                  // W→D: task IDs handed back, never started
 	MsgDrop                      // W→D: object IDs the worker no longer refers to
+	MsgFree                      // W→D: object IDs the program freed explicitly (gray.Free)
 )
 
 // Environment variables that put a process into worker mode.

@@ -503,6 +503,23 @@ func (w *Worker) Drop(id ids.ObjectID) {
 	})
 }
 
+// Free tells the driver the running program freed these objects
+// (gray.Free). Messages on the connection keep their order, so a later Get
+// from this worker sees the objects freed.
+func (w *Worker) Free(oids []ids.ObjectID) error {
+	err := w.conn.Send(task.MsgFree, func(b []byte) []byte {
+		b = wire.AppendUvarint(b, uint64(len(oids)))
+		for _, id := range oids {
+			b = append(b, id[:]...)
+		}
+		return b
+	})
+	if err != nil {
+		return fmt.Errorf("gray: free: %w", err)
+	}
+	return nil
+}
+
 // Wait asks the driver which objects exist once num do or timeout passes.
 func (w *Worker) Wait(ctx context.Context, oids []ids.ObjectID, num int, timeout time.Duration) ([]bool, error) {
 	p, err := w.request(ctx, task.MsgWait, func(b []byte) []byte {
