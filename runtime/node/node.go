@@ -1116,20 +1116,55 @@ func (n *Node) reply(r *request) {
 		})
 		return
 	}
+	// Pin the shared objects until the worker's task ends, so its mappings
+	// stay valid. One evicted since it became ready (rare: between
+	// readiness and this reply) is rebuilt from its lineage and the request
+	// waits for it again, as if it had not been ready; one that cannot be
+	// rebuilt has been replaced by an error saying why, which is sent.
+	pinned := w.readPins
+	restarts := 0
+	var failed map[int]error
+	for i := 0; i < len(r.ids); i++ {
+		id := r.ids[i]
+		o, ok := n.store.Get(id)
+		if !ok || !o.Shared || o.Err != nil {
+			continue
+		}
+		err := n.shared.Pin(storeID(id))
+		if err == nil {
+			pinned = append(pinned, id)
+			continue
+		}
+		if restarts == len(r.ids) {
+			// Should not happen; never loop: send the error.
+			if failed == nil {
+				failed = map[int]error{}
+			}
+			failed[i] = err
+			continue
+		}
+		n.unpinStore(pinned[len(w.readPins):])
+		pinned = pinned[:len(w.readPins)]
+		if _, ok := n.have(id); ok {
+			// Readable again, or replaced by an error: pin from the start.
+			restarts++
+			i = -1
+			continue
+		}
+		r.done, r.ready[i] = false, false
+		r.have--
+		n.waiters[id] = append(n.waiters[id], waiter{r: r, i: i})
+		n.block(w, r)
+		return
+	}
+	w.readPins = pinned
 	_ = n.append(w, task.MsgGetReply, func(b []byte) []byte {
 		b = wire.AppendUvarint(b, r.id)
 		b = wire.AppendUvarint(b, uint64(len(r.ids)))
-		for _, id := range r.ids {
+		for i, id := range r.ids {
 			o, _ := n.store.Get(id)
-			if o.Shared && o.Err == nil {
-				// Pinned until the worker's task ends, so the worker's
-				// mapping stays valid; evicted in the meantime (rare: only
-				// between readiness and this reply), it says so.
-				if err := n.shared.Pin(storeID(id)); err != nil {
-					o = task.Object{Err: &task.TaskError{Function: "(object store)", Message: fmt.Sprintf("object %s: %v; get it again to rebuild it", id, err), Cause: err}}
-				} else {
-					w.readPins = append(w.readPins, id)
-				}
+			if err := failed[i]; err != nil {
+				o = task.Object{Err: &task.TaskError{Function: "(object store)", Message: fmt.Sprintf("object %s: %v", id, err), Cause: err}}
 			}
 			b = task.AppendObject(b, &o)
 		}
