@@ -103,3 +103,31 @@ func TestFreeLocalMode(t *testing.T) {
 		t.Fatalf("Get after Free in local mode: %v, want ErrFreed", err)
 	}
 }
+
+// Large task results are written into room the driver reserves, so a
+// freed result's pages serve the next one.
+func TestTaskResultsReusePages(t *testing.T) {
+	n := startStore(t, 256<<20, 1)
+	ctx := context.Background()
+	const size = 4 << 20
+	for range 8 {
+		r := stBig.Remote(size)
+		v, err := Get(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(v) != size {
+			t.Fatalf("result has %d bytes, want %d", len(v), size)
+		}
+		if err := Free(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := n.SharedStats()
+	if st.ReusedBytes < 6*size {
+		t.Errorf("%d of 8 results' bytes were written into reused pages (%+v), want at least 6 results", st.ReusedBytes/size, st)
+	}
+	if st.Objects != 0 {
+		t.Errorf("%d objects left after freeing every result", st.Objects)
+	}
+}

@@ -160,7 +160,8 @@ type proc struct {
 	process  *os.Process // set under the node's lock once started
 	exited   chan struct{}
 	exitErr  error
-	readPins []ids.ObjectID // shared objects its running task got with Get, pinned until it ends
+	readPins []ids.ObjectID        // shared objects its running task got with Get, pinned until it ends
+	reserved map[ids.ObjectID]bool // results of its running task it is writing into reserved room
 }
 
 // actor is one actor and its dedicated worker.
@@ -1324,6 +1325,66 @@ func (n *Node) adopt(id ids.ObjectID, o task.Object, w *proc) task.Object {
 	return task.Object{Err: &task.TaskError{Function: "(object store)", Worker: w.name, Message: fmt.Sprintf("storing object %s: %v", id, err), Cause: err}}
 }
 
+// sealReserved seals a task result that worker w wrote into room reserved
+// for it (see reserve), or drops the room if the task failed instead.
+func (n *Node) sealReserved(id ids.ObjectID, o task.Object, w *proc) task.Object {
+	if !o.Shared || o.Err != nil {
+		_ = n.shared.Abort(storeID(id))
+		return o
+	}
+	if err := n.shared.Seal(storeID(id)); err != nil {
+		return task.Object{Err: &task.TaskError{Function: "(object store)", Worker: w.name, Message: fmt.Sprintf("storing object %s: %v", id, err), Cause: err}}
+	}
+	return o
+}
+
+// abortReserved drops the room reserved for w's results that were not
+// delivered (the task failed, or the worker died).
+func (n *Node) abortReserved(w *proc) {
+	for id := range w.reserved {
+		_ = n.shared.Abort(storeID(id))
+	}
+	clear(w.reserved)
+}
+
+// reserve makes room in the shared-memory store for a task result that
+// worker w is about to write (MsgReserve), reusing the pages of freed
+// objects, and answers with a MsgReserveReply. The store is called without
+// the node's lock: allocating fresh pages can take a while.
+func (n *Node) reserve(w *proc, rid uint64, id ids.ObjectID, size int64) {
+	status, msg := task.ReserveOK, ""
+	var err error
+	if n.shared == nil {
+		err = errors.New("the session has no shared-memory object store")
+	} else {
+		err = n.shared.Reserve(storeID(id), size)
+	}
+	switch {
+	case err == nil:
+	case errors.Is(err, objstore.ErrExists) && n.shared.Contains(storeID(id)):
+		status = task.ReserveExists
+	default:
+		status, msg = task.ReserveFailed, err.Error()
+	}
+	n.mu.Lock()
+	if status == task.ReserveOK {
+		if w.dead || n.closed {
+			_ = n.shared.Abort(storeID(id))
+		} else {
+			if w.reserved == nil {
+				w.reserved = map[ids.ObjectID]bool{}
+			}
+			w.reserved[id] = true
+		}
+	}
+	_ = n.append(w, task.MsgReserveReply, func(b []byte) []byte {
+		b = wire.AppendUvarint(b, rid)
+		b = append(b, status)
+		return wire.AppendString(b, msg)
+	})
+	n.unlockFor(w)
+}
+
 // Wait returns which of the objects exist once num of them do, or timeout
 // (0: none) has passed, or ctx is done.
 func (n *Node) Wait(ctx context.Context, oids []ids.ObjectID, num int, timeout time.Duration) ([]bool, error) {
@@ -1667,8 +1728,14 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 			return d.Err
 		}
 		n.mu.Lock()
+		if w.reserved[id] { // a Put in a task, written into reserved room
+			delete(w.reserved, id)
+			o = n.sealReserved(id, o, w)
+		} else if _, exists := n.store.Get(id); !exists {
+			o = n.adopt(id, o, w)
+		}
 		if _, exists := n.store.Get(id); !exists {
-			n.putLocked(id, n.adopt(id, o, w))
+			n.putLocked(id, o)
 		}
 		n.unlockFor(w)
 	case task.MsgDrop:
@@ -1685,6 +1752,15 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 		if d.Err != nil {
 			return d.Err
 		}
+	case task.MsgReserve:
+		rid := d.Uvarint()
+		var id ids.ObjectID
+		d.Fixed(id[:])
+		size := d.Uvarint()
+		if d.Err != nil {
+			return d.Err
+		}
+		n.reserve(w, rid, id, int64(size))
 	case task.MsgFree:
 		cnt := d.Count()
 		n.mu.Lock()
@@ -1833,7 +1909,12 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 		if _, exists := n.store.Get(id); exists && rebuilt {
 			continue // a return that was not evicted: keep the original
 		}
-		o = n.adopt(id, o, w)
+		if w.reserved[id] {
+			delete(w.reserved, id)
+			o = n.sealReserved(id, o, w)
+		} else {
+			o = n.adopt(id, o, w)
+		}
 		if o.Err != nil && failed == nil {
 			failed = o.Err
 		}
@@ -1847,6 +1928,7 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 		}
 		n.putLocked(id, o)
 	}
+	n.abortReserved(w) // reserved for returns the task did not deliver
 	if failed != nil {
 		n.ctrl.AddError(failed)
 		n.errQ = append(n.errQ, failed)
@@ -1889,6 +1971,7 @@ func (n *Node) died(w *proc) {
 	if n.shared != nil && !n.closed {
 		n.unpinStore(w.readPins)
 		w.readPins = nil
+		n.abortReserved(w)
 	}
 	if n.closed {
 		// Shutdown ends every worker: that is no task failure to report.

@@ -32,12 +32,13 @@
 //   - Put / task results: enc := codec.Prepare(v). Below
 //     codec.InlineThreshold the bytes travel inline (the driver may keep them
 //     with PutInline). Otherwise the driver does Create(id, enc.Size()),
-//     enc.EncodeTo(w.Bytes()), w.Seal(). A worker either does CreateFile(dir, id, size), EncodeTo,
-//     Seal and names the object in its reply, on which the driver calls
-//     Adopt(id); or, for large results, asks the driver to Reserve(id, size)
-//     (which reuses freed pages), fills OpenReserved(dir, id), Finishes, and
-//     the driver Seals (Abort if the worker died). An error from Adopt or
-//     Reserve becomes the object's value.
+//     enc.EncodeTo(w.Bytes()), w.Seal(). A worker (a task's result or
+//     Put) asks the driver to Reserve(id, size), which reuses freed pages,
+//     fills OpenReserved(dir, id) and Finishes; the driver Seals when the
+//     result or Put arrives, and Aborts if the task failed or the worker
+//     died. (CreateFile then Adopt also works, but must allocate fresh
+//     pages: several times slower for large objects.) An error from
+//     Reserve or Adopt becomes the object's value.
 //   - References: each object starts with one store reference; the runtime
 //     calls Release when its own count of references (driver handles,
 //     queued tasks, actor state) reaches zero. AddRef exists for runtimes
