@@ -233,11 +233,11 @@ func encodeLarge(b backend, v any) (*codec.Encoding, bool, error) {
 // hold (numbers, booleans, structs of those), which skips preparing the
 // zero-copy encoding on the path of small puts and results.
 func mayBeLarge(v any) bool {
-	switch v.(type) {
+	switch s := v.(type) {
 	case nil, bool, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
 		return false
 	case string:
-		return len(v.(string)) >= codec.InlineThreshold/2
+		return len(s) >= codec.InlineThreshold/2
 	}
 	return true
 }
