@@ -197,3 +197,22 @@ func BenchmarkTaskResult64MiB(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPutVaryingFreed alternates puts of 56 and 64 MiB arrays, each
+// freed once put: the pages of a freed object serve the next put of a
+// somewhat different size too.
+func BenchmarkPutVaryingFreed(b *testing.B) {
+	ctx := setup(b)
+	bufs := [][]byte{make([]byte, 56<<20), make([]byte, 64<<20)}
+	b.SetBytes(60 << 20)
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		r, err := gray.Put(ctx, bufs[i%2])
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := gray.Free(ctx, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
