@@ -35,9 +35,10 @@
 // Options.ObjectStoreDir), are mapped read-only by every process that
 // reads them and decoded without a copy (see Get for the read-only rule);
 // smaller ones stay in the driver's memory. An object is freed once no
-// process holds a Ref to it and no queued or running task needs it; a Ref
-// that was encoded into a value (sent inside a struct, say) keeps its
-// object for the session. When the store is full, unpinned objects are
+// process holds a Ref to it and no queued or running task needs it, or at
+// once when the program calls Free; a Ref that was encoded into a value
+// (sent inside a struct, say) keeps its object for the session unless it is
+// freed with Free. When the store is full, unpinned objects are
 // evicted least recently used first; a remote function's result is then
 // rebuilt from lineage on the next Get.
 //

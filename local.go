@@ -217,6 +217,20 @@ func (l *local) Drop(id ids.ObjectID) {
 	delete(l.objs, id)
 }
 
+// Free replaces the objects with an error saying they were freed.
+func (l *local) Free(oids []ids.ObjectID) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, id := range oids {
+		l.objs[id] = task.Object{Err: &task.TaskError{
+			Function: "(object store)",
+			Message:  fmt.Sprintf("object %s was freed with gray.Free; do not use a reference after freeing it", id),
+			Cause:    task.ErrFreed,
+		}}
+	}
+	return nil
+}
+
 func (l *local) Errors() []*task.TaskError {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -143,3 +143,76 @@ func BenchmarkGetSmall(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
 }
+
+// benchPut64MiB puts a 64 MiB array again and again; with free, each
+// object is released with gray.Free once put, otherwise its Ref is just
+// dropped and the garbage collector finds it.
+func benchPut64MiB(b *testing.B, free bool) {
+	ctx := setup(b)
+	buf := make([]byte, 64<<20)
+	b.SetBytes(int64(len(buf)))
+	b.ResetTimer()
+	for b.Loop() {
+		r, err := gray.Put(ctx, buf)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if free {
+			if err := gray.Free(ctx, r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkPut64MiBFreed is the put loop of a program that frees what it
+// is done with: the store reuses the same pages.
+func BenchmarkPut64MiBFreed(b *testing.B) { benchPut64MiB(b, true) }
+
+// BenchmarkPut64MiBDropped leaves freeing to the garbage collector.
+func BenchmarkPut64MiBDropped(b *testing.B) { benchPut64MiB(b, false) }
+
+// result64MiB is the array bigResult returns: made once per worker, so
+// the benchmark measures storing the result, not allocating it.
+var result64MiB = make([]byte, 64<<20)
+
+var bigResult = gray.Func1("bench.bigResult", func(ctx context.Context, x int) ([]byte, error) {
+	return result64MiB, nil
+})
+
+// BenchmarkTaskResult64MiB runs a task returning a 64 MiB array, waits for
+// it and frees it: the worker writes the result into room the driver
+// reserves, reusing freed pages.
+func BenchmarkTaskResult64MiB(b *testing.B) {
+	ctx := setup(b)
+	b.SetBytes(64 << 20)
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		r := bigResult.Remote(i)
+		if _, _, err := gray.Wait(ctx, []gray.AnyRef{r}, 1, 0); err != nil {
+			b.Fatal(err)
+		}
+		if err := gray.Free(ctx, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPutVaryingFreed alternates puts of 56 and 64 MiB arrays, each
+// freed once put: the pages of a freed object serve the next put of a
+// somewhat different size too.
+func BenchmarkPutVaryingFreed(b *testing.B) {
+	ctx := setup(b)
+	bufs := [][]byte{make([]byte, 56<<20), make([]byte, 64<<20)}
+	b.SetBytes(60 << 20)
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		r, err := gray.Put(ctx, bufs[i%2])
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := gray.Free(ctx, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

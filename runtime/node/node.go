@@ -160,7 +160,8 @@ type proc struct {
 	process  *os.Process // set under the node's lock once started
 	exited   chan struct{}
 	exitErr  error
-	readPins []ids.ObjectID // shared objects its running task got with Get, pinned until it ends
+	readPins []ids.ObjectID        // shared objects its running task got with Get, pinned until it ends
+	reserved map[ids.ObjectID]bool // results of its running task it is writing into reserved room
 }
 
 // actor is one actor and its dedicated worker.
@@ -836,6 +837,39 @@ func (n *Node) Drop(id ids.ObjectID) {
 	n.mu.Unlock()
 }
 
+// Free releases objects the program promised not to use again (gray.Free),
+// without waiting for their references to be collected. Queued and running
+// tasks that take one as an argument keep it until they end; otherwise its
+// memory (shared pages included, which the store reuses for the next put) is
+// released at once, and what remains under its ID is a small error saying
+// it was freed, so a later Get fails clearly instead of waiting forever.
+func (n *Node) Free(oids []ids.ObjectID) error {
+	n.mu.Lock()
+	defer n.unlock()
+	if n.closed {
+		return ErrShutdown
+	}
+	for _, id := range oids {
+		n.freeNow(id)
+	}
+	return nil
+}
+
+func (n *Node) freeNow(id ids.ObjectID) {
+	if o, ok := n.store.Get(id); ok && o.Err != nil && errors.Is(o.Err, task.ErrFreed) {
+		return // freed before
+	}
+	n.free(id)
+	if _, ok := n.store.Get(id); ok || n.dropped[id] {
+		return // still needed by a task: freed when it ends
+	}
+	n.store.Put(id, task.Object{Err: &task.TaskError{
+		Function: "(object store)",
+		Message:  fmt.Sprintf("object %s was freed with gray.Free; do not use a reference after freeing it", id),
+		Cause:    task.ErrFreed,
+	}})
+}
+
 // Objects returns how many objects the node's store holds.
 func (n *Node) Objects() int {
 	n.mu.Lock()
@@ -1086,20 +1120,55 @@ func (n *Node) reply(r *request) {
 		})
 		return
 	}
+	// Pin the shared objects until the worker's task ends, so its mappings
+	// stay valid. One evicted since it became ready (rare: between
+	// readiness and this reply) is rebuilt from its lineage and the request
+	// waits for it again, as if it had not been ready; one that cannot be
+	// rebuilt has been replaced by an error saying why, which is sent.
+	pinned := w.readPins
+	restarts := 0
+	var failed map[int]error
+	for i := 0; i < len(r.ids); i++ {
+		id := r.ids[i]
+		o, ok := n.store.Get(id)
+		if !ok || !o.Shared || o.Err != nil {
+			continue
+		}
+		err := n.shared.Pin(storeID(id))
+		if err == nil {
+			pinned = append(pinned, id)
+			continue
+		}
+		if restarts == len(r.ids) {
+			// Should not happen; never loop: send the error.
+			if failed == nil {
+				failed = map[int]error{}
+			}
+			failed[i] = err
+			continue
+		}
+		n.unpinStore(pinned[len(w.readPins):])
+		pinned = pinned[:len(w.readPins)]
+		if _, ok := n.have(id); ok {
+			// Readable again, or replaced by an error: pin from the start.
+			restarts++
+			i = -1
+			continue
+		}
+		r.done, r.ready[i] = false, false
+		r.have--
+		n.waiters[id] = append(n.waiters[id], waiter{r: r, i: i})
+		n.block(w, r)
+		return
+	}
+	w.readPins = pinned
 	_ = n.append(w, task.MsgGetReply, func(b []byte) []byte {
 		b = wire.AppendUvarint(b, r.id)
 		b = wire.AppendUvarint(b, uint64(len(r.ids)))
-		for _, id := range r.ids {
+		for i, id := range r.ids {
 			o, _ := n.store.Get(id)
-			if o.Shared && o.Err == nil {
-				// Pinned until the worker's task ends, so the worker's
-				// mapping stays valid; evicted in the meantime (rare: only
-				// between readiness and this reply), it says so.
-				if err := n.shared.Pin(storeID(id)); err != nil {
-					o = task.Object{Err: &task.TaskError{Function: "(object store)", Message: fmt.Sprintf("object %s: %v; get it again to rebuild it", id, err), Cause: err}}
-				} else {
-					w.readPins = append(w.readPins, id)
-				}
+			if err := failed[i]; err != nil {
+				o = task.Object{Err: &task.TaskError{Function: "(object store)", Message: fmt.Sprintf("object %s: %v", id, err), Cause: err}}
 			}
 			b = task.AppendObject(b, &o)
 		}
@@ -1206,8 +1275,11 @@ func (n *Node) PutEncoded(id ids.ObjectID, size int, encode func([]byte) error) 
 	// Shared memory is invisible to Go's GC pacer: a program that puts and
 	// drops large objects would grow the store (and allocate fresh pages)
 	// long before a collection runs the dropped Refs' cleanups. Collect
-	// after every eighth of the capacity put, so freed pages get reused.
-	if n.sinceGC.Add(int64(size)) > n.shared.Capacity()/8 {
+	// after every 1/64 of the capacity put (at least gcEvery), so that
+	// freed pages get reused while they are still kept as spares: filling
+	// fresh pages is several times slower than a collection of a heap
+	// whose large arrays hold no pointers. gray.Free avoids the wait.
+	if n.sinceGC.Add(int64(size)) > max(n.shared.Capacity()/64, gcEvery) {
 		n.sinceGC.Store(0)
 		runtime.GC()
 	}
@@ -1219,6 +1291,10 @@ func (n *Node) PutEncoded(id ids.ObjectID, size int, encode func([]byte) error) 
 	n.putLocked(id, task.Object{Shared: true, Size: int64(size)})
 	return nil
 }
+
+// gcEvery is the fewest bytes put into shared memory between the garbage
+// collections PutEncoded forces.
+const gcEvery = 32 << 20
 
 // SharedDir returns the shared-memory store's directory ("" without one).
 func (n *Node) SharedDir() string {
@@ -1250,6 +1326,66 @@ func (n *Node) adopt(id ids.ObjectID, o task.Object, w *proc) task.Object {
 		return o
 	}
 	return task.Object{Err: &task.TaskError{Function: "(object store)", Worker: w.name, Message: fmt.Sprintf("storing object %s: %v", id, err), Cause: err}}
+}
+
+// sealReserved seals a task result that worker w wrote into room reserved
+// for it (see reserve), or drops the room if the task failed instead.
+func (n *Node) sealReserved(id ids.ObjectID, o task.Object, w *proc) task.Object {
+	if !o.Shared || o.Err != nil {
+		_ = n.shared.Abort(storeID(id))
+		return o
+	}
+	if err := n.shared.Seal(storeID(id)); err != nil {
+		return task.Object{Err: &task.TaskError{Function: "(object store)", Worker: w.name, Message: fmt.Sprintf("storing object %s: %v", id, err), Cause: err}}
+	}
+	return o
+}
+
+// abortReserved drops the room reserved for w's results that were not
+// delivered (the task failed, or the worker died).
+func (n *Node) abortReserved(w *proc) {
+	for id := range w.reserved {
+		_ = n.shared.Abort(storeID(id))
+	}
+	clear(w.reserved)
+}
+
+// reserve makes room in the shared-memory store for a task result that
+// worker w is about to write (MsgReserve), reusing the pages of freed
+// objects, and answers with a MsgReserveReply. The store is called without
+// the node's lock: allocating fresh pages can take a while.
+func (n *Node) reserve(w *proc, rid uint64, id ids.ObjectID, size int64) {
+	status, msg := task.ReserveOK, ""
+	var err error
+	if n.shared == nil {
+		err = errors.New("the session has no shared-memory object store")
+	} else {
+		err = n.shared.Reserve(storeID(id), size)
+	}
+	switch {
+	case err == nil:
+	case errors.Is(err, objstore.ErrExists) && n.shared.Contains(storeID(id)):
+		status = task.ReserveExists
+	default:
+		status, msg = task.ReserveFailed, err.Error()
+	}
+	n.mu.Lock()
+	if status == task.ReserveOK {
+		if w.dead || n.closed {
+			_ = n.shared.Abort(storeID(id))
+		} else {
+			if w.reserved == nil {
+				w.reserved = map[ids.ObjectID]bool{}
+			}
+			w.reserved[id] = true
+		}
+	}
+	_ = n.append(w, task.MsgReserveReply, func(b []byte) []byte {
+		b = wire.AppendUvarint(b, rid)
+		b = append(b, status)
+		return wire.AppendString(b, msg)
+	})
+	n.unlockFor(w)
 }
 
 // Wait returns which of the objects exist once num of them do, or timeout
@@ -1596,8 +1732,14 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 			return d.Err
 		}
 		n.mu.Lock()
+		if w.reserved[id] { // a Put in a task, written into reserved room
+			delete(w.reserved, id)
+			o = n.sealReserved(id, o, w)
+		} else if _, exists := n.store.Get(id); !exists {
+			o = n.adopt(id, o, w)
+		}
 		if _, exists := n.store.Get(id); !exists {
-			n.putLocked(id, n.adopt(id, o, w))
+			n.putLocked(id, o)
 		}
 		n.unlockFor(w)
 	case task.MsgDrop:
@@ -1608,6 +1750,29 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 			d.Fixed(id[:])
 			if d.Err == nil && !n.closed {
 				n.free(id)
+			}
+		}
+		n.unlockFor(w)
+		if d.Err != nil {
+			return d.Err
+		}
+	case task.MsgReserve:
+		rid := d.Uvarint()
+		var id ids.ObjectID
+		d.Fixed(id[:])
+		size := d.Uvarint()
+		if d.Err != nil {
+			return d.Err
+		}
+		n.reserve(w, rid, id, int64(size))
+	case task.MsgFree:
+		cnt := d.Count()
+		n.mu.Lock()
+		for range cnt {
+			var id ids.ObjectID
+			d.Fixed(id[:])
+			if d.Err == nil && !n.closed {
+				n.freeNow(id)
 			}
 		}
 		n.unlockFor(w)
@@ -1757,7 +1922,12 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 		if _, exists := n.store.Get(id); exists && rebuilt {
 			continue // a return that was not evicted: keep the original
 		}
-		o = n.adopt(id, o, w)
+		if w.reserved[id] {
+			delete(w.reserved, id)
+			o = n.sealReserved(id, o, w)
+		} else {
+			o = n.adopt(id, o, w)
+		}
 		if o.Err != nil && failed == nil {
 			failed = o.Err
 		}
@@ -1771,6 +1941,7 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 		}
 		n.putLocked(id, o)
 	}
+	n.abortReserved(w) // reserved for returns the task did not deliver
 	if failed != nil {
 		n.ctrl.AddError(failed)
 		n.errQ = append(n.errQ, failed)
@@ -1813,6 +1984,7 @@ func (n *Node) died(w *proc) {
 	if n.shared != nil && !n.closed {
 		n.unpinStore(w.readPins)
 		w.readPins = nil
+		n.abortReserved(w)
 	}
 	if n.closed {
 		// Shutdown ends every worker: that is no task failure to report.

@@ -32,12 +32,13 @@
 //   - Put / task results: enc := codec.Prepare(v). Below
 //     codec.InlineThreshold the bytes travel inline (the driver may keep them
 //     with PutInline). Otherwise the driver does Create(id, enc.Size()),
-//     enc.EncodeTo(w.Bytes()), w.Seal(). A worker either does CreateFile(dir, id, size), EncodeTo,
-//     Seal and names the object in its reply, on which the driver calls
-//     Adopt(id); or, for large results, asks the driver to Reserve(id, size)
-//     (which reuses freed pages), fills OpenReserved(dir, id), Finishes, and
-//     the driver Seals (Abort if the worker died). An error from Adopt or
-//     Reserve becomes the object's value.
+//     enc.EncodeTo(w.Bytes()), w.Seal(). A worker (a task's result or
+//     Put) asks the driver to Reserve(id, size), which reuses freed pages,
+//     fills OpenReserved(dir, id) and Finishes; the driver Seals when the
+//     result or Put arrives, and Aborts if the task failed or the worker
+//     died. (CreateFile then Adopt also works, but must allocate fresh
+//     pages: several times slower for large objects.) An error from
+//     Reserve or Adopt becomes the object's value.
 //   - References: each object starts with one store reference; the runtime
 //     calls Release when its own count of references (driver handles,
 //     queued tasks, actor state) reaches zero. AddRef exists for runtimes
@@ -195,6 +196,8 @@ type Store struct {
 	objects   map[ID]*entry
 	lru       list.List // sealed, unpinned objects; front = most recently used
 	evictions int64
+	reused    int64 // bytes of objects created in a spare's pages
+	fresh     int64 // bytes of objects created in fresh pages
 }
 
 // Stats is a snapshot of the store's bookkeeping.
@@ -205,6 +208,8 @@ type Stats struct {
 	Objects     int   // live objects, excluding evicted ones
 	Evictions   int64 // objects evicted since Open
 	SpareBytes  int64 // freed pages kept for reuse (dropped first when room is needed)
+	ReusedBytes int64 // bytes created since Open in the pages of freed objects
+	FreshBytes  int64 // bytes created since Open in freshly allocated pages
 }
 
 // Open creates the store's directory and returns the store that owns it.
@@ -249,7 +254,7 @@ func (s *Store) Stats() Stats {
 			n++
 		}
 	}
-	return Stats{Capacity: s.capacity, Used: s.used, PinnedBytes: s.pinned, Objects: n, Evictions: s.evictions, SpareBytes: s.spareUsed}
+	return Stats{Capacity: s.capacity, Used: s.used, PinnedBytes: s.pinned, Objects: n, Evictions: s.evictions, SpareBytes: s.spareUsed, ReusedBytes: s.reused, FreshBytes: s.fresh}
 }
 
 // Writer is an object being written by the owner. Fill Bytes, then Seal or
@@ -383,6 +388,11 @@ func (s *Store) reserve(id ID, size int64, inline bool) (*entry, []*entry, error
 	var reuse *spare
 	if !inline && size >= recycleMin {
 		reuse = s.takeSpareLocked(size)
+	}
+	if reuse != nil {
+		s.reused += size
+	} else if !inline {
+		s.fresh += size
 	}
 	var victims []*entry
 	for s.used+s.spareUsed+size > s.capacity {

@@ -8,21 +8,31 @@ import (
 // Message types of the driver–worker protocol. W→D: sent by a worker; D→W:
 // sent by the driver.
 const (
-	MsgHello     byte = 1 + iota // W→D: worker number
-	MsgExec                      // D→W: a Spec to run
-	MsgResult                    // W→D: task ID, then its return objects
-	MsgSubmit                    // W→D: a Spec submitted by a running task
-	MsgPut                       // W→D: object ID, object
-	MsgGet                       // W→D: request number, object IDs
-	MsgGetReply                  // D→W: request number, objects
-	MsgWait                      // W→D: request number, count wanted, timeout (ns, 0 = none), object IDs
-	MsgWaitReply                 // D→W: request number, one ready flag per ID
-	MsgKillActor                 // W→D: actor ID
-	MsgRetire                    // W→D: the worker reached a max_calls limit and is exiting
-	MsgExit                      // D→W: exit now
-	MsgRecall                    // D→W: hand back the tasks queued behind the running one
-	MsgGiveBack                  // W→D: task IDs handed back, never started
-	MsgDrop                      // W→D: object IDs the worker no longer refers to
+	MsgHello        byte = 1 + iota // W→D: worker number
+	MsgExec                         // D→W: a Spec to run
+	MsgResult                       // W→D: task ID, then its return objects
+	MsgSubmit                       // W→D: a Spec submitted by a running task
+	MsgPut                          // W→D: object ID, object
+	MsgGet                          // W→D: request number, object IDs
+	MsgGetReply                     // D→W: request number, objects
+	MsgWait                         // W→D: request number, count wanted, timeout (ns, 0 = none), object IDs
+	MsgWaitReply                    // D→W: request number, one ready flag per ID
+	MsgKillActor                    // W→D: actor ID
+	MsgRetire                       // W→D: the worker reached a max_calls limit and is exiting
+	MsgExit                         // D→W: exit now
+	MsgRecall                       // D→W: hand back the tasks queued behind the running one
+	MsgGiveBack                     // W→D: task IDs handed back, never started
+	MsgDrop                         // W→D: object IDs the worker no longer refers to
+	MsgFree                         // W→D: object IDs the program freed explicitly (gray.Free)
+	MsgReserve                      // W→D: request number, object ID, size: reserve room for a task result
+	MsgReserveReply                 // D→W: request number, status (ReserveOK, ReserveExists, ReserveFailed), message
+)
+
+// Status of a MsgReserveReply.
+const (
+	ReserveOK     byte = iota // "<id>.tmp" is ready: open it with objstore.OpenReserved
+	ReserveExists             // the object exists (a lineage rebuild of a task whose other returns survived)
+	ReserveFailed             // the message says why (no room, say)
 )
 
 // Environment variables that put a process into worker mode.

@@ -177,6 +177,10 @@ func Lookup(name string) (*Entry, error) {
 // ErrWorkerDied is the cause of a task's error when its worker process died.
 var ErrWorkerDied = errors.New("the worker process died while running the task")
 
+// ErrFreed is the cause of the error a Get returns for an object that was
+// released explicitly (gray.Free) before it.
+var ErrFreed = errors.New("the object was freed with gray.Free")
+
 // ErrActorDead is the cause of an error of a method call on an actor that
 // was killed or whose process died.
 var ErrActorDead = errors.New("the actor is dead")

@@ -174,7 +174,7 @@ func (w *Worker) read() {
 			w.queue = append(w.queue, s)
 			w.cond.Signal()
 			w.mu.Unlock()
-		case task.MsgGetReply, task.MsgWaitReply:
+		case task.MsgGetReply, task.MsgWaitReply, task.MsgReserveReply:
 			d := wire.Dec{B: payload}
 			id := d.Uvarint()
 			w.reqMu.Lock()
@@ -455,32 +455,47 @@ func (w *Worker) mapObject(id ids.ObjectID) ([]byte, error) {
 	return v.Bytes(), nil
 }
 
-// createShared writes an encoded value of size bytes as object id in the
-// node's store; the driver adopts it when told.
-func (w *Worker) createShared(id ids.ObjectID, size int, encode func([]byte) error) error {
+// writeReserved writes a large task result or Put of size bytes into room
+// the driver reserves for it (then seals, when told in the result or Put): the driver reuses the pages of freed objects, which a
+// file this worker created would have to allocate afresh.
+func (w *Worker) writeReserved(id ids.ObjectID, size int, encode func([]byte) error) error {
 	if w.reader == nil {
 		return errors.New("no shared-memory object store in this session")
 	}
 	if w.cap > 0 && int64(size) > w.cap {
 		return fmt.Errorf("object %s is %d bytes but the object store's capacity is %d; raise gray.Options.ObjectStoreMemory or send a smaller object: %w", id, size, w.cap, objstore.ErrTooLarge)
 	}
-	f, err := objstore.CreateFile(w.dir, objstore.ID(id.String()), int64(size))
-	if errors.Is(err, objstore.ErrExists) {
-		return nil // a lineage rebuild of a task whose other returns survived
+	p, err := w.request(w.ctx, task.MsgReserve, func(b []byte) []byte {
+		b = append(b, id[:]...)
+		return wire.AppendUvarint(b, uint64(size))
+	})
+	if err != nil {
+		return fmt.Errorf("reserving room for object %s: %w", id, err)
 	}
+	d := wire.Dec{B: p}
+	status, msg := d.Byte(), d.String()
+	if d.Err != nil {
+		return fmt.Errorf("reserving room for object %s: malformed reply from the driver: %w", id, d.Err)
+	}
+	switch status {
+	case task.ReserveExists:
+		return nil // a lineage rebuild of a task whose other returns survived
+	case task.ReserveOK:
+	default:
+		return fmt.Errorf("storing object %s: %s", id, msg)
+	}
+	f, err := objstore.OpenReserved(w.dir, objstore.ID(id.String()))
 	if err != nil {
 		return err
 	}
-	if err := encode(f.Bytes()); err != nil {
-		_ = f.Abort()
-		return err
-	}
-	return f.Seal()
+	err = encode(f.Bytes())
+	_ = f.Finish()
+	return err // the driver seals the object, or drops it if the task fails
 }
 
 // PutEncoded stores a large value in the node's shared-memory store.
 func (w *Worker) PutEncoded(id ids.ObjectID, size int, encode func([]byte) error) error {
-	if err := w.createShared(id, size, encode); err != nil {
+	if err := w.writeReserved(id, size, encode); err != nil {
 		return err
 	}
 	return w.Put(id, task.Object{Shared: true, Size: int64(size)})
@@ -491,7 +506,7 @@ func (w *Worker) StoreResult(i int, size int, encode func([]byte) error) error {
 	w.mu.Lock()
 	id := ids.Return(w.cur, i)
 	w.mu.Unlock()
-	if err := w.createShared(id, size, encode); err != nil {
+	if err := w.writeReserved(id, size, encode); err != nil {
 		return err
 	}
 	if w.outs == nil {
@@ -510,6 +525,23 @@ func (w *Worker) Drop(id ids.ObjectID) {
 		b = wire.AppendUvarint(b, 1)
 		return append(b, id[:]...)
 	})
+}
+
+// Free tells the driver the running program freed these objects
+// (gray.Free). Messages on the connection keep their order, so a later Get
+// from this worker sees the objects freed.
+func (w *Worker) Free(oids []ids.ObjectID) error {
+	err := w.conn.Send(task.MsgFree, func(b []byte) []byte {
+		b = wire.AppendUvarint(b, uint64(len(oids)))
+		for _, id := range oids {
+			b = append(b, id[:]...)
+		}
+		return b
+	})
+	if err != nil {
+		return fmt.Errorf("gray: free: %w", err)
+	}
+	return nil
 }
 
 // Wait asks the driver which objects exist once num do or timeout passes.
