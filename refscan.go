@@ -1,12 +1,9 @@
 package gray
 
 import (
-	"fmt"
 	"reflect"
 	"runtime"
 	"sync"
-
-	"github.com/gray-ml/gray/runtime/task"
 )
 
 // References carried inside values.
@@ -16,8 +13,8 @@ import (
 //
 //   - an object whose value holds references (Put, a task's result) holds
 //     each of them until the object itself is freed;
-//   - a task argument whose value holds references is stored as an object
-//     of its own, held by the task until it ends (and by its lineage);
+//   - a task argument whose value holds references is held by the task's
+//     first return object, so at least until the task ends;
 //   - a process that decodes a reference out of a value holds the object
 //     until that decoded reference is collected, as for any Ref.
 //
@@ -167,21 +164,10 @@ func tracksNested(b backend) bool {
 	return ok
 }
 
-// putNested stores argument i of c, whose value v holds references, as an
-// object of its own that names them, passed by reference: the task holds
-// it until it ends, so the references inside stay valid while it runs. It
-// reports false (nothing done) when v holds none or the backend does not
-// track them.
-func putNested(c *call, i int, v any) bool {
-	if !tracksNested(c.s.b) || len(refsIn(v)) == 0 {
-		return false
-	}
-	id := c.s.b.NewPutID()
-	if err := putValue(c.s, id, v); err != nil {
-		c.err = fmt.Errorf("argument %d: %w", i+1, err)
-		return true
-	}
-	c.spec.Args[i] = task.Arg{IsRef: true, Ref: id}
-	c.drops = append(c.drops, id)
-	return true
+// holdArgRefs makes the first return object of c's task hold the objects
+// named inside argument value v: the task's worker decodes them (and holds
+// them itself) before it reports the result, and the claim ends when that
+// result is freed, so they stay valid while the task runs.
+func holdArgRefs(c *call, v any) {
+	containRefs(c.s.b, c.spec.Return(0), v)
 }

@@ -109,9 +109,7 @@ func addArg[A any](c *call, i int, x any) {
 		c.err = fmt.Errorf("argument %d: got a %T, want a %s or a gray.Ref[%s]", i+1, x, typeName[A](), typeName[A]())
 		return
 	}
-	if putNested(c, i, v) {
-		return
-	}
+	holdArgRefs(c, v)
 	enc, large, err := encodeLarge(c.s.b, v)
 	if err != nil {
 		c.err = fmt.Errorf("argument %d: %w", i+1, err)

@@ -13,8 +13,7 @@ import (
 // when it stores the object, and each child counts one claim per parent
 // until the parent is deleted. Objects are immutable and a child exists
 // (or is named) before its parent, so there are no cycles. Eviction does
-// not delete the store entry, so it releases nothing; a rebuilt parent
-// reports its children again and replaces its old claims.
+// not delete the store entry, so it releases nothing.
 //
 // A process that decodes a reference out of a value holds it (Hold) until
 // it drops it: every hold is matched by one Drop, on top of the one drop
@@ -82,13 +81,12 @@ func (n *Node) contain(parent ids.ObjectID, children []ids.ObjectID) {
 		n.nest.children = map[ids.ObjectID][]ids.ObjectID{}
 		n.nest.contained = map[ids.ObjectID]int{}
 	}
-	old := n.nest.children[parent]
-	n.nest.children[parent] = children
+	// Claims add up: a task's first return holds the references inside
+	// its arguments as well as those inside its value. A rebuilt parent
+	// claims its children again, which keeps them longer, never shorter.
+	n.nest.children[parent] = append(n.nest.children[parent], children...)
 	for _, c := range children {
 		n.nest.contained[c]++
-	}
-	for _, c := range old { // a rebuilt parent: its new claims replace these
-		n.uncontain(c)
 	}
 }
 
