@@ -36,9 +36,12 @@
 // reads them and decoded without a copy (see Get for the read-only rule);
 // smaller ones stay in the driver's memory. An object is freed once no
 // process holds a Ref to it and no queued or running task needs it, or at
-// once when the program calls Free; a Ref that was encoded into a value
-// (sent inside a struct, say) keeps its object for the session unless it is
-// freed with Free. When the store is full, unpinned objects are
+// once when the program calls Free. A Ref encoded into a value (a struct
+// field, a slice or map of Refs) counts too: an object whose value names
+// others keeps them until it is freed itself, a task argument naming them
+// keeps them until the task ends, and a process that decodes such a Ref
+// holds its object like any Ref it made (in local mode an encoded Ref's
+// object is kept for the session). When the store is full, unpinned objects are
 // evicted least recently used first; a remote function's result is then
 // rebuilt from lineage on the next Get.
 //

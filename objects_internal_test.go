@@ -88,8 +88,8 @@ func TestDroppedObjectsAreFreed(t *testing.T) {
 		t.Fatalf("sum of a dropped argument = %v, %v", v, err)
 	}
 
-	// A reference that escaped inside a value is never freed: a worker may
-	// still ask for it.
+	// A reference inside a task's argument stays while the task runs,
+	// though the driver dropped its own.
 	inner, _ := Put(ctx, []float64{42})
 	out := itDeref.Remote(holder{R: inner})
 	inner = Ref[[]float64]{}

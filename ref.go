@@ -36,8 +36,9 @@ type Ref[T any] struct {
 }
 
 // refKeep is shared by every copy of a driver's Ref. Once no copy remains
-// and no queued task needs the object, the driver frees it, unless the
-// reference escaped into an encoded value: a worker might still ask for it.
+// and no queued task needs the object, the driver frees it. In local mode,
+// a reference that escaped into an encoded value is never dropped; with
+// workers, the values holding it keep its object instead (refscan.go).
 //
 // It is padded to 64 bytes: the runtime keeps a span's cleanups in a list
 // sorted by address, and tiny objects packed 1,024 to a span made adding a
@@ -74,7 +75,7 @@ type dropper interface{ Drop(id ObjectID) }
 // MarshalCBOR encodes the reference as its ID, so references can travel
 // inside values; the receiving process resolves it in its own session.
 func (r Ref[T]) MarshalCBOR() ([]byte, error) {
-	if r.keep != nil {
+	if r.keep != nil && !tracksNested(r.s.b) {
 		r.keep.escaped.Store(true)
 	}
 	return cbor.Marshal(r.id[:])
@@ -91,6 +92,12 @@ func (r *Ref[T]) UnmarshalCBOR(b []byte) error {
 	}
 	copy(r.id[:], raw)
 	r.s = current.Load()
+	if r.s != nil && r.id != (ObjectID{}) && tracksNested(r.s.b) {
+		// This process now refers to the object too: hold it until
+		// the decoded reference is collected.
+		r.s.b.(nestTracker).Hold(r.id)
+		*r = newRef[T](r.s, r.id)
+	}
 	return nil
 }
 
@@ -194,9 +201,9 @@ func Free(ctx context.Context, refs ...AnyRef) error {
 // it, which the driver learns when Go's garbage collector runs. A program
 // that knows it is done with a large object should call Free: the store
 // then reuses its pages at once, and a put loop runs near memory-copy speed
-// instead of filling fresh pages. A Ref encoded inside another value (a
-// field of a struct that is Put or passed to a task) is not counted: its
-// object is kept until the session ends, or until Free is called on it.
+// instead of filling fresh pages. A Ref encoded inside v (a struct field,
+// a slice or map of Refs) counts like any other: the new object keeps the
+// objects its Refs name until it is freed itself.
 func Put[T any](ctx context.Context, v T) (Ref[T], error) {
 	s, err := sess()
 	if err != nil {
@@ -244,6 +251,7 @@ func mayBeLarge(v any) bool {
 
 // putValue stores v under id: in shared memory when large, inline otherwise.
 func putValue(s *session, id ObjectID, v any) error {
+	containRefs(s.b, id, v)
 	enc, large, err := encodeLarge(s.b, v)
 	if err != nil {
 		return err
@@ -287,11 +295,12 @@ func Get[T any](ctx context.Context, r Ref[T]) (T, error) {
 		return zero, err
 	}
 	objs, err := s.b.Get(ctx, []ObjectID{r.id})
-	runtime.KeepAlive(r.keep)
 	if err != nil {
 		return zero, err
 	}
-	return decodeObj[T](objs[0])
+	v, err := decodeObj[T](objs[0])
+	runtime.KeepAlive(r.keep) // Refs inside the value are held before r may be dropped
+	return v, err
 }
 
 func decodeObj[T any](o task.Object) (T, error) {
@@ -322,10 +331,10 @@ func GetAll[T any](ctx context.Context, rs []Ref[T]) ([]T, error) {
 		oids[i] = r.id
 	}
 	objs, err := s.b.Get(ctx, oids)
-	runtime.KeepAlive(rs)
 	if err != nil {
 		return nil, err
 	}
+	defer runtime.KeepAlive(rs) // Refs inside the values are held before rs may be dropped
 	out := make([]T, len(rs))
 	for i, o := range objs {
 		v, err := decodeObj[T](o)

@@ -109,6 +109,7 @@ func addArg[A any](c *call, i int, x any) {
 		c.err = fmt.Errorf("argument %d: got a %T, want a %s or a gray.Ref[%s]", i+1, x, typeName[A](), typeName[A]())
 		return
 	}
+	holdArgRefs(c, v)
 	enc, large, err := encodeLarge(c.s.b, v)
 	if err != nil {
 		c.err = fmt.Errorf("argument %d: %w", i+1, err)
@@ -218,14 +219,16 @@ func encodeResults(fn string, vs ...any) ([][]byte, error) {
 				if err != nil {
 					return nil, fmt.Errorf("%s: return value %d: %w", fn, i+1, err)
 				}
+				containResult(b, i, v)
 				continue
 			}
 		}
-		b, err := codec.Marshal(v)
+		enc, err := codec.Marshal(v)
 		if err != nil {
 			return nil, fmt.Errorf("%s: return value %d: %w", fn, i+1, err)
 		}
-		out[i] = b
+		containResult(b, i, v)
+		out[i] = enc
 	}
 	return out, nil
 }

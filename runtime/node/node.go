@@ -100,6 +100,7 @@ type Node struct {
 	kept       map[ids.ObjectID]int        // arguments of lineage entries: not freed while a rebuild may need them
 	dpins      map[ids.ObjectID]int        // store pins held by the driver's Gets until the object is freed
 	rebuilding map[ids.TaskID]bool
+	nest       nested // references inside values (nested.go)
 
 	wg sync.WaitGroup // every goroutine the node starts
 }
@@ -794,7 +795,7 @@ func (n *Node) unkeep(id ids.ObjectID) {
 // free deletes an object nobody can ask for any more. One still being
 // computed is deleted when it arrives.
 func (n *Node) free(id ids.ObjectID) {
-	if n.pins[id] > 0 || n.kept[id] > 0 || len(n.waiters[id]) > 0 {
+	if n.pins[id] > 0 || n.kept[id] > 0 || len(n.waiters[id]) > 0 || n.nest.contained[id] > 0 || n.nest.held[id] > 0 {
 		n.dropped[id] = true
 		return
 	}
@@ -805,6 +806,7 @@ func (n *Node) free(id ids.ObjectID) {
 	}
 	delete(n.dropped, id)
 	n.store.Delete(id)
+	n.releaseChildren(id)
 	if !o.Shared {
 		return
 	}
@@ -832,7 +834,7 @@ func (n *Node) free(id ids.ObjectID) {
 func (n *Node) Drop(id ids.ObjectID) {
 	n.mu.Lock()
 	if !n.closed {
-		n.free(id)
+		n.drop(id)
 	}
 	n.mu.Unlock()
 }
@@ -1749,7 +1751,7 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 			var id ids.ObjectID
 			d.Fixed(id[:])
 			if d.Err == nil && !n.closed {
-				n.free(id)
+				n.drop(id)
 			}
 		}
 		n.unlockFor(w)
@@ -1844,6 +1846,10 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 			return d.Err
 		}
 		_ = n.Kill(id)
+	case task.MsgHold, task.MsgContain:
+		if err := n.handleNested(w, typ, &d); err != nil {
+			return err
+		}
 	case task.MsgReleaseShared:
 		var id ids.ObjectID
 		d.Fixed(id[:])

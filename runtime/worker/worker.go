@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gray-ml/gray/runtime/codec"
@@ -57,6 +58,7 @@ type Worker struct {
 	views  []*objstore.View
 	outs   map[int]int64 // returns of the running task written to the store: index -> size
 	kept   keptSet       // gray.Shared arguments the actor keeps (see kept.go)
+	nested atomic.Int64  // holds and containments sent by the running task (see nested.go)
 }
 
 // Env reports whether this process was started as a worker.
@@ -177,6 +179,7 @@ func (w *Worker) run(s *task.Spec) {
 	if retire {
 		w.giveBack() // the queued tasks run on other workers
 	}
+	w.collectNested()
 	if err != nil || retire {
 		w.conn.Close()
 		os.Exit(0)

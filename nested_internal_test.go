@@ -1,0 +1,205 @@
+package gray
+
+import (
+	"context"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/gray-ml/gray/runtime/node"
+)
+
+// Remote functions for the tests of references inside values.
+var (
+	itMakeHolder = Func0("internal.makeHolder", func(ctx context.Context) (holder, error) {
+		r, err := Put(ctx, []float64{7, 8, 9})
+		if err != nil {
+			return holder{}, err
+		}
+		return holder{R: r}, nil
+	})
+	itSumRefs = Func1("internal.sumRefs", func(ctx context.Context, rs []Ref[int]) (int, error) {
+		vs, err := GetAll(ctx, rs)
+		if err != nil {
+			return 0, err
+		}
+		s := 0
+		for _, v := range vs {
+			s += v
+		}
+		return s, nil
+	})
+)
+
+// collectFor runs the collector for a while, so that a reference wrongly
+// dropped would have been freed by the end.
+func collectFor(d time.Duration) {
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func initNested(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	if err := Init(ctx, Options{NumCPUs: 2, NoGPUs: true}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = Shutdown() })
+	return ctx
+}
+
+// TestRefInsideStruct: an object named inside a Put value lives while the
+// value does, even once the driver dropped its own reference, and is freed
+// with it.
+func TestRefInsideStruct(t *testing.T) {
+	ctx := initNested(t)
+	for _, free := range []bool{false, true} {
+		inner, err := Put(ctx, []float64{42})
+		if err != nil {
+			t.Fatal(err)
+		}
+		outer, err := Put(ctx, holder{R: inner})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inner = Ref[[]float64]{}
+		collectFor(100 * time.Millisecond)
+		if n := objects(t); n != 2 {
+			t.Fatalf("free=%v: %d objects while the outer one is alive, want 2 (the inner one was freed?)", free, n)
+		}
+		h, err := Get(ctx, outer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, err := Get(ctx, h.R); err != nil || v[0] != 42 {
+			t.Fatalf("free=%v: inner object through the outer one: %v, %v", free, v, err)
+		}
+		if free {
+			if err := Free(ctx, outer); err != nil {
+				t.Fatal(err)
+			}
+			// The decoded reference still holds the inner object.
+			collectFor(50 * time.Millisecond)
+			if v, err := Get(ctx, h.R); err != nil || v[0] != 42 {
+				t.Fatalf("inner object after freeing the outer one, while still referred to: %v, %v", v, err)
+			}
+		}
+		outer, h = Ref[holder]{}, holder{}
+		if n := settle(t, 0); n != 0 {
+			t.Fatalf("free=%v: %d objects remain after dropping every reference", free, n)
+		}
+	}
+}
+
+// TestWorkerReturnsRefInsideStruct: a worker returns a struct naming an
+// object it Put; the object outlives the worker's reference and is freed
+// once the driver drops the result.
+func TestWorkerReturnsRefInsideStruct(t *testing.T) {
+	ctx := initNested(t)
+	out := itMakeHolder.Remote()
+	h, err := Get(ctx, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = Ref[holder]{}
+	collectFor(100 * time.Millisecond)
+	if v, err := Get(ctx, h.R); err != nil || len(v) != 3 || v[2] != 9 {
+		t.Fatalf("object put by a worker, read through the returned struct: %v, %v", v, err)
+	}
+	// A task reads it too, through a struct argument.
+	if v, err := Get(ctx, itDeref.Remote(h)); err != nil || v != 7 {
+		t.Fatalf("task reading the object through a struct argument: %v, %v", v, err)
+	}
+	h = holder{}
+	if n := settle(t, 0); n != 0 {
+		t.Fatalf("%d objects remain after dropping every reference", n)
+	}
+}
+
+// TestSliceOfRefsInsideValue: 100 objects named by a slice inside a value
+// (Put, and passed to a task) live while it does and are freed with it.
+func TestSliceOfRefsInsideValue(t *testing.T) {
+	ctx := initNested(t)
+	rs := make([]Ref[int], 100)
+	want := 0
+	for i := range rs {
+		var err error
+		if rs[i], err = Put(ctx, i); err != nil {
+			t.Fatal(err)
+		}
+		want += i
+	}
+	outer, err := Put(ctx, rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := itSumRefs.Remote(rs)
+	rs = nil
+	collectFor(100 * time.Millisecond)
+	if v, err := Get(ctx, sum); err != nil || v != want {
+		t.Fatalf("task summing 100 references passed in a slice: %v, %v; want %d", v, err, want)
+	}
+	sum = Ref[int]{}
+	if n := objects(t); n < 101 {
+		t.Fatalf("%d objects while the slice of 100 references is alive, want at least 101", n)
+	}
+	got, err := Get(ctx, outer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs, err := GetAll(ctx, got)
+	if err != nil {
+		t.Fatalf("objects named by the stored slice: %v", err)
+	}
+	for i, v := range vs {
+		if v != i {
+			t.Fatalf("object %d = %d", i, v)
+		}
+	}
+	outer, got = Ref[[]Ref[int]]{}, nil
+	if n := settle(t, 0); n != 0 {
+		t.Fatalf("%d objects remain after dropping the slice", n)
+	}
+}
+
+type bigHolder struct {
+	Name string
+	R    Ref[[]float64]
+}
+
+// TestNestedPutLoopStaysFlat: putting and dropping values that name 1 MB
+// objects frees them all, shared memory included.
+func TestNestedPutLoopStaysFlat(t *testing.T) {
+	ctx := initNested(t)
+	big := make([]float64, 1<<17) // 1 MiB
+	for i := range 60 {
+		big[0] = float64(i)
+		inner, err := Put(ctx, big)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outer, err := Put(ctx, bigHolder{Name: "x", R: inner})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := Get(ctx, outer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, err := Get(ctx, h.R); err != nil || v[0] != float64(i) {
+			t.Fatalf("round %d: %v", i, err)
+		}
+		if i%10 == 0 {
+			runtime.GC()
+		}
+	}
+	if n := settle(t, 0); n != 0 {
+		t.Fatalf("%d objects remain after dropping every reference", n)
+	}
+	if st := current.Load().b.(*node.Node).SharedStats(); st.Used > 2<<20 {
+		t.Fatalf("shared memory holds %d bytes after every object was freed: %+v", st.Used, st)
+	}
+}
