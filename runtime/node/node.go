@@ -769,24 +769,19 @@ func (n *Node) unpinArgs(p *pending) {
 
 // unpin drops a task's claim on an object, freeing it if the program has
 // dropped it too.
-func (n *Node) unpin(id ids.ObjectID) {
-	if c := n.pins[id]; c > 1 {
-		n.pins[id] = c - 1
-		return
-	}
-	delete(n.pins, id)
-	if n.dropped[id] {
-		n.free(id)
-	}
-}
+func (n *Node) unpin(id ids.ObjectID) { n.dropClaim(n.pins, id) }
 
 // unkeep drops a lineage entry's claim on an argument.
-func (n *Node) unkeep(id ids.ObjectID) {
-	if c := n.kept[id]; c > 1 {
-		n.kept[id] = c - 1
+func (n *Node) unkeep(id ids.ObjectID) { n.dropClaim(n.kept, id) }
+
+// dropClaim drops one claim counted in claims, freeing the object once its
+// last claim is gone and the program has dropped it too.
+func (n *Node) dropClaim(claims map[ids.ObjectID]int, id ids.ObjectID) {
+	if c := claims[id]; c > 1 {
+		claims[id] = c - 1
 		return
 	}
-	delete(n.kept, id)
+	delete(claims, id)
 	if n.dropped[id] {
 		n.free(id)
 	}
