@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -275,5 +277,70 @@ func TestKillActorsWhileStarting(t *testing.T) {
 	}
 	if v, err := gray.Get(ctx, inc.Remote(1)); err != nil || v != 2 {
 		t.Fatalf("tasks after killing starting actors: %v, %v", v, err)
+	}
+}
+
+// Busy is an actor whose first method keeps it busy until the driver says.
+type Busy struct{}
+
+var (
+	busyType = gray.Actor0("test.Busy", func(ctx context.Context) (*Busy, error) { return &Busy{}, nil })
+	// busyUntil returns once the file at path exists.
+	busyUntil = gray.Method1(busyType, "until", func(b *Busy, ctx context.Context, path string) (bool, error) {
+		for {
+			if _, err := os.Stat(path); err == nil {
+				return true, nil
+			}
+			select {
+			case <-ctx.Done():
+				return false, ctx.Err()
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	})
+	busyLen = gray.Method1(busyType, "len", func(b *Busy, ctx context.Context, p []byte) (int, error) { return len(p), nil })
+)
+
+// Calls queued behind a long-running method are accepted at once, however
+// many: Remote never waits for the actor to take them in, so a driver
+// can submit work to a busy actor (and then release it) without blocking.
+func TestRemoteDoesNotWaitForBusyActor(t *testing.T) {
+	ctx := start(t, gray.Options{})
+	h, err := busyType.Remote(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := filepath.Join(t.TempDir(), "release")
+	first := busyUntil.Remote(h, release)
+	// 8 MiB of calls: far more than the socket and the worker's reader hold.
+	const calls, size = 2048, 4 << 10
+	submitted := make(chan []gray.Ref[int], 1)
+	go func() {
+		refs := make([]gray.Ref[int], calls)
+		for i := range refs {
+			refs[i] = busyLen.Remote(h, make([]byte, size))
+		}
+		submitted <- refs
+	}()
+	var refs []gray.Ref[int]
+	select {
+	case refs = <-submitted:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Remote blocked while the actor was busy: the calls were not queued")
+	}
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := gray.Get(ctx, first); err != nil || !ok {
+		t.Fatalf("busy method: %v, %v", ok, err)
+	}
+	got, err := gray.GetAll(ctx, refs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range got {
+		if n != size {
+			t.Fatalf("call %d returned %d, want %d", i, n, size)
+		}
 	}
 }

@@ -7,6 +7,12 @@
 // the writer and keeps writing until the buffer is empty, while later
 // flushers return at once, so a burst of messages from many goroutines costs
 // few writes and no goroutine is started per message or per connection.
+//
+// Flush never waits for the peer: when the socket's buffer is full (the
+// peer is busy and not reading), the rest is written by a goroutine the
+// connection starts for that, which ends once the buffer is empty. So
+// submitting many calls to a busy worker queues them instead of blocking
+// the submitter.
 package wire
 
 import (
@@ -17,6 +23,8 @@ import (
 	"io"
 	"net"
 	"sync"
+	"syscall"
+	"time"
 )
 
 // MaxFrame bounds one frame, so a corrupt length never triggers a huge
@@ -26,16 +34,24 @@ const MaxFrame = 1 << 31
 // ErrClosed is returned by Send on a closed connection.
 var ErrClosed = errors.New("wire: connection closed")
 
+// closeGrace bounds how long Close waits for the peer to read what is still
+// buffered.
+const closeGrace = 2 * time.Second
+
 // Conn is one end of a framed connection. Append, Flush and Send are safe
 // for concurrent use; Recv must be called from one goroutine.
 type Conn struct {
-	c net.Conn
-	r *bufio.Reader
+	c   net.Conn
+	raw syscall.RawConn // for writes that must not block; nil if c has no descriptor
+	r   *bufio.Reader
 
 	mu      sync.Mutex
-	buf     []byte
+	idle    sync.Cond // signalled when writing ends
+	buf     []byte    // frames appended since the last write began
+	out     []byte    // the buffer being written
+	pending []byte    // its part not yet written
 	spare   []byte
-	writing bool // a goroutine is in Flush's write loop
+	writing bool // a goroutine is in the write loop
 	closed  bool
 	err     error
 	hdr     [5]byte
@@ -43,12 +59,19 @@ type Conn struct {
 
 // New wraps c.
 func New(c net.Conn) *Conn {
-	return &Conn{
+	w := &Conn{
 		c:     c,
 		r:     bufio.NewReaderSize(c, 256<<10),
 		buf:   make([]byte, 0, 64<<10),
 		spare: make([]byte, 0, 64<<10),
 	}
+	w.idle.L = &w.mu
+	if sc, ok := c.(syscall.Conn); ok {
+		if raw, err := sc.SyscallConn(); err == nil {
+			w.raw = raw
+		}
+	}
+	return w
 }
 
 // Append adds one frame of type typ whose payload fn appends to its
@@ -81,37 +104,95 @@ func (w *Conn) Send(typ byte, fn func([]byte) []byte) error {
 }
 
 // Flush writes the buffered frames. If another goroutine is writing, it
-// returns at once: that writer picks the new frames up before it stops.
+// returns at once: that writer picks the new frames up before it stops. If
+// the peer is not reading, the frames are written in the background and
+// Flush returns at once too; a write error then shows in a later call.
 func (w *Conn) Flush() error {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	if w.writing || len(w.buf) == 0 {
-		err := w.err
-		w.mu.Unlock()
-		return err
+		return w.err
 	}
 	w.writing = true
-	for len(w.buf) > 0 && w.err == nil {
-		out := w.buf
-		w.buf = w.spare[:0]
+	w.writeOut(false)
+	return w.err
+}
+
+// writeOut writes until the buffer is empty. The caller holds mu and has
+// set writing. Unless block is set, it hands the rest to a new goroutine as
+// soon as a write would block.
+func (w *Conn) writeOut(block bool) {
+	for w.err == nil && (len(w.pending) > 0 || len(w.buf) > 0) {
+		if len(w.pending) == 0 {
+			w.out, w.pending = w.buf, w.buf
+			w.buf = w.spare[:0]
+		}
+		p := w.pending
 		w.mu.Unlock()
-		_, err := w.c.Write(out)
+		n, err := w.write(p, block)
 		w.mu.Lock()
+		w.pending = w.pending[n:]
 		if err != nil {
 			w.err = fmt.Errorf("wire: write: %w", err)
 			w.closed = true
-			w.buf = w.buf[:0]
+			w.buf, w.pending = w.buf[:0], nil
 			break
 		}
-		if cap(out) <= 4<<20 {
-			w.spare = out
+		if len(w.pending) > 0 {
+			if !block {
+				go w.drain()
+				return
+			}
+			continue
+		}
+		if cap(w.out) <= 4<<20 {
+			w.spare = w.out[:0]
 		} else {
 			w.spare = make([]byte, 0, 64<<10) // don't keep a huge buffer alive
 		}
+		w.out = nil
 	}
 	w.writing = false
-	err := w.err
+	w.idle.Broadcast()
+}
+
+// drain finishes a write the peer was too busy to take; it ends when the
+// buffer is empty or the connection fails.
+func (w *Conn) drain() {
+	w.mu.Lock()
+	w.writeOut(true)
 	w.mu.Unlock()
-	return err
+}
+
+// write writes p. Without block, it stops when the socket cannot take more
+// and reports how much it wrote.
+func (w *Conn) write(p []byte, block bool) (int, error) {
+	if block || w.raw == nil {
+		return w.c.Write(p)
+	}
+	var n int
+	var werr error
+	err := w.raw.Write(func(fd uintptr) bool {
+		for n < len(p) {
+			m, err := syscall.Write(int(fd), p[n:])
+			if m > 0 {
+				n += m
+			}
+			switch {
+			case err == syscall.EINTR:
+			case err == syscall.EAGAIN:
+				return true
+			case err != nil:
+				werr = err
+				return true
+			}
+		}
+		return true
+	})
+	if werr == nil {
+		werr = err
+	}
+	return n, werr
 }
 
 // Buffered reports how many received bytes are waiting to be read, so a
@@ -135,10 +216,17 @@ func (w *Conn) Recv() (typ byte, payload []byte, err error) {
 	return w.hdr[4], payload, nil
 }
 
-// Close flushes what was appended so far, then closes the socket.
+// Close flushes what was appended so far, waiting at most closeGrace for
+// the peer to read it, then closes the socket.
 func (w *Conn) Close() error {
 	_ = w.Flush()
 	w.mu.Lock()
+	if w.writing {
+		_ = w.c.SetWriteDeadline(time.Now().Add(closeGrace))
+		for w.writing {
+			w.idle.Wait()
+		}
+	}
 	w.closed = true
 	w.mu.Unlock()
 	return w.c.Close()

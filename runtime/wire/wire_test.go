@@ -3,9 +3,13 @@ package wire
 import (
 	"bytes"
 	"encoding/binary"
+	"io"
 	"net"
+	"os"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestFramesRoundTrip(t *testing.T) {
@@ -68,5 +72,102 @@ func TestCorruptInputIsAnError(t *testing.T) {
 	}()
 	if _, _, err := New(b).Recv(); err == nil {
 		t.Fatal("a short frame was accepted")
+	}
+}
+
+// unixPair returns the two ends of a connected Unix socket, the kind the
+// driver and its workers use.
+func unixPair(t *testing.T) (*Conn, *Conn) {
+	t.Helper()
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns := make([]*Conn, 2)
+	for i, fd := range fds {
+		f := os.NewFile(uintptr(fd), "socketpair")
+		c, err := net.FileConn(f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns[i] = New(c)
+	}
+	return conns[0], conns[1]
+}
+
+// Sending to a peer that does not read returns at once, however much is
+// sent; the frames arrive whole and in order once the peer reads, and
+// Close delivers the last of them before the end of the stream.
+func TestSendDoesNotWaitForPeer(t *testing.T) {
+	a, b := unixPair(t)
+	defer b.Close()
+	const frames, size = 1024, 8 << 10 // 8 MiB: far beyond the socket's buffers
+	sent := make(chan error, 1)
+	go func() {
+		for i := range frames {
+			err := a.Send(7, func(p []byte) []byte {
+				p = AppendUvarint(p, uint64(i))
+				return append(p, make([]byte, size)...)
+			})
+			if err != nil {
+				sent <- err
+				return
+			}
+		}
+		sent <- nil
+	}()
+	select {
+	case err := <-sent:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Send blocked on a peer that was not reading")
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- a.Close() }()
+	for i := range frames {
+		typ, p, err := b.Recv()
+		if err != nil {
+			t.Fatalf("frame %d: %v", i, err)
+		}
+		d := Dec{B: p}
+		if got := d.Uvarint(); typ != 7 || got != uint64(i) || len(d.B) != size {
+			t.Fatalf("frame %d: type %d, index %d, %d bytes", i, typ, got, len(d.B))
+		}
+	}
+	if _, _, err := b.Recv(); err != io.EOF {
+		t.Fatalf("after the last frame: %v, want EOF", err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Close gives up on a peer that never reads instead of hanging.
+func TestCloseDoesNotHangOnStuckPeer(t *testing.T) {
+	a, b := unixPair(t)
+	defer b.Close()
+	closed := make(chan error, 1)
+	go func() {
+		for range 256 {
+			if err := a.Send(1, func(p []byte) []byte { return append(p, make([]byte, 16<<10)...) }); err != nil {
+				closed <- err
+				return
+			}
+		}
+		closed <- a.Close()
+	}()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Send or Close hung on a peer that does not read")
+	}
+	if err := a.Send(1, nil); err == nil {
+		t.Fatal("Send after Close succeeded")
 	}
 }
