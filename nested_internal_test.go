@@ -2,6 +2,8 @@ package gray
 
 import (
 	"context"
+	"errors"
+	"os"
 	"runtime"
 	"testing"
 	"time"
@@ -201,5 +203,34 @@ func TestNestedPutLoopStaysFlat(t *testing.T) {
 	}
 	if st := current.Load().b.(*node.Node).SharedStats(); st.Used > 2<<20 {
 		t.Fatalf("shared memory holds %d bytes after every object was freed: %+v", st.Used, st)
+	}
+}
+
+// itDerefThenDie reads the object named inside its argument, so that its
+// worker holds the decoded reference, then kills its worker.
+var itDerefThenDie = Func1("internal.derefThenDie", func(ctx context.Context, h holder) (float64, error) {
+	if _, err := Get(ctx, h.R); err != nil {
+		return 0, err
+	}
+	os.Exit(3)
+	return 0, nil
+})
+
+// TestDeadWorkersHoldsAreDropped: a worker that dies holding a reference
+// it decoded out of a value does not keep the object alive for the rest of
+// the session.
+func TestDeadWorkersHoldsAreDropped(t *testing.T) {
+	ctx := initNested(t)
+	inner, err := Put(ctx, []float64{5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Get(ctx, itDerefThenDie.Remote(holder{R: inner}))
+	if !errors.Is(err, ErrWorkerDied) {
+		t.Fatalf("task whose worker exits: %v, want ErrWorkerDied", err)
+	}
+	inner = Ref[[]float64]{}
+	if n := settle(t, 0); n != 0 {
+		t.Fatalf("%d objects remain after the driver dropped its reference and the worker holding one died", n)
 	}
 }

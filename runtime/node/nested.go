@@ -17,7 +17,8 @@ import (
 //
 // A process that decodes a reference out of a value holds it (Hold) until
 // it drops it: every hold is matched by one Drop, on top of the one drop
-// of the reference's first owner.
+// of the reference's first owner. The node also counts each worker's
+// holds, so that those of a worker that dies are dropped for it.
 
 // nested is the Node's state for references inside values (under n.mu).
 type nested struct {
@@ -134,9 +135,40 @@ func (n *Node) handleNested(w *proc, typ byte, d *wire.Dec) error {
 		} else {
 			for _, id := range list {
 				n.hold(id)
+				w.hold(id)
 			}
 		}
 	}
 	n.unlockFor(w)
 	return nil
+}
+
+// hold counts a hold by w on id.
+func (w *proc) hold(id ids.ObjectID) {
+	if w.holds == nil {
+		w.holds = map[ids.ObjectID]int{}
+	}
+	w.holds[id]++
+}
+
+// unhold counts w's drop of id against its holds, if it has any: as in
+// Node.drop, a drop ends a hold before it ends a first owner's reference.
+func (w *proc) unhold(id ids.ObjectID) {
+	switch c := w.holds[id]; c {
+	case 0:
+	case 1:
+		delete(w.holds, id)
+	default:
+		w.holds[id] = c - 1
+	}
+}
+
+// dropHolds drops the holds a dead worker never dropped.
+func (n *Node) dropHolds(w *proc) {
+	for id, c := range w.holds {
+		for range c {
+			n.drop(id)
+		}
+	}
+	w.holds = nil
 }

@@ -163,6 +163,7 @@ type proc struct {
 	exitErr  error
 	readPins []ids.ObjectID        // shared objects its running task got with Get, pinned until it ends
 	reserved map[ids.ObjectID]bool // results of its running task it is writing into reserved room
+	holds    map[ids.ObjectID]int  // references it decoded out of values and has not dropped (see nested.go)
 }
 
 // actor is one actor and its dedicated worker.
@@ -1746,6 +1747,7 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 			var id ids.ObjectID
 			d.Fixed(id[:])
 			if d.Err == nil && !n.closed {
+				w.unhold(id)
 				n.drop(id)
 			}
 		}
@@ -1986,6 +1988,9 @@ func (n *Node) died(w *proc) {
 		n.unpinStore(w.readPins)
 		w.readPins = nil
 		n.abortReserved(w)
+	}
+	if !n.closed {
+		n.dropHolds(w)
 	}
 	if n.closed {
 		// Shutdown ends every worker: that is no task failure to report.
