@@ -103,7 +103,9 @@ func (t *ActorType[T]) remote(ctx context.Context, res *task.Resources, args []a
 	if c.err != nil {
 		return Handle[T]{}, fmt.Errorf("gray: creating actor %s: %w", t.name, c.err)
 	}
-	if err := c.s.b.Submit(c.spec); err != nil {
+	err := c.s.b.Submit(c.spec)
+	c.dropArgs() // the node holds large arguments until the constructor ran
+	if err != nil {
 		return Handle[T]{}, fmt.Errorf("gray: creating actor %s: %w", t.name, err)
 	}
 	runtime.KeepAlive(args)

@@ -167,7 +167,9 @@ func tracksNested(b backend) bool {
 // holdArgRefs makes the first return object of c's task hold the objects
 // named inside argument value v: the task's worker decodes them (and holds
 // them itself) before it reports the result, and the claim ends when that
-// result is freed, so they stay valid while the task runs.
+// result is freed, so they stay valid while the task runs. An actor's
+// creation stores no result: the node ends its claim once the constructor
+// has run.
 func holdArgRefs(c *call, v any) {
 	containRefs(c.s.b, c.spec.Return(0), v)
 }

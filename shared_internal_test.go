@@ -317,3 +317,78 @@ func TestRemoteWithActorOptions(t *testing.T) {
 		}
 	}
 }
+
+var (
+	// plainHolderType takes its array as an ordinary argument: it needs it
+	// only while its constructor runs.
+	plainHolderType = Actor1("shared.PlainHolder", func(ctx context.Context, x []float64) (*sharedHolder, error) {
+		return &sharedHolder{}, nil
+	})
+	plainPing = Method0(plainHolderType, "ping", func(h *sharedHolder, ctx context.Context) (int, error) { return 1, nil })
+)
+
+// TestActorArgumentFreedAfterConstruction: an ordinary (not Shared)
+// argument of an actor's constructor, passed by reference or as a large
+// value, is freed once the constructor ran and the driver dropped it, while
+// the actor lives on.
+func TestActorArgumentFreedAfterConstruction(t *testing.T) {
+	startStore(t, 64<<20, 2)
+	ctx := context.Background()
+	for _, byRef := range []bool{true, false} {
+		x, _ := ramp(1 << 20 / 8)
+		var arg any = x
+		if byRef {
+			r, err := Put(ctx, x)
+			if err != nil {
+				t.Fatal(err)
+			}
+			arg = r
+		}
+		h, err := plainHolderType.Remote(ctx, arg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, err := Get(ctx, plainPing.Remote(h)); err != nil || v != 1 {
+			t.Fatalf("byRef=%v: ping: %v, %v", byRef, v, err)
+		}
+		x, arg = nil, nil
+		if n := settle(t, 0); n != 0 {
+			t.Fatalf("byRef=%v: %d objects remain after the constructor ran and the driver dropped its argument", byRef, n)
+		}
+		if v, err := Get(ctx, plainPing.Remote(h)); err != nil || v != 1 {
+			t.Fatalf("byRef=%v: ping after the argument was freed: %v, %v", byRef, v, err)
+		}
+	}
+}
+
+var (
+	// nestedHolderType's constructor gets a reference inside a struct.
+	nestedHolderType = Actor1("shared.NestedHolder", func(ctx context.Context, h holder) (*sharedHolder, error) {
+		return &sharedHolder{}, nil
+	})
+	nestedPing = Method0(nestedHolderType, "ping", func(h *sharedHolder, ctx context.Context) (int, error) { return 1, nil })
+)
+
+// TestActorNestedArgumentFreedAfterConstruction: a reference inside an
+// actor constructor's argument is freed once the driver dropped it, and
+// the constructor, which never kept it, has run.
+func TestActorNestedArgumentFreedAfterConstruction(t *testing.T) {
+	startStore(t, 64<<20, 2)
+	ctx := context.Background()
+	x, _ := ramp(1 << 20 / 8)
+	r, err := Put(ctx, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := nestedHolderType.Remote(ctx, holder{R: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := Get(ctx, nestedPing.Remote(h)); err != nil || v != 1 {
+		t.Fatalf("ping: %v, %v", v, err)
+	}
+	r = Ref[[]float64]{}
+	if n := settle(t, 0); n != 0 {
+		t.Fatalf("%d objects remain after the constructor ran and the driver dropped the reference inside its argument", n)
+	}
+}

@@ -103,6 +103,13 @@ func (n *Node) releaseChildren(parent ids.ObjectID) {
 	}
 }
 
+// constructed ends the claims an actor's creation task held for its
+// constructor: the references inside its arguments (see gray's
+// holdArgRefs). Its return object is never stored, so nothing else would.
+func (n *Node) constructed(s *task.Spec) {
+	n.releaseChildren(s.Return(0))
+}
+
 func (n *Node) uncontain(id ids.ObjectID) {
 	if c := n.nest.contained[id]; c > 1 {
 		n.nest.contained[id] = c - 1

@@ -971,9 +971,12 @@ func (n *Node) finishErr(p *pending, e *task.TaskError) {
 }
 
 func (n *Node) storeReturns(s *task.Spec, e *task.TaskError) {
-	num := max(s.NumReturns, 1)
-	for i := range num {
-		n.putLocked(s.Return(i), task.Object{Err: e})
+	if s.Kind == task.KindActorCreate {
+		n.constructed(s) // the failure reaches the actor's calls instead
+	} else {
+		for i := range max(s.NumReturns, 1) {
+			n.putLocked(s.Return(i), task.Object{Err: e})
+		}
 	}
 	if n.quiet {
 		return
@@ -1945,6 +1948,9 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 		n.putLocked(id, o)
 	}
 	n.abortReserved(w) // reserved for returns the task did not deliver
+	if p.spec.Kind == task.KindActorCreate {
+		n.constructed(p.spec)
+	}
 	if failed != nil {
 		n.ctrl.AddError(failed)
 		n.errQ = append(n.errQ, failed)
