@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -386,12 +387,17 @@ func TestWaitInsideTaskWithOneCPU(t *testing.T) {
 	}
 }
 
+// lateRegistration registers a function on first use, from a test: the
+// once keeps -count=2 from registering it twice.
+var lateRegistration = sync.OnceValue(func() *gray.Function0[int] {
+	return gray.Func0("test.lateRegistration", func(ctx context.Context) (int, error) { return 1, nil })
+})
+
 func TestUnregisteredInWorkers(t *testing.T) {
 	ctx := start(t, gray.Options{NumCPUs: 1})
 	// Registered after the workers started (and never in them): a mistake
 	// the error must explain.
-	late := gray.Func0("test.lateRegistration", func(ctx context.Context) (int, error) { return 1, nil })
-	_, err := gray.Get(ctx, late.Remote())
+	_, err := gray.Get(ctx, lateRegistration().Remote())
 	if err == nil || !strings.Contains(err.Error(), "not registered") || !strings.Contains(err.Error(), "package level") {
 		t.Fatalf("unregistered in the worker: %v", err)
 	}
