@@ -40,6 +40,10 @@
 // RemoteTrainable / RemoteAgentTrainable run either in a gray actor (one
 // worker process per trial).
 //
+// Experiment.TimeBudget (time_budget_s in files) bounds one run in wall
+// time: trials running when it is spent end after their current step,
+// and Resume continues the rest.
+//
 // # Experiment folder
 //
 //	<dir>/experiment.json    written once: search space, metric, searcher, scheduler

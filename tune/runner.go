@@ -73,12 +73,33 @@ type Experiment struct {
 	Reporter Reporter
 	// ReportInterval between Reporter updates (default 1s).
 	ReportInterval time.Duration
+	// TimeBudget, if set, bounds this run (Run, or one Resume) in wall
+	// time: once spent, no trial starts, running trials end after their
+	// current step as if a stop criterion were met (with a checkpoint if
+	// CheckpointAtEnd), and trials not started or paused stay unfinished:
+	// Resume continues them, with a budget of its own.
+	TimeBudget time.Duration
 }
 
 // Analysis is what a finished (or interrupted) experiment returns.
 type Analysis struct {
 	Dir    string
 	Trials []*Trial
+	// BudgetSpent reports that the run ended on its TimeBudget with work
+	// left: unfinished trials, or trials the searcher has yet to suggest.
+	BudgetSpent bool
+}
+
+// Unfinished returns the trials that neither terminated nor failed: those
+// Resume would continue.
+func (a *Analysis) Unfinished() []*Trial {
+	var out []*Trial
+	for _, t := range a.Trials {
+		if !t.Status.terminal() {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // Best returns the trial with the best last value of metric.
@@ -148,6 +169,7 @@ type runner struct {
 	replaying bool
 	fatal     error
 	startWall time.Time
+	spent     bool // the time budget ran out: start nothing, end when idle
 }
 
 func (e *Experiment) defaults() error {
@@ -342,12 +364,18 @@ func (r *runner) run() (*Analysis, error) {
 		tick = tk.C
 		defer func() { r.exp.Reporter.Report(r.snapshot(true)) }()
 	}
+	var budget <-chan time.Time
+	if r.exp.TimeBudget > 0 {
+		tm := time.NewTimer(r.exp.TimeBudget)
+		defer tm.Stop()
+		budget = tm.C
+	}
 	for {
-		if r.fatal == nil && r.ctx.Err() == nil {
+		if r.fatal == nil && r.ctx.Err() == nil && !r.spent {
 			r.fill()
 		}
 		if r.inflight == 0 {
-			if r.fatal != nil || r.ctx.Err() != nil {
+			if r.fatal != nil || r.ctx.Err() != nil || r.spent {
 				break
 			}
 			if r.finished() {
@@ -366,13 +394,15 @@ func (r *runner) run() (*Analysis, error) {
 			r.applyActions()
 		case <-tick:
 			r.exp.Reporter.Report(r.snapshot(false))
+		case <-budget:
+			r.spendBudget()
 		case <-r.ctx.Done():
 			// Ops see ctx too; wait for them to come back, then stop.
 			r.drain()
 		}
 	}
 	r.shutdownTrainables()
-	a := &Analysis{Dir: r.dir, Trials: r.trials}
+	a := &Analysis{Dir: r.dir, Trials: r.trials, BudgetSpent: r.spent && !r.finished()}
 	if r.fatal != nil {
 		return a, r.fatal
 	}
@@ -380,6 +410,18 @@ func (r *runner) run() (*Analysis, error) {
 		return a, fmt.Errorf("tune: experiment interrupted (resume continues it): %w", err)
 	}
 	return a, nil
+}
+
+// spendBudget ends the run once its time budget is spent: running trials
+// stop after their current step, and nothing new starts.
+func (r *runner) spendBudget() {
+	r.spent = true
+	for _, t := range r.trials {
+		if t.Status == Running {
+			r.Stop(t)
+		}
+	}
+	r.applyActions()
 }
 
 func (r *runner) drain() {

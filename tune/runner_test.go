@@ -599,3 +599,70 @@ func TestJournalTornLastLineIgnoredCorruptMiddleReported(t *testing.T) {
 		t.Fatalf("corrupt middle line: %v", err)
 	}
 }
+
+// A time budget ends the run: running trials stop after their step (with
+// a final checkpoint), trials not started stay pending, and Resume starts
+// those with a budget of its own while the ended trials stay as they were.
+func TestTimeBudgetEndsRunAndResumeContinues(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "exp")
+	endless := FuncTrainable(func(c context.Context, cfg map[string]any, report ReportFunc) error {
+		for i := 1; ; i++ {
+			time.Sleep(2 * time.Millisecond)
+			if err := report(map[string]any{"score": float64(i)}); err != nil {
+				return nil
+			}
+		}
+	})
+	mk := func(budget time.Duration, stop map[string]float64) Experiment {
+		return Experiment{
+			Dir: dir, Trainable: endless, Space: map[string]any{"q": Grid(1, 2, 3, 4, 5)}, Metric: "score",
+			Stop: stop, CheckpointAtEnd: true, NodeResources: Resources{CPU: 2}, TimeBudget: budget,
+		}
+	}
+	// Without the budget this run would never end: the trials have no
+	// stop criterion. The context only keeps a broken budget from hanging.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	a, err := Run(ctx, mk(200*time.Millisecond, nil))
+	if err != nil {
+		t.Fatalf("run ended by its budget: %v", err)
+	}
+	if !a.BudgetSpent {
+		t.Fatal("Analysis.BudgetSpent is false after the budget ended the run")
+	}
+	ended := map[string]int{}
+	for _, trl := range a.Trials {
+		switch {
+		case trl.Status == Terminated && trl.Iteration > 0:
+			if _, ok := trl.LatestCheckpoint(); !ok {
+				t.Fatalf("trial %s ended by the budget without its final checkpoint", trl.ID)
+			}
+			ended[trl.ID] = trl.Iteration
+		case trl.Status == Pending && trl.Iteration == 0:
+		default:
+			t.Fatalf("trial %s is %s at iteration %d after the budget", trl.ID, trl.Status, trl.Iteration)
+		}
+	}
+	if len(ended) != 2 {
+		t.Fatalf("%d trials ran before the budget ended the run, want the 2 that fit the node", len(ended))
+	}
+	if len(a.Unfinished()) != len(a.Trials)-2 {
+		t.Fatalf("Unfinished: %d of %d trials", len(a.Unfinished()), len(a.Trials))
+	}
+	a, err = Resume(ctx, mk(0, map[string]float64{"training_iteration": 5}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Trials) != 5 || a.BudgetSpent || len(a.Unfinished()) != 0 {
+		t.Fatalf("after resume: %d trials, budget spent %v, %d unfinished; want 5, false, 0", len(a.Trials), a.BudgetSpent, len(a.Unfinished()))
+	}
+	for _, trl := range a.Trials {
+		want := 5
+		if it, ok := ended[trl.ID]; ok {
+			want = it // ended by the budget: not run again
+		}
+		if trl.Status != Terminated || trl.Iteration != want {
+			t.Fatalf("trial %s %s at iteration %d after resume, want terminated at %d", trl.ID, trl.Status, trl.Iteration, want)
+		}
+	}
+}

@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -24,6 +26,7 @@ import (
 //	  resources_per_trial: {cpu: 1, gpu: 0}   # default: 1 CPU + num_workers (AgentResources)
 //	  scheduler: {type: asha, max_t: 100, grace_period: 5, reduction_factor: 3}
 //	  search_alg: {type: tpe, n_startup: 8, max_concurrent: 4}
+//	  time_budget_s: 3600                     # optional: end this run after an hour; --resume continues
 //	  config:
 //	    lr: {loguniform: [1.0e-5, 1.0e-3]}
 //	    train_batch_size: {grid_search: [2000, 4000]}
@@ -49,10 +52,13 @@ type ExperimentSpec struct {
 	CheckpointScoreAttr string             `json:"checkpoint_score_attr"`
 	MaxFailures         int                `json:"max_failures"`
 	MaxConcurrent       int                `json:"max_concurrent"`
-	Seed                int64              `json:"seed"`
-	Scheduler           map[string]any     `json:"scheduler"`
-	SearchAlg           map[string]any     `json:"search_alg"`
-	LocalDir            string             `json:"local_dir"`
+	// TimeBudgetS bounds each run (or resume) in seconds; see
+	// Experiment.TimeBudget.
+	TimeBudgetS float64        `json:"time_budget_s"`
+	Seed        int64          `json:"seed"`
+	Scheduler   map[string]any `json:"scheduler"`
+	SearchAlg   map[string]any `json:"search_alg"`
+	LocalDir    string         `json:"local_dir"`
 	// NumCPUs is the node's CPUs trials share (0: all).
 	NumCPUs int `json:"num_cpus"`
 }
@@ -185,6 +191,10 @@ func (s *ExperimentSpec) Build(opts BuildOptions) (Experiment, error) {
 		MaxConcurrent: s.MaxConcurrent, Seed: s.Seed, Logger: opts.Logger, Reporter: opts.Reporter,
 		NodeResources: opts.NodeResources, Trainable: opts.Trainable,
 	}
+	if s.TimeBudgetS < 0 || math.IsNaN(s.TimeBudgetS) || math.IsInf(s.TimeBudgetS, 0) {
+		return Experiment{}, fmt.Errorf("tune: experiment %q: time_budget_s is %v; give the seconds a run may take (0 or omitted: no limit)", s.Name, s.TimeBudgetS)
+	}
+	exp.TimeBudget = time.Duration(s.TimeBudgetS * float64(time.Second))
 	if s.Resources != nil {
 		exp.Resources = *s.Resources
 	} else {

@@ -92,6 +92,8 @@ func TestExperimentFileErrors(t *testing.T) {
 		"x: {run: PPO, env: E, scheduler: {type: magic}}":                  `scheduler type "magic" unknown`,
 		"x: {run: PPO, env: E, search_alg: {type: bayes}}":                 `search_alg type "bayes" unknown`,
 		"x: {run: PPO, env: E, config: {lr: {uniform: [1, 0]}}}":           "config.lr: uniform needs low < high",
+		"x: {run: PPO, env: E, time_budget_s: -5}":                         "time_budget_s is -5",
+		"x: {run: PPO, env: E, time_budget_s: an hour}":                    "time_budget_s",
 		"x: {env: E}": "needs run",
 		"x: [1, 2]":   `experiment "x" must be a map`,
 		"x: {run: PPO, env: E, scheduler: {type: pbt, quantile_fraction: 0.9, hyperparam_mutations: {lr: [1]}}}": "quantile_fraction must be in",

@@ -98,17 +98,16 @@ func runSweep(ctx context.Context, exp config.Experiment, resume bool, stdout io
 	a, err := sweep.Run(ctx, exp, resume, stdout, opts)
 	dir := filepath.Join(exp.LocalDir, exp.Name)
 	if ctx.Err() != nil {
-		if exp.File != "" {
-			fmt.Fprintf(stdout, "interrupted: continue with `train -f %s --resume`\n", exp.File)
-		} else {
-			fmt.Fprintln(stdout, "interrupted: continue by running the same command with --resume")
-		}
+		fmt.Fprintf(stdout, "interrupted: to continue, run %s\n", resumeCommand(exp))
 		return errInterrupted
 	}
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "%d trials in %s; list them with `train ls %s`\n", len(a.Trials), dir, dir)
+	if a.BudgetSpent {
+		fmt.Fprintf(stdout, "time budget spent before the sweep finished: to continue it, run %s\n", resumeCommand(exp))
+	}
 	var failed []string
 	for _, t := range a.Trials {
 		if t.Status == tune.Errored {
@@ -270,4 +269,12 @@ func newPlotCmd(stdout io.Writer) *cobra.Command {
 	cmd.Flags().StringVar(&opts.Title, "title", "", "plot title (default: the metric)")
 	cmd.Flags().StringVarP(&out, "output", "o", "curve.png", "output file: .png, .svg or .pdf")
 	return cmd
+}
+
+// resumeCommand says how to continue the sweep exp.
+func resumeCommand(exp config.Experiment) string {
+	if exp.File != "" {
+		return "`train -f " + exp.File + " --resume`"
+	}
+	return "the same command with --resume"
 }

@@ -171,3 +171,23 @@ func TestSweepTrialResourcesFollowNumWorkers(t *testing.T) {
 		t.Fatalf("num_workers 3 with resources_per_trial {cpu: 1}: exit %d\n%s\n%s", o.code, o.stdout, o.stderr)
 	}
 }
+
+// A sweep that spends its time_budget_s says so and how to continue;
+// --resume then finishes it.
+func TestSweepTimeBudget(t *testing.T) {
+	local := t.TempDir()
+	file := filepath.Join(t.TempDir(), "sweep.yaml")
+	// No stop criterion: without the budget the first trials would run on.
+	src := strings.Replace(sweepFile, "stop: {training_iteration: 3}", "time_budget_s: 0.5\nnum_cpus: 1", 1)
+	os.WriteFile(file, []byte(src), 0o644)
+	o := train(t, "-f", file, "--local-dir", local)
+	if o.code != 0 || !strings.Contains(o.stdout, "time budget spent before the sweep finished") || !strings.Contains(o.stdout, "train -f "+file+" --resume") {
+		t.Fatalf("sweep with a time budget: exit %d\n%s\n%s", o.code, o.stdout, o.stderr)
+	}
+	// Resumed with a stop criterion and no budget, it finishes every trial.
+	os.WriteFile(file, []byte(strings.Replace(sweepFile, "stop: {training_iteration: 3}", "stop: {training_iteration: 3}\nnum_cpus: 1", 1)), 0o644)
+	o = train(t, "-f", file, "--local-dir", local, "--resume")
+	if o.code != 0 || !strings.Contains(o.stdout, "3 trials in") || strings.Contains(o.stdout, "time budget") {
+		t.Fatalf("resumed sweep: exit %d\n%s\n%s", o.code, o.stdout, o.stderr)
+	}
+}
