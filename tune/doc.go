@@ -40,6 +40,9 @@
 // RemoteTrainable / RemoteAgentTrainable run either in a gray actor (one
 // worker process per trial).
 //
+// Experiment.StopExperiment (stop_experiment in files) ends the whole
+// experiment once any trial reaches a goal, such as a solving reward.
+//
 // Experiment.TimeBudget (time_budget_s in files) bounds one run in wall
 // time: trials running when it is spent end after their current step,
 // and Resume continues the rest.
@@ -49,7 +52,8 @@
 //	<dir>/experiment.json    written once: search space, metric, searcher, scheduler
 //	<dir>/journal.jsonl      one JSON event per line, appended, never rewritten:
 //	                         created (config), result, checkpoint,
-//	                         checkpoint_deleted, status, config (PBT), flush
+//	                         checkpoint_deleted, status, config (PBT), flush,
+//	                         ended (StopExperiment met)
 //	<dir>/trial_<id>/        the trial's run folder (LoggerFactory: params.json,
 //	                         result.json, ...) and checkpoint_<iteration>/ folders
 //

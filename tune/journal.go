@@ -45,6 +45,7 @@ const (
 	evStatus         = "status"
 	evConfig         = "config"
 	evFlush          = "flush"
+	evEnded          = "ended" // StopExperiment met; Error says by what
 )
 
 // journalEvent is one line of journal.jsonl.

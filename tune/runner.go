@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -43,6 +44,12 @@ type Experiment struct {
 	Stop map[string]float64
 	// StopFunc, if set, ends a trial when it returns true.
 	StopFunc func(trialID string, result map[string]any) bool
+	// StopExperiment ends the whole experiment when any trial's result
+	// reaches any of these values (>=), e.g. {"episode_reward_mean": 475}
+	// to stop searching once a config solves the task: running trials end
+	// after their current step, waiting ones end unstarted and the
+	// searcher suggests no more. Resume then has nothing to continue.
+	StopExperiment map[string]float64
 	// Resources each trial holds (default 1 CPU, or TrialResources);
 	// NodeResources what the node offers (default: all CPUs, no GPU).
 	Resources     Resources
@@ -88,6 +95,9 @@ type Analysis struct {
 	// BudgetSpent reports that the run ended on its TimeBudget with work
 	// left: unfinished trials, or trials the searcher has yet to suggest.
 	BudgetSpent bool
+	// Ended says which result met Experiment.StopExperiment, if one did
+	// (in this run or an earlier one): "trial 00003 reached score >= 50".
+	Ended string
 }
 
 // Unfinished returns the trials that neither terminated nor failed: those
@@ -169,7 +179,8 @@ type runner struct {
 	replaying bool
 	fatal     error
 	startWall time.Time
-	spent     bool // the time budget ran out: start nothing, end when idle
+	spent     bool   // the time budget ran out: start nothing, end when idle
+	ended     string // why StopExperiment ended the experiment, if it did
 }
 
 func (e *Experiment) defaults() error {
@@ -402,7 +413,7 @@ func (r *runner) run() (*Analysis, error) {
 		}
 	}
 	r.shutdownTrainables()
-	a := &Analysis{Dir: r.dir, Trials: r.trials, BudgetSpent: r.spent && !r.finished()}
+	a := &Analysis{Dir: r.dir, Trials: r.trials, BudgetSpent: r.spent && !r.finished(), Ended: r.ended}
 	if r.fatal != nil {
 		return a, r.fatal
 	}
@@ -825,6 +836,11 @@ func (r *runner) result(t *Trial, ev opEvent) {
 		}
 	}
 	r.search.OnTrialResult(t.ID, res)
+	if r.ended == "" {
+		if why := r.experimentDone(t, res); why != "" {
+			r.endExperiment(t, why)
+		}
+	}
 	stop := t.wantStop || r.stopCriteria(t, res)
 	d := Continue
 	if !stop {
@@ -861,6 +877,11 @@ func (r *runner) checkKeys(t *Trial, res map[string]any) error {
 			missing = append(missing, fmt.Sprintf("stop criterion %q", k))
 		}
 	}
+	for k := range r.exp.StopExperiment {
+		if _, ok := ResultFloat(res, k); !ok {
+			missing = append(missing, fmt.Sprintf("stop_experiment criterion %q", k))
+		}
+	}
 	if len(missing) == 0 {
 		return nil
 	}
@@ -880,6 +901,39 @@ func (r *runner) stopCriteria(t *Trial, res map[string]any) bool {
 		}
 	}
 	return r.exp.StopFunc != nil && r.exp.StopFunc(t.ID, res)
+}
+
+// experimentDone says which StopExperiment criterion res meets, if any.
+func (r *runner) experimentDone(t *Trial, res map[string]any) string {
+	keys := make([]string, 0, len(r.exp.StopExperiment))
+	for k := range r.exp.StopExperiment {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if v, ok := ResultFloat(res, k); ok && v >= r.exp.StopExperiment[k] {
+			return fmt.Sprintf("trial %s reached %s >= %g", t.ID, k, r.exp.StopExperiment[k])
+		}
+	}
+	return ""
+}
+
+// endExperiment ends the experiment because of t's result: no trial
+// starts again, the others stop after their current step (t's own result
+// handling ends t), and the journal says so, so that Resume does nothing.
+func (r *runner) endExperiment(t *Trial, why string) {
+	r.ended, r.done = why, true
+	r.record(journalEvent{Event: evEnded, Trial: t.ID, Error: why})
+	for _, w := range slices.Clone(r.waiting) {
+		r.unwait(w)
+		r.terminate(w, Terminated)
+	}
+	for _, o := range r.trials {
+		if o != t && o.Status == Running {
+			r.Stop(o)
+		}
+	}
+	r.applyActions()
 }
 
 // finish ends t normally, saving a final checkpoint when asked.
@@ -1116,6 +1170,10 @@ func (r *runner) replay() error {
 			}
 			return nil
 		}
+		if ev.Event == evEnded {
+			r.ended, r.done = ev.Error, true
+			return nil
+		}
 		t := r.byID[ev.Trial]
 		if t == nil {
 			return fmt.Errorf("tune: resuming: the journal mentions trial %s before creating it", ev.Trial)
@@ -1155,6 +1213,12 @@ func (r *runner) replay() error {
 	r.replaying = false
 	for _, t := range r.trials {
 		if t.Status.terminal() {
+			continue
+		}
+		if r.ended != "" {
+			// The experiment had ended; this trial was stopping.
+			r.unwait(t)
+			r.terminate(t, Terminated)
 			continue
 		}
 		if t.LastResult != nil && r.stopCriteria(t, t.LastResult) {

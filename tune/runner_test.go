@@ -181,6 +181,15 @@ func TestMetricNotReportedFailsAfterFirstResult(t *testing.T) {
 	if n := steps.Load(); n > 3 {
 		t.Fatalf("ran %d steps before failing, want an error right after the first result", n)
 	}
+	// A stop_experiment key no trial reports would never end the sweep.
+	_, err = Run(context.Background(), Experiment{
+		Dir: filepath.Join(t.TempDir(), "exp"), Trainable: tr, Space: map[string]any{"a": Grid(1, 2, 3)},
+		Metric: "loss", Stop: map[string]float64{"training_iteration": 1000}, NodeResources: Resources{CPU: 1},
+		StopExperiment: map[string]float64{"reward": 10},
+	})
+	if err == nil || !strings.Contains(err.Error(), `does not report stop_experiment criterion "reward"`) {
+		t.Fatalf("unreported stop_experiment key: got %v", err)
+	}
 }
 
 func TestFailureRetriedFromCheckpoint(t *testing.T) {
@@ -665,4 +674,63 @@ func TestTimeBudgetEndsRunAndResumeContinues(t *testing.T) {
 			t.Fatalf("trial %s %s at iteration %d after resume, want terminated at %d", trl.ID, trl.Status, trl.Iteration, want)
 		}
 	}
+}
+
+// StopExperiment ends the sweep at the first result that reaches it:
+// running trials stop, no further trial is created, and Resume has
+// nothing to do.
+func TestStopExperimentEndsSweep(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "exp")
+	// score = x * iteration: x=1 and x=2 never reach 50 in 20 iterations;
+	// x=3 reaches it at iteration 17 and x=4 at 13, both before either
+	// ends, so x=5 and x=6 are never created.
+	linear := FuncTrainable(func(c context.Context, cfg map[string]any, report ReportFunc) error {
+		x, _ := Float(cfg, "x")
+		for i := 1; ; i++ {
+			time.Sleep(time.Millisecond)
+			if err := report(map[string]any{"score": x * float64(i)}); err != nil {
+				return nil
+			}
+		}
+	})
+	mk := func() Experiment {
+		return Experiment{
+			Dir: dir, Trainable: linear, Space: map[string]any{"x": Grid(1, 2, 3, 4, 5, 6)}, Metric: "score",
+			Stop: map[string]float64{"training_iteration": 20}, StopExperiment: map[string]float64{"score": 50},
+			NodeResources: Resources{CPU: 2},
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	a, err := Run(ctx, mk())
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string, a *Analysis) {
+		t.Helper()
+		if !strings.Contains(a.Ended, "reached score >= 50") {
+			t.Fatalf("%s: Analysis.Ended = %q", when, a.Ended)
+		}
+		if len(a.Trials) != 4 || len(a.Unfinished()) != 0 {
+			t.Fatalf("%s: %d trials, %d unfinished; want 4 ended trials", when, len(a.Trials), len(a.Unfinished()))
+		}
+		reached := 0
+		for _, trl := range a.Trials {
+			if s, _ := trl.Metric("score"); s >= 50 {
+				reached++
+			}
+			if trl.Status != Terminated {
+				t.Fatalf("%s: trial %s is %s", when, trl.ID, trl.Status)
+			}
+		}
+		if reached == 0 {
+			t.Fatalf("%s: no trial's last score reached 50", when)
+		}
+	}
+	check("run", a)
+	a, err = Resume(ctx, mk())
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("resume", a)
 }

@@ -19,7 +19,8 @@ import (
 //	cartpole-ppo-sweep:
 //	  run: PPO
 //	  env: CartPole-v1
-//	  stop: {episode_reward_mean: 475, training_iteration: 100}
+//	  stop: {episode_reward_mean: 475, training_iteration: 100}   # each trial
+//	  stop_experiment: {episode_reward_mean: 475}               # optional: the whole sweep, once any trial gets there
 //	  num_samples: 2
 //	  metric: episode_reward_mean
 //	  mode: max
@@ -42,6 +43,7 @@ type ExperimentSpec struct {
 	EnvConfig           map[string]any     `json:"env_config"`
 	Config              map[string]any     `json:"config"`
 	Stop                map[string]float64 `json:"stop"`
+	StopExperiment      map[string]float64 `json:"stop_experiment"`
 	NumSamples          int                `json:"num_samples"`
 	Metric              string             `json:"metric"`
 	Mode                Mode               `json:"mode"`
@@ -185,7 +187,7 @@ func (s *ExperimentSpec) Build(opts BuildOptions) (Experiment, error) {
 	}
 	exp := Experiment{
 		Name: s.Name, Dir: filepath.Join(root, s.Name), Space: space, NumSamples: s.NumSamples,
-		Metric: s.Metric, Mode: s.Mode, Stop: s.Stop, CheckpointFreq: s.CheckpointFreq,
+		Metric: s.Metric, Mode: s.Mode, Stop: s.Stop, StopExperiment: s.StopExperiment, CheckpointFreq: s.CheckpointFreq,
 		CheckpointAtEnd: s.CheckpointAtEnd, KeepCheckpointsNum: s.KeepCheckpointsNum,
 		CheckpointScoreAttr: s.CheckpointScoreAttr, MaxFailures: s.MaxFailures,
 		MaxConcurrent: s.MaxConcurrent, Seed: s.Seed, Logger: opts.Logger, Reporter: opts.Reporter,

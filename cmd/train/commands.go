@@ -105,6 +105,9 @@ func runSweep(ctx context.Context, exp config.Experiment, resume bool, stdout io
 		return err
 	}
 	fmt.Fprintf(stdout, "%d trials in %s; list them with `train ls %s`\n", len(a.Trials), dir, dir)
+	if a.Ended != "" {
+		fmt.Fprintf(stdout, "sweep ended by stop_experiment: %s\n", a.Ended)
+	}
 	if a.BudgetSpent {
 		fmt.Fprintf(stdout, "time budget spent before the sweep finished: to continue it, run %s\n", resumeCommand(exp))
 	}

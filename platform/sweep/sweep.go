@@ -23,7 +23,8 @@ import (
 // Keys are the top-level keys a sweep file may hold besides config.Keys
 // (those of tune.ExperimentSpec).
 var Keys = []string{"num_samples", "scheduler", "search_alg", "metric", "mode", "resources_per_trial",
-	"max_concurrent", "max_failures", "keep_checkpoints_num", "checkpoint_score_attr", "time_budget_s"}
+	"max_concurrent", "max_failures", "keep_checkpoints_num", "checkpoint_score_attr", "time_budget_s",
+	"stop_experiment"}
 
 // Spec turns exp into Tune's experiment spec, with Tune's checks of the
 // sweep keys.
