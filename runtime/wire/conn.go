@@ -55,6 +55,13 @@ type Conn struct {
 	closed  bool
 	err     error
 	hdr     [5]byte
+
+	// The one writer's non-blocking write: the function is made once, so
+	// a write allocates nothing.
+	tryFn  func(fd uintptr) bool
+	tryP   []byte
+	tryN   int
+	tryErr error
 }
 
 // New wraps c.
@@ -69,6 +76,7 @@ func New(c net.Conn) *Conn {
 	if sc, ok := c.(syscall.Conn); ok {
 		if raw, err := sc.SyscallConn(); err == nil {
 			w.raw = raw
+			w.tryFn = w.tryWrite
 		}
 	}
 	return w
@@ -170,29 +178,34 @@ func (w *Conn) write(p []byte, block bool) (int, error) {
 	if block || w.raw == nil {
 		return w.c.Write(p)
 	}
-	var n int
-	var werr error
-	err := w.raw.Write(func(fd uintptr) bool {
-		for n < len(p) {
-			m, err := syscall.Write(int(fd), p[n:])
-			if m > 0 {
-				n += m
-			}
-			switch {
-			case err == syscall.EINTR:
-			case err == syscall.EAGAIN:
-				return true
-			case err != nil:
-				werr = err
-				return true
-			}
-		}
-		return true
-	})
+	w.tryP, w.tryN, w.tryErr = p, 0, nil
+	err := w.raw.Write(w.tryFn)
+	n, werr := w.tryN, w.tryErr
+	w.tryP = nil
 	if werr == nil {
 		werr = err
 	}
 	return n, werr
+}
+
+// tryWrite writes w.tryP to fd until done or the socket is full; it never
+// asks the poller to wait.
+func (w *Conn) tryWrite(fd uintptr) bool {
+	for w.tryN < len(w.tryP) {
+		m, err := syscall.Write(int(fd), w.tryP[w.tryN:])
+		if m > 0 {
+			w.tryN += m
+		}
+		switch {
+		case err == syscall.EINTR:
+		case err == syscall.EAGAIN:
+			return true
+		case err != nil:
+			w.tryErr = err
+			return true
+		}
+	}
+	return true
 }
 
 // Buffered reports how many received bytes are waiting to be read, so a
