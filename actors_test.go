@@ -344,3 +344,37 @@ func TestRemoteDoesNotWaitForBusyActor(t *testing.T) {
 		}
 	}
 }
+
+// Shutdown does not hang on actors that are busy with calls queued behind
+// them beyond what their sockets hold.
+func TestShutdownWithBusyActors(t *testing.T) {
+	ctx := context.Background()
+	if err := gray.Init(ctx, gray.Options{NumCPUs: 2, NoGPUs: true}); err != nil {
+		t.Fatal(err)
+	}
+	never := filepath.Join(t.TempDir(), "never")
+	for range 2 {
+		h, err := busyType.Remote(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Once it answers, its worker is connected and takes calls at once.
+		if _, err := gray.Get(ctx, busyLen.Remote(h, nil)); err != nil {
+			t.Fatal(err)
+		}
+		busyUntil.Remote(h, never)
+		for range 1024 {
+			busyLen.Remote(h, make([]byte, 8<<10))
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- gray.Shutdown() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("Shutdown hung on busy actors")
+	}
+}

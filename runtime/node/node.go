@@ -2096,9 +2096,11 @@ func (n *Node) Shutdown() error {
 	}
 	n.unlock()
 	n.ln.Close()
+	// A worker exits when it reads the end of its connection. What is still
+	// queued for a busy one is of no use now, so nothing waits to send it;
+	// a worker that does not exit in time is killed.
 	for _, c := range conns {
-		_ = c.Send(task.MsgExit, nil)
-		c.Close()
+		c.Abort()
 	}
 	deadline := time.Now().Add(2 * time.Second)
 	for _, w := range procs {

@@ -229,6 +229,14 @@ func (w *Conn) Recv() (typ byte, payload []byte, err error) {
 	return w.hdr[4], payload, nil
 }
 
+// Abort closes the socket at once; frames not yet written are dropped.
+func (w *Conn) Abort() error {
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+	return w.c.Close()
+}
+
 // Close flushes what was appended so far, waiting at most closeGrace for
 // the peer to read it, then closes the socket.
 func (w *Conn) Close() error {
