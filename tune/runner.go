@@ -836,12 +836,14 @@ func (r *runner) result(t *Trial, ev opEvent) {
 		}
 	}
 	r.search.OnTrialResult(t.ID, res)
+	goal := false
 	if r.ended == "" {
 		if why := r.experimentDone(t, res); why != "" {
 			r.endExperiment(t, why)
+			goal = true
 		}
 	}
-	stop := t.wantStop || r.stopCriteria(t, res)
+	stop := goal || t.wantStop || r.stopCriteria(t, res)
 	d := Continue
 	if !stop {
 		d = r.sched.OnTrialResult(r, t, res)

@@ -719,6 +719,11 @@ func TestStopExperimentEndsSweep(t *testing.T) {
 			if s, _ := trl.Metric("score"); s >= 50 {
 				reached++
 			}
+			// x=3 and x=4 were running when the goal was met, by one of
+			// them: both stopped short of their 20 iterations.
+			if x, _ := Float(trl.Config, "x"); x >= 3 && trl.Iteration >= 20 {
+				t.Fatalf("%s: trial %s (x=%v) ran all %d iterations after the experiment ended", when, trl.ID, x, trl.Iteration)
+			}
 			if trl.Status != Terminated {
 				t.Fatalf("%s: trial %s is %s", when, trl.ID, trl.Status)
 			}
