@@ -427,6 +427,11 @@ func (r *runner) run() (*Analysis, error) {
 // stop after their current step, and nothing new starts.
 func (r *runner) spendBudget() {
 	r.spent = true
+	r.stopRunning()
+}
+
+// stopRunning asks every running trial to end after its current step.
+func (r *runner) stopRunning() {
 	for _, t := range r.trials {
 		if t.Status == Running {
 			r.Stop(t)
@@ -836,14 +841,12 @@ func (r *runner) result(t *Trial, ev opEvent) {
 		}
 	}
 	r.search.OnTrialResult(t.ID, res)
-	goal := false
 	if r.ended == "" {
-		if why := r.experimentDone(t, res); why != "" {
-			r.endExperiment(t, why)
-			goal = true
+		if key, ok := reached(r.exp.StopExperiment, res); ok {
+			r.endExperiment(t, fmt.Sprintf("trial %s reached %s >= %g", t.ID, key, r.exp.StopExperiment[key]))
 		}
 	}
-	stop := goal || t.wantStop || r.stopCriteria(t, res)
+	stop := t.wantStop || r.stopCriteria(t, res)
 	d := Continue
 	if !stop {
 		d = r.sched.OnTrialResult(r, t, res)
@@ -874,14 +877,14 @@ func (r *runner) checkKeys(t *Trial, res map[string]any) error {
 			missing = append(missing, fmt.Sprintf("metric %q", r.exp.Metric))
 		}
 	}
-	for k := range r.exp.Stop {
-		if _, ok := ResultFloat(res, k); !ok {
-			missing = append(missing, fmt.Sprintf("stop criterion %q", k))
-		}
-	}
-	for k := range r.exp.StopExperiment {
-		if _, ok := ResultFloat(res, k); !ok {
-			missing = append(missing, fmt.Sprintf("stop_experiment criterion %q", k))
+	for _, c := range []struct {
+		what     string
+		criteria map[string]float64
+	}{{"stop criterion", r.exp.Stop}, {"stop_experiment criterion", r.exp.StopExperiment}} {
+		for k := range c.criteria {
+			if _, ok := ResultFloat(res, k); !ok {
+				missing = append(missing, fmt.Sprintf("%s %q", c.what, k))
+			}
 		}
 	}
 	if len(missing) == 0 {
@@ -897,32 +900,25 @@ func (r *runner) checkKeys(t *Trial, res map[string]any) error {
 }
 
 func (r *runner) stopCriteria(t *Trial, res map[string]any) bool {
-	for k, target := range r.exp.Stop {
-		if v, ok := ResultFloat(res, k); ok && v >= target {
-			return true
-		}
+	if _, ok := reached(r.exp.Stop, res); ok {
+		return true
 	}
 	return r.exp.StopFunc != nil && r.exp.StopFunc(t.ID, res)
 }
 
-// experimentDone says which StopExperiment criterion res meets, if any.
-func (r *runner) experimentDone(t *Trial, res map[string]any) string {
-	keys := make([]string, 0, len(r.exp.StopExperiment))
-	for k := range r.exp.StopExperiment {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if v, ok := ResultFloat(res, k); ok && v >= r.exp.StopExperiment[k] {
-			return fmt.Sprintf("trial %s reached %s >= %g", t.ID, k, r.exp.StopExperiment[k])
+// reached returns a key of criteria whose value res reaches (>=).
+func reached(criteria map[string]float64, res map[string]any) (string, bool) {
+	for k, target := range criteria {
+		if v, ok := ResultFloat(res, k); ok && v >= target {
+			return k, true
 		}
 	}
-	return ""
+	return "", false
 }
 
 // endExperiment ends the experiment because of t's result: no trial
-// starts again, the others stop after their current step (t's own result
-// handling ends t), and the journal says so, so that Resume does nothing.
+// starts again, running ones (t too) stop after their current step, and
+// the journal says so, so that Resume does nothing.
 func (r *runner) endExperiment(t *Trial, why string) {
 	r.ended, r.done = why, true
 	r.record(journalEvent{Event: evEnded, Trial: t.ID, Error: why})
@@ -930,12 +926,7 @@ func (r *runner) endExperiment(t *Trial, why string) {
 		r.unwait(w)
 		r.terminate(w, Terminated)
 	}
-	for _, o := range r.trials {
-		if o != t && o.Status == Running {
-			r.Stop(o)
-		}
-	}
-	r.applyActions()
+	r.stopRunning()
 }
 
 // finish ends t normally, saving a final checkpoint when asked.

@@ -1995,14 +1995,12 @@ func (n *Node) died(w *proc) {
 		w.readPins = nil
 		n.abortReserved(w)
 	}
-	if !n.closed {
-		n.dropHolds(w)
-	}
 	if n.closed {
 		// Shutdown ends every worker: that is no task failure to report.
 		n.unlock()
 		return
 	}
+	n.dropHolds(w)
 	if w.conn == nil && w.actor == nil {
 		n.starting--
 	}
