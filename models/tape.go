@@ -84,6 +84,7 @@ const (
 	opRepeatRows
 	opFunc
 	opConv
+	opLSTM
 )
 
 // node is one recorded operation: its inputs, scalar arguments, result and
@@ -91,6 +92,7 @@ const (
 type node struct {
 	op      opcode
 	a, b, c *Tensor
+	d       *Tensor // a fourth input (LSTM's initial cell state)
 	s1, s2  float64
 	i1      int
 	out     *Tensor
@@ -101,6 +103,7 @@ type node struct {
 	conv    ConvGeom
 	aux     []float64 // Conv2D's unfolded patches
 	aux2    []float64 // Conv2D's patch gradients
+	aux3    []float64 // LSTM's gate gradients
 	scratch []float64 // gemm's workspace: transposed weights, a column
 }
 
@@ -119,7 +122,7 @@ func (t *Tape) pushData(op opcode, rows, cols int, a, b, c *Tensor, view []float
 	}
 	nd := t.nodes[t.n]
 	t.n++
-	nd.op, nd.a, nd.b, nd.c = op, a, b, c
+	nd.op, nd.a, nd.b, nd.c, nd.d = op, a, b, c, nil
 	need := !t.noGrad && (a != nil && a.Grad != nil || b != nil && b.Grad != nil || c != nil && c.Grad != nil)
 	n := rows * cols
 	out := nd.out
