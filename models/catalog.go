@@ -60,22 +60,44 @@ func ActionDistFor(space envs.Space, distType string) (ActionDist, error) {
 // on the flattened observation.
 func NewModel(obsShape []int, numOutputs int, opts ModelOptions, seed uint64) (Model, error) {
 	if opts.CustomModel != "" {
+		if opts.UseLSTM {
+			return nil, fmt.Errorf("models: use_lstm with custom_model %q: a custom model cannot be wrapped in an LSTM; drop one of the two", opts.CustomModel)
+		}
 		return newCustomModel(obsShape, numOutputs, opts, seed)
+	}
+	if opts.UseLSTM {
+		if len(obsShape) == 3 && obsShape[0] > 1 && obsShape[1] > 1 {
+			return nil, fmt.Errorf("models: use_lstm with image observations %v: the LSTM wraps fully connected layers only; drop use_lstm or flatten the observation", obsShape)
+		}
+		n, err := flatSize(obsShape)
+		if err != nil {
+			return nil, err
+		}
+		return NewLSTMNet(n, numOutputs, opts, seed)
 	}
 	if len(obsShape) == 3 && obsShape[0] > 1 && obsShape[1] > 1 && obsShape[2] >= 1 && obsShape[2] <= 16 {
 		return NewConvNet(obsShape, numOutputs, opts, seed)
 	}
+	n, err := flatSize(obsShape)
+	if err != nil {
+		return nil, err
+	}
+	return NewFullyConnected(n, numOutputs, opts, seed)
+}
+
+// flatSize is the number of values in an observation of shape obsShape.
+func flatSize(obsShape []int) (int, error) {
+	if len(obsShape) == 0 {
+		return 0, fmt.Errorf("models: empty observation shape")
+	}
 	n := 1
 	for _, d := range obsShape {
 		if d <= 0 {
-			return nil, fmt.Errorf("models: observation shape %v has a non-positive dimension", obsShape)
+			return 0, fmt.Errorf("models: observation shape %v has a non-positive dimension", obsShape)
 		}
 		n *= d
 	}
-	if len(obsShape) == 0 {
-		return nil, fmt.Errorf("models: empty observation shape")
-	}
-	return NewFullyConnected(n, numOutputs, opts, seed)
+	return n, nil
 }
 
 // Policy bundles what an agent needs to act in an environment: the

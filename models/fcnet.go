@@ -41,15 +41,24 @@ type ModelOptions struct {
 	// CustomOptions are the custom model's own options, passed to it
 	// unchanged (a model plugin receives them as its config).
 	CustomOptions map[string]any `json:"custom_options"`
+	// UseLSTM wraps the fully connected layers in an LSTM of LSTMCellSize
+	// units (LSTMNet): the policy keeps state across the steps of an
+	// episode. Algorithms train it by truncated backpropagation through
+	// time over sequences of at most MaxSeqLen steps. PPO and A3C support
+	// it; ES and DQN reject it.
+	UseLSTM      bool `json:"use_lstm"`
+	LSTMCellSize int  `json:"lstm_cell_size"`
+	MaxSeqLen    int  `json:"max_seq_len"`
 	// Value asks for a value function output (Output.Value). Algorithms set
 	// it (PPO and A3C do, ES and DQN do not); it is not a user key.
 	Value bool `json:"-"`
 }
 
 // DefaultModelOptions returns the defaults: two hidden layers of 64 tanh
-// units, orthogonal initialisation, no free log-std, separate value network.
+// units, orthogonal initialisation, no free log-std, separate value
+// network, no LSTM (when switched on: 64 cells, sequences of 20 steps).
 func DefaultModelOptions() ModelOptions {
-	return ModelOptions{Hiddens: []int{64, 64}, Activation: "tanh", Init: InitNameOrthogonal}
+	return ModelOptions{Hiddens: []int{64, 64}, Activation: "tanh", Init: InitNameOrthogonal, LSTMCellSize: 64, MaxSeqLen: 20}
 }
 
 // UnmarshalJSON decodes options strictly: an unknown key is an error that
@@ -65,7 +74,7 @@ func (o *ModelOptions) UnmarshalJSON(b []byte) error {
 	p.ConvFilters = append([]ConvFilter(nil), o.ConvFilters...)
 	p.CustomOptions = maps.Clone(o.CustomOptions)
 	if err := dec.Decode(&p); err != nil {
-		return fmt.Errorf("model options (known keys: fcnet_hiddens, fcnet_activation, free_log_std, vf_share_layers, init, conv_filters, custom_model, custom_options): %w", err)
+		return fmt.Errorf("model options (known keys: fcnet_hiddens, fcnet_activation, free_log_std, vf_share_layers, init, conv_filters, custom_model, custom_options, use_lstm, lstm_cell_size, max_seq_len): %w", err)
 	}
 	*o = ModelOptions(p)
 	return nil
@@ -87,6 +96,26 @@ func (o ModelOptions) Validate() error {
 	case "", InitNameNormc, InitNameOrthogonal, InitNameXavier:
 	default:
 		return fmt.Errorf("models: init %q: use orthogonal, normc or xavier", string(o.Init))
+	}
+	if o.UseLSTM {
+		if o.LSTMCellSize < 1 {
+			return fmt.Errorf("models: lstm_cell_size %d: with use_lstm it must be at least 1 (default 64)", o.LSTMCellSize)
+		}
+		if o.MaxSeqLen < 1 {
+			return fmt.Errorf("models: max_seq_len %d: with use_lstm it must be at least 1 (default 20)", o.MaxSeqLen)
+		}
+		if o.CustomModel != "" {
+			return fmt.Errorf("models: use_lstm with custom_model %q: a custom model cannot be wrapped in an LSTM; drop one of the two", o.CustomModel)
+		}
+	}
+	return nil
+}
+
+// CheckFeedForward returns an error naming use_lstm when it is set, for
+// algorithms (alg names them) that train feed-forward policies only.
+func (o ModelOptions) CheckFeedForward(alg string) error {
+	if o.UseLSTM {
+		return fmt.Errorf("model.use_lstm: %s trains feed-forward policies only; remove use_lstm, or use PPO or A3C for a recurrent policy", alg)
 	}
 	return nil
 }
