@@ -55,7 +55,8 @@ func ActionDistFor(space envs.Space, distType string) (ActionDist, error) {
 // NewModel returns a model for observations of the given shape (after
 // preprocessing) producing numOutputs outputs: the custom model
 // opts.CustomModel when it is set (built by the ModelResolver registered
-// for its prefix, such as "plugin:<path>"), a ConvNet for image shapes
+// for its prefix, such as "plugin:<path>"), an LSTMNet when opts.UseLSTM
+// is set (flat observations only), a ConvNet for image shapes
 // [H, W, C] (C ≤ 16, H and W above 1), otherwise a FullyConnected network
 // on the flattened observation.
 func NewModel(obsShape []int, numOutputs int, opts ModelOptions, seed uint64) (Model, error) {
