@@ -49,6 +49,16 @@ type Batch struct {
 	// Episodes lists the episodes that ended while this batch was
 	// collected.
 	Episodes []Episode
+	// SeqLens, set by rollouts of a recurrent policy, cuts the rows into
+	// sequences for truncated backpropagation through time: consecutive
+	// runs of rows, in row order, of at most max_seq_len steps. A sequence
+	// never crosses a fragment boundary or an episode end. StateIn holds
+	// the policy's state before each sequence's first step, one row of
+	// StateDim values per sequence. All three are empty for feed-forward
+	// policies.
+	SeqLens  []int
+	StateDim int
+	StateIn  []float64
 }
 
 // Episode summarises one finished episode.
@@ -94,7 +104,7 @@ func (b *Batch) Validate() error {
 			return err
 		}
 	}
-	return nil
+	return b.validateSeqs()
 }
 
 // Concat joins batches in order into one. Widths must agree; optional
@@ -152,5 +162,5 @@ func Concat(batches ...Batch) (Batch, error) {
 		}
 		out.Episodes = append(out.Episodes, b.Episodes...)
 	}
-	return out, nil
+	return out, concatSeqs(&out, batches)
 }
