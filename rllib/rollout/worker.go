@@ -27,6 +27,22 @@ type Policy interface {
 	Values(obs []float64, n int, vals []float64) error
 }
 
+// Recurrent is a Policy that carries state from step to step (an LSTM
+// policy). The worker keeps one state row per sub-environment, zeroes it
+// when an episode ends, and cuts its batches into sequences of at most
+// Config.MaxSeqLen steps, each stored with its initial state.
+type Recurrent interface {
+	Policy
+	// StateSize is the number of state values per environment; 0 means
+	// the policy is feed-forward after all.
+	StateSize() int
+	// ActRecurrent is Act from state (n rows of StateSize values), writing
+	// the state after the step into out.State.
+	ActRecurrent(obs, state []float64, n int, rng *rand.Rand, out *Actions) error
+	// ValuesRecurrent is Values from state.
+	ValuesRecurrent(obs, state []float64, n int, vals []float64) error
+}
+
 // Actions is a policy's output for n observations. Act resizes the slices;
 // the worker reuses them across steps.
 type Actions struct {
@@ -38,6 +54,8 @@ type Actions struct {
 	Logp       []float64
 	VPreds     []float64
 	DistInputs []float64
+	// State is a recurrent policy's state after the step, n rows.
+	State []float64
 }
 
 // ObsProcessor turns raw observations into what the policy sees
@@ -65,6 +83,9 @@ type Config struct {
 	// reproducible and distinct from other workers'.
 	Seed  int64
 	Index int
+	// MaxSeqLen is the longest sequence a recurrent policy's batches are
+	// cut into (model.max_seq_len); ignored for feed-forward policies.
+	MaxSeqLen int
 }
 
 // Worker steps a Vector of environments with a policy. Episodes run on
@@ -85,6 +106,13 @@ type Worker struct {
 	epLen   []int
 	// step is reused across steps when the Vector steps in place.
 	step envs.VectorStep
+	// rec is the policy when it is recurrent, with stateDim values of
+	// state per sub-environment in state; seqLen is how many steps each
+	// sub-environment's current sequence has.
+	rec      Recurrent
+	stateDim int
+	state    []float64
+	seqLen   []int
 }
 
 // New creates the worker's environments and resets them with seeds derived
@@ -119,6 +147,14 @@ func NewWithVector(cfg Config, vec envs.Vector, policy Policy, proc ObsProcessor
 		return nil, fmt.Errorf("rollout: unsupported action space %v", vec.ActionSpace())
 	}
 	n := cfg.NumEnvs
+	if r, ok := policy.(Recurrent); ok && r.StateSize() > 0 {
+		if cfg.MaxSeqLen < 1 {
+			return nil, fmt.Errorf("rollout: a recurrent policy needs max_seq_len of at least 1, got %d", cfg.MaxSeqLen)
+		}
+		w.rec, w.stateDim = r, r.StateSize()
+		w.state = make([]float64, n*w.stateDim)
+		w.seqLen = make([]int, n)
+	}
 	w.obs = make([]float64, n*w.obsDim)
 	w.actions = make([][]float64, n)
 	for i := range w.actions {
@@ -145,6 +181,10 @@ func NewWithVector(cfg Config, vec envs.Vector, policy Policy, proc ObsProcessor
 
 func (w *Worker) row(i int) []float64 { return w.obs[i*w.obsDim : (i+1)*w.obsDim] }
 
+func (w *Worker) stateRow(i int) []float64 {
+	return w.state[i*w.stateDim : (i+1)*w.stateDim]
+}
+
 // ObsDim and ActDim are the widths of processed observations and actions.
 func (w *Worker) ObsDim() int { return w.obsDim }
 
@@ -155,7 +195,10 @@ func (w *Worker) ActDim() int { return w.actDim }
 // randomness from rng, and returns the steps as one batch of NumEnvs
 // fragments (rows env-major). It fills Bootstrap for truncated episodes
 // from the value of their final observation and for fragments cut mid-
-// episode from the value of the next observation.
+// episode from the value of the next observation. With a recurrent policy
+// it carries each sub-environment's state from step to step (and across
+// calls), zeroes it when an episode ends, and cuts the batch into
+// sequences (Batch.SeqLens, Batch.StateIn).
 func (w *Worker) Sample(ctx context.Context, rng *rand.Rand) (sample.Batch, error) {
 	n, T := w.cfg.NumEnvs, w.cfg.FragmentLength
 	rows := n * T
@@ -171,14 +214,24 @@ func (w *Worker) Sample(ctx context.Context, rng *rand.Rand) (sample.Batch, erro
 		Bootstrap:  make([]float64, rows),
 	}
 	finalObs := make([]float64, 0, n*w.obsDim)
+	finalState := make([]float64, 0, n*w.stateDim)
 	var truncRows []int
+	// Each sub-environment's sequences, joined in row order at the end.
+	var seqLens [][]int
+	var stateIn [][]float64
+	if w.rec != nil {
+		seqLens, stateIn = make([][]int, n), make([][]float64, n)
+	}
 	for t := 0; t < T; t++ {
 		if t%64 == 0 {
 			if err := ctx.Err(); err != nil {
 				return sample.Batch{}, fmt.Errorf("rollout: sampling interrupted: %w", err)
 			}
 		}
-		if err := w.policy.Act(w.obs, n, rng, &w.out); err != nil {
+		if w.rec != nil {
+			w.startSeqs(t, seqLens, stateIn)
+		}
+		if err := w.act(n, rng); err != nil {
 			return sample.Batch{}, fmt.Errorf("rollout: computing actions: %w", err)
 		}
 		if len(w.out.Actions) != n*w.actDim {
@@ -217,6 +270,7 @@ func (w *Worker) Sample(ctx context.Context, rng *rand.Rand) (sample.Batch, erro
 		}
 		truncRows = truncRows[:0]
 		finalObs = finalObs[:0]
+		finalState = finalState[:0]
 		for i := 0; i < n; i++ {
 			r := i*T + t
 			rew := step.Rewards[i]
@@ -240,6 +294,13 @@ func (w *Worker) Sample(ctx context.Context, rng *rand.Rand) (sample.Batch, erro
 					if err := w.proc.Process(finalObs[len(finalObs)-w.obsDim:], step.FinalObs[i], false); err != nil {
 						return sample.Batch{}, fmt.Errorf("rollout: final observation of %q sub-environment %d: %w", w.cfg.Env, i, err)
 					}
+					if w.rec != nil {
+						finalState = append(finalState, w.stateRow(i)...)
+					}
+				}
+				if w.rec != nil { // the next episode starts from the zero state
+					clear(w.stateRow(i))
+					w.seqLen[i] = 0
 				}
 			}
 			if err := w.proc.Process(w.row(i), step.Obs[i], true); err != nil {
@@ -247,28 +308,71 @@ func (w *Worker) Sample(ctx context.Context, rng *rand.Rand) (sample.Batch, erro
 			}
 		}
 		if len(truncRows) > 0 {
-			if err := w.bootstrap(&b, truncRows, finalObs); err != nil {
+			if err := w.bootstrap(&b, truncRows, finalObs, finalState); err != nil {
 				return sample.Batch{}, err
 			}
+		}
+	}
+	if w.rec != nil {
+		b.StateDim = w.stateDim
+		for i := range n {
+			b.SeqLens = append(b.SeqLens, seqLens[i]...)
+			b.StateIn = append(b.StateIn, stateIn[i]...)
 		}
 	}
 	// Fragments cut mid-episode bootstrap from the next observation.
 	var cut []int
 	next := make([]float64, 0, n*w.obsDim)
+	var nextState []float64
 	for i := 0; i < n; i++ {
 		r := i*T + T - 1
 		b.Boundary[r] = true
 		if !b.Terminated[r] && !b.Truncated[r] {
 			cut = append(cut, r)
 			next = append(next, w.row(i)...)
+			if w.rec != nil {
+				nextState = append(nextState, w.stateRow(i)...)
+			}
 		}
 	}
 	if len(cut) > 0 {
-		if err := w.bootstrap(&b, cut, next); err != nil {
+		if err := w.bootstrap(&b, cut, next, nextState); err != nil {
 			return sample.Batch{}, err
 		}
 	}
 	return b, nil
+}
+
+// startSeqs begins a new sequence for every sub-environment at step t of
+// a fragment where one must begin: at the fragment's start, after an
+// episode ended, and after MaxSeqLen steps. It records the sequence's
+// initial state and counts step t into each current sequence.
+func (w *Worker) startSeqs(t int, seqLens [][]int, stateIn [][]float64) {
+	for i := range seqLens {
+		if t == 0 || w.seqLen[i] == 0 || w.seqLen[i] == w.cfg.MaxSeqLen {
+			seqLens[i] = append(seqLens[i], 0)
+			stateIn[i] = append(stateIn[i], w.stateRow(i)...)
+			w.seqLen[i] = 0
+		}
+		seqLens[i][len(seqLens[i])-1]++
+		w.seqLen[i]++
+	}
+}
+
+// act runs the policy on every sub-environment's observation, from and
+// then into the carried state when the policy is recurrent.
+func (w *Worker) act(n int, rng *rand.Rand) error {
+	if w.rec == nil {
+		return w.policy.Act(w.obs, n, rng, &w.out)
+	}
+	if err := w.rec.ActRecurrent(w.obs, w.state, n, rng, &w.out); err != nil {
+		return err
+	}
+	if len(w.out.State) != len(w.state) {
+		return fmt.Errorf("recurrent policy returned %d state values for %d environments of state size %d", len(w.out.State), n, w.stateDim)
+	}
+	copy(w.state, w.out.State)
+	return nil
 }
 
 // stepEnvs steps the Vector, without allocating when it supports that.
@@ -280,9 +384,17 @@ func (w *Worker) stepEnvs() (envs.VectorStep, error) {
 	return w.vec.Step(w.actions)
 }
 
-func (w *Worker) bootstrap(b *sample.Batch, rows []int, obs []float64) error {
+// bootstrap fills b.Bootstrap at rows with the values of obs (one row
+// each), seen from states when the policy is recurrent.
+func (w *Worker) bootstrap(b *sample.Batch, rows []int, obs, states []float64) error {
 	vals := make([]float64, len(rows))
-	if err := w.policy.Values(obs, len(rows), vals); err != nil {
+	var err error
+	if w.rec != nil {
+		err = w.rec.ValuesRecurrent(obs, states, len(rows), vals)
+	} else {
+		err = w.policy.Values(obs, len(rows), vals)
+	}
+	if err != nil {
 		return fmt.Errorf("rollout: value of the observation a trajectory was cut at: %w", err)
 	}
 	for k, r := range rows {

@@ -3,6 +3,8 @@ package rollout
 import (
 	"context"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gray-ml/gray/envs"
@@ -148,5 +150,96 @@ func TestWorkerSimultaneousTruncations(t *testing.T) {
 		if !b.Truncated[r] || b.Bootstrap[r] != 20 {
 			t.Errorf("row %d: truncated %v bootstrap %v, want true and 20", r, b.Truncated[r], b.Bootstrap[r])
 		}
+	}
+}
+
+// stepCounter is a recurrent policy whose one-value state counts the steps
+// of the current episode: it reports the state before the step as the
+// value, and values a bootstrap observation at 100·state + obs so tests
+// can see which state it was given.
+type stepCounter struct{}
+
+func (stepCounter) DistDim() int   { return 0 }
+func (stepCounter) StateSize() int { return 1 }
+func (stepCounter) Act(obs []float64, n int, rng *rand.Rand, out *Actions) error {
+	return stepCounter{}.ActRecurrent(obs, make([]float64, n), n, rng, out)
+}
+func (stepCounter) Values(obs []float64, n int, vals []float64) error {
+	return stepCounter{}.ValuesRecurrent(obs, make([]float64, n), n, vals)
+}
+func (stepCounter) ActRecurrent(obs, state []float64, n int, _ *rand.Rand, out *Actions) error {
+	out.Actions = append(out.Actions[:0], make([]float64, n)...)
+	out.VPreds = append(out.VPreds[:0], state[:n]...)
+	out.State = out.State[:0]
+	for _, s := range state[:n] {
+		out.State = append(out.State, s+1)
+	}
+	return nil
+}
+func (stepCounter) ValuesRecurrent(obs, state []float64, n int, vals []float64) error {
+	for i := range n {
+		vals[i] = 100*state[i] + obs[i]
+	}
+	return nil
+}
+
+// TestWorkerCarriesRecurrentState checks that a recurrent policy's state
+// runs on from step to step and across Sample calls, restarts from zero
+// when an episode ends, that bootstrap values see the state of the step
+// they follow, and that the batch is cut into sequences of at most
+// max_seq_len steps that never cross an episode end, each with its
+// initial state.
+func TestWorkerCarriesRecurrentState(t *testing.T) {
+	vec, err := envs.NewVector(&counter{limit: 5}, &counter{limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewWithVector(Config{Env: "counter", FragmentLength: 7, MaxSeqLen: 3}, vec, stepCounter{}, identity{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	b, err := w.Sample(context.Background(), rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	// Environment 0 is truncated after its fifth step and starts again.
+	wantV := []float64{0, 1, 2, 3, 4, 0, 1, 0, 1, 2, 3, 4, 5, 6}
+	if !slices.Equal(b.VPreds, wantV) {
+		t.Fatalf("states before each step %v, want %v", b.VPreds, wantV)
+	}
+	if !slices.Equal(b.SeqLens, []int{3, 2, 2, 3, 3, 1}) {
+		t.Fatalf("sequence lengths %v, want [3 2 2 3 3 1]", b.SeqLens)
+	}
+	if b.StateDim != 1 || !slices.Equal(b.StateIn, []float64{0, 3, 0, 0, 3, 6}) {
+		t.Fatalf("initial states %v (width %d), want [0 3 0 0 3 6]", b.StateIn, b.StateDim)
+	}
+	// Truncation at row 4: final observation 5 after 5 steps; cuts at the
+	// fragment ends: env 0 at observation 2 after 2 steps, env 1 at 7.
+	for r, want := range map[int]float64{4: 505, 6: 202, 13: 707} {
+		if b.Bootstrap[r] != want {
+			t.Fatalf("bootstrap of row %d = %v, want %v (all %v)", r, b.Bootstrap[r], want, b.Bootstrap)
+		}
+	}
+	b2, err := w.Sample(context.Background(), rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b2.VPreds[0] != 2 || b2.VPreds[7] != 7 || b2.StateIn[0] != 2 {
+		t.Fatalf("second fragment starts from states %v and %v (StateIn %v), want 2 and 7", b2.VPreds[0], b2.VPreds[7], b2.StateIn)
+	}
+}
+
+func TestWorkerRecurrentNeedsMaxSeqLen(t *testing.T) {
+	vec, err := envs.NewVector(&counter{limit: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vec.Close()
+	if _, err := NewWithVector(Config{Env: "counter", FragmentLength: 7}, vec, stepCounter{}, identity{}); err == nil || !strings.Contains(err.Error(), "max_seq_len") {
+		t.Fatalf("no max_seq_len: %v", err)
 	}
 }
