@@ -24,19 +24,28 @@ type Recurrent interface {
 
 // LSTMNet is RLlib's LSTM-wrapped fully connected network: hidden layers
 // (fcnet_hiddens, fcnet_activation) on each observation, an LSTM of
-// lstm_cell_size units over time, and linear policy and value heads on the
-// LSTM's output (the value head shares every layer, whatever
-// vf_share_layers says). Its state per sequence is [h, c], 2·H values.
+// lstm_cell_size units over time, and a linear policy head on the LSTM's
+// output. The value function (options.Value) is a second branch of the
+// same shape with its own LSTM, unless vf_share_layers puts the value head
+// on the policy's LSTM; a separate branch keeps the value loss, which is
+// large early on, from swamping the policy's gradient. Its state per
+// sequence is [h, c] of each LSTM: 2·H values, or 4·H with a separate
+// value branch.
 type LSTMNet struct {
 	opts       ModelOptions
 	in, out    int
 	params     *Params
-	hidden     []*Dense
-	lstm       *LSTMLayer
+	pi, vf     *lstmBranch // vf is nil without a separate value branch
 	head       *Dense
 	logStd     *Tensor
 	vfHead     *Dense
 	activation opcode
+}
+
+// lstmBranch is fully connected layers followed by an LSTM.
+type lstmBranch struct {
+	hidden []*Dense
+	lstm   *LSTMLayer
 }
 
 // NewLSTMNet builds an LSTM network with numInputs inputs and numOutputs
@@ -63,17 +72,25 @@ func NewLSTMNet(numInputs, numOutputs int, opts ModelOptions, seed uint64) (*LST
 	if opts.Init == InitNameOrthogonal || opts.Init == "" {
 		gain = math.Sqrt2
 	}
-	prev := numInputs
-	for i, h := range opts.Hiddens {
-		d := NewDense(m.params, fmt.Sprintf("fc%d", i), prev, h)
-		if err := opts.Init.Apply(d.W, gain, rng); err != nil {
-			return nil, err
+	branch := func(prefix string) (*lstmBranch, error) {
+		br := &lstmBranch{}
+		prev := numInputs
+		for i, h := range opts.Hiddens {
+			d := NewDense(m.params, fmt.Sprintf("%s%d", prefix, i), prev, h)
+			if err := opts.Init.Apply(d.W, gain, rng); err != nil {
+				return nil, err
+			}
+			br.hidden = append(br.hidden, d)
+			prev = h
 		}
-		m.hidden = append(m.hidden, d)
-		prev = h
+		br.lstm = NewLSTMLayer(m.params, prefix+"_lstm", prev, opts.LSTMCellSize, rng)
+		return br, nil
+	}
+	var err error
+	if m.pi, err = branch("fc"); err != nil {
+		return nil, err
 	}
 	cell := opts.LSTMCellSize
-	m.lstm = NewLSTMLayer(m.params, "lstm", prev, cell, rng)
 	headOut := numOutputs
 	if opts.FreeLogStd {
 		headOut = numOutputs / 2
@@ -86,6 +103,11 @@ func NewLSTMNet(numInputs, numOutputs int, opts ModelOptions, seed uint64) (*LST
 		m.logStd = m.params.New("log_std", 1, headOut)
 	}
 	if opts.Value {
+		if !opts.VFShareLayers {
+			if m.vf, err = branch("vf"); err != nil {
+				return nil, err
+			}
+		}
 		m.vfHead = NewDense(m.params, "vf_out", cell, 1)
 		if err := opts.Init.Apply(m.vfHead.W, 1, rng); err != nil {
 			return nil, err
@@ -103,8 +125,14 @@ func (m *LSTMNet) NumInputs() int { return m.in }
 // NumOutputs implements Model.
 func (m *LSTMNet) NumOutputs() int { return m.out }
 
-// StateSize implements Recurrent: h and c, lstm_cell_size values each.
-func (m *LSTMNet) StateSize() int { return 2 * m.lstm.Hidden }
+// StateSize implements Recurrent: h and c of every LSTM, lstm_cell_size
+// values each.
+func (m *LSTMNet) StateSize() int {
+	if m.vf != nil {
+		return 4 * m.opts.LSTMCellSize
+	}
+	return 2 * m.opts.LSTMCellSize
+}
 
 // Forward implements Model: every row is a sequence of one step from the
 // zero state (callers that carry state use ForwardSeq).
@@ -114,40 +142,53 @@ func (m *LSTMNet) Forward(t *Tape, obs *Tensor) Output {
 
 // ForwardSeq implements Recurrent.
 func (m *LSTMNet) ForwardSeq(t *Tape, obs, state *Tensor, next []float64) Output {
-	hid := m.lstm.Hidden
+	size := m.StateSize()
 	b := state.Rows
 	switch {
 	case obs.Cols != m.in:
 		panic(fmt.Sprintf("models: LSTMNet with %d inputs got observations %s", m.in, obs.shape()))
-	case state.Cols != 2*hid || b == 0 || obs.Rows%b != 0:
-		panic(fmt.Sprintf("models: LSTMNet state %s for observations %s; it must be [Bx%d] with B dividing the rows", state.shape(), obs.shape(), 2*hid))
-	case next != nil && len(next) < b*2*hid:
-		panic(fmt.Sprintf("models: LSTMNet next-state buffer holds %d values, needs %d", len(next), b*2*hid))
+	case state.Cols != size || b == 0 || obs.Rows%b != 0:
+		panic(fmt.Sprintf("models: LSTMNet state %s for observations %s; it must be [Bx%d] with B dividing the rows", state.shape(), obs.shape(), size))
+	case next != nil && len(next) < b*size:
+		panic(fmt.Sprintf("models: LSTMNet next-state buffer holds %d values, needs %d", len(next), b*size))
 	}
+	h := m.branch(t, m.pi, obs, state, 0, next)
+	o := Output{Last: h, Out: m.head.Forward(t, h)}
+	if m.logStd != nil {
+		o.Out = t.Concat(o.Out, t.RepeatRows(m.logStd, obs.Rows))
+	}
+	if m.vfHead != nil {
+		v := h
+		if m.vf != nil {
+			v = m.branch(t, m.vf, obs, state, 2*m.opts.LSTMCellSize, next)
+		}
+		o.Value = m.vfHead.Forward(t, v)
+	}
+	return o
+}
+
+// branch runs one branch whose state is columns [off, off+2H) of state,
+// writing its state after the last step into the same columns of next.
+func (m *LSTMNet) branch(t *Tape, br *lstmBranch, obs, state *Tensor, off int, next []float64) *Tensor {
+	hid, b, size := br.lstm.Hidden, state.Rows, state.Cols
 	x := obs
-	for _, d := range m.hidden {
+	for _, d := range br.hidden {
 		x = t.unary(m.activation, d.Forward(t, x), 0, 0)
 	}
 	var cLast []float64
 	if next != nil {
 		cLast = t.Const(b, hid, nil).Data // tape-owned scratch
 	}
-	h := m.lstm.Forward(t, x, t.Cols(state, 0, hid), t.Cols(state, hid, 2*hid), cLast)
+	h := br.lstm.Forward(t, x, t.Cols(state, off, off+hid), t.Cols(state, off+hid, off+2*hid), cLast)
 	if next != nil {
 		hLast := h.Data[(h.Rows-b)*hid:]
 		for r := 0; r < b; r++ {
-			copy(next[r*2*hid:r*2*hid+hid], hLast[r*hid:(r+1)*hid])
-			copy(next[r*2*hid+hid:(r+1)*2*hid], cLast[r*hid:(r+1)*hid])
+			row := next[r*size+off : r*size+off+2*hid]
+			copy(row[:hid], hLast[r*hid:(r+1)*hid])
+			copy(row[hid:], cLast[r*hid:(r+1)*hid])
 		}
 	}
-	o := Output{Last: h, Out: m.head.Forward(t, h)}
-	if m.logStd != nil {
-		o.Out = t.Concat(o.Out, t.RepeatRows(m.logStd, obs.Rows))
-	}
-	if m.vfHead != nil {
-		o.Value = m.vfHead.Forward(t, h)
-	}
-	return o
+	return h
 }
 
 var _ Recurrent = (*LSTMNet)(nil)

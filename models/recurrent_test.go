@@ -17,12 +17,21 @@ func lstmOpts() ModelOptions {
 
 // TestLSTMNetGradients checks the whole network's parameter gradients
 // through ForwardSeq (policy and value outputs over two sequences of three
-// steps from a non-zero state) against central differences.
+// steps from a non-zero state) against central differences, with a
+// separate and with a shared value branch.
 func TestLSTMNetGradients(t *testing.T) {
-	m, err := NewLSTMNet(2, 4, lstmOpts(), 5)
-	if err != nil {
-		t.Fatal(err)
+	for _, share := range []bool{false, true} {
+		opts := lstmOpts()
+		opts.VFShareLayers = share
+		m, err := NewLSTMNet(2, 4, opts, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkLSTMNetGradients(t, m)
 	}
+}
+
+func checkLSTMNetGradients(t *testing.T, m *LSTMNet) {
 	const steps, b = 3, 2
 	rng := rand.New(rand.NewPCG(5, 6))
 	obs := make([]float64, steps*b*2)
