@@ -33,6 +33,15 @@ type Agent interface {
 	Stop() error
 }
 
+// StatefulAgent is an Agent whose policy carries state from one
+// ComputeAction call to the next (a recurrent policy, model.use_lstm).
+// Callers that run episodes call ResetActionState before each episode's
+// first action.
+type StatefulAgent interface {
+	Agent
+	ResetActionState()
+}
+
 // Options are the settings every agent receives besides its own config.
 type Options struct {
 	// Env names the environment (a registered name or a plugin reference).

@@ -97,6 +97,9 @@ func episode(ctx context.Context, agent rllib.Agent, env envs.Vector, seed int64
 		return 0, 0, fmt.Errorf("reset: %w", err)
 	}
 	obs := rows[0]
+	if sa, ok := agent.(rllib.StatefulAgent); ok { // a recurrent policy
+		sa.ResetActionState()
+	}
 	space := env.ActionSpace()
 	ret := 0.0
 	for step := 1; ; step++ {

@@ -45,6 +45,8 @@ type Agent struct {
 	act       rollout.Actions
 	obsBuf    []float64
 	actSpace  envs.Space
+	// actState is a recurrent policy's state between ComputeAction calls.
+	actState []float64
 }
 
 // samplers is how the agent collects one iteration's experience.
@@ -215,10 +217,15 @@ func shuffleRNG(seed int64, iter int) *rand.Rand {
 // action (the argmax for a Discrete space, the mean for a Box, clipped to
 // its bounds), with the observation passed through the preprocessor and
 // the observation filter (without updating it); ComputeActionSampled draws
-// one instead.
+// one instead. A recurrent policy (use_lstm) carries its state from call
+// to call: call ResetActionState when a new episode starts.
 func (a *Agent) ComputeAction(obs []float64) ([]float64, error) {
 	return a.computeAction(obs, nil)
 }
+
+// ResetActionState implements rllib.StatefulAgent: the next ComputeAction
+// starts a new episode from the recurrent policy's zero state.
+func (a *Agent) ResetActionState() { clear(a.actState) }
 
 // ComputeActionSampled is ComputeAction with the action drawn from the
 // policy's distribution using rng.
@@ -234,7 +241,15 @@ func (a *Agent) computeAction(obs []float64, rng *rand.Rand) ([]float64, error) 
 	if err := a.proc.Process(a.obsBuf, obs, false); err != nil {
 		return nil, fmt.Errorf("PPO: ComputeAction: %w", err)
 	}
-	if err := a.pol.Act(a.obsBuf, 1, rng, &a.act); err != nil {
+	if a.pol.rnn != nil {
+		if len(a.actState) == 0 {
+			a.actState = make([]float64, a.pol.StateSize())
+		}
+		if err := a.pol.ActRecurrent(a.obsBuf, a.actState, 1, rng, &a.act); err != nil {
+			return nil, fmt.Errorf("PPO: ComputeAction: %w", err)
+		}
+		copy(a.actState, a.act.State)
+	} else if err := a.pol.Act(a.obsBuf, 1, rng, &a.act); err != nil {
 		return nil, fmt.Errorf("PPO: ComputeAction: %w", err)
 	}
 	action := append([]float64(nil), a.act.Actions...)

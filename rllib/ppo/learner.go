@@ -20,22 +20,38 @@ import (
 // fixed order. The arithmetic does not depend on how many cores run the
 // shards, so a seed gives the same run on any machine, and a two-core
 // machine computes a step in about half the time.
+//
+// With a recurrent model the units of shuffling are the batch's sequences
+// rather than its rows: each minibatch holds sgd_minibatch_size /
+// max_seq_len sequences, replayed from their stored initial states with
+// the padding masked out of every mean (truncated backpropagation through
+// time).
 type learner struct {
 	cfg    *Config
 	pol    *policy
 	shards []*shard
 	opt    *models.Adam
 	perm   []int
-	// Minibatch buffers, gathered from shuffled rows.
-	obs, act, logp, adv, vtarg, vpred, dist []float64
+	// starts are the first rows of the batch's sequences (recurrent only).
+	starts []int
 }
 
 // shard computes the loss and gradients of part of a minibatch.
 type shard struct {
 	model  models.Model
+	rnn    models.Recurrent // model when recurrent, else nil
 	params *models.Params
 	tape   *models.Tape
+	mb     minibatch
 	stats  learnStats
+}
+
+// minibatch is one shard's rows, gathered from the batch: plain rows, or
+// padded time-major sequences (seq) for a recurrent model.
+type minibatch struct {
+	rows, valid                             int
+	obs, act, logp, adv, vtarg, vpred, dist []float64
+	seq                                     sample.Padded
 }
 
 // numShards is the number of gradient shards per minibatch.
@@ -49,13 +65,13 @@ const minShardRows = 64
 // for the second shard.
 func newLearner(cfg *Config, pol *policy, copyPolicy func() (*policy, error)) (*learner, error) {
 	l := &learner{cfg: cfg, pol: pol, opt: models.NewAdam(cfg.LR)}
-	l.shards = append(l.shards, &shard{model: pol.model, params: pol.params, tape: models.NewTape()})
+	l.shards = append(l.shards, &shard{model: pol.model, rnn: pol.rnn, params: pol.params, tape: models.NewTape()})
 	for len(l.shards) < numShards {
 		p, err := copyPolicy()
 		if err != nil {
 			return nil, err
 		}
-		l.shards = append(l.shards, &shard{model: p.model, params: p.params, tape: models.NewTape()})
+		l.shards = append(l.shards, &shard{model: p.model, rnn: p.rnn, params: p.params, tape: models.NewTape()})
 	}
 	return l, nil
 }
@@ -107,8 +123,17 @@ func (e *nanError) Error() string {
 // shuffle draws from rng. On a non-finite value it stops with a *nanError,
 // and on ctx's end with ctx's error; the caller restores the weights.
 func (l *learner) learn(ctx context.Context, b *sample.Batch, lr, klCoeff float64, rng *rand.Rand) (learnStats, error) {
+	// n units (rows, or sequences for a recurrent model), mb per minibatch.
 	n := b.Len()
 	mb := min(l.cfg.SGDMinibatchSize, n)
+	if l.pol.rnn != nil {
+		if len(b.SeqLens) == 0 {
+			return learnStats{}, errors.New("the recurrent policy's batch has no sequences")
+		}
+		l.starts = b.SeqStarts(l.starts)
+		n = len(b.SeqLens)
+		mb = min(max(1, l.cfg.SGDMinibatchSize/l.cfg.Model.MaxSeqLen), n)
+	}
 	numMB := n / mb
 	if cap(l.perm) < n {
 		l.perm = make([]int, n)
@@ -140,52 +165,78 @@ func (l *learner) learn(ctx context.Context, b *sample.Batch, lr, klCoeff float6
 	return last, nil
 }
 
-// gather copies the rows idx of b's columns into the minibatch buffers.
-func (l *learner) gather(b *sample.Batch, idx []int) {
+// gather copies the units idx of b (rows, or sequences when seq is
+// true) into the minibatch buffers; sequences are padded time-major.
+func (m *minibatch) gather(b *sample.Batch, idx []int, seq bool, starts []int) {
 	od, ad, dd := b.ObsDim, b.ActDim, b.DistDim
-	m := len(idx)
-	l.obs = grow(l.obs, m*od)
-	l.act = grow(l.act, m*ad)
-	l.dist = grow(l.dist, m*dd)
-	l.logp = grow(l.logp, m)
-	l.adv = grow(l.adv, m)
-	l.vtarg = grow(l.vtarg, m)
-	l.vpred = grow(l.vpred, m)
+	if seq {
+		p := &m.seq
+		p.Layout(b, starts, idx)
+		m.rows, m.valid = p.T*p.B, p.Valid
+		m.obs = p.Pad(m.obs, b.Obs, od)
+		m.act = p.Pad(m.act, b.Actions, ad)
+		m.dist = p.Pad(m.dist, b.DistInputs, dd)
+		m.logp = p.Pad(m.logp, b.Logp, 1)
+		m.adv = p.Pad(m.adv, b.Advantages, 1)
+		m.vtarg = p.Pad(m.vtarg, b.ValueTargets, 1)
+		m.vpred = p.Pad(m.vpred, b.VPreds, 1)
+		return
+	}
+	n := len(idx)
+	m.rows, m.valid = n, n
+	m.obs = grow(m.obs, n*od)
+	m.act = grow(m.act, n*ad)
+	m.dist = grow(m.dist, n*dd)
+	m.logp = grow(m.logp, n)
+	m.adv = grow(m.adv, n)
+	m.vtarg = grow(m.vtarg, n)
+	m.vpred = grow(m.vpred, n)
 	for k, r := range idx {
-		copy(l.obs[k*od:(k+1)*od], b.Obs[r*od:(r+1)*od])
-		copy(l.act[k*ad:(k+1)*ad], b.Actions[r*ad:(r+1)*ad])
-		copy(l.dist[k*dd:(k+1)*dd], b.DistInputs[r*dd:(r+1)*dd])
-		l.logp[k] = b.Logp[r]
-		l.adv[k] = b.Advantages[r]
-		l.vtarg[k] = b.ValueTargets[r]
-		l.vpred[k] = b.VPreds[r]
+		copy(m.obs[k*od:(k+1)*od], b.Obs[r*od:(r+1)*od])
+		copy(m.act[k*ad:(k+1)*ad], b.Actions[r*ad:(r+1)*ad])
+		copy(m.dist[k*dd:(k+1)*dd], b.DistInputs[r*dd:(r+1)*dd])
+		m.logp[k] = b.Logp[r]
+		m.adv[k] = b.Advantages[r]
+		m.vtarg[k] = b.ValueTargets[r]
+		m.vpred[k] = b.VPreds[r]
 	}
 }
 
-// step is one gradient step on the minibatch rows idx:
+// step is one gradient step on the minibatch units idx (rows, or
+// sequences for a recurrent model):
 //
 //	loss = -mean(min(r·A, clip(r, 1-ε, 1+ε)·A)) + kl_coeff·KL(old‖new)
 //	       + vf_loss_coeff·mean(vf_err) - entropy_coeff·entropy
 //
 // with r = π(a|s)/π_old(a|s) and vf_err the squared error of the value
 // prediction (the larger of the clipped and unclipped one with
-// vf_clip_param).
+// vf_clip_param). With a recurrent model every mean is over the real
+// steps only.
 func (l *learner) step(b *sample.Batch, idx []int, klCoeff float64) (learnStats, error) {
-	l.gather(b, idx)
 	m := len(idx)
+	seq := l.pol.rnn != nil
+	rows := m
+	if seq {
+		rows = 0
+		for _, s := range idx {
+			rows += b.SeqLens[s]
+		}
+	}
 	shards := l.shards
-	if m < minShardRows {
+	if rows < minShardRows || m < len(shards) {
 		shards = shards[:1]
 	}
 	master := l.pol.params
 	for _, sh := range shards[1:] {
 		_ = sh.params.SetFlat(master.Flat())
 	}
-	// Shard k takes rows [k·m/n, (k+1)·m/n) and weighs its means by its
-	// share of the rows, so the summed gradient is the whole minibatch's.
+	// Shard k takes units [k·m/n, (k+1)·m/n) and weighs its means by its
+	// share of the real rows, so the summed gradient is the whole
+	// minibatch's.
 	run := func(k int) {
-		lo, hi := k*m/len(shards), (k+1)*m/len(shards)
-		shards[k].stats = l.shardLoss(shards[k], b, lo, hi, float64(hi-lo)/float64(m), klCoeff)
+		sh := shards[k]
+		sh.mb.gather(b, idx[k*m/len(shards):(k+1)*m/len(shards)], seq, l.starts)
+		sh.stats = l.shardLoss(sh, float64(sh.mb.valid)/float64(rows), klCoeff)
 	}
 	if len(shards) > 1 && runtime.GOMAXPROCS(0) > 1 {
 		var wg sync.WaitGroup
@@ -235,30 +286,46 @@ func (l *learner) step(b *sample.Batch, idx []int, klCoeff float64) (learnStats,
 	return s, nil
 }
 
-// shardLoss computes the loss of minibatch rows [lo, hi) scaled by weight
+// shardLoss computes the loss of the shard's minibatch scaled by weight
 // on the shard's model and leaves its gradient in the shard's parameters.
 // It returns the weighted statistics.
-func (l *learner) shardLoss(sh *shard, b *sample.Batch, lo, hi int, weight, klCoeff float64) learnStats {
-	cfg, t, dist := l.cfg, sh.tape, l.pol.dist
-	n := hi - lo
-	od, ad, dd := b.ObsDim, b.ActDim, b.DistDim
+func (l *learner) shardLoss(sh *shard, weight, klCoeff float64) learnStats {
+	cfg, t, dist, mb := l.cfg, sh.tape, l.pol.dist, &sh.mb
+	n := mb.rows
+	od, ad, dd := l.pol.obsDim, l.pol.actDim, l.pol.distDim
 	t.Reset()
-	o := sh.model.Forward(t, t.Const(n, od, l.obs[lo*od:hi*od]))
-	logp := dist.LogLikelihood(t, o.Out, t.Const(n, ad, l.act[lo*ad:hi*ad]))
-	ratio := t.Exp(t.Sub(logp, t.Const(n, 1, l.logp[lo:hi])))
-	adv := t.Const(n, 1, l.adv[lo:hi])
+	var o models.Output
+	// mean averages over the real rows: padding rows have mask 0.
+	mean := t.Mean
+	if sh.rnn != nil {
+		p := &mb.seq
+		o = sh.rnn.ForwardSeq(t, t.Const(n, od, mb.obs), t.Const(p.B, sh.rnn.StateSize(), p.State), nil)
+		mask, inv := t.Const(n, 1, p.Mask), 1/float64(p.Valid)
+		mean = func(x *models.Tensor) *models.Tensor { return t.Scale(t.Sum(t.Mul(x, mask)), inv) }
+	} else {
+		o = sh.model.Forward(t, t.Const(n, od, mb.obs))
+	}
+	logp := dist.LogLikelihood(t, o.Out, t.Const(n, ad, mb.act))
+	// The log-ratio is masked before exponentiating, so padding rows
+	// (whose old log-likelihood is a placeholder 0) have ratio 1.
+	logRatio := t.Sub(logp, t.Const(n, 1, mb.logp))
+	if sh.rnn != nil {
+		logRatio = t.Mul(logRatio, t.Const(n, 1, mb.seq.Mask))
+	}
+	ratio := t.Exp(logRatio)
+	adv := t.Const(n, 1, mb.adv)
 	surr := t.Minimum(t.Mul(ratio, adv), t.Mul(t.Clip(ratio, 1-cfg.ClipParam, 1+cfg.ClipParam), adv))
-	policyLoss := t.Neg(t.Mean(surr))
-	kl := t.Mean(dist.KL(t, t.Const(n, dd, l.dist[lo*dd:hi*dd]), o.Out))
-	entropy := t.Mean(dist.Entropy(t, o.Out))
-	vtarg := t.Const(n, 1, l.vtarg[lo:hi])
+	policyLoss := t.Neg(mean(surr))
+	kl := mean(dist.KL(t, t.Const(n, dd, mb.dist), o.Out))
+	entropy := mean(dist.Entropy(t, o.Out))
+	vtarg := t.Const(n, 1, mb.vtarg)
 	vfErr := t.Square(t.Sub(o.Value, vtarg))
 	if cfg.VFClipParam > 0 {
-		vOld := t.Const(n, 1, l.vpred[lo:hi])
+		vOld := t.Const(n, 1, mb.vpred)
 		vClipped := t.Add(vOld, t.Clip(t.Sub(o.Value, vOld), -cfg.VFClipParam, cfg.VFClipParam))
 		vfErr = t.Maximum(vfErr, t.Square(t.Sub(vClipped, vtarg)))
 	}
-	vfLoss := t.Mean(vfErr)
+	vfLoss := mean(vfErr)
 	total := t.Add(policyLoss, t.Scale(vfLoss, cfg.VFLossCoeff))
 	if klCoeff != 0 {
 		total = t.Add(total, t.Scale(kl, klCoeff))

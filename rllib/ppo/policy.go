@@ -11,9 +11,12 @@ import (
 )
 
 // policy is PPO's actor-critic: the catalog's model (with a value output)
-// and action distribution. It implements rollout.Policy.
+// and action distribution. It implements rollout.Recurrent, and is
+// recurrent when the model is (use_lstm).
 type policy struct {
-	model  models.Model
+	model models.Model
+	// rnn is the model when it is recurrent, else nil.
+	rnn    models.Recurrent
 	dist   models.ActionDist
 	params *models.Params
 	// tape is a no-grad tape for acting; the learner has its own.
@@ -41,10 +44,27 @@ func newPolicy(pre models.Preprocessor, act envs.Space, opts models.ModelOptions
 	}
 	tape := models.NewTape()
 	tape.SetNoGrad(true)
-	return &policy{
+	p := &policy{
 		model: model, dist: dist, params: model.Params(), tape: tape,
 		obsDim: pre.Size(), actDim: dist.ActionSize(), distDim: dist.InputSize(),
-	}, nil
+	}
+	if opts.UseLSTM {
+		rnn, ok := model.(models.Recurrent)
+		if !ok {
+			_ = models.CloseModel(model)
+			return nil, fmt.Errorf("model: use_lstm built a %T, which is not recurrent", model)
+		}
+		p.rnn = rnn
+	}
+	return p, nil
+}
+
+// StateSize implements rollout.Recurrent: 0 for a feed-forward model.
+func (p *policy) StateSize() int {
+	if p.rnn == nil {
+		return 0
+	}
+	return p.rnn.StateSize()
 }
 
 // close releases the model's outside resources (a model plugin's process).
@@ -59,11 +79,34 @@ func (p *policy) forward(obs []float64, n int) models.Output {
 	return p.model.Forward(p.tape, p.tape.Const(n, p.obsDim, obs))
 }
 
+// forwardSeq runs the recurrent model without gradients one step from
+// state on n observations, writing the next state into next when non-nil.
+func (p *policy) forwardSeq(obs, state []float64, n int, next []float64) models.Output {
+	p.tape.Reset()
+	t := p.tape
+	return p.rnn.ForwardSeq(t, t.Const(n, p.obsDim, obs), t.Const(n, p.rnn.StateSize(), state), next)
+}
+
 // Act implements rollout.Policy: it samples actions (rng nil: takes the
 // distribution's mode) and reports their log-likelihoods, the value
-// estimates and the distribution inputs.
+// estimates and the distribution inputs. A recurrent policy acts from the
+// zero state.
 func (p *policy) Act(obs []float64, n int, rng *rand.Rand, out *rollout.Actions) error {
-	o := p.forward(obs, n)
+	if p.rnn != nil {
+		return p.ActRecurrent(obs, make([]float64, n*p.rnn.StateSize()), n, rng, out)
+	}
+	return p.fill(p.forward(obs, n), n, rng, out)
+}
+
+// ActRecurrent implements rollout.Recurrent.
+func (p *policy) ActRecurrent(obs, state []float64, n int, rng *rand.Rand, out *rollout.Actions) error {
+	out.State = grow(out.State, n*p.rnn.StateSize())
+	return p.fill(p.forwardSeq(obs, state, n, out.State), n, rng, out)
+}
+
+// fill turns the model's outputs into actions, log-likelihoods, values
+// and distribution inputs.
+func (p *policy) fill(o models.Output, n int, rng *rand.Rand, out *rollout.Actions) error {
 	if err := p.tape.Err(); err != nil { // a custom model's failure
 		return err
 	}
@@ -84,10 +127,20 @@ func (p *policy) Act(obs []float64, n int, rng *rand.Rand, out *rollout.Actions)
 
 // Values implements rollout.Policy.
 func (p *policy) Values(obs []float64, n int, vals []float64) error {
+	if p.rnn != nil {
+		return p.ValuesRecurrent(obs, make([]float64, n*p.rnn.StateSize()), n, vals)
+	}
 	o := p.forward(obs, n)
 	if err := p.tape.Err(); err != nil {
 		return err
 	}
+	copy(vals[:n], o.Value.Data)
+	return nil
+}
+
+// ValuesRecurrent implements rollout.Recurrent.
+func (p *policy) ValuesRecurrent(obs, state []float64, n int, vals []float64) error {
+	o := p.forwardSeq(obs, state, n, nil)
 	copy(vals[:n], o.Value.Data)
 	return nil
 }

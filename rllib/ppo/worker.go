@@ -85,6 +85,7 @@ func newRolloutWorker(spec WorkerSpec, pol *policy, proc *obsProcessor) (*Rollou
 	}
 	w, err := rollout.NewWithVector(rollout.Config{
 		Env: spec.Env, FragmentLength: cfg.fragmentLength(), Seed: spec.Seed, Index: spec.Index,
+		MaxSeqLen: cfg.Model.MaxSeqLen,
 	}, vec, pol, proc)
 	if err != nil {
 		if owns {
