@@ -58,6 +58,8 @@ type Agent struct {
 	act          rollout.Actions
 	obsBuf       []float64
 	stopped      bool
+	// actState is a recurrent policy's state between ComputeAction calls.
+	actState []float64
 }
 
 // New creates an A3C agent for opts.Env with opts.Config over the
@@ -342,13 +344,22 @@ func (a *Agent) apply(grad []float64, lr float64) error {
 
 // ComputeAction implements rllib.Agent: the policy's most likely action
 // (the argmax for a Discrete space, the mean for a Box, clipped to its
-// bounds).
+// bounds). A recurrent policy (use_lstm) carries its state from call to
+// call: call ResetActionState when a new episode starts.
 func (a *Agent) ComputeAction(obs []float64) ([]float64, error) {
 	a.obsBuf = resize(a.obsBuf, a.pol.Size())
 	if err := a.pol.Process(a.obsBuf, obs, false); err != nil {
 		return nil, fmt.Errorf("A3C: ComputeAction: %w", err)
 	}
-	if err := a.pol.Act(a.obsBuf, 1, nil, &a.act); err != nil {
+	if a.pol.rnn != nil {
+		if len(a.actState) == 0 {
+			a.actState = make([]float64, a.pol.StateSize())
+		}
+		if err := a.pol.ActRecurrent(a.obsBuf, a.actState, 1, nil, &a.act); err != nil {
+			return nil, fmt.Errorf("A3C: ComputeAction: %w", err)
+		}
+		copy(a.actState, a.act.State)
+	} else if err := a.pol.Act(a.obsBuf, 1, nil, &a.act); err != nil {
 		return nil, fmt.Errorf("A3C: ComputeAction: %w", err)
 	}
 	action := slices.Clone(a.act.Actions)
@@ -359,6 +370,10 @@ func (a *Agent) ComputeAction(obs []float64) ([]float64, error) {
 	}
 	return action, nil
 }
+
+// ResetActionState implements rllib.StatefulAgent: the next ComputeAction
+// starts a new episode from the recurrent policy's zero state.
+func (a *Agent) ResetActionState() { clear(a.actState) }
 
 // Stop implements rllib.Agent: it kills the runners (their outstanding
 // gradients are dropped).

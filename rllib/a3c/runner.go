@@ -51,6 +51,11 @@ type Runner struct {
 	pol    *policy
 	worker *rollout.Worker
 	rng    *rand.Rand
+	// seq and the buffers after it lay a recurrent policy's sequences out
+	// for the loss.
+	seq                  sample.Padded
+	seqIdx, starts       []int
+	obs, act, adv, vtarg []float64
 }
 
 // NewRunner builds the runner's environments (envs.MakeVector) and its copy
@@ -73,6 +78,7 @@ func NewRunner(ctx context.Context, spec RunnerSpec) (*Runner, error) {
 	envSeed := spec.Seed + int64(spec.Restart)*104729
 	w, err := rollout.NewWithVector(rollout.Config{
 		Env: spec.Env, FragmentLength: cfg.RolloutFragmentLength, Seed: envSeed, Index: spec.Index,
+		MaxSeqLen: cfg.Model.MaxSeqLen,
 	}, vec, pol, pol)
 	if err != nil {
 		_ = vec.Close()
@@ -116,16 +122,32 @@ func (r *Runner) ComputeGradient(ctx context.Context, weights []float64) (Gradie
 	return g, nil
 }
 
-// loss records the A3C loss on the batch, backpropagates and fills g.
+// loss records the A3C loss on the batch, backpropagates and fills g. A
+// recurrent policy replays the batch's sequences from their initial
+// states, padded, with the padding masked out of every mean.
 func (r *Runner) loss(b *sample.Batch, g *Gradient) error {
 	cfg := &r.spec.Config
 	n, t := b.Len(), r.pol.grad
 	t.Reset()
-	o := r.pol.Model.Forward(t, t.Const(n, b.ObsDim, b.Obs))
-	logp := r.pol.Dist.LogLikelihood(t, o.Out, t.Const(n, b.ActDim, b.Actions))
-	policyLoss := t.Neg(t.Mean(t.Mul(logp, t.Const(n, 1, b.Advantages))))
-	vfLoss := t.Scale(t.Mean(t.Square(t.Sub(o.Value, t.Const(n, 1, b.ValueTargets)))), 0.5)
-	entropy := t.Mean(r.pol.Dist.Entropy(t, o.Out))
+	obs, act, adv, vtarg := b.Obs, b.Actions, b.Advantages, b.ValueTargets
+	var o models.Output
+	mean := t.Mean
+	if r.pol.rnn != nil {
+		r.layout(b)
+		p := &r.seq
+		n = p.T * p.B
+		obs, act = r.obs, r.act
+		adv, vtarg = r.adv, r.vtarg
+		o = r.pol.rnn.ForwardSeq(t, t.Const(n, b.ObsDim, obs), t.Const(p.B, r.pol.rnn.StateSize(), p.State), nil)
+		mask, inv := t.Const(n, 1, p.Mask), 1/float64(p.Valid)
+		mean = func(x *models.Tensor) *models.Tensor { return t.Scale(t.Sum(t.Mul(x, mask)), inv) }
+	} else {
+		o = r.pol.Model.Forward(t, t.Const(n, b.ObsDim, obs))
+	}
+	logp := r.pol.Dist.LogLikelihood(t, o.Out, t.Const(n, b.ActDim, act))
+	policyLoss := t.Neg(mean(t.Mul(logp, t.Const(n, 1, adv))))
+	vfLoss := t.Scale(mean(t.Square(t.Sub(o.Value, t.Const(n, 1, vtarg)))), 0.5)
+	entropy := mean(r.pol.Dist.Entropy(t, o.Out))
 	total := t.Sub(t.Add(policyLoss, t.Scale(vfLoss, cfg.VFLossCoeff)), t.Scale(entropy, cfg.EntropyCoeff))
 	if err := t.Err(); err != nil {
 		return err
@@ -147,6 +169,21 @@ func (r *Runner) loss(b *sample.Batch, g *Gradient) error {
 	}
 	g.Grad = r.pol.params.GetFlatGrad(nil)
 	return nil
+}
+
+// layout pads all of b's sequences, in order, for the recurrent loss.
+func (r *Runner) layout(b *sample.Batch) {
+	r.seqIdx = r.seqIdx[:0]
+	for i := range b.SeqLens {
+		r.seqIdx = append(r.seqIdx, i)
+	}
+	r.starts = b.SeqStarts(r.starts)
+	p := &r.seq
+	p.Layout(b, r.starts, r.seqIdx)
+	r.obs = p.Pad(r.obs, b.Obs, b.ObsDim)
+	r.act = p.Pad(r.act, b.Actions, b.ActDim)
+	r.adv = p.Pad(r.adv, b.Advantages, 1)
+	r.vtarg = p.Pad(r.vtarg, b.ValueTargets, 1)
 }
 
 // Pid returns the runner's process id (tests use it to kill the process).
