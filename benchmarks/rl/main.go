@@ -13,6 +13,11 @@
 //	go run ./benchmarks/rl -alg DQN -env Acrobot-v1 -seeds 3 -target -100 -max-steps 200000
 //	go run ./benchmarks/rl -alg ES -env CartPole-v1 -seeds 3 -target 475 -max-steps 1000000
 //	go run ./benchmarks/rl -alg A3C -seeds 3 -target 475 -max-steps 1000000 -config '{"num_workers": 2}'
+//	go run ./benchmarks/rl -env StatelessCartPole-v1 -seeds 3 -target 475 -max-steps 500000 -curve lstm.csv -label "PPO+LSTM"
+//
+// -curve appends every iteration's (label, seed, steps, mean return) to a
+// CSV file; -plot OUT.png draws such files (the arguments) with
+// platform/plot instead of training.
 //
 // Algorithms whose workers are actors (A3C, ES; PPO with num_workers > 0) run on
 // the gray runtime, started with -num-cpus CPUs.
@@ -43,7 +48,8 @@ import (
 // epochs of minibatches of 128, lr 1e-3, γ 0.99, λ 0.95, clip 0.2, KL 0.2 →
 // 0.01.
 var presets = map[string]string{
-	"PPO/CartPole-v1": `{"lr": 0.002, "lr_final": 0, "lr_decay_timesteps": 150000, "model": {"fcnet_hiddens": [32, 32]}}`,
+	"PPO/StatelessCartPole-v1": statelessCartPoleLSTM,
+	"PPO/CartPole-v1":          `{"lr": 0.002, "lr_final": 0, "lr_decay_timesteps": 150000, "model": {"fcnet_hiddens": [32, 32]}}`,
 	"PPO/Pendulum-v1": `{"num_envs_per_worker": 8, "train_batch_size": 4096, "gamma": 0.95, "lambda": 0.95,
 		"num_sgd_iter": 10, "sgd_minibatch_size": 256, "lr": 0.001, "lr_final": 0.0001,
 		"lr_decay_timesteps": 500000, "observation_filter": "MeanStdFilter"}`,
@@ -53,6 +59,12 @@ var presets = map[string]string{
 	"ES/CartPole-v1": `{"num_workers": 2, "episodes_per_batch": 40, "train_batch_size": 2000,
 		"noise_stdev": 0.1, "stepsize": 0.05, "model": {"fcnet_hiddens": [16]}}`,
 }
+
+// statelessCartPoleLSTM is configs/statelesscartpole-ppo-lstm.yaml.
+const statelessCartPoleLSTM = `{"train_batch_size": 4096, "num_envs_per_worker": 16, "num_sgd_iter": 8,
+	"sgd_minibatch_size": 512, "lr": 0.001, "lr_final": 0, "lr_decay_timesteps": 500000,
+	"observation_filter": "MeanStdFilter",
+	"model": {"use_lstm": true, "fcnet_hiddens": [64], "lstm_cell_size": 64, "max_seq_len": 20}}`
 
 type runResult struct {
 	seed        int64
@@ -75,7 +87,18 @@ func main() {
 	config := flag.String("config", "", "algorithm config as JSON (default: the environment's preset, else {})")
 	verbose := flag.Bool("v", false, "print every iteration")
 	cpus := flag.Int("num-cpus", 0, "CPUs for the gray runtime (0: all)")
+	curvePath := flag.String("curve", "", "append each iteration's label, seed, steps and mean return to this CSV file")
+	label := flag.String("label", "", "the curve's label (default: the algorithm)")
+	plotOut := flag.String("plot", "", "draw the CSV files given as arguments into this PNG and exit")
+	title := flag.String("title", "", "the plot's title")
 	flag.Parse()
+	if *plotOut != "" {
+		if err := plotCurves(*plotOut, *title, flag.Args()); err != nil {
+			fmt.Fprintln(os.Stderr, "rl:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := gray.Init(context.Background(), gray.Options{NumCPUs: *cpus, NoGPUs: true}); err != nil {
 		fmt.Fprintln(os.Stderr, "rl:", err)
 		os.Exit(1)
@@ -104,11 +127,22 @@ func main() {
 		fmt.Fprintln(os.Stderr, "rl:", err)
 		exit(2)
 	}
+	var curve *curveWriter
+	if *curvePath != "" {
+		if *label == "" {
+			*label = *alg
+		}
+		if curve, err = openCurve(*curvePath, *label); err != nil {
+			fmt.Fprintln(os.Stderr, "rl:", err)
+			exit(2)
+		}
+		defer curve.close()
+	}
 	ctx := context.Background()
 	var results []runResult
 	for s := int64(0); s < int64(*seeds); s++ {
 		seed := *firstSeed + s
-		r, err := runSeed(ctx, algo, *env, cfg, seed, *target, *maxSteps, *verbose)
+		r, err := runSeed(ctx, algo, *env, cfg, seed, *target, *maxSteps, *verbose, curve)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "rl: seed %d: %v\n", seed, err)
 			exit(1)
@@ -127,7 +161,7 @@ func main() {
 	summarize(results, *target)
 }
 
-func runSeed(ctx context.Context, algo rllib.Algorithm, env string, cfg map[string]any, seed int64, target float64, maxSteps int64, verbose bool) (runResult, error) {
+func runSeed(ctx context.Context, algo rllib.Algorithm, env string, cfg map[string]any, seed int64, target float64, maxSteps int64, verbose bool, curve *curveWriter) (runResult, error) {
 	agent, err := algo.New(ctx, rllib.Options{Env: env, Config: cfg, Seed: seed})
 	if err != nil {
 		return runResult{}, err
@@ -143,6 +177,11 @@ func runSeed(ctx context.Context, algo rllib.Algorithm, env string, cfg map[stri
 		}
 		r.steps = res.TimestepsTotal
 		r.finalReward = res.EpisodeRewardMean
+		if !math.IsNaN(res.EpisodeRewardMean) {
+			if err := curve.add(seed, res.TimestepsTotal, res.EpisodeRewardMean); err != nil {
+				return r, fmt.Errorf("-curve: %w", err)
+			}
+		}
 		if t := res.Extra["sample_time_s"]; t > 0 {
 			sampleTime += t
 			sampleSteps += float64(res.TimestepsThisIter)

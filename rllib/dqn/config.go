@@ -185,6 +185,9 @@ func (c *Config) Validate() error {
 	if err := c.Model.Validate(); err != nil {
 		return fmt.Errorf("DQN config: model: %w", err)
 	}
+	if err := c.Model.CheckFeedForward("DQN"); err != nil {
+		return fmt.Errorf("DQN config: %w", err)
+	}
 	if len(c.LRSchedule) > 0 {
 		if _, err := schedule.NewPiecewise(c.LRSchedule); err != nil {
 			return fmt.Errorf("DQN config: lr_schedule: %w", err)

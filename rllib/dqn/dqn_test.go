@@ -131,6 +131,7 @@ func TestBadConfig(t *testing.T) {
 		{map[string]any{"lr_schedule": [][]float64{{100, 1e-3}, {50, 1e-4}}}, "lr_schedule"},
 		{map[string]any{"model": map[string]any{"free_log_std": true}}, "free_log_std"},
 		{map[string]any{"model": map[string]any{"fcnet_hidens": []int{8}}}, "fcnet_hidens"},
+		{map[string]any{"model": map[string]any{"use_lstm": true}}, "model.use_lstm: DQN trains feed-forward policies only"},
 	}
 	// TestMain gives the runtime 4 CPUs and each rollout worker reserves one.
 	tests = append(tests, struct {

@@ -133,6 +133,9 @@ func (c *Config) Validate() error {
 	if err := c.Model.Validate(); err != nil {
 		return fmt.Errorf("ES config: model: %w", err)
 	}
+	if err := c.Model.CheckFeedForward("ES"); err != nil {
+		return fmt.Errorf("ES config: %w", err)
+	}
 	return nil
 }
 

@@ -173,6 +173,7 @@ func TestBadConfig(t *testing.T) {
 		{map[string]any{"eval_prob": 2}, "eval_prob"},
 		{map[string]any{"model": map[string]any{"fcnet_hidens": []int{8}}}, "fcnet_hidens"},
 		{map[string]any{"noise_size": 10, "num_workers": 0}, "noise_size"},
+		{map[string]any{"model": map[string]any{"use_lstm": true}}, "model.use_lstm: ES trains feed-forward policies only"},
 	}
 	for _, tc := range tests {
 		_, err := New(context.Background(), rllib.Options{Env: "CartPole-v1", Config: tc.cfg})
