@@ -20,6 +20,12 @@
 //     fcnet_activation, free_log_std, vf_share_layers). ConvNet (Conv2D
 //     layers from conv_filters, then the same fully connected part) serves
 //     image observations [H, W, C].
+//   - LSTMNet (use_lstm, lstm_cell_size, max_seq_len): fully connected
+//     layers, an LSTM and the heads; it implements Recurrent, whose
+//     ForwardSeq runs time-major sequences from a given state and returns
+//     the next one. Tape.LSTM is the fused layer (all steps in one
+//     operation, backpropagation through time in Backward) and LSTMLayer
+//     its weights.
 //   - Adam, SGD and ClipByGlobalNorm work on the flat vectors.
 //   - ActionDist: Categorical, DiagGaussian, Deterministic. Tape methods
 //     (LogLikelihood, Entropy, KL) are differentiable; Sample, Mode and

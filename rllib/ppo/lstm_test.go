@@ -3,7 +3,10 @@ package ppo
 import (
 	"math"
 	"math/rand/v2"
+	"os"
 	"testing"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/gray-ml/gray/envs"
 	"github.com/gray-ml/gray/rllib"
@@ -123,5 +126,29 @@ func TestLSTMRemoteWorkersAndComputeAction(t *testing.T) {
 	}
 	if first[0] != again[0] {
 		t.Fatalf("after ResetActionState the same observation gave action %v, then %v", first, again)
+	}
+}
+
+// TestStatelessCartPoleConfig checks that configs/statelesscartpole-ppo-
+// lstm.yaml holds only keys PPO knows and builds a recurrent agent.
+func TestStatelessCartPoleConfig(t *testing.T) {
+	raw, err := os.ReadFile("../../configs/statelesscartpole-ppo-lstm.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var exp struct {
+		Env    string         `yaml:"env"`
+		Alg    string         `yaml:"alg"`
+		Config map[string]any `yaml:"config"`
+	}
+	if err := yaml.Unmarshal(raw, &exp); err != nil {
+		t.Fatal(err)
+	}
+	if exp.Alg != "PPO" || exp.Env != "StatelessCartPole-v1" {
+		t.Fatalf("alg %q env %q", exp.Alg, exp.Env)
+	}
+	a := newAgent(t, exp.Env, exp.Config, 1)
+	if !a.cfg.Model.UseLSTM || a.cfg.Model.LSTMCellSize != 64 || a.cfg.Model.MaxSeqLen != 20 || a.pol.rnn == nil {
+		t.Errorf("decoded model %+v", a.cfg.Model)
 	}
 }
