@@ -11,6 +11,7 @@ import (
 	"github.com/gray-ml/gray/envs"
 	"github.com/gray-ml/gray/rllib"
 	"github.com/gray-ml/gray/rllib/internal/agenttest"
+	"github.com/gray-ml/gray/rllib/rollout"
 )
 
 // recall is a memory task: the first observation shows a cue (±1), later
@@ -150,5 +151,35 @@ func TestStatelessCartPoleConfig(t *testing.T) {
 	a := newAgent(t, exp.Env, exp.Config, 1)
 	if !a.cfg.Model.UseLSTM || a.cfg.Model.LSTMCellSize != 64 || a.cfg.Model.MaxSeqLen != 20 || a.pol.rnn == nil {
 		t.Errorf("decoded model %+v", a.cfg.Model)
+	}
+}
+
+// TestRecurrentActAllocatesNothing checks the rollout hot path of a
+// recurrent policy: once warm, acting from a state allocates nothing.
+func TestRecurrentActAllocatesNothing(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Model.UseLSTM = true
+	proc, err := newObsProcessor("StatelessCartPole-v1", envs.NewBox(-1, 1, 2), "NoFilter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := newPolicy(proc.pre, envs.Discrete{N: 2}, cfg.Model, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 8
+	obs := make([]float64, n*2)
+	state := make([]float64, n*pol.StateSize())
+	var out rollout.Actions
+	rng := rand.New(rand.NewPCG(1, 2))
+	act := func() {
+		if err := pol.ActRecurrent(obs, state, n, rng, &out); err != nil {
+			t.Fatal(err)
+		}
+		copy(state, out.State)
+	}
+	act()
+	if allocs := testing.AllocsPerRun(20, act); allocs != 0 {
+		t.Fatalf("ActRecurrent allocated %v times per call", allocs)
 	}
 }
