@@ -3,11 +3,21 @@ package main
 import (
 	"encoding/csv"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 
-	"github.com/gray-ml/gray/platform/plot"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
 )
+
+// curve is one seed's learning curve.
+type curve struct {
+	label string
+	xys   plotter.XYs
+}
 
 // curveWriter appends one CSV line per training iteration: label, seed,
 // timesteps_total, episode_reward_mean.
@@ -44,10 +54,12 @@ func (c *curveWriter) close() error {
 	return c.f.Close()
 }
 
-// plotCurves draws the curves of the CSV files (one line per label and
-// seed) into out with the platform's plotter.
+// plotCurves draws the curves of the CSV files into out with gonum/plot:
+// one line per label and seed, the seeds of one label in one colour, the
+// legend in the top right corner.
 func plotCurves(out, title string, files []string) error {
-	var curves []plot.Curve
+	var curves []curve
+	var labels []string
 	index := map[string]int{}
 	for _, name := range files {
 		f, err := os.Open(name)
@@ -68,16 +80,46 @@ func plotCurves(out, title string, files []string) error {
 			if err1 != nil || err2 != nil {
 				return fmt.Errorf("%s line %d: steps %q or reward %q is not a number", name, i+1, r[2], r[3])
 			}
-			key := r[0] + ", seed " + r[1]
+			key := r[0] + "\x00" + r[1]
 			k, ok := index[key]
 			if !ok {
 				k = len(curves)
 				index[key] = k
-				curves = append(curves, plot.Curve{Label: key})
+				curves = append(curves, curve{label: r[0]})
+				if len(labels) == 0 || labels[len(labels)-1] != r[0] {
+					labels = append(labels, r[0])
+				}
 			}
-			curves[k].X = append(curves[k].X, x)
-			curves[k].Y = append(curves[k].Y, y)
+			curves[k].xys = append(curves[k].xys, plotter.XY{X: x, Y: y})
 		}
 	}
-	return plot.Save(curves, out, plot.Options{Title: title, Width: 7, Height: 4.5})
+	if len(curves) == 0 {
+		return fmt.Errorf("no curves in %v", files)
+	}
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "environment steps"
+	p.Y.Label.Text = "mean return (last 100 episodes)"
+	p.Add(plotter.NewGrid())
+	p.Legend.Top = true
+	for _, c := range curves {
+		line, err := plotter.NewLine(c.xys)
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.label, err)
+		}
+		for i, l := range labels {
+			if l == c.label {
+				line.Color = plotutil.Color(i)
+			}
+		}
+		line.Width = vg.Points(1.2)
+		p.Add(line)
+		if labelled := index[c.label+"\x00labelled"]; labelled == 0 {
+			index[c.label+"\x00labelled"] = 1
+			p.Legend.Add(c.label+" (one line per seed)", line)
+		}
+	}
+	p.Y.Min = math.Min(p.Y.Min, 0)
+	p.Y.Max = math.Max(p.Y.Max, 500)
+	return p.Save(7*vg.Inch, 4.5*vg.Inch, out)
 }
