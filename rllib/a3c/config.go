@@ -41,7 +41,9 @@ type Config struct {
 	// GradClip is the global-norm limit runners clip their gradients to;
 	// 0 disables clipping.
 	GradClip float64 `json:"grad_clip"`
-	// Model configures the policy and value networks (RLlib's keys).
+	// Model configures the policy and value networks (RLlib's keys;
+	// use_lstm makes the policy recurrent, trained over sequences of at
+	// most max_seq_len steps of each rollout).
 	Model models.ModelOptions `json:"model"`
 	// UpdatesPerIter is the number of gradients one Train call applies at
 	// least, and MinIterTimeS the seconds it lasts at least.

@@ -41,7 +41,9 @@ type Config struct {
 	KLCoeff  float64 `json:"kl_coeff"`
 	KLTarget float64 `json:"kl_target"`
 	// NumSGDIter is the number of epochs over each batch, in minibatches of
-	// SGDMinibatchSize rows.
+	// SGDMinibatchSize rows. With a recurrent model (model.use_lstm) the
+	// batch is shuffled by sequences, SGDMinibatchSize / model.max_seq_len
+	// of them per minibatch.
 	NumSGDIter       int `json:"num_sgd_iter"`
 	SGDMinibatchSize int `json:"sgd_minibatch_size"`
 	// LR is the Adam learning rate. With LRFinal set it decays linearly to
@@ -60,7 +62,8 @@ type Config struct {
 	ObservationFilter string `json:"observation_filter"`
 	// Model configures the policy and value networks (RLlib's keys:
 	// fcnet_hiddens, fcnet_activation, free_log_std, vf_share_layers,
-	// init). free_log_std applies to Gaussian policies only.
+	// init; use_lstm, lstm_cell_size and max_seq_len for a recurrent
+	// policy). free_log_std applies to Gaussian policies only.
 	Model models.ModelOptions `json:"model"`
 	// MetricsSmoothingEpisodes is the number of most recent episodes the
 	// reported episode statistics average over.
