@@ -107,15 +107,23 @@ func lstmActivate(row []float64, hid int) {
 
 // lstmBackward backpropagates through the recorded steps in reverse. aux3
 // holds the pre-activation gradients of every step [T·B×4H], then the
-// running hidden and cell gradients [B×H] each.
+// running hidden and cell gradients [B×H] each, then Whᵀ [4H×H],
+// transposed once rather than by every step's product.
 func (nd *node) lstmBackward() {
 	out, xw, wh, h0, c0 := nd.out, nd.a, nd.b, nd.c, nd.d
 	hid, b := wh.Rows, h0.Rows
 	steps, g4 := out.Rows/b, 4*hid
-	nd.aux3 = grow(nd.aux3, steps*b*g4+2*b*hid)
-	dA := nd.aux3[:steps*b*g4]
-	dhNext := nd.aux3[steps*b*g4 : steps*b*g4+b*hid]
-	dcNext := nd.aux3[steps*b*g4+b*hid:]
+	na := steps * b * g4
+	nd.aux3 = grow(nd.aux3, na+2*b*hid+g4*hid)
+	dA := nd.aux3[:na]
+	dhNext := nd.aux3[na : na+b*hid]
+	dcNext := nd.aux3[na+b*hid : na+2*b*hid]
+	whT := nd.aux3[na+2*b*hid:]
+	for i := 0; i < hid; i++ {
+		for j, v := range wh.Data[i*g4 : (i+1)*g4] {
+			whT[j*hid+i] = v
+		}
+	}
 	clear(dhNext)
 	clear(dcNext)
 	for s := steps - 1; s >= 0; s-- {
@@ -143,8 +151,7 @@ func (nd *node) lstmBackward() {
 			}
 		}
 		// dh_{s-1} = dA_s·Whᵀ.
-		clear(dhNext)
-		gemm(false, true, b, hid, g4, da, g4, wh.Data, g4, 0, dhNext, hid, &nd.scratch)
+		gemm(false, false, b, hid, g4, da, g4, whT, hid, 0, dhNext, hid, &nd.scratch)
 	}
 	if xw.Grad != nil {
 		addTo(xw.Grad[:len(dA)], dA)
