@@ -136,6 +136,9 @@ type Actions struct {
 // gradients. With explore it samples actions and updates the filter; without
 // it takes each distribution's mode and leaves the filter unchanged.
 // Policy is not safe for concurrent use; Model.Forward on separate tapes is.
+// A recurrent model (use_lstm) acts here from its zero state, every call
+// anew; callers that carry state use Recurrent.ForwardSeq, as PPO's and
+// A3C's rollouts do.
 func (p *Policy) Act(t *Tape, rng *rand.Rand, obs [][]float64, explore bool, dst *Actions) error {
 	rows, size := len(obs), p.Preprocessor.Size()
 	dst.Obs = grow(dst.Obs, rows*size)
