@@ -51,6 +51,13 @@
 // every actor then reads the one copy in shared memory, held until the
 // actors holding it end. ActorType.RemoteWith gives one actor its own
 // resources (ActorOptions), as Ray's .options() does.
+//
+// Errors: a failed task's references hold a *TaskError. Errors cross
+// processes as text, except that every registered sentinel error keeps its
+// identity: errors.Is(err, ErrActorDead) or errors.Is(err,
+// objstore.ErrReadOnly) is true in the driver for an error made in a
+// worker. Gray's exported sentinels are registered; register a program's
+// own with RegisterError (see errors.go for the full rule).
 package gray
 
 import (
@@ -140,22 +147,6 @@ var (
 	last    atomic.Pointer[session]
 	initMu  sync.Mutex
 )
-
-// ErrNotInitialized is returned when gray is used before Init or after
-// Shutdown.
-var ErrNotInitialized = errors.New("gray is not initialised: call gray.Init first (and do not use references after gray.Shutdown)")
-
-// TaskError is the error every reference of a failed task holds: it names
-// the function and the worker and carries the remote stack of a panic.
-type TaskError = task.TaskError
-
-// ErrWorkerDied is the cause of a task's error when its worker process died
-// (os.Exit, a signal, a crash) while running it.
-var ErrWorkerDied = task.ErrWorkerDied
-
-// ErrActorDead is the cause of a method call's error when its actor was
-// killed or its process died.
-var ErrActorDead = task.ErrActorDead
 
 // ServeIfWorker must be called first thing in main (and in TestMain of a
 // test package that uses gray). In a worker process it serves tasks and

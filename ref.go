@@ -123,10 +123,6 @@ func check(r AnyRef) (*session, error) {
 	return s, nil
 }
 
-// ErrFreed is the cause of the error Get, Wait and task submission return
-// for a reference whose object was released with Free.
-var ErrFreed = task.ErrFreed
-
 // freer is a backend that releases objects on request.
 type freer interface {
 	Free(oids []ObjectID) error

@@ -255,7 +255,7 @@ func (a *Agent) Train(ctx context.Context) (rllib.Result, error) {
 		g, err := gray.Get(ctx, a.pending[i])
 		waitTime += time.Since(t0)
 		if err != nil {
-			if errors.Is(err, gray.ErrWorkerDied) || errors.Is(err, gray.ErrActorDead) {
+			if errors.Is(err, gray.ErrActorDead) {
 				if err := a.replace(ctx, i, err); err != nil {
 					return rllib.Result{}, fmt.Errorf("A3C iteration %d: %w", iter, err)
 				}

@@ -154,7 +154,7 @@ func (p *actorPool) run(ctx context.Context, w Weights, tasks []Task) ([]Rollout
 				out[i] = res
 				continue
 			}
-			if !errors.Is(err, gray.ErrActorDead) && !errors.Is(err, gray.ErrWorkerDied) {
+			if !errors.Is(err, gray.ErrActorDead) {
 				return nil, restarts, fmt.Errorf("worker %d: %w", p.specs[i].Index, err)
 			}
 			if restarts >= p.maxRestarts {
