@@ -118,3 +118,42 @@ func TestSentinelErrorsCrossProcesses(t *testing.T) {
 		t.Errorf("%v must not match a sentinel it never wrapped", err)
 	}
 }
+
+func TestTypedWaitAndFree(t *testing.T) {
+	ctx := start(t, gray.Options{})
+	refs := []gray.Ref[int]{inc.Remote(-1), inc.Remote(0), inc.Remote(1)}
+	ready, remaining, err := gray.Wait(ctx, refs, 3, 0)
+	if err != nil || len(ready) != 3 || len(remaining) != 0 {
+		t.Fatalf("Wait: %d ready, %d remaining, %v", len(ready), len(remaining), err)
+	}
+	for i, r := range ready { // Refs of the element type: no type assertion
+		if v, err := gray.Get(ctx, r); err != nil || v != i {
+			t.Errorf("Get(ready[%d]) = %d, %v; want %d", i, v, err, i)
+		}
+	}
+	if err := gray.Free(ctx, refs...); err != nil {
+		t.Fatalf("Free(refs...): %v", err)
+	}
+	if _, err := gray.Get(ctx, refs[0]); !errors.Is(err, gray.ErrFreed) {
+		t.Errorf("Get after Free: %v, want ErrFreed", err)
+	}
+	// References of different types go through AnyRef, as before.
+	a, err := gray.Put(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := gray.Put(ctx, "two")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mixed := []gray.AnyRef{a, b}
+	if ready, _, err := gray.Wait(ctx, mixed, 2, 0); err != nil || len(ready) != 2 {
+		t.Fatalf("Wait on []AnyRef: %d ready, %v", len(ready), err)
+	}
+	if err := gray.Free[gray.AnyRef](ctx, a, b); err != nil {
+		t.Fatalf("Free of mixed types: %v", err)
+	}
+	if _, err := gray.Get(ctx, b); !errors.Is(err, gray.ErrFreed) {
+		t.Errorf("Get after a mixed Free: %v, want ErrFreed", err)
+	}
+}

@@ -141,14 +141,21 @@ type freer interface {
 // pages for the next put, which is several times faster than filling fresh
 // ones (see Put). Freeing a reference twice, or one whose task has not
 // finished, is fine.
-func Free(ctx context.Context, refs ...AnyRef) error {
+//
+// Free takes references of one type, so a []Ref[T] frees as it is:
+//
+//	gray.Free(ctx, refs...)
+//
+// References of different types go through AnyRef:
+// gray.Free[gray.AnyRef](ctx, a, b), or a []gray.AnyRef.
+func Free[R AnyRef](ctx context.Context, refs ...R) error {
 	if len(refs) == 0 {
 		return nil
 	}
 	var s *session
 	oids := make([]ObjectID, 0, len(refs))
 	for i, r := range refs {
-		if r == nil {
+		if any(r) == nil {
 			return fmt.Errorf("gray: free: reference %d is nil", i)
 		}
 		if k := r.keeper(); k != nil && k.freed.Load() {
@@ -347,7 +354,10 @@ func GetAll[T any](ctx context.Context, rs []Ref[T]) ([]T, error) {
 // done. ready holds at most numReturns references, in the order given;
 // remaining holds the rest, so together they are refs. Duplicate
 // references are an error, as is a numReturns outside 1..len(refs).
-func Wait(ctx context.Context, refs []AnyRef, numReturns int, timeout time.Duration) (ready, remaining []AnyRef, err error) {
+//
+// ready and remaining have the type of refs: from a []Ref[T], Get takes
+// their elements as they are; a []AnyRef mixes types.
+func Wait[R AnyRef](ctx context.Context, refs []R, numReturns int, timeout time.Duration) (ready, remaining []R, err error) {
 	if numReturns < 1 || numReturns > len(refs) {
 		return nil, nil, fmt.Errorf("gray: wait: numReturns is %d but must be between 1 and the number of references (%d)", numReturns, len(refs))
 	}
@@ -358,7 +368,7 @@ func Wait(ctx context.Context, refs []AnyRef, numReturns int, timeout time.Durat
 	seen := make(map[ObjectID]int, len(refs))
 	oids := make([]ObjectID, len(refs))
 	for i, r := range refs {
-		if r == nil {
+		if any(r) == nil {
 			return nil, nil, fmt.Errorf("gray: wait: reference %d is nil", i)
 		}
 		rs, err := check(r)
