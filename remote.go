@@ -1,5 +1,7 @@
 package gray
 
+//go:generate go run ./internal/genremote -o remote_gen.go
+
 import (
 	"fmt"
 
