@@ -74,9 +74,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"time"
 
-	"github.com/gray-ml/gray/runtime/ids"
+	"github.com/gray-ml/gray/runtime/local"
 	"github.com/gray-ml/gray/runtime/node"
 	"github.com/gray-ml/gray/runtime/objstore"
 	"github.com/gray-ml/gray/runtime/task"
@@ -116,26 +115,11 @@ type Options struct {
 	ObjectStoreDir string
 }
 
-// backend is what the API needs from a runtime: the driver's node, a
-// worker's connection to its driver, or local mode.
-type backend interface {
-	NewTaskID() ids.TaskID
-	NewPutID() ids.ObjectID
-	WorkerName() string
-	Submit(s *task.Spec) error
-	Put(id ids.ObjectID, o task.Object) error
-	Get(ctx context.Context, oids []ids.ObjectID) ([]task.Object, error)
-	Wait(ctx context.Context, oids []ids.ObjectID, num int, timeout time.Duration) ([]bool, error)
-	Kill(id ids.ActorID) error
-	Release(id ids.ActorID)
-	Errors() []*task.TaskError
-	Shutdown() error
-}
-
 // session is one Init..Shutdown span. References remember their session so
 // one used after Shutdown, or in another session, is a clear error.
 type session struct {
 	b      backend
+	where  where
 	closed atomic.Bool
 }
 
@@ -166,7 +150,7 @@ func ServeIfWorker() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	s := &session{b: w}
+	s := &session{b: w, where: inWorker}
 	current.Store(s)
 	w.Serve()
 }
@@ -185,7 +169,11 @@ func Init(ctx context.Context, opts Options) error {
 		return fmt.Errorf("gray: Init: NumCPUs (%d), NumGPUs (%d), NumWorkers (%d) and ObjectStoreMemory (%d) must not be negative", opts.NumCPUs, opts.NumGPUs, opts.NumWorkers, opts.ObjectStoreMemory)
 	}
 	if opts.LocalMode {
-		s := &session{b: newLocal(opts)}
+		s := &session{b: local.New(local.Config{
+			Resources: task.Resources{CPU: float64(opts.NumCPUs), GPU: float64(opts.NumGPUs), Custom: opts.Resources},
+			Seed:      opts.Seed,
+			Seeded:    opts.Seeded,
+		}), where: inLocal}
 		current.Store(s)
 		last.Store(s)
 		return nil
@@ -229,7 +217,7 @@ func Init(ctx context.Context, opts Options) error {
 		_ = store.Close()
 		return err
 	}
-	s := &session{b: n}
+	s := &session{b: n, where: inDriver}
 	current.Store(s)
 	last.Store(s)
 	return nil
@@ -244,8 +232,8 @@ func Shutdown() error {
 	if s == nil {
 		return nil
 	}
-	if _, ok := s.b.(*worker.Worker); ok {
-		return s.b.Shutdown()
+	if s.where == inWorker {
+		return s.b.Shutdown() // an error: only the driver shuts gray down
 	}
 	current.Store(nil)
 	s.closed.Store(true)
@@ -326,19 +314,12 @@ func resources(avail bool) map[string]float64 {
 	if s == nil {
 		return nil
 	}
-	var r task.Resources
-	switch b := s.b.(type) {
-	case *node.Node:
-		if avail {
-			r = b.Available()
-		} else {
-			r = b.Total()
-		}
-	case *local:
-		r = b.resources()
-	default: // a worker: the driver keeps the node's accounts
-
-		return nil
+	r, free, ok := s.b.Resources()
+	if !ok {
+		return nil // a worker: the driver keeps the node's accounts
+	}
+	if avail {
+		r = free
 	}
 	m := map[string]float64{"CPU": r.CPU, "GPU": r.GPU}
 	for k, v := range r.Custom {

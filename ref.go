@@ -57,25 +57,21 @@ func (r Ref[T]) keeper() *refKeep  { return r.keep }
 func (r Ref[T]) String() string    { return "Ref(" + r.id.String() + ")" }
 func newRef[T any](s *session, id ObjectID) Ref[T] {
 	r := Ref[T]{id: id, s: s}
-	if d, ok := s.b.(dropper); ok {
-		esc := new(atomic.Bool)
-		r.keep = &refKeep{escaped: esc}
-		runtime.AddCleanup(r.keep, func(id ObjectID) {
-			if !esc.Load() && !s.closed.Load() {
-				d.Drop(id)
-			}
-		}, id)
-	}
+	esc := new(atomic.Bool)
+	r.keep = &refKeep{escaped: esc}
+	b := s.b
+	runtime.AddCleanup(r.keep, func(id ObjectID) {
+		if !esc.Load() && !s.closed.Load() {
+			b.Drop(id)
+		}
+	}, id)
 	return r
 }
-
-// dropper is a backend that frees objects the program no longer refers to.
-type dropper interface{ Drop(id ObjectID) }
 
 // MarshalCBOR encodes the reference as its ID, so references can travel
 // inside values; the receiving process resolves it in its own session.
 func (r Ref[T]) MarshalCBOR() ([]byte, error) {
-	if r.keep != nil && !tracksNested(r.s.b) {
+	if r.keep != nil && !r.s.tracksNested() {
 		r.keep.escaped.Store(true)
 	}
 	return cbor.Marshal(r.id[:])
@@ -92,10 +88,10 @@ func (r *Ref[T]) UnmarshalCBOR(b []byte) error {
 	}
 	copy(r.id[:], raw)
 	r.s = current.Load()
-	if r.s != nil && r.id != (ObjectID{}) && tracksNested(r.s.b) {
+	if r.s != nil && r.id != (ObjectID{}) && r.s.tracksNested() {
 		// This process now refers to the object too: hold it until
 		// the decoded reference is collected.
-		r.s.b.(nestTracker).Hold(r.id)
+		r.s.b.Hold(r.id)
 		*r = newRef[T](r.s, r.id)
 	}
 	return nil
@@ -121,11 +117,6 @@ func check(r AnyRef) (*session, error) {
 		return nil, fmt.Errorf("gray: reference %s: %w; do not use a reference after freeing it", r.ID(), ErrFreed)
 	}
 	return s, nil
-}
-
-// freer is a backend that releases objects on request.
-type freer interface {
-	Free(oids []ObjectID) error
 }
 
 // Free releases the objects refs refer to now, rather than when Go's
@@ -174,11 +165,7 @@ func Free[R AnyRef](ctx context.Context, refs ...R) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("gray: free: %w", err)
 	}
-	f, ok := s.b.(freer)
-	if !ok {
-		return errors.New("gray: free: this runtime cannot free objects")
-	}
-	if err := f.Free(oids); err != nil {
+	if err := s.b.Free(oids); err != nil {
 		return fmt.Errorf("gray: free: %w", err)
 	}
 	for _, r := range refs {
@@ -219,17 +206,11 @@ func Put[T any](ctx context.Context, v T) (Ref[T], error) {
 	return newRef[T](s, id), nil
 }
 
-// sharedPutter is a backend with a shared-memory object store.
-type sharedPutter interface {
-	SharedDir() string
-	PutEncoded(id ObjectID, size int, encode func([]byte) error) error
-}
-
 // encodeLarge prepares v and reports whether it belongs in shared memory
-// (b has a store and the encoding is at least codec.InlineThreshold).
-func encodeLarge(b backend, v any) (*codec.Encoding, bool, error) {
-	sp, ok := b.(interface{ SharedDir() string })
-	if !ok || sp.SharedDir() == "" || !mayBeLarge(v) {
+// (there is a store, in folder dir, and the encoding is at least
+// codec.InlineThreshold).
+func encodeLarge(dir string, v any) (*codec.Encoding, bool, error) {
+	if dir == "" || !mayBeLarge(v) {
 		return nil, false, nil
 	}
 	enc, err := codec.Prepare(v)
@@ -254,13 +235,13 @@ func mayBeLarge(v any) bool {
 
 // putValue stores v under id: in shared memory when large, inline otherwise.
 func putValue(s *session, id ObjectID, v any) error {
-	containRefs(s.b, id, v)
-	enc, large, err := encodeLarge(s.b, v)
+	containRefs(s, id, v)
+	enc, large, err := encodeLarge(s.b.SharedDir(), v)
 	if err != nil {
 		return err
 	}
 	if large {
-		return s.b.(sharedPutter).PutEncoded(id, enc.Size(), func(dst []byte) error {
+		return s.b.PutEncoded(id, enc.Size(), func(dst []byte) error {
 			_, err := enc.EncodeTo(dst)
 			return err
 		})

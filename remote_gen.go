@@ -25,7 +25,7 @@ func Func0[R any](name string, fn func(context.Context) (R, error), opts ...Opti
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(name, r1)
+		return encodeResults(ctx, name, r1)
 	}})
 	return &Function0[R]{name: name}
 }
@@ -58,7 +58,7 @@ func Func0x2[R1 any, R2 any](name string, fn func(context.Context) (R1, R2, erro
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(name, r1, r2)
+		return encodeResults(ctx, name, r1, r2)
 	}})
 	return &Function0x2[R1, R2]{name: name}
 }
@@ -91,7 +91,7 @@ func Func0x3[R1 any, R2 any, R3 any](name string, fn func(context.Context) (R1, 
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(name, r1, r2, r3)
+		return encodeResults(ctx, name, r1, r2, r3)
 	}})
 	return &Function0x3[R1, R2, R3]{name: name}
 }
@@ -124,7 +124,7 @@ func Func0x4[R1 any, R2 any, R3 any, R4 any](name string, fn func(context.Contex
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(name, r1, r2, r3, r4)
+		return encodeResults(ctx, name, r1, r2, r3, r4)
 	}})
 	return &Function0x4[R1, R2, R3, R4]{name: name}
 }
@@ -161,7 +161,7 @@ func Func1[A1 any, R any](name string, fn func(context.Context, A1) (R, error), 
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(name, r1)
+		return encodeResults(ctx, name, r1)
 	}})
 	return &Function1[A1, R]{name: name}
 }
@@ -201,7 +201,7 @@ func Func1x2[A1 any, R1 any, R2 any](name string, fn func(context.Context, A1) (
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(name, r1, r2)
+		return encodeResults(ctx, name, r1, r2)
 	}})
 	return &Function1x2[A1, R1, R2]{name: name}
 }
@@ -241,7 +241,7 @@ func Func1x3[A1 any, R1 any, R2 any, R3 any](name string, fn func(context.Contex
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(name, r1, r2, r3)
+		return encodeResults(ctx, name, r1, r2, r3)
 	}})
 	return &Function1x3[A1, R1, R2, R3]{name: name}
 }
@@ -281,7 +281,7 @@ func Func1x4[A1 any, R1 any, R2 any, R3 any, R4 any](name string, fn func(contex
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(name, r1, r2, r3, r4)
+		return encodeResults(ctx, name, r1, r2, r3, r4)
 	}})
 	return &Function1x4[A1, R1, R2, R3, R4]{name: name}
 }
@@ -325,7 +325,7 @@ func Func2[A1 any, A2 any, R any](name string, fn func(context.Context, A1, A2) 
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(name, r1)
+		return encodeResults(ctx, name, r1)
 	}})
 	return &Function2[A1, A2, R]{name: name}
 }
@@ -371,7 +371,7 @@ func Func2x2[A1 any, A2 any, R1 any, R2 any](name string, fn func(context.Contex
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(name, r1, r2)
+		return encodeResults(ctx, name, r1, r2)
 	}})
 	return &Function2x2[A1, A2, R1, R2]{name: name}
 }
@@ -417,7 +417,7 @@ func Func2x3[A1 any, A2 any, R1 any, R2 any, R3 any](name string, fn func(contex
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(name, r1, r2, r3)
+		return encodeResults(ctx, name, r1, r2, r3)
 	}})
 	return &Function2x3[A1, A2, R1, R2, R3]{name: name}
 }
@@ -463,7 +463,7 @@ func Func2x4[A1 any, A2 any, R1 any, R2 any, R3 any, R4 any](name string, fn fun
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(name, r1, r2, r3, r4)
+		return encodeResults(ctx, name, r1, r2, r3, r4)
 	}})
 	return &Function2x4[A1, A2, R1, R2, R3, R4]{name: name}
 }
@@ -513,7 +513,7 @@ func Func3[A1 any, A2 any, A3 any, R any](name string, fn func(context.Context, 
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(name, r1)
+		return encodeResults(ctx, name, r1)
 	}})
 	return &Function3[A1, A2, A3, R]{name: name}
 }
@@ -565,7 +565,7 @@ func Func3x2[A1 any, A2 any, A3 any, R1 any, R2 any](name string, fn func(contex
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(name, r1, r2)
+		return encodeResults(ctx, name, r1, r2)
 	}})
 	return &Function3x2[A1, A2, A3, R1, R2]{name: name}
 }
@@ -617,7 +617,7 @@ func Func3x3[A1 any, A2 any, A3 any, R1 any, R2 any, R3 any](name string, fn fun
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(name, r1, r2, r3)
+		return encodeResults(ctx, name, r1, r2, r3)
 	}})
 	return &Function3x3[A1, A2, A3, R1, R2, R3]{name: name}
 }
@@ -669,7 +669,7 @@ func Func3x4[A1 any, A2 any, A3 any, R1 any, R2 any, R3 any, R4 any](name string
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(name, r1, r2, r3, r4)
+		return encodeResults(ctx, name, r1, r2, r3, r4)
 	}})
 	return &Function3x4[A1, A2, A3, R1, R2, R3, R4]{name: name}
 }
@@ -725,7 +725,7 @@ func Func4[A1 any, A2 any, A3 any, A4 any, R any](name string, fn func(context.C
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(name, r1)
+		return encodeResults(ctx, name, r1)
 	}})
 	return &Function4[A1, A2, A3, A4, R]{name: name}
 }
@@ -783,7 +783,7 @@ func Func4x2[A1 any, A2 any, A3 any, A4 any, R1 any, R2 any](name string, fn fun
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(name, r1, r2)
+		return encodeResults(ctx, name, r1, r2)
 	}})
 	return &Function4x2[A1, A2, A3, A4, R1, R2]{name: name}
 }
@@ -841,7 +841,7 @@ func Func4x3[A1 any, A2 any, A3 any, A4 any, R1 any, R2 any, R3 any](name string
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(name, r1, r2, r3)
+		return encodeResults(ctx, name, r1, r2, r3)
 	}})
 	return &Function4x3[A1, A2, A3, A4, R1, R2, R3]{name: name}
 }
@@ -899,7 +899,7 @@ func Func4x4[A1 any, A2 any, A3 any, A4 any, R1 any, R2 any, R3 any, R4 any](nam
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(name, r1, r2, r3, r4)
+		return encodeResults(ctx, name, r1, r2, r3, r4)
 	}})
 	return &Function4x4[A1, A2, A3, A4, R1, R2, R3, R4]{name: name}
 }
@@ -1054,7 +1054,7 @@ func Method0[T any, R any](t *ActorType[T], name string, fn func(*T, context.Con
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(full, r)
+		return encodeResults(ctx, full, r)
 	}})
 	return &ActorMethod0[T, R]{name: full}
 }
@@ -1094,7 +1094,7 @@ func Method1[T any, A1 any, R any](t *ActorType[T], name string, fn func(*T, con
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(full, r)
+		return encodeResults(ctx, full, r)
 	}})
 	return &ActorMethod1[T, A1, R]{name: full}
 }
@@ -1140,7 +1140,7 @@ func Method2[T any, A1 any, A2 any, R any](t *ActorType[T], name string, fn func
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(full, r)
+		return encodeResults(ctx, full, r)
 	}})
 	return &ActorMethod2[T, A1, A2, R]{name: full}
 }
@@ -1192,7 +1192,7 @@ func Method3[T any, A1 any, A2 any, A3 any, R any](t *ActorType[T], name string,
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(full, r)
+		return encodeResults(ctx, full, r)
 	}})
 	return &ActorMethod3[T, A1, A2, A3, R]{name: full}
 }
@@ -1250,7 +1250,7 @@ func Method4[T any, A1 any, A2 any, A3 any, A4 any, R any](t *ActorType[T], name
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(full, r)
+		return encodeResults(ctx, full, r)
 	}})
 	return &ActorMethod4[T, A1, A2, A3, A4, R]{name: full}
 }
