@@ -45,7 +45,10 @@ func newMicrobenchmark() *cobra.Command {
 		Use:   "microbenchmark",
 		Short: "Measure task, actor, put, get and wait rates on this machine",
 		Long: "Starts a one-machine gray session and measures the rows of `ray microbenchmark`:\n" +
-			"each row runs --trials times for --duration and reports the median rate.",
+			"each row runs --trials times for --duration and reports the median rate.\n" +
+			"Physical-limit rows measure the machine itself (memory copy, a 64-byte\n" +
+			"ping-pong between two processes over a Unix socket pair, process starts);\n" +
+			"the last rows give the runtime's figures as ratios to them.",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if trials < 1 || duration <= 0 {
 				return fmt.Errorf("--trials must be at least 1 and --duration positive")
@@ -72,6 +75,13 @@ func newMicrobenchmark() *cobra.Command {
 					printRow(cmd.OutOrStdout(), r)
 				}
 			}
+			derived := ratios(rows)
+			rows = append(rows, derived...)
+			if !asJSON {
+				for _, r := range derived {
+					printRow(cmd.OutOrStdout(), r)
+				}
+			}
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
@@ -89,14 +99,16 @@ func newMicrobenchmark() *cobra.Command {
 }
 
 func printRow(w io.Writer, r row) {
-	fmt.Fprintf(w, "%-45s %14.2f %s  +- %.2f\n", r.Name, r.Rate, r.Unit, r.Spread)
+	fmt.Fprintf(w, "%-66s %14.2f %s  +- %.2f\n", r.Name, r.Rate, r.Unit, r.Spread)
 }
 
-// bench runs once for about d and returns how many units it did.
+// bench runs once for about d and returns how many units it did, or with
+// rate set, the units per second it timed itself (leaving out its setup).
 type bench struct {
 	name string
 	unit string
 	run  func(ctx context.Context, d time.Duration) (float64, error)
+	rate bool
 }
 
 func measure(ctx context.Context, b bench, d time.Duration, trials int) (row, error) {
@@ -107,7 +119,10 @@ func measure(ctx context.Context, b bench, d time.Duration, trials int) (row, er
 		if err != nil {
 			return row{}, err
 		}
-		rates = append(rates, n/time.Since(t0).Seconds())
+		if !b.rate {
+			n /= time.Since(t0).Seconds()
+		}
+		rates = append(rates, n)
 	}
 	sort.Float64s(rates)
 	return row{Name: b.name, Rate: rates[len(rates)/2], Unit: b.unit, Spread: (rates[len(rates)-1] - rates[0]) / 2}, nil
@@ -162,27 +177,39 @@ func parallel(k int, fn func(i int) (float64, error)) (float64, error) {
 
 const clients = 4
 
+// Names of the rows that ratios relates.
+const (
+	rowTasksSync   = "single client tasks sync"
+	rowActorSync   = "1:1 actor calls sync"
+	rowPingPong    = "64-byte ping-pong, 2 processes, Unix socket (the physical limit)"
+	rowActorCreate = "actor creation (each answers one call)"
+	rowProcStart   = "process start+exit, all cores (the physical limit)"
+)
+
+// actorBatch is how many actors the creation row starts at once.
+const actorBatch = 8
+
 func benchmarks() []bench {
 	return []bench{
-		{"single client tasks sync", "calls/s", func(ctx context.Context, d time.Duration) (float64, error) {
+		{name: rowTasksSync, unit: "calls/s", run: func(ctx context.Context, d time.Duration) (float64, error) {
 			return until(d, func() (float64, error) {
 				_, err := gray.Get(ctx, mbNoop.Remote(1))
 				return 1, err
 			})
 		}},
-		{"single client tasks async", "calls/s", func(ctx context.Context, d time.Duration) (float64, error) {
+		{name: "single client tasks async", unit: "calls/s", run: func(ctx context.Context, d time.Duration) (float64, error) {
 			return until(d, func() (float64, error) {
 				return asyncBatch(ctx, func(i int) gray.Ref[int] { return mbNoop.Remote(i) })
 			})
 		}},
-		{fmt.Sprintf("multi client tasks async (%d clients)", clients), "calls/s", func(ctx context.Context, d time.Duration) (float64, error) {
+		{name: fmt.Sprintf("multi client tasks async (%d clients)", clients), unit: "calls/s", run: func(ctx context.Context, d time.Duration) (float64, error) {
 			return parallel(clients, func(int) (float64, error) {
 				return until(d, func() (float64, error) {
 					return asyncBatch(ctx, func(i int) gray.Ref[int] { return mbNoop.Remote(i) })
 				})
 			})
 		}},
-		{"1:1 actor calls sync", "calls/s", func(ctx context.Context, d time.Duration) (float64, error) {
+		{name: rowActorSync, unit: "calls/s", run: func(ctx context.Context, d time.Duration) (float64, error) {
 			h, err := mbCounter.Remote(ctx)
 			if err != nil {
 				return 0, err
@@ -193,7 +220,7 @@ func benchmarks() []bench {
 				return 1, err
 			})
 		}},
-		{"1:1 actor calls async", "calls/s", func(ctx context.Context, d time.Duration) (float64, error) {
+		{name: "1:1 actor calls async", unit: "calls/s", run: func(ctx context.Context, d time.Duration) (float64, error) {
 			h, err := mbCounter.Remote(ctx)
 			if err != nil {
 				return 0, err
@@ -203,7 +230,7 @@ func benchmarks() []bench {
 				return asyncBatch(ctx, func(int) gray.Ref[int] { return mbIncr.Remote(h, 1) })
 			})
 		}},
-		{fmt.Sprintf("n:n actor calls async (n=%d)", clients), "calls/s", func(ctx context.Context, d time.Duration) (float64, error) {
+		{name: fmt.Sprintf("n:n actor calls async (n=%d)", clients), unit: "calls/s", run: func(ctx context.Context, d time.Duration) (float64, error) {
 			hs := make([]gray.Handle[benchCounter], clients)
 			for i := range hs {
 				h, err := mbCounter.Remote(ctx)
@@ -219,13 +246,17 @@ func benchmarks() []bench {
 				})
 			})
 		}},
-		{"single client put calls", "calls/s", func(ctx context.Context, d time.Duration) (float64, error) {
+		{name: rowActorCreate, unit: "actors/s", run: func(ctx context.Context, d time.Duration) (float64, error) {
+			return until(d, func() (float64, error) { return createActors(ctx, actorBatch) })
+		}},
+		{name: rowProcStart, unit: "processes/s", run: processStarts},
+		{name: "single client put calls", unit: "calls/s", run: func(ctx context.Context, d time.Duration) (float64, error) {
 			return until(d, func() (float64, error) {
 				_, err := gray.Put(ctx, 7)
 				return 1, err
 			})
 		}},
-		{"single client get calls", "calls/s", func(ctx context.Context, d time.Duration) (float64, error) {
+		{name: "single client get calls", unit: "calls/s", run: func(ctx context.Context, d time.Duration) (float64, error) {
 			r, err := gray.Put(ctx, 7)
 			if err != nil {
 				return 0, err
@@ -235,7 +266,7 @@ func benchmarks() []bench {
 				return 1, err
 			})
 		}},
-		{"single client get calls (64 MiB array, zero-copy)", "calls/s", func(ctx context.Context, d time.Duration) (float64, error) {
+		{name: "single client get calls (64 MiB array, zero-copy)", unit: "calls/s", run: func(ctx context.Context, d time.Duration) (float64, error) {
 			r, err := gray.Put(ctx, make([]float64, 8<<20))
 			if err != nil {
 				return 0, err
@@ -245,7 +276,8 @@ func benchmarks() []bench {
 				return 1, err
 			})
 		}},
-		{"memcpy bandwidth, 64 MiB (the physical limit)", "GB/s", func(ctx context.Context, d time.Duration) (float64, error) {
+		{name: rowPingPong, unit: "round trips/s", run: pingPong, rate: true},
+		{name: "memcpy bandwidth, 64 MiB (the physical limit)", unit: "GB/s", run: func(ctx context.Context, d time.Duration) (float64, error) {
 			src, dst := make([]byte, 64<<20), make([]byte, 64<<20)
 			for i := range src {
 				src[i] = byte(i)
@@ -258,18 +290,18 @@ func benchmarks() []bench {
 		// The put loops free each object once put, as a program that is done
 		// with it should (see gray.Free): the store then reuses its pages.
 		// The "dropped" row leaves that to Go's garbage collector.
-		{"single client put gigabytes", "GB/s", func(ctx context.Context, d time.Duration) (float64, error) {
+		{name: "single client put gigabytes", unit: "GB/s", run: func(ctx context.Context, d time.Duration) (float64, error) {
 			return putLoop(ctx, d, 64<<20, true)
 		}},
-		{"single client put gigabytes (refs dropped, not freed)", "GB/s", func(ctx context.Context, d time.Duration) (float64, error) {
+		{name: "single client put gigabytes (refs dropped, not freed)", unit: "GB/s", run: func(ctx context.Context, d time.Duration) (float64, error) {
 			return putLoop(ctx, d, 64<<20, false)
 		}},
-		{fmt.Sprintf("multi client put gigabytes (%d clients)", clients), "GB/s", func(ctx context.Context, d time.Duration) (float64, error) {
+		{name: fmt.Sprintf("multi client put gigabytes (%d clients)", clients), unit: "GB/s", run: func(ctx context.Context, d time.Duration) (float64, error) {
 			return parallel(clients, func(int) (float64, error) {
 				return putLoop(ctx, d, 16<<20, true)
 			})
 		}},
-		{"single client wait 1k refs", "calls/s", func(ctx context.Context, d time.Duration) (float64, error) {
+		{name: "single client wait 1k refs", unit: "calls/s", run: func(ctx context.Context, d time.Duration) (float64, error) {
 			refs := make([]gray.AnyRef, 1000)
 			for i := range refs {
 				r, err := gray.Put(ctx, i)
@@ -297,4 +329,28 @@ func putLoop(ctx context.Context, d time.Duration, size int, free bool) (float64
 		}
 		return float64(len(buf)) / 1e9, err
 	})
+}
+
+// createActors creates n actors at once, waits for each to answer one
+// call, kills them and returns n.
+func createActors(ctx context.Context, n int) (float64, error) {
+	hs := make([]gray.Handle[benchCounter], 0, n)
+	defer func() {
+		for _, h := range hs {
+			_ = gray.Kill(h)
+		}
+	}()
+	refs := make([]gray.Ref[int], 0, n)
+	for range n {
+		h, err := mbCounter.Remote(ctx)
+		if err != nil {
+			return 0, err
+		}
+		hs = append(hs, h)
+		refs = append(refs, mbIncr.Remote(h, 1))
+	}
+	if _, err := gray.GetAll(ctx, refs); err != nil {
+		return 0, err
+	}
+	return float64(n), nil
 }
