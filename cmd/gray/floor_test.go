@@ -59,3 +59,22 @@ func TestRatios(t *testing.T) {
 		t.Errorf("ratios without the floor rows: %+v", got)
 	}
 }
+
+func TestSelected(t *testing.T) {
+	cases := []struct {
+		name, filter string
+		want         bool
+	}{
+		{rowTasksSync, "", true},
+		{rowTasksSync, "tasks sync", true},
+		{rowTasksSync, "physical", false},
+		{rowPingPong, "tasks sync,physical", true},
+		{rowActorCreate, ",creation,", true},
+		{rowActorCreate, ",", false},
+	}
+	for _, c := range cases {
+		if got := selected(c.name, c.filter); got != c.want {
+			t.Errorf("selected(%q, %q) = %v, want %v", c.name, c.filter, got, c.want)
+		}
+	}
+}

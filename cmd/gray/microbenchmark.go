@@ -63,7 +63,7 @@ func newMicrobenchmark() *cobra.Command {
 			defer gray.Shutdown()
 			var rows []row
 			for _, b := range benchmarks() {
-				if filter != "" && !strings.Contains(b.name, filter) {
+				if !selected(b.name, filter) {
 					continue
 				}
 				r, err := measure(ctx, b, duration, trials)
@@ -94,8 +94,22 @@ func newMicrobenchmark() *cobra.Command {
 	cmd.Flags().DurationVar(&duration, "duration", time.Second, "how long each trial of a row runs")
 	cmd.Flags().IntVar(&trials, "trials", 3, "trials per row; the median is reported")
 	cmd.Flags().IntVar(&cpus, "cpus", 0, "CPUs for the session (0: all logical CPUs)")
-	cmd.Flags().StringVar(&filter, "filter", "", "only rows whose name contains this")
+	cmd.Flags().StringVar(&filter, "filter", "", "only rows whose name contains this (or one of these, comma-separated)")
 	return cmd
+}
+
+// selected reports whether the row name passes filter: empty, or a
+// comma-separated list of which the name contains one.
+func selected(name, filter string) bool {
+	if filter == "" {
+		return true
+	}
+	for _, f := range strings.Split(filter, ",") {
+		if f != "" && strings.Contains(name, f) {
+			return true
+		}
+	}
+	return false
 }
 
 func printRow(w io.Writer, r row) {
