@@ -10,27 +10,6 @@ import (
 	"github.com/gray-ml/gray/runtime/task"
 )
 
-// Errors across processes.
-//
-// A task's error is made in a worker and read in the driver (or in the
-// worker of a task that called it), so it crosses a process boundary as
-// text. What survives the trip:
-//
-//   - the *TaskError itself (errors.As), with its function, worker, message
-//     and remote stack, and the *TaskError of a failed argument or nested
-//     call it wraps;
-//   - every registered sentinel error the original wrapped: errors.Is holds
-//     in the receiving process as it did where the error was made.
-//
-// Registered are every exported sentinel of gray and of its runtime
-// packages (ErrNotInitialized, ErrWorkerDied, ErrActorDead, ErrFreed, the
-// objstore errors such as objstore.ErrReadOnly and objstore.ErrTooLarge,
-// codec.ErrCorrupt, node.ErrShutdown), and context.Canceled and
-// context.DeadlineExceeded. A program registers its own with RegisterError.
-// Any other error in the chain keeps only its text: errors.As to a custom
-// error type, or errors.Is to an unregistered value, is false on the other
-// side.
-
 // ErrNotInitialized is returned when gray is used before Init or after
 // Shutdown.
 var ErrNotInitialized = RegisterError(errors.New("gray is not initialised: call gray.Init first (and do not use references after gray.Shutdown)"))
@@ -54,7 +33,26 @@ var ErrActorDead = task.ErrActorDead
 var ErrFreed = task.ErrFreed
 
 // RegisterError makes the sentinel error err keep its identity between
-// processes, and returns it:
+// processes, and returns it.
+//
+// A task's error is made in a worker and read in the driver (or in the
+// worker of a task that called it), so it crosses a process boundary as
+// text. What survives the trip:
+//
+//   - the *TaskError itself (errors.As), with its function, worker, message
+//     and remote stack, and the *TaskError of a failed argument or nested
+//     call it wraps;
+//   - every registered sentinel error the original wrapped: errors.Is holds
+//     in the receiving process as it did where the error was made.
+//
+// Registered are every exported sentinel of gray and of its runtime
+// packages (ErrNotInitialized, ErrWorkerDied, ErrActorDead, ErrFreed, the
+// objstore errors such as objstore.ErrReadOnly and objstore.ErrTooLarge,
+// codec.ErrCorrupt, node.ErrShutdown), and context.Canceled and
+// context.DeadlineExceeded. Any other error in the chain keeps only its
+// text: errors.As to a custom error type, or errors.Is to an unregistered
+// value, is false on the other side. A program registers its own sentinels
+// at package level:
 //
 //	var ErrBudget = gray.RegisterError(errors.New("rollout: budget exceeded"))
 //

@@ -57,7 +57,7 @@
 // identity: errors.Is(err, ErrActorDead) or errors.Is(err,
 // objstore.ErrReadOnly) is true in the driver for an error made in a
 // worker. Gray's exported sentinels are registered; register a program's
-// own with RegisterError (see errors.go for the full rule).
+// own with RegisterError, whose documentation gives the full rule.
 package gray
 
 import (
