@@ -70,17 +70,23 @@ func echo(f *os.File) error {
 	}
 }
 
-// pingPong starts a child that echoes, then sends it pingSize-byte messages
-// one at a time for d; it returns round trips per second (the child's
-// start is not counted).
-func pingPong(ctx context.Context, d time.Duration) (float64, error) {
+// pinger is a child process that echoes pingSize-byte messages over a
+// Unix socket pair.
+type pinger struct {
+	cmd *exec.Cmd
+	c   net.Conn
+	buf []byte
+}
+
+// startPinger starts the echoing child and warms the pair up.
+func startPinger(ctx context.Context) (*pinger, error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return 0, fmt.Errorf("socket pair: %w", err)
+		return nil, fmt.Errorf("socket pair: %w", err)
 	}
 	mine, theirs := os.NewFile(uintptr(fds[0]), "pingpong"), os.NewFile(uintptr(fds[1]), "pingpong")
 	cmd := exec.CommandContext(ctx, exe)
@@ -91,49 +97,72 @@ func pingPong(ctx context.Context, d time.Duration) (float64, error) {
 	theirs.Close()
 	if err != nil {
 		mine.Close()
-		return 0, fmt.Errorf("starting the ping-pong child: %w", err)
+		return nil, fmt.Errorf("starting the ping-pong child: %w", err)
 	}
 	c, err := net.FileConn(mine)
 	mine.Close()
 	if err != nil {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		return 0, err
+		return nil, err
 	}
-	rate, err := pingLoop(c, d)
-	c.Close() // EOF: the child exits
-	if werr := cmd.Wait(); err == nil && werr != nil {
-		err = fmt.Errorf("ping-pong child: %w", werr)
-	}
-	return rate, err
-}
-
-// pingLoop runs round trips over c for d and returns their rate.
-func pingLoop(c net.Conn, d time.Duration) (float64, error) {
-	buf := make([]byte, pingSize)
+	p := &pinger{cmd: cmd, c: c, buf: make([]byte, pingSize)}
 	// A few round trips first: the child's first read, page faults.
 	for range 100 {
-		if err := roundTrip(c, buf); err != nil {
-			return 0, err
+		if err := p.roundTrip(); err != nil {
+			p.close()
+			return nil, err
 		}
 	}
+	return p, nil
+}
+
+func (p *pinger) roundTrip() error {
+	if _, err := p.c.Write(p.buf); err != nil {
+		return err
+	}
+	_, err := io.ReadFull(p.c, p.buf)
+	return err
+}
+
+// close ends the child (it reads EOF) and waits for it.
+func (p *pinger) close() error {
+	p.c.Close()
+	if err := p.cmd.Wait(); err != nil {
+		return fmt.Errorf("ping-pong child: %w", err)
+	}
+	return nil
+}
+
+// pingPong returns the round trips per second of a pinger over d, leaving
+// out the child's start.
+func pingPong(ctx context.Context, d time.Duration) (float64, error) {
+	p, err := startPinger(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n, el, err := timed(d, p.roundTrip)
+	if cerr := p.close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, err
+	}
+	return n / el.Seconds(), nil
+}
+
+// timed calls step until d has passed and returns the calls and the time
+// they took.
+func timed(d time.Duration, step func() error) (float64, time.Duration, error) {
 	n := 0
 	start := time.Now()
 	end := start.Add(d)
 	for ; time.Now().Before(end); n++ {
-		if err := roundTrip(c, buf); err != nil {
-			return 0, err
+		if err := step(); err != nil {
+			return 0, 0, err
 		}
 	}
-	return float64(n) / time.Since(start).Seconds(), nil
-}
-
-func roundTrip(c net.Conn, buf []byte) error {
-	if _, err := c.Write(buf); err != nil {
-		return err
-	}
-	_, err := io.ReadFull(c, buf)
-	return err
+	return float64(n), time.Since(start), nil
 }
 
 // processStarts starts and waits for this executable (exiting at once) on
@@ -156,32 +185,63 @@ func processStarts(ctx context.Context, d time.Duration) (float64, error) {
 	})
 }
 
-// ratio is one derived row: how many times the floor's round trip a row's
-// round trip takes.
-type ratio struct {
-	row, floor string
+// Ratios to the floors. On a busy machine the rate of anything drifts
+// from one second to the next, so a ratio of two rows measured seconds
+// apart says little. A ratio row instead alternates the two loops in short
+// slices and divides the totals: both see the same machine.
+
+// slices is how many times a ratio row alternates its two loops.
+const slices = 10
+
+// latencyRatio returns how many ping-pong round trips one call of step
+// takes, alternating the two for d in all.
+func latencyRatio(ctx context.Context, d time.Duration, step func() error) (float64, error) {
+	p, err := startPinger(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer p.close()
+	slice := d / (2 * slices)
+	var calls, trips float64
+	var callTime, tripTime time.Duration
+	for range slices {
+		n, el, err := timed(slice, step)
+		if err != nil {
+			return 0, err
+		}
+		calls, callTime = calls+n, callTime+el
+		if n, el, err = timed(slice, p.roundTrip); err != nil {
+			return 0, err
+		}
+		trips, tripTime = trips+n, tripTime+el
+	}
+	if calls == 0 || trips == 0 {
+		return 0, fmt.Errorf("no call finished within %v", slice)
+	}
+	return (callTime.Seconds() / calls) / (tripTime.Seconds() / trips), nil
 }
 
-// ratios appends the derived rows whose inputs were measured: the latency
-// of a synchronous row over the socket floor's (a rate ratio inverted),
-// and an actor-creation rate over the process-start rate.
-func ratios(rows []row) []row {
-	byName := map[string]row{}
-	for _, r := range rows {
-		byName[r.Name] = r
-	}
-	var out []row
-	for _, q := range []ratio{{rowTasksSync, rowPingPong}, {rowActorSync, rowPingPong}} {
-		r, ok1 := byName[q.row]
-		f, ok2 := byName[q.floor]
-		if ok1 && ok2 && r.Rate > 0 {
-			out = append(out, row{Name: q.row + " / physical limit", Rate: f.Rate / r.Rate, Unit: "x the floor's round trip"})
+// rateRatio returns the rate of units counted by work over the rate of
+// floor's, alternating the two for d in all.
+func rateRatio(d time.Duration, work, floor func(d time.Duration) (float64, error)) (float64, error) {
+	slice := d / (2 * slices)
+	var a, b float64
+	var at, bt time.Duration
+	for range slices {
+		t0 := time.Now()
+		n, err := work(slice)
+		if err != nil {
+			return 0, err
 		}
-	}
-	if r, ok := byName[rowActorCreate]; ok {
-		if f, ok := byName[rowProcStart]; ok && f.Rate > 0 {
-			out = append(out, row{Name: rowActorCreate + " / process starts", Rate: r.Rate / f.Rate, Unit: "x the floor's rate"})
+		a, at = a+n, at+time.Since(t0)
+		t0 = time.Now()
+		if n, err = floor(slice); err != nil {
+			return 0, err
 		}
+		b, bt = b+n, bt+time.Since(t0)
 	}
-	return out
+	if b == 0 {
+		return 0, errors.New("the floor counted nothing")
+	}
+	return (a / at.Seconds()) / (b / bt.Seconds()), nil
 }

@@ -32,31 +32,27 @@ func TestPhysicalLimits(t *testing.T) {
 	}
 }
 
-func TestRatios(t *testing.T) {
-	rows := []row{
-		{Name: rowTasksSync, Rate: 10_000},
-		{Name: rowActorSync, Rate: 20_000},
-		{Name: rowPingPong, Rate: 30_000},
-		{Name: rowActorCreate, Rate: 100},
-		{Name: rowProcStart, Rate: 400},
+func TestRatiosAlternateTheirLoops(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// A step that costs nothing is a small fraction of a round trip.
+	r, err := latencyRatio(ctx, 40*time.Millisecond, func() error { return nil })
+	if err != nil || r <= 0 || r >= 1 {
+		t.Errorf("latency ratio of an empty step: %g, %v; want in (0, 1)", r, err)
 	}
-	want := map[string]float64{
-		rowTasksSync + " / physical limit":   3,
-		rowActorSync + " / physical limit":   1.5,
-		rowActorCreate + " / process starts": 0.25,
-	}
-	got := ratios(rows)
-	if len(got) != len(want) {
-		t.Fatalf("%d ratio rows, want %d: %+v", len(got), len(want), got)
-	}
-	for _, r := range got {
-		if w, ok := want[r.Name]; !ok || r.Rate != w {
-			t.Errorf("%s = %g, want %g", r.Name, r.Rate, w)
+	// Work that counts 3 units per call against a floor that counts 1, at
+	// the same pace, is 3 times the floor's rate.
+	pace := func(units float64) func(time.Duration) (float64, error) {
+		return func(d time.Duration) (float64, error) {
+			return until(d, func() (float64, error) {
+				time.Sleep(time.Millisecond)
+				return units, nil
+			})
 		}
 	}
-	// A filtered run without the floor has no ratios.
-	if got := ratios(rows[:2]); len(got) != 0 {
-		t.Errorf("ratios without the floor rows: %+v", got)
+	r, err = rateRatio(100*time.Millisecond, pace(3), pace(1))
+	if err != nil || r < 1.5 || r > 6 {
+		t.Errorf("rate ratio: %g, %v; want about 3", r, err)
 	}
 }
 

@@ -47,8 +47,9 @@ func newMicrobenchmark() *cobra.Command {
 		Long: "Starts a one-machine gray session and measures the rows of `ray microbenchmark`:\n" +
 			"each row runs --trials times for --duration and reports the median rate.\n" +
 			"Physical-limit rows measure the machine itself (memory copy, a 64-byte\n" +
-			"ping-pong between two processes over a Unix socket pair, process starts);\n" +
-			"the last rows give the runtime's figures as ratios to them.",
+			"ping-pong between two processes over a Unix socket pair, process starts),\n" +
+			"and ratio rows give the runtime's figures in units of them, alternating\n" +
+			"the two loops so that both see the same machine.",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if trials < 1 || duration <= 0 {
 				return fmt.Errorf("--trials must be at least 1 and --duration positive")
@@ -72,13 +73,6 @@ func newMicrobenchmark() *cobra.Command {
 				}
 				rows = append(rows, r)
 				if !asJSON {
-					printRow(cmd.OutOrStdout(), r)
-				}
-			}
-			derived := ratios(rows)
-			rows = append(rows, derived...)
-			if !asJSON {
-				for _, r := range derived {
 					printRow(cmd.OutOrStdout(), r)
 				}
 			}
@@ -191,13 +185,15 @@ func parallel(k int, fn func(i int) (float64, error)) (float64, error) {
 
 const clients = 4
 
-// Names of the rows that ratios relates.
+// Names of the rows measured against physical limits.
 const (
 	rowTasksSync   = "single client tasks sync"
 	rowActorSync   = "1:1 actor calls sync"
 	rowPingPong    = "64-byte ping-pong, 2 processes, Unix socket (the physical limit)"
 	rowActorCreate = "actor creation (each answers one call)"
 	rowProcStart   = "process start+exit, all cores (the physical limit)"
+	perFloor       = " / ping-pong floor"
+	perStart       = " / process starts"
 )
 
 // actorBatch is how many actors the creation row starts at once.
@@ -209,6 +205,12 @@ func benchmarks() []bench {
 			return until(d, func() (float64, error) {
 				_, err := gray.Get(ctx, mbNoop.Remote(1))
 				return 1, err
+			})
+		}},
+		{name: rowTasksSync + perFloor, unit: "x its round trip", rate: true, run: func(ctx context.Context, d time.Duration) (float64, error) {
+			return latencyRatio(ctx, d, func() error {
+				_, err := gray.Get(ctx, mbNoop.Remote(1))
+				return err
 			})
 		}},
 		{name: "single client tasks async", unit: "calls/s", run: func(ctx context.Context, d time.Duration) (float64, error) {
@@ -232,6 +234,17 @@ func benchmarks() []bench {
 			return until(d, func() (float64, error) {
 				_, err := gray.Get(ctx, mbIncr.Remote(h, 1))
 				return 1, err
+			})
+		}},
+		{name: rowActorSync + perFloor, unit: "x its round trip", rate: true, run: func(ctx context.Context, d time.Duration) (float64, error) {
+			h, err := mbCounter.Remote(ctx)
+			if err != nil {
+				return 0, err
+			}
+			defer gray.Kill(h)
+			return latencyRatio(ctx, d, func() error {
+				_, err := gray.Get(ctx, mbIncr.Remote(h, 1))
+				return err
 			})
 		}},
 		{name: "1:1 actor calls async", unit: "calls/s", run: func(ctx context.Context, d time.Duration) (float64, error) {
@@ -264,6 +277,13 @@ func benchmarks() []bench {
 			return until(d, func() (float64, error) { return createActors(ctx, actorBatch) })
 		}},
 		{name: rowProcStart, unit: "processes/s", run: processStarts},
+		{name: rowActorCreate + perStart, unit: "x their rate", rate: true, run: func(ctx context.Context, d time.Duration) (float64, error) {
+			return rateRatio(d, func(d time.Duration) (float64, error) {
+				return until(d, func() (float64, error) { return createActors(ctx, actorBatch) })
+			}, func(d time.Duration) (float64, error) {
+				return processStarts(ctx, d)
+			})
+		}},
 		{name: "single client put calls", unit: "calls/s", run: func(ctx context.Context, d time.Duration) (float64, error) {
 			return until(d, func() (float64, error) {
 				_, err := gray.Put(ctx, 7)
