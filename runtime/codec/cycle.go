@@ -32,7 +32,6 @@ type ptrKey struct {
 type cycleWalk struct {
 	path []ptrKey            // the pointers from the root to the value walked
 	deep map[ptrKey]struct{} // the same, once the path is long (see push)
-	hops int
 }
 
 // checkCycles reports an error when v reaches itself, or when it is so deep
@@ -40,8 +39,8 @@ type cycleWalk struct {
 // interfaces along the way, as CheckValue does.
 func checkCycles(v reflect.Value) error {
 	w := walkers.Get().(*cycleWalk)
-	err := w.walk(v)
-	w.path, w.deep, w.hops = w.path[:0], nil, 0
+	err := w.walk(v, 0)
+	w.path, w.deep = w.path[:0], nil
 	walkers.Put(w)
 	return err
 }
@@ -50,13 +49,12 @@ func checkCycles(v reflect.Value) error {
 // would otherwise pay an allocation for its check.
 var walkers = sync.Pool{New: func() any { return &cycleWalk{path: make([]ptrKey, 0, shortPath)} }}
 
-func (w *cycleWalk) walk(v reflect.Value) error {
-	if !mayPoint(v.Type()) || encodesItself(v.Type()) {
+func (w *cycleWalk) walk(v reflect.Value, depth int) error {
+	wi := walkInfoOf(v.Type())
+	if wi.skip {
 		return nil
 	}
-	w.hops++
-	defer func() { w.hops-- }()
-	if w.hops > maxHops {
+	if depth > maxHops {
 		return fmt.Errorf("codec: value of type %s nested more than %d levels deep", v.Type(), maxHops)
 	}
 	switch v.Kind() {
@@ -67,7 +65,7 @@ func (w *cycleWalk) walk(v reflect.Value) error {
 		if ti := infoOf(v.Elem().Type()); ti.err != nil {
 			return ti.err
 		}
-		return w.walk(v.Elem())
+		return w.walk(v.Elem(), depth+1)
 	case reflect.Pointer:
 		if v.IsNil() {
 			return nil
@@ -75,7 +73,7 @@ func (w *cycleWalk) walk(v reflect.Value) error {
 		if err := w.push(v); err != nil {
 			return err
 		}
-		err := w.walk(v.Elem())
+		err := w.walk(v.Elem(), depth+1)
 		w.pop()
 		return err
 	case reflect.Map:
@@ -85,16 +83,16 @@ func (w *cycleWalk) walk(v reflect.Value) error {
 		if err := w.push(v); err != nil {
 			return err
 		}
-		defer w.pop()
 		it := v.MapRange()
 		for it.Next() {
-			if err := w.walk(it.Key()); err != nil {
+			if err := w.walk(it.Key(), depth+1); err != nil {
 				return err
 			}
-			if err := w.walk(it.Value()); err != nil {
+			if err := w.walk(it.Value(), depth+1); err != nil {
 				return err
 			}
 		}
+		w.pop()
 	case reflect.Slice:
 		if v.Len() == 0 {
 			return nil
@@ -102,18 +100,15 @@ func (w *cycleWalk) walk(v reflect.Value) error {
 		if err := w.push(v); err != nil {
 			return err
 		}
-		defer w.pop()
-		return w.elems(v)
+		if err := w.elems(v, depth); err != nil {
+			return err
+		}
+		w.pop()
 	case reflect.Array:
-		return w.elems(v)
+		return w.elems(v, depth)
 	case reflect.Struct:
-		t := v.Type()
-		for i := range t.NumField() {
-			f := t.Field(i)
-			if !f.IsExported() || f.Tag.Get("cbor") == "-" {
-				continue
-			}
-			if err := w.walk(v.Field(i)); err != nil {
+		for _, i := range wi.fields {
+			if err := w.walk(v.Field(i), depth+1); err != nil {
 				return err
 			}
 		}
@@ -121,9 +116,9 @@ func (w *cycleWalk) walk(v reflect.Value) error {
 	return nil
 }
 
-func (w *cycleWalk) elems(v reflect.Value) error {
+func (w *cycleWalk) elems(v reflect.Value, depth int) error {
 	for i := range v.Len() {
-		if err := w.walk(v.Index(i)); err != nil {
+		if err := w.walk(v.Index(i), depth+1); err != nil {
 			return err
 		}
 	}
@@ -172,6 +167,36 @@ func (w *cycleWalk) pop() {
 	}
 }
 
+// walkInfo is what the walk needs of a type, computed once per type: the
+// walk asks for every value it visits.
+type walkInfo struct {
+	skip   bool  // values hold nothing to follow, or encode themselves
+	fields []int // struct: the indices of the fields the codec encodes
+}
+
+// walkInfos caches walkInfoOf: reflect.Type -> *walkInfo.
+var walkInfos sync.Map
+
+func walkInfoOf(t reflect.Type) *walkInfo {
+	if wi, ok := walkInfos.Load(t); ok {
+		return wi.(*walkInfo)
+	}
+	pt := reflect.PointerTo(t)
+	wi := &walkInfo{skip: !mayPoint(t) ||
+		t.Implements(cborMarshaler) || t.Implements(binaryMarshaler) ||
+		pt.Implements(cborMarshaler) || pt.Implements(binaryMarshaler)}
+	if !wi.skip && t.Kind() == reflect.Struct {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if f.IsExported() && f.Tag.Get("cbor") != "-" && mayPoint(f.Type) {
+				wi.fields = append(wi.fields, i)
+			}
+		}
+	}
+	walkInfos.Store(t, wi)
+	return wi
+}
+
 // mayPoint is false for types whose values hold no pointers, maps, slices
 // or interfaces, so cannot lead anywhere: the walk skips them.
 func mayPoint(t reflect.Type) bool {
@@ -183,20 +208,3 @@ func mayPoint(t reflect.Type) bool {
 	}
 	return false
 }
-
-// encodesItself reports whether t has its own CBOR or binary encoding,
-// which the codec leaves alone. The answer is cached per type: the walk
-// asks for every value it visits.
-func encodesItself(t reflect.Type) bool {
-	if v, ok := selfEncoding.Load(t); ok {
-		return v.(bool)
-	}
-	pt := reflect.PointerTo(t)
-	r := t.Implements(cborMarshaler) || t.Implements(binaryMarshaler) ||
-		pt.Implements(cborMarshaler) || pt.Implements(binaryMarshaler)
-	selfEncoding.Store(t, r)
-	return r
-}
-
-// selfEncoding caches encodesItself: reflect.Type -> bool.
-var selfEncoding sync.Map
