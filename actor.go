@@ -10,7 +10,6 @@ import (
 	"github.com/fxamacker/cbor/v2"
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/task"
-	"github.com/gray-ml/gray/runtime/worker"
 )
 
 // ActorType is a registered actor type whose instances are *T, made by
@@ -110,7 +109,7 @@ func (t *ActorType[T]) remote(ctx context.Context, res *task.Resources, args []a
 	}
 	runtime.KeepAlive(args)
 	h := Handle[T]{id: c.spec.ID, typ: t.name, s: c.s}
-	if _, inWorker := c.s.b.(*worker.Worker); !inWorker {
+	if c.s.where != inWorker { // in a worker, Release does nothing: only Kill ends actors
 		esc := new(atomic.Bool)
 		h.keep = &handleKeep{escaped: esc}
 		b, s := c.s.b, c.s

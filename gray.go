@@ -51,6 +51,13 @@
 // every actor then reads the one copy in shared memory, held until the
 // actors holding it end. ActorType.RemoteWith gives one actor its own
 // resources (ActorOptions), as Ray's .options() does.
+//
+// Errors: a failed task's references hold a *TaskError. Errors cross
+// processes as text, except that every registered sentinel error keeps its
+// identity: errors.Is(err, ErrActorDead) or errors.Is(err,
+// objstore.ErrReadOnly) is true in the driver for an error made in a
+// worker. Gray's exported sentinels are registered; register a program's
+// own with RegisterError, whose documentation gives the full rule.
 package gray
 
 import (
@@ -67,9 +74,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"time"
 
-	"github.com/gray-ml/gray/runtime/ids"
+	"github.com/gray-ml/gray/runtime/local"
 	"github.com/gray-ml/gray/runtime/node"
 	"github.com/gray-ml/gray/runtime/objstore"
 	"github.com/gray-ml/gray/runtime/task"
@@ -109,26 +115,11 @@ type Options struct {
 	ObjectStoreDir string
 }
 
-// backend is what the API needs from a runtime: the driver's node, a
-// worker's connection to its driver, or local mode.
-type backend interface {
-	NewTaskID() ids.TaskID
-	NewPutID() ids.ObjectID
-	WorkerName() string
-	Submit(s *task.Spec) error
-	Put(id ids.ObjectID, o task.Object) error
-	Get(ctx context.Context, oids []ids.ObjectID) ([]task.Object, error)
-	Wait(ctx context.Context, oids []ids.ObjectID, num int, timeout time.Duration) ([]bool, error)
-	Kill(id ids.ActorID) error
-	Release(id ids.ActorID)
-	Errors() []*task.TaskError
-	Shutdown() error
-}
-
 // session is one Init..Shutdown span. References remember their session so
 // one used after Shutdown, or in another session, is a clear error.
 type session struct {
 	b      backend
+	where  where
 	closed atomic.Bool
 }
 
@@ -140,22 +131,6 @@ var (
 	last    atomic.Pointer[session]
 	initMu  sync.Mutex
 )
-
-// ErrNotInitialized is returned when gray is used before Init or after
-// Shutdown.
-var ErrNotInitialized = errors.New("gray is not initialised: call gray.Init first (and do not use references after gray.Shutdown)")
-
-// TaskError is the error every reference of a failed task holds: it names
-// the function and the worker and carries the remote stack of a panic.
-type TaskError = task.TaskError
-
-// ErrWorkerDied is the cause of a task's error when its worker process died
-// (os.Exit, a signal, a crash) while running it.
-var ErrWorkerDied = task.ErrWorkerDied
-
-// ErrActorDead is the cause of a method call's error when its actor was
-// killed or its process died.
-var ErrActorDead = task.ErrActorDead
 
 // ServeIfWorker must be called first thing in main (and in TestMain of a
 // test package that uses gray). In a worker process it serves tasks and
@@ -175,7 +150,7 @@ func ServeIfWorker() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	s := &session{b: w}
+	s := &session{b: w, where: inWorker}
 	current.Store(s)
 	w.Serve()
 }
@@ -194,7 +169,11 @@ func Init(ctx context.Context, opts Options) error {
 		return fmt.Errorf("gray: Init: NumCPUs (%d), NumGPUs (%d), NumWorkers (%d) and ObjectStoreMemory (%d) must not be negative", opts.NumCPUs, opts.NumGPUs, opts.NumWorkers, opts.ObjectStoreMemory)
 	}
 	if opts.LocalMode {
-		s := &session{b: newLocal(opts)}
+		s := &session{b: local.New(local.Config{
+			Resources: task.Resources{CPU: float64(opts.NumCPUs), GPU: float64(opts.NumGPUs), Custom: opts.Resources},
+			Seed:      opts.Seed,
+			Seeded:    opts.Seeded,
+		}), where: inLocal}
 		current.Store(s)
 		last.Store(s)
 		return nil
@@ -238,7 +217,7 @@ func Init(ctx context.Context, opts Options) error {
 		_ = store.Close()
 		return err
 	}
-	s := &session{b: n}
+	s := &session{b: n, where: inDriver}
 	current.Store(s)
 	last.Store(s)
 	return nil
@@ -253,8 +232,8 @@ func Shutdown() error {
 	if s == nil {
 		return nil
 	}
-	if _, ok := s.b.(*worker.Worker); ok {
-		return s.b.Shutdown()
+	if s.where == inWorker {
+		return s.b.Shutdown() // an error: only the driver shuts gray down
 	}
 	current.Store(nil)
 	s.closed.Store(true)
@@ -335,19 +314,12 @@ func resources(avail bool) map[string]float64 {
 	if s == nil {
 		return nil
 	}
-	var r task.Resources
-	switch b := s.b.(type) {
-	case *node.Node:
-		if avail {
-			r = b.Available()
-		} else {
-			r = b.Total()
-		}
-	case *local:
-		r = b.resources()
-	default: // a worker: the driver keeps the node's accounts
-
-		return nil
+	r, free, ok := s.b.Resources()
+	if !ok {
+		return nil // a worker: the driver keeps the node's accounts
+	}
+	if avail {
+		r = free
 	}
 	m := map[string]float64{"CPU": r.CPU, "GPU": r.GPU}
 	for k, v := range r.Custom {

@@ -57,25 +57,21 @@ func (r Ref[T]) keeper() *refKeep  { return r.keep }
 func (r Ref[T]) String() string    { return "Ref(" + r.id.String() + ")" }
 func newRef[T any](s *session, id ObjectID) Ref[T] {
 	r := Ref[T]{id: id, s: s}
-	if d, ok := s.b.(dropper); ok {
-		esc := new(atomic.Bool)
-		r.keep = &refKeep{escaped: esc}
-		runtime.AddCleanup(r.keep, func(id ObjectID) {
-			if !esc.Load() && !s.closed.Load() {
-				d.Drop(id)
-			}
-		}, id)
-	}
+	esc := new(atomic.Bool)
+	r.keep = &refKeep{escaped: esc}
+	b := s.b
+	runtime.AddCleanup(r.keep, func(id ObjectID) {
+		if !esc.Load() && !s.closed.Load() {
+			b.Drop(id)
+		}
+	}, id)
 	return r
 }
-
-// dropper is a backend that frees objects the program no longer refers to.
-type dropper interface{ Drop(id ObjectID) }
 
 // MarshalCBOR encodes the reference as its ID, so references can travel
 // inside values; the receiving process resolves it in its own session.
 func (r Ref[T]) MarshalCBOR() ([]byte, error) {
-	if r.keep != nil && !tracksNested(r.s.b) {
+	if r.keep != nil && !r.s.tracksNested() {
 		r.keep.escaped.Store(true)
 	}
 	return cbor.Marshal(r.id[:])
@@ -92,10 +88,10 @@ func (r *Ref[T]) UnmarshalCBOR(b []byte) error {
 	}
 	copy(r.id[:], raw)
 	r.s = current.Load()
-	if r.s != nil && r.id != (ObjectID{}) && tracksNested(r.s.b) {
+	if r.s != nil && r.id != (ObjectID{}) && r.s.tracksNested() {
 		// This process now refers to the object too: hold it until
 		// the decoded reference is collected.
-		r.s.b.(nestTracker).Hold(r.id)
+		r.s.b.Hold(r.id)
 		*r = newRef[T](r.s, r.id)
 	}
 	return nil
@@ -123,15 +119,6 @@ func check(r AnyRef) (*session, error) {
 	return s, nil
 }
 
-// ErrFreed is the cause of the error Get, Wait and task submission return
-// for a reference whose object was released with Free.
-var ErrFreed = task.ErrFreed
-
-// freer is a backend that releases objects on request.
-type freer interface {
-	Free(oids []ObjectID) error
-}
-
 // Free releases the objects refs refer to now, rather than when Go's
 // garbage collector finds that no Ref to them remains: the counterpart of
 // Ray's internal free. The caller promises not to use those references
@@ -145,14 +132,21 @@ type freer interface {
 // pages for the next put, which is several times faster than filling fresh
 // ones (see Put). Freeing a reference twice, or one whose task has not
 // finished, is fine.
-func Free(ctx context.Context, refs ...AnyRef) error {
+//
+// Free takes references of one type, so a []Ref[T] frees as it is:
+//
+//	gray.Free(ctx, refs...)
+//
+// References of different types go through AnyRef:
+// gray.Free[gray.AnyRef](ctx, a, b), or a []gray.AnyRef.
+func Free[R AnyRef](ctx context.Context, refs ...R) error {
 	if len(refs) == 0 {
 		return nil
 	}
 	var s *session
 	oids := make([]ObjectID, 0, len(refs))
 	for i, r := range refs {
-		if r == nil {
+		if any(r) == nil {
 			return fmt.Errorf("gray: free: reference %d is nil", i)
 		}
 		if k := r.keeper(); k != nil && k.freed.Load() {
@@ -171,11 +165,7 @@ func Free(ctx context.Context, refs ...AnyRef) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("gray: free: %w", err)
 	}
-	f, ok := s.b.(freer)
-	if !ok {
-		return errors.New("gray: free: this runtime cannot free objects")
-	}
-	if err := f.Free(oids); err != nil {
+	if err := s.b.Free(oids); err != nil {
 		return fmt.Errorf("gray: free: %w", err)
 	}
 	for _, r := range refs {
@@ -216,17 +206,11 @@ func Put[T any](ctx context.Context, v T) (Ref[T], error) {
 	return newRef[T](s, id), nil
 }
 
-// sharedPutter is a backend with a shared-memory object store.
-type sharedPutter interface {
-	SharedDir() string
-	PutEncoded(id ObjectID, size int, encode func([]byte) error) error
-}
-
 // encodeLarge prepares v and reports whether it belongs in shared memory
-// (b has a store and the encoding is at least codec.InlineThreshold).
-func encodeLarge(b backend, v any) (*codec.Encoding, bool, error) {
-	sp, ok := b.(interface{ SharedDir() string })
-	if !ok || sp.SharedDir() == "" || !mayBeLarge(v) {
+// (there is a store, in folder dir, and the encoding is at least
+// codec.InlineThreshold).
+func encodeLarge(dir string, v any) (*codec.Encoding, bool, error) {
+	if dir == "" || !mayBeLarge(v) {
 		return nil, false, nil
 	}
 	enc, err := codec.Prepare(v)
@@ -251,13 +235,13 @@ func mayBeLarge(v any) bool {
 
 // putValue stores v under id: in shared memory when large, inline otherwise.
 func putValue(s *session, id ObjectID, v any) error {
-	containRefs(s.b, id, v)
-	enc, large, err := encodeLarge(s.b, v)
+	containRefs(s, id, v)
+	enc, large, err := encodeLarge(s.b.SharedDir(), v)
 	if err != nil {
 		return err
 	}
 	if large {
-		return s.b.(sharedPutter).PutEncoded(id, enc.Size(), func(dst []byte) error {
+		return s.b.PutEncoded(id, enc.Size(), func(dst []byte) error {
 			_, err := enc.EncodeTo(dst)
 			return err
 		})
@@ -351,7 +335,10 @@ func GetAll[T any](ctx context.Context, rs []Ref[T]) ([]T, error) {
 // done. ready holds at most numReturns references, in the order given;
 // remaining holds the rest, so together they are refs. Duplicate
 // references are an error, as is a numReturns outside 1..len(refs).
-func Wait(ctx context.Context, refs []AnyRef, numReturns int, timeout time.Duration) (ready, remaining []AnyRef, err error) {
+//
+// ready and remaining have the type of refs: from a []Ref[T], Get takes
+// their elements as they are; a []AnyRef mixes types.
+func Wait[R AnyRef](ctx context.Context, refs []R, numReturns int, timeout time.Duration) (ready, remaining []R, err error) {
 	if numReturns < 1 || numReturns > len(refs) {
 		return nil, nil, fmt.Errorf("gray: wait: numReturns is %d but must be between 1 and the number of references (%d)", numReturns, len(refs))
 	}
@@ -362,7 +349,7 @@ func Wait(ctx context.Context, refs []AnyRef, numReturns int, timeout time.Durat
 	seen := make(map[ObjectID]int, len(refs))
 	oids := make([]ObjectID, len(refs))
 	for i, r := range refs {
-		if r == nil {
+		if any(r) == nil {
 			return nil, nil, fmt.Errorf("gray: wait: reference %d is nil", i)
 		}
 		rs, err := check(r)

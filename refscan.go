@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"runtime"
 	"sync"
+
+	"github.com/gray-ml/gray/runtime/task"
 )
 
 // References carried inside values.
@@ -20,18 +22,6 @@ import (
 //
 // Local mode (Options.Local) keeps the simpler rule: an encoded reference
 // keeps its object for the session.
-
-// nestTracker is a backend that tracks references inside values.
-type nestTracker interface {
-	Contain(parent ObjectID, children []ObjectID)
-	Hold(id ObjectID)
-}
-
-// resultContainer is a worker: it reports the references inside task
-// result i.
-type resultContainer interface {
-	ContainResult(i int, children []ObjectID)
-}
 
 var anyRefType = reflect.TypeFor[AnyRef]()
 
@@ -131,38 +121,31 @@ func walkRefs(v reflect.Value, depth int, out *[]ObjectID) {
 
 // containRefs tells the backend which objects the value v of object id
 // refers to, before it is stored. It reports whether v holds any.
-func containRefs(b backend, id ObjectID, v any) bool {
-	nt, ok := b.(nestTracker)
-	if !ok {
+func containRefs(s *session, id ObjectID, v any) bool {
+	if !s.tracksNested() {
 		return false
 	}
 	children := refsIn(v)
 	if len(children) == 0 {
 		return false
 	}
-	nt.Contain(id, children)
+	s.b.Contain(id, children)
 	runtime.KeepAlive(v) // the references inside stay held until the claim is sent
 	return true
 }
 
 // containResult is containRefs for return value i of the running task.
-func containResult(b backend, i int, v any) {
-	rc, ok := b.(resultContainer)
-	if !ok {
-		return
-	}
+func containResult(sink task.ResultSink, i int, v any) {
 	if children := refsIn(v); len(children) > 0 {
-		rc.ContainResult(i, children)
+		sink.ContainResult(i, children)
 	}
 	runtime.KeepAlive(v)
 }
 
-// tracksNested reports whether b tracks references inside values, so an
-// encoded reference need not keep its object for the session.
-func tracksNested(b backend) bool {
-	_, ok := b.(nestTracker)
-	return ok
-}
+// tracksNested reports whether the session's backend tracks references
+// inside values, so an encoded reference need not keep its object for the
+// session: all but local mode do.
+func (s *session) tracksNested() bool { return s.where != inLocal }
 
 // holdArgRefs makes the first return object of c's task hold the objects
 // named inside argument value v: the task's worker decodes them (and holds
@@ -171,5 +154,5 @@ func tracksNested(b backend) bool {
 // creation stores no result: the node ends its claim once the constructor
 // has run.
 func holdArgRefs(c *call, v any) {
-	containRefs(c.s.b, c.spec.Return(0), v)
+	containRefs(c.s, c.spec.Return(0), v)
 }

@@ -1,6 +1,9 @@
 package gray
 
+//go:generate go run ./internal/genremote -o remote_gen.go
+
 import (
+	"context"
 	"fmt"
 
 	"github.com/gray-ml/gray/runtime/codec"
@@ -110,7 +113,7 @@ func addArg[A any](c *call, i int, x any) {
 		return
 	}
 	holdArgRefs(c, v)
-	enc, large, err := encodeLarge(c.s.b, v)
+	enc, large, err := encodeLarge(c.s.b.SharedDir(), v)
 	if err != nil {
 		c.err = fmt.Errorf("argument %d: %w", i+1, err)
 		return
@@ -119,7 +122,7 @@ func addArg[A any](c *call, i int, x any) {
 		// A large value is passed by reference: put once into shared
 		// memory, held by the task (and freed after it, see submit).
 		id := c.s.b.NewPutID()
-		err := c.s.b.(sharedPutter).PutEncoded(id, enc.Size(), func(dst []byte) error {
+		err := c.s.b.PutEncoded(id, enc.Size(), func(dst []byte) error {
 			_, err := enc.EncodeTo(dst)
 			return err
 		})
@@ -163,10 +166,8 @@ func (c *call) submit() {
 }
 
 func (c *call) dropArgs() {
-	if d, ok := c.s.b.(dropper); ok {
-		for _, id := range c.drops {
-			d.Drop(id)
-		}
+	for _, id := range c.drops {
+		c.s.b.Drop(id)
 	}
 }
 
@@ -198,28 +199,30 @@ func checkArgs(fn string, args [][]byte, n int) error {
 // encodeResults encodes a task's return values.
 //
 // In a worker, a large value is written straight into the node's
-// shared-memory store as the task's return object; its slot stays nil.
-func encodeResults(fn string, vs ...any) ([][]byte, error) {
+// shared-memory store as the task's return object; its slot stays nil. The
+// worker is the result sink in the task's context (task.Info.Results);
+// without one (local mode) every value is encoded inline.
+func encodeResults(ctx context.Context, fn string, vs ...any) ([][]byte, error) {
 	out := make([][]byte, len(vs))
-	var b backend
-	if s := current.Load(); s != nil {
-		b = s.b
+	var sink task.ResultSink
+	if info := task.InfoFrom(ctx); info != nil {
+		sink = info.Results
 	}
 	for i, v := range vs {
-		if rs, ok := b.(resultStorer); ok {
-			enc, large, err := encodeLarge(b, v)
+		if sink != nil {
+			enc, large, err := encodeLarge(sink.SharedDir(), v)
 			if err != nil {
 				return nil, fmt.Errorf("%s: return value %d: %w", fn, i+1, err)
 			}
 			if large {
-				err := rs.StoreResult(i, enc.Size(), func(dst []byte) error {
+				err := sink.StoreResult(i, enc.Size(), func(dst []byte) error {
 					_, err := enc.EncodeTo(dst)
 					return err
 				})
 				if err != nil {
 					return nil, fmt.Errorf("%s: return value %d: %w", fn, i+1, err)
 				}
-				containResult(b, i, v)
+				containResult(sink, i, v)
 				continue
 			}
 		}
@@ -227,13 +230,10 @@ func encodeResults(fn string, vs ...any) ([][]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: return value %d: %w", fn, i+1, err)
 		}
-		containResult(b, i, v)
+		if sink != nil {
+			containResult(sink, i, v)
+		}
 		out[i] = enc
 	}
 	return out, nil
-}
-
-// resultStorer is a worker: it writes large task results into the store.
-type resultStorer interface {
-	StoreResult(i int, size int, encode func([]byte) error) error
 }

@@ -90,12 +90,8 @@ func (s Shared[T]) Release() error {
 	if cur == nil || data == nil {
 		return nil
 	}
-	if r, ok := cur.b.(sharedReleaser); ok {
-		if _, err := r.ReleaseShared(data); err != nil {
-			return err
-		}
-	}
-	return nil
+	_, err := cur.b.ReleaseShared(data)
+	return err
 }
 
 // MarshalCBOR refuses to encode a Shared: it stands for an object mapped
@@ -108,11 +104,6 @@ func (Shared[T]) MarshalCBOR() ([]byte, error) {
 func (*Shared[T]) UnmarshalCBOR([]byte) error { return errShared }
 
 var errShared = errors.New("gray.Shared can only be the type of a remote function's or actor's parameter: pass a Ref (or the value) for it, and put, return or embed the value itself, not a Shared")
-
-// sharedReleaser is a worker: it keeps the mappings of Shared arguments.
-type sharedReleaser interface {
-	ReleaseShared(data []byte) (bool, error)
-}
 
 // sharedParam is implemented by *Shared[T]: addArg hands it a Shared[T]
 // parameter's argument.

@@ -45,7 +45,11 @@ func newMicrobenchmark() *cobra.Command {
 		Use:   "microbenchmark",
 		Short: "Measure task, actor, put, get and wait rates on this machine",
 		Long: "Starts a one-machine gray session and measures the rows of `ray microbenchmark`:\n" +
-			"each row runs --trials times for --duration and reports the median rate.",
+			"each row runs --trials times for --duration and reports the median rate.\n" +
+			"Physical-limit rows measure the machine itself (memory copy, a 64-byte\n" +
+			"ping-pong between two processes over a Unix socket pair, process starts),\n" +
+			"and ratio rows give the runtime's figures in units of them, alternating\n" +
+			"the two loops so that both see the same machine.",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if trials < 1 || duration <= 0 {
 				return fmt.Errorf("--trials must be at least 1 and --duration positive")
@@ -60,7 +64,7 @@ func newMicrobenchmark() *cobra.Command {
 			defer gray.Shutdown()
 			var rows []row
 			for _, b := range benchmarks() {
-				if filter != "" && !strings.Contains(b.name, filter) {
+				if !selected(b.name, filter) {
 					continue
 				}
 				r, err := measure(ctx, b, duration, trials)
@@ -84,19 +88,35 @@ func newMicrobenchmark() *cobra.Command {
 	cmd.Flags().DurationVar(&duration, "duration", time.Second, "how long each trial of a row runs")
 	cmd.Flags().IntVar(&trials, "trials", 3, "trials per row; the median is reported")
 	cmd.Flags().IntVar(&cpus, "cpus", 0, "CPUs for the session (0: all logical CPUs)")
-	cmd.Flags().StringVar(&filter, "filter", "", "only rows whose name contains this")
+	cmd.Flags().StringVar(&filter, "filter", "", "only rows whose name contains this (or one of these, comma-separated)")
 	return cmd
 }
 
-func printRow(w io.Writer, r row) {
-	fmt.Fprintf(w, "%-45s %14.2f %s  +- %.2f\n", r.Name, r.Rate, r.Unit, r.Spread)
+// selected reports whether the row name passes filter: empty, or a
+// comma-separated list of which the name contains one.
+func selected(name, filter string) bool {
+	if filter == "" {
+		return true
+	}
+	for _, f := range strings.Split(filter, ",") {
+		if f != "" && strings.Contains(name, f) {
+			return true
+		}
+	}
+	return false
 }
 
-// bench runs once for about d and returns how many units it did.
+func printRow(w io.Writer, r row) {
+	fmt.Fprintf(w, "%-66s %14.2f %s  +- %.2f\n", r.Name, r.Rate, r.Unit, r.Spread)
+}
+
+// bench runs once for about d and returns how many units it did, or with
+// rate set, the units per second it timed itself (leaving out its setup).
 type bench struct {
 	name string
 	unit string
 	run  func(ctx context.Context, d time.Duration) (float64, error)
+	rate bool
 }
 
 func measure(ctx context.Context, b bench, d time.Duration, trials int) (row, error) {
@@ -107,7 +127,10 @@ func measure(ctx context.Context, b bench, d time.Duration, trials int) (row, er
 		if err != nil {
 			return row{}, err
 		}
-		rates = append(rates, n/time.Since(t0).Seconds())
+		if !b.rate {
+			n /= time.Since(t0).Seconds()
+		}
+		rates = append(rates, n)
 	}
 	sort.Float64s(rates)
 	return row{Name: b.name, Rate: rates[len(rates)/2], Unit: b.unit, Spread: (rates[len(rates)-1] - rates[0]) / 2}, nil
@@ -162,27 +185,47 @@ func parallel(k int, fn func(i int) (float64, error)) (float64, error) {
 
 const clients = 4
 
+// Names of the rows measured against physical limits.
+const (
+	rowTasksSync   = "single client tasks sync"
+	rowActorSync   = "1:1 actor calls sync"
+	rowPingPong    = "64-byte ping-pong, 2 processes, Unix socket (the physical limit)"
+	rowActorCreate = "actor creation (each answers one call)"
+	rowProcStart   = "process start+exit, all cores (the physical limit)"
+	perFloor       = " / ping-pong floor"
+	perStart       = " / process starts"
+)
+
+// actorBatch is how many actors the creation row starts at once.
+const actorBatch = 8
+
 func benchmarks() []bench {
 	return []bench{
-		{"single client tasks sync", "calls/s", func(ctx context.Context, d time.Duration) (float64, error) {
+		{name: rowTasksSync, unit: "calls/s", run: func(ctx context.Context, d time.Duration) (float64, error) {
 			return until(d, func() (float64, error) {
 				_, err := gray.Get(ctx, mbNoop.Remote(1))
 				return 1, err
 			})
 		}},
-		{"single client tasks async", "calls/s", func(ctx context.Context, d time.Duration) (float64, error) {
+		{name: rowTasksSync + perFloor, unit: "x its round trip", rate: true, run: func(ctx context.Context, d time.Duration) (float64, error) {
+			return latencyRatio(ctx, d, func() error {
+				_, err := gray.Get(ctx, mbNoop.Remote(1))
+				return err
+			})
+		}},
+		{name: "single client tasks async", unit: "calls/s", run: func(ctx context.Context, d time.Duration) (float64, error) {
 			return until(d, func() (float64, error) {
 				return asyncBatch(ctx, func(i int) gray.Ref[int] { return mbNoop.Remote(i) })
 			})
 		}},
-		{fmt.Sprintf("multi client tasks async (%d clients)", clients), "calls/s", func(ctx context.Context, d time.Duration) (float64, error) {
+		{name: fmt.Sprintf("multi client tasks async (%d clients)", clients), unit: "calls/s", run: func(ctx context.Context, d time.Duration) (float64, error) {
 			return parallel(clients, func(int) (float64, error) {
 				return until(d, func() (float64, error) {
 					return asyncBatch(ctx, func(i int) gray.Ref[int] { return mbNoop.Remote(i) })
 				})
 			})
 		}},
-		{"1:1 actor calls sync", "calls/s", func(ctx context.Context, d time.Duration) (float64, error) {
+		{name: rowActorSync, unit: "calls/s", run: func(ctx context.Context, d time.Duration) (float64, error) {
 			h, err := mbCounter.Remote(ctx)
 			if err != nil {
 				return 0, err
@@ -193,7 +236,18 @@ func benchmarks() []bench {
 				return 1, err
 			})
 		}},
-		{"1:1 actor calls async", "calls/s", func(ctx context.Context, d time.Duration) (float64, error) {
+		{name: rowActorSync + perFloor, unit: "x its round trip", rate: true, run: func(ctx context.Context, d time.Duration) (float64, error) {
+			h, err := mbCounter.Remote(ctx)
+			if err != nil {
+				return 0, err
+			}
+			defer gray.Kill(h)
+			return latencyRatio(ctx, d, func() error {
+				_, err := gray.Get(ctx, mbIncr.Remote(h, 1))
+				return err
+			})
+		}},
+		{name: "1:1 actor calls async", unit: "calls/s", run: func(ctx context.Context, d time.Duration) (float64, error) {
 			h, err := mbCounter.Remote(ctx)
 			if err != nil {
 				return 0, err
@@ -203,7 +257,7 @@ func benchmarks() []bench {
 				return asyncBatch(ctx, func(int) gray.Ref[int] { return mbIncr.Remote(h, 1) })
 			})
 		}},
-		{fmt.Sprintf("n:n actor calls async (n=%d)", clients), "calls/s", func(ctx context.Context, d time.Duration) (float64, error) {
+		{name: fmt.Sprintf("n:n actor calls async (n=%d)", clients), unit: "calls/s", run: func(ctx context.Context, d time.Duration) (float64, error) {
 			hs := make([]gray.Handle[benchCounter], clients)
 			for i := range hs {
 				h, err := mbCounter.Remote(ctx)
@@ -219,13 +273,24 @@ func benchmarks() []bench {
 				})
 			})
 		}},
-		{"single client put calls", "calls/s", func(ctx context.Context, d time.Duration) (float64, error) {
+		{name: rowActorCreate, unit: "actors/s", run: func(ctx context.Context, d time.Duration) (float64, error) {
+			return until(d, func() (float64, error) { return createActors(ctx, actorBatch) })
+		}},
+		{name: rowProcStart, unit: "processes/s", run: processStarts},
+		{name: rowActorCreate + perStart, unit: "x their rate", rate: true, run: func(ctx context.Context, d time.Duration) (float64, error) {
+			return rateRatio(d, func(d time.Duration) (float64, error) {
+				return until(d, func() (float64, error) { return createActors(ctx, actorBatch) })
+			}, func(d time.Duration) (float64, error) {
+				return processStarts(ctx, d)
+			})
+		}},
+		{name: "single client put calls", unit: "calls/s", run: func(ctx context.Context, d time.Duration) (float64, error) {
 			return until(d, func() (float64, error) {
 				_, err := gray.Put(ctx, 7)
 				return 1, err
 			})
 		}},
-		{"single client get calls", "calls/s", func(ctx context.Context, d time.Duration) (float64, error) {
+		{name: "single client get calls", unit: "calls/s", run: func(ctx context.Context, d time.Duration) (float64, error) {
 			r, err := gray.Put(ctx, 7)
 			if err != nil {
 				return 0, err
@@ -235,7 +300,7 @@ func benchmarks() []bench {
 				return 1, err
 			})
 		}},
-		{"single client get calls (64 MiB array, zero-copy)", "calls/s", func(ctx context.Context, d time.Duration) (float64, error) {
+		{name: "single client get calls (64 MiB array, zero-copy)", unit: "calls/s", run: func(ctx context.Context, d time.Duration) (float64, error) {
 			r, err := gray.Put(ctx, make([]float64, 8<<20))
 			if err != nil {
 				return 0, err
@@ -245,31 +310,34 @@ func benchmarks() []bench {
 				return 1, err
 			})
 		}},
-		{"memcpy bandwidth, 64 MiB (the physical limit)", "GB/s", func(ctx context.Context, d time.Duration) (float64, error) {
+		{name: rowPingPong, unit: "round trips/s", run: pingPong, rate: true},
+		{name: "memcpy bandwidth, 64 MiB (the physical limit)", unit: "GB/s", rate: true, run: func(ctx context.Context, d time.Duration) (float64, error) {
 			src, dst := make([]byte, 64<<20), make([]byte, 64<<20)
 			for i := range src {
 				src[i] = byte(i)
 			}
-			return until(d, func() (float64, error) {
+			copy(dst, src) // fault dst's pages in before the clock starts
+			n, el, err := timed(d, func() error {
 				copy(dst, src)
-				return float64(len(src)) / 1e9, nil
+				return nil
 			})
+			return n * float64(len(src)) / 1e9 / el.Seconds(), err
 		}},
 		// The put loops free each object once put, as a program that is done
 		// with it should (see gray.Free): the store then reuses its pages.
 		// The "dropped" row leaves that to Go's garbage collector.
-		{"single client put gigabytes", "GB/s", func(ctx context.Context, d time.Duration) (float64, error) {
+		{name: "single client put gigabytes", unit: "GB/s", run: func(ctx context.Context, d time.Duration) (float64, error) {
 			return putLoop(ctx, d, 64<<20, true)
 		}},
-		{"single client put gigabytes (refs dropped, not freed)", "GB/s", func(ctx context.Context, d time.Duration) (float64, error) {
+		{name: "single client put gigabytes (refs dropped, not freed)", unit: "GB/s", run: func(ctx context.Context, d time.Duration) (float64, error) {
 			return putLoop(ctx, d, 64<<20, false)
 		}},
-		{fmt.Sprintf("multi client put gigabytes (%d clients)", clients), "GB/s", func(ctx context.Context, d time.Duration) (float64, error) {
+		{name: fmt.Sprintf("multi client put gigabytes (%d clients)", clients), unit: "GB/s", run: func(ctx context.Context, d time.Duration) (float64, error) {
 			return parallel(clients, func(int) (float64, error) {
 				return putLoop(ctx, d, 16<<20, true)
 			})
 		}},
-		{"single client wait 1k refs", "calls/s", func(ctx context.Context, d time.Duration) (float64, error) {
+		{name: "single client wait 1k refs", unit: "calls/s", run: func(ctx context.Context, d time.Duration) (float64, error) {
 			refs := make([]gray.AnyRef, 1000)
 			for i := range refs {
 				r, err := gray.Put(ctx, i)
@@ -297,4 +365,28 @@ func putLoop(ctx context.Context, d time.Duration, size int, free bool) (float64
 		}
 		return float64(len(buf)) / 1e9, err
 	})
+}
+
+// createActors creates n actors at once, waits for each to answer one
+// call, kills them and returns n.
+func createActors(ctx context.Context, n int) (float64, error) {
+	hs := make([]gray.Handle[benchCounter], 0, n)
+	defer func() {
+		for _, h := range hs {
+			_ = gray.Kill(h)
+		}
+	}()
+	refs := make([]gray.Ref[int], 0, n)
+	for range n {
+		h, err := mbCounter.Remote(ctx)
+		if err != nil {
+			return 0, err
+		}
+		hs = append(hs, h)
+		refs = append(refs, mbIncr.Remote(h, 1))
+	}
+	if _, err := gray.GetAll(ctx, refs); err != nil {
+		return 0, err
+	}
+	return float64(n), nil
 }

@@ -162,7 +162,7 @@ func run(ctx context.Context) error {
 	fmt.Println(nested) // [45 55 65 75 85]
 
 	// 1.6.5 Wait.
-	var refs []gray.AnyRef
+	var refs []gray.Ref[int]
 	for i := range 3 {
 		refs = append(refs, sleepN.Remote(i))
 	}

@@ -119,7 +119,7 @@ func (a *Agent) startRunners(ctx context.Context) error {
 	if err := rllib.CheckWorkers("A3C", n, ""); err != nil {
 		return err
 	}
-	pids := make([]gray.AnyRef, n)
+	pids := make([]gray.Ref[int], n)
 	index := map[gray.ObjectID]int{}
 	for i := 0; i < n; i++ {
 		h, err := runnerActor.Remote(ctx, a.spec(i))
@@ -154,7 +154,7 @@ func (a *Agent) startRunners(ctx context.Context) error {
 			break
 		}
 		i := index[ready[0].ID()]
-		if _, err := gray.Get(ctx, ready[0].(gray.Ref[int])); err != nil {
+		if _, err := gray.Get(ctx, ready[0]); err != nil {
 			return fmt.Errorf("A3C: starting runner %d: %w", i+1, err)
 		}
 		started++
@@ -241,23 +241,19 @@ func (a *Agent) Train(ctx context.Context) (rllib.Result, error) {
 		pl, vl, ent, gn         float64
 		updates, restartsBefore = 0, a.restartTotal
 		waitTime, applyTime     time.Duration
-		refs                    = make([]gray.AnyRef, len(a.pending))
 		lr                      float64
 	)
 	for updates < a.cfg.UpdatesPerIter || time.Since(start) < minTime {
-		for i, r := range a.pending {
-			refs[i] = r
-		}
 		t0 := time.Now()
-		ready, _, err := gray.Wait(ctx, refs, 1, 0)
+		ready, _, err := gray.Wait(ctx, a.pending, 1, 0)
 		if err != nil {
 			return rllib.Result{}, fmt.Errorf("A3C iteration %d: waiting for gradients: %w", iter, err)
 		}
-		i := slices.IndexFunc(refs, func(r gray.AnyRef) bool { return r.ID() == ready[0].ID() })
+		i := slices.IndexFunc(a.pending, func(r gray.Ref[Gradient]) bool { return r.ID() == ready[0].ID() })
 		g, err := gray.Get(ctx, a.pending[i])
 		waitTime += time.Since(t0)
 		if err != nil {
-			if errors.Is(err, gray.ErrWorkerDied) || errors.Is(err, gray.ErrActorDead) {
+			if errors.Is(err, gray.ErrActorDead) {
 				if err := a.replace(ctx, i, err); err != nil {
 					return rllib.Result{}, fmt.Errorf("A3C iteration %d: %w", iter, err)
 				}

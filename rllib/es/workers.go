@@ -81,12 +81,10 @@ func newActorPool(ctx context.Context, specs []WorkerSpec, noise gray.Ref[[]floa
 func (p *actorPool) awaitStarted(ctx context.Context) error {
 	n := len(p.hs)
 	pending := make(map[gray.ObjectID]int, n)
-	var refs []gray.AnyRef
-	typed := make([]gray.Ref[WorkerInfo], n)
+	refs := make([]gray.Ref[WorkerInfo], n)
 	for i, h := range p.hs {
-		typed[i] = infoMethod.Remote(h)
-		refs = append(refs, typed[i])
-		pending[typed[i].ID()] = i
+		refs[i] = infoMethod.Remote(h)
+		pending[refs[i].ID()] = i
 	}
 	start, progress := time.Now(), time.Now()
 	started := 0
@@ -97,7 +95,7 @@ func (p *actorPool) awaitStarted(ctx context.Context) error {
 		}
 		for _, r := range ready {
 			i := pending[r.ID()]
-			if _, err := gray.Get(ctx, typed[i]); err != nil {
+			if _, err := gray.Get(ctx, r); err != nil {
 				return fmt.Errorf("ES: starting worker %d: %w", p.specs[i].Index, err)
 			}
 			started++
@@ -131,7 +129,7 @@ func (p *actorPool) run(ctx context.Context, w Weights, tasks []Task) ([]Rollout
 	out := make([]Rollouts, n)
 	calls := make([]gray.Ref[Rollouts], n)
 	owner := make(map[gray.ObjectID]int, n)
-	var pending []gray.AnyRef
+	var pending []gray.Ref[Rollouts]
 	submit := func(i int) {
 		calls[i] = runMethod.Remote(p.hs[i], ref, tasks[i])
 		owner[calls[i].ID()] = i
@@ -154,7 +152,7 @@ func (p *actorPool) run(ctx context.Context, w Weights, tasks []Task) ([]Rollout
 				out[i] = res
 				continue
 			}
-			if !errors.Is(err, gray.ErrActorDead) && !errors.Is(err, gray.ErrWorkerDied) {
+			if !errors.Is(err, gray.ErrActorDead) {
 				return nil, restarts, fmt.Errorf("worker %d: %w", p.specs[i].Index, err)
 			}
 			if restarts >= p.maxRestarts {

@@ -30,7 +30,8 @@
 //
 // Values the codec cannot carry (funcs, channels, unsafe pointers, complex
 // numbers), also when held in interface-typed fields, are an error at
-// encode time naming the field and type.
+// encode time naming the field and type. So is a value that refers to
+// itself (n.Next = n): CBOR has no back-references.
 package codec
 
 import (
@@ -98,13 +99,16 @@ func CheckValue(v any) error {
 		return nil
 	}
 	ti := infoOf(rv.Type())
-	if ti.err != nil || !ti.iface {
+	if ti.err != nil || !ti.iface && !ti.cyclic {
 		return ti.err
 	}
 	return checkValue(rv, ti, 0)
 }
 
 func checkValue(v reflect.Value, ti *typeInfo, depth int) error {
+	if ti.cyclic {
+		return checkCycles(v)
+	}
 	if !ti.iface {
 		return nil
 	}

@@ -142,6 +142,7 @@ type typeInfo struct {
 	walk   bool         // values must be converted (arrays, or interfaces inside)
 	kind   ArrayKind    // non-zero: t is a numeric slice
 	iface  bool         // t contains interface types
+	cyclic bool         // t is recursive: its values may reach themselves (see cycle.go)
 	err    error        // Check(t)
 	elem   *typeInfo    // pointer, slice, array, map value
 	fields []fieldInfo  // struct: the mirror's fields
@@ -170,7 +171,7 @@ func infoOf(t reflect.Type) *typeInfo {
 	if b.recursive {
 		// reflect cannot make recursive mirror types: such values travel as
 		// plain CBOR, their arrays copied (still correct, not zero-copy).
-		ti = &typeInfo{t: t, mirror: t, err: Check(t)}
+		ti = &typeInfo{t: t, mirror: t, err: Check(t), cyclic: true}
 		types.Store(t, ti)
 		return ti
 	}
@@ -189,6 +190,9 @@ type builder struct {
 
 func (b *builder) build(t reflect.Type) *typeInfo {
 	if ti, ok := types.Load(t); ok {
+		if ti.(*typeInfo).cyclic {
+			b.recursive = true // a type holding a recursive one is walked whole too
+		}
 		return ti.(*typeInfo)
 	}
 	if ti := b.built[t]; ti != nil {
@@ -270,6 +274,9 @@ type rawBuf struct {
 func align(n uint64) uint64 { return (n + Align - 1) &^ (Align - 1) }
 
 func (e *encoder) toMirror(v reflect.Value, ti *typeInfo) (reflect.Value, error) {
+	if ti.cyclic {
+		return v, checkCycles(v)
+	}
 	if !ti.walk {
 		return v, nil
 	}

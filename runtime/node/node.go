@@ -514,6 +514,15 @@ func (n *Node) deadErr(a *actor, fn string) *task.TaskError {
 	return &task.TaskError{Function: fn, Message: msg, Cause: cause}
 }
 
+// deadCause is the cause of an actor's death that also says it is dead:
+// it wraps task.ErrActorDead and why (nil: nothing more to say).
+func deadCause(why error) error {
+	if why == nil {
+		return task.ErrActorDead
+	}
+	return fmt.Errorf("%w: %w", task.ErrActorDead, why)
+}
+
 // ready handles a normal task whose arguments all exist.
 func (n *Node) ready(p *pending) {
 	if p.failed != nil {
@@ -1468,6 +1477,11 @@ func (n *Node) actorDied(a *actor, why *task.TaskError) {
 		return
 	}
 	a.dead = true
+	if !errors.Is(why, task.ErrActorDead) {
+		// Whatever ended it (its process died, it never started), calls
+		// to a dead actor fail with ErrActorDead, as gray documents.
+		why.Cause = deadCause(why.Cause)
+	}
 	a.death = why
 	n.ctrl.ActorDied(a.id, why.Message)
 	for _, p := range a.inflight {

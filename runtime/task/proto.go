@@ -3,6 +3,8 @@ package task
 import (
 	"context"
 	"sync"
+
+	"github.com/gray-ml/gray/runtime/ids"
 )
 
 // Message types of the driver–worker protocol. W→D: sent by a worker; D→W:
@@ -49,6 +51,9 @@ type Info struct {
 	Task   string // task ID, hex
 	Worker string
 	GPUIDs []int
+	// Results receives the task's large return values; nil (local mode):
+	// every result is encoded inline.
+	Results ResultSink
 
 	mu     sync.Mutex
 	after  []func()
@@ -79,6 +84,19 @@ func (i *Info) RunAfter() {
 	for _, f := range fns {
 		f()
 	}
+}
+
+// ResultSink is where a running task's large return values go: the
+// worker that runs it, which writes them into the node's shared-memory
+// object store.
+type ResultSink interface {
+	// SharedDir is the store's directory; "" means none: results go inline.
+	SharedDir() string
+	// StoreResult writes return value i, size bytes made by encode.
+	StoreResult(i int, size int, encode func([]byte) error) error
+	// ContainResult says return value i holds references to children,
+	// which then live as long as it does.
+	ContainResult(i int, children []ids.ObjectID)
 }
 
 type infoKey struct{}

@@ -175,15 +175,15 @@ func Lookup(name string) (*Entry, error) {
 }
 
 // ErrWorkerDied is the cause of a task's error when its worker process died.
-var ErrWorkerDied = errors.New("the worker process died while running the task")
+var ErrWorkerDied = RegisterSentinel(errors.New("the worker process died while running the task"))
 
 // ErrFreed is the cause of the error a Get returns for an object that was
 // released explicitly (gray.Free) before it.
-var ErrFreed = errors.New("the object was freed with gray.Free")
+var ErrFreed = RegisterSentinel(errors.New("the object was freed with gray.Free"))
 
 // ErrActorDead is the cause of an error of a method call on an actor that
 // was killed or whose process died.
-var ErrActorDead = errors.New("the actor is dead")
+var ErrActorDead = RegisterSentinel(errors.New("the actor is dead"))
 
 // AppendSpec encodes s.
 func AppendSpec(b []byte, s *Spec) []byte {
@@ -291,7 +291,13 @@ func appendErr(b []byte, e *TaskError) []byte {
 		return appendErr(b, te)
 	default:
 		b = append(b, 2)
-		return wire.AppendString(b, e.Cause.Error())
+		b = wire.AppendString(b, e.Cause.Error())
+		names := sentinelsIn(e.Cause)
+		b = wire.AppendUvarint(b, uint64(len(names)))
+		for _, n := range names {
+			b = wire.AppendString(b, n)
+		}
+		return b
 	}
 }
 
@@ -316,7 +322,14 @@ func decodeErr(d *wire.Dec, depth int) *TaskError {
 		}
 		e.Cause = decodeErr(d, depth+1)
 	case 2:
-		e.Cause = errors.New(d.String())
+		re := &RemoteError{Msg: d.String()}
+		for range d.Count() {
+			// A sentinel this process does not know keeps only its text.
+			if s := sentinelNamed(d.String()); s != nil {
+				re.Wraps = append(re.Wraps, s)
+			}
+		}
+		e.Cause = re
 	}
 	return e
 }

@@ -49,7 +49,7 @@ func main() {
 
 	rng := rand.New(rand.NewPCG(*seed, 0))
 	byID := map[gray.ObjectID]*experiment{}
-	var remaining []gray.AnyRef
+	var remaining []gray.Ref[float64]
 	// from is a hyperopt.Model or a reference to one.
 	run := func(e *experiment, from any) {
 		e.acc, e.model = segment.Remote(e.hp, from, *stepsPer)

@@ -39,7 +39,7 @@ func main() {
 
 	rng := rand.New(rand.NewPCG(*seed, 0))
 	configs := map[gray.ObjectID]hyperopt.Hyperparameters{}
-	var remaining []gray.AnyRef
+	var remaining []gray.Ref[float64]
 	launch := func() {
 		hp := hyperopt.Generate(rng)
 		ref := trainCNN.Remote(hp, *steps)
@@ -59,7 +59,7 @@ func main() {
 			log.Fatal(err)
 		}
 		remaining = rest
-		ref := ready[0].(gray.Ref[float64])
+		ref := ready[0]
 		acc, err := gray.Get(ctx, ref)
 		if err != nil {
 			log.Fatal(err)

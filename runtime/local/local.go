@@ -1,4 +1,8 @@
-package gray
+// Package local is gray's local mode (the seeds' PYTHON_MODE): every task
+// runs serially in the driver when it is submitted, so a program can be
+// debugged with ordinary stack traces and breakpoints. It implements the
+// same backend contract as the driver's node and a worker's connection.
+package local
 
 import (
 	"context"
@@ -14,9 +18,8 @@ import (
 	"github.com/gray-ml/gray/runtime/task"
 )
 
-// local runs every task serially in the driver at submission: the seeds'
-// PYTHON_MODE, for debugging with ordinary stack traces and breakpoints.
-type local struct {
+// Local runs every task serially in the driver at submission.
+type Local struct {
 	mu     sync.Mutex
 	root   ids.TaskID
 	count  uint64
@@ -29,37 +32,57 @@ type local struct {
 	res    task.Resources
 }
 
-func (l *local) resources() task.Resources { return l.res }
-
-func newLocal(o Options) *local {
-	cpus := o.NumCPUs
-	if cpus == 0 {
-		cpus = runtime.NumCPU()
-	}
-	return &local{res: task.Resources{CPU: float64(cpus), GPU: float64(o.NumGPUs), Custom: o.Resources}, root: ids.Root(o.Seed, o.Seeded), objs: map[ids.ObjectID]task.Object{}, actors: map[ids.ActorID]any{}, dead: map[ids.ActorID]string{}}
+// Config describes the session: the resources it reports (nothing is
+// reserved: tasks run one at a time) and the seed of its IDs.
+type Config struct {
+	Resources task.Resources // CPU 0: the machine's logical CPUs
+	Seed      int64
+	Seeded    bool // Seed makes object and task IDs deterministic
 }
 
-func (l *local) NewTaskID() ids.TaskID {
+// ErrClosed is returned by a Local after Shutdown.
+var ErrClosed = errors.New("gray: local mode has been shut down: call gray.Init first")
+
+// New starts a local-mode session.
+func New(cfg Config) *Local {
+	res := cfg.Resources
+	if res.CPU == 0 {
+		res.CPU = float64(runtime.NumCPU())
+	}
+	return &Local{res: res, root: ids.Root(cfg.Seed, cfg.Seeded), objs: map[ids.ObjectID]task.Object{}, actors: map[ids.ActorID]any{}, dead: map[ids.ActorID]string{}}
+}
+
+// Resources returns the resources configured; local mode reserves none,
+// so all of them are available.
+func (l *Local) Resources() (total, available task.Resources, ok bool) {
+	return l.res, l.res, true
+}
+
+// NewTaskID returns the ID of the next task submitted.
+func (l *Local) NewTaskID() ids.TaskID {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.count++
 	return ids.Child(l.root, l.count)
 }
 
-func (l *local) NewPutID() ids.ObjectID {
+// NewPutID returns the ID of the next object put.
+func (l *Local) NewPutID() ids.ObjectID {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.puts++
 	return ids.Put(l.root, l.puts)
 }
 
-func (l *local) WorkerName() string { return fmt.Sprintf("driver (pid %d, local mode)", os.Getpid()) }
+// WorkerName names the driver in error messages.
+func (l *Local) WorkerName() string { return fmt.Sprintf("driver (pid %d, local mode)", os.Getpid()) }
 
-func (l *local) Put(id ids.ObjectID, o task.Object) error {
+// Put stores an object; the first value stored under an ID stays.
+func (l *Local) Put(id ids.ObjectID, o task.Object) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return ErrNotInitialized
+		return ErrClosed
 	}
 	if _, ok := l.objs[id]; !ok {
 		l.objs[id] = o
@@ -67,7 +90,7 @@ func (l *local) Put(id ids.ObjectID, o task.Object) error {
 	return nil
 }
 
-func (l *local) fail(s *task.Spec, e *task.TaskError) {
+func (l *Local) fail(s *task.Spec, e *task.TaskError) {
 	for i := range max(s.NumReturns, 1) {
 		_ = l.Put(s.Return(i), task.Object{Err: e})
 	}
@@ -77,7 +100,8 @@ func (l *local) fail(s *task.Spec, e *task.TaskError) {
 	fmt.Fprintf(os.Stderr, "gray: %v\n", e)
 }
 
-func (l *local) Submit(s *task.Spec) error {
+// Submit runs the task now and stores its results (or its error).
+func (l *Local) Submit(s *task.Spec) error {
 	e, err := task.Lookup(s.Func)
 	if err != nil {
 		l.fail(s, &task.TaskError{Function: s.Func, Worker: l.WorkerName(), Message: err.Error(), Cause: err})
@@ -124,7 +148,7 @@ func (l *local) Submit(s *task.Spec) error {
 	return nil
 }
 
-func (l *local) run(ctx context.Context, s *task.Spec, e *task.Entry, args [][]byte) (outs [][]byte, te *task.TaskError) {
+func (l *Local) run(ctx context.Context, s *task.Spec, e *task.Entry, args [][]byte) (outs [][]byte, te *task.TaskError) {
 	defer func() {
 		if r := recover(); r != nil {
 			te = &task.TaskError{Function: s.Func, Worker: l.WorkerName(), Message: fmt.Sprintf("panic: %v", r), Stack: string(debug.Stack())}
@@ -165,7 +189,8 @@ func (l *local) run(ctx context.Context, s *task.Spec, e *task.Entry, args [][]b
 	return outs, nil
 }
 
-func (l *local) Get(ctx context.Context, oids []ids.ObjectID) ([]task.Object, error) {
+// Get returns the objects, which exist already if they ever will.
+func (l *Local) Get(ctx context.Context, oids []ids.ObjectID) ([]task.Object, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := make([]task.Object, len(oids))
@@ -179,7 +204,8 @@ func (l *local) Get(ctx context.Context, oids []ids.ObjectID) ([]task.Object, er
 	return out, nil
 }
 
-func (l *local) Wait(ctx context.Context, oids []ids.ObjectID, num int, timeout time.Duration) ([]bool, error) {
+// Wait reports which objects exist: every task has run by now.
+func (l *Local) Wait(ctx context.Context, oids []ids.ObjectID, num int, timeout time.Duration) ([]bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := make([]bool, len(oids))
@@ -189,7 +215,8 @@ func (l *local) Wait(ctx context.Context, oids []ids.ObjectID, num int, timeout 
 	return out, nil
 }
 
-func (l *local) Kill(id ids.ActorID) error {
+// Kill ends an actor: its later calls fail with task.ErrActorDead.
+func (l *Local) Kill(id ids.ActorID) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if _, ok := l.actors[id]; !ok {
@@ -200,7 +227,8 @@ func (l *local) Kill(id ids.ActorID) error {
 	return nil
 }
 
-func (l *local) Release(id ids.ActorID) {
+// Release ends an actor no handle refers to any more.
+func (l *Local) Release(id ids.ActorID) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if _, ok := l.actors[id]; ok {
@@ -211,14 +239,14 @@ func (l *local) Release(id ids.ActorID) {
 
 // Drop frees an object the program no longer refers to; local mode runs
 // tasks at submission, so no queued task can need it.
-func (l *local) Drop(id ids.ObjectID) {
+func (l *Local) Drop(id ids.ObjectID) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.objs, id)
 }
 
 // Free replaces the objects with an error saying they were freed.
-func (l *local) Free(oids []ids.ObjectID) error {
+func (l *Local) Free(oids []ids.ObjectID) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, id := range oids {
@@ -231,15 +259,36 @@ func (l *local) Free(oids []ids.ObjectID) error {
 	return nil
 }
 
-func (l *local) Errors() []*task.TaskError {
+// Errors returns the task failures so far.
+func (l *Local) Errors() []*task.TaskError {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]*task.TaskError(nil), l.errs...)
 }
 
-func (l *local) Shutdown() error {
+// Shutdown ends the session.
+func (l *Local) Shutdown() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.closed = true
 	return nil
 }
+
+// SharedDir is empty: local mode has no shared-memory store, and every
+// object stays in the driver's memory.
+func (l *Local) SharedDir() string { return "" }
+
+// PutEncoded is never called without a shared-memory store; it fails.
+func (l *Local) PutEncoded(id ids.ObjectID, size int, encode func([]byte) error) error {
+	return fmt.Errorf("gray: object %s: local mode has no shared-memory object store", id)
+}
+
+// Hold does nothing: in local mode a reference encoded into a value keeps
+// its object for the session instead.
+func (l *Local) Hold(ids.ObjectID) {}
+
+// Contain does nothing, as Hold.
+func (l *Local) Contain(ids.ObjectID, []ids.ObjectID) {}
+
+// ReleaseShared reports that data is no kept object: local mode keeps none.
+func (l *Local) ReleaseShared([]byte) (bool, error) { return false, nil }

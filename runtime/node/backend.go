@@ -1,0 +1,16 @@
+package node
+
+import "github.com/gray-ml/gray/runtime/task"
+
+// The rest of the contract the gray package holds its runtimes to (its
+// backend interface); the other methods are in node.go and nested.go.
+
+// Resources returns the node's capacity and what running tasks and live
+// actors leave of it.
+func (n *Node) Resources() (total, available task.Resources, ok bool) {
+	return n.Total(), n.Available(), true
+}
+
+// ReleaseShared reports that data is no kept object: the driver maps no
+// gray.Shared arguments (only actors' workers keep them).
+func (n *Node) ReleaseShared([]byte) (bool, error) { return false, nil }
