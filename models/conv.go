@@ -47,6 +47,18 @@ func (g ConvGeom) patch() int { return g.KH * g.KW * g.Cin }
 // unfolds the patches into a matrix (im2col) so that the work is one
 // matrix product.
 func (t *Tape) Conv2D(x *Tensor, g ConvGeom, kernel, bias *Tensor) *Tensor {
+	return t.conv2D(x, g, kernel, bias, false)
+}
+
+// Conv2DRelu is Relu(Conv2D(x, g, kernel, bias)) as one operation: the
+// activation is applied in place on the product's output and its
+// gradient folded into the convolution's backward pass, saving a tensor
+// and a pass over it in each direction.
+func (t *Tape) Conv2DRelu(x *Tensor, g ConvGeom, kernel, bias *Tensor) *Tensor {
+	return t.conv2D(x, g, kernel, bias, true)
+}
+
+func (t *Tape) conv2D(x *Tensor, g ConvGeom, kernel, bias *Tensor, relu bool) *Tensor {
 	k := g.patch()
 	if x.Cols != g.H*g.W*g.Cin || kernel.Rows != k {
 		panic(fmt.Sprintf("models: Conv2D of %s (geometry %dx%dx%d) with kernel %s (needs %d rows)", x.shape(), g.H, g.W, g.Cin, kernel.shape(), k))
@@ -57,6 +69,10 @@ func (t *Tape) Conv2D(x *Tensor, g ConvGeom, kernel, bias *Tensor) *Tensor {
 	}
 	nd, out := t.push(opConv, x.Rows, g.OH*g.OW*cout, x, kernel, bias)
 	nd.conv = g
+	nd.i1 = 0
+	if relu {
+		nd.i1 = 1
+	}
 	m := x.Rows * g.OH * g.OW
 	if cap(nd.aux) < m*k {
 		nd.aux = make([]float64, m*k)
@@ -71,7 +87,31 @@ func (t *Tape) Conv2D(x *Tensor, g ConvGeom, kernel, bias *Tensor) *Tensor {
 		beta = 1
 	}
 	gemm(false, false, m, cout, k, cols, k, kernel.Data, cout, beta, out.Data, cout, &nd.scratch)
+	if relu {
+		reluInPlace(out.Data)
+	}
 	return out
+}
+
+// reluInPlace sets the negative values of x to zero without branches (the
+// signs of a layer's outputs are close to random, so a branch would
+// mispredict half the time).
+func reluInPlace(x []float64) {
+	for i, v := range x {
+		b := math.Float64bits(v)
+		x[i] = math.Float64frombits(b &^ uint64(int64(b)>>63))
+	}
+}
+
+// reluMaskGrad zeroes the gradients g where the ReLU output y is zero,
+// without branches: y ≥ 0, so y > 0 exactly when its bits are not all 0.
+func reluMaskGrad(g, y []float64) {
+	y = y[:len(g)]
+	for i, v := range y {
+		b := math.Float64bits(v)
+		keep := uint64(int64(b|-b) >> 63)
+		g[i] = math.Float64frombits(math.Float64bits(g[i]) & keep)
+	}
 }
 
 // im2col writes, for every image and output position, the patch under the
@@ -145,6 +185,9 @@ func col2imAdd(g ConvGeom, dcols []float64, xg []float64, rows int) {
 func (nd *node) convBackward() {
 	g, x, kernel, bias := nd.conv, nd.a, nd.b, nd.c
 	grad := nd.out.Grad
+	if nd.i1 == 1 { // the fused ReLU: only positive outputs pass gradient
+		reluMaskGrad(grad, nd.out.Data)
+	}
 	k, cout := g.patch(), kernel.Cols
 	m := x.Rows * g.OH * g.OW
 	cols := nd.aux[:m*k]
@@ -287,7 +330,7 @@ func (n *ConvNet) Forward(t *Tape, obs *Tensor) Output {
 	}
 	h := obs
 	for _, l := range n.convs {
-		h = t.Relu(t.Conv2D(h, l.geom, l.kernel, l.bias))
+		h = t.Conv2DRelu(h, l.geom, l.kernel, l.bias)
 	}
 	return n.fc.Forward(t, h)
 }

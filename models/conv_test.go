@@ -24,8 +24,57 @@ func TestConv2DGradients(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkGrad(t, gradCase{name: "Conv2D/" + tc.name, shapes: [][2]int{{2, tc.h * tc.w * tc.cin}, {g.patch(), tc.cout}, {1, tc.cout}},
+		shapes := [][2]int{{2, tc.h * tc.w * tc.cin}, {g.patch(), tc.cout}, {1, tc.cout}}
+		checkGrad(t, gradCase{name: "Conv2D/" + tc.name, shapes: shapes,
 			f: func(tp *Tape, x []*Tensor) *Tensor { return tp.Conv2D(x[0], g, x[1], x[2]) }}, 3)
+		checkGrad(t, gradCase{name: "Conv2DRelu/" + tc.name, shapes: shapes,
+			f: func(tp *Tape, x []*Tensor) *Tensor { return tp.Conv2DRelu(x[0], g, x[1], x[2]) }}, 4)
+	}
+}
+
+// TestConv2DReluMatchesUnfused checks the fused activation against Relu
+// applied to Conv2D, values and all three gradients, on a batch big enough
+// to take every kernel path.
+func TestConv2DReluMatchesUnfused(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 9))
+	g, err := NewConvGeom(11, 9, 3, 4, 4, 2, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const batch, cout = 5, 19
+	p := NewParams()
+	x, k, b := p.New("x", batch, 11*9*3), p.New("k", g.patch(), cout), p.New("b", 1, cout)
+	for i := range p.Flat() {
+		p.Flat()[i] = rng.NormFloat64()
+	}
+	w := make([]float64, batch*g.OH*g.OW*cout)
+	for i := range w {
+		w[i] = rng.NormFloat64()
+	}
+	run := func(fused bool) (out, grads []float64) {
+		tape := NewTape()
+		var y *Tensor
+		if fused {
+			y = tape.Conv2DRelu(x, g, k, b)
+		} else {
+			y = tape.Relu(tape.Conv2D(x, g, k, b))
+		}
+		out = append([]float64(nil), y.Data...)
+		p.ZeroGrad()
+		tape.Backward(tape.Sum(tape.Mul(y, tape.Const(y.Rows, y.Cols, w))))
+		return out, p.GetFlatGrad(nil)
+	}
+	y1, g1 := run(false)
+	y2, g2 := run(true)
+	for i := range y1 {
+		if y1[i] != y2[i] {
+			t.Fatalf("output %d: fused %v, unfused %v", i, y2[i], y1[i])
+		}
+	}
+	for i := range g1 {
+		if !near(g1[i], g2[i], 1e-12) {
+			t.Fatalf("gradient %d: fused %v, unfused %v", i, g2[i], g1[i])
+		}
 	}
 }
 

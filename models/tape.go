@@ -312,6 +312,10 @@ func gemm(tA, tB bool, m, n, k int, a []float64, lda int, b []float64, ldb int, 
 		}
 		b, ldb, buf = bt, n, buf[k*n:]
 	}
+	if haveAVX512 {
+		gemmAcc512(tA, m, n, k, a, lda, b, ldb, c, ldc)
+		return
+	}
 	gemmAcc(tA, m, n, k, a, lda, b, ldb, c, ldc, buf)
 }
 
