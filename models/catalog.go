@@ -56,13 +56,19 @@ func ActionDistFor(space envs.Space, distType string) (ActionDist, error) {
 // preprocessing) producing numOutputs outputs: the custom model
 // opts.CustomModel when it is set (built by the ModelResolver registered
 // for its prefix, such as "plugin:<path>"), a ConvNet for image shapes
-// [H, W, C] (C ≤ 16, H and W above 1), otherwise a FullyConnected network
-// on the flattened observation.
+// [H, W, C] (C ≤ 16, H and W above 1, or any [H, W, C] when conv_filters
+// are set), otherwise a FullyConnected network on the flattened
+// observation. conv_filters with observations that are not [H, W, C] are
+// an error.
 func NewModel(obsShape []int, numOutputs int, opts ModelOptions, seed uint64) (Model, error) {
 	if opts.CustomModel != "" {
 		return newCustomModel(obsShape, numOutputs, opts, seed)
 	}
-	if len(obsShape) == 3 && obsShape[0] > 1 && obsShape[1] > 1 && obsShape[2] >= 1 && obsShape[2] <= 16 {
+	image := len(obsShape) == 3 && obsShape[0] > 1 && obsShape[1] > 1 && obsShape[2] >= 1 && obsShape[2] <= 16
+	if len(opts.ConvFilters) > 0 && len(obsShape) != 3 {
+		return nil, fmt.Errorf("models: conv_filters is set, but the observations (shape %v after preprocessing) are not images [height, width, channels]; remove conv_filters for a fully connected network", obsShape)
+	}
+	if image || len(opts.ConvFilters) > 0 {
 		return NewConvNet(obsShape, numOutputs, opts, seed)
 	}
 	n := 1

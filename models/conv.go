@@ -247,13 +247,80 @@ func (f ConvFilter) MarshalJSON() ([]byte, error) {
 	return json.Marshal(v)
 }
 
-// defaultConvFilters follows RLlib: its filters for 84×84 images, and a
-// small stack for other sizes.
-func defaultConvFilters(h, w int) []ConvFilter {
-	if h == 84 && w == 84 {
-		return []ConvFilter{{16, 8, 8, 4, false}, {32, 4, 4, 2, false}, {512, 11, 11, 1, true}}
+// String is the filter in its JSON form, as users write it.
+func (f ConvFilter) String() string {
+	b, _ := f.MarshalJSON()
+	return string(b)
+}
+
+// The catalog's default filter stacks, RLlib's: two strided layers with
+// "same" padding, then a layer whose valid 11×11 kernel covers what is left
+// (21×21 → 11×11 → 1×1), giving 256 features.
+var (
+	convFilters84 = []ConvFilter{{16, 8, 8, 4, false}, {32, 4, 4, 2, false}, {256, 11, 11, 1, true}}
+	convFilters42 = []ConvFilter{{16, 4, 4, 2, false}, {32, 4, 4, 2, false}, {256, 11, 11, 1, true}}
+)
+
+// DefaultConvFilters returns the catalog's conv_filters for h×w images:
+// RLlib's stacks for 84×84 and 42×42, and an error naming the key and a
+// stack that fits for any other size (as RLlib, the catalog does not guess
+// a network for sizes it has no default for).
+func DefaultConvFilters(h, w int) ([]ConvFilter, error) {
+	switch {
+	case h == 84 && w == 84:
+		return append([]ConvFilter(nil), convFilters84...), nil
+	case h == 42 && w == 42:
+		return append([]ConvFilter(nil), convFilters42...), nil
 	}
-	return []ConvFilter{{16, 3, 3, 2, false}, {32, 3, 3, 2, false}}
+	return nil, fmt.Errorf("models: no default conv_filters for %dx%d images (there are defaults for 84x84 and 42x42); set model.conv_filters, for example %s, or preprocess the frames to 84x84 or 42x42",
+		h, w, filtersString(SuggestConvFilters(h, w)))
+}
+
+// SuggestConvFilters returns a filter stack that fits h×w images: the
+// 42×42 default's two strided layers (while the image is at least 8 pixels
+// on each side), then a valid kernel covering what is left, giving 256
+// features.
+func SuggestConvFilters(h, w int) []ConvFilter {
+	var fs []ConvFilter
+	for _, out := range []int{16, 32} {
+		if h < 8 || w < 8 {
+			break
+		}
+		fs = append(fs, ConvFilter{Out: out, KH: 4, KW: 4, Stride: 2})
+		h, w = (h+1)/2, (w+1)/2
+	}
+	return append(fs, ConvFilter{Out: 256, KH: h, KW: w, Stride: 1, Valid: true})
+}
+
+func filtersString(fs []ConvFilter) string {
+	b, _ := json.Marshal(fs)
+	return string(b)
+}
+
+// convPlan checks filters against [h, w, c] observations and returns each
+// layer's geometry. Every error names conv_filters, the layer and what
+// would fit there.
+func convPlan(obsShape []int, filters []ConvFilter) ([]ConvGeom, error) {
+	h, w, c := obsShape[0], obsShape[1], obsShape[2]
+	geoms := make([]ConvGeom, 0, len(filters))
+	for i, f := range filters {
+		if f.Out <= 0 || f.KH <= 0 || f.KW <= 0 || f.Stride <= 0 {
+			return nil, fmt.Errorf("models: conv_filters[%d] %s: output channels, kernel sizes and stride must be positive", i, f)
+		}
+		if f.Valid && (f.KH > h || f.KW > w) {
+			fit := f
+			fit.KH, fit.KW = min(f.KH, h), min(f.KW, w)
+			return nil, fmt.Errorf("models: conv_filters[%d] %s does not fit: its valid (unpadded) %dx%d kernel needs at least %dx%d input, but the layer gets %dx%dx%d (from %v observations); a kernel of at most %dx%d fits, such as %s, or drop \"valid\" to pad",
+				i, f, f.KH, f.KW, f.KH, f.KW, h, w, c, obsShape, h, w, fit)
+		}
+		g, err := NewConvGeom(h, w, c, f.KH, f.KW, f.Stride, !f.Valid)
+		if err != nil {
+			return nil, fmt.Errorf("models: conv_filters[%d] %s: %w", i, f, err)
+		}
+		geoms = append(geoms, g)
+		h, w, c = g.OH, g.OW, f.Out
+	}
+	return geoms, nil
 }
 
 type convLayer struct {
@@ -280,32 +347,38 @@ func NewConvNet(obsShape []int, numOutputs int, opts ModelOptions, seed uint64) 
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	h, w, c := obsShape[0], obsShape[1], obsShape[2]
+	for _, d := range obsShape {
+		if d <= 0 {
+			return nil, fmt.Errorf("models: observation shape %v has a non-positive dimension", obsShape)
+		}
+	}
 	filters := opts.ConvFilters
 	if len(filters) == 0 {
-		filters = defaultConvFilters(h, w)
+		var err error
+		if filters, err = DefaultConvFilters(obsShape[0], obsShape[1]); err != nil {
+			return nil, err
+		}
+	}
+	geoms, err := convPlan(obsShape, filters)
+	if err != nil {
+		return nil, err
 	}
 	p, rng := NewParams(), newRand(seed)
-	n := &ConvNet{in: h * w * c}
-	for i, f := range filters {
-		g, err := NewConvGeom(h, w, c, f.KH, f.KW, f.Stride, !f.Valid)
-		if err != nil {
-			return nil, fmt.Errorf("conv layer %d: %w", i, err)
-		}
-		if f.Out <= 0 {
-			return nil, fmt.Errorf("models: conv layer %d has %d output channels", i, f.Out)
-		}
+	n := &ConvNet{in: obsShape[0] * obsShape[1] * obsShape[2]}
+	gain := 1.0
+	if opts.Init == InitNameOrthogonal || opts.Init == "" {
+		gain = math.Sqrt2
+	}
+	for i, g := range geoms {
+		f := filters[i]
 		l := convLayer{geom: g, kernel: p.New(fmt.Sprintf("conv%d/w", i), g.patch(), f.Out), bias: p.New(fmt.Sprintf("conv%d/b", i), 1, f.Out)}
-		gain := 1.0
-		if opts.Init == InitNameOrthogonal || opts.Init == "" {
-			gain = math.Sqrt2
-		}
 		if err := opts.Init.Apply(l.kernel, gain, rng); err != nil {
 			return nil, err
 		}
 		n.convs = append(n.convs, l)
-		h, w, c = g.OH, g.OW, f.Out
 	}
+	last := geoms[len(geoms)-1]
+	h, w, c := last.OH, last.OW, filters[len(filters)-1].Out
 	fc, err := newFullyConnected(p, rng, h*w*c, numOutputs, opts)
 	if err != nil {
 		return nil, err

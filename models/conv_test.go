@@ -187,12 +187,81 @@ func TestConvNetFromCatalog(t *testing.T) {
 	if _, err := NewModel([]int{3, 3, 1}, 2, ModelOptions{ConvFilters: []ConvFilter{{4, 5, 5, 1, true}}}, 1); err == nil || !strings.Contains(err.Error(), "does not fit") {
 		t.Fatalf("oversized kernel: %v", err)
 	}
-	// RLlib's 84×84 stack ends in 1×1×512.
-	big, err := NewConvNet([]int{84, 84, 1}, 2, ModelOptions{Hiddens: []int{}, Init: InitNameNormc}, 1)
-	if err != nil {
-		t.Fatal(err)
+}
+
+// TestDefaultConvFilters checks the catalog's stacks for 84×84 and 42×42
+// images (each ends in 1×1×256) and that other sizes get an error naming
+// conv_filters with a stack that does fit.
+func TestDefaultConvFilters(t *testing.T) {
+	for _, tc := range []struct {
+		shape []int
+		want  string
+	}{
+		{[]int{84, 84, 4}, `[[16,[8,8],4],[32,[4,4],2],[256,[11,11],1,"valid"]]`},
+		{[]int{42, 42, 1}, `[[16,[4,4],2],[32,[4,4],2],[256,[11,11],1,"valid"]]`},
+	} {
+		fs, err := DefaultConvFilters(tc.shape[0], tc.shape[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := filtersString(fs); got != tc.want {
+			t.Errorf("%v: filters %s, want %s", tc.shape, got, tc.want)
+		}
+		m, err := NewModel(tc.shape, 6, ModelOptions{Hiddens: []int{}, Init: InitNameNormc}, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := m.(*ConvNet); c.fc.in != 256 {
+			t.Errorf("%v: %d features, want 256 (1x1x256)", tc.shape, c.fc.in)
+		}
 	}
-	if big.fc.in != 512 {
-		t.Fatalf("84x84 features %d, want 512", big.fc.in)
+	for _, shape := range [][]int{{80, 80, 1}, {30, 20, 3}, {5, 3, 2}} {
+		_, err := NewModel(shape, 2, DefaultModelOptions(), 1)
+		suggest := SuggestConvFilters(shape[0], shape[1])
+		if err == nil || !strings.Contains(err.Error(), "conv_filters") || !strings.Contains(err.Error(), filtersString(suggest)) {
+			t.Fatalf("%v: error %v, want one naming conv_filters and suggesting %s", shape, err, filtersString(suggest))
+		}
+		// The suggested stack builds, and ends in 1×1×256.
+		m, err := NewModel(shape, 2, ModelOptions{ConvFilters: suggest, Init: InitNameNormc}, 1)
+		if err != nil {
+			t.Fatalf("%v: suggested filters: %v", shape, err)
+		}
+		if c := m.(*ConvNet); c.fc.in != 256 {
+			t.Errorf("%v: suggested filters give %d features, want 256", shape, c.fc.in)
+		}
+	}
+}
+
+// TestConvFiltersThatDoNotFit checks that filters which cannot run on the
+// observations fail when the model is built, naming conv_filters, the
+// layer, and what would fit.
+func TestConvFiltersThatDoNotFit(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		shape   []int
+		filters string
+		want    []string
+	}{
+		{"84 stack on 42", []int{42, 42, 1}, `[[16,[8,8],4],[32,[4,4],2],[256,[11,11],1,"valid"]]`,
+			[]string{"conv_filters[2]", "6x6x32", "at most 6x6", `[256,[6,6],1,"valid"]`}},
+		{"valid kernel too wide", []int{10, 4, 1}, `[[8,[3,5],1,"valid"]]`,
+			[]string{"conv_filters[0]", "10x4x1", "at most 10x4", `[8,[3,4],1,"valid"]`}},
+		{"zero stride", []int{42, 42, 1}, `[[16,[4,4],0]]`, []string{"conv_filters[0]", "must be positive"}},
+		{"zero channels", []int{42, 42, 1}, `[[16,[4,4],2],[0,[3,3],1]]`, []string{"conv_filters[1]", "must be positive"}},
+		{"vector observations", []int{4}, `[[16,[4,4],2]]`, []string{"conv_filters is set", "not images"}},
+	} {
+		opts := DefaultModelOptions()
+		if err := json.Unmarshal([]byte(`{"conv_filters": `+tc.filters+`}`), &opts); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		_, err := NewModel(tc.shape, 2, opts, 1)
+		if err == nil {
+			t.Fatalf("%s: no error", tc.name)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error %q does not mention %q", tc.name, err, w)
+			}
+		}
 	}
 }

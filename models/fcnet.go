@@ -30,8 +30,11 @@ type ModelOptions struct {
 	// the value head gain 1.
 	Init Init `json:"init"`
 	// ConvFilters are the convolutional layers for image observations
-	// ([H, W, C]), in RLlib's form [[out_channels, [kh, kw], stride], ...];
-	// empty picks RLlib's filters for 84×84 images or a small default.
+	// ([H, W, C]), in RLlib's form [[out_channels, [kh, kw], stride], ...]
+	// with an optional "valid" (no padding) after the stride; empty picks
+	// RLlib's stacks for 84×84 and 42×42 images (DefaultConvFilters) and is
+	// an error for other sizes. Filters that do not fit the observations
+	// are an error when the model is built, naming what would fit.
 	ConvFilters []ConvFilter `json:"conv_filters"`
 	// CustomModel names a model built outside the catalog, by the
 	// ModelResolver registered for its prefix: "plugin:<path>" is a model
