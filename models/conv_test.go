@@ -265,3 +265,103 @@ func TestConvFiltersThatDoNotFit(t *testing.T) {
 		}
 	}
 }
+
+// directConv is the textbook convolution sum, the reference for Conv2D.
+func directConv(g ConvGeom, batch, cout int, x, k, bias []float64) []float64 {
+	out := make([]float64, batch*g.OH*g.OW*cout)
+	for b := 0; b < batch; b++ {
+		for oy := 0; oy < g.OH; oy++ {
+			for ox := 0; ox < g.OW; ox++ {
+				for co := 0; co < cout; co++ {
+					s := bias[co]
+					for ky := 0; ky < g.KH; ky++ {
+						for kx := 0; kx < g.KW; kx++ {
+							iy, ix := oy*g.Stride+ky-g.PadTop, ox*g.Stride+kx-g.PadLeft
+							if iy < 0 || iy >= g.H || ix < 0 || ix >= g.W {
+								continue
+							}
+							for c := 0; c < g.Cin; c++ {
+								s += x[b*g.H*g.W*g.Cin+(iy*g.W+ix)*g.Cin+c] * k[((ky*g.KW+kx)*g.Cin+c)*cout+co]
+							}
+						}
+					}
+					out[((b*g.OH+oy)*g.OW+ox)*cout+co] = s
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestConv2DChunks covers convolutions that Conv2D unfolds a few images at
+// a time and ones whose kernel covers the whole image (no unfolding, and
+// the transposed product for the input gradient): outputs against the
+// textbook sum, and sampled gradients of input, kernel and bias against
+// finite differences of that sum.
+func TestConv2DChunks(t *testing.T) {
+	for _, tc := range []struct {
+		name                   string
+		h, w, cin, kh, kw, str int
+		same                   bool
+		batch, cout            int
+		wantChunk              int
+	}{
+		{"one image per chunk", 20, 20, 8, 5, 5, 2, true, 3, 9, 1},
+		{"two images per chunk", 16, 14, 6, 4, 3, 1, true, 5, 7, 2},
+		{"whole image, wide kernel", 6, 5, 4, 6, 5, 1, false, 3, 40, 3},
+		{"whole image, narrow kernel", 4, 4, 2, 4, 4, 1, false, 9, 3, 9},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := NewConvGeom(tc.h, tc.w, tc.cin, tc.kh, tc.kw, tc.str, tc.same)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := g.chunkImages(tc.batch); got != tc.wantChunk && !g.whole() {
+				t.Fatalf("%d images per chunk, want %d", got, tc.wantChunk)
+			}
+			rng := rand.New(rand.NewPCG(7, uint64(tc.cout)))
+			p := NewParams()
+			x := p.New("x", tc.batch, tc.h*tc.w*tc.cin)
+			k := p.New("k", g.patch(), tc.cout)
+			b := p.New("b", 1, tc.cout)
+			for i := range p.Flat() {
+				p.Flat()[i] = rng.NormFloat64()
+			}
+			wts := make([]float64, tc.batch*g.OH*g.OW*tc.cout)
+			for i := range wts {
+				wts[i] = rng.NormFloat64()
+			}
+			tape := NewTape()
+			out := tape.Conv2D(x, g, k, b)
+			want := directConv(g, tc.batch, tc.cout, x.Data, k.Data, b.Data)
+			for i := range want {
+				if !near(out.Data[i], want[i], 1e-10) {
+					t.Fatalf("out[%d] = %v, want %v", i, out.Data[i], want[i])
+				}
+			}
+			p.ZeroGrad()
+			tape.Backward(tape.Sum(tape.Mul(out, tape.Const(out.Rows, out.Cols, wts))))
+			loss := func() float64 {
+				s := 0.0
+				for i, v := range directConv(g, tc.batch, tc.cout, x.Data, k.Data, b.Data) {
+					s += v * wts[i]
+				}
+				return s
+			}
+			w, grad := p.Flat(), p.Grads()
+			for n := 0; n < 40; n++ {
+				i := rng.IntN(len(w))
+				orig := w[i]
+				w[i] = orig + 1e-5
+				up := loss()
+				w[i] = orig - 1e-5
+				down := loss()
+				w[i] = orig
+				if num := (up - down) / 2e-5; !near(grad[i], num, 1e-6) {
+					name, at := p.locate(i)
+					t.Fatalf("d/d%s[%d]: analytic %v, numeric %v", name, at, grad[i], num)
+				}
+			}
+		})
+	}
+}
