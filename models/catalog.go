@@ -140,16 +140,22 @@ func (p *Policy) Act(t *Tape, rng *rand.Rand, obs [][]float64, explore bool, dst
 	out := p.Model.Forward(t, t.Const(rows, size, dst.Obs))
 	dst.DistInputs = append(dst.DistInputs[:0], out.Out.Data...)
 	dst.Actions = grow(dst.Actions, rows*p.Dist.ActionSize())
+	var err error
 	if explore {
 		if rng == nil {
 			return fmt.Errorf("models: Policy.Act: exploring needs a random source")
 		}
-		p.Dist.Sample(rng, dst.DistInputs, dst.Actions)
+		err = p.Dist.Sample(rng, dst.DistInputs, dst.Actions)
 	} else {
-		p.Dist.Mode(dst.DistInputs, dst.Actions)
+		err = p.Dist.Mode(dst.DistInputs, dst.Actions)
+	}
+	if err != nil {
+		return err
 	}
 	dst.LogP = grow(dst.LogP, rows)
-	p.Dist.LogProb(dst.DistInputs, dst.Actions, dst.LogP)
+	if err := p.Dist.LogProb(dst.DistInputs, dst.Actions, dst.LogP); err != nil {
+		return err
+	}
 	if out.Value != nil {
 		dst.Values = append(dst.Values[:0], out.Value.Data...)
 	} else {
@@ -166,20 +172,32 @@ func grow(s []float64, n int) []float64 {
 }
 
 // NewPolicy builds the catalog's choices for an environment's spaces:
-// GetPreprocessor(envName, obs), ActionDistFor(act, distType) and
-// NewModel on the preprocessed shape with Dist.InputSize() outputs. Set
-// opts.Value for a value function.
+// GetPreprocessor(envName, obs), the action distribution (opts'
+// custom_action_dist when set, see NewActionDist, otherwise
+// ActionDistFor(act, distType)) and NewModel on the preprocessed shape
+// with Dist.InputSize() outputs. Set opts.Value for a value function. A
+// custom distribution holding outside resources is released with
+// CloseActionDist.
 func NewPolicy(envName string, obs, act envs.Space, distType string, opts ModelOptions, seed uint64) (*Policy, error) {
 	pre, err := GetPreprocessor(envName, obs, nil)
 	if err != nil {
 		return nil, err
 	}
-	dist, err := ActionDistFor(act, distType)
+	var dist ActionDist
+	switch {
+	case opts.CustomActionDist != "" && distType != "":
+		return nil, fmt.Errorf("models: custom_action_dist %q and distribution type %q both given; use one", opts.CustomActionDist, distType)
+	case opts.CustomActionDist != "":
+		dist, err = NewActionDist(act, opts)
+	default:
+		dist, err = ActionDistFor(act, distType)
+	}
 	if err != nil {
 		return nil, err
 	}
 	model, err := NewModel(pre.Shape(), dist.InputSize(), opts, seed)
 	if err != nil {
+		_ = CloseActionDist(dist)
 		return nil, err
 	}
 	return &Policy{Preprocessor: pre, Model: model, Dist: dist}, nil

@@ -44,6 +44,14 @@ type ModelOptions struct {
 	// CustomOptions are the custom model's own options, passed to it
 	// unchanged (a model plugin receives them as its config).
 	CustomOptions map[string]any `json:"custom_options"`
+	// CustomActionDist names an action distribution built outside the
+	// catalog, by the DistResolver registered for its prefix:
+	// "plugin:<path>" is a distribution plugin (package plugins registers
+	// that prefix). Empty: the catalog's distribution for the action space.
+	CustomActionDist string `json:"custom_action_dist"`
+	// CustomActionDistOptions are the custom distribution's own options
+	// (a distribution plugin receives them as its config).
+	CustomActionDistOptions map[string]any `json:"custom_action_dist_options"`
 	// Value asks for a value function output (Output.Value). Algorithms set
 	// it (PPO and A3C do, ES and DQN do not); it is not a user key.
 	Value bool `json:"-"`
@@ -67,8 +75,9 @@ func (o *ModelOptions) UnmarshalJSON(b []byte) error {
 	p.Hiddens = append([]int(nil), o.Hiddens...)
 	p.ConvFilters = append([]ConvFilter(nil), o.ConvFilters...)
 	p.CustomOptions = maps.Clone(o.CustomOptions)
+	p.CustomActionDistOptions = maps.Clone(o.CustomActionDistOptions)
 	if err := dec.Decode(&p); err != nil {
-		return fmt.Errorf("model options (known keys: fcnet_hiddens, fcnet_activation, free_log_std, vf_share_layers, init, conv_filters, custom_model, custom_options): %w", err)
+		return fmt.Errorf("model options (known keys: fcnet_hiddens, fcnet_activation, free_log_std, vf_share_layers, init, conv_filters, custom_model, custom_options, custom_action_dist, custom_action_dist_options): %w", err)
 	}
 	*o = ModelOptions(p)
 	return nil

@@ -50,14 +50,17 @@ func (p *policy) Act(obs []float64, n int, rng *rand.Rand, out *rollout.Actions)
 	out.DistInputs = append(out.DistInputs[:0], o.Out.Data...)
 	out.VPreds = append(out.VPreds[:0], o.Value.Data...)
 	out.Actions = resize(out.Actions, n*p.Dist.ActionSize())
+	var err error
 	if rng == nil {
-		p.Dist.Mode(out.DistInputs, out.Actions)
+		err = p.Dist.Mode(out.DistInputs, out.Actions)
 	} else {
-		p.Dist.Sample(rng, out.DistInputs, out.Actions)
+		err = p.Dist.Sample(rng, out.DistInputs, out.Actions)
+	}
+	if err != nil {
+		return err
 	}
 	out.Logp = resize(out.Logp, n)
-	p.Dist.LogProb(out.DistInputs, out.Actions, out.Logp)
-	return nil
+	return p.Dist.LogProb(out.DistInputs, out.Actions, out.Logp)
 }
 
 // Values implements rollout.Policy.
