@@ -243,7 +243,7 @@ func (nd *node) convBackward() {
 		// Kᵀ once for all chunks, then dcols = dOut·Kᵀ per chunk.
 		nd.aux2 = grow(nd.aux2, k*cout+step*pos*k)
 		kT, dcols = nd.aux2[:k*cout], nd.aux2[k*cout:]
-		transpose(kernel.Data, k, cout, kT)
+		transpose(kernel.Data, k, cout, cout, kT)
 	}
 	for b0 := 0; b0 < batch; b0 += step {
 		b1 := min(b0+step, batch)
@@ -283,7 +283,7 @@ func (nd *node) wholeBackward() {
 	}
 	nd.aux2 = grow(nd.aux2, cout*batch+k*batch)
 	gT, dxT := nd.aux2[:cout*batch], nd.aux2[cout*batch:cout*batch+k*batch]
-	transpose(grad, batch, cout, gT)
+	transpose(grad, batch, cout, cout, gT)
 	gemm(false, false, k, batch, cout, kernel.Data, cout, gT, batch, 0, dxT, batch, &nd.scratch)
 	xg := x.Grad
 	for p := 0; p < k; p++ {
@@ -294,18 +294,20 @@ func (nd *node) wholeBackward() {
 	}
 }
 
-// transpose writes the transpose of the rows×cols matrix a into t, in
-// 8×8 tiles so that both sides are read and written a cache line at a time.
-func transpose(a []float64, rows, cols int, t []float64) {
+// transpose writes the transpose of the rows×cols matrix a (row stride
+// lda) into t (cols×rows, contiguous), in 8×8 tiles so that both sides are
+// read and written a cache line at a time.
+func transpose(a []float64, rows, cols, lda int, t []float64) {
 	const tile = 8
-	a, t = a[:rows*cols], t[:rows*cols]
+	t = t[:rows*cols]
 	for i0 := 0; i0 < rows; i0 += tile {
 		i1 := min(i0+tile, rows)
 		for j0 := 0; j0 < cols; j0 += tile {
 			j1 := min(j0+tile, cols)
 			for i := i0; i < i1; i++ {
-				for j := j0; j < j1; j++ {
-					t[j*rows+i] = a[i*cols+j]
+				row := a[i*lda+j0 : i*lda+j1]
+				for j, v := range row {
+					t[(j0+j)*rows+i] = v
 				}
 			}
 		}

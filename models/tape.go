@@ -305,11 +305,7 @@ func gemm(tA, tB bool, m, n, k int, a []float64, lda int, b []float64, ldb int, 
 	buf := (*scratch)[:need]
 	if tB {
 		bt := buf[:k*n]
-		for j := 0; j < n; j++ {
-			for l, v := range b[j*ldb : j*ldb+k] {
-				bt[l*n+j] = v
-			}
-		}
+		transpose(b, n, k, ldb, bt)
 		b, ldb, buf = bt, n, buf[k*n:]
 	}
 	if haveAVX512 {
