@@ -8,7 +8,7 @@ import (
 // BenchmarkGemm measures the matrix kernels on the ConvNet's products
 // (M×N×K), AVX2 against AVX-512 where the CPU has both.
 func BenchmarkGemm(b *testing.B) {
-	for _, sh := range [][3]int{{3872, 32, 144}, {32, 64, 3872}, {144, 32, 3872}, {256, 256, 256}} {
+	for _, sh := range [][3]int{{3872, 32, 144}, {32, 64, 3872}, {144, 32, 3872}, {256, 256, 256}, {32, 256, 3872}} {
 		m, n, k := sh[0], sh[1], sh[2]
 		a, bb, c := make([]float64, m*k), make([]float64, k*n), make([]float64, m*n)
 		for i := range a {

@@ -20,7 +20,7 @@ func TestGemmMatchesGonum(t *testing.T) {
 		}
 		return x
 	}
-	for _, sh := range [][3]int{{1, 1, 1}, {4, 8, 3}, {7, 19, 5}, {13, 64, 64}, {128, 2, 64}, {3, 9, 200}, {200, 70, 1}, {9, 33, 600}, {17, 16, 257}} {
+	for _, sh := range [][3]int{{1, 1, 1}, {4, 8, 3}, {7, 19, 5}, {13, 64, 64}, {128, 2, 64}, {3, 9, 200}, {200, 70, 1}, {9, 33, 600}, {17, 16, 257}, {70, 20, 300}} {
 		for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
 			for _, beta := range []float64{0, 1} {
 				m, n, k := sh[0], sh[1], sh[2]

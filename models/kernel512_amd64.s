@@ -12,7 +12,9 @@
 //
 // c[r*ldc+j] += Σ_l a[r*ars+l*aks] · b[l*ldb+j] for r < 8 and the columns
 // j < 16 selected by mask, with sixteen ZMM accumulators and multiply-adds
-// that broadcast A's element from memory.
+// that broadcast A's element from memory. It prefetches B's row eight steps
+// ahead: when B is a large weight matrix streamed from memory (a layer on
+// few observations), the hardware prefetcher alone leaves it waiting.
 TEXT ·kern8x16(SB), NOSPLIT, $0-72
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
@@ -33,6 +35,7 @@ TEXT ·kern8x16(SB), NOSPLIT, $0-72
 
 	LEAQ (R8)(R8*2), R15 // 3 rows
 	LEAQ (SI)(R8*4), R12 // row 4
+	LEAQ (R10*8), R14    // 8 rows of B: how far ahead to prefetch
 
 	VPXORQ Z0, Z0, Z0
 	VPXORQ Z1, Z1, Z1
@@ -55,6 +58,8 @@ TEXT ·kern8x16(SB), NOSPLIT, $0-72
 	JE    store8
 
 loop8:
+	PREFETCHT0       (DI)(R14*1)
+	PREFETCHT0       64(DI)(R14*1)
 	VMOVUPD.Z        (DI), K1, Z16
 	VMOVUPD.Z        64(DI), K2, Z17
 	VFMADD231PD.BCST (SI), Z16, Z0
