@@ -6,7 +6,7 @@ SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # protobuf-compiler and python3-grpc-tools are for `make proto` only.
 APT_PKGS := protobuf-compiler python3-grpc-tools python3-grpcio
 
-.PHONY: all build train test vet lint deps proto bench clean
+.PHONY: all build train test vet lint deps proto bench bench-deps bench-conv clean
 
 all: build
 
@@ -41,6 +41,23 @@ proto: deps
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./benchmarks/...
+
+## bench-deps installs the peers some benchmarks compare with (Debian's
+## python3-torch for benchmarks/models); the test suite does not need them.
+BENCH_APT_PKGS := python3-torch
+bench-deps:
+	@missing=""; for p in $(BENCH_APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi
+
+## bench-conv times the ConvNet benchmarks and their PyTorch peer (one
+## thread each, OpenBLAS unpinned for the peer) in the same session.
+bench-conv: bench-deps
+	$(GO) test -run '^$$' -bench 'ConvNet' -benchtime 50x -count 3 ./models/
+	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
+		/usr/bin/python3 benchmarks/models/torch_conv.py
 
 clean:
 	rm -rf $(BIN)

@@ -133,10 +133,12 @@ func BenchmarkPolicyAct8(b *testing.B) {
 }
 
 // BenchmarkConvNetTrainStep42 measures forward, a squared loss, backward
-// and Adam for a ConvNet on a batch of 32 42×42×1 images with the default
-// filters (16 3×3/2, 32 3×3/2) and one 64-unit hidden layer.
+// and Adam for a ConvNet on a batch of 32 42×42×1 images with filters 16
+// 3×3/2 and 32 3×3/2 (the catalog's default before RLlib's stacks) and one
+// 64-unit hidden layer ("train-small" in benchmarks/models/torch_conv.py).
 func BenchmarkConvNetTrainStep42(b *testing.B) {
-	m, err := NewConvNet([]int{42, 42, 1}, 4, ModelOptions{Hiddens: []int{64}, Activation: "relu"}, 1)
+	filters := []ConvFilter{{Out: 16, KH: 3, KW: 3, Stride: 2}, {Out: 32, KH: 3, KW: 3, Stride: 2}}
+	m, err := NewConvNet([]int{42, 42, 1}, 4, ModelOptions{Hiddens: []int{64}, Activation: "relu", ConvFilters: filters}, 1)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -56,9 +56,10 @@ func ActionDistFor(space envs.Space, distType string) (ActionDist, error) {
 // preprocessing) producing numOutputs outputs: the custom model
 // opts.CustomModel when it is set (built by the ModelResolver registered
 // for its prefix, such as "plugin:<path>"), an LSTMNet when opts.UseLSTM
-// is set (flat observations only), a ConvNet for image shapes
-// [H, W, C] (C ≤ 16, H and W above 1), otherwise a FullyConnected network
-// on the flattened observation.
+// is set (flat observations only), a ConvNet for image shapes [H, W, C]
+// (C ≤ 16, H and W above 1, or any [H, W, C] when conv_filters are set),
+// otherwise a FullyConnected network on the flattened observation.
+// conv_filters with observations that are not [H, W, C] are an error.
 func NewModel(obsShape []int, numOutputs int, opts ModelOptions, seed uint64) (Model, error) {
 	if opts.CustomModel != "" {
 		if opts.UseLSTM {
@@ -76,7 +77,11 @@ func NewModel(obsShape []int, numOutputs int, opts ModelOptions, seed uint64) (M
 		}
 		return NewLSTMNet(n, numOutputs, opts, seed)
 	}
-	if len(obsShape) == 3 && obsShape[0] > 1 && obsShape[1] > 1 && obsShape[2] >= 1 && obsShape[2] <= 16 {
+	image := len(obsShape) == 3 && obsShape[0] > 1 && obsShape[1] > 1 && obsShape[2] >= 1 && obsShape[2] <= 16
+	if len(opts.ConvFilters) > 0 && len(obsShape) != 3 {
+		return nil, fmt.Errorf("models: conv_filters is set, but the observations (shape %v after preprocessing) are not images [height, width, channels]; remove conv_filters for a fully connected network", obsShape)
+	}
+	if image || len(opts.ConvFilters) > 0 {
 		return NewConvNet(obsShape, numOutputs, opts, seed)
 	}
 	n, err := flatSize(obsShape)
@@ -160,16 +165,22 @@ func (p *Policy) Act(t *Tape, rng *rand.Rand, obs [][]float64, explore bool, dst
 	out := p.Model.Forward(t, t.Const(rows, size, dst.Obs))
 	dst.DistInputs = append(dst.DistInputs[:0], out.Out.Data...)
 	dst.Actions = grow(dst.Actions, rows*p.Dist.ActionSize())
+	var err error
 	if explore {
 		if rng == nil {
 			return fmt.Errorf("models: Policy.Act: exploring needs a random source")
 		}
-		p.Dist.Sample(rng, dst.DistInputs, dst.Actions)
+		err = p.Dist.Sample(rng, dst.DistInputs, dst.Actions)
 	} else {
-		p.Dist.Mode(dst.DistInputs, dst.Actions)
+		err = p.Dist.Mode(dst.DistInputs, dst.Actions)
+	}
+	if err != nil {
+		return err
 	}
 	dst.LogP = grow(dst.LogP, rows)
-	p.Dist.LogProb(dst.DistInputs, dst.Actions, dst.LogP)
+	if err := p.Dist.LogProb(dst.DistInputs, dst.Actions, dst.LogP); err != nil {
+		return err
+	}
 	if out.Value != nil {
 		dst.Values = append(dst.Values[:0], out.Value.Data...)
 	} else {
@@ -186,20 +197,32 @@ func grow(s []float64, n int) []float64 {
 }
 
 // NewPolicy builds the catalog's choices for an environment's spaces:
-// GetPreprocessor(envName, obs), ActionDistFor(act, distType) and
-// NewModel on the preprocessed shape with Dist.InputSize() outputs. Set
-// opts.Value for a value function.
+// GetPreprocessor(envName, obs), the action distribution (opts'
+// custom_action_dist when set, see NewActionDist, otherwise
+// ActionDistFor(act, distType)) and NewModel on the preprocessed shape
+// with Dist.InputSize() outputs. Set opts.Value for a value function. A
+// custom distribution holding outside resources is released with
+// CloseActionDist.
 func NewPolicy(envName string, obs, act envs.Space, distType string, opts ModelOptions, seed uint64) (*Policy, error) {
 	pre, err := GetPreprocessor(envName, obs, nil)
 	if err != nil {
 		return nil, err
 	}
-	dist, err := ActionDistFor(act, distType)
+	var dist ActionDist
+	switch {
+	case opts.CustomActionDist != "" && distType != "":
+		return nil, fmt.Errorf("models: custom_action_dist %q and distribution type %q both given; use one", opts.CustomActionDist, distType)
+	case opts.CustomActionDist != "":
+		dist, err = NewActionDist(act, opts)
+	default:
+		dist, err = ActionDistFor(act, distType)
+	}
 	if err != nil {
 		return nil, err
 	}
 	model, err := NewModel(pre.Shape(), dist.InputSize(), opts, seed)
 	if err != nil {
+		_ = CloseActionDist(dist)
 		return nil, err
 	}
 	return &Policy{Preprocessor: pre, Model: model, Dist: dist}, nil

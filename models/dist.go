@@ -12,11 +12,15 @@ import (
 // allocating.
 //
 // The tape methods are differentiable in the inputs and return [batch×1]
-// tensors. Sample, Mode and LogProb are the fast path for rollouts: they
-// read plain slices of rows (e.g. Output.Out.Data from a forward pass on a
-// no-grad tape) and record nothing.
+// tensors; a distribution computed outside the process (a plugin) reports
+// its failures through Tape.Err, as every tape operation does. Sample, Mode
+// and LogProb are the fast path for rollouts: they read plain slices of
+// rows (e.g. Output.Out.Data from a forward pass on a no-grad tape), record
+// nothing, and return an error when the slices do not fit the distribution
+// or an outside computation fails.
 type ActionDist interface {
-	// Name is "Categorical", "DiagGaussian" or "Deterministic".
+	// Name is "Categorical", "DiagGaussian" or "Deterministic" for the
+	// built-in distributions, the custom_action_dist name for others.
 	Name() string
 	// InputSize is the number of model outputs per row it consumes.
 	InputSize() int
@@ -30,23 +34,26 @@ type ActionDist interface {
 	// KL returns KL(p_inputs ‖ p_other) per row.
 	KL(t *Tape, inputs, other *Tensor) *Tensor
 	// Sample draws one action per input row into actions
-	// (len = rows·ActionSize).
-	Sample(rng *rand.Rand, inputs, actions []float64)
+	// (len = rows·ActionSize), drawing its randomness from rng only.
+	Sample(rng *rand.Rand, inputs, actions []float64) error
 	// Mode writes the most likely action of each row (argmax, mean).
-	Mode(inputs, actions []float64)
+	Mode(inputs, actions []float64) error
 	// LogProb writes log p(action) of each row into logp (len = rows).
-	LogProb(inputs, actions, logp []float64)
+	LogProb(inputs, actions, logp []float64) error
 }
 
 // log2Pi is log(2π).
 const log2Pi = 1.8378770664093454835606594728112
 
-func checkRows(name string, inputs []float64, in int, actions []float64, act int) int {
+// checkRows returns the number of rows in inputs, checking that inputs
+// are whole rows and that actions (and logp, when not nil) hold as many.
+func checkRows(name string, inputs []float64, in int, actions []float64, act int, logp []float64) (int, error) {
 	rows := len(inputs) / in
-	if rows*in != len(inputs) || len(actions) < rows*act {
-		panic(fmt.Sprintf("models: %s: %d inputs (%d per row) and %d action values (%d per row) do not fit", name, len(inputs), in, len(actions), act))
+	if rows*in != len(inputs) || len(actions) < rows*act || (logp != nil && len(logp) < rows) {
+		return 0, fmt.Errorf("models: %s: %d inputs (%d per row), %d action values (%d per row) and %d log-probabilities do not fit",
+			name, len(inputs), in, len(actions), act, len(logp))
 	}
-	return rows
+	return rows, nil
 }
 
 // Categorical is a distribution over N discrete actions given N logits.
@@ -81,8 +88,11 @@ func (d Categorical) KL(t *Tape, logits, other *Tensor) *Tensor {
 }
 
 // Sample implements ActionDist by inverting the cumulative softmax.
-func (d Categorical) Sample(rng *rand.Rand, inputs, actions []float64) {
-	rows := checkRows("Categorical.Sample", inputs, d.N, actions, 1)
+func (d Categorical) Sample(rng *rand.Rand, inputs, actions []float64) error {
+	rows, err := checkRows("Categorical.Sample", inputs, d.N, actions, 1, nil)
+	if err != nil {
+		return err
+	}
 	for i := 0; i < rows; i++ {
 		row := inputs[i*d.N : (i+1)*d.N]
 		m := math.Inf(-1)
@@ -104,11 +114,15 @@ func (d Categorical) Sample(rng *rand.Rand, inputs, actions []float64) {
 		}
 		actions[i] = float64(a)
 	}
+	return nil
 }
 
 // Mode implements ActionDist: the index of the largest logit.
-func (d Categorical) Mode(inputs, actions []float64) {
-	rows := checkRows("Categorical.Mode", inputs, d.N, actions, 1)
+func (d Categorical) Mode(inputs, actions []float64) error {
+	rows, err := checkRows("Categorical.Mode", inputs, d.N, actions, 1, nil)
+	if err != nil {
+		return err
+	}
 	for i := 0; i < rows; i++ {
 		row := inputs[i*d.N : (i+1)*d.N]
 		best := 0
@@ -119,11 +133,15 @@ func (d Categorical) Mode(inputs, actions []float64) {
 		}
 		actions[i] = float64(best)
 	}
+	return nil
 }
 
 // LogProb implements ActionDist.
-func (d Categorical) LogProb(inputs, actions, logp []float64) {
-	rows := checkRows("Categorical.LogProb", inputs, d.N, actions, 1)
+func (d Categorical) LogProb(inputs, actions, logp []float64) error {
+	rows, err := checkRows("Categorical.LogProb", inputs, d.N, actions, 1, logp)
+	if err != nil {
+		return err
+	}
 	for i := 0; i < rows; i++ {
 		row := inputs[i*d.N : (i+1)*d.N]
 		a := int(actions[i])
@@ -133,6 +151,7 @@ func (d Categorical) LogProb(inputs, actions, logp []float64) {
 		}
 		logp[i] = row[a] - logSumExp(row)
 	}
+	return nil
 }
 
 // DiagGaussian is a Gaussian with diagonal covariance over K-dimensional
@@ -184,30 +203,41 @@ func (d DiagGaussian) KL(t *Tape, inputs, other *Tensor) *Tensor {
 }
 
 // Sample implements ActionDist: μ + σ·N(0, 1).
-func (d DiagGaussian) Sample(rng *rand.Rand, inputs, actions []float64) {
+func (d DiagGaussian) Sample(rng *rand.Rand, inputs, actions []float64) error {
 	k := d.K
-	rows := checkRows("DiagGaussian.Sample", inputs, 2*k, actions, k)
+	rows, err := checkRows("DiagGaussian.Sample", inputs, 2*k, actions, k, nil)
+	if err != nil {
+		return err
+	}
 	for i := 0; i < rows; i++ {
 		row := inputs[i*2*k : (i+1)*2*k]
 		for j := 0; j < k; j++ {
 			actions[i*k+j] = row[j] + math.Exp(row[k+j])*rng.NormFloat64()
 		}
 	}
+	return nil
 }
 
 // Mode implements ActionDist: the means.
-func (d DiagGaussian) Mode(inputs, actions []float64) {
+func (d DiagGaussian) Mode(inputs, actions []float64) error {
 	k := d.K
-	rows := checkRows("DiagGaussian.Mode", inputs, 2*k, actions, k)
+	rows, err := checkRows("DiagGaussian.Mode", inputs, 2*k, actions, k, nil)
+	if err != nil {
+		return err
+	}
 	for i := 0; i < rows; i++ {
 		copy(actions[i*k:(i+1)*k], inputs[i*2*k:i*2*k+k])
 	}
+	return nil
 }
 
 // LogProb implements ActionDist.
-func (d DiagGaussian) LogProb(inputs, actions, logp []float64) {
+func (d DiagGaussian) LogProb(inputs, actions, logp []float64) error {
 	k := d.K
-	rows := checkRows("DiagGaussian.LogProb", inputs, 2*k, actions, k)
+	rows, err := checkRows("DiagGaussian.LogProb", inputs, 2*k, actions, k, logp)
+	if err != nil {
+		return err
+	}
 	for i := 0; i < rows; i++ {
 		row := inputs[i*2*k : (i+1)*2*k]
 		s := -0.5 * float64(k) * log2Pi
@@ -217,6 +247,7 @@ func (d DiagGaussian) LogProb(inputs, actions, logp []float64) {
 		}
 		logp[i] = s
 	}
+	return nil
 }
 
 // Deterministic returns its K inputs as the action: a DiagGaussian with
@@ -246,15 +277,26 @@ func (d Deterministic) Entropy(t *Tape, inputs *Tensor) *Tensor { return t.Const
 func (d Deterministic) KL(t *Tape, inputs, _ *Tensor) *Tensor { return t.Const(inputs.Rows, 1, nil) }
 
 // Sample implements ActionDist: the inputs themselves.
-func (d Deterministic) Sample(_ *rand.Rand, inputs, actions []float64) { d.Mode(inputs, actions) }
+func (d Deterministic) Sample(_ *rand.Rand, inputs, actions []float64) error {
+	return d.Mode(inputs, actions)
+}
 
 // Mode implements ActionDist: the inputs themselves.
-func (d Deterministic) Mode(inputs, actions []float64) {
-	rows := checkRows("Deterministic.Mode", inputs, d.K, actions, d.K)
+func (d Deterministic) Mode(inputs, actions []float64) error {
+	rows, err := checkRows("Deterministic.Mode", inputs, d.K, actions, d.K, nil)
+	if err != nil {
+		return err
+	}
 	copy(actions[:rows*d.K], inputs)
+	return nil
 }
 
 // LogProb implements ActionDist (zero).
-func (d Deterministic) LogProb(inputs, _, logp []float64) {
-	clear(logp[:len(inputs)/d.K])
+func (d Deterministic) LogProb(inputs, actions, logp []float64) error {
+	rows, err := checkRows("Deterministic.LogProb", inputs, d.K, actions, d.K, logp)
+	if err != nil {
+		return err
+	}
+	clear(logp[:rows])
+	return nil
 }

@@ -3,6 +3,7 @@ package models
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/stat/distuv"
@@ -21,7 +22,9 @@ func TestCategoricalClosedForms(t *testing.T) {
 	ent := d.Entropy(tape, in)
 	kl := d.KL(tape, in, oth)
 	fast := make([]float64, 2)
-	d.LogProb(logits, actions, fast)
+	if err := d.LogProb(logits, actions, fast); err != nil {
+		t.Fatal(err)
+	}
 	probs := func(row []float64) []float64 {
 		p := make([]float64, len(row))
 		s := 0.0
@@ -72,7 +75,9 @@ func TestDiagGaussianClosedForms(t *testing.T) {
 	ent := d.Entropy(tape, in)
 	kl := d.KL(tape, in, oth)
 	fast := make([]float64, 2)
-	d.LogProb(inputs, actions, fast)
+	if err := d.LogProb(inputs, actions, fast); err != nil {
+		t.Fatal(err)
+	}
 	for i := 0; i < 2; i++ {
 		var wantLogp, wantEnt, wantKL float64
 		for j := 0; j < 3; j++ {
@@ -137,7 +142,9 @@ func TestSamplingMatchesDistribution(t *testing.T) {
 		rows = append(rows, logits...)
 	}
 	acts := make([]float64, n)
-	Categorical{N: 4}.Sample(rng, rows, acts)
+	if err := (Categorical{N: 4}).Sample(rng, rows, acts); err != nil {
+		t.Fatal(err)
+	}
 	counts := make([]float64, 4)
 	for _, a := range acts {
 		counts[int(a)]++
@@ -149,7 +156,9 @@ func TestSamplingMatchesDistribution(t *testing.T) {
 		}
 	}
 	mode := make([]float64, 1)
-	Categorical{N: 4}.Mode(logits, mode)
+	if err := (Categorical{N: 4}).Mode(logits, mode); err != nil {
+		t.Fatal(err)
+	}
 	if mode[0] != 1 {
 		t.Errorf("mode %v, want 1", mode[0])
 	}
@@ -160,7 +169,9 @@ func TestSamplingMatchesDistribution(t *testing.T) {
 		in = append(in, 1.5, math.Log(0.5))
 	}
 	x := make([]float64, n)
-	g.Sample(rng, in, x)
+	if err := g.Sample(rng, in, x); err != nil {
+		t.Fatal(err)
+	}
 	var s, s2 float64
 	for _, v := range x {
 		s += v
@@ -170,5 +181,28 @@ func TestSamplingMatchesDistribution(t *testing.T) {
 	std := math.Sqrt(s2/n - mean*mean)
 	if math.Abs(mean-1.5) > 0.02 || math.Abs(std-0.5) > 0.02 {
 		t.Errorf("sample mean %v std %v, want 1.5 and 0.5", mean, std)
+	}
+}
+
+// TestDistRejectsBadSizes: rows that do not fit a distribution are an
+// error on the rollout path, not a panic.
+func TestDistRejectsBadSizes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	for _, d := range []ActionDist{Categorical{N: 3}, DiagGaussian{K: 2}, Deterministic{K: 2}} {
+		in := make([]float64, 2*d.InputSize())
+		acts := make([]float64, 2*d.ActionSize())
+		if err := d.Sample(rng, in, acts); err != nil {
+			t.Errorf("%s: rows that fit: %v", d.Name(), err)
+		}
+		for name, err := range map[string]error{
+			"Sample, ragged inputs":  d.Sample(rng, in[:len(in)-1], acts),
+			"Mode, short actions":    d.Mode(in, acts[:1]),
+			"LogProb, short logp":    d.LogProb(in, acts, make([]float64, 1)),
+			"LogProb, short actions": d.LogProb(in, acts[:1], make([]float64, 2)),
+		} {
+			if err == nil || !strings.Contains(err.Error(), "do not fit") {
+				t.Errorf("%s: %s: error %v", d.Name(), name, err)
+			}
+		}
 	}
 }

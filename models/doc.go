@@ -19,7 +19,10 @@
 //     configured by ModelOptions with RLlib's keys (fcnet_hiddens,
 //     fcnet_activation, free_log_std, vf_share_layers). ConvNet (Conv2D
 //     layers from conv_filters, then the same fully connected part) serves
-//     image observations [H, W, C].
+//     image observations [H, W, C]; without conv_filters it takes RLlib's
+//     stacks for 84×84 and 42×42 images (DefaultConvFilters). Convolutions
+//     unfold a few images at a time (im2col) into the matrix kernels
+//     (AVX-512 or AVX2+FMA assembly where the CPU has them).
 //   - LSTMNet (use_lstm, lstm_cell_size, max_seq_len): fully connected
 //     layers, an LSTM and the heads; it implements Recurrent, whose
 //     ForwardSeq runs time-major sequences from a given state and returns
@@ -29,7 +32,10 @@
 //   - Adam, SGD and ClipByGlobalNorm work on the flat vectors.
 //   - ActionDist: Categorical, DiagGaussian, Deterministic. Tape methods
 //     (LogLikelihood, Entropy, KL) are differentiable; Sample, Mode and
-//     LogProb are the allocation-free rollout path on plain slices.
+//     LogProb are the allocation-free rollout path on plain slices and
+//     return errors. custom_action_dist names one built elsewhere
+//     (NewActionDist, RegisterDistResolver; "plugin:<path>" with package
+//     plugins).
 //   - Catalog: ActionDistFor(space, ""), NewModel(shape, n, opts, seed),
 //     NewPreprocessor / GetPreprocessor / RegisterPreprocessor, NewPolicy
 //     bundling all three, and MeanStdFilter for observation normalisation.

@@ -30,8 +30,11 @@ type ModelOptions struct {
 	// the value head gain 1.
 	Init Init `json:"init"`
 	// ConvFilters are the convolutional layers for image observations
-	// ([H, W, C]), in RLlib's form [[out_channels, [kh, kw], stride], ...];
-	// empty picks RLlib's filters for 84×84 images or a small default.
+	// ([H, W, C]), in RLlib's form [[out_channels, [kh, kw], stride], ...]
+	// with an optional "valid" (no padding) after the stride; empty picks
+	// RLlib's stacks for 84×84 and 42×42 images (DefaultConvFilters) and is
+	// an error for other sizes. Filters that do not fit the observations
+	// are an error when the model is built, naming what would fit.
 	ConvFilters []ConvFilter `json:"conv_filters"`
 	// CustomModel names a model built outside the catalog, by the
 	// ModelResolver registered for its prefix: "plugin:<path>" is a model
@@ -49,6 +52,14 @@ type ModelOptions struct {
 	UseLSTM      bool `json:"use_lstm"`
 	LSTMCellSize int  `json:"lstm_cell_size"`
 	MaxSeqLen    int  `json:"max_seq_len"`
+	// CustomActionDist names an action distribution built outside the
+	// catalog, by the DistResolver registered for its prefix:
+	// "plugin:<path>" is a distribution plugin (package plugins registers
+	// that prefix). Empty: the catalog's distribution for the action space.
+	CustomActionDist string `json:"custom_action_dist"`
+	// CustomActionDistOptions are the custom distribution's own options
+	// (a distribution plugin receives them as its config).
+	CustomActionDistOptions map[string]any `json:"custom_action_dist_options"`
 	// Value asks for a value function output (Output.Value). Algorithms set
 	// it (PPO and A3C do, ES and DQN do not); it is not a user key.
 	Value bool `json:"-"`
@@ -73,8 +84,9 @@ func (o *ModelOptions) UnmarshalJSON(b []byte) error {
 	p.Hiddens = append([]int(nil), o.Hiddens...)
 	p.ConvFilters = append([]ConvFilter(nil), o.ConvFilters...)
 	p.CustomOptions = maps.Clone(o.CustomOptions)
+	p.CustomActionDistOptions = maps.Clone(o.CustomActionDistOptions)
 	if err := dec.Decode(&p); err != nil {
-		return fmt.Errorf("model options (known keys: fcnet_hiddens, fcnet_activation, free_log_std, vf_share_layers, init, conv_filters, custom_model, custom_options, use_lstm, lstm_cell_size, max_seq_len): %w", err)
+		return fmt.Errorf("model options (known keys: fcnet_hiddens, fcnet_activation, free_log_std, vf_share_layers, init, conv_filters, custom_model, custom_options, custom_action_dist, custom_action_dist_options, use_lstm, lstm_cell_size, max_seq_len): %w", err)
 	}
 	*o = ModelOptions(p)
 	return nil

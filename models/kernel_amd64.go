@@ -8,6 +8,16 @@ import "golang.org/x/sys/cpu"
 // fixed at start-up.
 var haveFMA = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
+// haveAVX512 reports whether the AVX-512 matrix kernels can run (the CPU
+// has AVX-512F and the OS saves its registers); it is fixed at start-up.
+var haveAVX512 = haveFMA && cpu.X86.HasAVX512F
+
+//go:noescape
+func kern8x16(k int, a *float64, ars, aks int, b *float64, ldb int, c *float64, ldc int, mask uint64)
+
+//go:noescape
+func kern1x16(k int, a *float64, aks int, b *float64, ldb int, c *float64, mask uint64)
+
 //go:noescape
 func kern4x8(k int, a *float64, ars, aks int, b *float64, ldb int, c *float64, ldc int)
 

@@ -6,6 +6,17 @@ package models
 // gonum's BLAS.
 const haveFMA = false
 
+// haveAVX512 is false where there is no assembly kernel.
+const haveAVX512 = false
+
+func kern8x16(k int, a *float64, ars, aks int, b *float64, ldb int, c *float64, ldc int, mask uint64) {
+	panic("models: kern8x16 without assembly")
+}
+
+func kern1x16(k int, a *float64, aks int, b *float64, ldb int, c *float64, mask uint64) {
+	panic("models: kern1x16 without assembly")
+}
+
 func kern4x8(k int, a *float64, ars, aks int, b *float64, ldb int, c *float64, ldc int) {
 	panic("models: kern4x8 without assembly")
 }

@@ -308,12 +308,12 @@ func gemm(tA, tB bool, m, n, k int, a []float64, lda int, b []float64, ldb int, 
 	buf := (*scratch)[:need]
 	if tB {
 		bt := buf[:k*n]
-		for j := 0; j < n; j++ {
-			for l, v := range b[j*ldb : j*ldb+k] {
-				bt[l*n+j] = v
-			}
-		}
+		transpose(b, n, k, ldb, bt)
 		b, ldb, buf = bt, n, buf[k*n:]
+	}
+	if haveAVX512 {
+		gemmAcc512(tA, m, n, k, a, lda, b, ldb, c, ldc)
+		return
 	}
 	gemmAcc(tA, m, n, k, a, lda, b, ldb, c, ldc, buf)
 }

@@ -31,6 +31,7 @@ var bins string
 var (
 	gridworldBin  string
 	faultyBin     string
+	faultyDistBin string
 	agentBin      string
 	pythonGridBin string
 )
@@ -62,9 +63,10 @@ func TestMain(m *testing.M) {
 	bins = dir
 	gridworldBin = filepath.Join(dir, "gridworld")
 	faultyBin = filepath.Join(dir, "faulty")
+	faultyDistBin = filepath.Join(dir, "faultydist")
 	agentBin = filepath.Join(dir, "agent")
 	build := exec.Command("go", "build", "-o", dir+string(os.PathSeparator),
-		"./examples/gridworld", "./internal/testplugins/faulty", "./examples/agent")
+		"./examples/gridworld", "./internal/testplugins/faulty", "./internal/testplugins/faultydist", "./examples/agent")
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building the test plugins:", err)

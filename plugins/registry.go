@@ -22,7 +22,8 @@ import (
 const Prefix = "plugin:"
 
 // Importing the package routes "plugin:<path>" names of environments,
-// algorithms and custom models (models.ModelOptions.CustomModel) to plugin
+// algorithms, custom models (models.ModelOptions.CustomModel) and custom
+// action distributions (models.ModelOptions.CustomActionDist) to plugin
 // processes started with the default Options.
 func init() {
 	envs.RegisterResolver(Prefix, func(name string) (envs.VectorCreator, error) {
@@ -40,6 +41,7 @@ func init() {
 		return AgentAlgorithm(name, path, Options{}), nil
 	})
 	models.RegisterModelResolver(Prefix, catalogResolver)
+	models.RegisterDistResolver(Prefix, distResolver)
 }
 
 // catalogResolver builds a model plugin named in a model config's

@@ -380,6 +380,7 @@ func (a *Agent) Stop() error {
 		errs = append(errs, gray.Kill(h))
 	}
 	a.runners, a.pending = nil, nil
+	errs = append(errs, models.CloseActionDist(a.pol.Dist))
 	return errors.Join(errs...)
 }
 

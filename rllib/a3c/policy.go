@@ -69,15 +69,13 @@ func (p *policy) Act(obs []float64, n int, rng *rand.Rand, out *rollout.Actions)
 		return p.ActRecurrent(obs, make([]float64, n*p.rnn.StateSize()), n, rng, out)
 	}
 	p.act.Reset()
-	p.fill(p.Model.Forward(p.act, p.act.Const(n, p.Preprocessor.Size(), obs)), n, rng, out)
-	return nil
+	return p.fill(p.Model.Forward(p.act, p.act.Const(n, p.Preprocessor.Size(), obs)), n, rng, out)
 }
 
 // ActRecurrent implements rollout.Recurrent.
 func (p *policy) ActRecurrent(obs, state []float64, n int, rng *rand.Rand, out *rollout.Actions) error {
 	out.State = resize(out.State, n*p.rnn.StateSize())
-	p.fill(p.forwardSeq(obs, state, n, out.State), n, rng, out)
-	return nil
+	return p.fill(p.forwardSeq(obs, state, n, out.State), n, rng, out)
 }
 
 // forwardSeq runs the recurrent model one step from state without
@@ -90,17 +88,21 @@ func (p *policy) forwardSeq(obs, state []float64, n int, next []float64) models.
 
 // fill turns the model's outputs into actions, log-likelihoods, values
 // and distribution inputs.
-func (p *policy) fill(o models.Output, n int, rng *rand.Rand, out *rollout.Actions) {
+func (p *policy) fill(o models.Output, n int, rng *rand.Rand, out *rollout.Actions) error {
 	out.DistInputs = append(out.DistInputs[:0], o.Out.Data...)
 	out.VPreds = append(out.VPreds[:0], o.Value.Data...)
 	out.Actions = resize(out.Actions, n*p.Dist.ActionSize())
+	var err error
 	if rng == nil {
-		p.Dist.Mode(out.DistInputs, out.Actions)
+		err = p.Dist.Mode(out.DistInputs, out.Actions)
 	} else {
-		p.Dist.Sample(rng, out.DistInputs, out.Actions)
+		err = p.Dist.Sample(rng, out.DistInputs, out.Actions)
+	}
+	if err != nil {
+		return err
 	}
 	out.Logp = resize(out.Logp, n)
-	p.Dist.LogProb(out.DistInputs, out.Actions, out.Logp)
+	return p.Dist.LogProb(out.DistInputs, out.Actions, out.Logp)
 }
 
 // ValuesRecurrent implements rollout.Recurrent.

@@ -189,8 +189,15 @@ func (r *Runner) layout(b *sample.Batch) {
 // Pid returns the runner's process id (tests use it to kill the process).
 func (r *Runner) Pid(ctx context.Context) (int, error) { return os.Getpid(), nil }
 
-// Close releases the runner's environments.
-func (r *Runner) Close() error { return r.worker.Close() }
+// Close releases the runner's environments and its distribution's outside
+// resources (a distribution plugin's process).
+func (r *Runner) Close() error {
+	err := r.worker.Close()
+	if cerr := models.CloseActionDist(r.pol.Dist); err == nil {
+		err = cerr
+	}
+	return err
+}
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 

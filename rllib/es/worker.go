@@ -176,7 +176,9 @@ func computeAction(pol *models.Policy, tape *models.Tape, box *envs.Box, raw []f
 		*actBuf = make([]float64, n)
 	}
 	a := (*actBuf)[:n]
-	pol.Dist.Mode(out.Out.Data, a)
+	if err := pol.Dist.Mode(out.Out.Data, a); err != nil {
+		return nil, err
+	}
 	if box != nil {
 		for i := range a {
 			if noiseRNG != nil && actionNoise > 0 {

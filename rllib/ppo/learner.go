@@ -71,6 +71,11 @@ func newLearner(cfg *Config, pol *policy, copyPolicy func() (*policy, error)) (*
 		if err != nil {
 			return nil, err
 		}
+		// Every shard uses the first policy's distribution (l.pol.dist):
+		// release the copy's, a plugin process when it is one.
+		if err := models.CloseActionDist(p.dist); err != nil {
+			return nil, err
+		}
 		l.shards = append(l.shards, &shard{model: p.model, rnn: p.rnn, params: p.params, tape: models.NewTape()})
 	}
 	return l, nil

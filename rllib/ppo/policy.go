@@ -30,7 +30,7 @@ type policy struct {
 // log-std applies to Gaussian policies only: for a Categorical it would turn
 // half the logits into constants.
 func newPolicy(pre models.Preprocessor, act envs.Space, opts models.ModelOptions, seed int64) (*policy, error) {
-	dist, err := models.ActionDistFor(act, "")
+	dist, err := models.NewActionDist(act, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -40,7 +40,7 @@ func newPolicy(pre models.Preprocessor, act envs.Space, opts models.ModelOptions
 	}
 	model, err := models.NewModel(pre.Shape(), dist.InputSize(), opts, uint64(seed))
 	if err != nil {
-		return nil, err
+		return nil, errors.Join(err, models.CloseActionDist(dist))
 	}
 	tape := models.NewTape()
 	tape.SetNoGrad(true)
@@ -67,8 +67,11 @@ func (p *policy) StateSize() int {
 	return p.rnn.StateSize()
 }
 
-// close releases the model's outside resources (a model plugin's process).
-func (p *policy) close() error { return models.CloseModel(p.model) }
+// close releases the outside resources of the model and the distribution
+// (plugin processes).
+func (p *policy) close() error {
+	return errors.Join(models.CloseModel(p.model), models.CloseActionDist(p.dist))
+}
 
 // DistDim implements rollout.Policy.
 func (p *policy) DistDim() int { return p.distDim }
@@ -107,7 +110,8 @@ func (p *policy) ActRecurrent(obs, state []float64, n int, rng *rand.Rand, out *
 // fill turns the model's outputs into actions, log-likelihoods, values
 // and distribution inputs.
 func (p *policy) fill(o models.Output, n int, rng *rand.Rand, out *rollout.Actions) error {
-	if err := p.tape.Err(); err != nil { // a custom model's failure
+	err := p.tape.Err()
+	if err != nil { // a custom model's failure
 		return err
 	}
 	out.Actions = grow(out.Actions, n*p.actDim)
@@ -117,12 +121,14 @@ func (p *policy) fill(o models.Output, n int, rng *rand.Rand, out *rollout.Actio
 	copy(out.DistInputs, o.Out.Data)
 	copy(out.VPreds, o.Value.Data)
 	if rng == nil {
-		p.dist.Mode(out.DistInputs, out.Actions)
+		err = p.dist.Mode(out.DistInputs, out.Actions)
 	} else {
-		p.dist.Sample(rng, out.DistInputs, out.Actions)
+		err = p.dist.Sample(rng, out.DistInputs, out.Actions)
 	}
-	p.dist.LogProb(out.DistInputs, out.Actions, out.Logp)
-	return nil
+	if err != nil {
+		return err
+	}
+	return p.dist.LogProb(out.DistInputs, out.Actions, out.Logp)
 }
 
 // Values implements rollout.Policy.

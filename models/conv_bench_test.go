@@ -1,0 +1,71 @@
+package models
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// The catalog's default network for 42×42×1 images with PPO's model
+// options: conv 16 4×4/2, 32 4×4/2, 256 11×11/1 valid (ReLU), then a
+// 64-64 tanh policy head with 6 outputs and a 64-64 tanh value head on
+// the 256 conv features. benchmarks/models/torch_conv.py builds the same
+// network in PyTorch ("train-default", "act-default-N").
+func newDefaultConvNet42(tb testing.TB) *ConvNet {
+	opts := DefaultModelOptions()
+	opts.Value = true
+	m, err := NewConvNet([]int{42, 42, 1}, 6, opts, 1)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return m
+}
+
+func randImages(n int) []float64 {
+	obs := make([]float64, n*42*42)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range obs {
+		obs[i] = rng.Float64()
+	}
+	return obs
+}
+
+// BenchmarkConvNetDefault42TrainStep measures forward, loss (mean squared
+// policy outputs plus mean squared values), backward and Adam for the
+// default 42×42 network on a batch of 32.
+func BenchmarkConvNetDefault42TrainStep(b *testing.B) {
+	m := newDefaultConvNet42(b)
+	const n = 32
+	obs := randImages(n)
+	tape, opt, p := NewTape(), NewAdam(1e-3), m.Params()
+	step := func() {
+		tape.Reset()
+		o := m.Forward(tape, tape.Const(n, 42*42, obs))
+		loss := tape.Add(tape.Mean(tape.Square(o.Out)), tape.Mean(tape.Square(o.Value)))
+		p.ZeroGrad()
+		tape.Backward(loss)
+		_ = opt.Step(p.Flat(), p.Grads())
+	}
+	step()
+	measure(b, step)
+}
+
+// BenchmarkConvNetDefault42Act measures the rollout forward pass (policy
+// and value, no gradients) of the default 42×42 network at rollout batch
+// sizes.
+func BenchmarkConvNetDefault42Act(b *testing.B) {
+	m := newDefaultConvNet42(b)
+	for _, n := range []int{1, 8, 32} {
+		b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) {
+			obs := randImages(n)
+			tape := NewTape()
+			tape.SetNoGrad(true)
+			act := func() {
+				tape.Reset()
+				m.Forward(tape, tape.Const(n, 42*42, obs))
+			}
+			act()
+			measure(b, act)
+		})
+	}
+}

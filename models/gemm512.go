@@ -1,0 +1,69 @@
+package models
+
+import "fmt"
+
+// kc is the depth of the slices of A and B that gemmAcc512 multiplies at a
+// time: an 8-row block of A's slice (16 KiB) stays in the L1 cache.
+const kc = 256
+
+// smallM is the largest row count for which gemmAcc512 walks B's column
+// panels in the outer loop: A's whole slice (at most 128 KiB) then stays in
+// L2 and each panel of B is read from memory once, where the other order
+// would read B once per block of 8 rows. Batches of a few observations
+// times a large weight matrix (a rollout's forward pass) are such products.
+const smallM = 64
+
+// gemmAcc512 adds op(A)·B to C with the AVX-512 kernels: 8×16 blocks of C
+// (the last block of a row masked to the columns left), then leftover rows
+// one at a time. It walks k in slices of kc and, within one, each block of
+// 8 rows of A across all of B's columns, so that A's block stays in L1 and
+// B's slice in L2 (or, for at most smallM rows, each panel of B across all
+// of A's rows).
+func gemmAcc512(tA bool, m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64, ldc int) {
+	if m == 0 || n == 0 || k == 0 {
+		return
+	}
+	ars, aks := lda, 1
+	if tA {
+		ars, aks = 1, lda
+	}
+	// The kernels do not check bounds, so check the farthest reads here.
+	if (m-1)*ars+(k-1)*aks >= len(a) || (k-1)*ldb+n > len(b) || (m-1)*ldc+n > len(c) {
+		panic(fmt.Sprintf("models: gemm %dx%dx%d: operands too short (%d, %d, %d)", m, n, k, len(a), len(b), len(c)))
+	}
+	m8 := m &^ 7
+	for k0 := 0; k0 < k; k0 += kc {
+		kb := min(kc, k-k0)
+		if m <= smallM {
+			// Few rows: each 16-column panel of B's slice is loaded once
+			// and stays in L1 while every row block of A passes over it.
+			for j := 0; j < n; j += 16 {
+				mask := uint64(1)<<min(16, n-j) - 1
+				bj := &b[k0*ldb+j]
+				for i := 0; i < m8; i += 8 {
+					kern8x16(kb, &a[i*ars+k0*aks], ars, aks, bj, ldb, &c[i*ldc+j], ldc, mask)
+				}
+				for i := m8; i < m; i++ {
+					kern1x16(kb, &a[i*ars+k0*aks], aks, bj, ldb, &c[i*ldc+j], mask)
+				}
+			}
+			continue
+		}
+		for i := 0; i < m; {
+			ai, ci := &a[i*ars+k0*aks], i*ldc
+			for j := 0; j < n; j += 16 {
+				mask := uint64(1)<<min(16, n-j) - 1
+				if i < m8 {
+					kern8x16(kb, ai, ars, aks, &b[k0*ldb+j], ldb, &c[ci+j], ldc, mask)
+				} else {
+					kern1x16(kb, ai, aks, &b[k0*ldb+j], ldb, &c[ci+j], mask)
+				}
+			}
+			if i < m8 {
+				i += 8
+			} else {
+				i++
+			}
+		}
+	}
+}
