@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net"
 	"os"
@@ -100,6 +101,7 @@ type Node struct {
 	kept       map[ids.ObjectID]int        // arguments of lineage entries: not freed while a rebuild may need them
 	dpins      map[ids.ObjectID]int        // store pins held by the driver's Gets until the object is freed
 	rebuilding map[ids.TaskID]bool
+	retry      map[ids.ObjectID]bool // results whose rebuild failed: rebuilt again when next asked for
 	nest       nested // references inside values (nested.go)
 
 	wg sync.WaitGroup // every goroutine the node starts
@@ -273,6 +275,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		kept:       map[ids.ObjectID]int{},
 		dpins:      map[ids.ObjectID]int{},
 		rebuilding: map[ids.TaskID]bool{},
+		retry:      map[ids.ObjectID]bool{},
 	}
 	for i := 0; i < int(cfg.Resources.GPU); i++ {
 		n.gpuFree = append(n.gpuFree, i)
@@ -589,16 +592,20 @@ func (n *Node) schedule() {
 		q := n.queues[k]
 		for q.len() > 0 {
 			p := q.front()
-			fits := n.fits(&p.entry.Res)
-			if fits {
+			if n.fits(&p.entry.Res) {
 				if w := n.popIdle(); w != nil {
 					q.pop()
 					n.run(w, p)
 					continue
 				}
+				// Free resources but no idle worker: start as many as the
+				// resources allow. The tasks wait for them rather than
+				// queue behind busy workers, so they run side by side.
+				n.grow(q)
+				break
 			}
-			// With a backlog and no idle worker, queue the task behind a
-			// busy worker running tasks of the same shape: the worker
+			// With a backlog and no free resources, queue the task behind
+			// a busy worker running tasks of the same shape: the worker
 			// starts it the moment it is done, without a round trip.
 			if q.len() > 1 && p.entry.MaxCalls == 0 {
 				if w := n.pipelineTarget(k); w != nil {
@@ -606,9 +613,6 @@ func (n *Node) schedule() {
 					n.send(w, p)
 					continue
 				}
-			}
-			if fits {
-				n.grow(q.len())
 			}
 			break
 		}
@@ -645,20 +649,73 @@ func (n *Node) popIdle() *proc {
 	return nil
 }
 
-// grow starts pool workers when tasks wait for one: enough that the
-// workers not blocked in Get reach NumWorkers (or the CPU count).
-func (n *Node) grow(queued int) {
-	limit := max(n.cfg.NumWorkers, int(math.Ceil(n.total.CPU)))
-	active := n.starting - n.released
-	for _, w := range n.workers {
-		if w.actor == nil && !w.dead && !w.retiring {
-			active++
+// grow starts pool workers for the tasks at the front of q that fit the
+// free resources (CPUs lent by workers blocked in Get included) but find no
+// idle worker, less the workers already starting: the pool grows to
+// whatever the resources allow, the seeds' "illusion of an infinite pool of
+// workers". Tasks that take no CPU are bounded by the pool's size instead,
+// counting only the workers not blocked in Get.
+func (n *Node) grow(q *fifo) {
+	limit := n.poolSize()
+	live := 0
+	for _, w := range n.pool {
+		if !w.dead && !w.retiring {
+			live++
 		}
 	}
-	for i := 0; i < queued && active < limit; i++ {
-		n.spawn(nil)
-		active++
+	zero := max(0, limit-(live-n.released))
+	cpu, gpu := n.avail.CPU, n.avail.GPU
+	var custom map[string]float64
+	want := 0
+	for i := q.head; i < len(q.items) && want < maxPool; i++ {
+		r := &q.items[i].entry.Res
+		if r.CPU > cpu+1e-9 || r.GPU > gpu+1e-9 {
+			break
+		}
+		if len(r.Custom) > 0 {
+			if custom == nil {
+				custom = maps.Clone(n.avail.Custom)
+			}
+			short := false
+			for k, v := range r.Custom {
+				short = short || v > custom[k]+1e-9
+			}
+			if short {
+				break
+			}
+			for k, v := range r.Custom {
+				custom[k] -= v
+			}
+		}
+		cpu -= r.CPU
+		gpu -= r.GPU
+		if r.CPU <= 0 {
+			if zero == 0 {
+				break
+			}
+			zero--
+		}
+		want++
 	}
+	for i := n.starting; i < want && live+n.starting < maxPool; i++ {
+		n.spawn(nil)
+	}
+}
+
+// maxPool bounds the pool's processes, whatever the tasks ask for.
+const maxPool = 256
+
+// poolSize is the number of pool workers kept alive when no task is
+// blocked and no fractional-CPU tasks are queued.
+func (n *Node) poolSize() int { return max(n.cfg.NumWorkers, int(math.Ceil(n.total.CPU))) }
+
+// queued returns how many normal tasks wait for a worker.
+func (n *Node) queued() int {
+	c := 0
+	for _, q := range n.queues {
+		c += q.len()
+	}
+	return c
 }
 
 // run gives p to the idle worker w, reserving p's resources for as long as
@@ -707,6 +764,12 @@ func (n *Node) resolveArgs(s *task.Spec) {
 // any object being computed), or, when it cannot be, replaced by an error
 // saying why.
 func (n *Node) have(id ids.ObjectID) (task.Object, bool) {
+	if n.retry[id] {
+		// The last rebuild failed (the store was full of pinned objects,
+		// say): that error answered the requests waiting then, but the
+		// object can still be made, so a new request tries again.
+		return n.rebuild(id)
+	}
 	o, ok := n.store.Get(id)
 	if !ok || !o.Shared || o.Err != nil || n.shared.Contains(storeID(id)) {
 		return o, ok
@@ -728,7 +791,10 @@ func (n *Node) rebuild(id ids.ObjectID) (task.Object, bool) {
 		n.rebuilding[spec.ID] = true
 		for i := range max(spec.NumReturns, 1) {
 			r := spec.Return(i)
-			if o, ok := n.store.Get(r); ok && o.Shared && o.Err == nil && !n.shared.Contains(storeID(r)) {
+			if n.retry[r] {
+				delete(n.retry, r)
+				n.store.Delete(r)
+			} else if o, ok := n.store.Get(r); ok && o.Shared && o.Err == nil && !n.shared.Contains(storeID(r)) {
 				n.store.Delete(r)
 			}
 		}
@@ -801,6 +867,7 @@ func (n *Node) free(id ids.ObjectID) {
 		return
 	}
 	delete(n.dropped, id)
+	delete(n.retry, id)
 	n.store.Delete(id)
 	n.releaseChildren(id)
 	if !o.Shared {
@@ -1900,9 +1967,10 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 		if len(w.tasks) == 0 {
 			n.release(&w.held, !lent, w.gpus)
 			w.held, w.gpus, w.shape = task.Resources{}, nil, ""
-			if !retiring && n.surplus() {
-				// A spare started to cover blocked workers, now idle:
-				// reap it so the pool returns to its size.
+			if !retiring && n.surplus() && n.queued() == 0 {
+				// A spare started to cover blocked workers or a burst of
+				// fractional-CPU tasks, now idle: reap it so the pool
+				// returns to its size.
 				retiring = true
 				w.retiring = true
 				_ = n.append(w, task.MsgExit, nil)
@@ -1936,6 +2004,12 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 		}
 		if o.Err != nil && failed == nil {
 			failed = o.Err
+		}
+		if o.Err != nil && rebuilt && n.lineage[id] != nil {
+			// The object was made once; this attempt failed (no room in
+			// the store, say). The error answers who waits now; the next
+			// request rebuilds it again (see have).
+			n.retry[id] = true
 		}
 		if o.Shared && o.Err == nil && p.orig != nil && n.lineage[id] == nil {
 			n.lineage[id] = p.orig
@@ -1974,7 +2048,7 @@ func (n *Node) surplus() bool {
 			alive++
 		}
 	}
-	return alive > max(n.cfg.NumWorkers, int(math.Ceil(n.total.CPU)))+n.released
+	return alive > n.poolSize()+n.released
 }
 
 // died handles the end of a worker process.
