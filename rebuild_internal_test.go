@@ -1,0 +1,53 @@
+package gray
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// A rebuild that fails because the store is full of pinned objects is not
+// the reference's value for good: once the pins are freed, the same Get
+// rebuilds the object again and succeeds.
+func TestFailedRebuildIsRetriedOnceTheStoreHasRoom(t *testing.T) {
+	n := startStore(t, 1<<20, 2)
+	ctx := context.Background()
+	a := stMake.Remote(5) // 160 KB, in shared memory
+	if _, _, err := Wait(ctx, []AnyRef{a}, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	// Values held from Get pin their objects: three of 300 KB leave no
+	// room for a, which is evicted and cannot be rebuilt while they stay.
+	var pinned []AnyRef
+	var held [][]uint8
+	for range 3 {
+		r, err := Put(ctx, make([]uint8, 300<<10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := Get(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pinned, held = append(pinned, r), append(held, v)
+	}
+	if n.SharedStats().Evictions < 1 {
+		t.Fatalf("%d evictions, want a evicted", n.SharedStats().Evictions)
+	}
+	if _, err := Get(ctx, a); err == nil || !strings.Contains(err.Error(), "full") {
+		t.Fatalf("Get of an evicted result while the store is full of pinned objects: err = %v, want one saying the store is full", err)
+	}
+	runtime.KeepAlive(held)
+	held = nil
+	if err := Free(ctx, pinned...); err != nil {
+		t.Fatal(err)
+	}
+	x, err := Get(ctx, a)
+	if err != nil {
+		t.Fatalf("Get after freeing the pinned objects: %v (a failed rebuild became the reference's value)", err)
+	}
+	if len(x) != 20000 || x[1] != 6 {
+		t.Fatalf("rebuilt value: len %d, x[1] = %v", len(x), x[1])
+	}
+}
