@@ -102,7 +102,7 @@ type Node struct {
 	dpins      map[ids.ObjectID]int        // store pins held by the driver's Gets until the object is freed
 	rebuilding map[ids.TaskID]bool
 	retry      map[ids.ObjectID]bool // results whose rebuild failed: rebuilt again when next asked for
-	nest       nested // references inside values (nested.go)
+	nest       nested                // references inside values (nested.go)
 
 	wg sync.WaitGroup // every goroutine the node starts
 }
