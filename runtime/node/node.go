@@ -15,14 +15,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"math"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,6 +29,7 @@ import (
 
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/objstore"
+	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
 	"github.com/gray-ml/gray/runtime/wire"
 )
@@ -76,20 +75,9 @@ type Node struct {
 	waiters    map[ids.ObjectID][]waiter
 	pins       map[ids.ObjectID]int  // queued tasks that take the object as an argument
 	dropped    map[ids.ObjectID]bool // objects the program dropped, to delete once unpinned or stored
-	total      task.Resources
-	avail      task.Resources
-	gpuFree    []int
-	queues     map[string]*fifo
-	shapes     []string // keys of queues, in creation order
-	resumeQ    []*request
-	workers    map[int]*proc
-	idle       []*proc
-	pool       []*proc // live pool (non-actor) workers
-	starting   int     // pool workers started but not yet connected
-	released   int     // pool workers that gave their CPUs back while blocked
+	core       *sched.Core[*pending] // resources, queues and the pool's decisions
+	workers    map[sched.WorkerID]*proc
 	actors     map[ids.ActorID]*actor
-	actorWait  []*actor
-	nextWorker int
 	errQ       []*task.TaskError // failures to report outside the lock
 	dirty      []*proc           // workers with messages to flush at unlock
 	badStarts  int               // workers in a row that exited before connecting
@@ -138,27 +126,19 @@ type request struct {
 	done   bool
 	ch     chan struct{} // driver requests: closed when done
 	timer  *time.Timer
-	counts bool   // counted in w.blocked
-	epoch  uint64 // w.epoch when counted
+	counts bool   // counted as blocking w's running task (see sched.Core.Block)
+	epoch  uint64 // the core's epoch of w when counted
 }
 
 // proc is a worker process.
 type proc struct {
-	id       int
+	id       sched.WorkerID
 	name     string
 	cmd      *exec.Cmd
 	conn     *wire.Conn
 	actor    *actor
-	tasks    []*pending // sent, in order; the first is running
-	shape    string     // resource shape of tasks, while it has some
-	recalled bool       // a recall of its queued tasks is under way
 	dirty    bool       // in Node.dirty
-	held     task.Resources
-	gpus     []int
-	blocked  int    // outstanding blocking requests of the running task
-	epoch    uint64 // counts finished tasks, so a Get outliving its task is not counted against the next
-	gaveBack bool   // CPUs returned while blocked
-	retiring bool
+	parked   []*request // answered requests waiting for the worker's CPUs (sched.Resume)
 	dead     bool
 	process  *os.Process // set under the node's lock once started
 	exited   chan struct{}
@@ -174,7 +154,6 @@ type actor struct {
 	typ      string
 	res      task.Resources
 	gpus     []int
-	holding  bool
 	w        *proc
 	queue    []*pending // not yet sent, in submission order
 	inflight []*pending // sent, in order
@@ -184,27 +163,6 @@ type actor struct {
 	killed   bool // by gray.Kill: its calls fail quietly (ErrActorDead, no report)
 
 	kept []ids.ObjectID // gray.Shared arguments it holds until it dies (see kept.go)
-}
-
-type fifo struct {
-	items []*pending
-	head  int
-}
-
-func (q *fifo) len() int { return len(q.items) - q.head }
-func (q *fifo) push(p *pending) {
-	if q.head > 1024 && q.head*2 > len(q.items) {
-		q.items = append(q.items[:0], q.items[q.head:]...)
-		q.head = 0
-	}
-	q.items = append(q.items, p)
-}
-func (q *fifo) front() *pending { return q.items[q.head] }
-func (q *fifo) pop() *pending {
-	p := q.items[q.head]
-	q.items[q.head] = nil
-	q.head++
-	return p
 }
 
 // Start starts a node: its socket, its control and object stores and its
@@ -264,10 +222,8 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		waiters: map[ids.ObjectID][]waiter{},
 		pins:    map[ids.ObjectID]int{},
 		dropped: map[ids.ObjectID]bool{},
-		total:   cloneRes(cfg.Resources),
-		avail:   cloneRes(cfg.Resources),
-		queues:  map[string]*fifo{},
-		workers: map[int]*proc{},
+		core:    sched.New[*pending](sched.Config{Total: cfg.Resources, Workers: cfg.NumWorkers}),
+		workers: map[sched.WorkerID]*proc{},
 		actors:  map[ids.ActorID]*actor{},
 
 		shared:     cfg.Shared,
@@ -277,20 +233,16 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		rebuilding: map[ids.TaskID]bool{},
 		retry:      map[ids.ObjectID]bool{},
 	}
-	for i := 0; i < int(cfg.Resources.GPU); i++ {
-		n.gpuFree = append(n.gpuFree, i)
-	}
 	n.wg.Add(1)
 	go n.acceptLoop()
 	n.mu.Lock()
-	for range cfg.NumWorkers {
-		n.spawn(nil)
-	}
+	n.core.Boot()
+	n.step()
 	n.unlock()
 	// Wait for the pool so the first tasks find workers ready.
 	for {
 		n.mu.Lock()
-		s, serr := n.starting, n.spawnErr
+		s, serr := n.core.Starting(), n.spawnErr
 		n.unlock()
 		if serr != nil {
 			n.Shutdown()
@@ -308,22 +260,14 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 }
 
-func cloneRes(r task.Resources) task.Resources {
-	c := task.Resources{CPU: r.CPU, GPU: r.GPU, Custom: map[string]float64{}}
-	for k, v := range r.Custom {
-		c.Custom[k] = v
-	}
-	return c
-}
-
 // Total returns the node's resources.
-func (n *Node) Total() task.Resources { return cloneRes(n.total) }
+func (n *Node) Total() task.Resources { return n.core.Total() }
 
 // Available returns the resources not in use now.
 func (n *Node) Available() task.Resources {
 	n.mu.Lock()
 	defer n.unlock()
-	return cloneRes(n.avail)
+	return n.core.Available()
 }
 
 // Errors returns every task failure seen so far.
@@ -337,79 +281,6 @@ func (n *Node) NewPutID() ids.ObjectID { return ids.Put(n.root, n.puts.Add(1)) }
 
 // WorkerName names the driver in error messages.
 func (n *Node) WorkerName() string { return fmt.Sprintf("driver (pid %d)", os.Getpid()) }
-
-// feasible reports why a request can never be met on this node, or nil.
-func (n *Node) feasible(name string, r task.Resources) error {
-	check := func(res string, want, have float64) error {
-		if want > have {
-			return fmt.Errorf("%s asks for %s=%g but this node has %s=%g in all, so it can never run; lower the request or start gray with more (gray.Options NumCPUs, NumGPUs, Resources)", name, res, want, res, have)
-		}
-		return nil
-	}
-	if err := check("CPU", r.CPU, n.total.CPU); err != nil {
-		return err
-	}
-	if err := check("GPU", r.GPU, n.total.GPU); err != nil {
-		return err
-	}
-	if r.GPU != math.Trunc(r.GPU) {
-		return fmt.Errorf("%s asks for GPU=%g: GPU requests must be whole numbers", name, r.GPU)
-	}
-	for k, v := range r.Custom {
-		if err := check(k, v, n.total.Custom[k]); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (n *Node) fits(r *task.Resources) bool {
-	if r.CPU > n.avail.CPU+1e-9 || r.GPU > n.avail.GPU+1e-9 {
-		return false
-	}
-	for k, v := range r.Custom {
-		if v > n.avail.Custom[k]+1e-9 {
-			return false
-		}
-	}
-	return true
-}
-
-func (n *Node) acquire(r *task.Resources) []int {
-	n.avail.CPU -= r.CPU
-	n.avail.GPU -= r.GPU
-	for k, v := range r.Custom {
-		n.avail.Custom[k] -= v
-	}
-	g := int(r.GPU)
-	if g == 0 {
-		return nil
-	}
-	gpus := append([]int(nil), n.gpuFree[:g]...)
-	n.gpuFree = n.gpuFree[g:]
-	return gpus
-}
-
-func (n *Node) release(r *task.Resources, cpu bool, gpus []int) {
-	if cpu {
-		n.avail.CPU += r.CPU
-	}
-	n.avail.GPU += r.GPU
-	for k, v := range r.Custom {
-		n.avail.Custom[k] += v
-	}
-	n.gpuFree = append(n.gpuFree, gpus...)
-	sort.Ints(n.gpuFree)
-}
-
-func shapeKey(r *task.Resources) string {
-	if len(r.Custom) == 0 && r.GPU == 0 {
-		if r.CPU == 1 {
-			return "CPU=1"
-		}
-	}
-	return r.String()
-}
 
 // Submit queues a task submitted by the driver or a worker. A task that can
 // never run (unregistered, impossible resources, unknown actor) is an error,
@@ -436,7 +307,7 @@ func (n *Node) submitLocked(s *task.Spec) error {
 		err = fmt.Errorf("%q is registered as a different kind of remote (function, actor type or method)", s.Func)
 	}
 	if err == nil && s.Kind != task.KindActorMethod {
-		err = n.feasible(s.Func, task.Res(s, e))
+		err = n.core.Feasible(s.Func, task.Res(s, e))
 	}
 	var a *actor
 	if err == nil {
@@ -492,8 +363,8 @@ func (n *Node) submitLocked(s *task.Spec) error {
 		}
 	case task.KindActorCreate:
 		a.queue = append(a.queue, p)
-		n.actorWait = append(n.actorWait, a)
-		n.schedule()
+		n.core.WaitActor(a.id, a.res)
+		n.step()
 	case task.KindActorMethod:
 		if a.dead || a.draining {
 			n.quiet = a.killed
@@ -523,15 +394,8 @@ func (n *Node) ready(p *pending) {
 		n.finishErr(p, argErr(p))
 		return
 	}
-	k := shapeKey(&p.entry.Res)
-	q := n.queues[k]
-	if q == nil {
-		q = &fifo{}
-		n.queues[k] = q
-		n.shapes = append(n.shapes, k)
-	}
-	q.push(p)
-	n.schedule()
+	n.core.Submit(p, &p.entry.Res, p.entry.MaxCalls == 0)
+	n.step()
 }
 
 func argErr(p *pending) *task.TaskError {
@@ -549,190 +413,55 @@ func firstLine(s string) string {
 	return s
 }
 
-// schedule is the node-local scheduler: it resumes unblocked workers, starts
-// actors and dispatches queued tasks while resources and workers allow.
-func (n *Node) schedule() {
-	if n.closed {
-		return
-	}
-	for len(n.resumeQ) > 0 {
-		r := n.resumeQ[0]
-		w := r.w
-		if w.dead || len(w.tasks) == 0 {
-			n.resumeQ = n.resumeQ[1:]
-			continue
-		}
-		need := task.Resources{CPU: w.held.CPU}
-		if !n.fits(&need) {
-			break
-		}
-		n.resumeQ = n.resumeQ[1:]
-		n.avail.CPU -= w.held.CPU
-		w.gaveBack = false
-		n.released--
-		n.reply(r)
-	}
-	if len(n.actorWait) > 0 {
-		keep := n.actorWait[:0]
-		for _, a := range n.actorWait {
-			if a.dead {
-				continue
-			}
-			if !n.fits(&a.res) {
-				keep = append(keep, a)
-				continue
-			}
-			a.gpus = n.acquire(&a.res)
-			a.holding = true
-			n.spawn(a)
-		}
-		n.actorWait = keep
-	}
-	for _, k := range n.shapes {
-		q := n.queues[k]
-		for q.len() > 0 {
-			p := q.front()
-			if n.fits(&p.entry.Res) {
-				if w := n.popIdle(); w != nil {
-					q.pop()
-					n.run(w, p)
-					continue
-				}
-				// Free resources but no idle worker: start as many as the
-				// resources allow. The tasks wait for them rather than
-				// queue behind busy workers, so they run side by side.
-				n.grow(q)
-				break
-			}
-			// With a backlog and no free resources, queue the task behind
-			// a busy worker running tasks of the same shape: the worker
-			// starts it the moment it is done, without a round trip.
-			if q.len() > 1 && p.entry.MaxCalls == 0 {
-				if w := n.pipelineTarget(k); w != nil {
-					q.pop()
-					n.send(w, p)
-					continue
-				}
-			}
-			break
+// step carries out the scheduling core's effects, and those of the events
+// they cause in turn, until none is left.
+func (n *Node) step() {
+	for n.core.Pending() {
+		for _, e := range n.core.Effects() {
+			n.apply(e)
 		}
 	}
 }
 
-// maxPipeline bounds the tasks queued at one worker, so a long task holds
-// few others back.
-const maxPipeline = 16
-
-// pipelineTarget returns the busy pool worker with the shortest queue
-// among those running tasks of shape k, or nil.
-func (n *Node) pipelineTarget(k string) *proc {
-	var best *proc
-	for _, w := range n.pool {
-		if w.dead || w.retiring || w.blocked > 0 || w.recalled || len(w.tasks) == 0 || len(w.tasks) >= maxPipeline || w.shape != k {
-			continue
+// apply carries out one effect of the scheduling core.
+func (n *Node) apply(e sched.Effect[*pending]) {
+	switch e.Kind {
+	case sched.Run:
+		n.send(n.workers[e.Worker], e.Task, e.GPUs)
+	case sched.Spawn:
+		n.spawn(nil, e.Worker)
+	case sched.StartActor:
+		a := n.actors[e.Actor]
+		if a == nil || a.dead {
+			n.core.ActorGone(e.Actor)
+			return
 		}
-		if best == nil || len(w.tasks) < len(best.tasks) {
-			best = w
+		a.gpus = e.GPUs
+		n.spawn(a, e.Worker)
+	case sched.Exit:
+		if w := n.workers[e.Worker]; w != nil {
+			_ = n.append(w, task.MsgExit, nil)
 		}
-	}
-	return best
-}
-
-func (n *Node) popIdle() *proc {
-	for len(n.idle) > 0 {
-		w := n.idle[len(n.idle)-1]
-		n.idle = n.idle[:len(n.idle)-1]
-		if !w.dead && !w.retiring {
-			return w
+	case sched.Recall:
+		if w := n.workers[e.Worker]; w != nil {
+			_ = n.append(w, task.MsgRecall, nil)
 		}
-	}
-	return nil
-}
-
-// grow starts pool workers for the tasks at the front of q that fit the
-// free resources (CPUs lent by workers blocked in Get included) but find no
-// idle worker, less the workers already starting: the pool grows to
-// whatever the resources allow, the seeds' "illusion of an infinite pool of
-// workers". Tasks that take no CPU are bounded by the pool's size instead,
-// counting only the workers not blocked in Get.
-func (n *Node) grow(q *fifo) {
-	limit := n.poolSize()
-	live := 0
-	for _, w := range n.pool {
-		if !w.dead && !w.retiring {
-			live++
-		}
-	}
-	zero := max(0, limit-(live-n.released))
-	cpu, gpu := n.avail.CPU, n.avail.GPU
-	var custom map[string]float64
-	want := 0
-	for i := q.head; i < len(q.items) && want < maxPool; i++ {
-		r := &q.items[i].entry.Res
-		if r.CPU > cpu+1e-9 || r.GPU > gpu+1e-9 {
-			break
-		}
-		if len(r.Custom) > 0 {
-			if custom == nil {
-				custom = maps.Clone(n.avail.Custom)
-			}
-			short := false
-			for k, v := range r.Custom {
-				short = short || v > custom[k]+1e-9
-			}
-			if short {
-				break
-			}
-			for k, v := range r.Custom {
-				custom[k] -= v
+	case sched.Resume:
+		if w := n.workers[e.Worker]; w != nil {
+			rs := w.parked
+			w.parked = nil
+			for _, r := range rs {
+				n.reply(r)
 			}
 		}
-		cpu -= r.CPU
-		gpu -= r.GPU
-		if r.CPU <= 0 {
-			if zero == 0 {
-				break
-			}
-			zero--
-		}
-		want++
-	}
-	for i := n.starting; i < want && live+n.starting < maxPool; i++ {
-		n.spawn(nil)
 	}
 }
 
-// maxPool bounds the pool's processes, whatever the tasks ask for.
-const maxPool = 256
-
-// poolSize is the number of pool workers kept alive when no task is
-// blocked and no fractional-CPU tasks are queued.
-func (n *Node) poolSize() int { return max(n.cfg.NumWorkers, int(math.Ceil(n.total.CPU))) }
-
-// queued returns how many normal tasks wait for a worker.
-func (n *Node) queued() int {
-	c := 0
-	for _, q := range n.queues {
-		c += q.len()
-	}
-	return c
-}
-
-// run gives p to the idle worker w, reserving p's resources for as long as
-// w has tasks of p's shape.
-func (n *Node) run(w *proc, p *pending) {
-	w.held = p.entry.Res
-	w.gpus = n.acquire(&w.held)
-	w.shape = shapeKey(&w.held)
-	n.send(w, p)
-}
-
-// send queues p at w.
-func (n *Node) send(w *proc, p *pending) {
+// send queues p at pool worker w, which may use the GPUs gpus.
+func (n *Node) send(w *proc, p *pending, gpus []int) {
 	s := p.spec
 	n.resolveArgs(s)
-	s.GPUIDs = w.gpus
-	w.tasks = append(w.tasks, p)
+	s.GPUIDs = gpus
 	// A broken connection is noticed by the reader, which fails the task.
 	_ = n.append(w, task.MsgExec, func(b []byte) []byte { return task.AppendSpec(b, s) })
 }
@@ -980,25 +709,6 @@ func (n *Node) unlockFor(w *proc) {
 	n.unlock()
 }
 
-// requeue puts tasks that a worker gave back (or never started before it
-// died) at the front of their queues, in order.
-func (n *Node) requeue(ps []*pending) {
-	if len(ps) == 0 {
-		return
-	}
-	byShape := map[string][]*pending{}
-	for _, p := range ps {
-		k := shapeKey(&p.entry.Res)
-		byShape[k] = append(byShape[k], p)
-	}
-	for k, list := range byShape {
-		q := n.queues[k]
-		q.items = append(list, q.items[q.head:]...)
-		q.head = 0
-	}
-	n.schedule()
-}
-
 // pump sends an actor's queued calls whose arguments exist, in order.
 func (n *Node) pump(a *actor) {
 	if a.w == nil || a.w.conn == nil || a.dead {
@@ -1160,13 +870,12 @@ func (n *Node) complete(r *request) {
 	if w.dead {
 		return
 	}
-	if r.counts && r.epoch == w.epoch {
-		w.blocked--
-		if w.blocked == 0 && w.gaveBack {
-			n.resumeQ = append(n.resumeQ, r)
-			n.schedule()
-			return
-		}
+	if r.counts && !n.core.Unblock(w.id, r.epoch) {
+		// The worker lent its CPUs out while blocked: it goes on once
+		// they are free again (sched.Resume).
+		w.parked = append(w.parked, r)
+		n.step()
+		return
 	}
 	n.reply(r)
 }
@@ -1248,21 +957,13 @@ func (n *Node) reply(r *request) {
 // children, typically) can run; the seeds' nested example needs this to
 // finish with one CPU.
 func (n *Node) block(w *proc, r *request) {
-	r.counts = true
-	r.epoch = w.epoch
-	w.blocked++
-	if w.blocked == 1 && w.actor == nil && len(w.tasks) > 0 && !w.gaveBack {
-		w.gaveBack = true
-		n.released++
-		n.avail.CPU += w.held.CPU
-		if len(w.tasks) > 1 && !w.recalled {
-			// Tasks queued behind the blocked one might be what it waits
-			// for: ask for them back.
-			w.recalled = true
-			_ = n.append(w, task.MsgRecall, nil)
-		}
-		n.schedule()
+	if w.actor != nil {
+		return // an actor keeps its resources while it waits
 	}
+	r.counts = true
+	r.epoch = n.core.Epoch(w.id)
+	n.core.Block(w.id, r.epoch)
+	n.step()
 }
 
 // Get returns the objects, waiting for those not yet stored.
@@ -1545,10 +1246,7 @@ func (n *Node) actorDied(a *actor, why *task.TaskError) {
 	}
 	a.inflight, a.queue = nil, nil
 	n.releaseKept(a)
-	if a.holding {
-		a.holding = false
-		n.release(&a.res, true, a.gpus)
-	}
+	n.core.ActorGone(a.id)
 	if w := a.w; w != nil && !w.dead {
 		if w.conn != nil {
 			_ = n.append(w, task.MsgExit, nil)
@@ -1557,31 +1255,30 @@ func (n *Node) actorDied(a *actor, why *task.TaskError) {
 			_ = w.process.Kill()
 		}
 	}
-	n.schedule()
+	n.step()
 }
 
-// spawn starts a worker process; a is the actor it will host, or nil for a
-// pool worker. The fork happens on a new goroutine so the lock isn't held
+// spawn starts worker process id; a is the actor it will host, or nil for
+// a pool worker. The fork happens on a new goroutine so the lock isn't held
 // across it.
-func (n *Node) spawn(a *actor) {
+func (n *Node) spawn(a *actor, id sched.WorkerID) {
 	if n.spawnErr != nil {
 		if a != nil {
 			n.actorDied(a, &task.TaskError{Function: a.typ, Message: n.spawnErr.Error(), Cause: n.spawnErr})
+		} else {
+			n.core.WorkerDied(id)
 		}
 		return
 	}
-	n.nextWorker++
-	w := &proc{id: n.nextWorker, actor: a, exited: make(chan struct{})}
+	w := &proc{id: id, actor: a, exited: make(chan struct{})}
 	w.name = fmt.Sprintf("worker %d", w.id)
 	n.workers[w.id] = w
-	if a == nil {
-		n.starting++
-	} else {
+	if a != nil {
 		a.w = w
 	}
 	env := append(os.Environ(),
 		task.EnvSocket+"="+filepath.Join(n.dir, "node.sock"),
-		task.EnvWorker+"="+strconv.Itoa(w.id))
+		task.EnvWorker+"="+strconv.Itoa(int(w.id)))
 	if n.shared != nil {
 		env = append(env, task.EnvStore+"="+n.shared.Dir(), task.EnvCap+"="+strconv.FormatInt(n.shared.Capacity(), 10))
 	}
@@ -1729,7 +1426,7 @@ func (n *Node) serve(c net.Conn) {
 		return
 	}
 	d := wire.Dec{B: payload}
-	id := int(d.Uvarint())
+	id := sched.WorkerID(d.Uvarint())
 	n.mu.Lock()
 	w := n.workers[id]
 	n.badStarts = 0
@@ -1743,10 +1440,8 @@ func (n *Node) serve(c net.Conn) {
 		n.ctrl.ActorCreated(a.id, a.typ, w.name)
 		n.pump(a)
 	} else {
-		n.starting--
-		n.pool = append(n.pool, w)
-		n.idle = append(n.idle, w)
-		n.schedule()
+		n.core.WorkerReady(w.id)
+		n.step()
 	}
 	n.unlock()
 	for {
@@ -1893,18 +1588,8 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 			return d.Err
 		}
 		n.mu.Lock()
-		w.recalled = false
-		var ps []*pending
-		keep := w.tasks[:0]
-		for _, p := range w.tasks {
-			if back[p.spec.ID] {
-				ps = append(ps, p)
-			} else {
-				keep = append(keep, p)
-			}
-		}
-		w.tasks = keep
-		n.requeue(ps)
+		n.core.GiveBack(w.id, func(p *pending) bool { return back[p.spec.ID] })
+		n.step()
 		n.unlockFor(w)
 	case task.MsgKillActor:
 		var id ids.ActorID
@@ -1945,40 +1630,13 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 		p = a.inflight[0]
 		a.inflight = a.inflight[1:]
 	} else {
-		if len(w.tasks) == 0 || w.tasks[0].spec.ID != tid {
+		run, ok := n.core.Running(w.id)
+		if !ok || run.spec.ID != tid {
 			return
 		}
-		p = w.tasks[0]
-		w.tasks[0] = nil
-		w.tasks = w.tasks[1:]
-		lent := w.gaveBack // a Get outlived its task: the CPU is still lent out
-		if lent {
-			w.gaveBack = false
-			n.released--
-		}
-		w.blocked = 0
-		w.epoch++
-		if retiring {
-			w.retiring = true
-		}
-		if len(w.tasks) > 0 && lent {
-			n.avail.CPU -= w.held.CPU
-		}
-		if len(w.tasks) == 0 {
-			n.release(&w.held, !lent, w.gpus)
-			w.held, w.gpus, w.shape = task.Resources{}, nil, ""
-			if !retiring && n.surplus() && n.queued() == 0 {
-				// A spare started to cover blocked workers or a burst of
-				// fractional-CPU tasks, now idle: reap it so the pool
-				// returns to its size.
-				retiring = true
-				w.retiring = true
-				_ = n.append(w, task.MsgExit, nil)
-			}
-			if !retiring {
-				n.idle = append(n.idle, w)
-			}
-		}
+		p = run
+		w.parked = nil // a Get that outlived its task: nobody waits for the answer
+		n.core.TaskDone(w.id, retiring)
 	}
 	n.unpinStore(p.pinned)
 	p.pinned = nil
@@ -2036,19 +1694,7 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 	if a := w.actor; a != nil && a.draining && len(a.queue) == 0 && len(a.inflight) == 0 {
 		n.actorDied(a, &task.TaskError{Function: a.typ, Message: "no handle to the actor remains", Cause: task.ErrActorDead})
 	}
-	n.schedule()
-}
-
-// surplus reports whether more pool workers are alive than the pool's size
-// plus those blocked in Get (whose CPUs are lent out).
-func (n *Node) surplus() bool {
-	alive := 0
-	for _, x := range n.pool {
-		if !x.dead && !x.retiring {
-			alive++
-		}
-	}
-	return alive > n.poolSize()+n.released
+	n.step()
 }
 
 // died handles the end of a worker process.
@@ -2075,9 +1721,7 @@ func (n *Node) died(w *proc) {
 		return
 	}
 	n.dropHolds(w)
-	if w.conn == nil && w.actor == nil {
-		n.starting--
-	}
+	w.parked = nil
 	if w.conn == nil && (w.actor == nil || !w.actor.dead) { // not an actor killed while starting
 		n.startFailed(w)
 	}
@@ -2087,40 +1731,15 @@ func (n *Node) died(w *proc) {
 	}
 	if a := w.actor; a != nil {
 		n.actorDied(a, &task.TaskError{Function: a.typ, Worker: w.name, Message: "its worker process died (" + how + ")", Cause: task.ErrWorkerDied})
-	} else if len(w.tasks) > 0 {
-		p := w.tasks[0]
-		n.release(&w.held, !w.gaveBack, w.gpus)
-		if w.gaveBack {
-			n.released--
-		}
+	} else if p, ok := n.core.WorkerDied(w.id); ok {
+		// The tasks queued behind it never started: the core runs them
+		// elsewhere.
 		n.finishErr(p, &task.TaskError{Function: p.spec.Func, Worker: w.name, Message: "the worker process died while running it (" + how + ")", Cause: task.ErrWorkerDied})
-		// The tasks queued behind it never started: run them elsewhere.
-		n.requeue(w.tasks[1:])
-		w.tasks = nil
 	}
-	for i, x := range n.pool {
-		if x == w {
-			n.pool = append(n.pool[:i], n.pool[i+1:]...)
-			break
-		}
-	}
-	if !n.closed {
-		// Replace the dead worker so the pool keeps its size.
-		alive := n.starting
-		for _, x := range n.workers {
-			if x.actor == nil && !x.dead && !x.retiring {
-				alive++
-			}
-		}
-		if alive < n.cfg.NumWorkers && n.spawnErr == nil {
-			n.spawn(nil)
-		}
-		n.schedule()
-	}
+	n.step()
 	n.unlock()
 	n.flushErrors()
 }
-
 // startFailed counts a worker that exited before connecting. Several in a
 // row mean the program does not serve tasks when started as a worker: stop
 // starting workers and fail what waits for one, rather than respawn forever.
@@ -2136,16 +1755,15 @@ func (n *Node) startFailed(w *proc) {
 	n.spawnErr = fmt.Errorf("gray: %d worker processes in a row exited before connecting to the driver (last: %s); "+
 		"the program must call gray.ServeIfWorker() first thing in main (in TestMain for tests) so that it serves tasks when started as a worker", n.badStarts, why)
 	e := &task.TaskError{Function: "(worker start)", Message: n.spawnErr.Error(), Cause: n.spawnErr}
-	for _, k := range n.shapes {
-		q := n.queues[k]
-		for q.len() > 0 {
-			n.finishErr(q.pop(), e)
+	tasks, actors := n.core.SpawnFailed()
+	for _, p := range tasks {
+		n.finishErr(p, e)
+	}
+	for _, id := range actors {
+		if a := n.actors[id]; a != nil {
+			n.actorDied(a, e)
 		}
 	}
-	for _, a := range n.actorWait {
-		n.actorDied(a, e)
-	}
-	n.actorWait = nil
 }
 
 // Shutdown stops every worker and frees the node. Calls waiting in Get or
@@ -2157,6 +1775,7 @@ func (n *Node) Shutdown() error {
 		return nil
 	}
 	n.closed = true
+	n.core.Close()
 	close(n.done)
 	procs := make([]*proc, 0, len(n.workers))
 	conns := []*wire.Conn{}
