@@ -69,20 +69,20 @@ type Node struct {
 	done    chan struct{} // closed by Shutdown
 	sinceGC atomic.Int64  // bytes put into shared memory since the last collection
 
-	mu         sync.Mutex
-	closed     bool
-	store      ObjectStore
-	waiters    map[ids.ObjectID][]waiter
-	pins       map[ids.ObjectID]int  // queued tasks that take the object as an argument
-	dropped    map[ids.ObjectID]bool // objects the program dropped, to delete once unpinned or stored
-	core       *sched.Core[*pending] // resources, queues and the pool's decisions
-	workers    map[sched.WorkerID]*proc
-	actors     map[ids.ActorID]*actor
-	errQ       []*task.TaskError // failures to report outside the lock
-	dirty      []*proc           // workers with messages to flush at unlock
-	badStarts  int               // workers in a row that exited before connecting
-	spawnErr   error             // set when workers cannot start at all
-	quiet      bool              // failures being stored are intended (gray.Kill): do not report them
+	mu        sync.Mutex
+	closed    bool
+	store     ObjectStore
+	waiters   map[ids.ObjectID][]waiter
+	pins      map[ids.ObjectID]int  // queued tasks that take the object as an argument
+	dropped   map[ids.ObjectID]bool // objects the program dropped, to delete once unpinned or stored
+	core      *sched.Core[*pending] // resources, queues and the pool's decisions
+	workers   map[sched.WorkerID]*proc
+	actors    map[ids.ActorID]*actor
+	errQ      []*task.TaskError // failures to report outside the lock
+	dirty     []*proc           // workers with messages to flush at unlock
+	badStarts int               // workers in a row that exited before connecting
+	spawnErr  error             // set when workers cannot start at all
+	quiet     bool              // failures being stored are intended (gray.Kill): do not report them
 
 	shared     *objstore.Store             // nil: no shared memory, every object inline
 	lineage    map[ids.ObjectID]*task.Spec // task results in shared memory -> the task that rebuilds them
@@ -1740,6 +1740,7 @@ func (n *Node) died(w *proc) {
 	n.unlock()
 	n.flushErrors()
 }
+
 // startFailed counts a worker that exited before connecting. Several in a
 // row mean the program does not serve tasks when started as a worker: stop
 // starting workers and fail what waits for one, rather than respawn forever.
