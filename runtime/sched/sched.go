@@ -327,18 +327,30 @@ func (c *Core[T]) TaskDone(w WorkerID, retiring bool) {
 	x.tasks[0] = zero
 	x.tasks = x.tasks[1:]
 	lent := x.lent // a Get outlived its task: the CPU is still lent out
-	if lent {
-		x.lent = false
-		c.lent--
-		c.unpark(x)
-	}
 	x.blocked = 0
 	x.epoch++
 	if retiring {
 		x.retiring = true
 	}
-	if len(x.tasks) > 0 && lent {
-		c.avail.CPU -= x.held.CPU
+	if lent && len(x.tasks) > 0 {
+		// The worker goes on with the next task it holds (one it has not
+		// given back yet after the Recall): it takes its CPUs back now if
+		// they are free, else it waits for them in the books like a
+		// worker resuming from Get.
+		need := task.Resources{CPU: x.held.CPU}
+		if !x.parked && c.fits(&need) {
+			c.avail.CPU -= x.held.CPU
+			x.lent = false
+			c.lent--
+		} else if !x.parked {
+			x.parked = true
+			c.resumeQ = append(c.resumeQ, w)
+		}
+	}
+	if lent && len(x.tasks) == 0 {
+		x.lent = false
+		c.lent--
+		c.unpark(x)
 	}
 	if len(x.tasks) == 0 {
 		c.release(&x.held, !lent, x.gpus)
@@ -532,3 +544,100 @@ func (c *Core[T]) requeue(ps []item[T]) {
 		q.pushFront(byShape[k])
 	}
 }
+
+// Check verifies the core's invariants and returns the first broken one:
+// no resource oversubscribed or lost (what is free plus what workers and
+// actors hold is what the node has), each GPU in one place, the counts of
+// starting and lending workers true, idle workers without tasks, parked
+// workers lending their CPUs. Tests call it after every event.
+func (c *Core[T]) Check() error {
+	if c.avail.CPU < -eps {
+		return fmt.Errorf("CPUs oversubscribed: %g free", c.avail.CPU)
+	}
+	if c.avail.GPU < -eps {
+		return fmt.Errorf("GPUs oversubscribed: %g free", c.avail.GPU)
+	}
+	for k, v := range c.avail.Custom {
+		if v < -eps {
+			return fmt.Errorf("%s oversubscribed: %g free", k, v)
+		}
+	}
+	cpu, gpu := c.avail.CPU, c.avail.GPU
+	custom := maps.Clone(c.avail.Custom)
+	gpus := append([]int(nil), c.gpuFree...)
+	starting, lent := 0, 0
+	for id, w := range c.pool {
+		if w.id != id {
+			return fmt.Errorf("worker %d filed under %d", w.id, id)
+		}
+		if !w.connected {
+			starting++
+			if len(w.tasks) > 0 {
+				return fmt.Errorf("worker %d has tasks before it connected", id)
+			}
+		}
+		if len(w.tasks) > MaxPipeline {
+			return fmt.Errorf("worker %d has %d tasks, more than %d", id, len(w.tasks), MaxPipeline)
+		}
+		if len(w.tasks) == 0 {
+			if w.lent || w.blocked > 0 || w.held.CPU != 0 || len(w.gpus) > 0 {
+				return fmt.Errorf("worker %d holds resources or blocks without a task", id)
+			}
+			continue
+		}
+		if w.lent {
+			lent++
+		} else {
+			cpu += w.held.CPU
+		}
+		if w.parked && !w.lent {
+			return fmt.Errorf("worker %d waits for CPUs it did not lend", id)
+		}
+		gpu += w.held.GPU
+		for k, v := range w.held.Custom {
+			custom[k] += v
+		}
+		gpus = append(gpus, w.gpus...)
+	}
+	for _, id := range c.idle {
+		if w := c.pool[id]; w != nil && len(w.tasks) > 0 && !w.retiring {
+			return fmt.Errorf("idle worker %d has %d tasks", id, len(w.tasks))
+		}
+	}
+	for _, a := range c.actors {
+		if a.holding {
+			cpu += a.res.CPU
+			gpu += a.res.GPU
+			for k, v := range a.res.Custom {
+				custom[k] += v
+			}
+			gpus = append(gpus, a.gpus...)
+		}
+	}
+	if starting != c.starting {
+		return fmt.Errorf("%d workers starting, counted %d", starting, c.starting)
+	}
+	if lent != c.lent {
+		return fmt.Errorf("%d workers lend their CPUs, counted %d", lent, c.lent)
+	}
+	if !near(cpu, c.total.CPU) || !near(gpu, c.total.GPU) {
+		return fmt.Errorf("CPU %g and GPU %g accounted for, the node has %g and %g", cpu, gpu, c.total.CPU, c.total.GPU)
+	}
+	for k, v := range c.total.Custom {
+		if !near(custom[k], v) {
+			return fmt.Errorf("%s=%g accounted for, the node has %g", k, custom[k], v)
+		}
+	}
+	slices.Sort(gpus)
+	for i, g := range gpus {
+		if g != i {
+			return fmt.Errorf("GPUs %v: lost or handed out twice", gpus)
+		}
+	}
+	if len(gpus) != int(c.total.GPU) {
+		return fmt.Errorf("GPUs %v accounted for, the node has %g", gpus, c.total.GPU)
+	}
+	return nil
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-6 }
