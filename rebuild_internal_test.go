@@ -50,4 +50,7 @@ func TestFailedRebuildIsRetriedOnceTheStoreHasRoom(t *testing.T) {
 	if len(x) != 20000 || x[1] != 6 {
 		t.Fatalf("rebuilt value: len %d, x[1] = %v", len(x), x[1])
 	}
+	if err := n.Check(); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -29,6 +29,7 @@ import (
 
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/objstore"
+	"github.com/gray-ml/gray/runtime/objtable"
 	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
 	"github.com/gray-ml/gray/runtime/wire"
@@ -73,8 +74,7 @@ type Node struct {
 	closed    bool
 	store     ObjectStore
 	waiters   map[ids.ObjectID][]waiter
-	pins      map[ids.ObjectID]int  // queued tasks that take the object as an argument
-	dropped   map[ids.ObjectID]bool // objects the program dropped, to delete once unpinned or stored
+	objs      *objtable.Table       // who holds which object and why (runtime/objtable)
 	core      *sched.Core[*pending] // resources, queues and the pool's decisions
 	workers   map[sched.WorkerID]*proc
 	actors    map[ids.ActorID]*actor
@@ -86,11 +86,9 @@ type Node struct {
 
 	shared     *objstore.Store             // nil: no shared memory, every object inline
 	lineage    map[ids.ObjectID]*task.Spec // task results in shared memory -> the task that rebuilds them
-	kept       map[ids.ObjectID]int        // arguments of lineage entries: not freed while a rebuild may need them
 	dpins      map[ids.ObjectID]int        // store pins held by the driver's Gets until the object is freed
 	rebuilding map[ids.TaskID]bool
 	retry      map[ids.ObjectID]bool // results whose rebuild failed: rebuilt again when next asked for
-	nest       nested                // references inside values (nested.go)
 
 	wg sync.WaitGroup // every goroutine the node starts
 }
@@ -161,8 +159,6 @@ type actor struct {
 	death    *task.TaskError
 	draining bool // no handle remains: exit once the queue is empty
 	killed   bool // by gray.Kill: its calls fail quietly (ErrActorDead, no report)
-
-	kept []ids.ObjectID // gray.Shared arguments it holds until it dies (see kept.go)
 }
 
 // Start starts a node: its socket, its control and object stores and its
@@ -220,15 +216,13 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		done:    make(chan struct{}),
 		store:   cfg.Store,
 		waiters: map[ids.ObjectID][]waiter{},
-		pins:    map[ids.ObjectID]int{},
-		dropped: map[ids.ObjectID]bool{},
+		objs:    objtable.New(),
 		core:    sched.New[*pending](sched.Config{Total: cfg.Resources, Workers: cfg.NumWorkers}),
 		workers: map[sched.WorkerID]*proc{},
 		actors:  map[ids.ActorID]*actor{},
 
 		shared:     cfg.Shared,
 		lineage:    map[ids.ObjectID]*task.Spec{},
-		kept:       map[ids.ObjectID]int{},
 		dpins:      map[ids.ObjectID]int{},
 		rebuilding: map[ids.TaskID]bool{},
 		retry:      map[ids.ObjectID]bool{},
@@ -345,7 +339,7 @@ func (n *Node) submitLocked(s *task.Spec) error {
 		if !arg.IsRef {
 			continue
 		}
-		n.pins[arg.Ref]++
+		n.objs.Claim(objtable.Holder{}, arg.Ref, objtable.TaskArg)
 		if o, ok := n.have(arg.Ref); ok {
 			if o.Err != nil && p.failed == nil {
 				p.failed = o.Err
@@ -565,20 +559,15 @@ func (n *Node) unpinArgs(p *pending) {
 
 // unpin drops a task's claim on an object, freeing it if the program has
 // dropped it too.
-func (n *Node) unpin(id ids.ObjectID) { n.dropClaim(n.pins, id) }
+func (n *Node) unpin(id ids.ObjectID) {
+	if n.objs.Release(objtable.Holder{}, id, objtable.TaskArg) {
+		n.free(id)
+	}
+}
 
 // unkeep drops a lineage entry's claim on an argument.
-func (n *Node) unkeep(id ids.ObjectID) { n.dropClaim(n.kept, id) }
-
-// dropClaim drops one claim counted in claims, freeing the object once its
-// last claim is gone and the program has dropped it too.
-func (n *Node) dropClaim(claims map[ids.ObjectID]int, id ids.ObjectID) {
-	if c := claims[id]; c > 1 {
-		claims[id] = c - 1
-		return
-	}
-	delete(claims, id)
-	if n.dropped[id] {
+func (n *Node) unkeep(id ids.ObjectID) {
+	if n.objs.Release(objtable.Holder{}, id, objtable.Lineage) {
 		n.free(id)
 	}
 }
@@ -586,16 +575,16 @@ func (n *Node) dropClaim(claims map[ids.ObjectID]int, id ids.ObjectID) {
 // free deletes an object nobody can ask for any more. One still being
 // computed is deleted when it arrives.
 func (n *Node) free(id ids.ObjectID) {
-	if n.pins[id] > 0 || n.kept[id] > 0 || len(n.waiters[id]) > 0 || n.nest.contained[id] > 0 || n.nest.held[id] > 0 {
-		n.dropped[id] = true
+	if n.objs.Claimed(id) || len(n.waiters[id]) > 0 {
+		n.objs.MarkDropped(id)
 		return
 	}
 	o, ok := n.store.Get(id)
 	if !ok {
-		n.dropped[id] = true
+		n.objs.MarkDropped(id)
 		return
 	}
-	delete(n.dropped, id)
+	n.objs.Forget(id)
 	delete(n.retry, id)
 	n.store.Delete(id)
 	n.releaseChildren(id)
@@ -626,7 +615,7 @@ func (n *Node) free(id ids.ObjectID) {
 func (n *Node) Drop(id ids.ObjectID) {
 	n.mu.Lock()
 	if !n.closed {
-		n.drop(id)
+		n.drop(objtable.Holder{}, id)
 	}
 	n.mu.Unlock()
 }
@@ -654,7 +643,7 @@ func (n *Node) freeNow(id ids.ObjectID) {
 		return // freed before
 	}
 	n.free(id)
-	if _, ok := n.store.Get(id); ok || n.dropped[id] {
+	if _, ok := n.store.Get(id); ok || n.objs.Dropped(id) {
 		return // still needed by a task: freed when it ends
 	}
 	n.store.Put(id, task.Object{Err: &task.TaskError{
@@ -788,7 +777,7 @@ func (n *Node) Put(id ids.ObjectID, o task.Object) error {
 
 func (n *Node) putLocked(id ids.ObjectID, o task.Object) {
 	n.store.Put(id, o)
-	if n.dropped[id] {
+	if n.objs.Dropped(id) {
 		defer n.free(id)
 	}
 	ws, ok := n.waiters[id]
@@ -1512,8 +1501,7 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 			var id ids.ObjectID
 			d.Fixed(id[:])
 			if d.Err == nil && !n.closed {
-				w.unhold(id)
-				n.drop(id)
+				n.drop(objtable.WorkerHolder(int(w.id)), id)
 			}
 		}
 		n.unlockFor(w)
@@ -1673,7 +1661,7 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 			n.lineage[id] = p.orig
 			for _, a := range p.orig.Args {
 				if a.IsRef {
-					n.kept[a.Ref]++
+					n.objs.Claim(objtable.Holder{}, a.Ref, objtable.Lineage)
 				}
 			}
 		}
