@@ -54,3 +54,31 @@ func TestFailedRebuildIsRetriedOnceTheStoreHasRoom(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The actor table is kept in the control store, which a cluster shares:
+// the node records an actor's type, its worker once it started and why it
+// died there, and reads it back to route calls.
+func TestActorTableInControlStore(t *testing.T) {
+	n := startStore(t, 1<<20, 2)
+	ctx := context.Background()
+	h, err := optsActor.Remote(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := Get(ctx, optsPing.Remote(h)); err != nil || v != 1 {
+		t.Fatalf("ping = %v, %v", v, err)
+	}
+	rec, ok := n.Actor(h.ID())
+	if !ok || rec.Type != "shared.Opts" || !strings.HasPrefix(rec.Worker, "worker ") || rec.Death != "" {
+		t.Fatalf("live actor's record %+v (%v), want its type and worker", rec, ok)
+	}
+	if err := Kill(h); err != nil {
+		t.Fatal(err)
+	}
+	if rec, _ := n.Actor(h.ID()); !strings.Contains(rec.Death, "killed") {
+		t.Fatalf("killed actor's record %+v, want the reason it died", rec)
+	}
+	if err := n.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
