@@ -63,9 +63,15 @@ func (n *Node) submitLocked(s *task.Spec) error {
 	n.ctrl.TaskSubmitted(s)
 	p := &pending{spec: s, entry: e, actor: a}
 	if s.Kind == task.KindFunc && n.shared != nil {
-		orig := *s
-		orig.Args = append([]task.Arg(nil), s.Args...)
-		p.orig = &orig
+		// Lineage needs the spec as submitted. Only reference arguments
+		// change when the task is sent (resolveArgs), so a spec without
+		// them is its own record, which saves a copy per queued task.
+		p.orig = s
+		if hasRefArgs(s) {
+			orig := *s
+			orig.Args = append([]task.Arg(nil), s.Args...)
+			p.orig = &orig
+		}
 	}
 	if s.Kind == task.KindActorCreate {
 		a = &actor{id: s.ID, typ: s.Func, res: task.Res(s, e)}
@@ -363,4 +369,13 @@ func (n *Node) actorDied(a *actor, why *task.TaskError) {
 		}
 	}
 	n.step()
+}
+
+func hasRefArgs(s *task.Spec) bool {
+	for i := range s.Args {
+		if s.Args[i].IsRef {
+			return true
+		}
+	}
+	return false
 }

@@ -223,7 +223,10 @@ func (c *Core[T]) Feasible(name string, r task.Resources) error {
 	if r.GPU != math.Trunc(r.GPU) {
 		return fmt.Errorf("%s asks for GPU=%g: GPU requests must be whole numbers", name, r.GPU)
 	}
-	for _, k := range slices.Sorted(maps.Keys(r.Custom)) {
+	if len(r.Custom) == 0 {
+		return nil
+	}
+	for _, k := range slices.Sorted(maps.Keys(r.Custom)) { // the first by name, for a stable message
 		if err := check(k, r.Custom[k], c.total.Custom[k]); err != nil {
 			return err
 		}
