@@ -2,9 +2,13 @@ package gray
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/gray-ml/gray/runtime/ids"
+	"github.com/gray-ml/gray/runtime/node"
 )
 
 // A rebuild that fails because the store is full of pinned objects is not
@@ -80,5 +84,49 @@ func TestActorTableInControlStore(t *testing.T) {
 	}
 	if err := n.Check(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// After references inside values, tasks taking references, and a worker
+// that dies holding a decoded reference, the object table's invariants
+// hold and, once the driver dropped everything, it records nothing: every
+// claim was released.
+func TestObjectTableEmptyAfterWorkload(t *testing.T) {
+	ctx := initNested(t)
+	n := current.Load().b.(*node.Node)
+	inner, err := Put(ctx, []float64{5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Get(ctx, itDerefThenDie.Remote(holder{R: inner})); !errors.Is(err, ErrWorkerDied) {
+		t.Fatalf("task whose worker exits: %v, want ErrWorkerDied", err)
+	}
+	h := itMakeHolder.Remote()
+	if v, err := Get(ctx, h); err != nil || v.R.ID() == (ids.ObjectID{}) {
+		t.Fatalf("holder: %+v, %v", v, err)
+	}
+	var rs []Ref[int]
+	for i := range 5 {
+		r, err := Put(ctx, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, r)
+	}
+	if s, err := Get(ctx, itSumRefs.Remote(rs)); err != nil || s != 10 {
+		t.Fatalf("sum = %d, %v", s, err)
+	}
+	if err := n.Check(); err != nil {
+		t.Fatal(err)
+	}
+	inner, h, rs = Ref[[]float64]{}, Ref[holder]{}, nil
+	if left := settle(t, 0); left != 0 {
+		t.Fatalf("%d objects remain after the driver dropped every reference", left)
+	}
+	if err := n.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if k := n.Recorded(); k != 0 {
+		t.Fatalf("the object table records %d objects after everything was freed", k)
 	}
 }

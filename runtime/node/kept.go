@@ -98,3 +98,11 @@ func (n *Node) Check() error {
 		return true // objects hold their children until they are deleted
 	})
 }
+
+// Recorded returns how many objects the object table records a claim or a
+// pending deletion for (for tests: none once everything is freed).
+func (n *Node) Recorded() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.objs.Len()
+}
