@@ -94,6 +94,12 @@ func TestTransitions(t *testing.T) {
 			}
 			return c.Effects()
 		}, "run(2,1) run(1,2) spawn(3) spawn(4)"},
+		{"tasks that take no CPU do not grow the pool past its size: they queue behind busy workers", func(c *Core[int]) []Effect[int] {
+			for i := 1; i <= 4; i++ {
+				c.Submit(i, cpus(0), true)
+			}
+			return c.Effects()
+		}, "run(2,1) run(1,2) run(1,3)"},
 		{"a finished task frees its worker for the next", func(c *Core[int]) []Effect[int] {
 			c.Submit(1, cpus(2), true)
 			c.Submit(2, cpus(2), false)

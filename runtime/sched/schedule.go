@@ -56,11 +56,16 @@ func (c *Core[T]) schedule() {
 				// resources allow. The tasks wait for them rather than
 				// queue behind busy workers, so they run side by side.
 				c.grow(q)
-				break
+				if c.starting > 0 {
+					break
+				}
+				// No worker is coming (the pool is at its bound, as for
+				// tasks that take no CPU): treat it as a task that does
+				// not fit.
 			}
-			// With a backlog and no free resources, queue the task behind
-			// a busy worker running tasks of the same shape: the worker
-			// starts it the moment it is done, without a round trip.
+			// With a backlog and no worker to be had, queue the task
+			// behind a busy worker running tasks of the same shape: the
+			// worker starts it the moment it is done, without a round trip.
 			if q.len() > 1 && p.pipe {
 				if w := c.pipelineTarget(k); w != nil {
 					q.pop()
