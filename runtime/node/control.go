@@ -16,8 +16,13 @@ type ControlStore interface {
 	TaskSubmitted(s *task.Spec)
 	// TaskFinished records that a task ended; failed tasks carry their error.
 	TaskFinished(id ids.TaskID, err *task.TaskError)
-	// ActorCreated records an actor and the node and worker that host it.
+	// ActorCreated records an actor when its creation is submitted.
 	ActorCreated(id ids.ActorID, typ string, worker string)
+	// ActorPlaced records the worker that hosts an actor once it started.
+	ActorPlaced(id ids.ActorID, worker string)
+	// Actor returns what the store knows of an actor: the node reads the
+	// actor table from here to route and refuse calls.
+	Actor(id ids.ActorID) (ActorRecord, bool)
 	// ActorDied records that an actor is gone and why.
 	ActorDied(id ids.ActorID, reason string)
 	// AddError appends a task failure to the error log.
@@ -26,7 +31,9 @@ type ControlStore interface {
 	Errors() []*task.TaskError
 }
 
-// ActorRecord is what MemControl keeps about an actor.
+// ActorRecord is what the control store keeps about an actor: its type,
+// the worker that hosts it ("" while it starts) and why it died ("" while
+// it lives).
 type ActorRecord struct {
 	Type, Worker, Death string
 }
@@ -65,6 +72,25 @@ func (m *MemControl) ActorCreated(id ids.ActorID, typ, worker string) {
 	m.mu.Lock()
 	m.actors[id] = &ActorRecord{Type: typ, Worker: worker}
 	m.mu.Unlock()
+}
+
+// ActorPlaced implements ControlStore.
+func (m *MemControl) ActorPlaced(id ids.ActorID, worker string) {
+	m.mu.Lock()
+	if a := m.actors[id]; a != nil {
+		a.Worker = worker
+	}
+	m.mu.Unlock()
+}
+
+// Actor implements ControlStore.
+func (m *MemControl) Actor(id ids.ActorID) (ActorRecord, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if a := m.actors[id]; a != nil {
+		return *a, true
+	}
+	return ActorRecord{}, false
 }
 
 // ActorDied implements ControlStore.

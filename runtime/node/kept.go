@@ -1,9 +1,8 @@
 package node
 
 import (
-	"slices"
-
 	"github.com/gray-ml/gray/runtime/ids"
+	"github.com/gray-ml/gray/runtime/objtable"
 	"github.com/gray-ml/gray/runtime/task"
 )
 
@@ -33,17 +32,18 @@ func (n *Node) holdKept(a *actor, s *task.Spec) {
 			arg.Keep = false
 			continue
 		}
-		n.pins[arg.Ref]++
-		a.kept = append(a.kept, arg.Ref)
+		n.objs.Claim(objtable.ActorHolder(a.id), arg.Ref, objtable.ActorKeep)
 	}
 }
 
 // releaseKept ends every claim of a dead actor.
 func (n *Node) releaseKept(a *actor) {
-	kept := a.kept
-	a.kept = nil
-	for _, id := range kept {
-		n.dropKept(id)
+	for _, id := range n.objs.ReleaseHolder(objtable.ActorHolder(a.id)) {
+		if n.closed {
+			continue
+		}
+		_ = n.shared.Unpin(storeID(id))
+		n.freeIfUnclaimed(id)
 	}
 }
 
@@ -54,20 +54,14 @@ func (n *Node) releaseOneKept(w *proc, id ids.ObjectID) {
 	if a == nil || n.closed {
 		return
 	}
-	i := slices.Index(a.kept, id)
-	if i < 0 {
-		return
-	}
-	a.kept = slices.Delete(a.kept, i, i+1)
-	n.dropKept(id)
-}
-
-func (n *Node) dropKept(id ids.ObjectID) {
-	if n.closed {
+	h := objtable.ActorHolder(a.id)
+	if !n.objs.Holds(h, id, objtable.ActorKeep) {
 		return
 	}
 	_ = n.shared.Unpin(storeID(id))
-	n.unpin(id)
+	if n.objs.Release(h, id, objtable.ActorKeep) {
+		n.free(id)
+	}
 }
 
 // KeptBy returns how many claims the actor id holds on kept objects (for
@@ -75,8 +69,40 @@ func (n *Node) dropKept(id ids.ObjectID) {
 func (n *Node) KeptBy(id ids.ActorID) int {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if a := n.actors[id]; a != nil {
-		return len(a.kept)
-	}
-	return 0
+	return n.objs.Count(objtable.ActorHolder(id))
+}
+
+// Check verifies the object table's invariants (see objtable.Table.Check):
+// no negative count, no release without a claim, no claim held by a worker
+// or an actor that is gone. Tests call it.
+func (n *Node) Check() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.objs.Check(func(h objtable.Holder) bool {
+		switch h.Kind {
+		case objtable.Worker:
+			for id, w := range n.workers {
+				if objtable.WorkerHolder(int(id)) == h {
+					return !w.dead
+				}
+			}
+			return false
+		case objtable.Actor:
+			for id, a := range n.actors {
+				if objtable.ActorHolder(id) == h {
+					return !a.dead
+				}
+			}
+			return false
+		}
+		return true // objects hold their children until they are deleted
+	})
+}
+
+// Recorded returns how many objects the object table records a claim or a
+// pending deletion for (for tests: none once everything is freed).
+func (n *Node) Recorded() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.objs.Len()
 }

@@ -2,6 +2,7 @@ package node
 
 import (
 	"github.com/gray-ml/gray/runtime/ids"
+	"github.com/gray-ml/gray/runtime/objtable"
 	"github.com/gray-ml/gray/runtime/task"
 	"github.com/gray-ml/gray/runtime/wire"
 )
@@ -20,50 +21,24 @@ import (
 // of the reference's first owner. The node also counts each worker's
 // holds, so that those of a worker that dies are dropped for it.
 
-// nested is the Node's state for references inside values (under n.mu).
-type nested struct {
-	children  map[ids.ObjectID][]ids.ObjectID // parent -> the objects its value refers to
-	contained map[ids.ObjectID]int            // child -> claims of its parents
-	held      map[ids.ObjectID]int            // object -> holds by decoded references
-}
+// The claims live in the node's object table (runtime/objtable): a
+// parent's claims on its children are held by the parent (Contained), a
+// worker's holds by the worker (Hold).
 
 // Hold records that the driver decoded a reference to id out of a value.
 func (n *Node) Hold(id ids.ObjectID) {
 	n.mu.Lock()
 	if !n.closed {
-		n.hold(id)
+		n.objs.Claim(objtable.Holder{}, id, objtable.Hold)
 	}
 	n.mu.Unlock()
 }
 
-func (n *Node) hold(id ids.ObjectID) {
-	if n.nest.held == nil {
-		n.nest.held = map[ids.ObjectID]int{}
-	}
-	n.nest.held[id]++
-}
-
-// unhold consumes one hold on id, reporting whether there was one (the
-// drop then ends that hold, not the object).
-func (n *Node) unhold(id ids.ObjectID) bool {
-	c := n.nest.held[id]
-	if c == 0 {
-		return false
-	}
-	if c == 1 {
-		delete(n.nest.held, id)
-	} else {
-		n.nest.held[id] = c - 1
-	}
-	return true
-}
-
-// drop is a process's drop of its reference to id.
-func (n *Node) drop(id ids.ObjectID) {
-	if !n.unhold(id) {
+// drop is a drop by h (a worker, or the driver as objtable.Holder{}) of
+// its reference to id.
+func (n *Node) drop(h objtable.Holder, id ids.ObjectID) {
+	if n.objs.Drop(h, id) {
 		n.free(id)
-	} else if n.nest.held[id] == 0 && n.dropped[id] {
-		n.free(id) // the first owner dropped it before this hold was taken
 	}
 }
 
@@ -77,29 +52,28 @@ func (n *Node) Contain(parent ids.ObjectID, children []ids.ObjectID) {
 	n.mu.Unlock()
 }
 
+// contain adds parent's claims on children. Claims add up: a task's first
+// return holds the references inside its arguments as well as those inside
+// its value. A rebuilt parent claims its children again, which keeps them
+// longer, never shorter.
 func (n *Node) contain(parent ids.ObjectID, children []ids.ObjectID) {
-	if n.nest.children == nil {
-		n.nest.children = map[ids.ObjectID][]ids.ObjectID{}
-		n.nest.contained = map[ids.ObjectID]int{}
-	}
-	// Claims add up: a task's first return holds the references inside
-	// its arguments as well as those inside its value. A rebuilt parent
-	// claims its children again, which keeps them longer, never shorter.
-	n.nest.children[parent] = append(n.nest.children[parent], children...)
+	h := objtable.ObjectHolder(parent)
 	for _, c := range children {
-		n.nest.contained[c]++
+		n.objs.Claim(h, c, objtable.Contained)
 	}
 }
 
 // releaseChildren ends the claims of deleted object parent.
 func (n *Node) releaseChildren(parent ids.ObjectID) {
-	cs, ok := n.nest.children[parent]
-	if !ok {
-		return
+	for _, c := range n.objs.ReleaseHolder(objtable.ObjectHolder(parent)) {
+		n.freeIfUnclaimed(c)
 	}
-	delete(n.nest.children, parent)
-	for _, c := range cs {
-		n.uncontain(c)
+}
+
+// freeIfUnclaimed frees id if its owner dropped it and no claim remains.
+func (n *Node) freeIfUnclaimed(id ids.ObjectID) {
+	if n.objs.Dropped(id) && !n.objs.Claimed(id) {
+		n.free(id)
 	}
 }
 
@@ -108,17 +82,6 @@ func (n *Node) releaseChildren(parent ids.ObjectID) {
 // holdArgRefs). Its return object is never stored, so nothing else would.
 func (n *Node) constructed(s *task.Spec) {
 	n.releaseChildren(s.Return(0))
-}
-
-func (n *Node) uncontain(id ids.ObjectID) {
-	if c := n.nest.contained[id]; c > 1 {
-		n.nest.contained[id] = c - 1
-		return
-	}
-	delete(n.nest.contained, id)
-	if n.dropped[id] {
-		n.free(id)
-	}
 }
 
 // handleNested decodes MsgHold and MsgContain from worker w.
@@ -140,9 +103,9 @@ func (n *Node) handleNested(w *proc, typ byte, d *wire.Dec) error {
 		if typ == task.MsgContain {
 			n.contain(parent, list)
 		} else {
+			h := objtable.WorkerHolder(int(w.id))
 			for _, id := range list {
-				n.hold(id)
-				w.hold(id)
+				n.objs.Claim(h, id, objtable.Hold)
 			}
 		}
 	}
@@ -150,32 +113,10 @@ func (n *Node) handleNested(w *proc, typ byte, d *wire.Dec) error {
 	return nil
 }
 
-// hold counts a hold by w on id.
-func (w *proc) hold(id ids.ObjectID) {
-	if w.holds == nil {
-		w.holds = map[ids.ObjectID]int{}
-	}
-	w.holds[id]++
-}
-
-// unhold counts w's drop of id against its holds, if it has any: as in
-// Node.drop, a drop ends a hold before it ends a first owner's reference.
-func (w *proc) unhold(id ids.ObjectID) {
-	switch c := w.holds[id]; c {
-	case 0:
-	case 1:
-		delete(w.holds, id)
-	default:
-		w.holds[id] = c - 1
-	}
-}
-
-// dropHolds drops the holds a dead worker never dropped.
+// dropHolds makes the drops a dead worker owed for the references it
+// decoded and never dropped.
 func (n *Node) dropHolds(w *proc) {
-	for id, c := range w.holds {
-		for range c {
-			n.drop(id)
-		}
+	for _, id := range n.objs.ReleaseHolder(objtable.WorkerHolder(int(w.id))) {
+		n.drop(objtable.Holder{}, id)
 	}
-	w.holds = nil
 }

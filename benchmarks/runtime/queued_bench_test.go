@@ -1,0 +1,80 @@
+package runtime_test
+
+import (
+	"context"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/gray-ml/gray"
+)
+
+// hog holds every CPU of the session until its file appears, so that the
+// tasks submitted meanwhile stay queued in the driver.
+var hog = gray.Func1("bench.hog", func(ctx context.Context, path string) (int, error) {
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return 0, nil
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}, gray.CPUs(2))
+
+// BenchmarkQueuedTaskMemory queues tiny tasks behind one that holds every
+// CPU and reports the driver's heap per queued task (references, task
+// specifications and the runtime's records together). QUEUED sets how many
+// (default 100,000); run it with -benchtime 1x.
+func BenchmarkQueuedTaskMemory(b *testing.B) {
+	n := 100_000
+	if s := os.Getenv("QUEUED"); s != "" {
+		n, _ = strconv.Atoi(s)
+	}
+	ctx := setup(b)
+	for b.Loop() {
+		path := b.TempDir() + "/go"
+		h := hog.Remote(path)
+		time.Sleep(100 * time.Millisecond) // the hog takes both CPUs
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		refs := make([]gray.Ref[int], n)
+		start := time.Now()
+		for i := range refs {
+			refs[i] = noop.Remote(i)
+		}
+		queued := time.Since(start)
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(n), "heap-bytes/queued-task")
+		if out := os.Getenv("QUEUED_HEAP_PROFILE"); out != "" {
+			writeHeapProfile(b, out)
+		}
+		b.ReportMetric(float64(n)/queued.Seconds(), "queued/s")
+		if err := os.WriteFile(path, nil, 0o644); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := gray.Get(ctx, h); err != nil {
+			b.Fatal(err)
+		}
+		start = time.Now()
+		if _, err := gray.GetAll(ctx, refs); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(n)/(queued+time.Since(start)).Seconds(), "tasks/s")
+	}
+}
+
+// writeHeapProfile writes the heap's live objects now to path.
+func writeHeapProfile(b *testing.B, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		b.Fatal(err)
+	}
+}

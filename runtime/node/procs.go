@@ -1,0 +1,566 @@
+package node
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gray-ml/gray/runtime/ids"
+	"github.com/gray-ml/gray/runtime/objtable"
+	"github.com/gray-ml/gray/runtime/sched"
+	"github.com/gray-ml/gray/runtime/task"
+	"github.com/gray-ml/gray/runtime/wire"
+)
+
+// append queues a message for w; it is written when the node's lock is
+// released (see unlock), so a burst of messages to one worker costs one write.
+func (n *Node) append(w *proc, typ byte, fn func([]byte) []byte) error {
+	if w.conn == nil {
+		return wire.ErrClosed
+	}
+	if !w.dirty {
+		w.dirty = true
+		n.dirty = append(n.dirty, w)
+	}
+	return w.conn.Append(typ, fn)
+}
+
+// unlock releases the node's lock and writes the messages queued under it.
+// Writing outside the lock keeps a slow socket from stalling the node.
+func (n *Node) unlock() {
+	d := n.dirty
+	n.dirty = nil
+	for _, w := range d {
+		w.dirty = false
+	}
+	n.mu.Unlock()
+	for _, w := range d {
+		_ = w.conn.Flush()
+	}
+}
+
+// unlockFor is unlock for the reader of w's connection: while more input
+// from w is already buffered, queued messages wait for the next unlock, so
+// replies to a burst go out together.
+func (n *Node) unlockFor(w *proc) {
+	if w.conn.Buffered() > 0 {
+		n.mu.Unlock()
+		return
+	}
+	n.unlock()
+}
+
+// spawn starts worker process id; a is the actor it will host, or nil for
+// a pool worker. The fork happens on a new goroutine so the lock isn't held
+// across it.
+func (n *Node) spawn(a *actor, id sched.WorkerID) {
+	if n.spawnErr != nil {
+		if a != nil {
+			n.actorDied(a, &task.TaskError{Function: a.typ, Message: n.spawnErr.Error(), Cause: n.spawnErr})
+		} else {
+			n.core.WorkerDied(id)
+		}
+		return
+	}
+	w := &proc{id: id, actor: a, exited: make(chan struct{})}
+	w.name = fmt.Sprintf("worker %d", w.id)
+	n.workers[w.id] = w
+	if a != nil {
+		a.w = w
+	}
+	env := append(os.Environ(),
+		task.EnvSocket+"="+filepath.Join(n.dir, "node.sock"),
+		task.EnvWorker+"="+strconv.Itoa(int(w.id)))
+	if n.shared != nil {
+		env = append(env, task.EnvStore+"="+n.shared.Dir(), task.EnvCap+"="+strconv.FormatInt(n.shared.Capacity(), 10))
+	}
+	if a != nil {
+		env = append(env, "CUDA_VISIBLE_DEVICES="+joinInts(a.gpus))
+	}
+	if os.Getenv("GORACE") == "" {
+		// A race-enabled worker would otherwise sleep 1 s at every exit.
+		env = append(env, "GORACE=atexit_sleep_ms=0")
+	}
+	cmd := exec.Command(n.cfg.Executable, n.cfg.Args...)
+	cmd.Env = env
+	cmd.SysProcAttr = sysProcAttr()
+	w.cmd = cmd
+	n.wg.Add(1)
+	go n.startProc(w)
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
+}
+
+func (n *Node) startProc(w *proc) {
+	defer n.wg.Done()
+	var closers []io.Closer
+	var copiers sync.WaitGroup
+	prefix := fmt.Sprintf("(worker %d) ", w.id)
+	if n.cfg.LogDir != "" {
+		for _, suffix := range []string{"out", "err"} {
+			f, err := os.Create(filepath.Join(n.cfg.LogDir, fmt.Sprintf("worker-%d.%s", w.id, suffix)))
+			if err == nil {
+				closers = append(closers, f)
+				if suffix == "out" {
+					w.cmd.Stdout = f
+				} else {
+					w.cmd.Stderr = f
+				}
+			}
+		}
+	} else {
+		for _, stream := range []string{"out", "err"} {
+			var pipe io.ReadCloser
+			var err error
+			if stream == "out" {
+				pipe, err = w.cmd.StdoutPipe()
+			} else {
+				pipe, err = w.cmd.StderrPipe()
+			}
+			if err != nil {
+				continue
+			}
+			copiers.Add(1)
+			go func() {
+				defer copiers.Done()
+				prefixLines(n.cfg.Output, prefix, pipe)
+			}()
+		}
+	}
+	err := w.cmd.Start()
+	if err == nil {
+		n.mu.Lock()
+		w.process = w.cmd.Process
+		w.name = fmt.Sprintf("worker %d (pid %d)", w.id, w.process.Pid)
+		kill := w.dead || n.closed || (w.actor != nil && w.actor.dead) // killed or shut down while starting
+		n.unlock()
+		if kill {
+			_ = w.process.Kill()
+		}
+		copiers.Wait() // pipes close when the process exits
+		err = w.cmd.Wait()
+	} else {
+		err = fmt.Errorf("starting %s: %w", n.cfg.Executable, err)
+	}
+	for _, c := range closers {
+		c.Close()
+	}
+	w.exitErr = err
+	close(w.exited)
+	n.mu.Lock()
+	connected := w.conn != nil
+	n.unlock()
+	if !connected { // never connected: its reader will not report the death
+		n.died(w)
+	}
+}
+
+func prefixLines(out io.Writer, prefix string, r io.Reader) {
+	buf := make([]byte, 0, 4096)
+	chunk := make([]byte, 4096)
+	for {
+		k, err := r.Read(chunk)
+		buf = append(buf, chunk[:k]...)
+		for {
+			i := indexByte(buf, '\n')
+			if i < 0 {
+				break
+			}
+			line := make([]byte, 0, len(prefix)+i+1)
+			line = append(line, prefix...)
+			line = append(line, buf[:i+1]...)
+			_, _ = out.Write(line)
+			buf = buf[i+1:]
+		}
+		if err != nil {
+			if len(buf) > 0 {
+				_, _ = out.Write(append([]byte(prefix), append(buf, '\n')...))
+			}
+			return
+		}
+	}
+}
+
+func indexByte(b []byte, c byte) int {
+	for i, x := range b {
+		if x == c {
+			return i
+		}
+	}
+	return -1
+}
+
+func (n *Node) acceptLoop() {
+	defer n.wg.Done()
+	for {
+		c, err := n.ln.Accept()
+		if err != nil {
+			return
+		}
+		n.wg.Add(1)
+		go n.serve(c)
+	}
+}
+
+// serve reads one worker's messages until its connection closes.
+func (n *Node) serve(c net.Conn) {
+	defer n.wg.Done()
+	conn := wire.New(c)
+	typ, payload, err := conn.Recv()
+	if err != nil || typ != task.MsgHello {
+		conn.Close()
+		return
+	}
+	d := wire.Dec{B: payload}
+	id := sched.WorkerID(d.Uvarint())
+	n.mu.Lock()
+	w := n.workers[id]
+	n.badStarts = 0
+	if w == nil || w.conn != nil || n.closed || (w.actor != nil && w.actor.dead) {
+		n.unlock()
+		conn.Close()
+		return
+	}
+	w.conn = conn
+	if a := w.actor; a != nil {
+		n.ctrl.ActorPlaced(a.id, w.name)
+		n.pump(a)
+	} else {
+		n.core.WorkerReady(w.id)
+		n.step()
+	}
+	n.unlock()
+	for {
+		typ, payload, err := conn.Recv()
+		if err != nil {
+			break
+		}
+		if err := n.handle(w, typ, payload); err != nil {
+			n.mu.Lock() // w.name is written under the lock once the process starts
+			name := w.name
+			n.mu.Unlock()
+			fmt.Fprintf(os.Stderr, "gray: bad message from %s: %v\n", name, err)
+			break
+		}
+	}
+	conn.Close()
+	n.died(w)
+}
+
+func (n *Node) handle(w *proc, typ byte, payload []byte) error {
+	d := wire.Dec{B: payload}
+	switch typ {
+	case task.MsgResult:
+		var tid ids.TaskID
+		d.Fixed(tid[:])
+		retiring := d.Byte() == 1
+		cnt := d.Count()
+		objs := make([]task.Object, cnt)
+		for i := range objs {
+			objs[i] = task.DecodeObject(&d)
+		}
+		if d.Err != nil {
+			return d.Err
+		}
+		n.mu.Lock()
+		n.result(w, tid, objs, retiring)
+		n.unlockFor(w)
+	case task.MsgSubmit:
+		s := task.DecodeSpec(&d)
+		if d.Err != nil {
+			return d.Err
+		}
+		n.mu.Lock()
+		_ = n.submitLocked(s) // errors are stored in the task's returns
+		n.unlockFor(w)
+	case task.MsgPut:
+		var id ids.ObjectID
+		d.Fixed(id[:])
+		o := task.DecodeObject(&d)
+		if d.Err != nil {
+			return d.Err
+		}
+		n.mu.Lock()
+		if w.reserved[id] { // a Put in a task, written into reserved room
+			delete(w.reserved, id)
+			o = n.sealReserved(id, o, w)
+		} else if _, exists := n.store.Get(id); !exists {
+			o = n.adopt(id, o, w)
+		}
+		if _, exists := n.store.Get(id); !exists {
+			n.putLocked(id, o)
+		}
+		n.unlockFor(w)
+	case task.MsgDrop:
+		cnt := d.Count()
+		n.mu.Lock()
+		for range cnt {
+			var id ids.ObjectID
+			d.Fixed(id[:])
+			if d.Err == nil && !n.closed {
+				n.drop(objtable.WorkerHolder(int(w.id)), id)
+			}
+		}
+		n.unlockFor(w)
+		if d.Err != nil {
+			return d.Err
+		}
+	case task.MsgReserve:
+		rid := d.Uvarint()
+		var id ids.ObjectID
+		d.Fixed(id[:])
+		size := d.Uvarint()
+		if d.Err != nil {
+			return d.Err
+		}
+		n.reserve(w, rid, id, int64(size))
+	case task.MsgFree:
+		cnt := d.Count()
+		n.mu.Lock()
+		for range cnt {
+			var id ids.ObjectID
+			d.Fixed(id[:])
+			if d.Err == nil && !n.closed {
+				n.freeNow(id)
+			}
+		}
+		n.unlockFor(w)
+		if d.Err != nil {
+			return d.Err
+		}
+	case task.MsgGet, task.MsgWait:
+		rid := d.Uvarint()
+		need, timeout := 0, time.Duration(0)
+		if typ == task.MsgWait {
+			need = int(d.Uvarint())
+			timeout = time.Duration(d.Uvarint())
+		}
+		cnt := d.Count()
+		oids := make([]ids.ObjectID, cnt)
+		for i := range oids {
+			d.Fixed(oids[i][:])
+		}
+		if d.Err != nil {
+			return d.Err
+		}
+		if typ == task.MsgGet {
+			need = cnt
+		}
+		n.mu.Lock()
+		r := n.newRequest(w, rid, oids, need, typ == task.MsgWait)
+		if r.done {
+			n.reply(r)
+		} else {
+			if timeout > 0 {
+				r.timer = time.AfterFunc(timeout, func() {
+					n.mu.Lock()
+					n.complete(r)
+					n.unlockFor(w)
+				})
+			}
+			n.block(w, r)
+		}
+		n.unlockFor(w)
+	case task.MsgGiveBack:
+		cnt := d.Count()
+		back := make(map[ids.TaskID]bool, cnt)
+		for range cnt {
+			var id ids.TaskID
+			d.Fixed(id[:])
+			back[id] = true
+		}
+		if d.Err != nil {
+			return d.Err
+		}
+		n.mu.Lock()
+		n.core.GiveBack(w.id, func(p *pending) bool { return back[p.spec.ID] })
+		n.step()
+		n.unlockFor(w)
+	case task.MsgKillActor:
+		var id ids.ActorID
+		d.Fixed(id[:])
+		if d.Err != nil {
+			return d.Err
+		}
+		_ = n.Kill(id)
+	case task.MsgHold, task.MsgContain:
+		if err := n.handleNested(w, typ, &d); err != nil {
+			return err
+		}
+	case task.MsgReleaseShared:
+		var id ids.ObjectID
+		d.Fixed(id[:])
+		if d.Err != nil {
+			return d.Err
+		}
+		n.mu.Lock()
+		n.releaseOneKept(w, id)
+		n.unlockFor(w)
+	default:
+		return fmt.Errorf("unknown message type %d", typ)
+	}
+	n.flushErrors()
+	return nil
+}
+
+// result stores what a task returned and frees its worker.
+func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool) {
+	var p *pending
+	n.unpinStore(w.readPins)
+	w.readPins = w.readPins[:0]
+	if a := w.actor; a != nil {
+		if len(a.inflight) == 0 || a.inflight[0].spec.ID != tid {
+			return // the actor was killed; its calls have failed already
+		}
+		p = a.inflight[0]
+		a.inflight = a.inflight[1:]
+	} else {
+		run, ok := n.core.Running(w.id)
+		if !ok || run.spec.ID != tid {
+			return
+		}
+		p = run
+		w.parked = nil // a Get that outlived its task: nobody waits for the answer
+		n.core.TaskDone(w.id, retiring)
+	}
+	n.unpinStore(p.pinned)
+	p.pinned = nil
+	rebuilt := n.rebuilding[tid]
+	delete(n.rebuilding, tid)
+	var failed *task.TaskError
+	for i, o := range objs {
+		if p.spec.Kind == task.KindActorCreate {
+			if o.Err != nil && failed == nil {
+				failed = o.Err
+			}
+			continue
+		}
+		id := p.spec.Return(i)
+		if _, exists := n.store.Get(id); exists && rebuilt {
+			continue // a return that was not evicted: keep the original
+		}
+		if w.reserved[id] {
+			delete(w.reserved, id)
+			o = n.sealReserved(id, o, w)
+		} else {
+			o = n.adopt(id, o, w)
+		}
+		if o.Err != nil && failed == nil {
+			failed = o.Err
+		}
+		if o.Err != nil && rebuilt && n.lineage[id] != nil {
+			// The object was made once; this attempt failed (no room in
+			// the store, say). The error answers who waits now; the next
+			// request rebuilds it again (see have).
+			n.retry[id] = true
+		}
+		if o.Shared && o.Err == nil && p.orig != nil && n.lineage[id] == nil {
+			n.lineage[id] = p.orig
+			for _, a := range p.orig.Args {
+				if a.IsRef {
+					n.objs.Claim(objtable.Holder{}, a.Ref, objtable.Lineage)
+				}
+			}
+		}
+		n.putLocked(id, o)
+	}
+	n.abortReserved(w) // reserved for returns the task did not deliver
+	if p.spec.Kind == task.KindActorCreate {
+		n.constructed(p.spec)
+	}
+	if failed != nil {
+		n.ctrl.AddError(failed)
+		n.errQ = append(n.errQ, failed)
+	}
+	n.ctrl.TaskFinished(tid, failed)
+	if p.spec.Kind == task.KindActorCreate && failed != nil {
+		n.actorDied(p.actor, &task.TaskError{Function: p.actor.typ, Worker: w.name, Message: "its constructor failed: " + firstLine(failed.Message), Cause: failed})
+	}
+	if a := w.actor; a != nil && a.draining && len(a.queue) == 0 && len(a.inflight) == 0 {
+		n.actorDied(a, &task.TaskError{Function: a.typ, Message: "no handle to the actor remains", Cause: task.ErrActorDead})
+	}
+	n.step()
+}
+
+// died handles the end of a worker process.
+func (n *Node) died(w *proc) {
+	select {
+	case <-w.exited:
+	case <-time.After(2 * time.Second):
+	}
+	n.mu.Lock()
+	if w.dead {
+		n.unlock()
+		return
+	}
+	w.dead = true
+	delete(n.workers, w.id)
+	if n.shared != nil && !n.closed {
+		n.unpinStore(w.readPins)
+		w.readPins = nil
+		n.abortReserved(w)
+	}
+	if n.closed {
+		// Shutdown ends every worker: that is no task failure to report.
+		n.unlock()
+		return
+	}
+	n.dropHolds(w)
+	w.parked = nil
+	if w.conn == nil && (w.actor == nil || !w.actor.dead) { // not an actor killed while starting
+		n.startFailed(w)
+	}
+	how := "exited"
+	if w.exitErr != nil {
+		how = w.exitErr.Error()
+	}
+	if a := w.actor; a != nil {
+		n.actorDied(a, &task.TaskError{Function: a.typ, Worker: w.name, Message: "its worker process died (" + how + ")", Cause: task.ErrWorkerDied})
+	} else if p, ok := n.core.WorkerDied(w.id); ok {
+		// The tasks queued behind it never started: the core runs them
+		// elsewhere.
+		n.finishErr(p, &task.TaskError{Function: p.spec.Func, Worker: w.name, Message: "the worker process died while running it (" + how + ")", Cause: task.ErrWorkerDied})
+	}
+	n.step()
+	n.unlock()
+	n.flushErrors()
+}
+
+// startFailed counts a worker that exited before connecting. Several in a
+// row mean the program does not serve tasks when started as a worker: stop
+// starting workers and fail what waits for one, rather than respawn forever.
+func (n *Node) startFailed(w *proc) {
+	n.badStarts++
+	if n.badStarts < 3 || n.spawnErr != nil {
+		return
+	}
+	why := "exited"
+	if w.exitErr != nil {
+		why = w.exitErr.Error()
+	}
+	n.spawnErr = fmt.Errorf("gray: %d worker processes in a row exited before connecting to the driver (last: %s); "+
+		"the program must call gray.ServeIfWorker() first thing in main (in TestMain for tests) so that it serves tasks when started as a worker", n.badStarts, why)
+	e := &task.TaskError{Function: "(worker start)", Message: n.spawnErr.Error(), Cause: n.spawnErr}
+	tasks, actors := n.core.SpawnFailed()
+	for _, p := range tasks {
+		n.finishErr(p, e)
+	}
+	for _, id := range actors {
+		if a := n.actors[id]; a != nil {
+			n.actorDied(a, e)
+		}
+	}
+}

@@ -1,0 +1,396 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/gray-ml/gray/runtime/ids"
+	"github.com/gray-ml/gray/runtime/objtable"
+	"github.com/gray-ml/gray/runtime/sched"
+	"github.com/gray-ml/gray/runtime/task"
+)
+
+// Submit queues a task submitted by the driver or a worker. A task that can
+// never run (unregistered, impossible resources, unknown actor) is an error,
+// which is also stored as the value of its returns.
+func (n *Node) Submit(s *task.Spec) error {
+	n.mu.Lock()
+	err := n.submitLocked(s)
+	n.unlock()
+	n.flushErrors()
+	return err
+}
+
+func (n *Node) submitLocked(s *task.Spec) error {
+	if n.closed {
+		return ErrShutdown
+	}
+	if n.spawnErr != nil {
+		te := &task.TaskError{Function: s.Func, Message: n.spawnErr.Error(), Cause: n.spawnErr}
+		n.storeReturns(s, te)
+		return n.spawnErr
+	}
+	e, err := task.Lookup(s.Func)
+	if err == nil && s.Kind != e.Kind {
+		err = fmt.Errorf("%q is registered as a different kind of remote (function, actor type or method)", s.Func)
+	}
+	if err == nil && s.Kind != task.KindActorMethod {
+		err = n.core.Feasible(s.Func, task.Res(s, e))
+	}
+	var a *actor
+	if err == nil {
+		switch s.Kind {
+		case task.KindActorCreate:
+			if _, dup := n.actors[s.ID]; dup {
+				err = fmt.Errorf("actor %s exists already", s.ID)
+			}
+		case task.KindActorMethod:
+			// The actor table lives in the control store, which a cluster
+			// shares: an actor it lists but this node does not host lives
+			// on another node.
+			if _, known := n.ctrl.Actor(s.Actor); !known {
+				err = fmt.Errorf("calling %s: actor %s is unknown in this session (a handle from another session?)", s.Func, s.Actor)
+			} else if a = n.actors[s.Actor]; a == nil {
+				err = fmt.Errorf("calling %s: actor %s lives on another node, and calls across nodes are not supported yet", s.Func, s.Actor)
+			}
+		}
+	}
+	if err != nil {
+		te := &task.TaskError{Function: s.Func, Message: err.Error(), Cause: err}
+		n.storeReturns(s, te)
+		return err
+	}
+	n.ctrl.TaskSubmitted(s)
+	p := &pending{spec: s, entry: e, actor: a}
+	if s.Kind == task.KindFunc && n.shared != nil {
+		// Lineage needs the spec as submitted. Only reference arguments
+		// change when the task is sent (resolveArgs), so a spec without
+		// them is its own record, which saves a copy per queued task.
+		p.orig = s
+		if hasRefArgs(s) {
+			orig := *s
+			orig.Args = append([]task.Arg(nil), s.Args...)
+			p.orig = &orig
+		}
+	}
+	if s.Kind == task.KindActorCreate {
+		a = &actor{id: s.ID, typ: s.Func, res: task.Res(s, e)}
+		p.actor = a
+		n.actors[s.ID] = a
+		n.ctrl.ActorCreated(s.ID, s.Func, "")
+	}
+	for i := range s.Args {
+		arg := &s.Args[i]
+		if !arg.IsRef {
+			continue
+		}
+		n.objs.Claim(objtable.Holder{}, arg.Ref, objtable.TaskArg)
+		if o, ok := n.have(arg.Ref); ok {
+			if o.Err != nil && p.failed == nil {
+				p.failed = o.Err
+			}
+			n.pinFor(p, arg.Ref, o)
+			continue
+		}
+		p.missing++
+		n.waiters[arg.Ref] = append(n.waiters[arg.Ref], waiter{p: p})
+	}
+	switch s.Kind {
+	case task.KindFunc:
+		if p.missing == 0 {
+			n.ready(p)
+		}
+	case task.KindActorCreate:
+		a.queue = append(a.queue, p)
+		n.core.WaitActor(a.id, a.res)
+		n.step()
+	case task.KindActorMethod:
+		if a.dead || a.draining {
+			n.quiet = a.killed
+			n.finishErr(p, n.deadErr(a, s.Func))
+			n.quiet = false
+			return nil
+		}
+		a.queue = append(a.queue, p)
+		n.pump(a)
+	}
+	return nil
+}
+
+func (n *Node) deadErr(a *actor, fn string) *task.TaskError {
+	msg := fmt.Sprintf("actor %s %s is dead", a.typ, a.id)
+	var cause error = task.ErrActorDead
+	if a.death != nil {
+		msg = fmt.Sprintf("actor %s %s is dead: %s", a.typ, a.id, a.death.Message)
+		cause = a.death
+	}
+	return &task.TaskError{Function: fn, Message: msg, Cause: cause}
+}
+
+// deadCause is the cause of an actor's death that also says it is dead:
+// it wraps task.ErrActorDead and why (nil: nothing more to say).
+func deadCause(why error) error {
+	if why == nil {
+		return task.ErrActorDead
+	}
+	return fmt.Errorf("%w: %w", task.ErrActorDead, why)
+}
+
+// ready handles a normal task whose arguments all exist.
+func (n *Node) ready(p *pending) {
+	if p.failed != nil {
+		n.finishErr(p, argErr(p))
+		return
+	}
+	n.core.Submit(p, &p.entry.Res, p.entry.MaxCalls == 0)
+	n.step()
+}
+
+func argErr(p *pending) *task.TaskError {
+	return &task.TaskError{
+		Function: p.spec.Func,
+		Message:  fmt.Sprintf("an argument failed: %s", firstLine(p.failed.Error())),
+		Cause:    p.failed,
+	}
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// step carries out the scheduling core's effects, and those of the events
+// they cause in turn, until none is left.
+func (n *Node) step() {
+	for n.core.Pending() {
+		for _, e := range n.core.Effects() {
+			n.apply(e)
+		}
+	}
+}
+
+// apply carries out one effect of the scheduling core.
+func (n *Node) apply(e sched.Effect[*pending]) {
+	switch e.Kind {
+	case sched.Run:
+		n.send(n.workers[e.Worker], e.Task, e.GPUs)
+	case sched.Spawn:
+		n.spawn(nil, e.Worker)
+	case sched.StartActor:
+		a := n.actors[e.Actor]
+		if a == nil || a.dead {
+			n.core.ActorGone(e.Actor)
+			return
+		}
+		a.gpus = e.GPUs
+		n.spawn(a, e.Worker)
+	case sched.Exit:
+		if w := n.workers[e.Worker]; w != nil {
+			_ = n.append(w, task.MsgExit, nil)
+		}
+	case sched.Recall:
+		if w := n.workers[e.Worker]; w != nil {
+			_ = n.append(w, task.MsgRecall, nil)
+		}
+	case sched.Resume:
+		if w := n.workers[e.Worker]; w != nil {
+			rs := w.parked
+			w.parked = nil
+			for _, r := range rs {
+				n.reply(r)
+			}
+		}
+	}
+}
+
+// send queues p at pool worker w, which may use the GPUs gpus.
+func (n *Node) send(w *proc, p *pending, gpus []int) {
+	s := p.spec
+	n.resolveArgs(s)
+	s.GPUIDs = gpus
+	// A broken connection is noticed by the reader, which fails the task.
+	_ = n.append(w, task.MsgExec, func(b []byte) []byte { return task.AppendSpec(b, s) })
+}
+
+// resolveArgs replaces reference arguments by their values: the objects live
+// in the driver, so sending them with the task saves the worker a round trip.
+// The task no longer needs the objects afterwards.
+//
+// A shared-memory argument is sent as its ID and size; the task's pin (see
+// pinFor) keeps it from eviction and freeing until the task ends.
+func (n *Node) resolveArgs(s *task.Spec) {
+	for i := range s.Args {
+		a := &s.Args[i]
+		if a.IsRef {
+			o, _ := n.store.Get(a.Ref)
+			a.IsRef = false
+			if o.Shared && o.Err == nil {
+				a.Shared, a.Size = true, o.Size
+			} else {
+				a.Data = o.Data
+			}
+			n.unpin(a.Ref)
+		}
+	}
+}
+
+// unpinArgs releases the objects of a task that ends without running.
+func (n *Node) unpinArgs(p *pending) {
+	s := p.spec
+	n.unpinStore(p.pinned)
+	p.pinned = nil
+	for i := range s.Args {
+		if a := &s.Args[i]; a.IsRef {
+			a.IsRef = false
+			n.unpin(a.Ref)
+		}
+	}
+}
+
+// pump sends an actor's queued calls whose arguments exist, in order.
+func (n *Node) pump(a *actor) {
+	if a.w == nil || a.w.conn == nil || a.dead {
+		return
+	}
+	for len(a.queue) > 0 {
+		p := a.queue[0]
+		if p.missing > 0 {
+			return
+		}
+		a.queue = a.queue[1:]
+		if p.failed != nil {
+			if p.spec.Kind == task.KindActorCreate {
+				n.actorDied(a, &task.TaskError{Function: a.typ, Message: "an argument of the constructor failed", Cause: p.failed})
+				return
+			}
+			n.finishErr(p, argErr(p))
+			continue
+		}
+		n.holdKept(a, p.spec)
+		n.resolveArgs(p.spec)
+		p.spec.GPUIDs = a.gpus
+		a.inflight = append(a.inflight, p)
+		s := p.spec
+		_ = n.append(a.w, task.MsgExec, func(b []byte) []byte { return task.AppendSpec(b, s) })
+	}
+	if a.draining && len(a.inflight) == 0 {
+		n.actorDied(a, &task.TaskError{Function: a.typ, Message: "no handle to the actor remains", Cause: task.ErrActorDead})
+	}
+}
+
+// finishErr fails every return of p with e.
+func (n *Node) finishErr(p *pending, e *task.TaskError) {
+	n.unpinArgs(p)
+	n.storeReturns(p.spec, e)
+	n.ctrl.TaskFinished(p.spec.ID, e)
+}
+
+func (n *Node) storeReturns(s *task.Spec, e *task.TaskError) {
+	if s.Kind == task.KindActorCreate {
+		n.constructed(s) // the failure reaches the actor's calls instead
+	} else {
+		for i := range max(s.NumReturns, 1) {
+			n.putLocked(s.Return(i), task.Object{Err: e})
+		}
+	}
+	if n.quiet {
+		return
+	}
+	n.ctrl.AddError(e)
+	n.errQ = append(n.errQ, e)
+}
+
+// flushErrors reports failures collected under the lock.
+func (n *Node) flushErrors() {
+	n.mu.Lock()
+	q := n.errQ
+	n.errQ = nil
+	n.unlock()
+	if n.cfg.OnError != nil {
+		for _, e := range q {
+			n.cfg.OnError(e)
+		}
+	}
+}
+
+// Kill ends an actor now: queued and running calls fail and its resources
+// are released.
+func (n *Node) Kill(id ids.ActorID) error {
+	n.mu.Lock()
+	a := n.actors[id]
+	if a == nil {
+		n.unlock()
+		return fmt.Errorf("gray: kill: actor %s is unknown in this session", id)
+	}
+	if !a.dead {
+		// Killed on purpose: its calls' references hold ErrActorDead, but
+		// that is no failure to print or list.
+		n.quiet, a.killed = true, true
+		n.actorDied(a, &task.TaskError{Function: a.typ, Message: "it was killed", Cause: task.ErrActorDead})
+		n.quiet = false
+	}
+	n.unlock()
+	n.flushErrors()
+	return nil
+}
+
+// Release ends an actor once its queued calls are done: the program holds
+// no handle to it any more.
+func (n *Node) Release(id ids.ActorID) {
+	n.mu.Lock()
+	defer n.unlock()
+	a := n.actors[id]
+	if a == nil || a.dead || n.closed {
+		return
+	}
+	a.draining = true
+	if a.w != nil && len(a.queue) == 0 && len(a.inflight) == 0 {
+		n.actorDied(a, &task.TaskError{Function: a.typ, Message: "no handle to the actor remains", Cause: task.ErrActorDead})
+	}
+}
+
+// actorDied marks a dead, fails its calls, frees its resources and stops its
+// process.
+func (n *Node) actorDied(a *actor, why *task.TaskError) {
+	if a.dead {
+		return
+	}
+	a.dead = true
+	if !errors.Is(why, task.ErrActorDead) {
+		// Whatever ended it (its process died, it never started), calls
+		// to a dead actor fail with ErrActorDead, as gray documents.
+		why.Cause = deadCause(why.Cause)
+	}
+	a.death = why
+	n.ctrl.ActorDied(a.id, why.Message)
+	for _, p := range a.inflight {
+		n.finishErr(p, n.deadErr(a, p.spec.Func))
+	}
+	for _, p := range a.queue {
+		n.finishErr(p, n.deadErr(a, p.spec.Func))
+	}
+	a.inflight, a.queue = nil, nil
+	n.releaseKept(a)
+	n.core.ActorGone(a.id)
+	if w := a.w; w != nil && !w.dead {
+		if w.conn != nil {
+			_ = n.append(w, task.MsgExit, nil)
+		}
+		if w.process != nil {
+			_ = w.process.Kill()
+		}
+	}
+	n.step()
+}
+
+func hasRefArgs(s *task.Spec) bool {
+	for i := range s.Args {
+		if s.Args[i].IsRef {
+			return true
+		}
+	}
+	return false
+}

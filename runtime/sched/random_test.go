@@ -1,0 +1,294 @@
+package sched
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/gray-ml/gray/runtime/ids"
+	"github.com/gray-ml/gray/runtime/task"
+)
+
+// sim plays the node's part for a core: it carries out effects and makes up
+// events the way worker processes would, checking what a worker would see.
+type sim struct {
+	t        *testing.T
+	c        *Core[int]
+	rng      *rand.Rand
+	starting []WorkerID
+	on       map[WorkerID][]int // tasks sent, in order
+	gone     map[WorkerID]bool  // told to exit, or retiring: it will die
+	blocks   map[WorkerID][]uint64
+	parked   map[WorkerID]bool
+	recalled map[WorkerID]bool
+	next     int
+	ended    map[int]string // task -> "run" or "failed"
+	actors   []ids.ActorID
+	started  map[ids.ActorID]bool
+	last     string // the last event, for failures
+}
+
+var shapes = []task.Resources{
+	{CPU: 1}, {CPU: 1}, {CPU: 0.5}, {CPU: 2}, {CPU: 0}, {CPU: 1, GPU: 1},
+	{CPU: 0.25, Custom: map[string]float64{"disk": 1}},
+}
+
+func (s *sim) effects() {
+	for _, e := range s.c.Effects() {
+		switch e.Kind {
+		case Run:
+			if _, ok := s.on[e.Worker]; !ok || s.gone[e.Worker] {
+				s.t.Fatalf("task %d sent to worker %d, which is not connected or is leaving", e.Task, e.Worker)
+			}
+			if s.ended[e.Task] != "" {
+				s.t.Fatalf("task %d sent after it ended", e.Task)
+			}
+			s.on[e.Worker] = append(s.on[e.Worker], e.Task)
+		case Spawn:
+			s.starting = append(s.starting, e.Worker)
+		case Exit:
+			if len(s.on[e.Worker]) > 0 {
+				s.t.Fatalf("worker %d told to exit with tasks %v", e.Worker, s.on[e.Worker])
+			}
+			s.gone[e.Worker] = true
+		case Recall:
+			s.recalled[e.Worker] = true
+		case Resume:
+			// A worker that finished its task while lending its CPUs
+			// and went on with the next waits for them too (TaskDone).
+			s.parked[e.Worker] = false
+		case StartActor:
+			s.started[e.Actor] = true
+		}
+	}
+	if err := s.c.Check(); err != nil {
+		s.t.Fatalf("after %s: %v", s.last, err)
+	}
+}
+
+func (s *sim) busy() []WorkerID {
+	var ws []WorkerID
+	for w, ts := range s.on {
+		if len(ts) > 0 {
+			ws = append(ws, w)
+		}
+	}
+	slices.Sort(ws)
+	return ws
+}
+
+func (s *sim) pick(ws []WorkerID) (WorkerID, bool) {
+	if len(ws) == 0 {
+		return 0, false
+	}
+	return ws[s.rng.IntN(len(ws))], true
+}
+
+func (s *sim) submit() {
+	r := &shapes[s.rng.IntN(len(shapes))]
+	if s.c.Feasible("task", *r) != nil {
+		return // the node fails it at once, without the core
+	}
+	s.next++
+	s.c.Submit(s.next, r, s.rng.IntN(4) > 0)
+}
+
+func (s *sim) connect() {
+	if len(s.starting) == 0 {
+		return
+	}
+	i := s.rng.IntN(len(s.starting))
+	w := s.starting[i]
+	s.starting = slices.Delete(s.starting, i, i+1)
+	if s.rng.IntN(10) == 0 { // died before connecting
+		s.c.WorkerDied(w)
+		return
+	}
+	s.on[w] = nil
+	s.c.WorkerReady(w)
+}
+
+func (s *sim) finish(w WorkerID) {
+	got, ok := s.c.Running(w)
+	if !ok || got != s.on[w][0] {
+		s.t.Fatalf("worker %d runs %d (%v), the core says %d", w, s.on[w][0], ok, got)
+	}
+	s.ended[got] = "run"
+	s.on[w] = s.on[w][1:]
+	delete(s.blocks, w)
+	s.parked[w] = false
+	retiring := s.rng.IntN(20) == 0
+	if retiring {
+		s.gone[w] = true
+	}
+	s.c.TaskDone(w, retiring)
+}
+
+func (s *sim) die(w WorkerID) {
+	running, ok := s.c.WorkerDied(w)
+	if ts := s.on[w]; len(ts) > 0 {
+		if !ok || running != ts[0] {
+			s.t.Fatalf("worker %d died running %d, the core says %d (%v)", w, ts[0], running, ok)
+		}
+		s.ended[running] = "failed"
+	}
+	delete(s.on, w)
+	delete(s.gone, w)
+	delete(s.blocks, w)
+	delete(s.parked, w)
+	delete(s.recalled, w)
+}
+
+func (s *sim) step() {
+	ev := s.rng.IntN(11)
+	s.last = fmt.Sprint("event ", ev)
+	switch ev {
+	case 0, 1, 2:
+		s.submit()
+	case 3:
+		s.connect()
+	case 4, 5:
+		if w, ok := s.pick(s.busy()); ok && (len(s.blocks[w]) == 0 || s.rng.IntN(5) == 0) {
+			s.finish(w)
+		}
+	case 6:
+		if w, ok := s.pick(s.busy()); ok {
+			e := s.c.Epoch(w)
+			s.blocks[w] = append(s.blocks[w], e)
+			s.c.Block(w, e)
+		}
+	case 7:
+		var ws []WorkerID
+		for w, b := range s.blocks {
+			if len(b) > 0 {
+				ws = append(ws, w)
+			}
+		}
+		slices.Sort(ws)
+		if w, ok := s.pick(ws); ok {
+			e := s.blocks[w][0]
+			s.blocks[w] = s.blocks[w][1:]
+			if !s.c.Unblock(w, e) {
+				s.parked[w] = true
+			}
+		}
+	case 8:
+		var ws []WorkerID
+		for w, r := range s.recalled {
+			if r {
+				ws = append(ws, w)
+			}
+		}
+		slices.Sort(ws)
+		if w, ok := s.pick(ws); ok {
+			s.recalled[w] = false
+			back := map[int]bool{}
+			var keep []int
+			for i, x := range s.on[w] {
+				if i == 0 { // started: not given back
+					keep = append(keep, x)
+					continue
+				}
+				if s.rng.IntN(2) == 0 {
+					back[x] = true
+				} else {
+					keep = append(keep, x)
+				}
+			}
+			s.on[w] = keep
+			s.c.GiveBack(w, func(x int) bool { return back[x] })
+		}
+	case 9:
+		var ws []WorkerID
+		for w := range s.on {
+			if s.gone[w] || s.rng.IntN(8) == 0 {
+				ws = append(ws, w)
+			}
+		}
+		slices.Sort(ws)
+		if w, ok := s.pick(ws); ok {
+			s.die(w)
+		}
+	case 10:
+		if len(s.actors) > 0 && s.rng.IntN(2) == 0 {
+			i := s.rng.IntN(len(s.actors))
+			s.c.ActorGone(s.actors[i])
+			s.actors = slices.Delete(s.actors, i, i+1)
+		} else {
+			id := ids.ActorID{byte(len(s.actors)), byte(s.next), byte(s.rng.IntN(256))}
+			s.actors = append(s.actors, id)
+			s.c.WaitActor(id, task.Resources{CPU: float64(s.rng.IntN(2)), GPU: float64(s.rng.IntN(2))})
+		}
+	}
+	s.effects()
+}
+
+// drain lets every worker connect and finish and every actor go.
+func (s *sim) drain() {
+	for _, id := range s.actors {
+		s.c.ActorGone(id)
+	}
+	s.actors = nil
+	s.effects()
+	for range 100000 {
+		if len(s.starting) > 0 {
+			w := s.starting[0]
+			s.starting = s.starting[1:]
+			s.on[w] = nil
+			s.c.WorkerReady(w)
+		} else if w, ok := s.pick(s.busy()); ok {
+			for _, e := range s.blocks[w] {
+				if !s.c.Unblock(w, e) {
+					s.parked[w] = true
+				}
+			}
+			delete(s.blocks, w)
+			s.effects()
+			s.finish(w)
+		} else if w, ok := s.pick(slices.Sorted(maps.Keys(s.gone))); ok {
+			s.die(w)
+		} else if s.c.Queued() == 0 {
+			return
+		} else {
+			s.t.Fatalf("%d tasks queued, no worker busy or starting", s.c.Queued())
+		}
+		s.effects()
+	}
+	s.t.Fatal("the core did not drain")
+}
+
+// Thousands of random event sequences keep the core's invariants: no
+// resource oversubscribed or lost, every submitted task ends run or failed,
+// everything held is released at the end.
+func TestRandomEvents(t *testing.T) {
+	seqs := 2000
+	if testing.Short() || raceEnabled {
+		seqs = 200
+	}
+	for seq := range seqs {
+		total := task.Resources{CPU: float64(1 + seq%4), GPU: float64(seq % 3), Custom: map[string]float64{"disk": 2}}
+		c := New[int](Config{Total: total, Workers: 1 + seq%3})
+		s := &sim{
+			t: t, c: c, rng: rand.New(rand.NewPCG(uint64(seq), 7)),
+			on: map[WorkerID][]int{}, gone: map[WorkerID]bool{}, blocks: map[WorkerID][]uint64{},
+			parked: map[WorkerID]bool{}, recalled: map[WorkerID]bool{}, ended: map[int]string{},
+			started: map[ids.ActorID]bool{},
+		}
+		c.Boot()
+		s.effects()
+		for range 100 {
+			s.step()
+		}
+		s.drain()
+		for i := 1; i <= s.next; i++ {
+			if s.ended[i] == "" {
+				t.Fatalf("seq %d: task %d of %d never ended", seq, i, s.next)
+			}
+		}
+		if got := c.Available(); !near(got.CPU, total.CPU) || !near(got.GPU, total.GPU) || !near(got.Custom["disk"], 2) {
+			t.Fatalf("seq %d: %s free at the end, want %s", seq, fmt.Sprint(got), fmt.Sprint(total))
+		}
+	}
+}
