@@ -8,7 +8,8 @@ import (
 )
 
 // Config carries an environment's construction options (the "env_config"
-// of an experiment). It may be nil.
+// of an experiment). It may be nil. Make and MakeVector hand creators a
+// normalized copy whose values have documented types: see NormalizeConfig.
 type Config map[string]any
 
 // Creator makes one environment instance.
@@ -113,6 +114,10 @@ func canonical(name string) string {
 // prefix, such as "plugin:<path>") is made as a Vector of one
 // sub-environment adapted by SingleEnv, so every algorithm can take it.
 func Make(name string, cfg Config) (Env, error) {
+	cfg, err := NormalizeConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("envs: creating %q: %w", name, err)
+	}
 	registry.RLock()
 	c, ok := registry.creators[canonical(name)]
 	registry.RUnlock()
@@ -174,6 +179,10 @@ func vectorCreator(name string) (VectorCreator, error) {
 func MakeVector(name string, cfg Config, n int) (Vector, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("envs: MakeVector(%q): need at least one sub-environment, got %d", name, n)
+	}
+	cfg, err := NormalizeConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("envs: creating %q: %w", name, err)
 	}
 	vc, err := vectorCreator(name)
 	if err != nil {

@@ -94,6 +94,11 @@ func Resolve(exp config.Experiment) (Resolved, error) {
 	if exp.Env == "" {
 		return Resolved{}, fmt.Errorf("no environment given: use --env NAME (known environments: %s)", strings.Join(envs.Names(), ", "))
 	}
+	// One form for every value, wherever the environment is made: see
+	// envs.NormalizeConfig.
+	if r.EnvConfig, err = envs.NormalizeConfig(r.EnvConfig); err != nil {
+		return Resolved{}, err
+	}
 	if err := CheckEnv(exp.Env, r.EnvConfig); err != nil {
 		return Resolved{}, err
 	}
