@@ -93,6 +93,13 @@ func TestBadInput(t *testing.T) {
 			[]string{"cannot create experiment folder", "file/results", "writable"}},
 		{"stop key never reported", []string{"--env", "Corridor-v0", "--alg", "FakeAlg", "--stop", `{"episode_reward": 5}`},
 			[]string{"stop criteria episode_reward are not keys of the first result", "episode_reward_mean", "could never stop"}},
+		{"misspelled env", []string{"--env", "CartPol-v1", "--alg", "FakeAlg"}, []string{`unknown environment "CartPol-v1"`, `did you mean "CartPole-v1"?`}},
+		{"missing plugin", []string{"--env", "plugin:/nonexistent/catch", "--alg", "FakeAlg"}, []string{"/nonexistent/catch: no such file"}},
+		{"out-of-range hyperparameter", []string{"--env", "CartPole-v1", "--alg", "PPO", "--config", `{"lr": -1}`}, []string{"PPO config: lr must be positive"}},
+		{"minibatch over train batch", []string{"--env", "CartPole-v1", "--alg", "PPO", "--config", `{"train_batch_size": 100}`},
+			[]string{"sgd_minibatch_size (128) must not exceed train_batch_size (100)"}},
+		{"env config of the wrong type", []string{"--env", "CartPole-v1", "--alg", "FakeAlg", "--env-config", `{"max_episode_steps": "50"}`},
+			[]string{`"max_episode_steps" must be an integer`}},
 		{"restore missing", []string{"--env", "Corridor-v0", "--alg", "FakeAlg", "--restore", "/nonexistent/checkpoint_3"},
 			[]string{"checkpoint /nonexistent/checkpoint_3 does not exist"}},
 		{"restore non-checkpoint", []string{"--env", "Corridor-v0", "--alg", "FakeAlg", "--restore", local},
@@ -109,8 +116,14 @@ func TestBadInput(t *testing.T) {
 			if len(args) == 0 || (args[0] != "rollout" && args[0] != "plot") {
 				args = append(append([]string(nil), base...), args...)
 			}
+			before, _ := filepath.Glob(filepath.Join(local, "*", "*"))
 			o := train(t, args...)
 			t.Log(o.stderr)
+			// Bad input fails before anything is written (a stop key is
+			// checked against the first result).
+			if after, _ := filepath.Glob(filepath.Join(local, "*", "*")); len(after) != len(before) && c.name != "stop key never reported" {
+				t.Errorf("a failed start left run folders: %v", after)
+			}
 			if o.code != exitError {
 				t.Errorf("exit code %d, want %d; stdout:\n%s", o.code, exitError, o.stdout)
 			}
@@ -509,5 +522,20 @@ func TestSecondSIGINTQuits(t *testing.T) {
 	}
 	if ckpts, _ := filepath.Glob(filepath.Join(runDir(t, local), "checkpoint_*")); len(ckpts) != 0 {
 		t.Errorf("checkpoints %v after quitting at once", ckpts)
+	}
+}
+
+// TestEnvConfigNumbersAndEnvCase: a number in --env-config reaches a
+// built-in environment as a number, and environment names resolve in any
+// case (as algorithm names do), the run folder taking the registered name.
+func TestEnvConfigNumbersAndEnvCase(t *testing.T) {
+	local := t.TempDir()
+	o := train(t, "--env", "cartpole-v1", "--alg", "FakeAlg", "--local-dir", local,
+		"--env-config", `{"max_episode_steps": 50}`, "--stop", `{"training_iteration": 1}`)
+	if o.code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", o.code, o.stdout, o.stderr)
+	}
+	if !strings.HasPrefix(filepath.Base(runDir(t, local)), "FakeAlg_CartPole-v1_") {
+		t.Errorf("run folder %s, want it named after CartPole-v1", runDir(t, local))
 	}
 }

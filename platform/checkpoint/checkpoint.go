@@ -147,9 +147,10 @@ func Read(path string) (Meta, string, error) {
 }
 
 // Check reports a clear error when the checkpoint was made by another
-// algorithm or for another environment than alg and env. Algorithm names
-// compare case-insensitively (as the registry looks them up); a bare
-// environment family (CartPole) matches any of its versions.
+// algorithm or for another environment than alg and env. Algorithm and
+// environment names compare case-insensitively (as the registries look
+// them up); a bare environment family (CartPole) matches any of its
+// versions.
 func (m Meta) Check(alg, env string) error {
 	if alg != "" && !strings.EqualFold(alg, m.Algorithm) {
 		return fmt.Errorf("checkpoint was written by algorithm %s, not %s: restore it with --alg %s, or start %s from scratch without --restore",
@@ -163,6 +164,7 @@ func (m Meta) Check(alg, env string) error {
 }
 
 func sameEnv(a, b string) bool {
+	a, b = strings.ToLower(a), strings.ToLower(b)
 	if a == b {
 		return true
 	}

@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/gray-ml/gray/internal/numeric"
+	"github.com/gray-ml/gray/internal/suggest"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 	"gopkg.in/yaml.v3"
@@ -247,7 +248,7 @@ func Parse(data []byte, name string, extraKeys ...string) (Experiment, error) {
 		key := kn.Value
 		if !known[key] {
 			all := append(append([]string(nil), Keys...), extraKeys...)
-			return Experiment{}, posError(name, data, kn, "unknown key %q%s; known keys: %s", key, suggest(key, all), strings.Join(all, ", "))
+			return Experiment{}, posError(name, data, kn, "unknown key %q%s; known keys: %s", key, suggest.DidYouMean(key, all), strings.Join(all, ", "))
 		}
 		if exp.set == nil {
 			exp.set = map[string]bool{}
@@ -505,36 +506,3 @@ func (s Stop) keys() []string {
 // toFloat converts any Go or JSON number to float64.
 func toFloat(v any) (float64, bool) { return numeric.Float(v) }
 
-// suggest proposes the known key closest to key when one is near.
-func suggest(key string, known []string) string {
-	best, bestD := "", 3
-	for _, k := range known {
-		if d := editDistance(key, k); d < bestD {
-			best, bestD = k, d
-		}
-	}
-	if best == "" {
-		return ""
-	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}

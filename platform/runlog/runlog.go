@@ -490,9 +490,17 @@ func writeJSONFile(path string, v any) error {
 	return nil
 }
 
-// safeName makes s usable as one path component: plugin references such
-// as plugin:./bin/gridworld contain separators.
+// safeName makes s usable as one path component. A plugin reference
+// (plugin:./bin/gridworld, plugin:/x/catch.py) is named after the plugin's
+// executable, without its extension: gridworld, catch.
 func safeName(s string) string {
+	if path, ok := strings.CutPrefix(s, "plugin:"); ok && path != "" {
+		base := filepath.Base(path)
+		if b := strings.TrimSuffix(base, filepath.Ext(base)); b != "" {
+			base = b
+		}
+		s = base
+	}
 	if s == "" {
 		return "none"
 	}

@@ -53,7 +53,10 @@ type Summary struct {
 // found, the full configuration it will run with, and the environment
 // config.
 type Resolved struct {
-	Alg       rllib.Algorithm
+	Alg rllib.Algorithm
+	// Env is the environment's registered name (the user's may differ in
+	// case, or be a bare family name).
+	Env       string
 	Config    map[string]any // every key, defaults included
 	UserCfg   map[string]any // the keys the user gave, env_config removed
 	EnvConfig map[string]any
@@ -102,16 +105,19 @@ func Resolve(exp config.Experiment) (Resolved, error) {
 	if err := CheckEnv(exp.Env, r.EnvConfig); err != nil {
 		return Resolved{}, err
 	}
+	r.Env = envs.Canonical(exp.Env)
 	return r, nil
 }
 
 // CheckEnv makes one copy of the environment and closes it, so that an
 // unknown name or a bad env_config fails before any folder or worker
-// exists. Prefixed references (plugin:...) are left to the agent, which
-// starts them anyway.
+// exists. Prefixed references (plugin:...) are only resolved (a missing or
+// non-executable plugin fails here): the agent starts them anyway.
 func CheckEnv(name string, cfg map[string]any) error {
 	if strings.Contains(name, ":") {
-		return nil
+		// Resolving a plugin reference checks its executable without
+		// starting it.
+		return envs.Check(name)
 	}
 	v, err := envs.MakeVector(name, cfg, 1)
 	if err != nil {
@@ -122,7 +128,8 @@ func CheckEnv(name string, cfg map[string]any) error {
 
 // FullConfig is every hyperparameter the algorithm will use: its defaults
 // with the user's keys decoded over them by rllib.Decode (which names an
-// unknown or wrong-typed key), as a JSON-shaped map.
+// unknown or wrong-typed key) and validated (rllib.Validator, which names
+// a key out of range), as a JSON-shaped map.
 func FullConfig(alg rllib.Algorithm, user map[string]any) (map[string]any, error) {
 	var def any
 	if alg.DefaultConfig != nil {
@@ -150,6 +157,13 @@ func FullConfig(alg rllib.Algorithm, user map[string]any) (map[string]any, error
 	}
 	if err := rllib.Decode(alg.Name, user, ptr.Interface()); err != nil {
 		return nil, err
+	}
+	// Out-of-range values fail here, before any run folder exists, with
+	// the same message the algorithm's New would give.
+	if v, ok := ptr.Interface().(rllib.Validator); ok {
+		if err := v.Validate(); err != nil {
+			return nil, err
+		}
 	}
 	return toMap(ptr.Interface())
 }
@@ -230,6 +244,7 @@ func Train(ctx context.Context, exp config.Experiment, out io.Writer, opts Optio
 	if err != nil {
 		return sum, err
 	}
+	exp.Env = res.Env
 	run, err := runlog.Create(runlog.Options{
 		LocalDir: exp.LocalDir, Experiment: exp.Name, Alg: res.Alg.Name, Env: exp.Env,
 		Config: res.Config,
