@@ -505,4 +505,3 @@ func (s Stop) keys() []string {
 
 // toFloat converts any Go or JSON number to float64.
 func toFloat(v any) (float64, bool) { return numeric.Float(v) }
-
