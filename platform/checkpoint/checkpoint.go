@@ -46,6 +46,12 @@ type Meta struct {
 	// the metadata file: the path to hand to Agent.Restore.
 	AgentPath string `json:"agent_path"`
 	Created   string `json:"created"`
+	// Files holds the SHA-256 (hex) of every file of the agent's
+	// checkpoint, by slash-separated path relative to AgentPath ("." when
+	// the checkpoint is one file). Read verifies them, so that a damaged
+	// checkpoint is an error rather than silently wrong weights.
+	// Checkpoints written before checksums existed have none.
+	Files map[string]string `json:"files,omitempty"`
 }
 
 // Dir is the conventional folder of the checkpoint taken after iteration n
@@ -66,13 +72,26 @@ func metaPath(agentPath string) (string, error) {
 	return agentPath + "." + MetaFile, nil
 }
 
-// Write records m for the checkpoint the agent saved at agentPath and
-// returns the metadata file's path.
+// Write records m for the checkpoint the agent saved at agentPath, beside
+// it (see the package comment), and returns the metadata file's path.
 func Write(agentPath string, m Meta) (string, error) {
 	path, err := metaPath(agentPath)
 	if err != nil {
 		return "", err
 	}
+	return writeMeta(path, agentPath, m)
+}
+
+// WriteIn records m for the checkpoint the agent saved at agentPath in
+// dir/MetaFile, so that dir (a folder holding agentPath, such as a sweep
+// trial's checkpoint folder) is itself a checkpoint that Read accepts. The
+// path to the agent's checkpoint is stored relative to dir: the folder can
+// be moved or copied.
+func WriteIn(dir, agentPath string, m Meta) (string, error) {
+	return writeMeta(filepath.Join(dir, MetaFile), agentPath, m)
+}
+
+func writeMeta(path, agentPath string, m Meta) (string, error) {
 	rel, err := filepath.Rel(filepath.Dir(path), agentPath)
 	if err != nil {
 		rel = agentPath
@@ -81,6 +100,9 @@ func Write(agentPath string, m Meta) (string, error) {
 	m.AgentPath = rel
 	if m.Created == "" {
 		m.Created = time.Now().Format(time.RFC3339)
+	}
+	if m.Files, err = checksums(agentPath); err != nil {
+		return "", fmt.Errorf("checkpoint: %w", err)
 	}
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
@@ -142,6 +164,9 @@ func Read(path string) (Meta, string, error) {
 	agent := m.AgentPath
 	if !filepath.IsAbs(agent) {
 		agent = filepath.Join(filepath.Dir(mp), agent)
+	}
+	if err := verify(agent, m.Files); err != nil {
+		return Meta{}, "", fmt.Errorf("checkpoint %s is damaged: %w; restore another checkpoint (or retrain)", path, err)
 	}
 	return m, agent, nil
 }

@@ -68,3 +68,58 @@ func TestCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestChecksumCatchesAFlippedBit: a checkpoint whose weights changed on
+// disk after saving does not load.
+func TestChecksumCatchesAFlippedBit(t *testing.T) {
+	for _, asFile := range []bool{false, true} {
+		run := t.TempDir()
+		agentPath := Dir(run, 3)
+		state := filepath.Join(agentPath, "nested", "state.cbor")
+		if asFile {
+			agentPath = filepath.Join(run, "single.ckpt")
+			state = agentPath
+		}
+		os.MkdirAll(filepath.Dir(state), 0o755)
+		os.WriteFile(state, []byte{1, 2, 3, 4}, 0o644)
+		if _, err := Write(agentPath, Meta{Algorithm: "PPO", Env: "CartPole-v1"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := Read(agentPath); err != nil {
+			t.Fatalf("an intact checkpoint: %v", err)
+		}
+		os.WriteFile(state, []byte{1, 2, 3, 5}, 0o644)
+		_, _, err := Read(agentPath)
+		if err == nil || !strings.Contains(err.Error(), "is damaged") || !strings.Contains(err.Error(), state) {
+			t.Errorf("Read of a flipped bit (file %v): %v; want an error naming %s", asFile, err, state)
+		}
+		if asFile {
+			continue
+		}
+		os.Remove(state)
+		if _, _, err := Read(agentPath); err == nil || !strings.Contains(err.Error(), "cannot be read") {
+			t.Errorf("Read of a missing file (file %v): %v", asFile, err)
+		}
+	}
+}
+
+// TestWriteInSurvivesAMove: a folder made a checkpoint by WriteIn refers to
+// the agent's checkpoint inside it relatively, so it can be moved.
+func TestWriteInSurvivesAMove(t *testing.T) {
+	root := t.TempDir()
+	outer := filepath.Join(root, "trial", "checkpoint_000004")
+	inner := filepath.Join(outer, "checkpoint_4")
+	os.MkdirAll(inner, 0o755)
+	os.WriteFile(filepath.Join(inner, "state.cbor"), []byte("w"), 0o644)
+	if _, err := WriteIn(outer, inner, Meta{Algorithm: "PPO", Env: "CartPole-v1", Iteration: 4}); err != nil {
+		t.Fatal(err)
+	}
+	moved := filepath.Join(t.TempDir(), "elsewhere")
+	if err := os.Rename(filepath.Join(root, "trial"), moved); err != nil {
+		t.Fatal(err)
+	}
+	m, agent, err := Read(filepath.Join(moved, "checkpoint_000004"))
+	if err != nil || m.Iteration != 4 || agent != filepath.Join(moved, "checkpoint_000004", "checkpoint_4") {
+		t.Errorf("Read after a move: %+v, %s, %v", m, agent, err)
+	}
+}

@@ -14,10 +14,9 @@ import (
 	"github.com/gray-ml/gray/tune"
 )
 
-// pointerFile, inside a checkpoint folder Tune made, holds the absolute
-// path of the agent's own checkpoint. Absolute, because PBT copies
-// checkpoint folders between trials.
-const pointerFile = "agent_checkpoint_path"
+// legacyPointerFile, in checkpoint folders of sweeps run by older builds,
+// held the absolute path of the agent's checkpoint.
+const legacyPointerFile = "agent_checkpoint_path"
 
 // agentTrainable trains a registered algorithm as a Tune trial the way
 // `train` runs it: results laid out by runlog.ResultMap (info/learner/...)
@@ -71,30 +70,34 @@ func (a *agentTrainable) Step(ctx context.Context) (map[string]any, error) {
 	return m, nil
 }
 
+// Save has the agent save its checkpoint and moves it into dir, the
+// checkpoint folder Tune made, which then holds the platform's metadata
+// (checkpoint.WriteIn). So dir is itself a checkpoint `train rollout` and
+// --restore accept (it is the path `train ls` and `train best` print),
+// refers to the agent's files relatively (a sweep folder can be moved), and
+// removing it (keep_checkpoints_num) frees the agent's files too.
 func (a *agentTrainable) Save(ctx context.Context, dir string) error {
 	path, err := a.agent.Save(ctx)
 	if err != nil {
 		return err
 	}
-	if _, err := checkpoint.Write(path, checkpoint.Meta{
+	dst := filepath.Join(dir, filepath.Base(path))
+	if err := os.Rename(path, dst); err != nil {
+		return fmt.Errorf("moving the agent's checkpoint into %s: %w", dir, err)
+	}
+	_, err = checkpoint.WriteIn(dir, dst, checkpoint.Meta{
 		Algorithm: a.name, Env: a.env, Iteration: a.agent.Iteration(), TimestepsTotal: a.steps,
 		TimeTotalS: a.timeTotal, Seed: a.seed, Config: a.config, EnvConfig: a.envConfig,
-	}); err != nil {
-		return err
-	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, pointerFile), []byte(abs+"\n"), 0o644)
+	})
+	return err
 }
 
 func (a *agentTrainable) Restore(ctx context.Context, dir string) error {
-	b, err := os.ReadFile(filepath.Join(dir, pointerFile))
-	if err != nil {
-		return fmt.Errorf("%s is not an agent checkpoint of a sweep: %w", dir, err)
+	target := dir
+	if b, err := os.ReadFile(filepath.Join(dir, legacyPointerFile)); err == nil {
+		target = strings.TrimSpace(string(b))
 	}
-	meta, path, err := checkpoint.Read(strings.TrimSpace(string(b)))
+	meta, path, err := checkpoint.Read(target)
 	if err != nil {
 		return err
 	}
