@@ -273,7 +273,9 @@ func TestFailuresKeepLastGoodCheckpoint(t *testing.T) {
 	}{
 		{"agent error", `{"err_at": 5}`, []string{"iteration 5 failed: total_loss is NaN at SGD epoch 2, minibatch 3",
 			"last good checkpoint: ", "checkpoint_4", "--restore"}, 4, "checkpoint_4"},
-		{"NaN statistic", `{"nan_stat_at": 3}`, []string{"iteration 3 reported kl=NaN", "last good checkpoint: ", "checkpoint_2"}, 3, "checkpoint_2"},
+		{"NaN statistic", `{"nan_stat_at": 3}`, []string{"iteration 3: the learner reported kl=NaN", "last good checkpoint: ", "checkpoint_2"}, 3, "checkpoint_2"},
+		{"blown-up loss", `{"blow_up_at": 3}`, []string{"iteration 3: the learner reported vf_loss=4.2e+13", "training diverged",
+			"lower the learning rate (lr is 0.01)", "last good checkpoint: ", "checkpoint_2"}, 3, "checkpoint_2"},
 		{"panic", `{"panic_at": 3}`, []string{"panic while training iteration 3", "index out of range",
 			"fake_test.go", "please report", "checkpoint_2"}, 2, "checkpoint_2"},
 	} {
@@ -305,6 +307,23 @@ func TestFailuresKeepLastGoodCheckpoint(t *testing.T) {
 				t.Errorf("checkpoints %v, want the last to be %s", ckpts, c.ckpt)
 			}
 		})
+	}
+}
+
+// TestDivergenceMessages: a failure before the first checkpoint does not
+// advise the --checkpoint-freq already given, and a collapsed entropy is
+// warned about once.
+func TestDivergenceMessages(t *testing.T) {
+	o := train(t, "--env", "Corridor-v0", "--alg", "FakeAlg", "--local-dir", t.TempDir(), "--checkpoint-freq", "5",
+		"--config", `{"nan_stat_at": 2}`, "--stop", `{"training_iteration": 10}`)
+	if o.code != exitError || strings.Contains(o.stderr, "use --checkpoint-freq") ||
+		!strings.Contains(o.stderr, "no checkpoint was written yet (--checkpoint-freq 5 writes the first at iteration 5)") {
+		t.Errorf("NaN before the first checkpoint: exit %d\n%s", o.code, o.stderr)
+	}
+	o = train(t, "--env", "Corridor-v0", "--alg", "FakeAlg", "--local-dir", t.TempDir(),
+		"--config", `{"collapse_at": 2}`, "--stop", `{"training_iteration": 4}`)
+	if o.code != 0 || strings.Count(o.stdout, "warning: iteration 2: the policy's entropy fell to 0") != 1 || !strings.Contains(o.stdout, "(lr 0.01)") {
+		t.Errorf("entropy collapse: exit %d\n%s\n%s", o.code, o.stdout, o.stderr)
 	}
 }
 
@@ -537,5 +556,20 @@ func TestEnvConfigNumbersAndEnvCase(t *testing.T) {
 	}
 	if !strings.HasPrefix(filepath.Base(runDir(t, local)), "FakeAlg_CartPole-v1_") {
 		t.Errorf("run folder %s, want it named after CartPole-v1", runDir(t, local))
+	}
+}
+
+// TestHugeLearningRateIsCaught: with lr 1e6, PPO, A3C and DQN stay
+// finite but blow up; the run stops at once and says so.
+func TestHugeLearningRateIsCaught(t *testing.T) {
+	for _, alg := range []string{"PPO", "A3C", "DQN"} {
+		cfg := `{"lr": 1e6}`
+		if alg == "PPO" {
+			cfg = `{"lr": 1e6, "train_batch_size": 512}`
+		}
+		o := train(t, "--env", "CartPole-v1", "--alg", alg, "--local-dir", t.TempDir(), "--config", cfg, "--stop", `{"training_iteration": 8}`)
+		if o.code != exitError || !strings.Contains(o.stderr, "training diverged; lower the learning rate (lr is 1000000)") {
+			t.Errorf("%s with lr 1e6: exit %d\n%s\n%s", alg, o.code, o.stdout, o.stderr)
+		}
 	}
 }

@@ -11,12 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"reflect"
 	"runtime/debug"
-	"sort"
 	"strings"
 	"time"
 
@@ -337,12 +335,16 @@ func Train(ctx context.Context, exp config.Experiment, out io.Writer, opts Optio
 		return nil
 	}
 	lastGood := func() string {
-		if sum.Checkpoint == "" {
+		switch {
+		case sum.Checkpoint == "" && exp.CheckpointFreq > 0:
+			return fmt.Sprintf("no checkpoint was written yet (--checkpoint-freq %d writes the first at iteration %d)", exp.CheckpointFreq, exp.CheckpointFreq)
+		case sum.Checkpoint == "":
 			return "no checkpoint was written (use --checkpoint-freq N to keep one)"
 		}
 		return "last good checkpoint: " + sum.Checkpoint + " (continue with --restore " + sum.Checkpoint + ")"
 	}
 
+	warnedEntropy := false
 	for {
 		if ctx.Err() != nil {
 			return interrupted(ctx, &sum, out, save)
@@ -375,9 +377,14 @@ func Train(ctx context.Context, exp config.Experiment, out io.Writer, opts Optio
 		sum.Last = logged
 		fmt.Fprintln(out, progress.Line(flat))
 
-		if bad := nonFinite(r.Learner); bad != "" {
+		if err := Divergence(r.Learner, res.Config); err != nil {
 			sum.StoppedBy = "error"
-			return sum, fmt.Errorf("iteration %d reported %s: the learner diverged; the run stopped; %s", r.TrainingIteration, bad, lastGood())
+			return sum, fmt.Errorf("iteration %d: %w; the run stopped; %s", r.TrainingIteration, err, lastGood())
+		}
+		if !warnedEntropy && entropyCollapsed(r.Learner) {
+			warnedEntropy = true
+			fmt.Fprintf(out, "warning: iteration %d: the policy's entropy fell to %g: it always takes the same action; early in training this means the learning rate%s is too high\n",
+				r.TrainingIteration, r.Learner["entropy"], lrValue(res.Config))
 		}
 		if sum.Iterations == 1 {
 			// A criterion naming no result key is most likely a typo. When
@@ -476,13 +483,10 @@ func panicSite(stack []byte) string {
 	return ""
 }
 
-func nonFinite(m map[string]float64) string {
-	var bad []string
-	for k, v := range m {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			bad = append(bad, fmt.Sprintf("%s=%v", k, v))
-		}
+// lrValue is " (lr X)" when config has an lr, else "".
+func lrValue(config map[string]any) string {
+	if lr, ok := config["lr"]; ok {
+		return fmt.Sprintf(" (lr %v)", lr)
 	}
-	sort.Strings(bad)
-	return strings.Join(bad, ", ")
+	return ""
 }

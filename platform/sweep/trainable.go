@@ -62,6 +62,9 @@ func (a *agentTrainable) Step(ctx context.Context) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := runner.Divergence(r.Learner, a.config); err != nil {
+		return nil, fmt.Errorf("iteration %d: %w", r.TrainingIteration, err)
+	}
 	a.timeTotal += r.TimeThisIterS
 	a.steps = r.TimestepsTotal
 	m := runlog.ResultMap(r)
