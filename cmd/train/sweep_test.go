@@ -109,6 +109,8 @@ func TestSweepBadInput(t *testing.T) {
 		{"bad resources", "resources_per_trial: {cpu: lots}\n", nil, "resources_per_trial"},
 		{"unknown search_alg", "search_alg: {type: bayes}\n", nil, `search_alg type "bayes" unknown`},
 		{"malformed space", "", []string{"--config", `{"lr2": {"uniform": [1]}}`}, "config.lr2"},
+		{"misspelled space type", "", []string{"--config", `{"train_batch_size": {"logunifrom": [10, 100]}}`}, `unknown search space type "logunifrom" (did you mean "loguniform"?)`},
+		{"unknown fixed key", "", []string{"--config", `{"learning_rate": 0.1}`}, `unknown key "learning_rate"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "sweep.yaml")

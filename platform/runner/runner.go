@@ -129,6 +129,19 @@ func CheckEnv(name string, cfg map[string]any) error {
 // unknown or wrong-typed key) and validated (rllib.Validator, which names
 // a key out of range), as a JSON-shaped map.
 func FullConfig(alg rllib.Algorithm, user map[string]any) (map[string]any, error) {
+	return fullConfig(alg, user, true)
+}
+
+// CheckKeys decodes user over the algorithm's defaults as FullConfig does,
+// naming an unknown or wrong-typed key, but does not validate ranges: a
+// sweep checks its fixed keys this way before any trial starts, when the
+// keys it searches over are not known yet.
+func CheckKeys(alg rllib.Algorithm, user map[string]any) error {
+	_, err := fullConfig(alg, user, false)
+	return err
+}
+
+func fullConfig(alg rllib.Algorithm, user map[string]any, validate bool) (map[string]any, error) {
 	var def any
 	if alg.DefaultConfig != nil {
 		def = alg.DefaultConfig()
@@ -158,7 +171,7 @@ func FullConfig(alg rllib.Algorithm, user map[string]any) (map[string]any, error
 	}
 	// Out-of-range values fail here, before any run folder exists, with
 	// the same message the algorithm's New would give.
-	if v, ok := ptr.Interface().(rllib.Validator); ok {
+	if v, ok := ptr.Interface().(rllib.Validator); ok && validate {
 		if err := v.Validate(); err != nil {
 			return nil, err
 		}

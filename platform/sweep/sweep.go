@@ -71,7 +71,8 @@ func Build(exp config.Experiment, out io.Writer) (tune.Experiment, error) {
 	if exp.Alg == "" {
 		return tune.Experiment{}, fmt.Errorf("no algorithm given: set alg (known algorithms: %s)", strings.Join(rllib.AlgorithmNames(), ", "))
 	}
-	if _, err := rllib.Lookup(exp.Alg); err != nil {
+	alg, err := rllib.Lookup(exp.Alg)
+	if err != nil {
 		return tune.Experiment{}, err
 	}
 	if exp.Env == "" {
@@ -82,6 +83,15 @@ func Build(exp config.Experiment, out io.Writer) (tune.Experiment, error) {
 	}
 	spec, err := Spec(exp)
 	if err != nil {
+		return tune.Experiment{}, err
+	}
+	// Keys every trial shares are checked now: a typo would otherwise fail
+	// each trial, max_failures times over.
+	space, err := tune.ParseSpace(exp.Config)
+	if err != nil {
+		return tune.Experiment{}, err
+	}
+	if err := runner.CheckKeys(alg, fixedKeys(space)); err != nil {
 		return tune.Experiment{}, err
 	}
 	return spec.Build(tune.BuildOptions{
@@ -115,4 +125,43 @@ func Run(ctx context.Context, exp config.Experiment, resume bool, out io.Writer,
 		return tune.Resume(ctx, te)
 	}
 	return tune.Run(ctx, te)
+}
+
+// fixedKeys is space without its search spaces (tune.Domain values), in
+// nested objects too: the keys every trial gets as they are.
+func fixedKeys(space map[string]any) map[string]any {
+	out := make(map[string]any, len(space))
+	for k, v := range space {
+		switch x := v.(type) {
+		case tune.Domain:
+		case map[string]any:
+			out[k] = fixedKeys(x)
+		default:
+			if !hasDomain(v) {
+				out[k] = v
+			}
+		}
+	}
+	return out
+}
+
+// hasDomain reports whether v holds a search space at any depth.
+func hasDomain(v any) bool {
+	switch x := v.(type) {
+	case tune.Domain:
+		return true
+	case []any:
+		for _, e := range x {
+			if hasDomain(e) {
+				return true
+			}
+		}
+	case map[string]any:
+		for _, e := range x {
+			if hasDomain(e) {
+				return true
+			}
+		}
+	}
+	return false
 }
