@@ -106,3 +106,26 @@ func TestEnvConfigReachesPluginsInWorkers(t *testing.T) {
 		t.Errorf("ES with env_config in YAML: %v\n%s", err, out)
 	}
 }
+
+// TestTrainPluginTimeouts: train sets the plugin call timeout
+// (--plugin-call-timeout-s); a plugin that hangs in a step fails the run
+// with a message naming that flag, and one whose Close hangs leaves a
+// finished run exiting 0 with a warning saying so.
+func TestTrainPluginTimeouts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs cmd/train")
+	}
+	train := buildTrain(t)
+	home := t.TempDir()
+	args := []string{"--env", Prefix + faultyBin, "--alg", "PPO", "--plugin-call-timeout-s", "1", "--stop", `{"training_iteration": 1}`,
+		"--config", `{"train_batch_size": 64, "sgd_minibatch_size": 32, "num_sgd_iter": 1}`}
+	out, err := runTrain(t, train, home, append(args, "--env-config", `{"hang_on_close": true}`)...)
+	if err != nil || !strings.Contains(out, "done: training_iteration >= 1") ||
+		!strings.Contains(out, "warning: the run finished, but stopping the agent failed") || !strings.Contains(out, "close: no answer within 1s; the plugin was killed") {
+		t.Errorf("a plugin whose Close hangs: %v\n%s", err, out)
+	}
+	out, err = runTrain(t, train, home, append(args, "--env-config", `{"hang_after": 5}`)...)
+	if err == nil || !strings.Contains(out, "step: no answer within 1s; the plugin was killed") || !strings.Contains(out, "--plugin-call-timeout-s") {
+		t.Errorf("a plugin that hangs in a step: %v\n%s", err, out)
+	}
+}

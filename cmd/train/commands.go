@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -16,6 +17,7 @@ import (
 	"github.com/gray-ml/gray/platform/plot"
 	"github.com/gray-ml/gray/platform/runner"
 	"github.com/gray-ml/gray/platform/sweep"
+	"github.com/gray-ml/gray/plugins"
 	"github.com/gray-ml/gray/rllib"
 	"github.com/gray-ml/gray/tune"
 )
@@ -46,6 +48,9 @@ checkpoint.`,
 			}
 			if showConfig {
 				return printConfig(stdout, exp, format)
+			}
+			if err := setPluginCallTimeout(exp.PluginCallTimeoutS); err != nil {
+				return err
 			}
 			opts := runner.Options{
 				StartRuntime: func(ctx context.Context, logDir string) (func(), error) {
@@ -302,4 +307,17 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// setPluginCallTimeout makes secs (when set) the call timeout of every
+// plugin this process and its worker processes, which inherit the
+// environment, start.
+func setPluginCallTimeout(secs float64) error {
+	if secs <= 0 {
+		return nil
+	}
+	if err := os.Setenv(plugins.CallTimeoutEnv, strconv.FormatFloat(secs, 'g', -1, 64)); err != nil {
+		return fmt.Errorf("setting the plugin call timeout: %w", err)
+	}
+	return nil
 }

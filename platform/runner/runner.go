@@ -309,8 +309,16 @@ func Train(ctx context.Context, exp config.Experiment, out io.Writer, opts Optio
 		return sum, fmt.Errorf("creating %s agent for %s: %w", res.Alg.Name, exp.Env, err)
 	}
 	defer func() {
-		if serr := safely("stopping the agent", agent.Stop); serr != nil && err == nil {
-			err = serr
+		serr := safely("stopping the agent", agent.Stop)
+		switch {
+		case serr == nil:
+		case err == nil:
+			// The run finished and its results and checkpoints are saved:
+			// a failing clean-up (an environment plugin whose Close hangs,
+			// say) is reported, not turned into a failed run.
+			fmt.Fprintf(out, "warning: the run finished, but stopping the agent failed: %v\n", serr)
+		default:
+			fmt.Fprintf(out, "warning: stopping the agent also failed: %v\n", serr)
 		}
 	}()
 	timeTotal := 0.0
