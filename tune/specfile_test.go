@@ -51,4 +51,3 @@ func parseExperimentFile(data []byte) ([]*ExperimentSpec, error) {
 	}
 	return specs, nil
 }
-

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/gray-ml/gray/platform/config"
+	"github.com/gray-ml/gray/platform/runlog"
 	"github.com/gray-ml/gray/platform/runner"
 	"github.com/gray-ml/gray/platform/tunelog"
 	"github.com/gray-ml/gray/rllib"
@@ -96,9 +97,12 @@ func Build(exp config.Experiment, out io.Writer) (tune.Experiment, error) {
 	}
 	return spec.Build(tune.BuildOptions{
 		ResultsDir: exp.LocalDir,
-		Trainable:  agentFactory(exp.Alg, exp.Env, exp.EnvConfig, exp.Seed),
-		Logger:     tunelog.Factory(tunelog.Options{}),
-		Reporter:   tune.NewTableReporter(out),
+		Trainable: tune.AgentTrainableWith(exp.Alg, exp.Env, exp.EnvConfig, exp.Seed, tune.AgentOptions{
+			Result:     trialResult,
+			FullConfig: runner.FullConfig,
+		}),
+		Logger:   tunelog.Factory(tunelog.Options{}),
+		Reporter: tune.NewTableReporter(out),
 	})
 }
 
@@ -164,4 +168,14 @@ func hasDomain(v any) bool {
 		}
 	}
 	return false
+}
+
+// trialResult lays a trial's result out as `train` logs a run's
+// (runlog.ResultMap: info/learner/...), and ends the trial when training
+// diverged (runner.Divergence).
+func trialResult(r rllib.Result, config map[string]any) (map[string]any, error) {
+	if err := runner.Divergence(r.Learner, config); err != nil {
+		return nil, fmt.Errorf("iteration %d: %w", r.TrainingIteration, err)
+	}
+	return runlog.ResultMap(r), nil
 }
