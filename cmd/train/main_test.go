@@ -7,11 +7,14 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,7 +23,10 @@ import (
 	"github.com/gray-ml/gray/platform/checkpoint"
 	"github.com/gray-ml/gray/platform/config"
 	"github.com/gray-ml/gray/platform/runlog"
+	"github.com/gray-ml/gray/platform/runner"
+	"github.com/gray-ml/gray/platform/sweep"
 	"github.com/gray-ml/gray/platform/tensorboard"
+	"github.com/gray-ml/gray/rllib"
 )
 
 // TestMain serves as a runtime worker when started as one, and lets a
@@ -477,27 +483,73 @@ func TestSIGINTSavesCheckpoint(t *testing.T) {
 // TestShippedConfigs checks that the tuned experiments in configs/ load and
 // set every PPO key the issue lists. (Training them is the RL benchmarks'
 // job.)
+// TestShippedConfigs: every file in configs/ loads, and the values the
+// algorithm runs with are the file's, key by key (an ignored, coerced or
+// out-of-range value fails); sweep files build.
 func TestShippedConfigs(t *testing.T) {
-	keys := []string{"lr", "gamma", "lambda", "clip_param", "num_sgd_iter", "sgd_minibatch_size", "train_batch_size",
-		"num_workers", "num_envs_per_worker", "vf_loss_coeff", "entropy_coeff", "kl_coeff", "kl_target", "model"}
-	for file, env := range map[string]string{"cartpole-ppo.yaml": "CartPole-v1", "pendulum-ppo.yaml": "Pendulum-v1"} {
-		exp, err := config.LoadFile(filepath.Join("..", "..", "configs", file))
+	files, _ := filepath.Glob(filepath.Join("..", "..", "configs", "*.yaml"))
+	if len(files) < 6 {
+		t.Fatalf("configs: %v", files)
+	}
+	for _, file := range files {
+		exp, err := config.LoadFile(file, sweep.Keys...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if exp.Env != env || exp.Alg != "PPO" || len(exp.Stop) == 0 || !exp.CheckpointAtEnd {
-			t.Errorf("%s: %+v", file, exp)
+		if len(exp.Stop) == 0 || exp.Config == nil {
+			t.Errorf("%s: no stop criteria or no config: %+v", file, exp)
 		}
-		for _, k := range keys {
-			if _, ok := exp.Config[k]; !ok {
-				t.Errorf("%s lacks config key %q", file, k)
+		if isSweep, err := sweep.IsSweep(exp); err != nil || isSweep {
+			exp.LocalDir = t.TempDir()
+			if _, err := sweep.Build(exp, io.Discard); err != nil {
+				t.Errorf("%s: %v", file, err)
 			}
+			continue
 		}
-		model, _ := exp.Config["model"].(map[string]any)
-		if model["fcnet_hiddens"] == nil || model["fcnet_activation"] == nil {
-			t.Errorf("%s: model %v", file, model)
+		if !exp.CheckpointAtEnd {
+			t.Errorf("%s: no checkpoint_at_end", file)
+		}
+		alg, err := rllib.Lookup(exp.Alg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		full, err := runner.FullConfig(alg, exp.Config)
+		if err != nil {
+			t.Errorf("%s: %v", file, err)
+			continue
+		}
+		if err := runner.CheckEnv(exp.Env, exp.EnvConfig); err != nil {
+			t.Errorf("%s: %v", file, err)
+		}
+		for _, diff := range configDiffs("", exp.Config, full) {
+			t.Errorf("%s: %s", file, diff)
 		}
 	}
+}
+
+// configDiffs lists the keys of file (nested ones as a.b) whose value in
+// used differs, comparing as JSON values.
+func configDiffs(prefix string, file, used map[string]any) []string {
+	var diffs []string
+	for k, v := range file {
+		if sub, ok := v.(map[string]any); ok {
+			usedSub, _ := used[k].(map[string]any)
+			diffs = append(diffs, configDiffs(prefix+k+".", sub, usedSub)...)
+			continue
+		}
+		if a, b := asJSON(v), asJSON(used[k]); !reflect.DeepEqual(a, b) {
+			diffs = append(diffs, fmt.Sprintf("%s%s is %v in the file but the algorithm runs with %v", prefix, k, a, b))
+		}
+	}
+	sort.Strings(diffs)
+	return diffs
+}
+
+func asJSON(v any) any {
+	b, _ := json.Marshal(v)
+	var out any
+	_ = json.Unmarshal(b, &out)
+	return out
 }
 
 // TestSecondSIGINTQuits: a second Ctrl-C ends a run whose iteration does
