@@ -625,3 +625,29 @@ func TestHugeLearningRateIsCaught(t *testing.T) {
 		}
 	}
 }
+
+// TestRealAgentCheckpointHasOneHeader: a PPO checkpoint written by train
+// has one header file, holding the agent's keys and the platform's, and
+// restores and rolls out.
+func TestRealAgentCheckpointHasOneHeader(t *testing.T) {
+	local := t.TempDir()
+	cfg := `{"train_batch_size": 256, "sgd_minibatch_size": 64, "num_sgd_iter": 1}`
+	o := train(t, "--env", "CartPole-v1", "--alg", "PPO", "--local-dir", local, "--config", cfg, "--stop", `{"training_iteration": 1}`, "--checkpoint-at-end")
+	ckpts, _ := filepath.Glob(filepath.Join(local, "default", "PPO_*", "checkpoint_1"))
+	if o.code != 0 || len(ckpts) != 1 {
+		t.Fatalf("exit %d, checkpoints %v\n%s\n%s", o.code, ckpts, o.stdout, o.stderr)
+	}
+	headers, _ := filepath.Glob(filepath.Join(ckpts[0], "*.json"))
+	if len(headers) != 1 || filepath.Base(headers[0]) != checkpoint.MetaFile {
+		t.Errorf("header files %v, want only %s", headers, checkpoint.MetaFile)
+	}
+	if b, _ := os.ReadFile(headers[0]); !strings.Contains(string(b), `"format"`) || !strings.Contains(string(b), `"files"`) {
+		t.Errorf("the header lacks the agent's or the platform's keys:\n%s", b)
+	}
+	if o = train(t, "--env", "CartPole-v1", "--alg", "PPO", "--local-dir", local, "--restore", ckpts[0], "--stop", `{"training_iteration": 2}`); o.code != 0 {
+		t.Errorf("restore: exit %d\n%s\n%s", o.code, o.stdout, o.stderr)
+	}
+	if o = train(t, "rollout", "--checkpoint", ckpts[0], "--episodes", "1"); o.code != 0 {
+		t.Errorf("rollout: exit %d\n%s\n%s", o.code, o.stdout, o.stderr)
+	}
+}

@@ -5,7 +5,9 @@
 // that `train rollout` can rebuild the agent from the checkpoint alone.
 //
 // Agents write their own state (Agent.Save); the platform writes a metadata
-// file, MetaFile, next to it. For a checkpoint folder P (the layout
+// file, MetaFile, next to it. rllib's algorithms write their header into
+// that same file (rllib.CheckpointMetaFile), and the platform adds its keys
+// to it: a checkpoint folder has one header. For a checkpoint folder P (the layout
 // checkpoint_<n>/ that Dir names) the metadata is P/gray_checkpoint.json;
 // for a checkpoint that is a single file P it is P.gray_checkpoint.json.
 package checkpoint
@@ -104,9 +106,9 @@ func writeMeta(path, agentPath string, m Meta) (string, error) {
 	if m.Files, err = checksums(agentPath); err != nil {
 		return "", fmt.Errorf("checkpoint: %w", err)
 	}
-	b, err := json.MarshalIndent(m, "", "  ")
+	b, err := mergeHeader(path, m)
 	if err != nil {
-		return "", fmt.Errorf("checkpoint: encoding metadata: %w", err)
+		return "", err
 	}
 	// Written to a temporary file and renamed: a checkpoint either has its
 	// whole metadata or none, so a half-written one is never restored.
@@ -118,6 +120,37 @@ func writeMeta(path, agentPath string, m Meta) (string, error) {
 		return "", fmt.Errorf("checkpoint: writing metadata: %w", err)
 	}
 	return path, nil
+}
+
+// mergeHeader encodes m over the keys the agent already wrote into the
+// header file at path, if any (rllib.SaveCheckpoint writes its header,
+// algorithm, format and config, into the same file): a checkpoint has one
+// header, the agent's keys and the platform's.
+func mergeHeader(path string, m Meta) ([]byte, error) {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: encoding metadata: %w", err)
+	}
+	var ours map[string]json.RawMessage
+	if err := json.Unmarshal(b, &ours); err != nil {
+		return nil, fmt.Errorf("checkpoint: encoding metadata: %w", err)
+	}
+	merged := map[string]json.RawMessage{}
+	if old, err := os.ReadFile(path); err == nil {
+		if err := json.Unmarshal(old, &merged); err != nil {
+			return nil, fmt.Errorf("checkpoint: the agent's header %s is not a JSON object: %w", path, err)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	for k, v := range ours {
+		merged[k] = v
+	}
+	out, err := json.MarshalIndent(merged, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: encoding metadata: %w", err)
+	}
+	return out, nil
 }
 
 // Read loads the metadata of the checkpoint at path: a checkpoint folder, a
@@ -157,6 +190,11 @@ func Read(path string) (Meta, string, error) {
 	}
 	if m.Version > Version {
 		return Meta{}, "", fmt.Errorf("checkpoint %s has metadata version %d; this build reads up to %d: use a newer train", path, m.Version, Version)
+	}
+	if m.AgentPath == "" && filepath.Base(mp) == MetaFile {
+		// An agent's own header (rllib.SaveCheckpoint), without the
+		// platform's keys: the checkpoint is the folder holding it.
+		m.AgentPath = "."
 	}
 	if m.Algorithm == "" || m.AgentPath == "" {
 		return Meta{}, "", fmt.Errorf("checkpoint metadata %s lacks the algorithm or the agent's path", mp)

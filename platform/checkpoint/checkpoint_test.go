@@ -123,3 +123,34 @@ func TestWriteInSurvivesAMove(t *testing.T) {
 		t.Errorf("Read after a move: %+v, %s, %v", m, agent, err)
 	}
 }
+
+// TestOneHeader: the platform's keys go into the header the agent wrote
+// (rllib.SaveCheckpoint's file of the same name), keeping the agent's own;
+// an agent header alone reads as a checkpoint of its folder.
+func TestOneHeader(t *testing.T) {
+	dir := Dir(t.TempDir(), 3)
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "state.cbor"), []byte("w"), 0o644)
+	agentHeader := `{"algorithm": "PPO", "env": "CartPole-v1", "format": 1, "training_iteration": 3, "timesteps_total": 1536}`
+	os.WriteFile(filepath.Join(dir, MetaFile), []byte(agentHeader), 0o644)
+	m, agent, err := Read(dir)
+	if err != nil || m.Algorithm != "PPO" || agent != dir {
+		t.Fatalf("an agent's header alone: %+v %s %v", m, agent, err)
+	}
+	if _, err := Write(dir, Meta{Algorithm: "PPO", Env: "CartPole-v1", Iteration: 3, Seed: 7}); err != nil {
+		t.Fatal(err)
+	}
+	var header map[string]any
+	b, _ := os.ReadFile(filepath.Join(dir, MetaFile))
+	if err := json.Unmarshal(b, &header); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"format", "training_iteration", "seed", "files", "agent_path"} {
+		if _, ok := header[k]; !ok {
+			t.Errorf("the header lacks %q: %s", k, b)
+		}
+	}
+	if files, _ := filepath.Glob(filepath.Join(dir, "*.json")); len(files) != 1 {
+		t.Errorf("header files %v, want one", files)
+	}
+}
