@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/gray-ml/gray/envs"
+	"github.com/gray-ml/gray/internal/suggest"
 )
 
 // Agent is a trainable policy: one algorithm bound to one environment.
@@ -107,8 +108,9 @@ func Lookup(name string) (Algorithm, error) {
 			return withNormalizedEnvConfig(a), nil
 		}
 	}
-	return Algorithm{}, fmt.Errorf("rllib: unknown algorithm %q; known algorithms: %s (or plugin:<path> for a plugin)",
-		name, strings.Join(algorithmNames(), ", "))
+	names := algorithmNames()
+	return Algorithm{}, fmt.Errorf("rllib: unknown algorithm %q%s; known algorithms: %s (or plugin:<path> for a plugin)",
+		name, suggest.DidYouMean(name, names), strings.Join(names, ", "))
 }
 
 // AlgorithmNames lists the registered algorithms, sorted.

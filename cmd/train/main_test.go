@@ -99,6 +99,7 @@ func TestBadInput(t *testing.T) {
 			[]string{"cannot create experiment folder", "file/results", "writable"}},
 		{"stop key never reported", []string{"--env", "Corridor-v0", "--alg", "FakeAlg", "--stop", `{"episode_reward": 5}`},
 			[]string{"stop criteria episode_reward are not keys of the first result", "episode_reward_mean", "could never stop"}},
+		{"misspelled alg", []string{"--env", "Corridor-v0", "--alg", "FakeAlgo"}, []string{`unknown algorithm "FakeAlgo"`, `did you mean "FakeAlg"?`}},
 		{"misspelled env", []string{"--env", "CartPol-v1", "--alg", "FakeAlg"}, []string{`unknown environment "CartPol-v1"`, `did you mean "CartPole-v1"?`}},
 		{"missing plugin", []string{"--env", "plugin:/nonexistent/catch", "--alg", "FakeAlg"}, []string{"/nonexistent/catch: no such file"}},
 		{"out-of-range hyperparameter", []string{"--env", "CartPole-v1", "--alg", "PPO", "--config", `{"lr": -1}`}, []string{"PPO config: lr must be positive"}},
