@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/gray-ml/gray/envs"
 	"github.com/gray-ml/gray/platform/config"
 	"github.com/gray-ml/gray/platform/runlog"
 	"github.com/gray-ml/gray/platform/runner"
@@ -82,6 +83,7 @@ func Build(exp config.Experiment, out io.Writer) (tune.Experiment, error) {
 	if err := runner.CheckEnv(exp.Env, exp.EnvConfig); err != nil {
 		return tune.Experiment{}, err
 	}
+	exp.Env = envs.Canonical(exp.Env)
 	spec, err := Spec(exp)
 	if err != nil {
 		return tune.Experiment{}, err
