@@ -154,3 +154,34 @@ func TestOneHeader(t *testing.T) {
 		t.Errorf("header files %v, want one", files)
 	}
 }
+
+// BenchmarkSave compares saving a 4 MiB agent checkpoint with the
+// platform's header (which hashes every file) against writing the state
+// file alone, the peer that shows the checksum's share.
+func BenchmarkSave(b *testing.B) {
+	state := make([]byte, 4<<20)
+	for i := range state {
+		state[i] = byte(i * 7)
+	}
+	for _, withHeader := range []bool{false, true} {
+		name := "state-only"
+		if withHeader {
+			name = "state+header"
+		}
+		b.Run(name, func(b *testing.B) {
+			dir := filepath.Join(b.TempDir(), "checkpoint_1")
+			os.MkdirAll(dir, 0o755)
+			b.SetBytes(int64(len(state)))
+			for b.Loop() {
+				if err := os.WriteFile(filepath.Join(dir, "state.cbor"), state, 0o644); err != nil {
+					b.Fatal(err)
+				}
+				if withHeader {
+					if _, err := Write(dir, Meta{Algorithm: "PPO", Env: "CartPole-v1"}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
