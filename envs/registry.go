@@ -5,10 +5,13 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/gray-ml/gray/internal/suggest"
 )
 
 // Config carries an environment's construction options (the "env_config"
-// of an experiment). It may be nil.
+// of an experiment). It may be nil. Make and MakeVector hand creators a
+// normalized copy whose values have documented types: see NormalizeConfig.
 type Config map[string]any
 
 // Creator makes one environment instance.
@@ -80,16 +83,26 @@ func Names() []string {
 	return names
 }
 
-// canonical maps a bare family name ("CartPole") to its latest registered
-// version ("CartPole-v1").
+// canonical maps a name to the registered one it means: itself, the same
+// name in another case ("cartpole-v1" is "CartPole-v1"), or, for a bare
+// family name ("CartPole"), its latest registered version ("CartPole-v1").
+// A name it cannot place is returned unchanged. The caller holds the
+// registry's lock.
 func canonical(name string) string {
-	if strings.Contains(name, "-v") {
+	if _, ok := registry.creators[name]; ok {
 		return name
 	}
+	if _, ok := registry.vectors[name]; ok {
+		return name
+	}
+	folded := ""
 	best, bestVer := "", -1
 	consider := func(n string) {
+		if strings.EqualFold(n, name) && (folded == "" || n < folded) {
+			folded = n
+		}
 		var ver int
-		if fam, v, ok := strings.Cut(n, "-v"); ok && fam == name {
+		if fam, v, ok := strings.Cut(n, "-v"); ok && strings.EqualFold(fam, name) {
 			if _, err := fmt.Sscan(v, &ver); err == nil && ver > bestVer {
 				best, bestVer = n, ver
 			}
@@ -102,10 +115,46 @@ func canonical(name string) string {
 	for n := range registry.vectors {
 		consider(n)
 	}
-	if best == "" {
-		return name
+	switch {
+	case folded != "":
+		return folded
+	case best != "":
+		return best
 	}
-	return best
+	return name
+}
+
+// Canonical returns the registered name that name means (see Make): the
+// same name in the registered case, or a bare family name's latest
+// version. Names it cannot place, plugin references among them, are
+// returned unchanged.
+func Canonical(name string) string {
+	registry.RLock()
+	defer registry.RUnlock()
+	return canonical(name)
+}
+
+// Check reports whether name resolves to an environment without creating
+// one: a registered name (in any case, or a bare family name), or a
+// prefixed reference whose resolver accepts it (for plugin:<path>, an
+// executable file). The error names the cause; for an unknown name it
+// suggests the closest known one.
+func Check(name string) error {
+	registry.RLock()
+	canon := canonical(name)
+	_, isEnv := registry.creators[canon]
+	registry.RUnlock()
+	if isEnv {
+		return nil
+	}
+	vc, err := vectorCreator(name)
+	if err != nil {
+		return err
+	}
+	if vc == nil {
+		return unknown(name)
+	}
+	return nil
 }
 
 // Make creates one instance of the named environment. A name with only a
@@ -113,6 +162,10 @@ func canonical(name string) string {
 // prefix, such as "plugin:<path>") is made as a Vector of one
 // sub-environment adapted by SingleEnv, so every algorithm can take it.
 func Make(name string, cfg Config) (Env, error) {
+	cfg, err := NormalizeConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("envs: creating %q: %w", name, err)
+	}
 	registry.RLock()
 	c, ok := registry.creators[canonical(name)]
 	registry.RUnlock()
@@ -175,6 +228,10 @@ func MakeVector(name string, cfg Config, n int) (Vector, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("envs: MakeVector(%q): need at least one sub-environment, got %d", name, n)
 	}
+	cfg, err := NormalizeConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("envs: creating %q: %w", name, err)
+	}
 	vc, err := vectorCreator(name)
 	if err != nil {
 		return nil, err
@@ -188,11 +245,16 @@ func MakeVector(name string, cfg Config, n int) (Vector, error) {
 	}
 	registry.RLock()
 	canon := canonical(name)
+	_, known := registry.creators[canon]
 	registry.RUnlock()
+	if !known {
+		return nil, unknown(name)
+	}
 	return newSerialVector(canon, cfg, n)
 }
 
 func unknown(name string) error {
-	return fmt.Errorf("envs: unknown environment %q; known environments: %s (or plugin:<path> for a plugin)",
-		name, strings.Join(Names(), ", "))
+	names := Names()
+	return fmt.Errorf("envs: unknown environment %q%s; known environments: %s (or plugin:<path> for a plugin)",
+		name, suggest.DidYouMean(name, names), strings.Join(names, ", "))
 }

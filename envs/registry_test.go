@@ -147,3 +147,29 @@ func TestRegisterCustom(t *testing.T) {
 	}()
 	Register("TestCustom-v3", nil)
 }
+
+// TestEnvNamesAreCaseInsensitive: environment names resolve in any case,
+// as algorithm names do, and a misspelled one suggests the closest.
+func TestEnvNamesAreCaseInsensitive(t *testing.T) {
+	for name, want := range map[string]string{"cartpole-v1": "CartPole-v1", "CARTPOLE": "CartPole-v1", "pendulum-V1": "Pendulum-v1"} {
+		e := mustMake(t, name, nil)
+		if got := e.(Specer).Spec().Name; got != want {
+			t.Errorf("Make(%q) made %s, want %s", name, got, want)
+		}
+		if err := Check(name); err != nil {
+			t.Errorf("Check(%q): %v", name, err)
+		}
+	}
+	for name, want := range map[string]string{"CartPol-v1": `did you mean "CartPole-v1"?`, "Acrobat-v1": `did you mean "Acrobot-v1"?`} {
+		_, err := Make(name, nil)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Make(%q): %v, want %q", name, err, want)
+		}
+		if err := Check(name); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Check(%q): %v, want %q", name, err, want)
+		}
+	}
+	if err := Check("Breakout-v4"); err == nil || strings.Contains(err.Error(), "did you mean") {
+		t.Errorf("Check of a name near nothing: %v", err)
+	}
+}

@@ -237,7 +237,7 @@ func (v *Vector) stepFast(actions []float64) (*pb.StepResponse, error) {
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, errShmTimeout) {
 		v.proc.kill()
-		return nil, v.proc.errorf("step", fmt.Errorf("no answer within %v; the plugin was killed (raise the call timeout if it is just slow)", timeout))
+		return nil, v.proc.errorf("step", &TimeoutError{Timeout: timeout})
 	}
 	if v.proc.crashed() {
 		return nil, v.proc.errorf("step", fmt.Errorf("%w: %v", errCrashed, err))
@@ -524,7 +524,7 @@ func (v *Vector) Close() error {
 	}
 	v.closed = true
 	v.closeFast()
-	err := v.proc.call(v.ctx, "close", 5*time.Second, func(ctx context.Context) error {
+	err := v.proc.call(v.ctx, "close", min(closeTimeout, v.opts.CallTimeout), func(ctx context.Context) error {
 		_, err := v.env.Close(ctx, &pb.Empty{})
 		return err
 	})
@@ -535,6 +535,10 @@ func (v *Vector) Close() error {
 	}
 	return err
 }
+
+// closeTimeout bounds an environment's Close (or the call timeout, when
+// shorter): the run is over by then and a hung Close only delays the exit.
+const closeTimeout = 5 * time.Second
 
 // NewEnv starts the environment plugin at path as one envs.Env
 // (envs.SingleEnv of a one-sub-environment Vector): it renders when the

@@ -4,8 +4,6 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -14,14 +12,10 @@ import (
 	"github.com/gray-ml/gray/models"
 )
 
-// buildExample builds ./examples/<name> into the test's temporary folder.
+// buildExample builds ./examples/<name> once for the package (see built).
 func buildExample(t *testing.T, name string) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), name)
-	if b, err := exec.Command("go", "build", "-o", out, "./examples/"+name).CombinedOutput(); err != nil {
-		t.Fatalf("building the %s plugin: %v\n%s", name, err, b)
-	}
-	return out
+	return built(t, name, "./examples/"+name)
 }
 
 // TestModelPluginGradients checks the model plugin's Backward against

@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -37,8 +38,9 @@ import (
 type Options struct {
 	// StartTimeout bounds the handshake (default 30s).
 	StartTimeout time.Duration
-	// CallTimeout bounds every call but an agent's Train (default 60s); a
-	// plugin that does not answer in time is killed and the call fails.
+	// CallTimeout bounds every call but an agent's Train (default
+	// DefaultCallTimeout); a plugin that does not answer in time is killed
+	// and the call fails.
 	CallTimeout time.Duration
 	// MaxRestarts is how many times an environment plugin that crashed is
 	// restarted within RestartWindow before the run stops with an error
@@ -70,7 +72,7 @@ func (o Options) withDefaults() Options {
 		o.StartTimeout = 30 * time.Second
 	}
 	if o.CallTimeout <= 0 {
-		o.CallTimeout = 60 * time.Second
+		o.CallTimeout = DefaultCallTimeout()
 	}
 	if o.MaxRestarts == 0 {
 		o.MaxRestarts = 3
@@ -85,6 +87,18 @@ func (o Options) withDefaults() Options {
 		o.LogLevel = hclog.Info
 	}
 	return o
+}
+
+// DefaultCallTimeout is the call timeout of plugins started without one:
+// $GRAY_PLUGIN_CALL_TIMEOUT_S seconds when set to a positive number, else
+// 60 seconds.
+func DefaultCallTimeout() time.Duration {
+	if s := os.Getenv(CallTimeoutEnv); s != "" {
+		if secs, err := strconv.ParseFloat(s, 64); err == nil && secs > 0 && secs < 1e9 {
+			return time.Duration(secs * float64(time.Second))
+		}
+	}
+	return 60 * time.Second
 }
 
 // stderrTailLines is how much of a plugin's stderr an error shows.
@@ -256,19 +270,31 @@ func (p *process) errorf(op string, err error) error {
 
 // call runs one RPC with the call timeout. A timeout kills the plugin, so
 // that a hung plugin never holds the run; a crash is reported as errCrashed.
+//
+// The timeout is the host's own timer, not a gRPC deadline: a deadline
+// travels to the plugin, whose server then resets the stream when it
+// expires, and that reset can reach the host before the host's own timer
+// fires, leaving a "stream terminated by RST_STREAM" error that no longer
+// says the plugin hung.
 func (p *process) call(ctx context.Context, op string, timeout time.Duration, f func(ctx context.Context) error) error {
 	if timeout <= 0 {
 		timeout = p.opts.CallTimeout
 	}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
+	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	var timedOut atomic.Bool
+	timer := time.AfterFunc(timeout, func() {
+		timedOut.Store(true)
+		cancel()
+	})
 	err := f(cctx)
+	timer.Stop()
 	if err == nil {
 		return nil
 	}
-	if ctx.Err() == nil && cctx.Err() != nil {
+	if timedOut.Load() && ctx.Err() == nil {
 		p.client.Kill()
-		return p.errorf(op, fmt.Errorf("no answer within %v; the plugin was killed (raise the call timeout if it is just slow)", timeout))
+		return p.errorf(op, &TimeoutError{Timeout: timeout})
 	}
 	if p.crashed() {
 		return p.errorf(op, fmt.Errorf("%w: %v", errCrashed, err))
@@ -277,6 +303,23 @@ func (p *process) call(ctx context.Context, op string, timeout time.Duration, f 
 		return p.errorf(op, errors.New(st.Message()))
 	}
 	return p.errorf(op, err)
+}
+
+// CallTimeoutEnv names the environment variable that sets the default
+// call timeout (Options.CallTimeout) of every plugin the process starts, in
+// seconds: `train --plugin-call-timeout-s` sets it, and worker processes
+// inherit it.
+const CallTimeoutEnv = "GRAY_PLUGIN_CALL_TIMEOUT_S"
+
+// TimeoutError is a plugin call that got no answer within the call
+// timeout; the plugin was killed.
+type TimeoutError struct {
+	Timeout time.Duration
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("no answer within %v; the plugin was killed (if it is just slow, raise the call timeout: train --plugin-call-timeout-s, plugin_call_timeout_s in an experiment file, or $%s)",
+		e.Timeout, CallTimeoutEnv)
 }
 
 // errCrashed marks a call that failed because the plugin process died.

@@ -12,6 +12,9 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/gray-ml/gray/envs"
+	"github.com/gray-ml/gray/internal/suggest"
 )
 
 // Agent is a trainable policy: one algorithm bound to one environment.
@@ -101,17 +104,22 @@ func Lookup(name string) (Algorithm, error) {
 	for prefix, r := range algorithms.resolvers {
 		if strings.HasPrefix(name, prefix) {
 			algorithms.RUnlock()
-			return r(name)
+			a, err := r(name)
+			if err != nil {
+				return a, err
+			}
+			return withNormalizedEnvConfig(a), nil
 		}
 	}
 	defer algorithms.RUnlock()
 	for n, a := range algorithms.byName {
 		if strings.EqualFold(n, name) {
-			return a, nil
+			return withNormalizedEnvConfig(a), nil
 		}
 	}
-	return Algorithm{}, fmt.Errorf("rllib: unknown algorithm %q; known algorithms: %s (or plugin:<path> for a plugin)",
-		name, strings.Join(algorithmNames(), ", "))
+	names := algorithmNames()
+	return Algorithm{}, fmt.Errorf("rllib: unknown algorithm %q%s; known algorithms: %s (or plugin:<path> for a plugin)",
+		name, suggest.DidYouMean(name, names), strings.Join(names, ", "))
 }
 
 // AlgorithmNames lists the registered algorithms, sorted.
@@ -184,4 +192,24 @@ func Decode(alg string, cfg map[string]any, dst any) error {
 		}
 	}
 	return nil
+}
+
+// withNormalizedEnvConfig makes a's New normalize Options.EnvConfig
+// (envs.NormalizeConfig) before the agent sees it, so that the config an
+// agent hands its worker processes holds only types that cross processes
+// unchanged: a json.Number, say, would reach a worker as a string.
+func withNormalizedEnvConfig(a Algorithm) Algorithm {
+	create := a.New
+	if create == nil {
+		return a
+	}
+	a.New = func(ctx context.Context, opts Options) (Agent, error) {
+		cfg, err := envs.NormalizeConfig(envs.Config(opts.EnvConfig))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", a.Name, err)
+		}
+		opts.EnvConfig = cfg
+		return create(ctx, opts)
+	}
+	return a
 }

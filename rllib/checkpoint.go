@@ -2,6 +2,7 @@ package rllib
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,13 +14,17 @@ import (
 const (
 	// CheckpointMetaFile is the JSON header: what the checkpoint holds, for
 	// people and for the clear error when restoring into another algorithm
-	// or environment.
-	CheckpointMetaFile = "meta.json"
+	// or environment. It is the file the platform adds its own keys to
+	// (platform/checkpoint.MetaFile): a checkpoint has one header.
+	CheckpointMetaFile = "gray_checkpoint.json"
+	// legacyCheckpointMetaFile is the header's name in checkpoints written
+	// before it was shared with the platform; LoadCheckpoint still reads it.
+	legacyCheckpointMetaFile = "meta.json"
 	// CheckpointStateFile is the algorithm's training state, in CBOR.
 	CheckpointStateFile = "state.cbor"
 )
 
-// CheckpointHeader is the part of meta.json every algorithm writes and
+// CheckpointHeader is the part of the header file every algorithm writes and
 // Restore checks. An algorithm's meta struct embeds it (untagged, so its
 // keys stay at the top level of the JSON) and adds its own keys, such as
 // its config.
@@ -37,14 +42,14 @@ type CheckpointHeader struct {
 // CheckpointMeta.
 func (h CheckpointHeader) Header() CheckpointHeader { return h }
 
-// CheckpointMeta is what SaveCheckpoint writes into meta.json: a struct
+// CheckpointMeta is what SaveCheckpoint writes into the header file: a struct
 // embedding CheckpointHeader.
 type CheckpointMeta interface {
 	Header() CheckpointHeader
 }
 
 // SaveCheckpoint writes logDir/checkpoint_<iteration>/ holding meta as
-// meta.json and state (encoded with runtime/codec) as state.cbor, and
+// CheckpointMetaFile and state (encoded with runtime/codec) as state.cbor, and
 // returns the folder's path. It writes into a temporary folder and renames
 // it, so a crash never leaves a half-written checkpoint under the final
 // name; an earlier checkpoint of the same iteration is replaced. Errors
@@ -87,13 +92,16 @@ func writeCheckpoint(dir string, meta, state any) error {
 
 // LoadCheckpoint reads the checkpoint folder path written by SaveCheckpoint
 // into state, a pointer to the algorithm's state struct. It first checks
-// meta.json against want's Algorithm, Env and Format (the other fields are
+// the header file against want's Algorithm, Env and Format (the other fields are
 // not compared) and returns an error naming both sides when they differ,
 // before it touches state. Errors start with "<algorithm>: Restore:"; the
 // caller checks the state's shapes against its agent and applies it.
 func LoadCheckpoint(path string, want CheckpointHeader, state any) error {
 	alg := want.Algorithm
 	raw, err := os.ReadFile(filepath.Join(path, CheckpointMetaFile))
+	if errors.Is(err, os.ErrNotExist) {
+		raw, err = os.ReadFile(filepath.Join(path, legacyCheckpointMetaFile))
+	}
 	if err != nil {
 		return fmt.Errorf("%s: Restore: %q is not a checkpoint folder: %w", alg, path, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/gray-ml/gray/internal/numeric"
+	"github.com/gray-ml/gray/internal/suggest"
 )
 
 // Domain is a search-space leaf: something a value is sampled from. Domains
@@ -420,6 +421,16 @@ var domainKeys = map[string]bool{
 	"randint": true, "normal": true, "qnormal": true, "sample_from": true,
 }
 
+// domainNames lists the search space types, sorted.
+func domainNames() []string {
+	names := make([]string, 0, len(domainKeys))
+	for k := range domainKeys {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
 func parseValue(v any, path []string) (any, error) {
 	switch x := v.(type) {
 	case Domain:
@@ -433,6 +444,12 @@ func parseValue(v any, path []string) (any, error) {
 						return nil, fmt.Errorf("tune: search space at %s: %w", pathString(path), err)
 					}
 					return d, nil
+				}
+				// A misspelled space would otherwise be a literal value
+				// that every trial fails on.
+				if near := suggest.Closest(k, domainNames()); near != "" {
+					return nil, fmt.Errorf("tune: search space at %s: unknown search space type %q (did you mean %q?); known types: %s",
+						pathString(path), k, near, strings.Join(domainNames(), ", "))
 				}
 			}
 		}

@@ -223,6 +223,8 @@ func TestMalformedSpacesNameThePath(t *testing.T) {
 		`{"a": {"uniform": ["x", 1]}}`:                `element 0 is "x"`,
 		`{"a": {"sample_from": ["config.b"]}}`:        "sample_from takes an expression string",
 		`{"deep": {"er": [{"qnormal": [0, 1, -1]}]}}`: "config.deep.er[0]: qnormal needs",
+		`{"lr": {"logunifrom": [1e-5, 1e-3]}}`:        `config.lr: unknown search space type "logunifrom" (did you mean "loguniform"?)`,
+		`{"a": {"gridsearch": [1, 2]}}`:               `did you mean "grid_search"?`,
 	}
 	for src, want := range cases {
 		var raw map[string]any

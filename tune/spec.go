@@ -10,8 +10,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-
-	"gopkg.in/yaml.v3"
 )
 
 // ExperimentSpec is one experiment of an experiment file (YAML or JSON):
@@ -32,7 +30,9 @@ import (
 //	    lr: {loguniform: [1.0e-5, 1.0e-3]}
 //	    train_batch_size: {grid_search: [2000, 4000]}
 //
-// A file holds either one spec (with a name key) or a map of names to specs.
+// Experiment files are read by package platform/config, the one parser of
+// them (with line and column in its errors); SpecFromMap turns the decoded
+// keys into a spec.
 type ExperimentSpec struct {
 	Name string `json:"name"`
 	// Run (or its synonym Alg, as in the platform's files) names the
@@ -63,51 +63,6 @@ type ExperimentSpec struct {
 	LocalDir    string         `json:"local_dir"`
 	// NumCPUs is the node's CPUs trials share (0: all).
 	NumCPUs int `json:"num_cpus"`
-}
-
-// ParseExperimentFile reads experiment specs from YAML or JSON (JSON is
-// YAML). Unknown keys and malformed search spaces are errors naming the
-// experiment and key.
-func ParseExperimentFile(data []byte) ([]*ExperimentSpec, error) {
-	var raw map[string]any
-	if err := yaml.Unmarshal(data, &raw); err != nil {
-		return nil, fmt.Errorf("tune: experiment file is not valid YAML or JSON: %w", err)
-	}
-	if len(raw) == 0 {
-		return nil, fmt.Errorf("tune: experiment file is empty")
-	}
-	raw = normalizeYAML(raw).(map[string]any)
-	var specs []*ExperimentSpec
-	single := false
-	for _, k := range []string{"run", "alg", "env", "config"} {
-		if _, ok := raw[k]; ok {
-			single = true
-		}
-	}
-	if single {
-		s, err := decodeSpec("", raw)
-		if err != nil {
-			return nil, err
-		}
-		return []*ExperimentSpec{s}, nil
-	}
-	names := make([]string, 0, len(raw))
-	for k := range raw {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		m, ok := raw[name].(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("tune: experiment %q must be a map of settings (run, env, config, ...), got %s", name, show(raw[name]))
-		}
-		s, err := decodeSpec(name, m)
-		if err != nil {
-			return nil, err
-		}
-		specs = append(specs, s)
-	}
-	return specs, nil
 }
 
 func decodeSpec(name string, m map[string]any) (*ExperimentSpec, error) {
@@ -331,8 +286,8 @@ func copyMap(m map[string]any) map[string]any {
 }
 
 // SpecFromMap decodes one experiment's settings already read by the caller
-// (e.g. by viper from `train -f`), with the same checks as
-// ParseExperimentFile.
+// (platform/config, from `train -f`): unknown keys are errors naming the
+// experiment and the key.
 func SpecFromMap(name string, m map[string]any) (*ExperimentSpec, error) {
 	return decodeSpec(name, normalizeYAML(m).(map[string]any))
 }

@@ -17,7 +17,7 @@ func TestShippedConfigsParse(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		specs, err := ParseExperimentFile(data)
+		specs, err := parseExperimentFile(data)
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
@@ -63,7 +63,7 @@ sweep:
     quality: {uniform: [0, 10]}
     nested: {list: [1, {choice: [a, b]}]}
 `
-	specs, err := ParseExperimentFile([]byte(src))
+	specs, err := parseExperimentFile([]byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestExperimentFileErrors(t *testing.T) {
 		"x: {run: PPO, env: E, scheduler: {type: pbt, quantile_fraction: 0.9, hyperparam_mutations: {lr: [1]}}}": "quantile_fraction must be in",
 	}
 	for src, want := range cases {
-		specs, err := ParseExperimentFile([]byte(src))
+		specs, err := parseExperimentFile([]byte(src))
 		if err == nil {
 			_, err = specs[0].Build(BuildOptions{ResultsDir: t.TempDir()})
 		}
@@ -125,7 +125,7 @@ func TestIsSweepAndSpecFromMap(t *testing.T) {
 
 func TestPlatformStyleSingleExperimentFile(t *testing.T) {
 	src := "name: one\nalg: PPO\nenv: CartPole-v1\nnum_cpus: 3\nconfig:\n  lr: {uniform: [0.001, 0.01]}\n"
-	specs, err := ParseExperimentFile([]byte(src))
+	specs, err := parseExperimentFile([]byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -138,7 +138,7 @@ agents:
   config:
     lr: {grid_search: [1, 2, 3]}
 `
-	specs, err := ParseExperimentFile([]byte(src))
+	specs, err := parseExperimentFile([]byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,10 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
-
-	"github.com/gray-ml/gray/rllib"
 )
 
 // Trainable is what a trial trains. The runner calls Setup once, then Step
@@ -205,89 +202,6 @@ func (f *funcTrainable) Stop() error {
 	case <-time.After(stopTimeout):
 		return errors.New("tune: trainable function did not return within 10s of its context being cancelled; it must return when ctx is done or report fails")
 	}
-}
-
-// AgentTrainable adapts a registered rllib algorithm (rllib.Lookup(alg))
-// trained on env: each Step is one Train iteration, the trial's config is
-// the agent's config, and checkpoints are the agent's own (Save writes a
-// pointer file to the agent's checkpoint into the runner's folder).
-func AgentTrainable(alg, env string, envConfig map[string]any, seed int64) TrainableFactory {
-	return func() Trainable { return &agentTrainable{alg: alg, env: env, envConfig: envConfig, seed: seed} }
-}
-
-type agentTrainable struct {
-	alg, env  string
-	envConfig map[string]any
-	seed      int64
-	agent     rllib.Agent
-}
-
-func (a *agentTrainable) Setup(ctx context.Context, config map[string]any, dir string) error {
-	algo, err := rllib.Lookup(a.alg)
-	if err != nil {
-		return err
-	}
-	agent, err := algo.New(ctx, rllib.Options{Env: a.env, EnvConfig: a.envConfig, Config: config, LogDir: dir, Seed: a.seed})
-	if err != nil {
-		return fmt.Errorf("tune: creating %s agent on %s: %w", a.alg, a.env, err)
-	}
-	a.agent = agent
-	return nil
-}
-
-func (a *agentTrainable) Step(ctx context.Context) (map[string]any, error) {
-	r, err := a.agent.Train(ctx)
-	if err != nil {
-		return nil, err
-	}
-	b, err := json.Marshal(r)
-	if err != nil {
-		return nil, fmt.Errorf("tune: encoding %s result: %w", a.alg, err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, err
-	}
-	// The runner counts iterations across restarts itself.
-	delete(m, "training_iteration")
-	return m, nil
-}
-
-const agentPointer = "agent_checkpoint"
-
-// Save has the agent write its checkpoint (into its run folder, where the
-// agent chooses) and moves it into dir, so that the runner's checkpoint
-// pruning and PBT's copying see the whole checkpoint. Where the move fails
-// (another file system) dir holds a pointer to it instead.
-func (a *agentTrainable) Save(ctx context.Context, dir string) error {
-	path, err := a.agent.Save(ctx)
-	if err != nil {
-		return err
-	}
-	ref := path
-	if dst := filepath.Join(dir, filepath.Base(path)); os.Rename(path, dst) == nil {
-		ref = filepath.Base(path) // relative: survives moving the experiment
-	}
-	return os.WriteFile(filepath.Join(dir, agentPointer), []byte(ref+"\n"), 0o644)
-}
-
-func (a *agentTrainable) Restore(ctx context.Context, dir string) error {
-	b, err := os.ReadFile(filepath.Join(dir, agentPointer))
-	if err != nil {
-		return fmt.Errorf("tune: %s is not an agent checkpoint: %w", dir, err)
-	}
-	path := strings.TrimSpace(string(b))
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(dir, path)
-	}
-	return a.agent.Restore(ctx, path)
-}
-
-func (a *agentTrainable) Stop() error {
-	if a.agent == nil {
-		return nil
-	}
-	return a.agent.Stop()
 }
 
 // AgentResources sizes a trial of an rllib agent from its config: 1 CPU

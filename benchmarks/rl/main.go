@@ -4,8 +4,11 @@
 // mean return after a step budget (Pendulum-v1), with sampling and SGD
 // throughput.
 //
-// Without -config it uses the tuned settings in presets (the same values as
-// configs/cartpole-ppo.yaml and configs/pendulum-ppo.yaml should carry):
+// Without -config it uses the tuned settings of the experiment file in
+// configs/ for the algorithm and environment (cartpole-ppo.yaml,
+// pendulum-ppo.yaml, cartpole-dqn.yaml, ...), read at start: the files are
+// the one place those settings live. Run it from the repository root, or
+// point -configs at the folder:
 //
 //	go run ./benchmarks/rl -env CartPole-v1 -seeds 5 -target 475 -max-steps 150000
 //	go run ./benchmarks/rl -env Pendulum-v1 -seeds 3 -max-steps 500000
@@ -42,30 +45,6 @@ import (
 	_ "github.com/gray-ml/gray/rllib/ppo" // registers PPO
 )
 
-// presets are the tuned settings per algorithm and environment, the values
-// of the matching files in configs/ (keys not given take the algorithm's
-// defaults). PPO's defaults: 8 environments × 64 steps per iteration, 8
-// epochs of minibatches of 128, lr 1e-3, γ 0.99, λ 0.95, clip 0.2, KL 0.2 →
-// 0.01.
-var presets = map[string]string{
-	"PPO/StatelessCartPole-v1": statelessCartPoleLSTM,
-	"PPO/CartPole-v1":          `{"lr": 0.002, "lr_final": 0, "lr_decay_timesteps": 150000, "model": {"fcnet_hiddens": [32, 32]}}`,
-	"PPO/Pendulum-v1": `{"num_envs_per_worker": 8, "train_batch_size": 4096, "gamma": 0.95, "lambda": 0.95,
-		"num_sgd_iter": 10, "sgd_minibatch_size": 256, "lr": 0.001, "lr_final": 0.0001,
-		"lr_decay_timesteps": 500000, "observation_filter": "MeanStdFilter"}`,
-	"DQN/CartPole-v1": `{"prioritized_replay": true, "lr_schedule": [[0, 0.001], [60000, 0.0001]],
-		"exploration_final_eps": 0.01}`,
-	"DQN/Acrobot-v1": `{"schedule_max_timesteps": 100000, "exploration_fraction": 0.12}`,
-	"ES/CartPole-v1": `{"num_workers": 2, "episodes_per_batch": 40, "train_batch_size": 2000,
-		"noise_stdev": 0.1, "stepsize": 0.05, "model": {"fcnet_hiddens": [16]}}`,
-}
-
-// statelessCartPoleLSTM is configs/statelesscartpole-ppo-lstm.yaml.
-const statelessCartPoleLSTM = `{"train_batch_size": 4096, "num_envs_per_worker": 16, "num_sgd_iter": 8,
-	"sgd_minibatch_size": 512, "lr": 0.001, "lr_final": 0, "lr_decay_timesteps": 500000,
-	"observation_filter": "MeanStdFilter",
-	"model": {"use_lstm": true, "fcnet_hiddens": [64], "lstm_cell_size": 64, "max_seq_len": 20}}`
-
 type runResult struct {
 	seed        int64
 	steps       int64
@@ -84,7 +63,8 @@ func main() {
 	firstSeed := flag.Int64("first-seed", 1, "first seed")
 	target := flag.Float64("target", math.NaN(), "stop a seed when episode_reward_mean (last 100 episodes) reaches this")
 	maxSteps := flag.Int64("max-steps", 150000, "step budget per seed")
-	config := flag.String("config", "", "algorithm config as JSON (default: the environment's preset, else {})")
+	config := flag.String("config", "", "algorithm config as JSON (default: the config of the matching file in -configs, else {})")
+	configsDir := flag.String("configs", "configs", "folder of the experiment files whose configs are the defaults")
 	verbose := flag.Bool("v", false, "print every iteration")
 	cpus := flag.Int("num-cpus", 0, "CPUs for the gray runtime (0: all)")
 	curvePath := flag.String("curve", "", "append each iteration's label, seed, steps and mean return to this CSV file")
@@ -110,18 +90,23 @@ func main() {
 		os.Exit(code)
 	}
 
-	if *config == "" {
-		*config = "{}"
-		if p, ok := presets[strings.ToUpper(*alg)+"/"+*env]; ok {
-			*config = p
-		}
-	}
-	fmt.Printf("%s on %s, config %s\n", *alg, *env, strings.Join(strings.Fields(*config), " "))
 	var cfg map[string]any
-	if err := json.Unmarshal([]byte(*config), &cfg); err != nil {
+	if *config == "" {
+		preset, file, err := presetFor(*configsDir, *alg, *env)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "rl:", err)
+			exit(2)
+		}
+		cfg = preset
+		if file != "" {
+			fmt.Printf("config from %s\n", file)
+		}
+	} else if err := json.Unmarshal([]byte(*config), &cfg); err != nil {
 		fmt.Fprintf(os.Stderr, "rl: -config is not valid JSON: %v\n", err)
 		exit(2)
 	}
+	shown, _ := json.Marshal(cfg)
+	fmt.Printf("%s on %s, config %s\n", *alg, *env, shown)
 	algo, err := rllib.Lookup(*alg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "rl:", err)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -16,6 +17,7 @@ import (
 	"github.com/gray-ml/gray/platform/plot"
 	"github.com/gray-ml/gray/platform/runner"
 	"github.com/gray-ml/gray/platform/sweep"
+	"github.com/gray-ml/gray/plugins"
 	"github.com/gray-ml/gray/rllib"
 	"github.com/gray-ml/gray/tune"
 )
@@ -47,6 +49,9 @@ checkpoint.`,
 			if showConfig {
 				return printConfig(stdout, exp, format)
 			}
+			if err := setPluginCallTimeout(exp.PluginCallTimeoutS); err != nil {
+				return err
+			}
 			opts := runner.Options{
 				StartRuntime: func(ctx context.Context, logDir string) (func(), error) {
 					return startRuntime(ctx, exp.NumCPUs, logDir)
@@ -57,7 +62,7 @@ checkpoint.`,
 				return err
 			}
 			if isSweep {
-				return runSweep(cmd.Context(), exp, resume, stdout, opts)
+				return runSweep(cmd.Context(), exp, resume, cmd.Flags().Changed("name"), stdout, opts)
 			}
 			if resume {
 				return fmt.Errorf("--resume continues a sweep (an experiment file with search spaces or a scheduler); to continue a single run use --restore CHECKPOINT")
@@ -94,11 +99,12 @@ checkpoint.`,
 }
 
 // runSweep runs the sweep exp describes with Tune.
-func runSweep(ctx context.Context, exp config.Experiment, resume bool, stdout io.Writer, opts runner.Options) error {
+// nameFlag says --name was given, overriding the file's name.
+func runSweep(ctx context.Context, exp config.Experiment, resume, nameFlag bool, stdout io.Writer, opts runner.Options) error {
 	a, err := sweep.Run(ctx, exp, resume, stdout, opts)
 	dir := filepath.Join(exp.LocalDir, exp.Name)
 	if ctx.Err() != nil {
-		fmt.Fprintf(stdout, "interrupted: to continue, run %s\n", resumeCommand(exp))
+		fmt.Fprintf(stdout, "interrupted: to continue, run %s\n", resumeCommand(exp, nameFlag))
 		return errInterrupted
 	}
 	if err != nil {
@@ -109,7 +115,7 @@ func runSweep(ctx context.Context, exp config.Experiment, resume bool, stdout io
 		fmt.Fprintf(stdout, "sweep ended by stop_experiment: %s\n", a.Ended)
 	}
 	if a.BudgetSpent {
-		fmt.Fprintf(stdout, "time budget spent before the sweep finished: to continue it, run %s\n", resumeCommand(exp))
+		fmt.Fprintf(stdout, "time budget spent before the sweep finished: to continue it, run %s\n", resumeCommand(exp, nameFlag))
 	}
 	var failed []string
 	for _, t := range a.Trials {
@@ -274,10 +280,44 @@ func newPlotCmd(stdout io.Writer) *cobra.Command {
 	return cmd
 }
 
-// resumeCommand says how to continue the sweep exp.
-func resumeCommand(exp config.Experiment) string {
-	if exp.File != "" {
-		return "`train -f " + exp.File + " --resume`"
+// resumeCommand says how to continue the sweep exp: a command that works
+// as it is, naming the experiment and local dir the sweep used.
+func resumeCommand(exp config.Experiment, nameFlag bool) string {
+	if exp.File == "" {
+		return "the same command with --resume"
 	}
-	return "the same command with --resume"
+	cmd := "train -f " + shellQuote(exp.File)
+	if nameFlag {
+		cmd += " --name " + shellQuote(exp.Name)
+	}
+	return "`" + cmd + " --local-dir " + shellQuote(exp.LocalDir) + " --resume`"
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but plain
+// path characters.
+func shellQuote(s string) string {
+	plain := s != ""
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("/._-+=:,@", c)) {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// setPluginCallTimeout makes secs (when set) the call timeout of every
+// plugin this process and its worker processes, which inherit the
+// environment, start.
+func setPluginCallTimeout(secs float64) error {
+	if secs <= 0 {
+		return nil
+	}
+	if err := os.Setenv(plugins.CallTimeoutEnv, strconv.FormatFloat(secs, 'g', -1, 64)); err != nil {
+		return fmt.Errorf("setting the plugin call timeout: %w", err)
+	}
+	return nil
 }

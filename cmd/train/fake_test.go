@@ -29,6 +29,8 @@ type fakeConfig struct {
 	// Failure injection.
 	ErrAt      int     `json:"err_at"`       // Train returns a NaN error at this iteration
 	NaNStatAt  int     `json:"nan_stat_at"`  // Train reports a NaN learner statistic
+	BlowUpAt   int     `json:"blow_up_at"`   // from this iteration on, vf_loss is huge but finite
+	CollapseAt int     `json:"collapse_at"`  // from this iteration on, entropy is 0
 	PanicAt    int     `json:"panic_at"`     // Train panics
 	SleepS     float64 `json:"sleep_s"`      // each Train sleeps (for interrupts)
 	Stubborn   bool    `json:"stubborn"`     // the sleep ignores ctx
@@ -99,6 +101,12 @@ func (a *fakeAgent) Train(ctx context.Context) (rllib.Result, error) {
 		EpisodeRewardMax: float64(20 * next), EpisodeLenMean: float64(10 * next), TimeThisIterS: 0.25,
 		Learner: map[string]float64{"policy_loss": -0.1, "vf_loss": 1, "total_loss": 0.9, "entropy": 0.6,
 			"kl": 0.01, "kl_coeff": 0.2, "cur_lr": a.cfg.LR, "explained_variance": 0.5},
+	}
+	if a.cfg.BlowUpAt > 0 && next >= a.cfg.BlowUpAt {
+		r.Learner["vf_loss"] = 4.2e13
+	}
+	if a.cfg.CollapseAt > 0 && next >= a.cfg.CollapseAt {
+		r.Learner["entropy"] = 0
 	}
 	if next == a.cfg.NaNStatAt {
 		r.Learner["kl"] = math.NaN()

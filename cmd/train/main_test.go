@@ -7,11 +7,14 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,7 +23,10 @@ import (
 	"github.com/gray-ml/gray/platform/checkpoint"
 	"github.com/gray-ml/gray/platform/config"
 	"github.com/gray-ml/gray/platform/runlog"
+	"github.com/gray-ml/gray/platform/runner"
+	"github.com/gray-ml/gray/platform/sweep"
 	"github.com/gray-ml/gray/platform/tensorboard"
+	"github.com/gray-ml/gray/rllib"
 )
 
 // TestMain serves as a runtime worker when started as one, and lets a
@@ -93,6 +99,14 @@ func TestBadInput(t *testing.T) {
 			[]string{"cannot create experiment folder", "file/results", "writable"}},
 		{"stop key never reported", []string{"--env", "Corridor-v0", "--alg", "FakeAlg", "--stop", `{"episode_reward": 5}`},
 			[]string{"stop criteria episode_reward are not keys of the first result", "episode_reward_mean", "could never stop"}},
+		{"misspelled alg", []string{"--env", "Corridor-v0", "--alg", "FakeAlgo"}, []string{`unknown algorithm "FakeAlgo"`, `did you mean "FakeAlg"?`}},
+		{"misspelled env", []string{"--env", "CartPol-v1", "--alg", "FakeAlg"}, []string{`unknown environment "CartPol-v1"`, `did you mean "CartPole-v1"?`}},
+		{"missing plugin", []string{"--env", "plugin:/nonexistent/catch", "--alg", "FakeAlg"}, []string{"/nonexistent/catch: no such file"}},
+		{"out-of-range hyperparameter", []string{"--env", "CartPole-v1", "--alg", "PPO", "--config", `{"lr": -1}`}, []string{"PPO config: lr must be positive"}},
+		{"minibatch over train batch", []string{"--env", "CartPole-v1", "--alg", "PPO", "--config", `{"train_batch_size": 100}`},
+			[]string{"sgd_minibatch_size (128) must not exceed train_batch_size (100)"}},
+		{"env config of the wrong type", []string{"--env", "CartPole-v1", "--alg", "FakeAlg", "--env-config", `{"max_episode_steps": "50"}`},
+			[]string{`"max_episode_steps" must be an integer`}},
 		{"restore missing", []string{"--env", "Corridor-v0", "--alg", "FakeAlg", "--restore", "/nonexistent/checkpoint_3"},
 			[]string{"checkpoint /nonexistent/checkpoint_3 does not exist"}},
 		{"restore non-checkpoint", []string{"--env", "Corridor-v0", "--alg", "FakeAlg", "--restore", local},
@@ -109,8 +123,14 @@ func TestBadInput(t *testing.T) {
 			if len(args) == 0 || (args[0] != "rollout" && args[0] != "plot") {
 				args = append(append([]string(nil), base...), args...)
 			}
+			before, _ := filepath.Glob(filepath.Join(local, "*", "*"))
 			o := train(t, args...)
 			t.Log(o.stderr)
+			// Bad input fails before anything is written (a stop key is
+			// checked against the first result).
+			if after, _ := filepath.Glob(filepath.Join(local, "*", "*")); len(after) != len(before) && c.name != "stop key never reported" {
+				t.Errorf("a failed start left run folders: %v", after)
+			}
 			if o.code != exitError {
 				t.Errorf("exit code %d, want %d; stdout:\n%s", o.code, exitError, o.stdout)
 			}
@@ -260,7 +280,9 @@ func TestFailuresKeepLastGoodCheckpoint(t *testing.T) {
 	}{
 		{"agent error", `{"err_at": 5}`, []string{"iteration 5 failed: total_loss is NaN at SGD epoch 2, minibatch 3",
 			"last good checkpoint: ", "checkpoint_4", "--restore"}, 4, "checkpoint_4"},
-		{"NaN statistic", `{"nan_stat_at": 3}`, []string{"iteration 3 reported kl=NaN", "last good checkpoint: ", "checkpoint_2"}, 3, "checkpoint_2"},
+		{"NaN statistic", `{"nan_stat_at": 3}`, []string{"iteration 3: the learner reported kl=NaN", "last good checkpoint: ", "checkpoint_2"}, 3, "checkpoint_2"},
+		{"blown-up loss", `{"blow_up_at": 3}`, []string{"iteration 3: the learner reported vf_loss=4.2e+13", "training diverged",
+			"lower the learning rate (lr is 0.01)", "last good checkpoint: ", "checkpoint_2"}, 3, "checkpoint_2"},
 		{"panic", `{"panic_at": 3}`, []string{"panic while training iteration 3", "index out of range",
 			"fake_test.go", "please report", "checkpoint_2"}, 2, "checkpoint_2"},
 	} {
@@ -292,6 +314,23 @@ func TestFailuresKeepLastGoodCheckpoint(t *testing.T) {
 				t.Errorf("checkpoints %v, want the last to be %s", ckpts, c.ckpt)
 			}
 		})
+	}
+}
+
+// TestDivergenceMessages: a failure before the first checkpoint does not
+// advise the --checkpoint-freq already given, and a collapsed entropy is
+// warned about once.
+func TestDivergenceMessages(t *testing.T) {
+	o := train(t, "--env", "Corridor-v0", "--alg", "FakeAlg", "--local-dir", t.TempDir(), "--checkpoint-freq", "5",
+		"--config", `{"nan_stat_at": 2}`, "--stop", `{"training_iteration": 10}`)
+	if o.code != exitError || strings.Contains(o.stderr, "use --checkpoint-freq") ||
+		!strings.Contains(o.stderr, "no checkpoint was written yet (--checkpoint-freq 5 writes the first at iteration 5)") {
+		t.Errorf("NaN before the first checkpoint: exit %d\n%s", o.code, o.stderr)
+	}
+	o = train(t, "--env", "Corridor-v0", "--alg", "FakeAlg", "--local-dir", t.TempDir(),
+		"--config", `{"collapse_at": 2}`, "--stop", `{"training_iteration": 4}`)
+	if o.code != 0 || strings.Count(o.stdout, "warning: iteration 2: the policy's entropy fell to 0") != 1 || !strings.Contains(o.stdout, "(lr 0.01)") {
+		t.Errorf("entropy collapse: exit %d\n%s\n%s", o.code, o.stdout, o.stderr)
 	}
 }
 
@@ -445,27 +484,73 @@ func TestSIGINTSavesCheckpoint(t *testing.T) {
 // TestShippedConfigs checks that the tuned experiments in configs/ load and
 // set every PPO key the issue lists. (Training them is the RL benchmarks'
 // job.)
+// TestShippedConfigs: every file in configs/ loads, and the values the
+// algorithm runs with are the file's, key by key (an ignored, coerced or
+// out-of-range value fails); sweep files build.
 func TestShippedConfigs(t *testing.T) {
-	keys := []string{"lr", "gamma", "lambda", "clip_param", "num_sgd_iter", "sgd_minibatch_size", "train_batch_size",
-		"num_workers", "num_envs_per_worker", "vf_loss_coeff", "entropy_coeff", "kl_coeff", "kl_target", "model"}
-	for file, env := range map[string]string{"cartpole-ppo.yaml": "CartPole-v1", "pendulum-ppo.yaml": "Pendulum-v1"} {
-		exp, err := config.LoadFile(filepath.Join("..", "..", "configs", file))
+	files, _ := filepath.Glob(filepath.Join("..", "..", "configs", "*.yaml"))
+	if len(files) < 6 {
+		t.Fatalf("configs: %v", files)
+	}
+	for _, file := range files {
+		exp, err := config.LoadFile(file, sweep.Keys...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if exp.Env != env || exp.Alg != "PPO" || len(exp.Stop) == 0 || !exp.CheckpointAtEnd {
-			t.Errorf("%s: %+v", file, exp)
+		if len(exp.Stop) == 0 || exp.Config == nil {
+			t.Errorf("%s: no stop criteria or no config: %+v", file, exp)
 		}
-		for _, k := range keys {
-			if _, ok := exp.Config[k]; !ok {
-				t.Errorf("%s lacks config key %q", file, k)
+		if isSweep, err := sweep.IsSweep(exp); err != nil || isSweep {
+			exp.LocalDir = t.TempDir()
+			if _, err := sweep.Build(exp, io.Discard); err != nil {
+				t.Errorf("%s: %v", file, err)
 			}
+			continue
 		}
-		model, _ := exp.Config["model"].(map[string]any)
-		if model["fcnet_hiddens"] == nil || model["fcnet_activation"] == nil {
-			t.Errorf("%s: model %v", file, model)
+		if !exp.CheckpointAtEnd {
+			t.Errorf("%s: no checkpoint_at_end", file)
+		}
+		alg, err := rllib.Lookup(exp.Alg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		full, err := runner.FullConfig(alg, exp.Config)
+		if err != nil {
+			t.Errorf("%s: %v", file, err)
+			continue
+		}
+		if err := runner.CheckEnv(exp.Env, exp.EnvConfig); err != nil {
+			t.Errorf("%s: %v", file, err)
+		}
+		for _, diff := range configDiffs("", exp.Config, full) {
+			t.Errorf("%s: %s", file, diff)
 		}
 	}
+}
+
+// configDiffs lists the keys of file (nested ones as a.b) whose value in
+// used differs, comparing as JSON values.
+func configDiffs(prefix string, file, used map[string]any) []string {
+	var diffs []string
+	for k, v := range file {
+		if sub, ok := v.(map[string]any); ok {
+			usedSub, _ := used[k].(map[string]any)
+			diffs = append(diffs, configDiffs(prefix+k+".", sub, usedSub)...)
+			continue
+		}
+		if a, b := asJSON(v), asJSON(used[k]); !reflect.DeepEqual(a, b) {
+			diffs = append(diffs, fmt.Sprintf("%s%s is %v in the file but the algorithm runs with %v", prefix, k, a, b))
+		}
+	}
+	sort.Strings(diffs)
+	return diffs
+}
+
+func asJSON(v any) any {
+	b, _ := json.Marshal(v)
+	var out any
+	_ = json.Unmarshal(b, &out)
+	return out
 }
 
 // TestSecondSIGINTQuits: a second Ctrl-C ends a run whose iteration does
@@ -509,5 +594,61 @@ func TestSecondSIGINTQuits(t *testing.T) {
 	}
 	if ckpts, _ := filepath.Glob(filepath.Join(runDir(t, local), "checkpoint_*")); len(ckpts) != 0 {
 		t.Errorf("checkpoints %v after quitting at once", ckpts)
+	}
+}
+
+// TestEnvConfigNumbersAndEnvCase: a number in --env-config reaches a
+// built-in environment as a number, and environment names resolve in any
+// case (as algorithm names do), the run folder taking the registered name.
+func TestEnvConfigNumbersAndEnvCase(t *testing.T) {
+	local := t.TempDir()
+	o := train(t, "--env", "cartpole-v1", "--alg", "FakeAlg", "--local-dir", local,
+		"--env-config", `{"max_episode_steps": 50}`, "--stop", `{"training_iteration": 1}`)
+	if o.code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", o.code, o.stdout, o.stderr)
+	}
+	if !strings.HasPrefix(filepath.Base(runDir(t, local)), "FakeAlg_CartPole-v1_") {
+		t.Errorf("run folder %s, want it named after CartPole-v1", runDir(t, local))
+	}
+}
+
+// TestHugeLearningRateIsCaught: with lr 1e6, PPO, A3C and DQN stay
+// finite but blow up; the run stops at once and says so.
+func TestHugeLearningRateIsCaught(t *testing.T) {
+	for _, alg := range []string{"PPO", "A3C", "DQN"} {
+		cfg := `{"lr": 1e6}`
+		if alg == "PPO" {
+			cfg = `{"lr": 1e6, "train_batch_size": 512}`
+		}
+		o := train(t, "--env", "CartPole-v1", "--alg", alg, "--local-dir", t.TempDir(), "--config", cfg, "--stop", `{"training_iteration": 8}`)
+		if o.code != exitError || !strings.Contains(o.stderr, "training diverged; lower the learning rate (lr is 1000000)") {
+			t.Errorf("%s with lr 1e6: exit %d\n%s\n%s", alg, o.code, o.stdout, o.stderr)
+		}
+	}
+}
+
+// TestRealAgentCheckpointHasOneHeader: a PPO checkpoint written by train
+// has one header file, holding the agent's keys and the platform's, and
+// restores and rolls out.
+func TestRealAgentCheckpointHasOneHeader(t *testing.T) {
+	local := t.TempDir()
+	cfg := `{"train_batch_size": 256, "sgd_minibatch_size": 64, "num_sgd_iter": 1}`
+	o := train(t, "--env", "CartPole-v1", "--alg", "PPO", "--local-dir", local, "--config", cfg, "--stop", `{"training_iteration": 1}`, "--checkpoint-at-end")
+	ckpts, _ := filepath.Glob(filepath.Join(local, "default", "PPO_*", "checkpoint_1"))
+	if o.code != 0 || len(ckpts) != 1 {
+		t.Fatalf("exit %d, checkpoints %v\n%s\n%s", o.code, ckpts, o.stdout, o.stderr)
+	}
+	headers, _ := filepath.Glob(filepath.Join(ckpts[0], "*.json"))
+	if len(headers) != 1 || filepath.Base(headers[0]) != checkpoint.MetaFile {
+		t.Errorf("header files %v, want only %s", headers, checkpoint.MetaFile)
+	}
+	if b, _ := os.ReadFile(headers[0]); !strings.Contains(string(b), `"format"`) || !strings.Contains(string(b), `"files"`) {
+		t.Errorf("the header lacks the agent's or the platform's keys:\n%s", b)
+	}
+	if o = train(t, "--env", "CartPole-v1", "--alg", "PPO", "--local-dir", local, "--restore", ckpts[0], "--stop", `{"training_iteration": 2}`); o.code != 0 {
+		t.Errorf("restore: exit %d\n%s\n%s", o.code, o.stdout, o.stderr)
+	}
+	if o = train(t, "rollout", "--checkpoint", ckpts[0], "--episodes", "1"); o.code != 0 {
+		t.Errorf("rollout: exit %d\n%s\n%s", o.code, o.stdout, o.stderr)
 	}
 }

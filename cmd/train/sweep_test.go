@@ -73,13 +73,18 @@ func TestSweepRunLsBest(t *testing.T) {
 		t.Errorf("best: %s%s", o.stdout, o.stderr)
 	}
 
-	// A trial's checkpoint is a platform checkpoint: rollout accepts it.
-	ckpts, _ := filepath.Glob(filepath.Join(exp, "*", "checkpoint_3"))
-	if len(ckpts) != 3 {
-		t.Fatalf("agent checkpoints %v", ckpts)
+	// The checkpoint best prints is a platform checkpoint as it is:
+	// rollout and --restore accept it.
+	m := regexp.MustCompile(`(?m)^checkpoint: (.+)$`).FindStringSubmatch(o.stdout)
+	if m == nil {
+		t.Fatalf("best prints no checkpoint:\n%s", o.stdout)
 	}
-	if o = train(t, "rollout", "--checkpoint", ckpts[0], "--episodes", "1"); o.code != 0 || !strings.Contains(o.stdout, "return 0.70") {
-		t.Errorf("rollout of a trial checkpoint: %s%s", o.stdout, o.stderr)
+	if o = train(t, "rollout", "--checkpoint", m[1], "--episodes", "1"); o.code != 0 || !strings.Contains(o.stdout, "return 0.70") {
+		t.Errorf("rollout of the checkpoint best printed: %s%s", o.stdout, o.stderr)
+	}
+	if o = train(t, "--env", "Corridor-v0", "--alg", "FakeAlg", "--local-dir", t.TempDir(), "--restore", m[1],
+		"--stop", `{"training_iteration": 4}`); o.code != 0 || !strings.Contains(o.stdout, "(iteration 3)") {
+		t.Errorf("--restore of the checkpoint best printed: %s%s", o.stdout, o.stderr)
 	}
 
 	// The same experiment again is refused; --resume continues it (here:
@@ -104,6 +109,8 @@ func TestSweepBadInput(t *testing.T) {
 		{"bad resources", "resources_per_trial: {cpu: lots}\n", nil, "resources_per_trial"},
 		{"unknown search_alg", "search_alg: {type: bayes}\n", nil, `search_alg type "bayes" unknown`},
 		{"malformed space", "", []string{"--config", `{"lr2": {"uniform": [1]}}`}, "config.lr2"},
+		{"misspelled space type", "", []string{"--config", `{"train_batch_size": {"logunifrom": [10, 100]}}`}, `unknown search space type "logunifrom" (did you mean "loguniform"?)`},
+		{"unknown fixed key", "", []string{"--config", `{"learning_rate": 0.1}`}, `unknown key "learning_rate"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "sweep.yaml")
@@ -180,14 +187,45 @@ func TestSweepTimeBudget(t *testing.T) {
 	// No stop criterion: without the budget the first trials would run on.
 	src := strings.Replace(sweepFile, "stop: {training_iteration: 3}", "time_budget_s: 0.5\nnum_cpus: 1", 1)
 	os.WriteFile(file, []byte(src), 0o644)
+	src = strings.Replace(src, "checkpoint_at_end: true", "checkpoint_freq: 1", 1)
+	os.WriteFile(file, []byte(src), 0o644)
 	o := train(t, "-f", file, "--local-dir", local)
-	if o.code != 0 || !strings.Contains(o.stdout, "time budget spent before the sweep finished") || !strings.Contains(o.stdout, "train -f "+file+" --resume") {
+	// The hint is a command that works as it is: it names the local dir.
+	if o.code != 0 || !strings.Contains(o.stdout, "time budget spent before the sweep finished") ||
+		!strings.Contains(o.stdout, "train -f "+file+" --local-dir "+local+" --resume") {
 		t.Fatalf("sweep with a time budget: exit %d\n%s\n%s", o.code, o.stdout, o.stderr)
 	}
-	// Resumed with a stop criterion and no budget, it finishes every trial.
-	os.WriteFile(file, []byte(strings.Replace(sweepFile, "stop: {training_iteration: 3}", "stop: {training_iteration: 3}\nnum_cpus: 1", 1)), 0o644)
-	o = train(t, "-f", file, "--local-dir", local, "--resume")
+	// Moved elsewhere, and resumed with a stop criterion and no budget, it
+	// finishes every trial from its checkpoints.
+	moved := filepath.Join(t.TempDir(), "moved")
+	if err := os.Rename(local, moved); err != nil {
+		t.Fatal(err)
+	}
+	src = strings.Replace(sweepFile, "stop: {training_iteration: 3}", "stop: {training_iteration: 3}\nnum_cpus: 1", 1)
+	os.WriteFile(file, []byte(strings.Replace(src, "checkpoint_at_end: true", "checkpoint_freq: 1", 1)), 0o644)
+	o = train(t, "-f", file, "--local-dir", moved, "--resume")
 	if o.code != 0 || !strings.Contains(o.stdout, "3 trials in") || strings.Contains(o.stdout, "time budget") {
 		t.Fatalf("resumed sweep: exit %d\n%s\n%s", o.code, o.stdout, o.stderr)
+	}
+}
+
+// TestSweepKeepCheckpointsNumFreesSpace: keep_checkpoints_num removes the
+// agent's checkpoints, not only Tune's record of them.
+func TestSweepKeepCheckpointsNumFreesSpace(t *testing.T) {
+	local := t.TempDir()
+	file := filepath.Join(t.TempDir(), "sweep.yaml")
+	os.WriteFile(file, []byte("name: keep\nenv: Corridor-v0\nalg: FakeAlg\nstop: {training_iteration: 4}\ncheckpoint_freq: 1\nkeep_checkpoints_num: 1\n"), 0o644)
+	if o := train(t, "-f", file, "--local-dir", local); o.code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", o.code, o.stdout, o.stderr)
+	}
+	var states []string
+	filepath.WalkDir(filepath.Join(local, "keep"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Name() == "state.json" {
+			states = append(states, p)
+		}
+		return nil
+	})
+	if len(states) != 1 || !strings.Contains(states[0], "checkpoint_4") {
+		t.Errorf("agent checkpoints left: %v, want only the newest", states)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/gray-ml/gray/internal/numeric"
+	"github.com/gray-ml/gray/internal/suggest"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 	"gopkg.in/yaml.v3"
@@ -53,6 +54,9 @@ type Experiment struct {
 	Seed int64 `json:"seed"`
 	// NumCPUs is the number of CPUs the runtime may use (0: all).
 	NumCPUs int `json:"num_cpus"`
+	// PluginCallTimeoutS bounds each call to a plugin, in seconds (0: the
+	// plugins package's default, 60 s).
+	PluginCallTimeoutS float64 `json:"plugin_call_timeout_s"`
 	// Extra holds the values of keys the caller allowed besides these
 	// (Tune's num_samples, scheduler, ...), as decoded from the file.
 	Extra map[string]any `json:"-"`
@@ -65,7 +69,7 @@ type Experiment struct {
 // Keys are the top-level keys of an experiment file; "run" is a synonym of
 // "alg". Each is also a flag, with dashes for underscores.
 var Keys = []string{"name", "env", "alg", "run", "config", "env_config", "stop", "checkpoint_freq",
-	"checkpoint_at_end", "restore", "local_dir", "seed", "num_cpus"}
+	"checkpoint_at_end", "restore", "local_dir", "seed", "num_cpus", "plugin_call_timeout_s"}
 
 // DefaultLocalDir is where runs go unless told otherwise.
 const DefaultLocalDir = "~/gray_results"
@@ -94,6 +98,7 @@ func AddFlags(fs *pflag.FlagSet) {
 	fs.String("local-dir", DefaultLocalDir, "folder for experiment results (env GRAY_LOCAL_DIR)")
 	fs.Int64("seed", 0, "random seed: same seed, same run")
 	fs.Int("num-cpus", 0, "CPUs the runtime may use (0: all)")
+	fs.Float64("plugin-call-timeout-s", 0, "seconds a plugin may take to answer a call before it is killed (0: 60)")
 }
 
 // Resolve builds the experiment from the flags in fs (defined by AddFlags)
@@ -124,7 +129,7 @@ func Resolve(fs *pflag.FlagSet, extraKeys ...string) (Experiment, error) {
 	fileVals := map[string]any{
 		"name": exp.Name, "env": exp.Env, "alg": exp.Alg, "checkpoint_freq": exp.CheckpointFreq,
 		"checkpoint_at_end": exp.CheckpointAtEnd, "restore": exp.Restore, "local_dir": exp.LocalDir,
-		"seed": exp.Seed, "num_cpus": exp.NumCPUs,
+		"seed": exp.Seed, "num_cpus": exp.NumCPUs, "plugin_call_timeout_s": exp.PluginCallTimeoutS,
 	}
 	for k := range fileVals {
 		if !exp.set[k] {
@@ -132,7 +137,7 @@ func Resolve(fs *pflag.FlagSet, extraKeys ...string) (Experiment, error) {
 		}
 	}
 	v.MergeConfigMap(fileVals)
-	for _, k := range []string{"name", "env", "alg", "checkpoint_freq", "checkpoint_at_end", "restore", "local_dir", "seed", "num_cpus"} {
+	for _, k := range []string{"name", "env", "alg", "checkpoint_freq", "checkpoint_at_end", "restore", "local_dir", "seed", "num_cpus", "plugin_call_timeout_s"} {
 		if err := v.BindPFlag(k, fs.Lookup(strings.ReplaceAll(k, "_", "-"))); err != nil {
 			return Experiment{}, fmt.Errorf("config: %w", err)
 		}
@@ -158,6 +163,7 @@ func Resolve(fs *pflag.FlagSet, extraKeys ...string) (Experiment, error) {
 	exp.LocalDir = ExpandHome(exp.LocalDir)
 	exp.Seed = v.GetInt64("seed")
 	exp.NumCPUs = v.GetInt("num_cpus")
+	exp.PluginCallTimeoutS = v.GetFloat64("plugin_call_timeout_s")
 
 	for _, f := range []struct {
 		flag string
@@ -195,6 +201,9 @@ func Resolve(fs *pflag.FlagSet, extraKeys ...string) (Experiment, error) {
 	}
 	if exp.NumCPUs < 0 {
 		return Experiment{}, fmt.Errorf("num_cpus must be 0 (all) or more, got %d", exp.NumCPUs)
+	}
+	if t := exp.PluginCallTimeoutS; t < 0 || math.IsNaN(t) || math.IsInf(t, 0) {
+		return Experiment{}, fmt.Errorf("plugin_call_timeout_s must be 0 (the default, 60) or a positive number of seconds, got %v", t)
 	}
 	return exp, nil
 }
@@ -247,7 +256,7 @@ func Parse(data []byte, name string, extraKeys ...string) (Experiment, error) {
 		key := kn.Value
 		if !known[key] {
 			all := append(append([]string(nil), Keys...), extraKeys...)
-			return Experiment{}, posError(name, data, kn, "unknown key %q%s; known keys: %s", key, suggest(key, all), strings.Join(all, ", "))
+			return Experiment{}, posError(name, data, kn, "unknown key %q%s; known keys: %s", key, suggest.DidYouMean(key, all), strings.Join(all, ", "))
 		}
 		if exp.set == nil {
 			exp.set = map[string]bool{}
@@ -295,6 +304,8 @@ func Parse(data []byte, name string, extraKeys ...string) (Experiment, error) {
 			err = decodeScalar(name, data, key, vn, &exp.Seed, "an integer")
 		case "num_cpus":
 			err = decodeScalar(name, data, key, vn, &exp.NumCPUs, "an integer")
+		case "plugin_call_timeout_s":
+			err = decodeScalar(name, data, key, vn, &exp.PluginCallTimeoutS, "a number of seconds")
 		default:
 			var x any
 			if err = vn.Decode(&x); err != nil {
@@ -504,37 +515,3 @@ func (s Stop) keys() []string {
 
 // toFloat converts any Go or JSON number to float64.
 func toFloat(v any) (float64, bool) { return numeric.Float(v) }
-
-// suggest proposes the known key closest to key when one is near.
-func suggest(key string, known []string) string {
-	best, bestD := "", 3
-	for _, k := range known {
-		if d := editDistance(key, k); d < bestD {
-			best, bestD = k, d
-		}
-	}
-	if best == "" {
-		return ""
-	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}

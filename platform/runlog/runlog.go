@@ -185,8 +185,8 @@ func Open(dir string, opts Options) (*Run, error) {
 
 // Resume reopens an existing run folder to append to it (a resumed trial
 // or a restored run). Iteration counting and time_total_s continue from the
-// last result in result.json; a new event file is started beside the old
-// ones, which TensorBoard reads together. opts.Config, Params and Info, when
+// last result in result.json; events are appended to the newest event file
+// (see TruncateAfter for a restored run). opts.Config, Params and Info, when
 // set, replace the folder's files.
 func Resume(dir string, opts Options) (*Run, error) {
 	st, err := os.Stat(dir)
@@ -237,7 +237,7 @@ func open(dir, id string, opts Options) (*Run, error) {
 		return nil, err
 	}
 	if !opts.NoTensorBoard {
-		if r.tb, err = tensorboard.NewWriter(dir); err != nil {
+		if r.tb, err = tensorboard.Append(dir); err != nil {
 			r.result.Close()
 			r.csv.Close()
 			return nil, fmt.Errorf("runlog: %w", err)
@@ -490,9 +490,17 @@ func writeJSONFile(path string, v any) error {
 	return nil
 }
 
-// safeName makes s usable as one path component: plugin references such
-// as plugin:./bin/gridworld contain separators.
+// safeName makes s usable as one path component. A plugin reference
+// (plugin:./bin/gridworld, plugin:/x/catch.py) is named after the plugin's
+// executable, without its extension: gridworld, catch.
 func safeName(s string) string {
+	if path, ok := strings.CutPrefix(s, "plugin:"); ok && path != "" {
+		base := filepath.Base(path)
+		if b := strings.TrimSuffix(base, filepath.Ext(base)); b != "" {
+			base = b
+		}
+		s = base
+	}
 	if s == "" {
 		return "none"
 	}

@@ -227,11 +227,23 @@ func TestTuneTrialFolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if !strings.Contains(filepath.Base(r.Dir()), "PPO_plugin_._bin_grid_3_lr=0.001_") {
+	// Named after the plugin, not after its path.
+	if !strings.HasPrefix(filepath.Base(r.Dir()), "PPO_grid_3_lr=0.001_") {
 		t.Errorf("trial folder %s", r.Dir())
 	}
 	if _, err := os.Stat(filepath.Join(r.Dir(), ParamsFile)); err != nil {
 		t.Errorf("params.json: %v", err)
+	}
+}
+
+func TestSafeName(t *testing.T) {
+	for in, want := range map[string]string{
+		"CartPole-v1": "CartPole-v1", "plugin:./bin/gridworld": "gridworld", "plugin:/x/y/catch.py": "catch",
+		"plugin:catch": "catch", "a/b:c": "a_b_c", "": "none",
+	} {
+		if got := safeName(in); got != want {
+			t.Errorf("safeName(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/gray-ml/gray/platform/tensorboard"
 )
 
 // TruncateAfter drops every result after training iteration k from
@@ -18,11 +20,9 @@ import (
 // writer. A run restored from a checkpoint taken at iteration k calls it
 // before logging again, so that the iterations it re-computes appear once,
 // not twice. Results up to k are kept byte for byte; iteration counting and
-// time_total_s continue from the last kept result. Event files are not
-// rewritten: the resumed run writes a new one whose steps go back to k+1,
-// which TensorBoard's loader takes as a restart and, with its default
-// purge_orphaned_data, drops the older points from that step on; a reader
-// that does not purge shows those iterations twice.
+// time_total_s continue from the last kept result. The event file the run
+// writes to is cut after step k too, so every step appears once in one
+// file.
 func (r *Run) TruncateAfter(k int) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -64,6 +64,13 @@ func (r *Run) TruncateAfter(k int) error {
 	r.count, r.total = count, 0
 	if t, ok := Numeric(last["time_total_s"]); ok {
 		r.total = t
+	}
+	if r.tb != nil {
+		// Events are stepped by timesteps; each holds its iteration.
+		err := r.tb.Truncate(func(ev tensorboard.Event) bool { return ev.Scalars["training_iteration"] > float32(k) })
+		if err != nil {
+			return fmt.Errorf("runlog: %w", err)
+		}
 	}
 	return r.truncateCSV(k)
 }

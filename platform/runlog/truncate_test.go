@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/gray-ml/gray/platform/tensorboard"
 )
 
 // A run restored from a checkpoint at iteration k drops what it logged
@@ -67,5 +69,47 @@ func TestTruncateAfterDropsResultsPastTheCheckpoint(t *testing.T) {
 	}
 	if len(its) != 4 || its[0] != "1" || its[2] != "3" || its[3] != "4" {
 		t.Errorf("progress.csv iterations %v, want [1 2 3 4]", its)
+	}
+}
+
+// TestResumeKeepsOneEventFile: resuming (twice) and truncating to a
+// checkpoint writes on in the same event file, each step once.
+func TestResumeKeepsOneEventFile(t *testing.T) {
+	r := newRun(t)
+	for i := 1; i <= 5; i++ {
+		r.Log(ResultMap(result(i, float64(10*i))))
+	}
+	r.Close()
+	for _, k := range []int{3, 4} {
+		r2, err := Resume(r.Dir(), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r2.TruncateAfter(k); err != nil {
+			t.Fatal(err)
+		}
+		for i := k + 1; i <= 5; i++ {
+			if _, err := r2.Log(map[string]any{"time_this_iter_s": 1.0}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r2.Close()
+	}
+	files, _ := filepath.Glob(filepath.Join(r.Dir(), "events.out.tfevents.*"))
+	if len(files) != 1 {
+		t.Fatalf("event files %v, want one", files)
+	}
+	events, err := tensorboard.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var iters []float32
+	for _, ev := range events {
+		if ev.FileVersion == "" {
+			iters = append(iters, ev.Scalars["training_iteration"])
+		}
+	}
+	if fmt.Sprint(iters) != "[1 2 3 4 5]" {
+		t.Errorf("iterations in the event file %v, want [1 2 3 4 5]", iters)
 	}
 }

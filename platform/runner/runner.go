@@ -11,12 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"reflect"
 	"runtime/debug"
-	"sort"
 	"strings"
 	"time"
 
@@ -53,7 +51,10 @@ type Summary struct {
 // found, the full configuration it will run with, and the environment
 // config.
 type Resolved struct {
-	Alg       rllib.Algorithm
+	Alg rllib.Algorithm
+	// Env is the environment's registered name (the user's may differ in
+	// case, or be a bare family name).
+	Env       string
 	Config    map[string]any // every key, defaults included
 	UserCfg   map[string]any // the keys the user gave, env_config removed
 	EnvConfig map[string]any
@@ -94,19 +95,27 @@ func Resolve(exp config.Experiment) (Resolved, error) {
 	if exp.Env == "" {
 		return Resolved{}, fmt.Errorf("no environment given: use --env NAME (known environments: %s)", strings.Join(envs.Names(), ", "))
 	}
+	// One form for every value, wherever the environment is made: see
+	// envs.NormalizeConfig.
+	if r.EnvConfig, err = envs.NormalizeConfig(r.EnvConfig); err != nil {
+		return Resolved{}, err
+	}
 	if err := CheckEnv(exp.Env, r.EnvConfig); err != nil {
 		return Resolved{}, err
 	}
+	r.Env = envs.Canonical(exp.Env)
 	return r, nil
 }
 
 // CheckEnv makes one copy of the environment and closes it, so that an
 // unknown name or a bad env_config fails before any folder or worker
-// exists. Prefixed references (plugin:...) are left to the agent, which
-// starts them anyway.
+// exists. Prefixed references (plugin:...) are only resolved (a missing or
+// non-executable plugin fails here): the agent starts them anyway.
 func CheckEnv(name string, cfg map[string]any) error {
 	if strings.Contains(name, ":") {
-		return nil
+		// Resolving a plugin reference checks its executable without
+		// starting it.
+		return envs.Check(name)
 	}
 	v, err := envs.MakeVector(name, cfg, 1)
 	if err != nil {
@@ -117,8 +126,22 @@ func CheckEnv(name string, cfg map[string]any) error {
 
 // FullConfig is every hyperparameter the algorithm will use: its defaults
 // with the user's keys decoded over them by rllib.Decode (which names an
-// unknown or wrong-typed key), as a JSON-shaped map.
+// unknown or wrong-typed key) and validated (rllib.Validator, which names
+// a key out of range), as a JSON-shaped map.
 func FullConfig(alg rllib.Algorithm, user map[string]any) (map[string]any, error) {
+	return fullConfig(alg, user, true)
+}
+
+// CheckKeys decodes user over the algorithm's defaults as FullConfig does,
+// naming an unknown or wrong-typed key, but does not validate ranges: a
+// sweep checks its fixed keys this way before any trial starts, when the
+// keys it searches over are not known yet.
+func CheckKeys(alg rllib.Algorithm, user map[string]any) error {
+	_, err := fullConfig(alg, user, false)
+	return err
+}
+
+func fullConfig(alg rllib.Algorithm, user map[string]any, validate bool) (map[string]any, error) {
 	var def any
 	if alg.DefaultConfig != nil {
 		def = alg.DefaultConfig()
@@ -145,6 +168,13 @@ func FullConfig(alg rllib.Algorithm, user map[string]any) (map[string]any, error
 	}
 	if err := rllib.Decode(alg.Name, user, ptr.Interface()); err != nil {
 		return nil, err
+	}
+	// Out-of-range values fail here, before any run folder exists, with
+	// the same message the algorithm's New would give.
+	if v, ok := ptr.Interface().(rllib.Validator); ok && validate {
+		if err := v.Validate(); err != nil {
+			return nil, err
+		}
 	}
 	return toMap(ptr.Interface())
 }
@@ -225,6 +255,7 @@ func Train(ctx context.Context, exp config.Experiment, out io.Writer, opts Optio
 	if err != nil {
 		return sum, err
 	}
+	exp.Env = res.Env
 	run, err := runlog.Create(runlog.Options{
 		LocalDir: exp.LocalDir, Experiment: exp.Name, Alg: res.Alg.Name, Env: exp.Env,
 		Config: res.Config,
@@ -278,8 +309,16 @@ func Train(ctx context.Context, exp config.Experiment, out io.Writer, opts Optio
 		return sum, fmt.Errorf("creating %s agent for %s: %w", res.Alg.Name, exp.Env, err)
 	}
 	defer func() {
-		if serr := safely("stopping the agent", agent.Stop); serr != nil && err == nil {
-			err = serr
+		serr := safely("stopping the agent", agent.Stop)
+		switch {
+		case serr == nil:
+		case err == nil:
+			// The run finished and its results and checkpoints are saved:
+			// a failing clean-up (an environment plugin whose Close hangs,
+			// say) is reported, not turned into a failed run.
+			fmt.Fprintf(out, "warning: the run finished, but stopping the agent failed: %v\n", serr)
+		default:
+			fmt.Fprintf(out, "warning: stopping the agent also failed: %v\n", serr)
 		}
 	}()
 	timeTotal := 0.0
@@ -317,12 +356,16 @@ func Train(ctx context.Context, exp config.Experiment, out io.Writer, opts Optio
 		return nil
 	}
 	lastGood := func() string {
-		if sum.Checkpoint == "" {
+		switch {
+		case sum.Checkpoint == "" && exp.CheckpointFreq > 0:
+			return fmt.Sprintf("no checkpoint was written yet (--checkpoint-freq %d writes the first at iteration %d)", exp.CheckpointFreq, exp.CheckpointFreq)
+		case sum.Checkpoint == "":
 			return "no checkpoint was written (use --checkpoint-freq N to keep one)"
 		}
 		return "last good checkpoint: " + sum.Checkpoint + " (continue with --restore " + sum.Checkpoint + ")"
 	}
 
+	warnedEntropy := false
 	for {
 		if ctx.Err() != nil {
 			return interrupted(ctx, &sum, out, save)
@@ -355,9 +398,14 @@ func Train(ctx context.Context, exp config.Experiment, out io.Writer, opts Optio
 		sum.Last = logged
 		fmt.Fprintln(out, progress.Line(flat))
 
-		if bad := nonFinite(r.Learner); bad != "" {
+		if err := Divergence(r.Learner, res.Config); err != nil {
 			sum.StoppedBy = "error"
-			return sum, fmt.Errorf("iteration %d reported %s: the learner diverged; the run stopped; %s", r.TrainingIteration, bad, lastGood())
+			return sum, fmt.Errorf("iteration %d: %w; the run stopped; %s", r.TrainingIteration, err, lastGood())
+		}
+		if !warnedEntropy && entropyCollapsed(r.Learner) {
+			warnedEntropy = true
+			fmt.Fprintf(out, "warning: iteration %d: the policy's entropy fell to %g: it always takes the same action; early in training this means the learning rate%s is too high\n",
+				r.TrainingIteration, r.Learner["entropy"], lrValue(res.Config))
 		}
 		if sum.Iterations == 1 {
 			// A criterion naming no result key is most likely a typo. When
@@ -456,13 +504,10 @@ func panicSite(stack []byte) string {
 	return ""
 }
 
-func nonFinite(m map[string]float64) string {
-	var bad []string
-	for k, v := range m {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			bad = append(bad, fmt.Sprintf("%s=%v", k, v))
-		}
+// lrValue is " (lr X)" when config has an lr, else "".
+func lrValue(config map[string]any) string {
+	if lr, ok := config["lr"]; ok {
+		return fmt.Sprintf(" (lr %v)", lr)
 	}
-	sort.Strings(bad)
-	return strings.Join(bad, ", ")
+	return ""
 }

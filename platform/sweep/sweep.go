@@ -13,7 +13,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/gray-ml/gray/envs"
 	"github.com/gray-ml/gray/platform/config"
+	"github.com/gray-ml/gray/platform/runlog"
 	"github.com/gray-ml/gray/platform/runner"
 	"github.com/gray-ml/gray/platform/tunelog"
 	"github.com/gray-ml/gray/rllib"
@@ -71,7 +73,8 @@ func Build(exp config.Experiment, out io.Writer) (tune.Experiment, error) {
 	if exp.Alg == "" {
 		return tune.Experiment{}, fmt.Errorf("no algorithm given: set alg (known algorithms: %s)", strings.Join(rllib.AlgorithmNames(), ", "))
 	}
-	if _, err := rllib.Lookup(exp.Alg); err != nil {
+	alg, err := rllib.Lookup(exp.Alg)
+	if err != nil {
 		return tune.Experiment{}, err
 	}
 	if exp.Env == "" {
@@ -80,15 +83,28 @@ func Build(exp config.Experiment, out io.Writer) (tune.Experiment, error) {
 	if err := runner.CheckEnv(exp.Env, exp.EnvConfig); err != nil {
 		return tune.Experiment{}, err
 	}
+	exp.Env = envs.Canonical(exp.Env)
 	spec, err := Spec(exp)
 	if err != nil {
 		return tune.Experiment{}, err
 	}
+	// Keys every trial shares are checked now: a typo would otherwise fail
+	// each trial, max_failures times over.
+	space, err := tune.ParseSpace(exp.Config)
+	if err != nil {
+		return tune.Experiment{}, err
+	}
+	if err := runner.CheckKeys(alg, fixedKeys(space)); err != nil {
+		return tune.Experiment{}, err
+	}
 	return spec.Build(tune.BuildOptions{
 		ResultsDir: exp.LocalDir,
-		Trainable:  agentFactory(exp.Alg, exp.Env, exp.EnvConfig, exp.Seed),
-		Logger:     tunelog.Factory(tunelog.Options{}),
-		Reporter:   tune.NewTableReporter(out),
+		Trainable: tune.AgentTrainableWith(exp.Alg, exp.Env, exp.EnvConfig, exp.Seed, tune.AgentOptions{
+			Result:     trialResult,
+			FullConfig: runner.FullConfig,
+		}),
+		Logger:   tunelog.Factory(tunelog.Options{}),
+		Reporter: tune.NewTableReporter(out),
 	})
 }
 
@@ -115,4 +131,53 @@ func Run(ctx context.Context, exp config.Experiment, resume bool, out io.Writer,
 		return tune.Resume(ctx, te)
 	}
 	return tune.Run(ctx, te)
+}
+
+// fixedKeys is space without its search spaces (tune.Domain values), in
+// nested objects too: the keys every trial gets as they are.
+func fixedKeys(space map[string]any) map[string]any {
+	out := make(map[string]any, len(space))
+	for k, v := range space {
+		switch x := v.(type) {
+		case tune.Domain:
+		case map[string]any:
+			out[k] = fixedKeys(x)
+		default:
+			if !hasDomain(v) {
+				out[k] = v
+			}
+		}
+	}
+	return out
+}
+
+// hasDomain reports whether v holds a search space at any depth.
+func hasDomain(v any) bool {
+	switch x := v.(type) {
+	case tune.Domain:
+		return true
+	case []any:
+		for _, e := range x {
+			if hasDomain(e) {
+				return true
+			}
+		}
+	case map[string]any:
+		for _, e := range x {
+			if hasDomain(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// trialResult lays a trial's result out as `train` logs a run's
+// (runlog.ResultMap: info/learner/...), and ends the trial when training
+// diverged (runner.Divergence).
+func trialResult(r rllib.Result, config map[string]any) (map[string]any, error) {
+	if err := runner.Divergence(r.Learner, config); err != nil {
+		return nil, fmt.Errorf("iteration %d: %w", r.TrainingIteration, err)
+	}
+	return runlog.ResultMap(r), nil
 }

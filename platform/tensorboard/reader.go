@@ -29,29 +29,47 @@ func ReadFile(path string) ([]Event, error) {
 		return nil, fmt.Errorf("tensorboard: %w", err)
 	}
 	var events []Event
-	for off := 0; off < len(b); {
+	_, err = eachRecord(b, func(_ int, ev Event) bool {
+		events = append(events, ev)
+		return true
+	})
+	if err != nil {
+		return events, fmt.Errorf("tensorboard: %s: %w", path, err)
+	}
+	return events, nil
+}
+
+// eachRecord decodes the records of an event file's bytes in turn, calling
+// fn with each one's offset and event until fn returns false. It returns
+// the offset where it stopped: the end of the last whole record read, or
+// the offset of the record fn declined.
+func eachRecord(b []byte, fn func(off int, ev Event) bool) (int, error) {
+	off := 0
+	for off < len(b) {
 		if len(b)-off < 12 {
-			return events, fmt.Errorf("tensorboard: %s: record at byte %d: %w", path, off, io.ErrUnexpectedEOF)
+			return off, fmt.Errorf("record at byte %d: %w", off, io.ErrUnexpectedEOF)
 		}
 		n := binary.LittleEndian.Uint64(b[off:])
 		if binary.LittleEndian.Uint32(b[off+8:]) != MaskedCRC(b[off:off+8]) {
-			return events, fmt.Errorf("tensorboard: %s: record at byte %d: length checksum mismatch", path, off)
+			return off, fmt.Errorf("record at byte %d: length checksum mismatch", off)
 		}
 		if uint64(len(b)-off-16) < n {
-			return events, fmt.Errorf("tensorboard: %s: record at byte %d: %w", path, off, io.ErrUnexpectedEOF)
+			return off, fmt.Errorf("record at byte %d: %w", off, io.ErrUnexpectedEOF)
 		}
 		data := b[off+12 : off+12+int(n)]
 		if binary.LittleEndian.Uint32(b[off+12+int(n):]) != MaskedCRC(data) {
-			return events, fmt.Errorf("tensorboard: %s: record at byte %d: data checksum mismatch", path, off)
+			return off, fmt.Errorf("record at byte %d: data checksum mismatch", off)
 		}
 		ev, err := decodeEvent(data)
 		if err != nil {
-			return events, fmt.Errorf("tensorboard: %s: record at byte %d: %w", path, off, err)
+			return off, fmt.Errorf("record at byte %d: %w", off, err)
 		}
-		events = append(events, ev)
+		if !fn(off, ev) {
+			return off, nil
+		}
 		off += 16 + int(n)
 	}
-	return events, nil
+	return off, nil
 }
 
 func decodeEvent(b []byte) (Event, error) {

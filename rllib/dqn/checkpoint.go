@@ -13,7 +13,7 @@ import (
 // layout does.
 const formatVersion = 1
 
-// checkpointMeta is meta.json: the header Restore checks, and ε and the
+// checkpointMeta is the header file (rllib.CheckpointMetaFile): the header Restore checks, and ε and the
 // config for people reading the folder.
 type checkpointMeta struct {
 	rllib.CheckpointHeader
@@ -37,7 +37,7 @@ type checkpointState struct {
 }
 
 // Save implements rllib.Agent: it writes LogDir/checkpoint_<iteration>/
-// holding meta.json and state.cbor: online and target weights, Adam state,
+// holding the header file and state.cbor: online and target weights, Adam state,
 // timesteps (which set ε and β), round and gradient-step counters, the
 // target network's sync point and recent episodes. The replay buffer is
 // not saved (at the default size it would be tens of megabytes per

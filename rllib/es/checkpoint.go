@@ -12,7 +12,7 @@ import (
 // layout does.
 const formatVersion = 1
 
-// checkpointMeta is meta.json: the header Restore checks, and the config
+// checkpointMeta is the header file (rllib.CheckpointMetaFile): the header Restore checks, and the config
 // for people reading the folder.
 type checkpointMeta struct {
 	rllib.CheckpointHeader
@@ -32,7 +32,7 @@ type checkpointState struct {
 }
 
 // Save implements rllib.Agent: it writes LogDir/checkpoint_<iteration>/
-// holding meta.json and state.cbor (θ, Adam state, observation filter,
+// holding the header file and state.cbor (θ, Adam state, observation filter,
 // counters).
 func (a *Agent) Save(ctx context.Context) (string, error) {
 	st := checkpointState{

@@ -172,6 +172,7 @@ func TestBadConfig(t *testing.T) {
 		{map[string]any{"model": map[string]any{"fcnet_hidens": []int{8}}}, "fcnet_hidens"},
 		{map[string]any{"lr_schedule": [][]float64{{100, 1e-3}, {50, 1e-4}}}, "lr_schedule"},
 		{map[string]any{"lr_final": 1e-5}, "lr_decay_timesteps"},
+		{map[string]any{"train_batch_size": 200, "sgd_minibatch_size": 256}, "sgd_minibatch_size (256) must not exceed train_batch_size (200)"},
 		// TestMain gives the runtime 4 CPUs and each rollout worker
 		// reserves one: a fifth would wait forever.
 		{map[string]any{"num_workers": 5}, "num_workers=5 needs 5 CPUs (each worker actor reserves one); the runtime has 4: set num_workers to at most 4"},

@@ -33,19 +33,19 @@ type grid struct {
 
 func newGrid(cfg envs.Config) (envs.Env, error) {
 	g := &grid{size: 5, maxSteps: 50}
-	for k, v := range cfg {
-		f, ok := v.(float64) // JSON numbers
-		if !ok || f != float64(int(f)) {
-			return nil, fmt.Errorf("gridworld: config %q must be an integer, got %v", k, v)
-		}
-		switch k {
-		case "size":
-			g.size = int(f)
-		case "max_steps":
-			g.maxSteps = int(f)
-		default:
+	// Numbers arrive as float64 (see envs.NormalizeConfig); ConfigInt
+	// accepts those with an integral value.
+	for k := range cfg {
+		if k != "size" && k != "max_steps" {
 			return nil, fmt.Errorf("gridworld: unknown config key %q (known: size, max_steps)", k)
 		}
+	}
+	var err error
+	if g.size, err = envs.ConfigInt(cfg, "size", g.size); err != nil {
+		return nil, fmt.Errorf("gridworld: %w", err)
+	}
+	if g.maxSteps, err = envs.ConfigInt(cfg, "max_steps", g.maxSteps); err != nil {
+		return nil, fmt.Errorf("gridworld: %w", err)
 	}
 	if g.size < 2 || g.maxSteps < 1 {
 		return nil, fmt.Errorf("gridworld: need size >= 2 and max_steps >= 1, got %d and %d", g.size, g.maxSteps)

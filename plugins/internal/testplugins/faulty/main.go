@@ -49,7 +49,7 @@ type env struct {
 // newEnv understands: crash_after (exit the process at that step),
 // hang_after (sleep at that step), step_error_after, nan_after,
 // bad_obs_after (an observation outside the space), wrong_size (observations
-// of the wrong length from the start).
+// of the wrong length from the start), hang_on_close (Close never returns).
 func newEnv(cfg envs.Config) (envs.Env, error) { return &env{cfg: cfg}, nil }
 
 func (e *env) at(key string) bool {
@@ -87,4 +87,9 @@ func (e *env) Step([]float64) (envs.Step, error) {
 	return envs.Step{Obs: e.obs(), Reward: 1, Truncated: e.steps%20 == 0}, nil
 }
 
-func (e *env) Close() error { return nil }
+func (e *env) Close() error {
+	if _, ok := e.cfg["hang_on_close"]; ok {
+		time.Sleep(time.Hour)
+	}
+	return nil
+}
