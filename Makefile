@@ -3,8 +3,9 @@
 GO      ?= go
 BIN     := bin
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-# protobuf-compiler and python3-grpc-tools are for `make proto` only.
-APT_PKGS := protobuf-compiler python3-grpc-tools python3-grpcio
+# protobuf-compiler and python3-grpc-tools are for `make proto` only;
+# dataset-fashion-mnist is the data of the supervised-learning examples.
+APT_PKGS := protobuf-compiler python3-grpc-tools python3-grpcio dataset-fashion-mnist
 
 .PHONY: all build train test vet lint deps proto bench clean
 
