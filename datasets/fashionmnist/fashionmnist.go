@@ -80,7 +80,12 @@ func Load(dir string) (train, test *Set, err error) {
 // DefaultDir). Each file may be stored gzipped (name.gz) or not. Errors
 // name the file and the problem; when dir holds none of the dataset's
 // files the error wraps ErrNotInstalled and names the Debian package.
-func LoadSplit(dir, split string) (*Set, error) {
+func LoadSplit(dir, split string) (*Set, error) { return LoadSplitN(dir, split, 0) }
+
+// LoadSplitN is LoadSplit keeping only the first n images (all when
+// n <= 0). It decompresses only what it keeps, so a short run on a few
+// hundred images starts at once.
+func LoadSplitN(dir, split string, n int) (*Set, error) {
 	names, ok := files[split]
 	if !ok {
 		return nil, fmt.Errorf("fashionmnist: unknown split %q; use \"train\" or \"test\"", split)
@@ -100,23 +105,23 @@ func LoadSplit(dir, split string) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	imgs, err := idx.ReadFile(imgPath)
+	imgs, err := idx.ReadFileN(imgPath, n)
 	if err != nil {
 		return nil, fmt.Errorf("fashionmnist: %w", err)
 	}
 	if len(imgs.Dims) != 3 || imgs.Dims[1] == 0 || imgs.Dims[2] == 0 {
 		return nil, fmt.Errorf("fashionmnist: %s: images must have 3 dimensions [count, rows, cols], the file has %v", imgPath, imgs.Dims)
 	}
-	lbls, err := idx.ReadFile(lblPath)
+	lbls, err := idx.ReadFileN(lblPath, n)
 	if err != nil {
 		return nil, fmt.Errorf("fashionmnist: %w", err)
 	}
 	if len(lbls.Dims) != 1 {
 		return nil, fmt.Errorf("fashionmnist: %s: labels must have 1 dimension [count], the file has %v", lblPath, lbls.Dims)
 	}
-	if imgs.Dims[0] != lbls.Dims[0] {
+	if imgs.Declared != lbls.Declared {
 		return nil, fmt.Errorf("fashionmnist: %s holds %d images but %s holds %d labels; the files come from different sets or one is damaged",
-			imgPath, imgs.Dims[0], lblPath, lbls.Dims[0])
+			imgPath, imgs.Declared, lblPath, lbls.Declared)
 	}
 	for i, l := range lbls.Data {
 		if l >= NumClasses {

@@ -159,3 +159,21 @@ func TestLoadInstalled(t *testing.T) {
 		}
 	}
 }
+
+func TestLoadSplitN(t *testing.T) {
+	dir := t.TempDir()
+	if err := WriteSynthetic(dir, 30, 10, 2); err != nil {
+		t.Fatal(err)
+	}
+	all, err := LoadSplit(dir, "train")
+	if err != nil {
+		t.Fatal(err)
+	}
+	some, err := LoadSplitN(dir, "train", 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if some.Len() != 7 || !slices.Equal(some.Labels, all.Labels[:7]) || !slices.Equal(some.Pixels, all.Pixels[:7*784]) {
+		t.Fatalf("LoadSplitN(7) gave %d images, not the first 7", some.Len())
+	}
+}

@@ -35,17 +35,24 @@ type Array struct {
 	// Data holds the elements in row-major order; its length is the
 	// product of Dims.
 	Data []uint8
+	// Declared is the first dimension the header declares: Dims[0], or
+	// more when ReadN read only a prefix.
+	Declared int
 }
 
 // ReadFile reads the IDX file at path (gzipped or not). Errors name the
 // file and what is wrong with it.
-func ReadFile(path string) (*Array, error) {
+func ReadFile(path string) (*Array, error) { return ReadFileN(path, 0) }
+
+// ReadFileN is ReadFile reading at most n items along the first dimension
+// (all of them when n <= 0); see ReadN.
+func ReadFileN(path string, n int) (*Array, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err // *PathError names the file and the cause
 	}
 	defer f.Close()
-	a, err := Read(f)
+	a, err := ReadN(f, n)
 	if err != nil {
 		return nil, fmt.Errorf("idx: %s: %w", path, err)
 	}
@@ -58,7 +65,12 @@ var typeNames = map[byte]string{0x08: "unsigned byte", 0x09: "signed byte", 0x0B
 // Read reads one IDX array from r, decompressing it first when it starts
 // with the gzip magic bytes. It rejects data that ends early, trailing
 // bytes after the declared data and a failing gzip checksum.
-func Read(r io.Reader) (*Array, error) {
+func Read(r io.Reader) (*Array, error) { return ReadN(r, 0) }
+
+// ReadN is Read keeping only the first n items along the first dimension
+// (all of them when n <= 0), for short runs on a large file: it reads and
+// decompresses only that prefix, so it cannot check what follows it.
+func ReadN(r io.Reader, n int) (*Array, error) {
 	br := bufio.NewReader(r)
 	if head, err := br.Peek(2); err == nil && head[0] == 0x1f && head[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
@@ -67,12 +79,12 @@ func Read(r io.Reader) (*Array, error) {
 		}
 		defer zr.Close()
 		zr.Multistream(false)
-		return read(bufio.NewReader(zr), "gzip data")
+		return read(bufio.NewReader(zr), "gzip data", n)
 	}
-	return read(br, "file")
+	return read(br, "file", n)
 }
 
-func read(r *bufio.Reader, what string) (*Array, error) {
+func read(r *bufio.Reader, what string, limit int) (*Array, error) {
 	var magic [4]byte
 	if _, err := io.ReadFull(r, magic[:]); err != nil {
 		return nil, fmt.Errorf("truncated: %s too short for the 4-byte IDX magic number (%w)", what, err)
@@ -108,6 +120,12 @@ func read(r *bufio.Reader, what string) (*Array, error) {
 			}
 		}
 	}
+	declared := dims[0]
+	prefix := limit > 0 && limit < dims[0]
+	if prefix {
+		total = total / dims[0] * limit
+		dims[0] = limit
+	}
 	// Read through a limit so a header that overstates the size never
 	// allocates more than the data that is actually there.
 	var buf bytes.Buffer
@@ -118,6 +136,9 @@ func read(r *bufio.Reader, what string) (*Array, error) {
 	if int(n) < total {
 		return nil, fmt.Errorf("truncated: the header declares %v = %d bytes of data, the %s holds %d", dims, total, what, n)
 	}
+	if prefix {
+		return &Array{Dims: dims, Data: buf.Bytes(), Declared: declared}, nil
+	}
 	extra, err := r.Discard(1 << 20)
 	if err != nil && !errors.Is(err, io.EOF) {
 		// A gzip stream reports a bad checksum or length only at its end.
@@ -126,7 +147,7 @@ func read(r *bufio.Reader, what string) (*Array, error) {
 	if extra > 0 {
 		return nil, fmt.Errorf("corrupt: %d unexpected bytes after the %d bytes of data the header declares (dimensions %v)", extra, total, dims)
 	}
-	return &Array{Dims: dims, Data: buf.Bytes()}, nil
+	return &Array{Dims: dims, Data: buf.Bytes(), Declared: declared}, nil
 }
 
 // Write writes a as an uncompressed IDX file of unsigned bytes.

@@ -117,3 +117,23 @@ func TestReadFileTruncatedNamesPath(t *testing.T) {
 }
 
 func writeBytes(path string, b []byte) error { return os.WriteFile(path, b, 0o644) }
+
+func TestReadNReadsAPrefix(t *testing.T) {
+	a := &Array{Dims: []int{4, 2}, Data: []uint8{1, 2, 3, 4, 5, 6, 7, 8}}
+	raw := encode(t, a)
+	for name, data := range map[string][]byte{"raw": raw, "gzip": gz(t, raw)} {
+		got, err := ReadN(bytes.NewReader(data), 3)
+		if err != nil {
+			t.Fatal(name, err)
+		}
+		if !slices.Equal(got.Dims, []int{3, 2}) || !bytes.Equal(got.Data, a.Data[:6]) || got.Declared != 4 {
+			t.Fatalf("%s: ReadN(3) = %v %v declared %d", name, got.Dims, got.Data, got.Declared)
+		}
+		if got, err := ReadN(bytes.NewReader(data), 9); err != nil || got.Dims[0] != 4 {
+			t.Fatalf("%s: ReadN(9) = %v, %v", name, got, err)
+		}
+	}
+	if _, err := ReadN(bytes.NewReader(raw[:len(raw)-3]), 3); err == nil || !strings.Contains(err.Error(), "truncated") {
+		t.Fatalf("ReadN of a cut prefix: %v", err)
+	}
+}
