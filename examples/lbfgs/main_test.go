@@ -41,6 +41,9 @@ func dataDir(t *testing.T) string {
 // loss falls, test accuracy is far above chance (0.1), and the sharded
 // evaluation finds the same optimum as the serial one.
 func TestShortRun(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("training test: skipped under -race and -short; make test's non-race pass runs it")
+	}
 	dir := dataDir(t)
 	ctx := context.Background()
 	var results []Result
