@@ -36,7 +36,6 @@ func dataDir(t *testing.T) string {
 	return dir
 }
 
-
 // TestShortSearch runs a few segments on a few hundred images: experiments
 // are both continued and replaced, and the best learns far above chance.
 func TestShortSearch(t *testing.T) {

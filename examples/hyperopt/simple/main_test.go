@@ -36,7 +36,6 @@ func dataDir(t *testing.T) string {
 	return dir
 }
 
-
 // TestShortSearch runs the search on a few hundred images: every
 // experiment reports, the best learns far above chance (0.1) and its loss
 // fell.
