@@ -28,6 +28,24 @@
 //     NewPreprocessor / GetPreprocessor / RegisterPreprocessor, NewPolicy
 //     bundling all three, and MeanStdFilter for observation normalisation.
 //
+// # Supervised learning
+//
+// Classification pieces, used by the Fashion-MNIST examples:
+// Tape.SoftmaxCrossEntropy (the mean loss over a batch of logits and class
+// indices), Tape.MaxPool2D (PoolGeom) and Tape.GlobalAvgPool over
+// height-width-channel images, Dropout (inverted; identity in
+// evaluation), BatchNorm (per channel, batch statistics in training and
+// running ones in evaluation), ConvBN, ResidualBlock and ResNet, InitHe,
+// SGD's WeightDecay, and Correct, Accuracy and Argmax for evaluation.
+// Pooling and batch normalisation are Funcs run through Tape.Apply: their
+// backward passes recompute what they need from the inputs.
+//
+//	logits := net.Forward(tape, tape.Const(n, 784, x), true)
+//	loss := tape.SoftmaxCrossEntropy(logits, tape.Const(n, 1, labels))
+//	params.ZeroGrad()
+//	tape.Backward(loss)
+//	_ = (&models.SGD{LR: 0.05, Momentum: 0.9, WeightDecay: 5e-4}).Step(params.Flat(), params.Grads())
+//
 // # One PPO training step
 //
 //	pol, _ := models.NewPolicy("CartPole-v1", env.ObservationSpace(), env.ActionSpace(), "",
