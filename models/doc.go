@@ -40,11 +40,17 @@
 // Pooling and batch normalisation are Funcs run through Tape.Apply: their
 // backward passes recompute what they need from the inputs.
 //
-//	logits := net.Forward(tape, tape.Const(n, 784, x), true)
+//	net, _ := models.NewResNet(models.ResNetConfig{H: 28, W: 28, C: 1, Classes: 10, Widths: []int{8, 16, 32}, Blocks: 1}, seed)
+//	params := net.Params()
+//	opt := &models.SGD{LR: 0.05, Momentum: 0.9, WeightDecay: 5e-4}
+//
+//	tape.Reset()
+//	logits := net.Forward(tape, tape.Const(n, 784, x), true) // false: evaluation
 //	loss := tape.SoftmaxCrossEntropy(logits, tape.Const(n, 1, labels))
 //	params.ZeroGrad()
 //	tape.Backward(loss)
-//	_ = (&models.SGD{LR: 0.05, Momentum: 0.9, WeightDecay: 5e-4}).Step(params.Flat(), params.Grads())
+//	_ = opt.Step(params.Flat(), params.Grads())
+//	acc := models.Accuracy(logits, labels)
 //
 // # One PPO training step
 //
