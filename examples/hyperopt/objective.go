@@ -180,7 +180,7 @@ func Train(hp Hyperparameters, model Model, train, val *fashionmnist.Set, steps 
 		tape := models.NewTape()
 		tenth := max(steps/10, 1)
 		var first, last float64
-		var nLast int
+		var nFirst, nLast int
 		for s := 0; s < steps; s++ {
 			x, y := batches.Next()
 			b := batches.Size()
@@ -193,7 +193,8 @@ func Train(hp Hyperparameters, model Model, train, val *fashionmnist.Set, steps 
 				break
 			}
 			if s < tenth {
-				first += l / float64(tenth)
+				first += l
+				nFirst++
 			}
 			if s >= steps-tenth {
 				last += l
@@ -206,7 +207,9 @@ func Train(hp Hyperparameters, model Model, train, val *fashionmnist.Set, steps 
 			}
 			out.Steps++
 		}
-		out.FirstLoss = first
+		if nFirst > 0 {
+			out.FirstLoss = first / float64(nFirst)
+		}
 		if nLast > 0 {
 			out.LastLoss = last / float64(nLast)
 		}
