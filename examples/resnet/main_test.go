@@ -13,7 +13,9 @@ import (
 
 func TestMain(m *testing.M) {
 	gray.ServeIfWorker()
-	if err := gray.Init(context.Background(), gray.Options{NumCPUs: 2, NoGPUs: true}); err != nil {
+	// Two GPUs as far as the scheduler knows (none is touched: the models
+	// package computes on the CPU), so the GPU-aware placement is tested.
+	if err := gray.Init(context.Background(), gray.Options{NumCPUs: 2, NumGPUs: 2}); err != nil {
 		fmt.Fprintln(os.Stderr, "gray.Init:", err)
 		os.Exit(1)
 	}
@@ -23,7 +25,8 @@ func TestMain(m *testing.M) {
 }
 
 // TestShortRun trains on a few hundred images with two workers and a
-// sharded server: the loss falls and test accuracy rises above chance.
+// sharded server: each worker reserves its own GPU, the loss falls and
+// test accuracy rises above chance.
 func TestShortRun(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("training test: skipped under -race and -short; make test's non-race pass runs it")
@@ -45,7 +48,7 @@ func TestShortRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("loss %.3f → %.3f, curve %+v, %.1f images/s", res.FirstLoss, res.Loss, res.Curve, res.ImagesPerSec)
-	if res.Steps != 40 || res.Images != 1280 || len(res.Placement) != 2 || res.GPUs {
+	if res.Steps != 40 || res.Images != 1280 || len(res.Placement) != 2 || !res.GPUs {
 		t.Fatalf("%d steps, %d images, placement %v", res.Steps, res.Images, res.Placement)
 	}
 	if !(res.Loss < 0.8*res.FirstLoss) {
@@ -54,8 +57,16 @@ func TestShortRun(t *testing.T) {
 	if res.TestAcc < 0.3 {
 		t.Fatalf("test accuracy %.3f after 40 steps", res.TestAcc)
 	}
-	if !strings.Contains(res.Placement[0], "CPU") {
-		t.Fatalf("placement %q does not say CPU", res.Placement[0])
+	gpus := map[string]bool{}
+	for _, p := range res.Placement {
+		i := strings.Index(p, "reserved GPUs [")
+		if i < 0 {
+			t.Fatalf("placement %q names no GPU", p)
+		}
+		gpus[p[i:]] = true
+	}
+	if len(gpus) != 2 {
+		t.Fatalf("workers share a GPU: %v", res.Placement)
 	}
 }
 
