@@ -59,6 +59,7 @@ func main() {
 	flag.Float64Var(&cfg.LR, "lr", cfg.LR, "SGD learning rate")
 	flag.Float64Var(&cfg.Momentum, "momentum", cfg.Momentum, "SGD momentum")
 	flag.Float64Var(&cfg.WeightDecay, "wd", cfg.WeightDecay, "weight decay")
+	flag.BoolVar(&cfg.Decay, "decay", cfg.Decay, "decay the learning rate linearly to 2% over the run")
 	flag.StringVar(&widths, "widths", "8,16,32", "channels of each residual stage")
 	flag.IntVar(&cfg.Blocks, "blocks", cfg.Blocks, "residual blocks per stage")
 	flag.IntVar(&cfg.TrainLimit, "train-limit", 0, "use only the first N training images (0: all)")

@@ -15,13 +15,16 @@ import (
 
 // Config is one training run.
 type Config struct {
-	Dir                   string
-	Workers, Shards       int
-	Batch                 int
-	Steps                 int
-	Budget                time.Duration
-	LR, Momentum          float64
-	WeightDecay           float64
+	Dir             string
+	Workers, Shards int
+	Batch           int
+	Steps           int
+	Budget          time.Duration
+	LR, Momentum    float64
+	WeightDecay     float64
+	// Decay lowers the learning rate linearly to 2% of LR over the run
+	// (by Steps or by Budget, whichever ends it first).
+	Decay                 bool
 	Widths                []int
 	Blocks                int
 	TrainLimit, TestLimit int
@@ -34,7 +37,7 @@ type Config struct {
 // DefaultConfig is a 3-stage network of widths 8, 16 and 32 trained with
 // batches of 64 by momentum SGD.
 func DefaultConfig() Config {
-	return Config{Workers: 2, Shards: 1, Batch: 64, LR: 0.05, Momentum: 0.9, WeightDecay: 5e-4,
+	return Config{Workers: 2, Shards: 1, Batch: 64, LR: 0.05, Momentum: 0.9, WeightDecay: 5e-4, Decay: true,
 		Widths: []int{8, 16, 32}, Blocks: 1, EvalEvery: 200, EvalN: 2000, LogEvery: 20, Seed: 1}
 }
 
@@ -154,9 +157,20 @@ func Train(ctx context.Context, cfg Config) (Result, error) {
 		if err != nil {
 			return res, err
 		}
+		scale := 1.0
+		if cfg.Decay {
+			progress := 0.0
+			if cfg.Steps > 0 {
+				progress = float64(step-1) / float64(cfg.Steps)
+			}
+			if cfg.Budget > 0 {
+				progress = max(progress, wall.Seconds()/cfg.Budget.Seconds())
+			}
+			scale = max(1-progress, 0.02)
+		}
 		grads := make([]gray.Ref[paramserver.Named], len(workers))
 		for i, h := range workers {
-			grads[i] = gradMethod.Remote(h, wref)
+			grads[i] = gradMethod.Remote(h, wref, scale)
 		}
 		outs, err := gray.GetAll(ctx, grads)
 		if err != nil {

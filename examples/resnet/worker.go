@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/gray-ml/gray"
@@ -98,10 +97,11 @@ func (w *Worker) setWeights(weights paramserver.Named) error {
 }
 
 // Grad computes the gradient of the mean loss over a minibatch of
-// spec.Batch images from this worker's shard at weights, plus weight decay, and
-// returns it with the loss, the number of correct predictions and the
-// compute time as metrics.
-func (w *Worker) Grad(ctx context.Context, weights paramserver.Named) (paramserver.Named, error) {
+// spec.Batch images from this worker's shard at weights, plus weight
+// decay, times scale (the learning-rate schedule: the servers' SGD step is
+// linear in the gradient), and returns it with the loss, the number of
+// correct predictions and the compute time as metrics.
+func (w *Worker) Grad(ctx context.Context, weights paramserver.Named, scale float64) (paramserver.Named, error) {
 	start := time.Now()
 	if err := w.setWeights(weights); err != nil {
 		return nil, err
@@ -117,11 +117,9 @@ func (w *Worker) Grad(ctx context.Context, weights paramserver.Named) (paramserv
 	t.Backward(loss)
 	out := make(paramserver.Named, len(w.byName)+3)
 	for name, tn := range w.byName {
-		g := slices.Clone(tn.Grad)
-		if w.spec.WeightDecay != 0 {
-			for i, v := range tn.Data {
-				g[i] += w.spec.WeightDecay * v
-			}
+		g := make([]float64, len(tn.Grad))
+		for i, v := range tn.Grad {
+			g[i] = scale * (v + w.spec.WeightDecay*tn.Data[i])
 		}
 		out[name] = g
 	}
@@ -161,6 +159,6 @@ func accuracy(net *models.ResNet, set *fashionmnist.Set, n int) float64 {
 var (
 	workerActor = gray.Actor1("resnet.Worker", NewWorker)
 	infoMethod  = gray.Method0(workerActor, "Info", (*Worker).Info)
-	gradMethod  = gray.Method1(workerActor, "Grad", (*Worker).Grad)
+	gradMethod  = gray.Method2(workerActor, "Grad", (*Worker).Grad)
 	evalMethod  = gray.Method2(workerActor, "Evaluate", (*Worker).Evaluate)
 )
