@@ -18,19 +18,22 @@
 //	go run ./examples/resnet --workers=2 --budget=10m
 //
 // It prints the placement, progress every --log-every steps, test accuracy
-// at each --eval-every steps against training time, throughput, the
-// weight-shipping cost per step, and last the accuracy on the whole test
-// set, for example (short run):
+// (on the first --eval-n test images) every --eval-every steps against
+// training time, throughput, the weight-shipping cost per step, and last
+// the accuracy on the whole test set. On the shared 2-core machine
+// (loaded, 2026-11-25), go run ./examples/resnet --workers=2 --budget=12m
+// --eval-every=150 --eval-n=2000 --log-every=50 --decay=false printed:
 //
-//	go run ./examples/resnet --workers=2 --steps=30 --train-limit=2000 --test-limit=500 --eval-every=15
-//	resnet widths [8 16 32], 1 blocks per stage: 22,338 weights (174.5 KiB); 2 workers, batch 64 (32 each), 1 server shards
+//	resnet widths [8 16 32], 1 blocks per stage: 19810 weights (154.8 KiB); 2 workers, batch 64 (32 each), 1 server shards
 //	worker 0: CPU
 //	worker 1: CPU
-//	step  15  loss 1.5210  train acc 0.4521  ...
-//	eval: step 15, 4.8s of training: test accuracy 0.5280
+//	step   50  loss 1.5742  train acc 0.4431  26.7s  120.1 images/s
 //	...
-//	throughput 180.2 images/s; per step: compute 0.310s (slowest worker), shipping and applying 0.045s for 174.5 KiB of weights out and 2 × 174.5 KiB of gradients in
-//	test accuracy: 0.6120
+//	eval: step 150, 71.9s of training: test accuracy 0.6840
+//	...
+//	eval: step 900, 706.4s of training: test accuracy 0.8530
+//	925 steps, 59200 images in 720.4s: 82.2 images/s; per step: compute 0.678s (slowest worker), shipping and applying 0.101s for 154.8 KiB of weights out and 2 × 154.8 KiB of gradients in
+//	test accuracy: 0.8019
 package main
 
 import (
