@@ -5,7 +5,7 @@
 //
 // The network: 3×3 convolution to 8 channels, ReLU, 2×2 max pooling; 3×3
 // convolution to 16 channels, ReLU, 2×2 max pooling; dropout; a dense
-// layer to the 10 classes (9,178 weights, all drawn from N(0, stddev²) as
+// layer to the 10 classes (9,098 weights, all drawn from N(0, stddev²) as
 // in the seeds' TensorFlow network), trained with Adam on softmax
 // cross-entropy. Training state (weights, Adam's moments, steps) is a
 // Model value, so a segment can continue where another stopped, in any
