@@ -3,8 +3,9 @@
 GO      ?= go
 BIN     := bin
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-# protobuf-compiler and python3-grpc-tools are for `make proto` only.
-APT_PKGS := protobuf-compiler python3-grpc-tools python3-grpcio
+# protobuf-compiler and python3-grpc-tools are for `make proto` only;
+# dataset-fashion-mnist is the data of the supervised-learning examples.
+APT_PKGS := protobuf-compiler python3-grpc-tools python3-grpcio dataset-fashion-mnist
 
 .PHONY: all build train test vet lint deps proto bench bench-deps bench-conv clean
 
@@ -32,7 +33,7 @@ vet:
 # learning tests skip themselves under -race; the second pass runs them.
 test: deps vet
 	$(GO) test -race -count=1 -timeout 30m ./...
-	$(GO) test -count=1 -timeout 20m ./rllib/... ./tune/...
+	$(GO) test -count=1 -timeout 20m ./rllib/... ./tune/... ./examples/...
 
 ## proto regenerates plugins/proto and the Python stubs (installing protoc,
 ## grpc_tools and the Go generators when missing).

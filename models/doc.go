@@ -40,6 +40,30 @@
 //     NewPreprocessor / GetPreprocessor / RegisterPreprocessor, NewPolicy
 //     bundling all three, and MeanStdFilter for observation normalisation.
 //
+// # Supervised learning
+//
+// Classification pieces, used by the Fashion-MNIST examples:
+// Tape.SoftmaxCrossEntropy (the mean loss over a batch of logits and class
+// indices), Tape.MaxPool2D (PoolGeom) and Tape.GlobalAvgPool over
+// height-width-channel images, Dropout (inverted; identity in
+// evaluation), BatchNorm (per channel, batch statistics in training and
+// running ones in evaluation), ConvBN, ResidualBlock and ResNet, InitHe,
+// SGD's WeightDecay, and Correct, Accuracy and Argmax for evaluation.
+// Pooling and batch normalisation are Funcs run through Tape.Apply: their
+// backward passes recompute what they need from the inputs.
+//
+//	net, _ := models.NewResNet(models.ResNetConfig{H: 28, W: 28, C: 1, Classes: 10, Widths: []int{8, 16, 32}, Blocks: 1}, seed)
+//	params := net.Params()
+//	opt := &models.SGD{LR: 0.05, Momentum: 0.9, WeightDecay: 5e-4}
+//
+//	tape.Reset()
+//	logits := net.Forward(tape, tape.Const(n, 784, x), true) // false: evaluation
+//	loss := tape.SoftmaxCrossEntropy(logits, tape.Const(n, 1, labels))
+//	params.ZeroGrad()
+//	tape.Backward(loss)
+//	_ = opt.Step(params.Flat(), params.Grads())
+//	acc := models.Accuracy(logits, labels)
+//
 // # One PPO training step
 //
 //	pol, _ := models.NewPolicy("CartPole-v1", env.ObservationSpace(), env.ActionSpace(), "",

@@ -12,15 +12,19 @@ type Optimizer interface {
 	Step(weights, grads []float64) error
 }
 
-// SGD is stochastic gradient descent with optional (heavy-ball) momentum:
-// v = momentum·v + g; w -= LR·v.
+// SGD is stochastic gradient descent with optional (heavy-ball) momentum
+// and weight decay (an L2 penalty of WeightDecay/2·|w|², added to the
+// gradient as in PyTorch): d = g + WeightDecay·w; v = momentum·v + d;
+// w -= LR·v.
 type SGD struct {
-	LR       float64
-	Momentum float64
-	velocity []float64
+	LR          float64
+	Momentum    float64
+	WeightDecay float64
+	velocity    []float64
 }
 
-// NewSGD returns plain SGD with learning rate lr.
+// NewSGD returns SGD with learning rate lr and momentum (0: none); set
+// WeightDecay for an L2 penalty.
 func NewSGD(lr, momentum float64) *SGD { return &SGD{LR: lr, Momentum: momentum} }
 
 // Step implements Optimizer.
@@ -29,9 +33,10 @@ func (o *SGD) Step(w, g []float64) error {
 		return fmt.Errorf("models: SGD step with %d weights and %d gradients", len(w), len(g))
 	}
 	g = g[:len(w)]
+	wd := o.WeightDecay
 	if o.Momentum == 0 {
 		for i, d := range g {
-			w[i] -= o.LR * d
+			w[i] -= o.LR * (d + wd*w[i])
 		}
 		return nil
 	}
@@ -40,7 +45,7 @@ func (o *SGD) Step(w, g []float64) error {
 	}
 	v := o.velocity[:len(w)]
 	for i, d := range g {
-		v[i] = o.Momentum*v[i] + d
+		v[i] = o.Momentum*v[i] + d + wd*w[i]
 		w[i] -= o.LR * v[i]
 	}
 	return nil

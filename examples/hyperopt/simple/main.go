@@ -1,78 +1,158 @@
 // Command simple is the Go port of the seeds' hyperopt_simple.py: random
-// hyperparameter search with remote tasks, processing each result as soon
-// as it is ready (gray.Wait) and starting a new experiment in its place.
+// hyperparameter search for a small CNN on Fashion-MNIST with remote
+// tasks, processing each result as soon as it is ready (gray.Wait) and
+// starting a new experiment in its place. The training and validation
+// images are put into the object store once; every task reads them there.
 //
+//	apt-get install dataset-fashion-mnist
 //	go run ./examples/hyperopt/simple --trials=5 --steps=10
+//
+// It prints one line per finished experiment, the best, the time and, last,
+// the best model's accuracy on the Fashion-MNIST test set. With the seeds'
+// space most draws diverge (learning rates up to 1e5) and stop at once; on
+// the shared 2-core machine (loaded, 2026-11-25),
+// go run ./examples/hyperopt/simple --trials=6 --steps=150 printed:
+//
+//	data: 10000 training, 2000 validation, 10000 test images; 2 in flight
+//	accuracy 0.1000 (... 1 steps, diverged) with lr=3.16e+02 batch=55 dropout=0.12 stddev=1.14e-05
+//	accuracy 0.1000 (... 1 steps, diverged) with lr=5.13e+02 batch=14 dropout=0.12 stddev=7.71e-01
+//	accuracy 0.5210 (loss 73.61 → 16.21, 150 steps) with lr=2.42e-03 batch=9 dropout=0.05 stddev=7.85e-01
+//	accuracy 0.1000 (... 1 steps, diverged) with lr=6.95e+01 batch=48 dropout=0.02 stddev=7.89e-04
+//	accuracy 0.0980 (loss 2.31 → 2.31, 150 steps) with lr=1.61e-02 batch=16 dropout=0.35 stddev=3.12e-04
+//	accuracy 0.1000 (... 0 steps, diverged) with lr=2.71e-04 batch=54 dropout=0.00 stddev=7.07e+03
+//	best validation accuracy 0.5210 with lr=2.42e-03 batch=9 dropout=0.05 stddev=7.85e-01 in 35.7s
+//	test accuracy: 0.5115
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"math/rand/v2"
+	"os"
 	"time"
 
 	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/examples/hyperopt"
 )
 
-// trainCNN trains one configuration and returns its validation accuracy.
-var trainCNN = gray.Func2("hyperopt.train_cnn_and_compute_accuracy",
-	func(ctx context.Context, hp hyperopt.Hyperparameters, steps int) (float64, error) {
-		acc, _ := hyperopt.Train(hp, nil, steps, 10*time.Millisecond, uint64(hp.BatchSize))
-		return acc, nil
-	})
+// config is one search.
+type config struct {
+	Dir                 string
+	Trials, Steps       int
+	Parallel            int
+	Space               string
+	Seed                uint64
+	TrainN, ValN, TestN int
+}
+
+// summary is what a search found.
+type summary struct {
+	Outcomes []hyperopt.Outcome
+	Best     hyperopt.Outcome
+	BestHP   hyperopt.Hyperparameters
+	TestAcc  float64
+	Elapsed  time.Duration
+}
+
+func run(ctx context.Context, cfg config, w io.Writer) (summary, error) {
+	start := time.Now()
+	space, ok := hyperopt.Spaces[cfg.Space]
+	if !ok {
+		return summary{}, fmt.Errorf("unknown space %q; use seeds or narrow", cfg.Space)
+	}
+	data, err := hyperopt.LoadData(cfg.Dir, cfg.TrainN, cfg.ValN, cfg.TestN)
+	if err != nil {
+		return summary{}, err
+	}
+	fmt.Fprintf(w, "data: %d training, %d validation, %d test images; %d in flight\n", data.Train.Len(), data.Val.Len(), data.Test.Len(), cfg.Parallel)
+	refs, err := data.Put(ctx)
+	if err != nil {
+		return summary{}, err
+	}
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0))
+	type experiment struct {
+		hp    hyperopt.Hyperparameters
+		out   gray.Ref[hyperopt.Outcome]
+		model gray.Ref[hyperopt.Model]
+	}
+	byID := map[gray.ObjectID]experiment{}
+	var remaining []gray.AnyRef
+	launch := func(i int) {
+		job := hyperopt.Job{HP: space.Generate(rng), Steps: cfg.Steps, Seed: cfg.Seed + uint64(i)}
+		out, model := hyperopt.Segment.Remote(job, hyperopt.Model{}, refs.Train, refs.Val)
+		byID[out.ID()] = experiment{job.HP, out, model}
+		remaining = append(remaining, out)
+	}
+	launched := 0
+	for ; launched < min(cfg.Parallel, cfg.Trials); launched++ {
+		launch(launched)
+	}
+	var s summary
+	var best experiment
+	s.Best.Accuracy = -1
+	for len(remaining) > 0 {
+		// Whenever an experiment finishes, print its accuracy and start a
+		// new one.
+		ready, rest, err := gray.Wait(ctx, remaining, 1, 0)
+		if err != nil {
+			return s, err
+		}
+		remaining = rest
+		e := byID[ready[0].ID()]
+		o, err := gray.Get(ctx, e.out)
+		if err != nil {
+			return s, err
+		}
+		s.Outcomes = append(s.Outcomes, o)
+		note := ""
+		if o.Diverged {
+			note = ", diverged"
+		}
+		fmt.Fprintf(w, "accuracy %.4f (loss %.2f → %.2f, %d steps%s) with %v\n", o.Accuracy, o.FirstLoss, o.LastLoss, o.Steps, note, e.hp)
+		if o.Accuracy > s.Best.Accuracy {
+			s.Best, s.BestHP, best = o, e.hp, e
+		}
+		if launched < cfg.Trials {
+			launch(launched)
+			launched++
+		}
+	}
+	model, err := gray.Get(ctx, best.model)
+	if err != nil {
+		return s, err
+	}
+	if s.TestAcc, err = hyperopt.Accuracy(s.BestHP, model, data.Test); err != nil {
+		return s, err
+	}
+	s.Elapsed = time.Since(start)
+	fmt.Fprintf(w, "best validation accuracy %.4f with %v in %.1fs\n", s.Best.Accuracy, s.BestHP, s.Elapsed.Seconds())
+	return s, nil
+}
 
 func main() {
 	gray.ServeIfWorker()
-	trials := flag.Int("trials", 5, "number of experiments to run in all")
-	steps := flag.Int("steps", 10, "training steps per experiment")
-	parallel := flag.Int("parallel", 2, "experiments in flight at once")
-	seed := flag.Uint64("seed", 1, "random seed")
+	var cfg config
+	flag.StringVar(&cfg.Dir, "data", "", "Fashion-MNIST directory (default /usr/share/datasets/fashion-mnist)")
+	flag.IntVar(&cfg.Trials, "trials", 5, "number of experiments to run in all")
+	flag.IntVar(&cfg.Steps, "steps", 10, "training steps (minibatches) per experiment")
+	flag.IntVar(&cfg.Parallel, "parallel", 2, "experiments in flight at once")
+	flag.StringVar(&cfg.Space, "space", "seeds", "search space: seeds (the seeds' ranges; most draws diverge) or narrow")
+	flag.Uint64Var(&cfg.Seed, "seed", 1, "random seed")
+	flag.IntVar(&cfg.TrainN, "train", 10000, "training images (0: all but the validation ones)")
+	flag.IntVar(&cfg.ValN, "val", 2000, "validation images held out of the training set")
+	flag.IntVar(&cfg.TestN, "test", 0, "test images (0: all 10,000)")
 	flag.Parse()
 	ctx := context.Background()
 	if err := gray.Init(ctx, gray.Options{NoGPUs: true}); err != nil {
 		log.Fatal(err)
 	}
 	defer gray.Shutdown()
-
-	rng := rand.New(rand.NewPCG(*seed, 0))
-	configs := map[gray.ObjectID]hyperopt.Hyperparameters{}
-	var remaining []gray.Ref[float64]
-	launch := func() {
-		hp := hyperopt.Generate(rng)
-		ref := trainCNN.Remote(hp, *steps)
-		configs[ref.ID()] = hp
-		remaining = append(remaining, ref)
+	s, err := run(ctx, cfg, os.Stdout)
+	if err != nil {
+		log.Fatal(err)
 	}
-	launched := 0
-	for ; launched < min(*parallel, *trials); launched++ {
-		launch()
-	}
-	best, bestHP := -1.0, hyperopt.Hyperparameters{}
-	for len(remaining) > 0 {
-		// Whenever an experiment finishes, print its accuracy and start a
-		// new one.
-		ready, rest, err := gray.Wait(ctx, remaining, 1, 0)
-		if err != nil {
-			log.Fatal(err)
-		}
-		remaining = rest
-		ref := ready[0]
-		acc, err := gray.Get(ctx, ref)
-		if err != nil {
-			log.Fatal(err)
-		}
-		hp := configs[ref.ID()]
-		fmt.Printf("accuracy %.3f with %+v\n", acc, hp)
-		if acc > best {
-			best, bestHP = acc, hp
-		}
-		if launched < *trials {
-			launch()
-			launched++
-		}
-	}
-	fmt.Printf("best accuracy %.3f with %+v\n", best, bestHP)
+	fmt.Printf("test accuracy: %.4f\n", s.TestAcc)
 }

@@ -1,0 +1,163 @@
+// Package paramserver_test measures the synchronous parameter server's
+// round trip on models of 100 KB, 10 MB and 100 MB with 1, 2 and 4
+// workers: the driver puts the weights into the object store, every
+// worker actor maps them and returns a gradient of the same size (into the
+// object store), the server averages the gradients by reference and takes
+// an SGD step, and the driver pulls the new weights. BenchmarkMemcpy moves
+// the same bytes with copy() in the same run: the limit of this machine.
+//
+//	go test -run '^$' -bench . -benchtime 5x ./benchmarks/paramserver
+//
+// Figures are recorded in benchmarks/README.md.
+package paramserver_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/gray-ml/gray"
+	"github.com/gray-ml/gray/rllib/paramserver"
+)
+
+func TestMain(m *testing.M) {
+	gray.ServeIfWorker()
+	os.Exit(m.Run())
+}
+
+// worker is a stand-in for a training replica: it reads the weights and
+// returns a gradient of the same shape, so that only shipping is measured.
+type worker struct{ grad paramserver.Named }
+
+var (
+	workerType = gray.Actor0("psbench.Worker", func(ctx context.Context) (*worker, error) { return &worker{}, nil })
+	gradMethod = gray.Method1(workerType, "Grad", func(w *worker, ctx context.Context, weights paramserver.Named) (paramserver.Named, error) {
+		if w.grad == nil {
+			w.grad = paramserver.Named{}
+			for k, v := range weights {
+				g := make([]float64, len(v))
+				for i := range g {
+					g[i] = 1e-3
+				}
+				w.grad[k] = g
+			}
+		}
+		var s float64 // touch every weight, as a forward pass would
+		for _, v := range weights {
+			for i := 0; i < len(v); i += 512 {
+				s += v[i]
+			}
+		}
+		w.grad["sum"] = []float64{s}
+		return w.grad, nil
+	})
+)
+
+// sizes are the model sizes in bytes.
+var sizes = []struct {
+	name  string
+	bytes int
+}{{"100KB", 100_000}, {"10MB", 10_000_000}, {"100MB", 100_000_000}}
+
+// model splits n float64s over 4 keys (so that 2 shards can split it) and
+// a 1-value key for the workers' checksum.
+func model(bytes int) paramserver.Named {
+	n := bytes / 8
+	m := paramserver.Named{"sum": {0}}
+	for k := 0; k < 4; k++ {
+		m[fmt.Sprint("w", k)] = make([]float64, n/4)
+	}
+	return m
+}
+
+func BenchmarkRoundTrip(b *testing.B) {
+	ctx := context.Background()
+	if err := gray.Init(ctx, gray.Options{NumCPUs: 8, NoGPUs: true}); err != nil {
+		b.Fatal(err)
+	}
+	defer gray.Shutdown()
+	for _, sz := range sizes {
+		for _, shards := range []int{1, 2} {
+			for _, nw := range []int{1, 2, 4} {
+				if shards == 2 && sz.bytes < 10_000_000 {
+					continue // sharding a 100 KB model only adds calls
+				}
+				b.Run(fmt.Sprintf("%s/shards=%d/workers=%d", sz.name, shards, nw), func(b *testing.B) {
+					roundTrip(ctx, b, sz.bytes, shards, nw)
+				})
+			}
+		}
+	}
+}
+
+func roundTrip(ctx context.Context, b *testing.B, bytes, shards, nw int) {
+	ps, err := paramserver.New(ctx, paramserver.Config{Shards: shards, Server: paramserver.ServerConfig{Optimizer: paramserver.OptSGD, LR: 0.1}}, model(bytes))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ps.Close()
+	workers := make([]gray.Handle[worker], nw)
+	for i := range workers {
+		if workers[i], err = workerType.Remote(ctx); err != nil {
+			b.Fatal(err)
+		}
+		defer gray.Kill(workers[i])
+	}
+	weights, err := ps.Pull(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	step := func() {
+		wref, err := gray.Put(ctx, weights)
+		if err != nil {
+			b.Fatal(err)
+		}
+		grads := make([]gray.Ref[paramserver.Named], nw)
+		for i, h := range workers {
+			grads[i] = gradMethod.Remote(h, wref)
+		}
+		if err := ps.ApplyGradients(ctx, grads); err != nil {
+			b.Fatal(err)
+		}
+		if weights, err = ps.Pull(ctx); err != nil {
+			b.Fatal(err)
+		}
+		refs := []gray.AnyRef{wref}
+		for _, g := range grads {
+			refs = append(refs, g)
+		}
+		_ = gray.Free(ctx, refs...)
+	}
+	step() // warm up: workers allocate their gradients
+	b.ResetTimer()
+	for b.Loop() {
+		step()
+	}
+	// Bytes moved per round: weights out, nw gradients in, weights pulled.
+	b.SetBytes(int64(bytes * (nw + 2)))
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/round")
+}
+
+// BenchmarkMemcpy copies the bytes of one round (weights out, nw
+// gradients in, weights back) with copy(): the bandwidth limit of this
+// machine, for the round trip's MB/s to be read against.
+func BenchmarkMemcpy(b *testing.B) {
+	for _, sz := range sizes {
+		for _, nw := range []int{1, 2, 4} {
+			b.Run(fmt.Sprintf("%s/workers=%d", sz.name, nw), func(b *testing.B) {
+				src, dst := make([]byte, sz.bytes), make([]byte, sz.bytes)
+				for i := range src {
+					src[i] = byte(i)
+				}
+				b.SetBytes(int64(sz.bytes * (nw + 2)))
+				for b.Loop() {
+					for k := 0; k < nw+2; k++ {
+						copy(dst, src)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/round")
+			})
+		}
+	}
+}

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"testing"
+
+	"github.com/gray-ml/gray"
+	"github.com/gray-ml/gray/datasets/fashionmnist"
+)
+
+func TestMain(m *testing.M) {
+	gray.ServeIfWorker()
+	if err := gray.Init(context.Background(), gray.Options{NumCPUs: 2, NoGPUs: true}); err != nil {
+		fmt.Fprintln(os.Stderr, "gray.Init:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	gray.Shutdown()
+	os.Exit(code)
+}
+
+// dataDir is the installed dataset, or a small synthetic one in the same
+// format when the Debian package is missing.
+func dataDir(t *testing.T) string {
+	if fashionmnist.Installed("") {
+		return ""
+	}
+	dir := t.TempDir()
+	if err := fashionmnist.WriteSynthetic(dir, 700, 300, 1); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s not installed: using synthetic data", fashionmnist.Package)
+	return dir
+}
+
+// TestShortSearch runs a few segments on a few hundred images: experiments
+// are both continued and replaced, and the best learns far above chance.
+func TestShortSearch(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("training test: skipped under -race and -short; make test's non-race pass runs it")
+	}
+	cfg := config{Dir: dataDir(t), Starting: 3, Segments: 6, StepsPer: 15, Space: "narrow", Seed: 2, TrainN: 400, ValN: 200, TestN: 300}
+	s, err := run(context.Background(), cfg, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Continued == 0 || s.Continued+s.Replaced != 6 {
+		t.Fatalf("%d continued, %d replaced of 6 segments", s.Continued, s.Replaced)
+	}
+	if s.Best.Accuracy < 0.4 || s.TestAcc < 0.35 {
+		t.Fatalf("best %+v with %v after %d segments, test accuracy %.3f", s.Best, s.BestHP, s.BestSegs, s.TestAcc)
+	}
+}

@@ -1,0 +1,43 @@
+package hyperopt
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gray-ml/gray"
+	"github.com/gray-ml/gray/datasets/fashionmnist"
+)
+
+// Job is one training segment's instructions.
+type Job struct {
+	HP    Hyperparameters `cbor:"hp"`
+	Steps int             `cbor:"steps"`
+	Seed  uint64          `cbor:"seed"`
+}
+
+// Segment is the remote function both search examples run: train job.HP
+// for job.Steps from model on train, measure on val. The data sets arrive
+// by reference, put into the object store once by the driver and read
+// there without a copy by every worker.
+var Segment = gray.Func4x2("hyperopt.train_cnn_and_compute_accuracy",
+	func(ctx context.Context, job Job, model Model, train, val fashionmnist.Set) (Outcome, Model, error) {
+		return Train(job.HP, model, &train, &val, job.Steps, job.Seed)
+	})
+
+// Refs are the data sets in the object store.
+type Refs struct {
+	Train, Val gray.Ref[fashionmnist.Set]
+}
+
+// Put puts the training and validation sets into the object store.
+func (d Data) Put(ctx context.Context) (Refs, error) {
+	train, err := gray.Put(ctx, *d.Train)
+	if err != nil {
+		return Refs{}, fmt.Errorf("hyperopt: putting the training set: %w", err)
+	}
+	val, err := gray.Put(ctx, *d.Val)
+	if err != nil {
+		return Refs{}, fmt.Errorf("hyperopt: putting the validation set: %w", err)
+	}
+	return Refs{Train: train, Val: val}, nil
+}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"testing"
+
+	"github.com/gray-ml/gray"
+	"github.com/gray-ml/gray/datasets/fashionmnist"
+)
+
+func TestMain(m *testing.M) {
+	gray.ServeIfWorker()
+	if err := gray.Init(context.Background(), gray.Options{NumCPUs: 2, NoGPUs: true}); err != nil {
+		fmt.Fprintln(os.Stderr, "gray.Init:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	gray.Shutdown()
+	os.Exit(code)
+}
+
+// dataDir is the installed dataset, or a small synthetic one in the same
+// format when the Debian package is missing.
+func dataDir(t *testing.T) string {
+	if fashionmnist.Installed("") {
+		return ""
+	}
+	dir := t.TempDir()
+	if err := fashionmnist.WriteSynthetic(dir, 700, 300, 1); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s not installed: using synthetic data", fashionmnist.Package)
+	return dir
+}
+
+// TestShortSearch runs the search on a few hundred images: every
+// experiment reports, the best learns far above chance (0.1) and its loss
+// fell.
+func TestShortSearch(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("training test: skipped under -race and -short; make test's non-race pass runs it")
+	}
+	cfg := config{Dir: dataDir(t), Trials: 3, Steps: 30, Parallel: 2, Space: "narrow", Seed: 1, TrainN: 400, ValN: 200, TestN: 300}
+	s, err := run(context.Background(), cfg, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Outcomes) != 3 {
+		t.Fatalf("%d outcomes for 3 trials", len(s.Outcomes))
+	}
+	if s.Best.Accuracy < 0.4 || s.TestAcc < 0.35 || !(s.Best.LastLoss < s.Best.FirstLoss) {
+		t.Fatalf("best %+v with %v, test accuracy %.3f", s.Best, s.BestHP, s.TestAcc)
+	}
+	if _, err := run(context.Background(), config{Space: "huge"}, io.Discard); err == nil {
+		t.Fatal("unknown space accepted")
+	}
+}

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/gray-ml/gray"
+	"github.com/gray-ml/gray/datasets/fashionmnist"
+)
+
+func TestMain(m *testing.M) {
+	gray.ServeIfWorker()
+	// Two GPUs as far as the scheduler knows (none is touched: the models
+	// package computes on the CPU), so the GPU-aware placement is tested.
+	if err := gray.Init(context.Background(), gray.Options{NumCPUs: 2, NumGPUs: 2}); err != nil {
+		fmt.Fprintln(os.Stderr, "gray.Init:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	gray.Shutdown()
+	os.Exit(code)
+}
+
+// TestShortRun trains on a few hundred images with two workers and a
+// sharded server: each worker reserves its own GPU, the loss falls and
+// test accuracy rises above chance.
+func TestShortRun(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("training test: skipped under -race and -short; make test's non-race pass runs it")
+	}
+	dir := ""
+	if !fashionmnist.Installed("") {
+		dir = t.TempDir()
+		if err := fashionmnist.WriteSynthetic(dir, 600, 300, 1); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s not installed: using synthetic data", fashionmnist.Package)
+	}
+	cfg := DefaultConfig()
+	cfg.Dir, cfg.Workers, cfg.Shards, cfg.Batch, cfg.Steps = dir, 2, 2, 32, 40
+	cfg.TrainLimit, cfg.TestLimit, cfg.EvalEvery, cfg.EvalN, cfg.LogEvery = 600, 300, 20, 300, 10
+	cfg.Widths = []int{8, 16}
+	res, err := Train(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("loss %.3f → %.3f, curve %+v, %.1f images/s", res.FirstLoss, res.Loss, res.Curve, res.ImagesPerSec)
+	if res.Steps != 40 || res.Images != 1280 || len(res.Placement) != 2 || !res.GPUs {
+		t.Fatalf("%d steps, %d images, placement %v", res.Steps, res.Images, res.Placement)
+	}
+	if !(res.Loss < 0.8*res.FirstLoss) {
+		t.Fatalf("loss %.3f → %.3f did not fall", res.FirstLoss, res.Loss)
+	}
+	if res.TestAcc < 0.3 {
+		t.Fatalf("test accuracy %.3f after 40 steps", res.TestAcc)
+	}
+	gpus := map[string]bool{}
+	for _, p := range res.Placement {
+		i := strings.Index(p, "reserved GPUs [")
+		if i < 0 {
+			t.Fatalf("placement %q names no GPU", p)
+		}
+		gpus[p[i:]] = true
+	}
+	if len(gpus) != 2 {
+		t.Fatalf("workers share a GPU: %v", res.Placement)
+	}
+}
+
+func TestBadConfig(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Workers, cfg.Batch, cfg.Steps = 3, 64, 1
+	if _, err := Train(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "split evenly") {
+		t.Fatalf("uneven batch: %v", err)
+	}
+	cfg = DefaultConfig()
+	cfg.Dir, cfg.Steps = t.TempDir(), 1
+	if _, err := Train(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), fashionmnist.Package) {
+		t.Fatalf("missing data: %v", err)
+	}
+}

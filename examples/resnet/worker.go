@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/gray-ml/gray"
+	"github.com/gray-ml/gray/datasets/fashionmnist"
+	"github.com/gray-ml/gray/models"
+	"github.com/gray-ml/gray/rllib/paramserver"
+)
+
+// Metric keys ride along with the gradients in the Named a worker returns.
+// They start with "." so they can never be a weight's name; the parameter
+// servers read only the keys they hold.
+const (
+	keyLoss    = ".loss"
+	keyCorrect = ".correct"
+	keySeconds = ".seconds"
+)
+
+// WorkerSpec tells a worker what to build and which data to hold.
+type WorkerSpec struct {
+	Dir          string
+	Index, Count int
+	TrainLimit   int
+	TestLimit    int
+	// Batch is this worker's slice of each global batch.
+	Batch int
+	Net   models.ResNetConfig
+	Seed  uint64
+	// WeightDecay is added to each gradient as WeightDecay·w (SGD's L2
+	// penalty, applied here because the servers run plain momentum SGD).
+	WeightDecay float64
+}
+
+// Worker is a training actor: it holds its shard of the training set (and
+// the test set, for evaluation), a replica of the network, and computes
+// gradients on its slice of each global batch.
+type Worker struct {
+	spec    WorkerSpec
+	net     *models.ResNet
+	byName  map[string]*models.Tensor
+	batches *fashionmnist.Batches
+	test    *fashionmnist.Set
+	tape    *models.Tape
+	gpus    []int
+}
+
+// NewWorker loads the data and builds the replica.
+func NewWorker(ctx context.Context, spec WorkerSpec) (*Worker, error) {
+	train, err := fashionmnist.LoadSplitN(spec.Dir, "train", spec.TrainLimit)
+	if err != nil {
+		return nil, err
+	}
+	shard := train.Shard(spec.Index, spec.Count)
+	if shard.Len() == 0 || spec.Batch < 1 {
+		return nil, fmt.Errorf("resnet: worker %d of %d holds %d training images for batches of %d; use fewer workers or a larger batch", spec.Index, spec.Count, shard.Len(), spec.Batch)
+	}
+	test, err := fashionmnist.LoadSplitN(spec.Dir, "test", spec.TestLimit)
+	if err != nil {
+		return nil, err
+	}
+	net, err := models.NewResNet(spec.Net, spec.Seed)
+	if err != nil {
+		return nil, err
+	}
+	w := &Worker{spec: spec, net: net, byName: map[string]*models.Tensor{}, test: test, tape: models.NewTape(),
+		batches: shard.Batches(spec.Batch, spec.Seed^uint64(spec.Index+1)*0x9e3779b97f4a7c15), gpus: gray.GPUIDs(ctx)}
+	p := net.Params()
+	for i, name := range p.Names() {
+		w.byName[name] = p.Tensors()[i]
+	}
+	return w, nil
+}
+
+// Info says where the worker runs.
+func (w *Worker) Info(ctx context.Context) (string, error) {
+	if len(w.gpus) > 0 {
+		return fmt.Sprintf("worker %d: reserved GPUs %v (the models package has no GPU kernels, so it computes on the CPU)", w.spec.Index, w.gpus), nil
+	}
+	return fmt.Sprintf("worker %d: CPU", w.spec.Index), nil
+}
+
+// setWeights copies weights (read-only views into the object store) into
+// the replica.
+func (w *Worker) setWeights(weights paramserver.Named) error {
+	for name, t := range w.byName {
+		v, ok := weights[name]
+		if !ok || len(v) != t.Len() {
+			return fmt.Errorf("resnet: weights lack %q or have the wrong size (%d values, want %d)", name, len(v), t.Len())
+		}
+		copy(t.Data, v)
+	}
+	return nil
+}
+
+// Grad computes the gradient of the mean loss over a minibatch of
+// spec.Batch images from this worker's shard at weights, plus weight
+// decay, times scale (the learning-rate schedule: the servers' SGD step is
+// linear in the gradient), and returns it with the loss, the number of
+// correct predictions and the compute time as metrics.
+func (w *Worker) Grad(ctx context.Context, weights paramserver.Named, scale float64) (paramserver.Named, error) {
+	start := time.Now()
+	if err := w.setWeights(weights); err != nil {
+		return nil, err
+	}
+	x, y := w.batches.Next()
+	batch := w.batches.Size()
+	t := w.tape
+	t.Reset()
+	logits := w.net.Forward(t, t.Const(batch, w.net.NumInputs(), x), true)
+	loss := t.SoftmaxCrossEntropy(logits, t.Const(batch, 1, y))
+	p := w.net.Params()
+	p.ZeroGrad()
+	t.Backward(loss)
+	out := make(paramserver.Named, len(w.byName)+3)
+	for name, tn := range w.byName {
+		g := make([]float64, len(tn.Grad))
+		for i, v := range tn.Grad {
+			g[i] = scale * (v + w.spec.WeightDecay*tn.Data[i])
+		}
+		out[name] = g
+	}
+	out[keyLoss] = []float64{loss.Item()}
+	out[keyCorrect] = []float64{float64(models.Correct(logits, y))}
+	out[keySeconds] = []float64{time.Since(start).Seconds()}
+	return out, nil
+}
+
+// Evaluate returns the accuracy at weights on the first n test images (0:
+// all), using this replica's running batch-norm statistics.
+func (w *Worker) Evaluate(ctx context.Context, weights paramserver.Named, n int) (float64, error) {
+	if err := w.setWeights(weights); err != nil {
+		return 0, err
+	}
+	return accuracy(w.net, w.test, n), nil
+}
+
+func accuracy(net *models.ResNet, set *fashionmnist.Set, n int) float64 {
+	if n <= 0 || n > set.Len() {
+		n = set.Len()
+	}
+	t := models.NewTape()
+	t.SetNoGrad(true)
+	var x, y []float64
+	correct := 0
+	const chunk = 250
+	for i := 0; i < n; i += chunk {
+		j := min(i+chunk, n)
+		x, y = set.FillRange(i, j, x, y)
+		t.Reset()
+		correct += models.Correct(net.Forward(t, t.Const(j-i, set.Features(), x), false), y)
+	}
+	return float64(correct) / float64(max(n, 1))
+}
+
+var (
+	workerActor = gray.Actor1("resnet.Worker", NewWorker)
+	infoMethod  = gray.Method0(workerActor, "Info", (*Worker).Info)
+	gradMethod  = gray.Method2(workerActor, "Grad", (*Worker).Grad)
+	evalMethod  = gray.Method2(workerActor, "Evaluate", (*Worker).Evaluate)
+)
