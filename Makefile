@@ -4,7 +4,7 @@ GO      ?= go
 BIN     := bin
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # protobuf-compiler and python3-grpc-tools are for `make proto` only.
-APT_PKGS := protobuf-compiler python3-grpc-tools python3-grpcio
+APT_PKGS := chromium protobuf-compiler python3-grpc-tools python3-grpcio
 
 .PHONY: all build train test vet lint deps proto bench clean
 

@@ -69,6 +69,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gray-ml/gray/runtime/events"
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/node"
 	"github.com/gray-ml/gray/runtime/objstore"
@@ -219,6 +220,7 @@ func Init(ctx context.Context, opts Options) error {
 		OnError: func(e *task.TaskError) {
 			fmt.Fprintf(os.Stderr, "gray: %v\n", e)
 		},
+		Events: events.New(0),
 	}
 	if cfg.NumWorkers == 0 {
 		cfg.NumWorkers = cpus

@@ -28,6 +28,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gray-ml/gray/runtime/events"
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/objstore"
 	"github.com/gray-ml/gray/runtime/task"
@@ -52,6 +53,8 @@ type Config struct {
 	// Shared is the node's shared-memory object store, owned (and closed at
 	// Shutdown) by the node; nil keeps every object inline in the driver.
 	Shared *objstore.Store
+	// Events, when not nil, records when each task ran on which worker.
+	Events *events.Recorder
 }
 
 // ErrShutdown is returned by calls on a node that was shut down.
@@ -122,6 +125,7 @@ type pending struct {
 	actor   *actor
 	orig    *task.Spec     // the spec as submitted (reference arguments intact), for lineage
 	pinned  []ids.ObjectID // shared-memory arguments pinned until the task ends
+	sent    int64          // when it was handed to a worker, in Config.Events' clock
 }
 
 // request is a Get or Wait from the driver or from a worker.
@@ -675,6 +679,7 @@ func (n *Node) send(w *proc, p *pending) {
 	s := p.spec
 	n.resolveArgs(s)
 	s.GPUIDs = w.gpus
+	p.sent = n.cfg.Events.Now()
 	w.tasks = append(w.tasks, p)
 	// A broken connection is noticed by the reader, which fails the task.
 	_ = n.append(w, task.MsgExec, func(b []byte) []byte { return task.AppendSpec(b, s) })
@@ -955,6 +960,7 @@ func (n *Node) pump(a *actor) {
 		n.resolveArgs(p.spec)
 		p.spec.GPUIDs = a.gpus
 		a.inflight = append(a.inflight, p)
+		p.sent = n.cfg.Events.Now()
 		s := p.spec
 		_ = n.append(a.w, task.MsgExec, func(b []byte) []byte { return task.AppendSpec(b, s) })
 	}
@@ -1912,6 +1918,7 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 			}
 		}
 	}
+	n.cfg.Events.Finished(w.id, tid, p.spec.Func, p.sent)
 	n.unpinStore(p.pinned)
 	p.pinned = nil
 	rebuilt := n.rebuilding[tid]

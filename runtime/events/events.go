@@ -1,0 +1,108 @@
+// Package events records when each task ran on which worker, for the
+// dashboard's timeline and `gray timeline`. The recorder is a fixed ring
+// buffer written with one short critical section per finished task and no
+// allocation, so the scheduler can keep it on without noticing: the
+// oldest events give way to new ones.
+package events
+
+import (
+	"sync"
+	"time"
+
+	"github.com/gray-ml/gray/runtime/ids"
+)
+
+// DefaultCapacity is the number of events a Recorder keeps by default.
+const DefaultCapacity = 1 << 16
+
+// Event is one task's run on one worker. Start and End are nanoseconds
+// since the recorder's epoch (see Recorder.Epoch).
+type Event struct {
+	Task   ids.TaskID
+	Func   string
+	Worker int32
+	Start  int64
+	End    int64
+}
+
+// Recorder keeps the latest task events in a ring buffer. Its methods are
+// safe for concurrent use; a nil *Recorder records nothing.
+type Recorder struct {
+	epoch time.Time
+
+	mu   sync.Mutex
+	buf  []Event
+	next uint64          // events recorded so far
+	last map[int32]int64 // per worker: when its last task ended
+}
+
+// New returns a recorder that keeps the latest capacity events (0:
+// DefaultCapacity).
+func New(capacity int) *Recorder {
+	if capacity <= 0 {
+		capacity = DefaultCapacity
+	}
+	return &Recorder{epoch: time.Now(), buf: make([]Event, capacity), last: map[int32]int64{}}
+}
+
+// Now is the time in the recorder's clock: nanoseconds since its epoch,
+// read from the monotonic clock. A nil recorder returns 0.
+func (r *Recorder) Now() int64 {
+	if r == nil {
+		return 0
+	}
+	return int64(time.Since(r.epoch))
+}
+
+// Epoch is the wall-clock time the recorder's clock counts from.
+func (r *Recorder) Epoch() time.Time { return r.epoch }
+
+// Finished records that task (function fn) ended now on worker, having
+// been handed to it at sent (a time from Now). Workers run their tasks one
+// after the other, so the task started when it was sent or when the
+// worker's previous task ended, whichever came later.
+func (r *Recorder) Finished(worker int, task ids.TaskID, fn string, sent int64) {
+	if r == nil {
+		return
+	}
+	end := r.Now()
+	w := int32(worker)
+	r.mu.Lock()
+	start := sent
+	if prev := r.last[w]; prev > start {
+		start = prev
+	}
+	r.last[w] = end
+	r.buf[r.next%uint64(len(r.buf))] = Event{Task: task, Func: fn, Worker: w, Start: start, End: end}
+	r.next++
+	r.mu.Unlock()
+}
+
+// Forget drops a worker's bookkeeping once it has exited.
+func (r *Recorder) Forget(worker int) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	delete(r.last, int32(worker))
+	r.mu.Unlock()
+}
+
+// Events returns the recorded events still in the buffer, oldest first,
+// and how many older ones were overwritten.
+func (r *Recorder) Events() (evs []Event, dropped uint64) {
+	if r == nil {
+		return nil, 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := uint64(len(r.buf))
+	if r.next <= n {
+		return append([]Event(nil), r.buf[:r.next]...), 0
+	}
+	head := r.next % n
+	evs = make([]Event, 0, n)
+	evs = append(evs, r.buf[head:]...)
+	evs = append(evs, r.buf[:head]...)
+	return evs, r.next - n
+}

@@ -1,0 +1,113 @@
+package node
+
+import (
+	"sort"
+
+	"github.com/gray-ml/gray/runtime/events"
+	"github.com/gray-ml/gray/runtime/ids"
+	"github.com/gray-ml/gray/runtime/objstore"
+	"github.com/gray-ml/gray/runtime/task"
+)
+
+// Snapshot is the node's state at one moment, for the dashboard.
+type Snapshot struct {
+	Total, Available task.Resources
+	Objects          int            // objects in the driver's store
+	Shared           objstore.Stats // the shared-memory store (zero without one)
+	Workers          []WorkerState
+	Tasks            []TaskState // tasks queued for resources or sent to workers
+	Actors           []ActorState
+}
+
+// WorkerState is one worker process.
+type WorkerState struct {
+	ID      int
+	Name    string
+	PID     int
+	Actor   string // the actor type it hosts, "" for a pool worker
+	Running string // the function it runs now, "" when idle
+	Queued  int    // tasks sent to it behind the running one
+}
+
+// Task states in a Snapshot.
+const (
+	TaskQueued  = "QUEUED"  // waiting for a worker with the resources it needs
+	TaskSent    = "SENT"    // sent to a worker, behind its running task
+	TaskRunning = "RUNNING" // the first task a worker has
+)
+
+// TaskState is one unfinished task.
+type TaskState struct {
+	ID     ids.TaskID
+	Func   string
+	State  string
+	Worker int // -1 when not sent yet
+}
+
+// ActorState is one actor.
+type ActorState struct {
+	ID      ids.ActorID
+	Type    string
+	State   string // ALIVE, PENDING (no worker yet) or DEAD
+	Worker  int    // -1 without one
+	Pending int    // calls queued or in flight
+}
+
+// Snapshot copies the node's state under its lock. It costs time
+// proportional to the tasks and actors the node holds.
+func (n *Node) Snapshot() Snapshot {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	s := Snapshot{Total: cloneRes(n.total), Available: cloneRes(n.avail), Objects: n.store.Len()}
+	if n.shared != nil {
+		s.Shared = n.shared.Stats()
+	}
+	for _, w := range n.workers {
+		ws := WorkerState{ID: w.id, Name: w.name, Queued: max(len(w.tasks)-1, 0)}
+		if w.process != nil {
+			ws.PID = w.process.Pid
+		}
+		tasks := w.tasks
+		if w.actor != nil {
+			ws.Actor = w.actor.typ
+			tasks = w.actor.inflight
+		}
+		for i, p := range tasks {
+			st := TaskSent
+			if i == 0 {
+				st = TaskRunning
+				ws.Running = p.spec.Func
+			}
+			s.Tasks = append(s.Tasks, TaskState{ID: p.spec.ID, Func: p.spec.Func, State: st, Worker: w.id})
+		}
+		s.Workers = append(s.Workers, ws)
+	}
+	for _, k := range n.shapes {
+		q := n.queues[k]
+		for i := q.head; i < len(q.items); i++ {
+			p := q.items[i]
+			s.Tasks = append(s.Tasks, TaskState{ID: p.spec.ID, Func: p.spec.Func, State: TaskQueued, Worker: -1})
+		}
+	}
+	for _, a := range n.actors {
+		as := ActorState{ID: a.id, Type: a.typ, State: "ALIVE", Worker: -1, Pending: len(a.queue) + len(a.inflight)}
+		switch {
+		case a.dead:
+			as.State = "DEAD"
+		case a.w == nil:
+			as.State = "PENDING"
+		}
+		if a.w != nil {
+			as.Worker = a.w.id
+		}
+		for _, p := range a.queue {
+			s.Tasks = append(s.Tasks, TaskState{ID: p.spec.ID, Func: p.spec.Func, State: TaskQueued, Worker: -1})
+		}
+		s.Actors = append(s.Actors, as)
+	}
+	sort.Slice(s.Workers, func(i, j int) bool { return s.Workers[i].ID < s.Workers[j].ID })
+	return s
+}
+
+// Events is the node's task event recorder (nil when Config.Events was).
+func (n *Node) Events() *events.Recorder { return n.cfg.Events }
