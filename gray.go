@@ -108,6 +108,9 @@ type Options struct {
 	// uses a gray-<pid>-<random> folder in it, removed at Shutdown; folders
 	// of drivers that died are removed by the next Init.
 	ObjectStoreDir string
+	// NoTimeline turns off the recording of task events that Timeline
+	// returns (a few hundred nanoseconds per task).
+	NoTimeline bool
 }
 
 // backend is what the API needs from a runtime: the driver's node, a
@@ -220,7 +223,9 @@ func Init(ctx context.Context, opts Options) error {
 		OnError: func(e *task.TaskError) {
 			fmt.Fprintf(os.Stderr, "gray: %v\n", e)
 		},
-		Events: events.New(0),
+	}
+	if !opts.NoTimeline {
+		cfg.Events = events.New(0)
 	}
 	if cfg.NumWorkers == 0 {
 		cfg.NumWorkers = cpus

@@ -225,7 +225,7 @@ not json at all
 	if n := eval[string](t, ctx, key+`.dataset.points`); n != "2" {
 		t.Errorf("chart of the markup key has %s points, want 2", n)
 	}
-	if !eval[bool](t, ctx, `document.querySelector(".box").textContent.includes("2 malformed lines skipped")`) {
+	if !eval[bool](t, ctx, `document.querySelector(".box").textContent.includes("3 malformed lines skipped")`) {
 		t.Errorf("malformed lines not reported: %q", eval[string](t, ctx, `document.querySelector(".box").textContent`))
 	}
 	if n := eval[int](t, ctx, `document.scripts.length + document.images.length`); n != 1 {

@@ -157,6 +157,9 @@ func paginate[T any](w http.ResponseWriter, r *http.Request, items []T) {
 	total := len(items)
 	lo := min(offset, total)
 	hi := min(lo+limit, total)
+	if items == nil {
+		items = []T{}
+	}
 	writeJSON(w, map[string]any{"total": total, "offset": lo, "limit": limit, "items": items[lo:hi]})
 }
 

@@ -139,15 +139,20 @@ function smooth(ys, w) {
 function ticks(lo, hi, n, log) {
   if (log) {
     const out = [];
-    for (let e = Math.floor(Math.log10(lo)); e <= Math.ceil(Math.log10(hi)); e++) { const v = Math.pow(10, e); if (v >= lo && v <= hi) out.push(v); }
+    for (let e = Math.floor(Math.log10(lo)); e <= Math.ceil(Math.log10(hi)) && out.length < 30; e++) { const v = Math.pow(10, e); if (v >= lo && v <= hi) out.push(v); }
     return out.length ? out : [lo, hi];
   }
   if (hi === lo) return [lo];
   const step0 = (hi - lo) / n, mag = Math.pow(10, Math.floor(Math.log10(step0)));
   const step = [1, 2, 5, 10].map(m => m * mag).find(s => s >= step0);
-  const out = [];
-  for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(Math.abs(v) < step * 1e-9 ? 0 : v);
-  return out;
+  if (!(step > 0) || !Number.isFinite(step)) return [lo, hi];
+  const out = [], first = Math.ceil(lo / step);
+  for (let i = 0; i <= n + 2; i++) {
+    const v = (first + i) * step;
+    if (v > hi + step * 1e-9) break;
+    out.push(Math.abs(v) < step * 1e-9 ? 0 : v);
+  }
+  return out.length ? out : [lo, hi];
 }
 function drawChart(box, key, runs, o) {
   const W = 420, H = 220, L = 52, R = 10, T = 8, B = 26;
@@ -232,7 +237,7 @@ const chartView = {
       if (ids.length === 1) {
         const info = await api("/api/run?id=" + encodeURIComponent(ids[0]));
         main.append(el("div", { class: "box" },
-          el("div", {}, "Status ", status(info.status), " · ", info.results + " results", info.bad ? " · " + info.bad + " malformed lines skipped" : "",
+          el("div", {}, "Status ", el("span", { id: "runstatus" }, status(info.status)), " · ", el("span", { id: "runresults" }, info.results + " results"), info.bad ? " · " + info.bad + " malformed lines skipped" : "",
             " · ", el("a", { href: "/api/csv?run=" + encodeURIComponent(ids[0]), download: "", id: "csv" }, "download CSV")),
           el("div", { class: "muted" }, info.dir),
           el("details", {}, el("summary", {}, "config.json"), el("pre", { id: "config" }, info.config || "(none)"))));
@@ -249,6 +254,11 @@ const chartView = {
       tags.addEventListener("change", () => { this.opts.tags = tags.value; if (regex(tags) || !tags.value) this.render(main, q, true); });
       main.append(el("div", { class: "bar" }, el("label", {}, "x"), xs, el("label", {}, "y"), ys, el("label", {}, "smoothing"), sm, smv,
         el("label", {}, "names"), tags), el("div", { class: "legend", id: "legend" }), el("div", { class: "charts", id: "charts" }));
+    }
+    if (refresh && ids.length === 1 && document.getElementById("runstatus")) {
+      const info = await api("/api/run?id=" + encodeURIComponent(ids[0]));
+      document.getElementById("runstatus").replaceChildren(status(info.status));
+      document.getElementById("runresults").textContent = info.results + " results";
     }
     this.data = d;
     const legend = document.getElementById("legend");
@@ -414,6 +424,9 @@ const timelineView = {
     const sx = t => L + (t - v0) / (v1 - v0) * (W - L - 10);
     const s = svg("svg", { viewBox: `0 0 ${W} ${H}`, id: "tlsvg" });
     const funcs = [...new Set(evs.map(e => e.func))].sort();
+    s.append(svg("defs", {}, svg("clipPath", { id: "tlclip" }, svg("rect", { x: L, y: 0, width: W - L, height: H }))));
+    const bars = svg("g", { "clip-path": "url(#tlclip)" });
+    s.append(bars);
     workers.forEach((w, i) => {
       s.append(svg("text", { x: 4, y: i * RH + 15, class: "worker", "data-worker": w }, "worker " + w),
         svg("line", { x1: L, x2: W, y1: i * RH + RH, y2: i * RH + RH, stroke: "#eef0f4" }));
@@ -421,7 +434,7 @@ const timelineView = {
     for (const e of evs) {
       if (e.end < v0 || e.start > v1) continue;
       const x = sx(e.start), w = Math.max(sx(e.end) - x, 0.8), row = workers.indexOf(e.worker);
-      s.append(svg("rect", { x: x.toFixed(2), y: row * RH + 3, width: w.toFixed(2), height: RH - 6, fill: COLORS[funcs.indexOf(e.func) % COLORS.length], class: "task", "data-worker": e.worker },
+      bars.append(svg("rect", { x: x.toFixed(2), y: row * RH + 3, width: w.toFixed(2), height: RH - 6, fill: COLORS[funcs.indexOf(e.func) % COLORS.length], class: "task", "data-worker": e.worker },
         svg("title", {}, `${e.func}\ntask ${e.id}\nworker ${e.worker}\n${((e.end - e.start) / 1000).toFixed(3)} ms`)));
     }
     for (const t of ticks(v0, v1, 6, false)) s.append(svg("text", { x: sx(t), y: H - 4, "text-anchor": "middle", class: "muted" }, ((t - t0) / 1000).toFixed(1) + " ms"));
@@ -478,15 +491,15 @@ const runtimeView = {
     const stateSel = el("select", { id: "taskstate" }, ...["", "RUNNING", "SENT", "QUEUED"].map(s => el("option", { value: s, selected: s === this.taskState }, s || "all states")));
     stateSel.addEventListener("change", () => { this.taskState = stateSel.value; this.taskPage = 0; this.render(document.getElementById("main"), q, true); });
     rt.replaceChildren(
-      el("h3", {}, "Nodes"), table(["Node", "CPU used / total", "GPU used / total", "Objects", "Object store"], sum.nodes.map(n => [n.name,
+      el("h3", {}, "Nodes"), table(["Node", "CPU used / total", "GPU used / total", "Objects", "Object store"], (sum.nodes || []).map(n => [n.name,
         fmt(n.total.CPU - n.available.CPU) + " / " + fmt(n.total.CPU), fmt(n.total.GPU - n.available.GPU) + " / " + fmt(n.total.GPU), n.objects,
         (n.store_used / 1048576).toFixed(1) + " / " + (n.store_capacity / 1048576).toFixed(0) + " MiB"])),
       el("h3", {}, `Workers (${sum.workers ? sum.workers.length : 0})`), table(["ID", "Name", "PID", "Actor", "Running", "Queued"], (sum.workers || []).map(w => [w.id, w.name, w.pid, w.actor, w.running || "idle", w.queued])),
-      el("h3", {}, `Live tasks by function (${sum.tasks})`), table(["Function", "State", "Count"], sum.task_groups.map(g => [g.func, g.state, g.count])),
-      el("h3", {}, "Tasks"), el("div", { class: "bar" }, stateSel), table(["ID", "Function", "State", "Worker"], tasks.items.map(t => [t.id, t.func, t.state, t.worker < 0 ? "–" : t.worker])), pager("taskPage", tasks, this.limit),
+      el("h3", {}, `Live tasks by function (${sum.tasks})`), table(["Function", "State", "Count"], (sum.task_groups || []).map(g => [g.func, g.state, g.count])),
+      el("h3", {}, "Tasks"), el("div", { class: "bar" }, stateSel), table(["ID", "Function", "State", "Worker"], (tasks.items || []).map(t => [t.id, t.func, t.state, t.worker < 0 ? "–" : t.worker])), pager("taskPage", tasks, this.limit),
       el("h3", {}, `Actors (${sum.actors}: ${Object.entries(sum.actor_states).map(([k, v]) => k + " " + v).join(", ")})`),
-      table(["ID", "Type", "State", "Worker", "Pending calls"], actors.items.map(a => [a.id, a.type, a.state, a.worker < 0 ? "–" : a.worker, a.pending])), pager("actorPage", actors, this.limit),
-      el("h3", {}, `Errors (${sum.errors})`), el("div", { id: "errors" }, ...errors.items.map(e => el("div", { class: "box" },
+      table(["ID", "Type", "State", "Worker", "Pending calls"], (actors.items || []).map(a => [a.id, a.type, a.state, a.worker < 0 ? "–" : a.worker, a.pending])), pager("actorPage", actors, this.limit),
+      el("h3", {}, `Errors (${sum.errors})`), el("div", { id: "errors" }, ...(errors.items || []).map(e => el("div", { class: "box" },
         el("div", {}, el("strong", {}, e.function), " on " + e.worker + ": " + e.message), e.stack ? el("details", {}, el("summary", {}, "remote stack"), el("pre", {}, e.stack)) : null))),
       pager("errorPage", errors, 20));
   },
