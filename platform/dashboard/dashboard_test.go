@@ -64,7 +64,7 @@ func testServer(t *testing.T, opts Options) *Server {
 	return srv
 }
 
-func get(t *testing.T, h http.Handler, url string, hdr ...string) *httptest.ResponseRecorder {
+func get(t testing.TB, h http.Handler, url string, hdr ...string) *httptest.ResponseRecorder {
 	t.Helper()
 	req := httptest.NewRequest(http.MethodGet, url, nil)
 	req.Host = "127.0.0.1:8265"

@@ -45,7 +45,7 @@ func (t *tailer) next(fn func(line []byte)) (reset bool, err error) {
 	if _, err := f.Seek(t.off, io.SeekStart); err != nil {
 		return reset, fmt.Errorf("dashboard: %w", err)
 	}
-	buf := make([]byte, 64<<10)
+	buf := make([]byte, min(st.Size()-t.off, 64<<10))
 	for {
 		n, rerr := f.Read(buf)
 		t.off += int64(n)
