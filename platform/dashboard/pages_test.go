@@ -255,11 +255,13 @@ func TestBrowserTimelineAndRuntime(t *testing.T) {
 	if err := gray.Init(ctx, gray.Options{NumCPUs: 2, NumWorkers: 2, NoGPUs: true, LogDir: t.TempDir()}); err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
+	// Registered before the tab's cleanup, so it runs after the tab closed
+	// (a page still polling a shut-down session would log errors).
+	t.Cleanup(func() {
 		if err := gray.Shutdown(); err != nil {
 			t.Errorf("Shutdown: %v", err)
 		}
-	}()
+	})
 	refs := make([]gray.Ref[int], 8)
 	for i := range refs {
 		refs[i] = napTask.Remote(30)
@@ -268,6 +270,12 @@ func TestBrowserTimelineAndRuntime(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := serve(t, Options{LogDir: t.TempDir(), Runtime: SessionRuntime{}})
+	// What `gray timeline --address` fetches is a Chrome trace of the tasks.
+	trace, err := RemoteRuntime{Base: srv.URL()}.Get(ctx, "api/timeline/trace", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkChromeTrace(t, trace, 8, 2)
 	tab, _ := newTab(t)
 	open(t, tab, srv.URL()+"#/timeline", "timeline")
 	waitJS(t, tab, `document.querySelectorAll("#tlsvg rect.task").length >= 8`)

@@ -353,7 +353,7 @@ function parallel(holder, d) {
   const get = (t, k) => k === d.metric ? t.metric : t.params[k];
   const trials = d.trials.filter(t => t.metric !== null);
   if (!trials.length || dims.length < 2) { holder.append(el("p", { class: "muted" }, "Not enough reported results yet.")); return; }
-  const W = Math.max(160 * dims.length, 500), H = 260, T = 24, B = 20;
+  const W = Math.max(160 * dims.length, 1100), H = 300, T = 28, B = 20;
   const scales = dims.map(k => {
     const vs = trials.map(t => get(t, k));
     if (vs.every(v => typeof v === "number")) {
