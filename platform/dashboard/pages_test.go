@@ -183,6 +183,16 @@ func TestBrowserSweepTableSorts(t *testing.T) {
 		t.Error("no lr column")
 	}
 	screenshot(t, ctx, "sweep")
+	// The trials' curves overlay on one chart each.
+	q := ""
+	for i := 0; i < 4; i++ {
+		q += fmt.Sprintf("&run=%s/trial_%05d", f.sweep, i)
+	}
+	open(t, ctx, srv.URL()+"#/chart?"+q[1:], "chart")
+	if n := eval[int](t, ctx, `document.querySelectorAll('.chart[data-key="episode_reward_mean"] path.series').length`); n != 4 {
+		t.Errorf("overlay has %d curves, want 4", n)
+	}
+	screenshot(t, ctx, "overlay")
 }
 
 // TestBrowserEscapesNamesAndSurvivesBadResults: a run whose ID is
