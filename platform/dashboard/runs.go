@@ -2,7 +2,6 @@ package dashboard
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"io"
 	"math"
@@ -103,36 +102,6 @@ func (s *series) column(key string) []float64 {
 		return s.data[c]
 	}
 	return nil
-}
-
-// parseResult decodes one result.json line into its numeric values under
-// flattened keys. A malformed line gives ok=false.
-func parseResult(line []byte) (flat map[string]float64, done, ok bool) {
-	line = bytes.TrimSpace(line)
-	if len(line) == 0 || line[0] != '{' {
-		return nil, false, false
-	}
-	var m map[string]any
-	if err := json.Unmarshal(line, &m); err != nil {
-		return nil, false, false
-	}
-	flat = map[string]float64{}
-	flattenNumeric(flat, "", m)
-	done, _ = m["done"].(bool)
-	return flat, done, true
-}
-
-func flattenNumeric(out map[string]float64, prefix string, m map[string]any) {
-	for k, v := range m {
-		switch x := v.(type) {
-		case float64:
-			out[prefix+k] = x
-		case bool:
-			// done and friends are not scalars worth a chart.
-		case map[string]any:
-			flattenNumeric(out, prefix+k+runlog.Sep, x)
-		}
-	}
 }
 
 // lastResult reads the last whole, well-formed line of a result.json
