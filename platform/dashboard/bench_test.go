@@ -221,3 +221,36 @@ func BenchmarkMemoryWhileRunsWrite(b *testing.B) {
 	b.ReportMetric(float64(m.Sys)/(1<<20), "sys-MB")
 	b.ReportMetric(float64(iter), "results/run")
 }
+
+// BenchmarkBrowserOpenSweep1000x100 times the sweep page in chromium,
+// from navigation to the drawn table and parallel coordinates (a fresh
+// server each time, so its reading of the files is included).
+func BenchmarkBrowserOpenSweep1000x100(b *testing.B) {
+	dir := benchSweep(b)
+	ctx, _ := newTab(b)
+	for b.Loop() {
+		srv := newBenchServer(b, Options{LogDir: dir})
+		go srv.Serve(b.Context())
+		open(b, ctx, srv.URL()+"#/sweep?id=s", "sweep")
+		if n := eval[int](b, ctx, `document.querySelectorAll("#trials tbody tr").length`); n != 1000 {
+			b.Fatalf("%d rows", n)
+		}
+	}
+}
+
+// BenchmarkBrowserChart1000Runs times the chart of 1,000 runs' metric in
+// chromium, from navigation to the drawn curves.
+func BenchmarkBrowserChart1000Runs(b *testing.B) {
+	dir := benchSweep(b)
+	ctx, _ := newTab(b)
+	q := ""
+	for i := 0; i < 1000; i++ {
+		q += fmt.Sprintf("&run=s/trial_%05d", i)
+	}
+	for b.Loop() {
+		srv := newBenchServer(b, Options{LogDir: dir})
+		go srv.Serve(b.Context())
+		open(b, ctx, srv.URL()+"#/chart?"+q[1:], "chart")
+		waitJS(b, ctx, `document.querySelectorAll('.chart[data-key="episode_reward_mean"] path.series').length === 1000`)
+	}
+}

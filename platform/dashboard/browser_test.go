@@ -32,7 +32,7 @@ var browserOnce struct {
 
 // browserCtx returns the context of the test binary's one headless
 // browser, starting it on first use.
-func browserCtx(t *testing.T) context.Context {
+func browserCtx(t testing.TB) context.Context {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("browser tests skipped with -short")
@@ -92,7 +92,7 @@ func (p *pageLog) add(list *[]string, s string) {
 }
 
 // check fails t for every error or dialog the page produced.
-func (p *pageLog) check(t *testing.T) {
+func (p *pageLog) check(t testing.TB) {
 	t.Helper()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -106,7 +106,7 @@ func (p *pageLog) check(t *testing.T) {
 
 // newTab opens a tab in the shared browser, watching its errors; the tab
 // closes when the test ends, after its log is checked.
-func newTab(t *testing.T) (context.Context, *pageLog) {
+func newTab(t testing.TB) (context.Context, *pageLog) {
 	t.Helper()
 	bctx := browserCtx(t)
 	ctx, cancel := chromedp.NewContext(bctx)
@@ -150,7 +150,7 @@ func newTab(t *testing.T) (context.Context, *pageLog) {
 }
 
 // open navigates to the dashboard's page and waits until it has drawn.
-func open(t *testing.T, ctx context.Context, url, page string) {
+func open(t testing.TB, ctx context.Context, url, page string) {
 	t.Helper()
 	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
 		t.Fatalf("navigating to %s: %v", url, err)
@@ -159,7 +159,7 @@ func open(t *testing.T, ctx context.Context, url, page string) {
 }
 
 // waitJS waits until the expression is true in the page.
-func waitJS(t *testing.T, ctx context.Context, expr string) {
+func waitJS(t testing.TB, ctx context.Context, expr string) {
 	t.Helper()
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(45*time.Second))); err != nil {
 		problem, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("problem").textContent`))
@@ -168,7 +168,7 @@ func waitJS(t *testing.T, ctx context.Context, expr string) {
 }
 
 // eval evaluates a JavaScript expression in the page.
-func eval[T any](t *testing.T, ctx context.Context, expr string) T {
+func eval[T any](t testing.TB, ctx context.Context, expr string) T {
 	t.Helper()
 	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
 	if err != nil {
@@ -179,7 +179,7 @@ func eval[T any](t *testing.T, ctx context.Context, expr string) T {
 
 // screenshot saves the tab's viewport as a test artifact: in
 // $GRAY_TEST_ARTIFACTS when set, else in the temporary folder.
-func screenshot(t *testing.T, ctx context.Context, name string) {
+func screenshot(t testing.TB, ctx context.Context, name string) {
 	t.Helper()
 	b, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	if err != nil {
