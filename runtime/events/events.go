@@ -32,8 +32,8 @@ type Recorder struct {
 
 	mu   sync.Mutex
 	buf  []Event
-	next uint64          // events recorded so far
-	last map[int32]int64 // per worker: when its last task ended
+	next uint64  // events recorded so far
+	last []int64 // by worker ID: when its last task ended
 }
 
 // New returns a recorder that keeps the latest capacity events (0:
@@ -42,7 +42,7 @@ func New(capacity int) *Recorder {
 	if capacity <= 0 {
 		capacity = DefaultCapacity
 	}
-	return &Recorder{epoch: time.Now(), buf: make([]Event, capacity), last: map[int32]int64{}}
+	return &Recorder{epoch: time.Now(), buf: make([]Event, capacity)}
 }
 
 // Now is the time in the recorder's clock: nanoseconds since its epoch,
@@ -69,22 +69,15 @@ func (r *Recorder) Finished(worker int, task ids.TaskID, fn string, sent int64) 
 	w := int32(worker)
 	r.mu.Lock()
 	start := sent
-	if prev := r.last[w]; prev > start {
-		start = prev
+	if worker >= 0 {
+		if worker >= len(r.last) {
+			r.last = append(r.last, make([]int64, worker+1-len(r.last))...)
+		}
+		start = max(start, r.last[worker])
+		r.last[worker] = end
 	}
-	r.last[w] = end
 	r.buf[r.next%uint64(len(r.buf))] = Event{Task: task, Func: fn, Worker: w, Start: start, End: end}
 	r.next++
-	r.mu.Unlock()
-}
-
-// Forget drops a worker's bookkeeping once it has exited.
-func (r *Recorder) Forget(worker int) {
-	if r == nil {
-		return
-	}
-	r.mu.Lock()
-	delete(r.last, int32(worker))
 	r.mu.Unlock()
 }
 

@@ -48,7 +48,6 @@ func TestRingKeepsTheLatestEvents(t *testing.T) {
 func TestNilRecorderRecordsNothing(t *testing.T) {
 	var r *Recorder
 	r.Finished(0, ids.TaskID{}, "f", r.Now())
-	r.Forget(0)
 	if evs, _ := r.Events(); evs != nil {
 		t.Errorf("nil recorder returned %v", evs)
 	}
