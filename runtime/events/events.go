@@ -25,15 +25,28 @@ type Event struct {
 	End    int64
 }
 
+// slot is an Event in the ring. It holds no pointers (the function is an
+// index into the recorder's names), so the garbage collector never scans
+// the ring however large it is.
+type slot struct {
+	task   ids.TaskID
+	fn     uint32
+	worker int32
+	start  int64
+	end    int64
+}
+
 // Recorder keeps the latest task events in a ring buffer. Its methods are
 // safe for concurrent use; a nil *Recorder records nothing.
 type Recorder struct {
 	epoch time.Time
 
-	mu   sync.Mutex
-	buf  []Event
-	next uint64  // events recorded so far
-	last []int64 // by worker ID: when its last task ended
+	mu    sync.Mutex
+	buf   []slot
+	names []string          // function names, by index
+	index map[string]uint32 // and their indexes
+	next  uint64            // events recorded so far
+	last  []int64           // by worker ID: when its last task ended
 }
 
 // New returns a recorder that keeps the latest capacity events (0:
@@ -42,7 +55,7 @@ func New(capacity int) *Recorder {
 	if capacity <= 0 {
 		capacity = DefaultCapacity
 	}
-	return &Recorder{epoch: time.Now(), buf: make([]Event, capacity)}
+	return &Recorder{epoch: time.Now(), buf: make([]slot, capacity), index: map[string]uint32{}}
 }
 
 // Now is the time in the recorder's clock: nanoseconds since its epoch,
@@ -76,7 +89,13 @@ func (r *Recorder) Finished(worker int, task ids.TaskID, fn string, sent int64) 
 		start = max(start, r.last[worker])
 		r.last[worker] = end
 	}
-	r.buf[r.next%uint64(len(r.buf))] = Event{Task: task, Func: fn, Worker: w, Start: start, End: end}
+	i, ok := r.index[fn]
+	if !ok {
+		i = uint32(len(r.names))
+		r.names = append(r.names, fn)
+		r.index[fn] = i
+	}
+	r.buf[r.next%uint64(len(r.buf))] = slot{task: task, fn: i, worker: w, start: start, end: end}
 	r.next++
 	r.mu.Unlock()
 }
@@ -90,12 +109,17 @@ func (r *Recorder) Events() (evs []Event, dropped uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := uint64(len(r.buf))
+	var slots []slot
 	if r.next <= n {
-		return append([]Event(nil), r.buf[:r.next]...), 0
+		slots = r.buf[:r.next]
+	} else {
+		head := r.next % n
+		slots = append(append(make([]slot, 0, n), r.buf[head:]...), r.buf[:head]...)
+		dropped = r.next - n
 	}
-	head := r.next % n
-	evs = make([]Event, 0, n)
-	evs = append(evs, r.buf[head:]...)
-	evs = append(evs, r.buf[:head]...)
-	return evs, r.next - n
+	evs = make([]Event, len(slots))
+	for i, sl := range slots {
+		evs[i] = Event{Task: sl.task, Func: r.names[sl.fn], Worker: sl.worker, Start: sl.start, End: sl.end}
+	}
+	return evs, dropped
 }
