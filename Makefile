@@ -29,10 +29,11 @@ vet:
 	@fmt=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$fmt" ]; then echo "gofmt needed:"; echo "$$fmt"; exit 1; fi
 
 # The race detector makes learning runs several times slower, so a few
-# learning tests skip themselves under -race; the second pass runs them.
+# learning tests (and the dashboard's browser tests) skip themselves under
+# -race; the second pass runs them.
 test: deps vet
 	$(GO) test -race -count=1 -timeout 30m ./...
-	$(GO) test -count=1 -timeout 20m ./rllib/... ./tune/...
+	$(GO) test -count=1 -timeout 20m ./rllib/... ./tune/... ./platform/dashboard/...
 
 ## proto regenerates plugins/proto and the Python stubs (installing protoc,
 ## grpc_tools and the Go generators when missing).

@@ -37,6 +37,9 @@ func browserCtx(t testing.TB) context.Context {
 	if testing.Short() {
 		t.Skip("browser tests skipped with -short")
 	}
+	if raceEnabled {
+		t.Skip("browser tests skipped under -race (make test runs them in its second pass)")
+	}
 	if _, err := os.Stat(chromiumPath); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("chromium is missing at %s; `make deps` installs it (APT_PKGS)", chromiumPath)
