@@ -256,6 +256,10 @@ var napTask = gray.Func1("dashboard_test.nap", func(ctx context.Context, ms int)
 	return ms, nil
 })
 
+var panicTask = gray.Func1("dashboard_test.panics", func(ctx context.Context, x int) (int, error) {
+	panic(fmt.Sprintf("<b>boom %d</b>", x))
+})
+
 // TestBrowserTimelineAndRuntime runs tasks on a two-worker session and
 // shows them on the timeline page and the runtime page.
 func TestBrowserTimelineAndRuntime(t *testing.T) {
@@ -279,6 +283,9 @@ func TestBrowserTimelineAndRuntime(t *testing.T) {
 	if _, err := gray.GetAll(ctx, refs); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := gray.Get(ctx, panicTask.Remote(1)); err == nil {
+		t.Fatal("the panicking task succeeded")
+	}
 	srv := serve(t, Options{LogDir: t.TempDir(), Runtime: SessionRuntime{}})
 	// What `gray timeline --address` fetches is a Chrome trace of the tasks.
 	trace, err := RemoteRuntime{Base: srv.URL()}.Get(ctx, "api/timeline/trace", nil)
@@ -300,5 +307,10 @@ func TestBrowserTimelineAndRuntime(t *testing.T) {
 	screenshot(t, tab, "timeline")
 	open(t, tab, srv.URL()+"#/runtime", "runtime")
 	waitJS(t, tab, `[...document.querySelectorAll("#rt h3")].some(h => h.textContent === "Workers (2)")`)
+	// The error log shows the failed task with its remote stack.
+	waitJS(t, tab, `[...document.querySelectorAll("#rt h3")].some(h => h.textContent === "Errors (1)")`)
+	if stack := eval[string](t, tab, `document.querySelector("#errors pre").textContent`); !strings.Contains(stack, "pages_test.go") {
+		t.Errorf("remote stack %q does not show where the task panicked", stack)
+	}
 	screenshot(t, tab, "runtime")
 }
