@@ -241,6 +241,11 @@ not json at all
 	if n := eval[int](t, ctx, `document.scripts.length + document.images.length`); n != 1 {
 		t.Errorf("the chart page has %d scripts and images, want only app.js", n)
 	}
+	// TensorBoard's smoothing: the first value unchanged, then the moving
+	// average divided by 1 - w^n; non-finite values pass through.
+	if got := eval[string](t, ctx, `JSON.stringify(smooth([5, 7, null, 9], 0.6))`); got != "[5,6.25,null,7.653061224489796]" {
+		t.Errorf("smooth = %s", got)
+	}
 	screenshot(t, ctx, "escaping")
 }
 
