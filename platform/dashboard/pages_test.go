@@ -182,6 +182,18 @@ func TestBrowserSweepTableSorts(t *testing.T) {
 	if !eval[bool](t, ctx, `[...document.querySelectorAll("#trials th")].some(th => th.textContent.startsWith("lr"))`) {
 		t.Error("no lr column")
 	}
+	// Every finished trial says why it stopped.
+	reasons := eval[[]string](t, ctx, `[...document.querySelectorAll("#trials tbody tr")].map(tr => tr.children[tr.children.length - 2].textContent)`)
+	for _, r := range reasons {
+		if !strings.HasPrefix(r, "completed at iteration") && !strings.HasPrefix(r, "stopped by ASHA") {
+			t.Errorf("why stopped: %q", r)
+		}
+	}
+	// The filter is a regular expression on any cell.
+	eval[bool](t, ctx, `(() => { const i = document.getElementById("trialfilter"); i.value = "^0\\.003$"; i.dispatchEvent(new Event("input")); return true })()`)
+	if n := eval[int](t, ctx, `document.querySelectorAll("#trials tbody tr").length`); n != 1 {
+		t.Errorf("filter ^0\\.003$ leaves %d trials, want 1 (lr = 0.003)", n)
+	}
 	screenshot(t, ctx, "sweep")
 	// The trials' curves overlay on one chart each.
 	q := ""
