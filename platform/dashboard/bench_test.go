@@ -254,3 +254,53 @@ func BenchmarkBrowserChart1000Runs(b *testing.B) {
 		waitJS(b, ctx, `document.querySelectorAll('.chart[data-key="episode_reward_mean"] path.series').length === 1000`)
 	}
 }
+
+// BenchmarkHundredOpenPages: 100 pages hold the update stream of a
+// dashboard over 100 writing runs for a few seconds; reports the share of
+// one core the process (server and the 100 clients) used meanwhile.
+func BenchmarkHundredOpenPages(b *testing.B) {
+	dir := b.TempDir()
+	files := make([]*os.File, 100)
+	for i := range files {
+		d := filepath.Join(dir, "exp", fmt.Sprintf("run_%03d", i))
+		os.MkdirAll(d, 0o755)
+		f, err := os.Create(filepath.Join(d, resultFile))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		files[i] = f
+	}
+	srv, err := New(Options{LogDir: dir, Port: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	go srv.Serve(b.Context())
+	for i := 0; i < 100; i++ {
+		resp, err := http.Get(srv.URL() + "api/events")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer resp.Body.Close()
+		go func() {
+			buf := make([]byte, 512)
+			for {
+				if _, err := resp.Body.Read(buf); err != nil {
+					return
+				}
+			}
+		}()
+	}
+	var share float64
+	for b.Loop() {
+		start, wall := cpuTime(), time.Now()
+		for k := 1; k <= 20; k++ { // 5 s, each run writing 4 results/s
+			for _, f := range files {
+				fmt.Fprintf(f, `{"training_iteration":%d,"episode_reward_mean":%d}`+"\n", k, k)
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+		share = (cpuTime() - start).Seconds() / time.Since(wall).Seconds()
+	}
+	b.ReportMetric(100*share, "%core")
+}
