@@ -37,6 +37,9 @@ holding a token that every request must carry.`,
 				logDir = config.DefaultLocalDir
 			}
 			opts := dashboard.Options{LogDir: config.ExpandHome(logDir), Host: host, Port: port, Metric: metric}
+			if st, err := os.Stat(opts.LogDir); err != nil || !st.IsDir() {
+				return fmt.Errorf("log dir %s is not a folder: give --logdir the --local-dir your runs were written to", opts.LogDir)
+			}
 			if address != "" {
 				opts.Runtime = dashboard.RemoteRuntime{Base: dashboard.ResolveAddress(address)}
 			}
