@@ -1,9 +1,12 @@
 package gray
 
 import (
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"time"
 
+	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/node"
 )
 
@@ -49,6 +52,36 @@ func Timeline() ([]TaskEvent, error) {
 		}
 	}
 	return out, nil
+}
+
+// ObjectInfo is what the session knows of one object.
+type ObjectInfo struct {
+	ID      string
+	Size    int    // bytes of its encoded value
+	Shared  bool   // in the shared-memory object store
+	Failed  string // the error it holds instead of a value, if any
+	Creator string // the task (or driver) that created it
+}
+
+// InspectObject looks an object of the session up by its ID (40 hex
+// digits, as ObjectRef IDs print). It returns false when the session does
+// not hold the object (never created, or freed).
+func InspectObject(id string) (ObjectInfo, bool, error) {
+	n, err := inspectable()
+	if err != nil {
+		return ObjectInfo{}, false, err
+	}
+	var oid ids.ObjectID
+	b, err := hex.DecodeString(id)
+	if err != nil || len(b) != len(oid) {
+		return ObjectInfo{}, false, fmt.Errorf("gray: object ID %q is not %d hex digits", id, 2*len(oid))
+	}
+	copy(oid[:], b)
+	st, ok := n.Object(oid)
+	if !ok {
+		return ObjectInfo{}, false, nil
+	}
+	return ObjectInfo{ID: oid.String(), Size: st.Size, Shared: st.Shared, Failed: st.Failed, Creator: st.Creator.String()}, true, nil
 }
 
 func inspectable() (*node.Node, error) {

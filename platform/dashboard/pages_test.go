@@ -324,6 +324,13 @@ func TestBrowserTimelineAndRuntime(t *testing.T) {
 	screenshot(t, tab, "timeline")
 	open(t, tab, srv.URL()+"#/runtime", "runtime")
 	waitJS(t, tab, `[...document.querySelectorAll("#rt h3")].some(h => h.textContent === "Workers (2)")`)
+	// Search finds an object by its ID.
+	eval[bool](t, tab, fmt.Sprintf(`(() => { const i = document.getElementById("idsearch"); i.value = %q;
+		i.dispatchEvent(new KeyboardEvent("keydown", {key: "Enter"})); return true })()`, refs[0].ID().String()))
+	waitJS(t, tab, `document.querySelector("#found td") !== null && document.querySelector("#found td").textContent === "object"`)
+	if got := eval[string](t, tab, `document.querySelector("#found tbody tr").children[3].textContent`); !strings.Contains(got, "bytes") {
+		t.Errorf("object found as %q", got)
+	}
 	// The error log shows the failed task with its remote stack.
 	waitJS(t, tab, `[...document.querySelectorAll("#rt h3")].some(h => h.textContent === "Errors (1)")`)
 	if stack := eval[string](t, tab, `document.querySelector("#errors pre").textContent`); !strings.Contains(stack, "pages_test.go") {

@@ -20,6 +20,21 @@ type Runtime interface {
 	Timeline(ctx context.Context) ([]TaskEvent, error)
 }
 
+// ObjectFinder is a Runtime that can look an object up by its ID.
+type ObjectFinder interface {
+	FindObject(ctx context.Context, id string) (*ObjectInfo, error)
+}
+
+// ObjectInfo is one object of the session; nil from FindObject when the
+// session does not hold it.
+type ObjectInfo struct {
+	ID      string `json:"id"`
+	Size    int    `json:"size"`
+	Shared  bool   `json:"shared"`
+	Failed  string `json:"failed"`
+	Creator string `json:"creator"`
+}
+
 // Snapshot is a runtime's state at one moment.
 type Snapshot struct {
 	Nodes   []NodeInfo   `json:"nodes"`
@@ -135,7 +150,8 @@ func (s *Server) runtimeRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/runtime/tasks", with(runtimeTasks))
 	mux.HandleFunc("GET /api/runtime/actors", with(runtimeActors))
 	mux.HandleFunc("GET /api/runtime/errors", with(runtimeErrors))
-	mux.HandleFunc("GET /api/runtime/search", with(runtimeSearch))
+	mux.HandleFunc("GET /api/runtime/search", with(s.runtimeSearch))
+	mux.HandleFunc("GET /api/runtime/object", s.runtimeObject)
 	mux.HandleFunc("GET /api/timeline", s.apiTimeline)
 	mux.HandleFunc("GET /api/timeline/trace", s.apiTrace)
 }
@@ -227,8 +243,9 @@ func runtimeErrors(w http.ResponseWriter, r *http.Request, snap *Snapshot) {
 }
 
 // runtimeSearch finds tasks and actors whose ID starts with ?id= (at
-// least 4 hex digits), at most 50 of each.
-func runtimeSearch(w http.ResponseWriter, r *http.Request, snap *Snapshot) {
+// least 4 hex digits), at most 50 of each, and the object with that ID
+// when the runtime can look objects up.
+func (s *Server) runtimeSearch(w http.ResponseWriter, r *http.Request, snap *Snapshot) {
 	q := strings.ToLower(strings.TrimSpace(r.URL.Query().Get("id")))
 	if len(q) < 4 {
 		badRequest(w, "give at least 4 characters of a task or actor ID")
@@ -246,7 +263,26 @@ func runtimeSearch(w http.ResponseWriter, r *http.Request, snap *Snapshot) {
 			actors = append(actors, a)
 		}
 	}
-	writeJSON(w, map[string]any{"tasks": tasks, "actors": actors})
+	var obj *ObjectInfo
+	if f, ok := s.opts.Runtime.(ObjectFinder); ok && len(q) == 40 {
+		obj, _ = f.FindObject(r.Context(), q) // not an object ID: no object
+	}
+	writeJSON(w, map[string]any{"tasks": tasks, "actors": actors, "object": obj})
+}
+
+// runtimeObject answers /api/runtime/object?id= (RemoteRuntime asks it).
+func (s *Server) runtimeObject(w http.ResponseWriter, r *http.Request) {
+	f, ok := s.opts.Runtime.(ObjectFinder)
+	if !ok {
+		http.Error(w, "dashboard: this runtime cannot look objects up", http.StatusNotFound)
+		return
+	}
+	obj, err := f.FindObject(r.Context(), r.URL.Query().Get("id"))
+	if err != nil {
+		badRequest(w, "%v", err)
+		return
+	}
+	writeJSON(w, map[string]any{"object": obj})
 }
 
 // maxTimeline is the most task events the timeline page gets.

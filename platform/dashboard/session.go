@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"sort"
 	"strings"
@@ -66,6 +67,15 @@ func (SessionRuntime) Timeline(context.Context) ([]TaskEvent, error) {
 		out[i] = TaskEvent{TaskID: e.TaskID, Func: e.Function, Worker: e.Worker, Start: e.Start.UnixMicro(), End: e.End.UnixMicro()}
 	}
 	return out, nil
+}
+
+// FindObject implements ObjectFinder.
+func (SessionRuntime) FindObject(_ context.Context, id string) (*ObjectInfo, error) {
+	o, ok, err := gray.InspectObject(id)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return &ObjectInfo{ID: o.ID, Size: o.Size, Shared: o.Shared, Failed: o.Failed, Creator: o.Creator}, nil
 }
 
 // RemoteRuntime shows the session of another dashboard (a training
@@ -133,6 +143,17 @@ func (r RemoteRuntime) Snapshot(ctx context.Context) (*Snapshot, error) {
 		return nil, err
 	}
 	return &s, nil
+}
+
+// FindObject implements ObjectFinder.
+func (r RemoteRuntime) FindObject(ctx context.Context, id string) (*ObjectInfo, error) {
+	var out struct {
+		Object *ObjectInfo `json:"object"`
+	}
+	if _, err := r.Get(ctx, "api/runtime/object?id="+url.QueryEscape(id), &out); err != nil {
+		return nil, err
+	}
+	return out.Object, nil
 }
 
 // Timeline implements Runtime.

@@ -467,14 +467,15 @@ const runtimeView = {
       api(`/api/runtime/errors?offset=${this.errorPage * 20}&limit=20`)]);
     if (!refresh || this.built !== location.hash) {
       this.built = location.hash;
-      const search = el("input", { type: "text", id: "idsearch", placeholder: "task or actor ID (prefix)", size: 36 });
+      const search = el("input", { type: "text", id: "idsearch", placeholder: "task or actor ID (prefix), object ID", size: 36 });
       const go = el("button", {}, "Find");
       const found = el("div", { id: "found" });
       const find = async () => {
         try {
           const r = await api("/api/runtime/search?id=" + encodeURIComponent(search.value));
           found.replaceChildren(table(["Kind", "ID", "Function / type", "State", "Worker"], [
-            ...(r.tasks || []).map(t => ["task", t.id, t.func, t.state, t.worker]), ...(r.actors || []).map(a => ["actor", a.id, a.type, a.state, a.worker])]));
+            ...(r.tasks || []).map(t => ["task", t.id, t.func, t.state, t.worker]), ...(r.actors || []).map(a => ["actor", a.id, a.type, a.state, a.worker]),
+            ...(r.object ? [["object", r.object.id, "created by task " + r.object.creator, r.object.failed ? "error: " + r.object.failed : r.object.size + " bytes" + (r.object.shared ? " (shared memory)" : ""), "–"]] : [])]));
         } catch (e) { found.replaceChildren(el("span", { class: "muted" }, e.message)); }
       };
       go.addEventListener("click", find); search.addEventListener("keydown", e => { if (e.key === "Enter") find(); });
