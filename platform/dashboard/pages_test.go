@@ -92,9 +92,11 @@ func TestBrowserRunChart(t *testing.T) {
 		t.Errorf("after x=timesteps, y=log: %s points, want 3", n)
 	}
 	// Hovering shows values.
-	eval[bool](t, ctx, `(() => { const s = document.querySelector('.chart[data-key="episode_reward_mean"] svg'); const r = s.getBoundingClientRect();
-		s.dispatchEvent(new MouseEvent("mousemove", {clientX: r.right - 20, clientY: r.top + 40, bubbles: true})); return true })()`)
-	tip := eval[string](t, ctx, `document.querySelector('.chart[data-key="episode_reward_mean"] .tip').textContent`)
+	// (In one evaluation: a live update may redraw the charts between two.)
+	tip := eval[string](t, ctx, `(() => { const box = document.querySelector('.chart[data-key="episode_reward_mean"]');
+		const s = box.querySelector("svg"), r = s.getBoundingClientRect();
+		s.dispatchEvent(new MouseEvent("mousemove", {clientX: r.right - 20, clientY: r.top + 40, bubbles: true}));
+		return box.querySelector(".tip").textContent })()`)
 	if want := filepath.Base(f.run)[:20]; !strings.Contains(tip, want) {
 		t.Errorf("hover text %q does not name the run", tip)
 	}
