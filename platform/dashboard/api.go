@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -150,7 +151,7 @@ func (s *Server) apiRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	run.load()
-	cfg, _ := readSmallFile(s.root, run.dir+"/"+configFile, 1<<20)
+	cfg, _ := readSmallFile(s.root, filepath.Join(run.dir, configFile), 1<<20)
 	st := run.status(time.Now())
 	if ts, ok := s.trialStatuses()[run.dir]; ok {
 		st = ts

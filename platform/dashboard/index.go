@@ -44,7 +44,7 @@ func (x *index) update(now time.Time) {
 	}
 	for _, r := range x.runOrder {
 		size, mtime := r.size, r.mtime
-		r.refresh(now)
+		r.refresh()
 		if r.size != size || !r.mtime.Equal(mtime) {
 			changed = true
 		}

@@ -145,7 +145,7 @@ func lastResult(path string, size int64) (map[string]float64, bool, bool) {
 }
 
 // refresh brings r up to date with its result.json.
-func (r *run) refresh(now time.Time) {
+func (r *run) refresh() {
 	path := filepath.Join(r.dir, resultFile)
 	st, err := os.Stat(path)
 	if err != nil {
