@@ -4,7 +4,7 @@
 
 const SVGNS = "http://www.w3.org/2000/svg";
 const COLORS = ["#2f6fde", "#e4572e", "#17a673", "#9b59b6", "#f0a202", "#00a6c8", "#d6336c", "#6c757d", "#8c564b", "#1f3b73"];
-const state = { info: null, view: null, timer: null, source: null };
+const state = { info: null, version: -1 };
 
 // el builds an element: el("td", {class: "num"}, "text", child...).
 function el(tag, attrs, ...kids) {
@@ -43,7 +43,9 @@ function problem(msg) {
 async function api(path) {
   const r = await fetch(path, { credentials: "same-origin" });
   if (!r.ok) throw new Error((await r.text()).trim() || r.statusText);
-  return r.json();
+  const d = await r.json();
+  if (d && typeof d.version === "number") state.version = d.version; // what the page shows
+  return d;
 }
 function params() {
   const h = location.hash.replace(/^#\/?/, "");
@@ -534,8 +536,9 @@ function live() {
   // Log-dir pages refresh on the server's update events; runtime pages poll.
   const src = new EventSource("/api/events");
   const dot = document.getElementById("live");
-  src.addEventListener("update", () => {
+  src.addEventListener("update", ev => {
     dot.classList.remove("off");
+    if (Number(ev.data) === state.version) return; // already shown
     const p = params().page;
     if (p !== "timeline" && p !== "runtime") show(true);
   });
