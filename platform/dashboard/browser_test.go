@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -164,7 +165,15 @@ func open(t testing.TB, ctx context.Context, url, page string) {
 // waitJS waits until the expression is true in the page.
 func waitJS(t testing.TB, ctx context.Context, expr string) {
 	t.Helper()
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(45*time.Second))); err != nil {
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		_, err = chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(45*time.Second)))
+		if err == nil || !strings.Contains(err.Error(), "Cannot find context") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond) // the page navigated under the poll: poll the new one
+	}
+	if err != nil {
 		problem, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("problem").textContent`))
 		t.Fatalf("waiting for %s: %v (page problem: %q)", expr, err, problem)
 	}
