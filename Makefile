@@ -4,8 +4,9 @@ GO      ?= go
 BIN     := bin
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # protobuf-compiler and python3-grpc-tools are for `make proto` only;
-# dataset-fashion-mnist is the data of the supervised-learning examples.
-APT_PKGS := protobuf-compiler python3-grpc-tools python3-grpcio dataset-fashion-mnist
+# dataset-fashion-mnist is the data of the supervised-learning examples;
+# chromium runs the dashboard's browser tests.
+APT_PKGS := chromium protobuf-compiler python3-grpc-tools python3-grpcio dataset-fashion-mnist
 
 .PHONY: all build train test vet lint deps proto bench bench-deps bench-conv clean
 
@@ -30,10 +31,11 @@ vet:
 	@fmt=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$fmt" ]; then echo "gofmt needed:"; echo "$$fmt"; exit 1; fi
 
 # The race detector makes learning runs several times slower, so a few
-# learning tests skip themselves under -race; the second pass runs them.
+# learning tests (and the dashboard's browser tests) skip themselves under
+# -race; the second pass runs them.
 test: deps vet
 	$(GO) test -race -count=1 -timeout 30m ./...
-	$(GO) test -count=1 -timeout 20m ./rllib/... ./tune/... ./examples/...
+	$(GO) test -count=1 -timeout 20m ./rllib/... ./tune/... ./examples/... ./platform/dashboard/...
 
 ## proto regenerates plugins/proto and the Python stubs (installing protoc,
 ## grpc_tools and the Go generators when missing).

@@ -1,5 +1,6 @@
-// Command gray is the runtime's command-line tool. So far it has one
-// subcommand, microbenchmark, the counterpart of `ray microbenchmark`.
+// Command gray is the runtime's command-line tool: microbenchmark (the
+// counterpart of `ray microbenchmark`), dashboard (the web dashboard) and
+// timeline (a session's task events as a Chrome trace).
 package main
 
 import (
@@ -26,7 +27,7 @@ func newRoot() *cobra.Command {
 		Short:        "Gray's runtime tool",
 		SilenceUsage: true,
 	}
-	root.AddCommand(newMicrobenchmark())
+	root.AddCommand(newMicrobenchmark(), newDashboard(), newTimeline())
 	root.SetErr(os.Stderr)
 	root.SetOut(os.Stdout)
 	return root

@@ -40,6 +40,7 @@ func newMicrobenchmark() *cobra.Command {
 		trials   int
 		cpus     int
 		filter   string
+		noTL     bool
 	)
 	cmd := &cobra.Command{
 		Use:   "microbenchmark",
@@ -58,7 +59,7 @@ func newMicrobenchmark() *cobra.Command {
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			if err := gray.Init(ctx, gray.Options{NumCPUs: cpus, NoGPUs: true}); err != nil {
+			if err := gray.Init(ctx, gray.Options{NumCPUs: cpus, NoGPUs: true, NoTimeline: noTL}); err != nil {
 				return err
 			}
 			defer gray.Shutdown()
@@ -89,6 +90,7 @@ func newMicrobenchmark() *cobra.Command {
 	cmd.Flags().IntVar(&trials, "trials", 3, "trials per row; the median is reported")
 	cmd.Flags().IntVar(&cpus, "cpus", 0, "CPUs for the session (0: all logical CPUs)")
 	cmd.Flags().StringVar(&filter, "filter", "", "only rows whose name contains this (or one of these, comma-separated)")
+	cmd.Flags().BoolVar(&noTL, "no-timeline", false, "turn off task event recording (to measure what it costs)")
 	return cmd
 }
 

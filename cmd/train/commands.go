@@ -24,6 +24,7 @@ import (
 
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	var showConfig, resume bool
+	var dash dashboardFlags
 	var format string
 	root := &cobra.Command{
 		Use:   "train",
@@ -61,6 +62,7 @@ checkpoint.`,
 			if err != nil {
 				return err
 			}
+			defer dash.start(cmd.Context(), exp.LocalDir, stdout)()
 			if isSweep {
 				return runSweep(cmd.Context(), exp, resume, cmd.Flags().Changed("name"), stdout, opts)
 			}
@@ -90,6 +92,7 @@ checkpoint.`,
 	config.AddFlags(root.Flags())
 	root.Flags().BoolVar(&showConfig, "show-config", false, "print the algorithm's configuration (defaults, with --config and -f applied) and exit")
 	root.Flags().StringVar(&format, "format", "json", "--show-config output format: json or yaml")
+	dash.addFlags(root)
 	root.Flags().BoolVar(&resume, "resume", false, "continue the sweep in <local-dir>/<name> from where it stopped")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())

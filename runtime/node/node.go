@@ -28,6 +28,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gray-ml/gray/runtime/events"
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/objstore"
 	"github.com/gray-ml/gray/runtime/objtable"
@@ -54,6 +55,8 @@ type Config struct {
 	// Shared is the node's shared-memory object store, owned (and closed at
 	// Shutdown) by the node; nil keeps every object inline in the driver.
 	Shared *objstore.Store
+	// Events, when not nil, records when each task ran on which worker.
+	Events *events.Recorder
 }
 
 // ErrShutdown is returned by calls on a node that was shut down.
@@ -111,6 +114,7 @@ type pending struct {
 	actor   *actor
 	orig    *task.Spec     // the spec as submitted (reference arguments intact), for lineage
 	pinned  []ids.ObjectID // shared-memory arguments pinned until the task ends
+	sent    int64          // when it was handed to a worker, in Config.Events' clock
 }
 
 // request is a Get or Wait from the driver or from a worker.

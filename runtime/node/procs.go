@@ -436,6 +436,7 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 		w.parked = nil // a Get that outlived its task: nobody waits for the answer
 		n.core.TaskDone(w.id, retiring)
 	}
+	n.cfg.Events.Finished(int(w.id), tid, p.spec.Func, p.sent)
 	n.unpinStore(p.pinned)
 	p.pinned = nil
 	rebuilt := n.rebuilding[tid]

@@ -211,6 +211,7 @@ func (n *Node) send(w *proc, p *pending, gpus []int) {
 	s := p.spec
 	n.resolveArgs(s)
 	s.GPUIDs = gpus
+	p.sent = n.cfg.Events.Now()
 	// A broken connection is noticed by the reader, which fails the task.
 	_ = n.append(w, task.MsgExec, func(b []byte) []byte { return task.AppendSpec(b, s) })
 }
@@ -273,6 +274,7 @@ func (n *Node) pump(a *actor) {
 		n.resolveArgs(p.spec)
 		p.spec.GPUIDs = a.gpus
 		a.inflight = append(a.inflight, p)
+		p.sent = n.cfg.Events.Now()
 		s := p.spec
 		_ = n.append(a.w, task.MsgExec, func(b []byte) []byte { return task.AppendSpec(b, s) })
 	}

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func TestTrainPrintsTheDashboardCommand(t *testing.T) {
+	local := t.TempDir()
+	o := train(t, "--env", "Corridor-v0", "--alg", "FakeAlg", "--local-dir", local, "--stop", `{"training_iteration": 1}`)
+	if o.code != 0 {
+		t.Fatalf("exit %d: %s", o.code, o.stderr)
+	}
+	if want := "gray dashboard --logdir " + local; !strings.Contains(o.stdout, want) {
+		t.Errorf("stdout lacks %q:\n%s", want, o.stdout)
+	}
+}
+
+// TestTrainDashboardFlag: --dashboard serves the page from the training
+// process at the URL it prints, while the run goes on, and stops with it.
+func TestTrainDashboardFlag(t *testing.T) {
+	local := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr, pw := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		code := run(ctx, []string{"--env", "Corridor-v0", "--alg", "FakeAlg", "--local-dir", local,
+			"--stop", `{"training_iteration": 1000000}`, "--dashboard", "--dashboard-port", "-1"}, pw, io.Discard)
+		pw.Close()
+		done <- code
+	}()
+	sc := bufio.NewScanner(pr)
+	url := ""
+	for sc.Scan() {
+		if m := regexp.MustCompile(`^dashboard: (http://127\.0\.0\.1:\d+/)`).FindStringSubmatch(sc.Text()); m != nil {
+			url = m[1]
+			break
+		}
+	}
+	go io.Copy(io.Discard, pr)
+	if url == "" {
+		t.Fatal("no dashboard URL printed")
+	}
+	resp, err := http.Get(url + "api/info")
+	if err != nil {
+		t.Fatalf("the dashboard does not answer during the run: %v", err)
+	}
+	var info struct {
+		Runtime bool `json:"runtime"`
+	}
+	json.NewDecoder(resp.Body).Decode(&info)
+	resp.Body.Close()
+	if !info.Runtime {
+		t.Error("train --dashboard does not show its runtime")
+	}
+	cancel() // Ctrl-C
+	if code := <-done; code != exitInterrupted {
+		t.Errorf("exit %d after the interrupt, want %d", code, exitInterrupted)
+	}
+	if resp, err := http.Get(url + "api/info"); err == nil {
+		resp.Body.Close()
+		t.Error("the dashboard still answers after the run ended")
+	}
+}

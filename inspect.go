@@ -1,0 +1,97 @@
+package gray
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gray-ml/gray/runtime/ids"
+	"github.com/gray-ml/gray/runtime/node"
+)
+
+// ErrNoInspection is returned by Snapshot and Timeline in a session that
+// has no scheduler of its own to inspect: local mode, or inside a worker.
+var ErrNoInspection = errors.New("gray: this session has no scheduler to inspect (local mode or a worker process); inspect the driver's session")
+
+// TaskEvent is one task's run on one worker, for timelines.
+type TaskEvent struct {
+	TaskID   string
+	Function string
+	Worker   int
+	Start    time.Time
+	End      time.Time
+}
+
+// Snapshot returns the running session's scheduler state: its resources,
+// workers, unfinished tasks and actors. The dashboard shows it.
+func Snapshot() (node.Snapshot, error) {
+	n, err := inspectable()
+	if err != nil {
+		return node.Snapshot{}, err
+	}
+	return n.Snapshot(), nil
+}
+
+// Timeline returns the session's latest task events (the last 65,536
+// tasks), oldest first. Recording them costs the scheduler a few tens of
+// nanoseconds per task.
+func Timeline() ([]TaskEvent, error) {
+	n, err := inspectable()
+	if err != nil {
+		return nil, err
+	}
+	rec := n.Events()
+	evs, _ := rec.Events()
+	epoch := rec.Epoch()
+	out := make([]TaskEvent, len(evs))
+	for i, e := range evs {
+		out[i] = TaskEvent{
+			TaskID: e.Task.String(), Function: e.Func, Worker: int(e.Worker),
+			Start: epoch.Add(time.Duration(e.Start)), End: epoch.Add(time.Duration(e.End)),
+		}
+	}
+	return out, nil
+}
+
+// ObjectInfo is what the session knows of one object.
+type ObjectInfo struct {
+	ID      string
+	Size    int    // bytes of its encoded value
+	Shared  bool   // in the shared-memory object store
+	Failed  string // the error it holds instead of a value, if any
+	Creator string // the task (or driver) that created it
+}
+
+// InspectObject looks an object of the session up by its ID (40 hex
+// digits, as ObjectRef IDs print). It returns false when the session does
+// not hold the object (never created, or freed).
+func InspectObject(id string) (ObjectInfo, bool, error) {
+	n, err := inspectable()
+	if err != nil {
+		return ObjectInfo{}, false, err
+	}
+	var oid ids.ObjectID
+	b, err := hex.DecodeString(id)
+	if err != nil || len(b) != len(oid) {
+		return ObjectInfo{}, false, fmt.Errorf("gray: object ID %q is not %d hex digits", id, 2*len(oid))
+	}
+	copy(oid[:], b)
+	st, ok := n.Object(oid)
+	if !ok {
+		return ObjectInfo{}, false, nil
+	}
+	return ObjectInfo{ID: oid.String(), Size: st.Size, Shared: st.Shared, Failed: st.Failed, Creator: st.Creator.String()}, true, nil
+}
+
+func inspectable() (*node.Node, error) {
+	s := current.Load()
+	if s == nil {
+		return nil, ErrNotInitialized
+	}
+	n, ok := s.b.(*node.Node)
+	if !ok {
+		return nil, ErrNoInspection
+	}
+	return n, nil
+}

@@ -1,0 +1,321 @@
+package dashboard
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// floats encodes as a JSON array with null for NaN and infinities, which
+// JSON cannot hold.
+type floats []float64
+
+// MarshalJSON implements json.Marshaler.
+func (f floats) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, 2+len(f)*8)
+	b = append(b, '[')
+	for i, v := range f {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendNum(b, v)
+	}
+	return append(b, ']'), nil
+}
+
+func appendNum(b []byte, v float64) []byte {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return append(b, "null"...)
+	}
+	return strconv.AppendFloat(b, v, 'g', -1, 64)
+}
+
+// num is v for JSON: nil when it is not finite or absent.
+func num(m map[string]float64, key string) *float64 {
+	v, ok := m[key]
+	if !ok || math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	if err := json.NewEncoder(w).Encode(v); err != nil {
+		// The client went away or v holds something JSON cannot; neither
+		// can be reported to it now.
+		return
+	}
+}
+
+func badRequest(w http.ResponseWriter, format string, args ...any) {
+	http.Error(w, "dashboard: "+fmt.Sprintf(format, args...), http.StatusBadRequest)
+}
+
+// current locks the index, brings it up to date and returns the unlock.
+func (s *Server) current() func() {
+	s.idx.mu.Lock()
+	s.idx.update(time.Now())
+	return s.idx.mu.Unlock
+}
+
+func (s *Server) apiInfo(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, map[string]any{
+		"logdir":  s.root,
+		"metric":  s.opts.Metric,
+		"runtime": s.opts.Runtime != nil,
+	})
+}
+
+// runRow is a line of the runs table.
+type runRow struct {
+	ID        string   `json:"id"`
+	Exp       string   `json:"exp"`
+	Name      string   `json:"name"`
+	Status    string   `json:"status"`
+	Iter      *float64 `json:"iter"`
+	Timesteps *float64 `json:"timesteps"`
+	Metric    *float64 `json:"metric"`
+	Elapsed   *float64 `json:"elapsed"`
+	Bad       int      `json:"bad"`
+}
+
+func (s *Server) apiRuns(w http.ResponseWriter, r *http.Request) {
+	var re *regexp.Regexp
+	if f := r.URL.Query().Get("filter"); f != "" {
+		var err error
+		if re, err = regexp.Compile(f); err != nil {
+			badRequest(w, "filter %q is not a regular expression: %v", f, err)
+			return
+		}
+	}
+	unlock := s.current()
+	defer unlock()
+	now := time.Now()
+	trialStatus := s.trialStatuses()
+	rows := make([]runRow, 0, len(s.idx.runOrder))
+	for _, run := range s.idx.runOrder {
+		if re != nil && !re.MatchString(run.id) {
+			continue
+		}
+		st := run.status(now)
+		if ts, ok := trialStatus[run.dir]; ok {
+			st = ts
+		}
+		rows = append(rows, runRow{
+			ID: run.id, Exp: run.exp, Name: run.name, Status: st,
+			Iter: num(run.last, "training_iteration"), Timesteps: num(run.last, "timesteps_total"),
+			Metric: num(run.last, s.opts.Metric), Elapsed: num(run.last, "time_total_s"), Bad: run.bad,
+		})
+	}
+	writeJSON(w, map[string]any{"version": s.idx.version, "metric": s.opts.Metric, "runs": rows})
+}
+
+// trialStatuses maps trial folders to their status in their sweep's
+// journal. The caller holds the index's lock.
+func (s *Server) trialStatuses() map[string]string {
+	out := map[string]string{}
+	for _, sw := range s.idx.sweepOrder {
+		for _, t := range sw.trials {
+			out[t.dir] = t.status
+		}
+	}
+	return out
+}
+
+// lookupRun finds a run by its ID. IDs are keys of the index, never
+// joined to paths, so no ID reaches a file the index did not list.
+func (s *Server) lookupRun(w http.ResponseWriter, id string) *run {
+	run := s.idx.runs[id]
+	if run == nil {
+		http.Error(w, fmt.Sprintf("dashboard: no run %q under the log dir", id), http.StatusNotFound)
+	}
+	return run
+}
+
+func (s *Server) apiRun(w http.ResponseWriter, r *http.Request) {
+	unlock := s.current()
+	defer unlock()
+	run := s.lookupRun(w, r.URL.Query().Get("id"))
+	if run == nil {
+		return
+	}
+	run.load()
+	cfg, _ := readSmallFile(s.root, filepath.Join(run.dir, configFile), 1<<20)
+	st := run.status(time.Now())
+	if ts, ok := s.trialStatuses()[run.dir]; ok {
+		st = ts
+	}
+	keys := append([]string(nil), run.series.keys...)
+	sort.Strings(keys)
+	writeJSON(w, map[string]any{
+		"id": run.id, "name": run.name, "exp": run.exp, "dir": run.dir, "status": st,
+		"config": string(cfg), "keys": keys, "results": run.series.n, "bad": run.bad,
+		"version": s.idx.version,
+	})
+}
+
+// seriesRun is one run's part of /api/series.
+type seriesRun struct {
+	ID   string            `json:"id"`
+	Name string            `json:"name"`
+	N    int               `json:"n"`
+	X    floats            `json:"x"`
+	Y    map[string]floats `json:"y"`
+}
+
+// xColumn returns the x values of a run's results for the axis named x:
+// a result key, or "wall" for seconds since the run's first result.
+func xColumn(se *series, x string) floats {
+	if x == "wall" {
+		ts := se.column("timestamp")
+		if ts == nil {
+			return nil
+		}
+		out := make(floats, len(ts))
+		for i, v := range ts {
+			out[i] = v - ts[0]
+		}
+		return out
+	}
+	col := se.column(x)
+	if col == nil {
+		out := make(floats, se.n)
+		for i := range out {
+			out[i] = float64(i + 1)
+		}
+		return out
+	}
+	return floats(col)
+}
+
+func (s *Server) apiSeries(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	ids := q["run"]
+	if len(ids) == 0 {
+		badRequest(w, "name at least one run: /api/series?run=ID")
+		return
+	}
+	x := q.Get("x")
+	if x == "" {
+		x = "training_iteration"
+	}
+	var keyRE *regexp.Regexp
+	if k := q.Get("keys"); k != "" {
+		var err error
+		if keyRE, err = regexp.Compile(k); err != nil {
+			badRequest(w, "keys %q is not a regular expression: %v", k, err)
+			return
+		}
+	}
+	unlock := s.current()
+	defer unlock()
+	out := make([]seriesRun, 0, len(ids))
+	for _, id := range ids {
+		run := s.lookupRun(w, id)
+		if run == nil {
+			return
+		}
+		run.load()
+		se := run.series
+		sr := seriesRun{ID: run.id, Name: run.name, N: se.n, X: xColumn(se, x), Y: map[string]floats{}}
+		for i, k := range se.keys {
+			if keyRE == nil || keyRE.MatchString(k) {
+				sr.Y[k] = floats(se.data[i])
+			}
+		}
+		out = append(out, sr)
+	}
+	writeJSON(w, map[string]any{"x": x, "version": s.idx.version, "runs": out})
+}
+
+func (s *Server) apiCSV(w http.ResponseWriter, r *http.Request) {
+	unlock := s.current()
+	run := s.lookupRun(w, r.URL.Query().Get("run"))
+	if run == nil {
+		unlock()
+		return
+	}
+	run.load()
+	se := run.series
+	keys := append([]string(nil), se.keys...)
+	sort.Strings(keys)
+	var buf bytes.Buffer
+	cw := csv.NewWriter(&buf)
+	_ = cw.Write(keys)
+	row := make([]string, len(keys))
+	for i := 0; i < se.n; i++ {
+		for j, k := range keys {
+			v := se.data[se.col[k]][i]
+			row[j] = ""
+			if !math.IsNaN(v) {
+				row[j] = strconv.FormatFloat(v, 'g', -1, 64)
+			}
+		}
+		_ = cw.Write(row)
+	}
+	cw.Flush()
+	name := safeFileName(run.name)
+	unlock()
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	w.Header().Set("Content-Disposition", `attachment; filename="`+name+`.csv"`)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// safeFileName keeps the characters of a run's name that are safe in a
+// download's file name.
+func safeFileName(s string) string {
+	out := strings.Map(func(c rune) rune {
+		if c == '-' || c == '_' || c == '.' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') {
+			return c
+		}
+		return '_'
+	}, s)
+	if out == "" {
+		return "run"
+	}
+	return out
+}
+
+// apiEvents streams server-sent events: "update" with a version number
+// whenever what the pages show changed. Pages then fetch what they show.
+func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "dashboard: streaming unsupported", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	tick := time.NewTicker(s.opts.Interval)
+	defer tick.Stop()
+	var sent uint64
+	first := true
+	for {
+		unlock := s.current()
+		v := s.idx.version
+		unlock()
+		if v != sent || first {
+			if _, err := fmt.Fprintf(w, "event: update\ndata: %d\n\n", v); err != nil {
+				return
+			}
+			fl.Flush()
+			sent, first = v, false
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-tick.C:
+		}
+	}
+}

@@ -1,0 +1,307 @@
+package dashboard
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/gray-ml/gray/platform/runlog"
+	"github.com/gray-ml/gray/tune"
+)
+
+// The benchmarks measure the targets of benchmarks/README.md's dashboard
+// section, each beside a peer: what a reader that re-reads whole files
+// (or serialises everything) pays for the same data.
+
+var benchSweepDir string
+
+// benchSweep writes a sweep of 1,000 trials with 100 results each, once.
+func benchSweep(b *testing.B) string {
+	b.Helper()
+	if benchSweepDir == "" {
+		dir, err := os.MkdirTemp("", "gray-dashboard-bench-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		writeSweep(b, filepath.Join(dir, "s"), 1000, 100, "*tune.ASHA")
+		benchSweepDir = dir
+	}
+	return benchSweepDir
+}
+
+// cpuTime is the process's user and system CPU time so far: on a loaded
+// machine it says more than the wall clock.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportCPU runs the benchmark loop body and reports CPU seconds per op.
+func reportCPU(b *testing.B, body func()) {
+	b.Helper()
+	start, n := cpuTime(), 0
+	for b.Loop() {
+		body()
+		n++
+	}
+	b.ReportMetric((cpuTime()-start).Seconds()/float64(n), "cpu-s/op")
+}
+
+func benchGet(b *testing.B, h http.Handler, u string) []byte {
+	rec := get(b, h, u)
+	if rec.Code != http.StatusOK {
+		b.Fatalf("GET %s: %d %s", u, rec.Code, rec.Body)
+	}
+	return rec.Body.Bytes()
+}
+
+func newBenchServer(b *testing.B, opts Options) *Server {
+	b.Helper()
+	opts.Port = -1
+	opts.Interval = time.Millisecond
+	srv, err := New(opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+// BenchmarkOpenSweep1000x100: a fresh server lists the folders, reads the
+// journal and the last result of each trial and answers the sweep page.
+func BenchmarkOpenSweep1000x100(b *testing.B) {
+	dir := benchSweep(b)
+	reportCPU(b, func() {
+		srv := newBenchServer(b, Options{LogDir: dir})
+		body := benchGet(b, srv.Handler(), "/api/sweep?id=s")
+		if len(body) < 1000 {
+			b.Fatal("short answer")
+		}
+		srv.Close()
+	})
+}
+
+// BenchmarkOpenSweepPeerLoadTrials is the peer: tune.LoadTrials reads the
+// whole journal (every result) to build the same table.
+func BenchmarkOpenSweepPeerLoadTrials(b *testing.B) {
+	dir := benchSweep(b)
+	reportCPU(b, func() {
+		ts, err := tune.LoadTrials(filepath.Join(dir, "s"))
+		if err != nil || len(ts) != 1000 {
+			b.Fatal(err)
+		}
+	})
+}
+
+// BenchmarkChart1000Runs: a fresh server answers the chart of one metric
+// over 1,000 runs of 100 results (reading every result.json once).
+func BenchmarkChart1000Runs(b *testing.B) {
+	dir := benchSweep(b)
+	q := url.Values{"keys": {"^episode_reward_mean$"}, "x": {"timesteps_total"}}
+	for i := 0; i < 1000; i++ {
+		q.Add("run", fmt.Sprintf("s/trial_%05d", i))
+	}
+	u := "/api/series?" + q.Encode()
+	reportCPU(b, func() {
+		srv := newBenchServer(b, Options{LogDir: dir})
+		body := benchGet(b, srv.Handler(), u)
+		if len(body) < 100000 {
+			b.Fatalf("short answer: %d bytes", len(body))
+		}
+		srv.Close()
+	})
+}
+
+// BenchmarkChart1000RunsPeerReadResults is the peer: runlog.ReadResults
+// on the 1,000 folders (what a reader that re-reads whole files pays on
+// every update).
+func BenchmarkChart1000RunsPeerReadResults(b *testing.B) {
+	dir := benchSweep(b)
+	reportCPU(b, func() {
+		for i := 0; i < 1000; i++ {
+			if _, err := runlog.ReadResults(filepath.Join(dir, "s", fmt.Sprintf("trial_%05d", i))); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkRuntimeViews: the runtime pages' requests with 10,000 tasks and
+// 20,000 actors in the session; reports the 95th percentile latency.
+func BenchmarkRuntimeViews(b *testing.B) {
+	srv := newBenchServer(b, Options{LogDir: b.TempDir(), Runtime: fakeRuntime{syntheticSnapshot(10000, 20000)}})
+	h := srv.Handler()
+	urls := []string{"/api/runtime/summary", "/api/runtime/tasks?offset=9000&limit=50", "/api/runtime/tasks?state=QUEUED&limit=50",
+		"/api/runtime/actors?offset=15000&limit=50", "/api/runtime/errors", "/api/runtime/search?id=0000000000000000000000000000270f"}
+	var lat []time.Duration
+	for i := 0; b.Loop(); i++ {
+		start := time.Now()
+		benchGet(b, h, urls[i%len(urls)])
+		lat = append(lat, time.Since(start))
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	b.ReportMetric(float64(lat[len(lat)*95/100].Microseconds())/1000, "p95-ms")
+}
+
+// BenchmarkRuntimeViewsPeerFullJSON is the peer: serialising the whole
+// snapshot, as an API without pagination would on every request.
+func BenchmarkRuntimeViewsPeerFullJSON(b *testing.B) {
+	s := syntheticSnapshot(10000, 20000)
+	for b.Loop() {
+		if _, err := json.Marshal(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkMemoryWhileRunsWrite: 100 runs keep writing while pages ask for
+// the runs table and the charts of 10 runs; reports the live heap at the
+// start and at the end, and the process's total memory from the OS.
+func BenchmarkMemoryWhileRunsWrite(b *testing.B) {
+	dir := b.TempDir()
+	const runs = 100
+	files := make([]*os.File, runs)
+	for i := range files {
+		d := filepath.Join(dir, "exp", fmt.Sprintf("run_%03d", i))
+		os.MkdirAll(d, 0o755)
+		f, err := os.Create(filepath.Join(d, resultFile))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		files[i] = f
+	}
+	srv := newBenchServer(b, Options{LogDir: dir})
+	h := srv.Handler()
+	chart := "/api/series?keys=reward"
+	for i := 0; i < 10; i++ {
+		chart += fmt.Sprintf("&run=exp/run_%03d", i)
+	}
+	heap := func() float64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return float64(m.HeapAlloc) / (1 << 20)
+	}
+	iter := 0
+	write := func(n int) {
+		for k := 0; k < n; k++ {
+			iter++
+			for _, f := range files {
+				fmt.Fprintf(f, `{"training_iteration":%d,"timesteps_total":%d,"episode_reward_mean":%g,"info":{"learner":{"kl":0.01,"entropy":0.5}},"done":false}`+"\n", iter, iter*1000, float64(iter)/3)
+			}
+		}
+	}
+	write(10)
+	benchGet(b, h, "/api/runs")
+	benchGet(b, h, chart)
+	start := heap()
+	for b.Loop() {
+		write(10)
+		time.Sleep(2 * time.Millisecond)
+		benchGet(b, h, "/api/runs")
+		benchGet(b, h, chart)
+	}
+	end := heap()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	b.ReportMetric(start, "heap-start-MB")
+	b.ReportMetric(end, "heap-end-MB")
+	b.ReportMetric(float64(m.Sys)/(1<<20), "sys-MB")
+	b.ReportMetric(float64(iter), "results/run")
+}
+
+// chromiumCPU is the CPU time the chromium processes have used so far
+// (from /proc; 0 where there is none).
+func chromiumCPU() time.Duration {
+	var total time.Duration
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range stats {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		lo, hi := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if lo < 0 || hi < lo || !strings.Contains(s[lo:hi], "chrom") {
+			continue
+		}
+		f := strings.Fields(s[hi+1:])
+		if len(f) < 13 {
+			continue
+		}
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		total += time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ = 100
+	}
+	return total
+}
+
+// reportBrowserCPU reports the CPU seconds this process and chromium spent
+// per operation: on a loaded machine, what a quiet one would take at most.
+func reportBrowserCPU(b *testing.B, body func()) {
+	b.Helper()
+	start, n := cpuTime()+chromiumCPU(), 0
+	for b.Loop() {
+		body()
+		n++
+	}
+	b.ReportMetric((cpuTime()+chromiumCPU()-start).Seconds()/float64(n), "cpu-s/op")
+}
+
+// BenchmarkBrowserOpenSweep1000x100 times the sweep page in chromium,
+// from navigation to the drawn table and parallel coordinates. The server
+// has read the files already (BenchmarkOpenSweep1000x100 times that).
+func BenchmarkBrowserOpenSweep1000x100(b *testing.B) {
+	dir := benchSweep(b)
+	ctx, _ := newTab(b)
+	srv := newBenchServer(b, Options{LogDir: dir})
+	go srv.Serve(b.Context())
+	benchGet(b, srv.Handler(), "/api/sweep?id=s")
+	reportBrowserCPU(b, func() {
+		if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+			b.Fatal(err)
+		}
+		open(b, ctx, srv.URL()+"#/sweep?id=s", "sweep")
+		if n := eval[int](b, ctx, `document.querySelectorAll("#trials tbody tr").length`); n != 1000 {
+			b.Fatalf("%d rows", n)
+		}
+	})
+}
+
+// BenchmarkBrowserChart1000Runs times the chart of 1,000 runs' metric in
+// chromium, from navigation to the drawn curves; the server has read the
+// files already (BenchmarkChart1000Runs times that).
+func BenchmarkBrowserChart1000Runs(b *testing.B) {
+	dir := benchSweep(b)
+	ctx, _ := newTab(b)
+	q := ""
+	for i := 0; i < 1000; i++ {
+		q += fmt.Sprintf("&run=s/trial_%05d", i)
+	}
+	srv := newBenchServer(b, Options{LogDir: dir})
+	go srv.Serve(b.Context())
+	benchGet(b, srv.Handler(), "/api/series?keys=reward&"+q[1:])
+	reportBrowserCPU(b, func() {
+		if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+			b.Fatal(err)
+		}
+		open(b, ctx, srv.URL()+"#/chart?"+q[1:], "chart")
+		waitJS(b, ctx, `document.querySelectorAll('.chart[data-key="episode_reward_mean"] path.series').length === 1000`)
+	})
+}

@@ -1,0 +1,146 @@
+package node
+
+import (
+	"sort"
+
+	"github.com/gray-ml/gray/runtime/events"
+	"github.com/gray-ml/gray/runtime/ids"
+	"github.com/gray-ml/gray/runtime/objstore"
+	"github.com/gray-ml/gray/runtime/task"
+)
+
+// Snapshot is the node's state at one moment, for the dashboard.
+type Snapshot struct {
+	Total, Available task.Resources
+	Objects          int            // objects in the driver's store
+	Shared           objstore.Stats // the shared-memory store (zero without one)
+	Workers          []WorkerState
+	Tasks            []TaskState // tasks queued for resources or sent to workers
+	Actors           []ActorState
+}
+
+// WorkerState is one worker process.
+type WorkerState struct {
+	ID      int
+	Name    string
+	PID     int
+	Actor   string // the actor type it hosts, "" for a pool worker
+	Running string // the function it runs now, "" when idle
+	Queued  int    // tasks sent to it behind the running one
+}
+
+// Task states in a Snapshot.
+const (
+	TaskQueued  = "QUEUED"  // waiting for a worker with the resources it needs
+	TaskSent    = "SENT"    // sent to a worker, behind its running task
+	TaskRunning = "RUNNING" // the first task a worker has
+	TaskWaiting = "WAITING" // waiting for the objects it takes as arguments
+)
+
+// TaskState is one unfinished task.
+type TaskState struct {
+	ID     ids.TaskID
+	Func   string
+	State  string
+	Worker int // -1 when not sent yet
+}
+
+// ActorState is one actor.
+type ActorState struct {
+	ID      ids.ActorID
+	Type    string
+	State   string // ALIVE, PENDING (no worker yet) or DEAD
+	Worker  int    // -1 without one
+	Pending int    // calls queued or in flight
+}
+
+// Snapshot copies the node's state under its lock. It costs time
+// proportional to the tasks and actors the node holds.
+func (n *Node) Snapshot() Snapshot {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	s := Snapshot{Total: n.core.Total(), Available: n.core.Available(), Objects: n.store.Len()}
+	if n.shared != nil {
+		s.Shared = n.shared.Stats()
+	}
+	for _, w := range n.workers {
+		tasks := n.core.Sent(w.id)
+		ws := WorkerState{ID: int(w.id), Name: w.name}
+		if w.process != nil {
+			ws.PID = w.process.Pid
+		}
+		if w.actor != nil {
+			ws.Actor = w.actor.typ
+			tasks = w.actor.inflight
+		}
+		for i, p := range tasks {
+			st := TaskSent
+			if i == 0 {
+				st = TaskRunning
+				ws.Running = p.spec.Func
+			}
+			s.Tasks = append(s.Tasks, TaskState{ID: p.spec.ID, Func: p.spec.Func, State: st, Worker: int(w.id)})
+		}
+		ws.Queued = max(len(tasks)-1, 0)
+		s.Workers = append(s.Workers, ws)
+	}
+	n.core.EachQueued(func(p *pending) {
+		s.Tasks = append(s.Tasks, TaskState{ID: p.spec.ID, Func: p.spec.Func, State: TaskQueued, Worker: -1})
+	})
+	waiting := map[*pending]bool{}
+	for _, ws := range n.waiters {
+		for _, w := range ws {
+			if w.p != nil && !waiting[w.p] {
+				waiting[w.p] = true
+				s.Tasks = append(s.Tasks, TaskState{ID: w.p.spec.ID, Func: w.p.spec.Func, State: TaskWaiting, Worker: -1})
+			}
+		}
+	}
+	for _, a := range n.actors {
+		as := ActorState{ID: a.id, Type: a.typ, State: "ALIVE", Worker: -1, Pending: len(a.queue) + len(a.inflight)}
+		switch {
+		case a.dead:
+			as.State = "DEAD"
+		case a.w == nil:
+			as.State = "PENDING"
+		}
+		if a.w != nil {
+			as.Worker = int(a.w.id)
+		}
+		for _, p := range a.queue {
+			s.Tasks = append(s.Tasks, TaskState{ID: p.spec.ID, Func: p.spec.Func, State: TaskQueued, Worker: -1})
+		}
+		s.Actors = append(s.Actors, as)
+	}
+	sort.Slice(s.Workers, func(i, j int) bool { return s.Workers[i].ID < s.Workers[j].ID })
+	return s
+}
+
+// Events is the node's task event recorder (nil when Config.Events was).
+func (n *Node) Events() *events.Recorder { return n.cfg.Events }
+
+// ObjectState is what the node knows of one object.
+type ObjectState struct {
+	Size    int    // bytes of its value (inline or in shared memory)
+	Shared  bool   // in the shared-memory store
+	Failed  string // the error it holds instead of a value, if any
+	Creator ids.TaskID
+}
+
+// Object looks an object up by its ID.
+func (n *Node) Object(id ids.ObjectID) (ObjectState, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	o, ok := n.store.Get(id)
+	if !ok {
+		return ObjectState{}, false
+	}
+	st := ObjectState{Size: len(o.Data), Shared: o.Shared, Creator: id.Task()}
+	if o.Shared {
+		st.Size = int(o.Size)
+	}
+	if o.Err != nil {
+		st.Failed = o.Err.Error()
+	}
+	return st, true
+}

@@ -1,0 +1,29 @@
+package sched
+
+// Read-only views of the core's state, for inspection (the dashboard's
+// runtime page). They change nothing and emit no effects.
+
+// Sent returns the tasks sent to pool worker w, in order: the first is
+// running, the rest are pipelined behind it.
+func (c *Core[T]) Sent(w WorkerID) []T {
+	x := c.pool[w]
+	if x == nil {
+		return nil
+	}
+	out := make([]T, len(x.tasks))
+	for i, it := range x.tasks {
+		out[i] = it.t
+	}
+	return out
+}
+
+// EachQueued calls fn for every task waiting for resources or a worker, in
+// queue order per resource shape.
+func (c *Core[T]) EachQueued(fn func(T)) {
+	for _, k := range c.shapes {
+		q := c.queues[k]
+		for i := q.head; i < len(q.items); i++ {
+			fn(q.items[i].t)
+		}
+	}
+}
