@@ -124,6 +124,7 @@ type Options struct {
 type session struct {
 	b      backend
 	where  where
+	driver *node.Node // the driver's scheduler, for inspection; nil elsewhere
 	closed atomic.Bool
 }
 
@@ -224,7 +225,7 @@ func Init(ctx context.Context, opts Options) error {
 		_ = store.Close()
 		return err
 	}
-	s := &session{b: n, where: inDriver}
+	s := &session{b: n, where: inDriver, driver: n}
 	current.Store(s)
 	last.Store(s)
 	return nil

@@ -89,9 +89,8 @@ func inspectable() (*node.Node, error) {
 	if s == nil {
 		return nil, ErrNotInitialized
 	}
-	n, ok := s.b.(*node.Node)
-	if !ok {
+	if s.driver == nil {
 		return nil, ErrNoInspection
 	}
-	return n, nil
+	return s.driver, nil
 }
