@@ -405,3 +405,6 @@ func writeObs(obs []float64, f []uint8) {
 		obs[i] = float64(v)
 	}
 }
+
+// FramesPerStep implements FrameSkipper.
+func (e *PixelPong) FramesPerStep() int { return e.frameSkip }

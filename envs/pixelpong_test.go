@@ -162,8 +162,8 @@ func TestPixelPongScoring(t *testing.T) {
 	for i := 0; i < 10 && !term; i++ {
 		r, term, _ = e.stepInto([]float64{PongNoop}, obs)
 	}
-	if !term || e.State().AgentScore != 21 {
-		t.Fatalf("21st point: terminated %v, score %d", term, e.State().AgentScore)
+	if !term || r != 1 || e.State().AgentScore != 21 {
+		t.Fatalf("21st point: terminated %v, reward %v, score %d", term, r, e.State().AgentScore)
 	}
 	if _, err := e.Step([]float64{PongNoop}); err == nil {
 		t.Error("Step after the game ended: no error")
@@ -321,5 +321,22 @@ func TestPixelPongStepAllocations(t *testing.T) {
 		}
 	}); n != 0 {
 		t.Errorf("StepInto allocates %v times per step, want 0", n)
+	}
+}
+
+func TestFramesPerStep(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want int
+	}{
+		{"PixelPong-v0", nil, 4},
+		{"PixelPong", Config{"frameskip": 2}, 2},
+		{"CartPole-v1", nil, 1},
+		{"NoSuchEnv-v0", nil, 1},
+	} {
+		if got := FramesPerStep(tc.name, tc.cfg); got != tc.want {
+			t.Errorf("FramesPerStep(%q, %v) = %d, want %d", tc.name, tc.cfg, got, tc.want)
+		}
 	}
 }
