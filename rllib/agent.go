@@ -33,6 +33,14 @@ type Agent interface {
 	Stop() error
 }
 
+// EpisodeStarter is implemented by agents whose ComputeAction depends on
+// the earlier observations of an episode (a model config that stacks or
+// differences frames). Code stepping an environment with ComputeAction
+// calls StartEpisode before each episode's first observation.
+type EpisodeStarter interface {
+	StartEpisode()
+}
+
 // Options are the settings every agent receives besides its own config.
 type Options struct {
 	// Env names the environment (a registered name or a plugin reference).

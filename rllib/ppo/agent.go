@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gray-ml/gray/envs"
+	"github.com/gray-ml/gray/models"
 	"github.com/gray-ml/gray/rllib"
 	"github.com/gray-ml/gray/rllib/rollout"
 	"github.com/gray-ml/gray/rllib/sample"
@@ -65,7 +66,7 @@ func New(ctx context.Context, opts rllib.Options) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	proc, err := newObsProcessor(opts.Env, obsSpace, cfg.ObservationFilter)
+	proc, err := newObsProcessor(opts.Env, obsSpace, cfg.ObservationFilter, cfg.Model.Image())
 	if err != nil {
 		return nil, fmt.Errorf("PPO: %w", err)
 	}
@@ -231,7 +232,7 @@ func (a *Agent) ComputeActionSampled(obs []float64, rng *rand.Rand) ([]float64, 
 
 func (a *Agent) computeAction(obs []float64, rng *rand.Rand) ([]float64, error) {
 	a.obsBuf = grow(a.obsBuf, a.proc.Size())
-	if err := a.proc.Process(a.obsBuf, obs, false); err != nil {
+	if err := a.proc.ProcessStream(computeStream, false, a.obsBuf, obs, false); err != nil {
 		return nil, fmt.Errorf("PPO: ComputeAction: %w", err)
 	}
 	if err := a.pol.Act(a.obsBuf, 1, rng, &a.act); err != nil {
@@ -246,6 +247,19 @@ func (a *Agent) computeAction(obs []float64, rng *rand.Rand) ([]float64, error) 
 		}
 	}
 	return action, nil
+}
+
+// computeStream is the preprocessor history ComputeAction uses (rollout
+// workers use 0..num_envs_per_worker-1).
+const computeStream = -1
+
+// StartEpisode implements rllib.EpisodeStarter: the next ComputeAction
+// observation starts an episode, which matters when the model config stacks
+// or differences frames.
+func (a *Agent) StartEpisode() {
+	if sp, ok := a.proc.pre.(models.StreamPreprocessor); ok {
+		sp.ResetStream(computeStream)
+	}
 }
 
 // Stop implements rllib.Agent: it stops the rollout workers and releases
