@@ -323,6 +323,7 @@ func Train(ctx context.Context, exp config.Experiment, out io.Writer, opts Optio
 		return "last good checkpoint: " + sum.Checkpoint + " (continue with --restore " + sum.Checkpoint + ")"
 	}
 
+	framesPerStep := envs.FramesPerStep(exp.Env, envs.Config(res.EnvConfig))
 	for {
 		if ctx.Err() != nil {
 			return interrupted(ctx, &sum, out, save)
@@ -353,7 +354,7 @@ func Train(ctx context.Context, exp config.Experiment, out io.Writer, opts Optio
 		}
 		sum.Iterations++
 		sum.Last = logged
-		fmt.Fprintln(out, progress.Line(flat))
+		fmt.Fprintln(out, progress.LineFrames(flat, framesPerStep))
 
 		if bad := nonFinite(r.Learner); bad != "" {
 			sum.StoppedBy = "error"
