@@ -289,6 +289,15 @@ func (p *ImagePreprocessor) shrink(obs, f []float64) {
 			out := f[(oy*p.outW+ox)*p.outC : (oy*p.outW+ox+1)*p.outC]
 			for y := y0; y < y0+ny; y++ {
 				row := obs[(y*p.inW+x0)*p.inC : (y*p.inW+x0+nx)*p.inC]
+				if gray && p.inC == 3 {
+					// The common case (RGB to gray), without the inner loop.
+					s := 0.0
+					for x := 0; x+2 < len(row); x += 3 {
+						s += clamp255(row[x]) + clamp255(row[x+1]) + clamp255(row[x+2])
+					}
+					out[0] += s / 3
+					continue
+				}
 				for x := 0; x < nx; x++ {
 					px := row[x*p.inC : (x+1)*p.inC]
 					if gray {

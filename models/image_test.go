@@ -227,3 +227,41 @@ func TestImageOptionsDecode(t *testing.T) {
 		t.Errorf("misspelt key: %v, want an error listing framestack", err)
 	}
 }
+
+// BenchmarkImagePreprocessor measures turning one PixelPong frame into
+// what the conv net reads; the peer copies the raw float64 frame once.
+func BenchmarkImagePreprocessor(b *testing.B) {
+	raw := make([]float64, 210*160*3)
+	for i := range raw {
+		raw[i] = float64(i % 256)
+	}
+	for _, tc := range []struct {
+		name string
+		opts ImageOptions
+	}{
+		{"84x84", ImageOptions{}},
+		{"42x42-stack4", ImageOptions{Dim: 42, FrameStack: 4}},
+		{"80x80-crop-diff", ImageOptions{Dim: 80, Crop: []int{34, 16, 0, 0}, FrameDiff: true}},
+		{"40x40-crop-diff-stack2", ImageOptions{Dim: 40, Crop: []int{34, 16, 0, 0}, FrameDiff: true, FrameStack: 2}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			p, err := NewImagePreprocessor(pongSpace(), tc.opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			dst := make([]float64, p.Size())
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if err := p.TransformStream(0, i == 0, raw, dst); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	b.Run("peer-memcpy-frame", func(b *testing.B) {
+		dst := make([]float64, len(raw))
+		for i := 0; i < b.N; i++ {
+			copy(dst, raw)
+		}
+	})
+}
