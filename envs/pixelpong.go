@@ -206,9 +206,16 @@ func (e *PixelPong) resetInto(seed int64, obs []float64) {
 }
 
 func (e *PixelPong) stepInto(action []float64, obs []float64) (float64, bool, bool) {
-	a := int(action[0])
-	reward := 0.0
-	terminated := false
+	reward, terminated := e.advance(int(action[0]))
+	e.render()
+	writeObs(obs, e.frame)
+	return reward, terminated, e.finish(terminated)
+}
+
+// advance plays action a for frameSkip frames (fewer if the game ends),
+// with sticky actions, and returns their summed reward and whether the
+// game is over.
+func (e *PixelPong) advance(a int) (reward float64, terminated bool) {
 	for f := 0; f < e.frameSkip && !terminated; f++ {
 		if e.sticky > 0 && e.rng.Float64() < e.sticky {
 			a = e.prevMove
@@ -217,9 +224,7 @@ func (e *PixelPong) stepInto(action []float64, obs []float64) (float64, bool, bo
 		reward += e.frameStep(a)
 		terminated = e.st.AgentScore >= pongWinScore || e.st.OppScore >= pongWinScore
 	}
-	e.render()
-	writeObs(obs, e.frame)
-	return reward, terminated, e.finish(terminated)
+	return reward, terminated
 }
 
 // frameStep advances the game by one frame and returns the agent's reward.
