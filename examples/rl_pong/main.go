@@ -35,29 +35,29 @@ import (
 
 // The seed's hyperparameters.
 const (
-	hidden    = 200     // hidden layer neurons
+	hidden    = 200     // hidden layer neurons (the default of --hidden)
 	gamma     = 0.99    // discount factor for reward
 	decayRate = 0.99    // decay factor for RMSProp leaky sum of grad^2
 	inputDim  = 80 * 80 // input dimensionality: 80x80 grid
 )
 
 // Model is the policy network: h = relu(W1·x), p(up) = sigmoid(W2·h).
-// W1 is stored input-major (W1[i*hidden+j] is the weight from pixel i to
-// hidden unit j) so that the sparse frame differences read whole rows.
+// W1 is stored input-major (W1[i*H+j] is the weight from pixel i to hidden
+// unit j, H = len(W2)) so that the sparse frame differences read whole rows.
 type Model struct {
 	W1 []float64
 	W2 []float64
 }
 
 // newModel initialises the weights as the seed does ("Xavier" scaling).
-func newModel(seed uint64) Model {
+func newModel(seed uint64, hidden int) Model {
 	rng := rand.New(rand.NewPCG(seed, 0x9e3779b9))
 	m := Model{W1: make([]float64, inputDim*hidden), W2: make([]float64, hidden)}
 	for i := range m.W1 {
 		m.W1[i] = rng.NormFloat64() / math.Sqrt(inputDim)
 	}
 	for i := range m.W2 {
-		m.W2[i] = rng.NormFloat64() / math.Sqrt(hidden)
+		m.W2[i] = rng.NormFloat64() / math.Sqrt(float64(hidden))
 	}
 	return m
 }
@@ -98,6 +98,7 @@ func sparseDiff(cur, prev []float64, out []pixel) []pixel {
 // forward returns the probability of moving up and the hidden state for
 // one (sparse) input.
 func (m *Model) forward(x []pixel, h []float64) float64 {
+	hidden := len(m.W2)
 	clear(h)
 	for _, p := range x {
 		w := m.W1[int(p.index)*hidden : int(p.index+1)*hidden]
@@ -173,6 +174,7 @@ func rollout(ctx context.Context, e *episodeEnv, m *Model, tk Task) (Model, floa
 		return Model{}, 0, err
 	}
 	rng := rand.New(rand.NewPCG(uint64(tk.Seed), 1))
+	hidden := len(m.W2)
 	cur, prev := make([]float64, inputDim), make([]float64, inputDim)
 	prepro(rows[0], prev)
 	var (
@@ -267,11 +269,12 @@ type Options struct {
 	MaxSteps     int     // step cap per episode (0: whole games)
 	Seed         int64
 	CPUs         int
+	Hidden       int // hidden layer size
 }
 
 // train runs the driver loop and prints the seed's running reward.
 func train(ctx context.Context, o Options, out io.Writer) (Model, error) {
-	model := newModel(uint64(o.Seed))
+	model := newModel(uint64(o.Seed), o.Hidden)
 	gradBuffer := Model{W1: make([]float64, len(model.W1)), W2: make([]float64, len(model.W2))}
 	cache := Model{W1: make([]float64, len(model.W1)), W2: make([]float64, len(model.W2))}
 	var running float64
@@ -343,6 +346,7 @@ func main() {
 	flag.Float64Var(&o.LearningRate, "learning-rate", 1e-4, "RMSProp learning rate")
 	flag.IntVar(&o.MaxSteps, "max-steps", 0, "cap on steps per episode (0: whole games to 21)")
 	flag.Int64Var(&o.Seed, "seed", 0, "seed of the weights and the games")
+	flag.IntVar(&o.Hidden, "hidden", hidden, "hidden layer size")
 	flag.IntVar(&o.CPUs, "num-cpus", 0, "CPUs for the runtime, i.e. rollouts in parallel (0: all)")
 	flag.Parse()
 	if err := o.check(); err != nil {
@@ -361,6 +365,8 @@ func main() {
 
 func (o Options) check() error {
 	switch {
+	case o.Hidden < 1:
+		return fmt.Errorf("--hidden must be at least 1, got %d", o.Hidden)
 	case o.BatchSize < 1:
 		return fmt.Errorf("--batch-size must be at least 1, got %d", o.BatchSize)
 	case o.Batches < 0:

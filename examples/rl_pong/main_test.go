@@ -68,7 +68,7 @@ func TestShortRun(t *testing.T) {
 	}
 	defer gray.Shutdown()
 	var out bytes.Buffer
-	o := Options{BatchSize: 2, Batches: 2, LearningRate: 1e-3, MaxSteps: 150, Seed: 3}
+	o := Options{BatchSize: 2, Batches: 2, LearningRate: 1e-3, MaxSteps: 100, Seed: 3, Hidden: 8}
 	m, err := train(context.Background(), o, &out)
 	if err != nil {
 		t.Fatal(err)
@@ -82,13 +82,14 @@ func TestShortRun(t *testing.T) {
 	if strings.Count(text, "episode reward total was") != 4 {
 		t.Errorf("want 4 episode lines:\n%s", text)
 	}
-	if slices.Equal(m.W2, newModel(3).W2) {
+	if slices.Equal(m.W2, newModel(3, 8).W2) {
 		t.Error("training left the weights unchanged")
 	}
 }
 
 func TestOptionErrors(t *testing.T) {
-	for _, o := range []Options{{BatchSize: 0, LearningRate: 1}, {BatchSize: 1, Batches: -1, LearningRate: 1}, {BatchSize: 1, LearningRate: 0}} {
+	for _, o := range []Options{{BatchSize: 0, LearningRate: 1, Hidden: 1}, {BatchSize: 1, Batches: -1, LearningRate: 1, Hidden: 1},
+		{BatchSize: 1, LearningRate: 0, Hidden: 1}, {BatchSize: 1, LearningRate: 1}} {
 		if o.check() == nil {
 			t.Errorf("options %+v accepted", o)
 		}
