@@ -92,3 +92,41 @@ func BenchmarkCartPoleVector(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPixelPong measures PixelPong-v0 under a fixed action cycle,
+// resets included, through the allocation-free path a Vector's StepInto
+// takes; frames/s counts emulated frames (4 per step). The peer is copying
+// one frame's observation (806 KB of float64), a floor on any step that
+// hands out a fresh float64 frame.
+func BenchmarkPixelPong(b *testing.B) {
+	b.Run("step", func(b *testing.B) {
+		e, err := NewPixelPong(nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		obs := make([]float64, pongFrameSize)
+		e.resetInto(0, obs)
+		act := []float64{0}
+		seed := int64(0)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			act[0] = float64(i % 6)
+			if _, term, trunc := e.stepInto(act, obs); term || trunc {
+				seed++
+				e.resetInto(seed, obs)
+			}
+		}
+		if s := b.Elapsed().Seconds(); s > 0 {
+			b.ReportMetric(float64(b.N)/s, "steps/s")
+			b.ReportMetric(float64(b.N*e.frameSkip)/s, "frames/s")
+		}
+	})
+	b.Run("peer-memcpy-obs", func(b *testing.B) {
+		src, dst := make([]float64, pongFrameSize), make([]float64, pongFrameSize)
+		b.SetBytes(pongFrameSize * 8)
+		for i := 0; i < b.N; i++ {
+			copy(dst, src)
+		}
+	})
+}

@@ -258,3 +258,30 @@ func unknown(name string) error {
 	return fmt.Errorf("envs: unknown environment %q%s; known environments: %s (or plugin:<path> for a plugin)",
 		name, suggest.DidYouMean(name, names), strings.Join(names, ", "))
 }
+
+// FrameSkipper is implemented by environments whose step emulates several
+// frames (PixelPong-v0's frameskip).
+type FrameSkipper interface {
+	FramesPerStep() int
+}
+
+// FramesPerStep returns how many frames one step of the named environment
+// emulates with cfg: its FramesPerStep for a registered FrameSkipper, 1 for
+// every other environment (plugins are not started to find out).
+func FramesPerStep(name string, cfg Config) int {
+	registry.RLock()
+	c, ok := registry.creators[canonical(name)]
+	registry.RUnlock()
+	if !ok {
+		return 1
+	}
+	env, err := c(cfg)
+	if err != nil {
+		return 1
+	}
+	defer env.Close()
+	if fs, ok := env.(FrameSkipper); ok {
+		return max(fs.FramesPerStep(), 1)
+	}
+	return 1
+}

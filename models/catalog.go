@@ -197,16 +197,19 @@ func grow(s []float64, n int) []float64 {
 }
 
 // NewPolicy builds the catalog's choices for an environment's spaces:
-// GetPreprocessor(envName, obs), the action distribution (opts'
+// PreprocessorFor(envName, obs, opts.Image()), the action distribution (opts'
 // custom_action_dist when set, see NewActionDist, otherwise
 // ActionDistFor(act, distType)) and NewModel on the preprocessed shape
 // with Dist.InputSize() outputs. Set opts.Value for a value function. A
 // custom distribution holding outside resources is released with
 // CloseActionDist.
 func NewPolicy(envName string, obs, act envs.Space, distType string, opts ModelOptions, seed uint64) (*Policy, error) {
-	pre, err := GetPreprocessor(envName, obs, nil)
+	pre, err := PreprocessorFor(envName, obs, opts.Image())
 	if err != nil {
 		return nil, err
+	}
+	if sp, ok := pre.(StreamPreprocessor); ok && sp.Stateful() {
+		return nil, fmt.Errorf("models: framestack and frame_diff need an algorithm that tracks episodes per environment (PPO); remove them from the model config")
 	}
 	var dist ActionDist
 	switch {
@@ -294,12 +297,16 @@ func (p OneHot) Transform(obs, dst []float64) error {
 }
 
 // NewPreprocessor returns the default preprocessor for an observation
-// space: Flatten for a Box, OneHot for a Discrete.
+// space: an ImagePreprocessor with default ImageOptions for images (see
+// IsImage), Flatten for any other Box, OneHot for a Discrete.
 func NewPreprocessor(space envs.Space) (Preprocessor, error) {
 	switch s := space.(type) {
 	case envs.Box:
 		if s.Size() == 0 {
 			return nil, fmt.Errorf("models: observation space %v is empty", s)
+		}
+		if IsImage(s) {
+			return NewImagePreprocessor(s, ImageOptions{})
 		}
 		return Flatten{Space: s}, nil
 	case envs.Discrete:

@@ -39,6 +39,12 @@
 //   - Catalog: ActionDistFor(space, ""), NewModel(shape, n, opts, seed),
 //     NewPreprocessor / GetPreprocessor / RegisterPreprocessor, NewPolicy
 //     bundling all three, and MeanStdFilter for observation normalisation.
+//   - Image observations (IsImage: Box [H, W, C] of values in [0, 255])
+//     get an ImagePreprocessor from PreprocessorFor: crop, grayscale, shrink
+//     to dim×dim, and optionally frame differencing and frame stacking (the
+//     model keys crop, grayscale, dim, frame_diff, framestack). Stacking and
+//     differencing keep one history per stream (StreamPreprocessor), which
+//     PPO's rollout workers drive with one stream per sub-environment.
 //
 // # Supervised learning
 //

@@ -60,6 +60,13 @@ type ModelOptions struct {
 	// CustomActionDistOptions are the custom distribution's own options
 	// (a distribution plugin receives them as its config).
 	CustomActionDistOptions map[string]any `json:"custom_action_dist_options"`
+	// Grayscale, Dim, Crop, FrameStack and FrameDiff shape the
+	// preprocessing of image observations: see ImageOptions.
+	Grayscale  *bool `json:"grayscale,omitempty"`
+	Dim        int   `json:"dim,omitempty"`
+	Crop       []int `json:"crop,omitempty"`
+	FrameStack int   `json:"framestack,omitempty"`
+	FrameDiff  bool  `json:"frame_diff,omitempty"`
 	// Value asks for a value function output (Output.Value). Algorithms set
 	// it (PPO and A3C do, ES and DQN do not); it is not a user key.
 	Value bool `json:"-"`
@@ -85,8 +92,9 @@ func (o *ModelOptions) UnmarshalJSON(b []byte) error {
 	p.ConvFilters = append([]ConvFilter(nil), o.ConvFilters...)
 	p.CustomOptions = maps.Clone(o.CustomOptions)
 	p.CustomActionDistOptions = maps.Clone(o.CustomActionDistOptions)
+	p.Crop = append([]int(nil), o.Crop...)
 	if err := dec.Decode(&p); err != nil {
-		return fmt.Errorf("model options (known keys: fcnet_hiddens, fcnet_activation, free_log_std, vf_share_layers, init, conv_filters, custom_model, custom_options, custom_action_dist, custom_action_dist_options, use_lstm, lstm_cell_size, max_seq_len): %w", err)
+		return fmt.Errorf("model options (known keys: fcnet_hiddens, fcnet_activation, free_log_std, vf_share_layers, init, conv_filters, custom_model, custom_options, custom_action_dist, custom_action_dist_options, use_lstm, lstm_cell_size, max_seq_len, grayscale, dim, crop, framestack, frame_diff): %w", err)
 	}
 	*o = ModelOptions(p)
 	return nil

@@ -36,13 +36,14 @@ type Agent interface {
 	Stop() error
 }
 
-// StatefulAgent is an Agent whose policy carries state from one
-// ComputeAction call to the next (a recurrent policy, model.use_lstm).
-// Callers that run episodes call ResetActionState before each episode's
-// first action.
-type StatefulAgent interface {
-	Agent
-	ResetActionState()
+// EpisodeStarter is implemented by agents whose ComputeAction depends on
+// the earlier observations of an episode: a recurrent policy
+// (model.use_lstm) carries its state from call to call, and a model config
+// that stacks or differences frames keeps a history. Code stepping an
+// environment with ComputeAction calls StartEpisode before each episode's
+// first observation.
+type EpisodeStarter interface {
+	StartEpisode()
 }
 
 // Options are the settings every agent receives besides its own config.

@@ -225,11 +225,13 @@ func newRolloutCmd(stdout io.Writer) *cobra.Command {
 	var opts runner.RolloutOptions
 	var path string
 	cmd := &cobra.Command{
-		Use:   "rollout --checkpoint PATH [--episodes N]",
+		Use:   "rollout --checkpoint PATH [--episodes N] [--render out.gif]",
 		Short: "Evaluate a saved policy: run episodes and print their returns",
 		Long: `rollout rebuilds the agent from a checkpoint (its algorithm, environment and
 config are recorded beside it), restores it and runs episodes on a fresh
-environment, printing each return and their mean.`,
+environment, printing each return and their mean. With --render it records
+the episodes as an animated GIF (or PNG frames) of the environment's own
+rendering.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if path == "" {
@@ -247,6 +249,8 @@ environment, printing each return and their mean.`,
 	cmd.Flags().IntVar(&opts.Episodes, "episodes", 10, "number of episodes")
 	cmd.Flags().Int64Var(&opts.Seed, "seed", 0, "seed of the first episode (episode i uses seed+i)")
 	cmd.Flags().IntVar(&opts.MaxSteps, "max-steps", 0, "cap on steps per episode (0: 100,000)")
+	cmd.Flags().StringVar(&opts.Render, "render", "", "record the episodes: an animated GIF (PATH ending in .gif) or PNG frames in folder PATH")
+	cmd.Flags().IntVar(&opts.RenderFrames, "render-frames", 0, "cap on recorded frames (0: 3,000)")
 	return cmd
 }
 

@@ -14,7 +14,12 @@ import (
 // Line formats one result (flat or nested, as runlog writes it): iteration,
 // timesteps, mean/min/max episode reward, mean episode length, steps per
 // second of the iteration and elapsed time.
-func Line(result map[string]any) string {
+func Line(result map[string]any) string { return LineFrames(result, 1) }
+
+// LineFrames is Line for an environment that emulates framesPerStep frames
+// per step (PixelPong-v0's frame skip): above 1, the frames per second
+// follow the steps per second.
+func LineFrames(result map[string]any, framesPerStep int) string {
 	f := func(k string) float64 {
 		v, ok := runlog.Numeric(result[k])
 		if !ok {
@@ -26,10 +31,14 @@ func Line(result map[string]any) string {
 	if dt := f("time_this_iter_s"); dt > 0 {
 		rate = f("timesteps_this_iter") / dt
 	}
-	return fmt.Sprintf("iter %4s  steps %10s  reward %8s (min %8s, max %8s)  len %7s  %9s steps/s  %s",
+	frames := ""
+	if framesPerStep > 1 {
+		frames = fmt.Sprintf(" (%s frames/s)", thousands(rate*float64(framesPerStep)))
+	}
+	return fmt.Sprintf("iter %4s  steps %10s  reward %8s (min %8s, max %8s)  len %7s  %9s steps/s%s  %s",
 		integer(f("training_iteration")), thousands(f("timesteps_total")),
 		num(f("episode_reward_mean")), num(f("episode_reward_min")), num(f("episode_reward_max")),
-		fixed1(f("episode_len_mean")), thousands(rate), Duration(f("time_total_s")))
+		fixed1(f("episode_len_mean")), thousands(rate), frames, Duration(f("time_total_s")))
 }
 
 // Duration formats seconds as 42.3s, 3m07s or 1h02m03s.

@@ -21,6 +21,17 @@ func TestLine(t *testing.T) {
 	}
 }
 
+// With a frame skip, the frames per second follow the steps per second.
+func TestLineFrames(t *testing.T) {
+	got := LineFrames(map[string]any{"training_iteration": 2, "timesteps_total": 4096, "timesteps_this_iter": 2048,
+		"episode_reward_mean": -20.5, "episode_reward_min": -21.0, "episode_reward_max": -20.0, "episode_len_mean": 800,
+		"time_this_iter_s": 4.0, "time_total_s": 8.0}, 4)
+	want := "iter    2  steps      4,096  reward   -20.50 (min   -21.00, max   -20.00)  len   800.0        512 steps/s (2,048 frames/s)  8.0s"
+	if got != want {
+		t.Errorf("LineFrames =\n%q\nwant\n%q", got, want)
+	}
+}
+
 func TestDuration(t *testing.T) {
 	for s, want := range map[float64]string{4.26: "4.3s", 59.9: "59.9s", 187: "3m07s", 3723: "1h02m03s"} {
 		if got := Duration(s); got != want {

@@ -21,6 +21,12 @@ type RolloutOptions struct {
 	// MaxSteps caps each episode, so that an environment without a time
 	// limit cannot run forever; 0 means 100,000.
 	MaxSteps int
+	// Render, when set, records the episodes' frames (the environment must
+	// implement envs.Renderer): an animated GIF for a path ending in .gif,
+	// numbered PNG files in a folder otherwise.
+	Render string
+	// RenderFrames caps the frames recorded; 0 means 3,000.
+	RenderFrames int
 }
 
 // Rollout evaluates a checkpoint: it rebuilds the agent from the
@@ -68,18 +74,25 @@ func Rollout(ctx context.Context, path string, opts RolloutOptions, out io.Write
 	if err := safely("restoring", func() error { return agent.Restore(ctx, agentPath) }); err != nil {
 		return nil, fmt.Errorf("restoring %s: %w", path, err)
 	}
-	// A one-copy Vector rather than an Env: plugin environments are served
-	// as Vectors only.
-	env, err := envs.MakeVector(meta.Env, meta.EnvConfig, 1)
+	env, view, err := rolloutEnv(meta.Env, meta.EnvConfig, opts.Render != "")
 	if err != nil {
 		return nil, err
 	}
 	defer env.Close()
+	var rec *recorder
+	if view != nil {
+		if opts.RenderFrames <= 0 {
+			opts.RenderFrames = 3000
+		}
+		if rec, err = newRecorder(opts.Render, opts.RenderFrames); err != nil {
+			return nil, err
+		}
+	}
 	fmt.Fprintf(out, "%s on %s, checkpoint %s (iteration %d)\n", meta.Algorithm, meta.Env, path, meta.Iteration)
 	returns := make([]float64, 0, opts.Episodes)
 	sum := 0.0
 	for ep := range opts.Episodes {
-		ret, steps, err := episode(ctx, agent, env, opts.Seed+int64(ep), opts.MaxSteps)
+		ret, steps, err := episode(ctx, agent, env, opts.Seed+int64(ep), opts.MaxSteps, view, rec)
 		if err != nil {
 			return returns, fmt.Errorf("episode %d: %w", ep+1, err)
 		}
@@ -88,18 +101,65 @@ func Rollout(ctx context.Context, path string, opts RolloutOptions, out io.Write
 		fmt.Fprintf(out, "episode %d: return %.2f (%d steps)\n", ep+1, ret, steps)
 	}
 	fmt.Fprintf(out, "mean return over %d episodes: %.2f\n", len(returns), sum/float64(len(returns)))
+	if rec != nil {
+		what, err := rec.close()
+		if err != nil {
+			return returns, err
+		}
+		fmt.Fprintf(out, "rendered %s\n", what)
+	}
 	return returns, nil
 }
 
-func episode(ctx context.Context, agent rllib.Agent, env envs.Vector, seed int64, maxSteps int) (float64, int, error) {
+// rolloutEnv makes the environment episodes run on: a one-copy Vector, as
+// plugin environments are served as Vectors only; to render, an Env that
+// implements envs.Renderer, wrapped as a Vector, and that Renderer.
+func rolloutEnv(name string, cfg map[string]any, render bool) (envs.Vector, envs.Renderer, error) {
+	if !render {
+		v, err := envs.MakeVector(name, cfg, 1)
+		return v, nil, err
+	}
+	e, err := envs.Make(name, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	view, ok := e.(envs.Renderer)
+	if !ok {
+		_ = e.Close()
+		return nil, nil, fmt.Errorf("--render: environment %q cannot render itself (it does not implement envs.Renderer)", name)
+	}
+	v, err := envs.NewVector(e)
+	if err != nil {
+		_ = e.Close()
+		return nil, nil, err
+	}
+	return v, view, nil
+}
+
+// record adds the environment's current picture to rec, if recording.
+func record(view envs.Renderer, rec *recorder) error {
+	if rec == nil || rec.full() {
+		return nil
+	}
+	img, err := view.Render()
+	if err != nil {
+		return fmt.Errorf("rendering: %w", err)
+	}
+	return rec.add(img)
+}
+
+func episode(ctx context.Context, agent rllib.Agent, env envs.Vector, seed int64, maxSteps int, view envs.Renderer, rec *recorder) (float64, int, error) {
 	rows, err := env.Reset([]int64{seed})
 	if err != nil {
 		return 0, 0, fmt.Errorf("reset: %w", err)
 	}
-	obs := rows[0]
-	if sa, ok := agent.(rllib.StatefulAgent); ok { // a recurrent policy
-		sa.ResetActionState()
+	if s, ok := agent.(rllib.EpisodeStarter); ok {
+		s.StartEpisode()
 	}
+	if err := record(view, rec); err != nil {
+		return 0, 0, err
+	}
+	obs := rows[0]
 	space := env.ActionSpace()
 	ret := 0.0
 	for step := 1; ; step++ {
@@ -136,6 +196,9 @@ func episode(ctx context.Context, agent rllib.Agent, env envs.Vector, seed int64
 		// over, and its next observation belongs to the next one.
 		if s.Terminated[0] || s.Truncated[0] || step >= maxSteps {
 			return ret, step, nil
+		}
+		if err := record(view, rec); err != nil {
+			return ret, step, err
 		}
 		obs = s.Obs[0]
 	}

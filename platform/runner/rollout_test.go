@@ -8,7 +8,7 @@ import (
 	"github.com/gray-ml/gray/rllib"
 )
 
-// statefulAgent counts ResetActionState calls and the actions since the
+// statefulAgent counts StartEpisode calls and the actions since the
 // last one.
 type statefulAgent struct {
 	resets, sinceReset int
@@ -20,7 +20,7 @@ func (a *statefulAgent) Restore(context.Context, string) error       { return ni
 func (a *statefulAgent) Iteration() int                              { return 0 }
 func (a *statefulAgent) LogDir() string                              { return "" }
 func (a *statefulAgent) Stop() error                                 { return nil }
-func (a *statefulAgent) ResetActionState()                           { a.resets++; a.sinceReset = 0 }
+func (a *statefulAgent) StartEpisode()                               { a.resets++; a.sinceReset = 0 }
 func (a *statefulAgent) ComputeAction([]float64) ([]float64, error) {
 	a.sinceReset++
 	return []float64{0}, nil

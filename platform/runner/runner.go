@@ -366,6 +366,7 @@ func Train(ctx context.Context, exp config.Experiment, out io.Writer, opts Optio
 	}
 
 	warnedEntropy := false
+	framesPerStep := envs.FramesPerStep(exp.Env, envs.Config(res.EnvConfig))
 	for {
 		if ctx.Err() != nil {
 			return interrupted(ctx, &sum, out, save)
@@ -396,7 +397,7 @@ func Train(ctx context.Context, exp config.Experiment, out io.Writer, opts Optio
 		}
 		sum.Iterations++
 		sum.Last = logged
-		fmt.Fprintln(out, progress.Line(flat))
+		fmt.Fprintln(out, progress.LineFrames(flat, framesPerStep))
 
 		if err := Divergence(r.Learner, res.Config); err != nil {
 			sum.StoppedBy = "error"

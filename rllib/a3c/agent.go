@@ -341,7 +341,7 @@ func (a *Agent) apply(grad []float64, lr float64) error {
 // ComputeAction implements rllib.Agent: the policy's most likely action
 // (the argmax for a Discrete space, the mean for a Box, clipped to its
 // bounds). A recurrent policy (use_lstm) carries its state from call to
-// call: call ResetActionState when a new episode starts.
+// call: call StartEpisode when a new episode starts.
 func (a *Agent) ComputeAction(obs []float64) ([]float64, error) {
 	a.obsBuf = resize(a.obsBuf, a.pol.Size())
 	if err := a.pol.Process(a.obsBuf, obs, false); err != nil {
@@ -367,9 +367,9 @@ func (a *Agent) ComputeAction(obs []float64) ([]float64, error) {
 	return action, nil
 }
 
-// ResetActionState implements rllib.StatefulAgent: the next ComputeAction
+// StartEpisode implements rllib.EpisodeStarter: the next ComputeAction
 // starts a new episode from the recurrent policy's zero state.
-func (a *Agent) ResetActionState() { clear(a.actState) }
+func (a *Agent) StartEpisode() { clear(a.actState) }
 
 // Stop implements rllib.Agent: it kills the runners (their outstanding
 // gradients are dropped).

@@ -11,7 +11,7 @@ import (
 // TestRecurrentPolicyTrains runs A3C with an LSTM policy: runners carry
 // the state through their rollouts and send gradients computed over
 // padded sequences, the driver applies them, and ComputeAction carries
-// its own state until ResetActionState.
+// its own state until StartEpisode.
 func TestRecurrentPolicyTrains(t *testing.T) {
 	cfg := map[string]any{
 		"num_workers": 1, "updates_per_iter": 5, "rollout_fragment_length": 25,
@@ -35,7 +35,7 @@ func TestRecurrentPolicyTrains(t *testing.T) {
 	if !changed {
 		t.Fatal("five gradients left the weights unchanged")
 	}
-	var sa rllib.StatefulAgent = a
+	var sa rllib.EpisodeStarter = a
 	if _, err := a.ComputeAction([]float64{0.01, 0.02}); err != nil {
 		t.Fatal(err)
 	}
@@ -46,10 +46,10 @@ func TestRecurrentPolicyTrains(t *testing.T) {
 	if !moved {
 		t.Fatal("ComputeAction left the recurrent state at zero")
 	}
-	sa.ResetActionState()
+	sa.StartEpisode()
 	for _, v := range a.actState {
 		if v != 0 {
-			t.Fatalf("ResetActionState left state %v", a.actState)
+			t.Fatalf("StartEpisode left state %v", a.actState)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gray-ml/gray/envs"
+	"github.com/gray-ml/gray/models"
 	"github.com/gray-ml/gray/rllib"
 	"github.com/gray-ml/gray/rllib/rollout"
 	"github.com/gray-ml/gray/rllib/sample"
@@ -67,7 +68,7 @@ func New(ctx context.Context, opts rllib.Options) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	proc, err := newObsProcessor(opts.Env, obsSpace, cfg.ObservationFilter)
+	proc, err := newObsProcessor(opts.Env, obsSpace, cfg.ObservationFilter, cfg.Model.Image())
 	if err != nil {
 		return nil, fmt.Errorf("PPO: %w", err)
 	}
@@ -218,14 +219,10 @@ func shuffleRNG(seed int64, iter int) *rand.Rand {
 // its bounds), with the observation passed through the preprocessor and
 // the observation filter (without updating it); ComputeActionSampled draws
 // one instead. A recurrent policy (use_lstm) carries its state from call
-// to call: call ResetActionState when a new episode starts.
+// to call: call StartEpisode when a new episode starts.
 func (a *Agent) ComputeAction(obs []float64) ([]float64, error) {
 	return a.computeAction(obs, nil)
 }
-
-// ResetActionState implements rllib.StatefulAgent: the next ComputeAction
-// starts a new episode from the recurrent policy's zero state.
-func (a *Agent) ResetActionState() { clear(a.actState) }
 
 // ComputeActionSampled is ComputeAction with the action drawn from the
 // policy's distribution using rng.
@@ -238,7 +235,7 @@ func (a *Agent) ComputeActionSampled(obs []float64, rng *rand.Rand) ([]float64, 
 
 func (a *Agent) computeAction(obs []float64, rng *rand.Rand) ([]float64, error) {
 	a.obsBuf = grow(a.obsBuf, a.proc.Size())
-	if err := a.proc.Process(a.obsBuf, obs, false); err != nil {
+	if err := a.proc.ProcessStream(computeStream, false, a.obsBuf, obs, false); err != nil {
 		return nil, fmt.Errorf("PPO: ComputeAction: %w", err)
 	}
 	if a.pol.rnn != nil {
@@ -261,6 +258,21 @@ func (a *Agent) computeAction(obs []float64, rng *rand.Rand) ([]float64, error) 
 		}
 	}
 	return action, nil
+}
+
+// computeStream is the preprocessor history ComputeAction uses (rollout
+// workers use 0..num_envs_per_worker-1).
+const computeStream = -1
+
+// StartEpisode implements rllib.EpisodeStarter: the next ComputeAction
+// observation starts an episode, from the recurrent policy's zero state
+// (use_lstm) and with no frame history (a model config that stacks or
+// differences frames).
+func (a *Agent) StartEpisode() {
+	clear(a.actState)
+	if sp, ok := a.proc.pre.(models.StreamPreprocessor); ok {
+		sp.ResetStream(computeStream)
+	}
 }
 
 // Stop implements rllib.Agent: it stops the rollout workers and releases

@@ -98,7 +98,7 @@ func TestLSTMSolvesRecall(t *testing.T) {
 // TestLSTMRemoteWorkersAndComputeAction trains an iteration of recurrent
 // PPO with rollout worker actors (sequences and states travel back in the
 // batches) and checks that ComputeAction carries the state between calls
-// until ResetActionState.
+// until StartEpisode.
 func TestLSTMRemoteWorkersAndComputeAction(t *testing.T) {
 	cfg := recallConfig(true)
 	cfg["num_workers"], cfg["num_envs_per_worker"] = 2, 2
@@ -119,14 +119,14 @@ func TestLSTMRemoteWorkersAndComputeAction(t *testing.T) {
 	if zero {
 		t.Fatal("ComputeAction left the recurrent state at zero")
 	}
-	var sa rllib.StatefulAgent = a
-	sa.ResetActionState()
+	var sa rllib.EpisodeStarter = a
+	sa.StartEpisode()
 	again, err := a.ComputeAction(obs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if first[0] != again[0] {
-		t.Fatalf("after ResetActionState the same observation gave action %v, then %v", first, again)
+		t.Fatalf("after StartEpisode the same observation gave action %v, then %v", first, again)
 	}
 }
 

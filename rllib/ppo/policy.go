@@ -168,8 +168,8 @@ type obsProcessor struct {
 // filterClip bounds filtered observations, as RLlib's MeanStdFilter does.
 const filterClip = 10
 
-func newObsProcessor(envName string, obs envs.Space, filter string) (*obsProcessor, error) {
-	pre, err := models.GetPreprocessor(envName, obs, nil)
+func newObsProcessor(envName string, obs envs.Space, filter string, image models.ImageOptions) (*obsProcessor, error) {
+	pre, err := models.PreprocessorFor(envName, obs, image)
 	if err != nil {
 		return nil, err
 	}
@@ -190,6 +190,22 @@ func (p *obsProcessor) Size() int { return p.pre.Size() }
 // Process implements rollout.ObsProcessor.
 func (p *obsProcessor) Process(dst, raw []float64, update bool) error {
 	if err := p.pre.Transform(raw, dst); err != nil {
+		return err
+	}
+	if p.filter != nil {
+		return p.filter.Apply(dst[:p.pre.Size()], update)
+	}
+	return nil
+}
+
+// ProcessStream implements rollout.StreamProcessor: a preprocessor that
+// stacks or differences frames keeps one history per sub-environment.
+func (p *obsProcessor) ProcessStream(stream int, start bool, dst, raw []float64, update bool) error {
+	sp, ok := p.pre.(models.StreamPreprocessor)
+	if !ok || !sp.Stateful() {
+		return p.Process(dst, raw, update)
+	}
+	if err := sp.TransformStream(stream, start, raw, dst); err != nil {
 		return err
 	}
 	if p.filter != nil {

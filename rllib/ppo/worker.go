@@ -73,7 +73,7 @@ func newRolloutWorker(spec WorkerSpec, pol *policy, proc *obsProcessor) (*Rollou
 		return nil, fmt.Errorf("PPO worker %d: %w", spec.Index, err)
 	}
 	if proc == nil {
-		if proc, err = newObsProcessor(spec.Env, vec.ObservationSpace(), cfg.ObservationFilter); err != nil {
+		if proc, err = newObsProcessor(spec.Env, vec.ObservationSpace(), cfg.ObservationFilter, cfg.Model.Image()); err != nil {
 			return fail(err)
 		}
 	}

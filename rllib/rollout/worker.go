@@ -69,6 +69,15 @@ type ObsProcessor interface {
 	Process(dst, raw []float64, update bool) error
 }
 
+// StreamProcessor is implemented by ObsProcessors whose output depends on
+// the earlier observations of an episode (frame stacking, frame
+// differencing). The worker then calls ProcessStream with the index of the
+// sub-environment the observation comes from and whether it starts an
+// episode, instead of Process.
+type StreamProcessor interface {
+	ProcessStream(stream int, start bool, dst, raw []float64, update bool) error
+}
+
 // Config configures a Worker.
 type Config struct {
 	// Env and EnvConfig name the environment.
@@ -172,7 +181,7 @@ func NewWithVector(cfg Config, vec envs.Vector, policy Policy, proc ObsProcessor
 		return nil, fmt.Errorf("rollout: resetting %q: %w", cfg.Env, err)
 	}
 	for i, o := range raw {
-		if err := w.proc.Process(w.row(i), o, true); err != nil {
+		if err := w.process(i, true, w.row(i), o, true); err != nil {
 			return nil, fmt.Errorf("rollout: first observation of %q sub-environment %d: %w", cfg.Env, i, err)
 		}
 	}
@@ -291,7 +300,7 @@ func (w *Worker) Sample(ctx context.Context, rng *rand.Rand) (sample.Batch, erro
 					}
 					truncRows = append(truncRows, r)
 					finalObs = finalObs[:len(finalObs)+w.obsDim]
-					if err := w.proc.Process(finalObs[len(finalObs)-w.obsDim:], step.FinalObs[i], false); err != nil {
+					if err := w.process(i, false, finalObs[len(finalObs)-w.obsDim:], step.FinalObs[i], false); err != nil {
 						return sample.Batch{}, fmt.Errorf("rollout: final observation of %q sub-environment %d: %w", w.cfg.Env, i, err)
 					}
 					if w.rec != nil {
@@ -303,7 +312,7 @@ func (w *Worker) Sample(ctx context.Context, rng *rand.Rand) (sample.Batch, erro
 					w.seqLen[i] = 0
 				}
 			}
-			if err := w.proc.Process(w.row(i), step.Obs[i], true); err != nil {
+			if err := w.process(i, step.Terminated[i] || step.Truncated[i], w.row(i), step.Obs[i], true); err != nil {
 				return sample.Batch{}, fmt.Errorf("rollout: observation of %q sub-environment %d: %w", w.cfg.Env, i, err)
 			}
 		}
@@ -373,6 +382,15 @@ func (w *Worker) act(n int, rng *rand.Rand) error {
 	}
 	copy(w.state, w.out.State)
 	return nil
+}
+
+// process writes the processed form of raw, an observation of
+// sub-environment i that starts an episode when start is set, into dst.
+func (w *Worker) process(i int, start bool, dst, raw []float64, update bool) error {
+	if sp, ok := w.proc.(StreamProcessor); ok {
+		return sp.ProcessStream(i, start, dst, raw, update)
+	}
+	return w.proc.Process(dst, raw, update)
 }
 
 // stepEnvs steps the Vector, without allocating when it supports that.

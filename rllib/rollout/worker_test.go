@@ -243,3 +243,52 @@ func TestWorkerRecurrentNeedsMaxSeqLen(t *testing.T) {
 		t.Fatalf("no max_seq_len: %v", err)
 	}
 }
+
+// streamLog is a StreamProcessor that records, per call, the stream, the
+// start flag and the raw observation.
+type streamLog struct{ calls [][3]float64 }
+
+func (s *streamLog) Size() int { return 1 }
+func (s *streamLog) Process(dst, raw []float64, _ bool) error {
+	panic("a StreamProcessor's Process must not be called by the worker")
+}
+func (s *streamLog) ProcessStream(stream int, start bool, dst, raw []float64, _ bool) error {
+	st := 0.0
+	if start {
+		st = 1
+	}
+	s.calls = append(s.calls, [3]float64{float64(stream), st, raw[0]})
+	copy(dst, raw)
+	return nil
+}
+
+// A StreamProcessor hears each observation with its sub-environment and
+// whether it starts an episode: the first after Reset and after every
+// automatic reset, not the final observation of a truncated episode.
+func TestWorkerStreamProcessor(t *testing.T) {
+	vec, err := envs.NewVector(&counter{limit: 2}, &counter{limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc := &streamLog{}
+	w, err := NewWithVector(Config{Env: "counter", FragmentLength: 2}, vec, scripted{terminateAt: -1}, proc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Sample(context.Background(), rand.New(rand.NewPCG(1, 2))); err != nil {
+		t.Fatal(err)
+	}
+	want := [][3]float64{
+		{0, 1, 0}, {1, 1, 0}, // Reset
+		{0, 0, 1}, {1, 0, 1}, // step 1
+		{0, 0, 2}, {0, 1, 0}, {1, 0, 2}, // step 2: env 0 truncated (final 2), restarts at 0
+	}
+	if len(proc.calls) != len(want) {
+		t.Fatalf("calls %v, want %v", proc.calls, want)
+	}
+	for i := range want {
+		if proc.calls[i] != want[i] {
+			t.Fatalf("call %d = %v (stream, start, obs), want %v; all %v", i, proc.calls[i], want[i], proc.calls)
+		}
+	}
+}
