@@ -36,7 +36,7 @@ func TestRolloutResetsRecurrentState(t *testing.T) {
 	defer env.Close()
 	a := &statefulAgent{}
 	for ep := range 2 {
-		_, steps, err := episode(context.Background(), a, env, int64(ep), 1000)
+		_, steps, err := episode(context.Background(), a, env, int64(ep), 1000, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

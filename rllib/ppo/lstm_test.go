@@ -159,7 +159,7 @@ func TestStatelessCartPoleConfig(t *testing.T) {
 func TestRecurrentActAllocatesNothing(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Model.UseLSTM = true
-	proc, err := newObsProcessor("StatelessCartPole-v1", envs.NewBox(-1, 1, 2), "NoFilter")
+	proc, err := newObsProcessor("StatelessCartPole-v1", envs.NewBox(-1, 1, 2), "NoFilter", cfg.Model.Image())
 	if err != nil {
 		t.Fatal(err)
 	}
