@@ -1061,11 +1061,12 @@ func (r *runner) Reconfigure(t *Trial, cfg map[string]any, cp Checkpoint) {
 	t.reconfig = true
 }
 
-// Stop implements Controller.
+// Stop implements Controller. During resume replay the stop is queued
+// too: the journal holds the stops the scheduler asked for before the
+// interruption (the trial's terminal status follows, and the queued stop
+// then does nothing), but a result taken while interrupting reaches the
+// scheduler first in replay, and the stops it causes must still happen.
 func (r *runner) Stop(t *Trial) {
-	if r.replaying {
-		return
-	}
 	r.actions = append(r.actions, pendingAction{t: t, stop: true})
 }
 
@@ -1180,7 +1181,10 @@ func (r *runner) replay() error {
 			t.TimeTotal, _ = ResultFloat(ev.Result, "time_total_s")
 			r.sawResult = true
 			r.search.OnTrialResult(t.ID, ev.Result)
-			r.sched.OnTrialResult(r, t, ev.Result)
+			if r.sched.OnTrialResult(r, t, ev.Result) == Stop {
+				// Applied after replay, unless the journal shows it ended.
+				r.Stop(t)
+			}
 		case evCheckpoint:
 			cp := *ev.Checkpoint
 			cp.Path = filepath.Join(r.dir, cp.Path)
@@ -1202,7 +1206,8 @@ func (r *runner) replay() error {
 	if err != nil {
 		return err
 	}
-	// Unfinished trials continue from their last checkpoint.
+	// Unfinished trials continue from their last checkpoint, unless the
+	// scheduler stopped them during replay (applyActions below).
 	r.replaying = false
 	for _, t := range r.trials {
 		if t.Status.terminal() {
