@@ -53,8 +53,26 @@ func (s *stepTrainable) Stop() error { return nil }
 // stops the losers first happens while Resume replays the journal. Resume
 // must carry those stops out rather than leave the losers paused forever.
 func TestResumeAppliesDecisionsFirstTakenDuringReplay(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// Qualities in trial order; the last trial is interrupted.
+		qualities []any
+		// Index of the trial that must run to MaxT.
+		best int
+	}{
+		{"last trial kept", []any{1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0}, 8},
+		{"last trial stopped", []any{9.0, 8.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.0, 1.0}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			testResumeAfterInterruptedHalving(t, tc.qualities, tc.best)
+		})
+	}
+}
+
+func testResumeAfterInterruptedHalving(t *testing.T, qualities []any, best int) {
 	dir := filepath.Join(t.TempDir(), "exp")
-	space := map[string]any{"quality": Grid(1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0)}
+	space := map[string]any{"quality": Grid(qualities...)}
+	last, _ := toFloat(qualities[len(qualities)-1])
 	exp := func(onStep func(float64, int)) Experiment {
 		// One bracket of 9 trials with milestone 1; 3 go on to 3, 1 to 9.
 		hb, err := NewHyperBand(HyperBandConfig{MaxT: 9, ReductionFactor: 3})
@@ -72,7 +90,7 @@ func TestResumeAppliesDecisionsFirstTakenDuringReplay(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	_, err := Run(ctx, exp(func(q float64, step int) {
-		if q == 9 && step == 1 {
+		if q == last && step == 1 {
 			cancel()
 		}
 	}))
@@ -106,7 +124,7 @@ func TestResumeAppliesDecisionsFirstTakenDuringReplay(t *testing.T) {
 	if its[1] != 6 || its[3] != 2 || its[9] != 1 {
 		t.Fatalf("iterations per trial %v, want 6 at 1, 2 at 3, 1 at 9", its)
 	}
-	if best := a.Trials[8]; best.Iteration != 9 {
-		t.Errorf("the best trial %s ran to %d, want 9", best.ID, best.Iteration)
+	if b := a.Trials[best]; b.Iteration != 9 {
+		t.Errorf("the best trial %s ran to %d, want 9", b.ID, b.Iteration)
 	}
 }

@@ -1064,7 +1064,7 @@ func (r *runner) Reconfigure(t *Trial, cfg map[string]any, cp Checkpoint) {
 // Stop implements Controller. During resume replay the stop is queued
 // too: the journal holds the stops the scheduler asked for before the
 // interruption (the trial's terminal status follows, and the queued stop
-// then does nothing), but a result taken while interrupting reaches the
+// is then ignored), but a result taken while interrupting reaches the
 // scheduler first in replay, and the stops it causes must still happen.
 func (r *runner) Stop(t *Trial) {
 	r.actions = append(r.actions, pendingAction{t: t, stop: true})
@@ -1182,7 +1182,7 @@ func (r *runner) replay() error {
 			r.sawResult = true
 			r.search.OnTrialResult(t.ID, ev.Result)
 			if r.sched.OnTrialResult(r, t, ev.Result) == Stop {
-				// Applied after replay, unless the journal shows it ended.
+				// Carried out after replay unless the journal ends it.
 				r.Stop(t)
 			}
 		case evCheckpoint:
@@ -1207,21 +1207,22 @@ func (r *runner) replay() error {
 		return err
 	}
 	// Unfinished trials continue from their last checkpoint, unless the
-	// scheduler stopped them during replay (applyActions below).
+	// experiment had ended (they were stopping), their last result (taken
+	// while being interrupted) met the stop criteria, or the scheduler
+	// stopped them during replay. Those end at their last result.
 	r.replaying = false
+	stopped := map[*Trial]bool{}
+	for _, a := range r.actions {
+		if a.stop {
+			stopped[a.t] = true
+		}
+	}
+	r.actions = nil
 	for _, t := range r.trials {
 		if t.Status.terminal() {
 			continue
 		}
-		if r.ended != "" {
-			// The experiment had ended; this trial was stopping.
-			r.unwait(t)
-			r.terminate(t, Terminated)
-			continue
-		}
-		if t.LastResult != nil && r.stopCriteria(t, t.LastResult) {
-			// Its last result (taken while being interrupted) already met
-			// the stop criteria.
+		if r.ended != "" || stopped[t] || (t.LastResult != nil && r.stopCriteria(t, t.LastResult)) {
 			r.unwait(t)
 			r.terminate(t, Terminated)
 			continue
