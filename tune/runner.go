@@ -1061,11 +1061,12 @@ func (r *runner) Reconfigure(t *Trial, cfg map[string]any, cp Checkpoint) {
 	t.reconfig = true
 }
 
-// Stop implements Controller.
+// Stop implements Controller. During resume replay the stop is queued
+// too: the journal holds the stops the scheduler asked for before the
+// interruption (the trial's terminal status follows, and the queued stop
+// is then ignored), but a result taken while interrupting reaches the
+// scheduler first in replay, and the stops it causes must still happen.
 func (r *runner) Stop(t *Trial) {
-	if r.replaying {
-		return
-	}
 	r.actions = append(r.actions, pendingAction{t: t, stop: true})
 }
 
@@ -1180,7 +1181,10 @@ func (r *runner) replay() error {
 			t.TimeTotal, _ = ResultFloat(ev.Result, "time_total_s")
 			r.sawResult = true
 			r.search.OnTrialResult(t.ID, ev.Result)
-			r.sched.OnTrialResult(r, t, ev.Result)
+			if r.sched.OnTrialResult(r, t, ev.Result) == Stop {
+				// Carried out after replay unless the journal ends it.
+				r.Stop(t)
+			}
 		case evCheckpoint:
 			cp := *ev.Checkpoint
 			cp.Path = filepath.Join(r.dir, cp.Path)
@@ -1202,21 +1206,23 @@ func (r *runner) replay() error {
 	if err != nil {
 		return err
 	}
-	// Unfinished trials continue from their last checkpoint.
+	// Unfinished trials continue from their last checkpoint, unless the
+	// experiment had ended (they were stopping), their last result (taken
+	// while being interrupted) met the stop criteria, or the scheduler
+	// stopped them during replay. Those end at their last result.
 	r.replaying = false
+	stopped := map[*Trial]bool{}
+	for _, a := range r.actions {
+		if a.stop {
+			stopped[a.t] = true
+		}
+	}
+	r.actions = nil
 	for _, t := range r.trials {
 		if t.Status.terminal() {
 			continue
 		}
-		if r.ended != "" {
-			// The experiment had ended; this trial was stopping.
-			r.unwait(t)
-			r.terminate(t, Terminated)
-			continue
-		}
-		if t.LastResult != nil && r.stopCriteria(t, t.LastResult) {
-			// Its last result (taken while being interrupted) already met
-			// the stop criteria.
+		if r.ended != "" || stopped[t] || (t.LastResult != nil && r.stopCriteria(t, t.LastResult)) {
 			r.unwait(t)
 			r.terminate(t, Terminated)
 			continue

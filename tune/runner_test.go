@@ -317,9 +317,42 @@ func TestPBTEndToEndExploits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// PBT is asynchronous: a bottom trial exploits only a top trial that
+	// has already passed a perturbation point (and so has a checkpoint).
+	// Left to the goroutine scheduler, the two weakest trials can run all
+	// 20 iterations before the two strongest reach iteration 4 (seen on a
+	// loaded machine under -race), and nothing is exploited. So the weak
+	// trials (quality 1 and 2) wait at their first perturbation point until
+	// the strong ones (7 and 8) have passed theirs.
+	var mu sync.Mutex
+	strongPast := map[float64]bool{}
+	gate := make(chan struct{})
+	gated := FuncTrainable(func(ctx context.Context, cfg map[string]any, report ReportFunc) error {
+		q, _ := Float(cfg, "quality")
+		return curve(ctx, cfg, func(r map[string]any) error {
+			step := r["step"].(int)
+			switch {
+			case (q == 7 || q == 8) && step == 5:
+				mu.Lock()
+				if !strongPast[q] {
+					if strongPast[q] = true; len(strongPast) == 2 {
+						close(gate)
+					}
+				}
+				mu.Unlock()
+			case q <= 2 && step >= 4:
+				select {
+				case <-gate:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+			return report(r)
+		})
+	})
 	dir := filepath.Join(t.TempDir(), "exp")
 	a, err := Run(context.Background(), Experiment{
-		Dir: dir, Trainable: FuncTrainable(curve),
+		Dir: dir, Trainable: gated,
 		Space:  map[string]any{"quality": Grid(1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0)},
 		Metric: "score", Scheduler: pbt, Stop: map[string]float64{"training_iteration": 20},
 		NodeResources: Resources{CPU: 8},
