@@ -9,6 +9,7 @@ import (
 
 	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/datasets/fashionmnist"
+	"github.com/gray-ml/gray/examples/hyperopt"
 )
 
 func TestMain(m *testing.M) {
@@ -42,7 +43,7 @@ func TestShortSearch(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("training test: skipped under -race and -short; make test's non-race pass runs it")
 	}
-	cfg := config{Dir: dataDir(t), Starting: 3, Segments: 6, StepsPer: 15, Space: "narrow", Seed: 2, TrainN: 400, ValN: 200, TestN: 300}
+	cfg := config{DataFlags: hyperopt.DataFlags{Dir: dataDir(t), TrainN: 400, ValN: 200, TestN: 300}, Starting: 3, Segments: 6, StepsPer: 15, Space: "narrow", Seed: 2}
 	s, err := run(context.Background(), cfg, io.Discard)
 	if err != nil {
 		t.Fatal(err)

@@ -41,14 +41,13 @@ import (
 
 // config is one search.
 type config struct {
-	Dir                 string
-	ExpDir              string
-	Samples, MaxIters   int
-	StepsPer            int
-	Parallel            int
-	Space               string
-	Seed                int64
-	TrainN, ValN, TestN int
+	hyperopt.DataFlags
+	ExpDir            string
+	Samples, MaxIters int
+	StepsPer          int
+	Parallel          int
+	Space             string
+	Seed              int64
 }
 
 // summary is what a search found.
@@ -96,7 +95,7 @@ func run(ctx context.Context, cfg config, w io.Writer) (summary, error) {
 	if !ok {
 		return summary{}, fmt.Errorf("unknown space %q; use seeds or narrow", cfg.Space)
 	}
-	data, err := hyperopt.LoadData(cfg.Dir, cfg.TrainN, cfg.ValN, cfg.TestN)
+	data, err := cfg.Load()
 	if err != nil {
 		return summary{}, err
 	}
@@ -205,7 +204,7 @@ func pow10(x float64) float64 { return math.Pow(10, x) }
 
 func main() {
 	var cfg config
-	flag.StringVar(&cfg.Dir, "data", "", "Fashion-MNIST directory (default /usr/share/datasets/fashion-mnist)")
+	cfg.DataFlags.Register(flag.CommandLine)
 	flag.StringVar(&cfg.ExpDir, "dir", "", "experiment folder (default: a temporary one, removed after)")
 	flag.IntVar(&cfg.Samples, "samples", 12, "trials (configurations) to try")
 	flag.IntVar(&cfg.MaxIters, "max-iters", 9, "iterations (segments) of the longest trials")
@@ -213,9 +212,6 @@ func main() {
 	flag.IntVar(&cfg.Parallel, "parallel", 2, "trials running at once")
 	flag.StringVar(&cfg.Space, "space", "seeds", "search space: seeds (the seeds' ranges; most draws diverge) or narrow")
 	flag.Int64Var(&cfg.Seed, "seed", 1, "random seed")
-	flag.IntVar(&cfg.TrainN, "train", 10000, "training images (0: all but the validation ones)")
-	flag.IntVar(&cfg.ValN, "val", 2000, "validation images held out of the training set")
-	flag.IntVar(&cfg.TestN, "test", 0, "test images (0: all 10,000)")
 	flag.Parse()
 	s, err := run(context.Background(), cfg, os.Stdout)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gray-ml/gray/datasets/fashionmnist"
+	"github.com/gray-ml/gray/examples/hyperopt"
 )
 
 // TestShortSearch runs a few trials on a few hundred images through tune
@@ -23,7 +24,7 @@ func TestShortSearch(t *testing.T) {
 		}
 		t.Logf("%s not installed: using synthetic data", fashionmnist.Package)
 	}
-	cfg := config{Dir: dir, ExpDir: t.TempDir() + "/exp", Samples: 4, MaxIters: 3, StepsPer: 12, Parallel: 2, Space: "narrow", Seed: 3, TrainN: 400, ValN: 200, TestN: 300}
+	cfg := config{DataFlags: hyperopt.DataFlags{Dir: dir, TrainN: 400, ValN: 200, TestN: 300}, ExpDir: t.TempDir() + "/exp", Samples: 4, MaxIters: 3, StepsPer: 12, Parallel: 2, Space: "narrow", Seed: 3}
 	s, err := run(context.Background(), cfg, io.Discard)
 	if err != nil {
 		t.Fatal(err)

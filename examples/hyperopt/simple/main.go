@@ -29,7 +29,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log"
 	"math/rand/v2"
 	"os"
 	"time"
@@ -40,12 +39,11 @@ import (
 
 // config is one search.
 type config struct {
-	Dir                 string
-	Trials, Steps       int
-	Parallel            int
-	Space               string
-	Seed                uint64
-	TrainN, ValN, TestN int
+	hyperopt.DataFlags
+	Trials, Steps int
+	Parallel      int
+	Space         string
+	Seed          uint64
 }
 
 // summary is what a search found.
@@ -63,7 +61,7 @@ func run(ctx context.Context, cfg config, w io.Writer) (summary, error) {
 	if !ok {
 		return summary{}, fmt.Errorf("unknown space %q; use seeds or narrow", cfg.Space)
 	}
-	data, err := hyperopt.LoadData(cfg.Dir, cfg.TrainN, cfg.ValN, cfg.TestN)
+	data, err := cfg.Load()
 	if err != nil {
 		return summary{}, err
 	}
@@ -135,24 +133,15 @@ func run(ctx context.Context, cfg config, w io.Writer) (summary, error) {
 func main() {
 	gray.ServeIfWorker()
 	var cfg config
-	flag.StringVar(&cfg.Dir, "data", "", "Fashion-MNIST directory (default /usr/share/datasets/fashion-mnist)")
+	cfg.DataFlags.Register(flag.CommandLine)
 	flag.IntVar(&cfg.Trials, "trials", 5, "number of experiments to run in all")
 	flag.IntVar(&cfg.Steps, "steps", 10, "training steps (minibatches) per experiment")
 	flag.IntVar(&cfg.Parallel, "parallel", 2, "experiments in flight at once")
 	flag.StringVar(&cfg.Space, "space", "seeds", "search space: seeds (the seeds' ranges; most draws diverge) or narrow")
 	flag.Uint64Var(&cfg.Seed, "seed", 1, "random seed")
-	flag.IntVar(&cfg.TrainN, "train", 10000, "training images (0: all but the validation ones)")
-	flag.IntVar(&cfg.ValN, "val", 2000, "validation images held out of the training set")
-	flag.IntVar(&cfg.TestN, "test", 0, "test images (0: all 10,000)")
 	flag.Parse()
-	ctx := context.Background()
-	if err := gray.Init(ctx, gray.Options{NoGPUs: true}); err != nil {
-		log.Fatal(err)
-	}
-	defer gray.Shutdown()
-	s, err := run(ctx, cfg, os.Stdout)
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Printf("test accuracy: %.4f\n", s.TestAcc)
+	hyperopt.Main(func(ctx context.Context) (float64, error) {
+		s, err := run(ctx, cfg, os.Stdout)
+		return s.TestAcc, err
+	})
 }

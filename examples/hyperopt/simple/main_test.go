@@ -9,6 +9,7 @@ import (
 
 	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/datasets/fashionmnist"
+	"github.com/gray-ml/gray/examples/hyperopt"
 )
 
 func TestMain(m *testing.M) {
@@ -43,7 +44,7 @@ func TestShortSearch(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("training test: skipped under -race and -short; make test's non-race pass runs it")
 	}
-	cfg := config{Dir: dataDir(t), Trials: 3, Steps: 30, Parallel: 2, Space: "narrow", Seed: 1, TrainN: 400, ValN: 200, TestN: 300}
+	cfg := config{DataFlags: hyperopt.DataFlags{Dir: dataDir(t), TrainN: 400, ValN: 200, TestN: 300}, Trials: 3, Steps: 30, Parallel: 2, Space: "narrow", Seed: 1}
 	s, err := run(context.Background(), cfg, io.Discard)
 	if err != nil {
 		t.Fatal(err)

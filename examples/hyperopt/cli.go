@@ -1,0 +1,44 @@
+package hyperopt
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+
+	"github.com/gray-ml/gray"
+)
+
+// DataFlags are the data options every search shares: where Fashion-MNIST
+// is and how much of it to use (see LoadData).
+type DataFlags struct {
+	Dir                 string
+	TrainN, ValN, TestN int
+}
+
+// Register adds the -data, -train, -val and -test flags to fs.
+func (d *DataFlags) Register(fs *flag.FlagSet) {
+	fs.StringVar(&d.Dir, "data", "", "Fashion-MNIST directory (default /usr/share/datasets/fashion-mnist)")
+	fs.IntVar(&d.TrainN, "train", 10000, "training images (0: all but the validation ones)")
+	fs.IntVar(&d.ValN, "val", 2000, "validation images held out of the training set")
+	fs.IntVar(&d.TestN, "test", 0, "test images (0: all 10,000)")
+}
+
+// Load reads the data the flags describe.
+func (d DataFlags) Load() (Data, error) { return LoadData(d.Dir, d.TrainN, d.ValN, d.TestN) }
+
+// Main runs a search in a gray session and ends the program's output with
+// the line every example prints: the test accuracy of the best model.
+// Flags must be parsed, and gray.ServeIfWorker called, before it.
+func Main(search func(ctx context.Context) (testAccuracy float64, err error)) {
+	ctx := context.Background()
+	if err := gray.Init(ctx, gray.Options{NoGPUs: true}); err != nil {
+		log.Fatal(err)
+	}
+	acc, err := search(ctx)
+	gray.Shutdown()
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("test accuracy: %.4f\n", acc)
+}
