@@ -59,6 +59,12 @@ type Options struct {
 	LogDir string
 	// Seed makes a run reproducible: same seed, same run.
 	Seed int64
+	// Decoded, when not nil, is Config already decoded over the
+	// algorithm's defaults and validated by the caller (the platform does
+	// this before it writes anything), as a pointer to the algorithm's
+	// config struct: DecodeConfig then takes it as it is instead of
+	// decoding Config a second time.
+	Decoded Validator
 }
 
 // Factory creates an agent.

@@ -2,6 +2,7 @@ package rllib
 
 import (
 	"fmt"
+	"reflect"
 
 	"github.com/gray-ml/gray/envs"
 )
@@ -16,9 +17,18 @@ type Validator interface {
 }
 
 // DecodeConfig fills cfg, a pointer to an algorithm's config struct set to
-// its defaults, from the user's keys (see Decode) and then validates it.
-func DecodeConfig(alg string, user map[string]any, cfg Validator) error {
-	if err := Decode(alg, user, cfg); err != nil {
+// its defaults, from opts.Config (see Decode) and then validates it. When
+// the caller decoded and validated the config already (opts.Decoded, of
+// cfg's type), cfg takes a copy of that instead: one decoding per process.
+func DecodeConfig(alg string, opts Options, cfg Validator) error {
+	if d := opts.Decoded; d != nil {
+		dv, cv := reflect.ValueOf(d), reflect.ValueOf(cfg)
+		if dv.Type() == cv.Type() && dv.Kind() == reflect.Pointer && !dv.IsNil() {
+			cv.Elem().Set(dv.Elem())
+			return nil
+		}
+	}
+	if err := Decode(alg, opts.Config, cfg); err != nil {
 		return err
 	}
 	return cfg.Validate()

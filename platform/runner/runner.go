@@ -58,6 +58,9 @@ type Resolved struct {
 	Config    map[string]any // every key, defaults included
 	UserCfg   map[string]any // the keys the user gave, env_config removed
 	EnvConfig map[string]any
+	// Decoded is Config as the algorithm's config struct, decoded and
+	// validated once here (nil when the algorithm's defaults are a map).
+	Decoded rllib.Validator
 }
 
 // Resolve checks exp's algorithm, environment and configuration without
@@ -72,7 +75,7 @@ func Resolve(exp config.Experiment) (Resolved, error) {
 		return Resolved{}, err
 	}
 	r := Resolved{Alg: alg, EnvConfig: exp.EnvConfig, UserCfg: exp.Config}
-	r.Config, err = FullConfig(alg, exp.Config)
+	r.Config, r.Decoded, err = fullConfig(alg, exp.Config, true)
 	if err != nil && exp.Config["env_config"] != nil {
 		// Ray puts env_config inside config; when the algorithm does not
 		// know the key, it is the environment's.
@@ -85,7 +88,7 @@ func Resolve(exp config.Experiment) (Resolved, error) {
 			return Resolved{}, fmt.Errorf("config: env_config must be an object, got %v", user["env_config"])
 		}
 		delete(user, "env_config")
-		if r.Config, err = FullConfig(alg, user); err == nil {
+		if r.Config, r.Decoded, err = fullConfig(alg, user, true); err == nil {
 			r.UserCfg, r.EnvConfig = user, config.DeepMerge(ec, exp.EnvConfig)
 		}
 	}
@@ -129,7 +132,8 @@ func CheckEnv(name string, cfg map[string]any) error {
 // unknown or wrong-typed key) and validated (rllib.Validator, which names
 // a key out of range), as a JSON-shaped map.
 func FullConfig(alg rllib.Algorithm, user map[string]any) (map[string]any, error) {
-	return fullConfig(alg, user, true)
+	m, _, err := fullConfig(alg, user, true)
+	return m, err
 }
 
 // CheckKeys decodes user over the algorithm's defaults as FullConfig does,
@@ -137,17 +141,20 @@ func FullConfig(alg rllib.Algorithm, user map[string]any) (map[string]any, error
 // sweep checks its fixed keys this way before any trial starts, when the
 // keys it searches over are not known yet.
 func CheckKeys(alg rllib.Algorithm, user map[string]any) error {
-	_, err := fullConfig(alg, user, false)
+	_, _, err := fullConfig(alg, user, false)
 	return err
 }
 
-func fullConfig(alg rllib.Algorithm, user map[string]any, validate bool) (map[string]any, error) {
+// fullConfig also returns the decoded config struct (nil for an algorithm
+// whose defaults are a map), which the run hands to the algorithm's New
+// (rllib.Options.Decoded) so that it is decoded once.
+func fullConfig(alg rllib.Algorithm, user map[string]any, validate bool) (map[string]any, rllib.Validator, error) {
 	var def any
 	if alg.DefaultConfig != nil {
 		def = alg.DefaultConfig()
 	}
 	if def == nil {
-		return config.DeepMerge(nil, user), nil
+		return config.DeepMerge(nil, user), nil, nil
 	}
 	rv := reflect.ValueOf(def)
 	var ptr reflect.Value
@@ -162,21 +169,26 @@ func fullConfig(alg rllib.Algorithm, user map[string]any, validate bool) (map[st
 		// A map of defaults (a plugin's, say): merge key by key.
 		m, err := toMap(def)
 		if err != nil {
-			return nil, fmt.Errorf("%s: default config: %w", alg.Name, err)
+			return nil, nil, fmt.Errorf("%s: default config: %w", alg.Name, err)
 		}
-		return config.DeepMerge(m, user), nil
+		return config.DeepMerge(m, user), nil, nil
 	}
 	if err := rllib.Decode(alg.Name, user, ptr.Interface()); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// Out-of-range values fail here, before any run folder exists, with
 	// the same message the algorithm's New would give.
 	if v, ok := ptr.Interface().(rllib.Validator); ok && validate {
 		if err := v.Validate(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return toMap(ptr.Interface())
+	m, err := toMap(ptr.Interface())
+	if err != nil {
+		return nil, nil, err
+	}
+	v, _ := ptr.Interface().(rllib.Validator)
+	return m, v, nil
 }
 
 func toMap(v any) (map[string]any, error) {
@@ -299,7 +311,7 @@ func Train(ctx context.Context, exp config.Experiment, out io.Writer, opts Optio
 	var agent rllib.Agent
 	if err := safely("creating the agent", func() error {
 		var e error
-		agent, e = res.Alg.New(ctx, rllib.Options{Env: exp.Env, EnvConfig: res.EnvConfig, Config: res.UserCfg, LogDir: run.Dir(), Seed: exp.Seed})
+		agent, e = res.Alg.New(ctx, rllib.Options{Env: exp.Env, EnvConfig: res.EnvConfig, Config: res.UserCfg, LogDir: run.Dir(), Seed: exp.Seed, Decoded: res.Decoded})
 		return e
 	}); err != nil {
 		if ctx.Err() != nil {

@@ -66,7 +66,7 @@ type Agent struct {
 // defaults, starts its runners and gives each its first task.
 func New(ctx context.Context, opts rllib.Options) (*Agent, error) {
 	cfg := DefaultConfig()
-	if err := rllib.DecodeConfig("A3C", opts.Config, &cfg); err != nil {
+	if err := rllib.DecodeConfig("A3C", opts, &cfg); err != nil {
 		return nil, err
 	}
 	seed := rllib.RunSeed(opts.Seed, cfg.Seed)

@@ -56,7 +56,7 @@ type Agent struct {
 // algorithms that fit it.
 func New(ctx context.Context, opts rllib.Options) (*Agent, error) {
 	cfg := DefaultConfig()
-	if err := rllib.DecodeConfig("DQN", opts.Config, &cfg); err != nil {
+	if err := rllib.DecodeConfig("DQN", opts, &cfg); err != nil {
 		return nil, err
 	}
 	seed := rllib.RunSeed(opts.Seed, cfg.Seed)

@@ -47,7 +47,7 @@ type Agent struct {
 // table with a remote task and starts the worker actors.
 func New(ctx context.Context, opts rllib.Options) (*Agent, error) {
 	cfg := DefaultConfig()
-	if err := rllib.DecodeConfig("ES", opts.Config, &cfg); err != nil {
+	if err := rllib.DecodeConfig("ES", opts, &cfg); err != nil {
 		return nil, err
 	}
 	seed := rllib.RunSeed(opts.Seed, cfg.Seed)

@@ -59,7 +59,7 @@ type samplers interface {
 // New creates a PPO agent for opts.Env with opts.Config over the defaults.
 func New(ctx context.Context, opts rllib.Options) (*Agent, error) {
 	cfg := DefaultConfig()
-	if err := rllib.DecodeConfig("PPO", opts.Config, &cfg); err != nil {
+	if err := rllib.DecodeConfig("PPO", opts, &cfg); err != nil {
 		return nil, err
 	}
 	seed := rllib.RunSeed(opts.Seed, cfg.Seed)
