@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -264,29 +265,60 @@ func reportBrowserCPU(b *testing.B, body func()) {
 	b.ReportMetric((cpuTime()+chromiumCPU()-start).Seconds()/float64(n), "cpu-s/op")
 }
 
+// browserServer starts a dashboard over dir for one browser measurement
+// and returns its URL and a function that stops it. Its handler has read
+// nothing yet: a page opened against it includes the server's cold read
+// (of files the OS has cached).
+func browserServer(b *testing.B, dir string) (string, func()) {
+	b.Helper()
+	srv := newBenchServer(b, Options{LogDir: dir})
+	ctx, cancel := context.WithCancel(b.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.Serve(ctx) }()
+	return srv.URL(), func() { cancel(); <-done }
+}
+
 // BenchmarkBrowserOpenSweep1000x100 times the sweep page in chromium,
-// from navigation to the drawn table and parallel coordinates. The server
-// has read the files already (BenchmarkOpenSweep1000x100 times that).
+// from navigation to the drawn table and parallel coordinates: "warm"
+// against a server that has read the files already
+// (BenchmarkOpenSweep1000x100 times that read), "cold" against a server
+// started for each operation.
 func BenchmarkBrowserOpenSweep1000x100(b *testing.B) {
 	dir := benchSweep(b)
 	ctx, _ := newTab(b)
-	srv := newBenchServer(b, Options{LogDir: dir})
-	go srv.Serve(b.Context())
-	benchGet(b, srv.Handler(), "/api/sweep?id=s")
-	reportBrowserCPU(b, func() {
+	load := func(u string) {
 		if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
 			b.Fatal(err)
 		}
-		open(b, ctx, srv.URL()+"#/sweep?id=s", "sweep")
+		open(b, ctx, u+"#/sweep?id=s", "sweep")
 		if n := eval[int](b, ctx, `document.querySelectorAll("#trials tbody tr").length`); n != 1000 {
 			b.Fatalf("%d rows", n)
 		}
+	}
+	b.Run("warm", func(b *testing.B) {
+		u, stop := browserServer(b, dir)
+		defer stop()
+		load(u) // the server's read, and chromium's first compile of the page
+		reportBrowserCPU(b, func() { load(u) })
+	})
+	b.Run("cold", func(b *testing.B) {
+		reportBrowserCPU(b, func() {
+			u, stop := browserServer(b, dir)
+			load(u)
+			b.StopTimer() // leaving the page and stopping the server are not part of its time
+			if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+				b.Fatal(err) // before the server stops, so the page does not see it go
+			}
+			stop()
+			b.StartTimer()
+		})
 	})
 }
 
 // BenchmarkBrowserChart1000Runs times the chart of 1,000 runs' metric in
-// chromium, from navigation to the drawn curves; the server has read the
-// files already (BenchmarkChart1000Runs times that).
+// chromium, from navigation to the drawn curves: "warm" against a server
+// that has read the files already (BenchmarkChart1000Runs times that
+// read), "cold" against a server started for each operation.
 func BenchmarkBrowserChart1000Runs(b *testing.B) {
 	dir := benchSweep(b)
 	ctx, _ := newTab(b)
@@ -294,14 +326,29 @@ func BenchmarkBrowserChart1000Runs(b *testing.B) {
 	for i := 0; i < 1000; i++ {
 		q += fmt.Sprintf("&run=s/trial_%05d", i)
 	}
-	srv := newBenchServer(b, Options{LogDir: dir})
-	go srv.Serve(b.Context())
-	benchGet(b, srv.Handler(), "/api/series?keys=reward&"+q[1:])
-	reportBrowserCPU(b, func() {
+	load := func(u string) {
 		if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
 			b.Fatal(err)
 		}
-		open(b, ctx, srv.URL()+"#/chart?"+q[1:], "chart")
+		open(b, ctx, u+"#/chart?"+q[1:], "chart")
 		waitJS(b, ctx, `document.querySelectorAll('.chart[data-key="episode_reward_mean"] path.series').length === 1000`)
+	}
+	b.Run("warm", func(b *testing.B) {
+		u, stop := browserServer(b, dir)
+		defer stop()
+		load(u)
+		reportBrowserCPU(b, func() { load(u) })
+	})
+	b.Run("cold", func(b *testing.B) {
+		reportBrowserCPU(b, func() {
+			u, stop := browserServer(b, dir)
+			load(u)
+			b.StopTimer() // leaving the page and stopping the server are not part of its time
+			if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+				b.Fatal(err) // before the server stops, so the page does not see it go
+			}
+			stop()
+			b.StartTimer()
+		})
 	})
 }
