@@ -19,8 +19,10 @@ type AgentOptions struct {
 	// an error ends the trial. Default: rllib.Result's JSON keys.
 	Result func(r rllib.Result, config map[string]any) (map[string]any, error)
 	// FullConfig is the configuration recorded in checkpoints and handed to
-	// Result, from the trial's config. Default: the trial's config as is.
-	FullConfig func(alg rllib.Algorithm, config map[string]any) (map[string]any, error)
+	// Result, from the trial's config, with the algorithm's config struct it
+	// decoded (handed to New as rllib.Options.Decoded, so the trial decodes
+	// once; nil lets New decode). Default: the trial's config as is.
+	FullConfig func(alg rllib.Algorithm, config map[string]any) (map[string]any, rllib.Validator, error)
 }
 
 // AgentTrainable adapts a registered rllib algorithm (rllib.Lookup(alg))
@@ -62,12 +64,13 @@ func (a *agentTrainable) Setup(ctx context.Context, config map[string]any, dir s
 		return err
 	}
 	full := config
+	var decoded rllib.Validator
 	if a.opts.FullConfig != nil {
-		if full, err = a.opts.FullConfig(algo, config); err != nil {
+		if full, decoded, err = a.opts.FullConfig(algo, config); err != nil {
 			return err
 		}
 	}
-	agent, err := algo.New(ctx, rllib.Options{Env: a.env, EnvConfig: a.envConfig, Config: config, LogDir: dir, Seed: a.seed})
+	agent, err := algo.New(ctx, rllib.Options{Env: a.env, EnvConfig: a.envConfig, Config: config, LogDir: dir, Seed: a.seed, Decoded: decoded})
 	if err != nil {
 		return fmt.Errorf("tune: creating %s agent on %s: %w", algo.Name, a.env, err)
 	}

@@ -136,6 +136,13 @@ func FullConfig(alg rllib.Algorithm, user map[string]any) (map[string]any, error
 	return m, err
 }
 
+// FullConfigDecoded is FullConfig that also returns the decoded config
+// struct, for rllib.Options.Decoded (nil when the algorithm's defaults are
+// a map).
+func FullConfigDecoded(alg rllib.Algorithm, user map[string]any) (map[string]any, rllib.Validator, error) {
+	return fullConfig(alg, user, true)
+}
+
 // CheckKeys decodes user over the algorithm's defaults as FullConfig does,
 // naming an unknown or wrong-typed key, but does not validate ranges: a
 // sweep checks its fixed keys this way before any trial starts, when the

@@ -101,7 +101,7 @@ func Build(exp config.Experiment, out io.Writer) (tune.Experiment, error) {
 		ResultsDir: exp.LocalDir,
 		Trainable: tune.AgentTrainableWith(exp.Alg, exp.Env, exp.EnvConfig, exp.Seed, tune.AgentOptions{
 			Result:     trialResult,
-			FullConfig: runner.FullConfig,
+			FullConfig: runner.FullConfigDecoded,
 		}),
 		Logger:   tunelog.Factory(tunelog.Options{}),
 		Reporter: tune.NewTableReporter(out),
