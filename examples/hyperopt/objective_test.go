@@ -5,21 +5,14 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/gray-ml/gray/datasets/fashionmnist"
+	"github.com/gray-ml/gray/datasets/fashionmnist/fmtest"
 )
 
 // TestData returns a few hundred images: the installed dataset's, or a
 // synthetic stand-in in the same format written into a temporary folder.
 func testData(t *testing.T) Data {
 	t.Helper()
-	dir := ""
-	if !fashionmnist.Installed("") {
-		dir = t.TempDir()
-		if err := fashionmnist.WriteSynthetic(dir, 700, 300, 1); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%s not installed: synthetic data", fashionmnist.Package)
-	}
+	dir := fmtest.Dir(t, 700, 300)
 	d, err := LoadData(dir, 500, 200, 300)
 	if err != nil {
 		t.Fatal(err)

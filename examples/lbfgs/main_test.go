@@ -10,6 +10,7 @@ import (
 
 	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/datasets/fashionmnist"
+	"github.com/gray-ml/gray/datasets/fashionmnist/fmtest"
 )
 
 func TestMain(m *testing.M) {
@@ -23,20 +24,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// dataDir is the installed dataset, or a small synthetic one in the same
-// format when the Debian package is missing.
-func dataDir(t *testing.T) string {
-	if fashionmnist.Installed("") {
-		return ""
-	}
-	dir := t.TempDir()
-	if err := fashionmnist.WriteSynthetic(dir, 400, 300, 1); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%s not installed: using synthetic data", fashionmnist.Package)
-	return dir
-}
-
 // TestShortRun fits a few hundred images with and without actors: the
 // loss falls, test accuracy is far above chance (0.1), and the sharded
 // evaluation finds the same optimum as the serial one.
@@ -44,7 +31,7 @@ func TestShortRun(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("training test: skipped under -race and -short; make test's non-race pass runs it")
 	}
-	dir := dataDir(t)
+	dir := fmtest.Dir(t, 400, 300)
 	ctx := context.Background()
 	var results []Result
 	for _, actors := range []int{0, 2} {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/datasets/fashionmnist"
+	"github.com/gray-ml/gray/datasets/fashionmnist/fmtest"
 )
 
 func TestMain(m *testing.M) {
@@ -31,14 +32,7 @@ func TestShortRun(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("training test: skipped under -race and -short; make test's non-race pass runs it")
 	}
-	dir := ""
-	if !fashionmnist.Installed("") {
-		dir = t.TempDir()
-		if err := fashionmnist.WriteSynthetic(dir, 600, 300, 1); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%s not installed: using synthetic data", fashionmnist.Package)
-	}
+	dir := fmtest.Dir(t, 600, 300)
 	cfg := DefaultConfig()
 	cfg.Dir, cfg.Workers, cfg.Shards, cfg.Batch, cfg.Steps = dir, 2, 2, 32, 40
 	cfg.TrainLimit, cfg.TestLimit, cfg.EvalEvery, cfg.EvalN, cfg.LogEvery = 600, 300, 20, 300, 10

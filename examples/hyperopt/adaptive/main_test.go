@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/gray-ml/gray"
-	"github.com/gray-ml/gray/datasets/fashionmnist"
+	"github.com/gray-ml/gray/datasets/fashionmnist/fmtest"
 	"github.com/gray-ml/gray/examples/hyperopt"
 )
 
@@ -23,27 +23,13 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// dataDir is the installed dataset, or a small synthetic one in the same
-// format when the Debian package is missing.
-func dataDir(t *testing.T) string {
-	if fashionmnist.Installed("") {
-		return ""
-	}
-	dir := t.TempDir()
-	if err := fashionmnist.WriteSynthetic(dir, 700, 300, 1); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%s not installed: using synthetic data", fashionmnist.Package)
-	return dir
-}
-
 // TestShortSearch runs a few segments on a few hundred images: experiments
 // are both continued and replaced, and the best learns far above chance.
 func TestShortSearch(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("training test: skipped under -race and -short; make test's non-race pass runs it")
 	}
-	cfg := config{DataFlags: hyperopt.DataFlags{Dir: dataDir(t), TrainN: 400, ValN: 200, TestN: 300}, Starting: 3, Segments: 6, StepsPer: 15, Space: "narrow", Seed: 2}
+	cfg := config{DataFlags: hyperopt.DataFlags{Dir: fmtest.Dir(t, 700, 300), TrainN: 400, ValN: 200, TestN: 300}, Starting: 3, Segments: 6, StepsPer: 15, Space: "narrow", Seed: 2}
 	s, err := run(context.Background(), cfg, io.Discard)
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,7 @@ import (
 	"io"
 	"testing"
 
-	"github.com/gray-ml/gray/datasets/fashionmnist"
+	"github.com/gray-ml/gray/datasets/fashionmnist/fmtest"
 	"github.com/gray-ml/gray/examples/hyperopt"
 )
 
@@ -16,14 +16,7 @@ func TestShortSearch(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("training test: skipped under -race and -short; make test's non-race pass runs it")
 	}
-	dir := ""
-	if !fashionmnist.Installed("") {
-		dir = t.TempDir()
-		if err := fashionmnist.WriteSynthetic(dir, 700, 300, 1); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%s not installed: using synthetic data", fashionmnist.Package)
-	}
+	dir := fmtest.Dir(t, 700, 300)
 	cfg := config{DataFlags: hyperopt.DataFlags{Dir: dir, TrainN: 400, ValN: 200, TestN: 300}, ExpDir: t.TempDir() + "/exp", Samples: 4, MaxIters: 3, StepsPer: 12, Parallel: 2, Space: "narrow", Seed: 3}
 	s, err := run(context.Background(), cfg, io.Discard)
 	if err != nil {

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/gray-ml/gray"
-	"github.com/gray-ml/gray/datasets/fashionmnist"
+	"github.com/gray-ml/gray/datasets/fashionmnist/fmtest"
 	"github.com/gray-ml/gray/examples/hyperopt"
 )
 
@@ -23,20 +23,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// dataDir is the installed dataset, or a small synthetic one in the same
-// format when the Debian package is missing.
-func dataDir(t *testing.T) string {
-	if fashionmnist.Installed("") {
-		return ""
-	}
-	dir := t.TempDir()
-	if err := fashionmnist.WriteSynthetic(dir, 700, 300, 1); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%s not installed: using synthetic data", fashionmnist.Package)
-	return dir
-}
-
 // TestShortSearch runs the search on a few hundred images: every
 // experiment reports, the best learns far above chance (0.1) and its loss
 // fell.
@@ -44,7 +30,7 @@ func TestShortSearch(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("training test: skipped under -race and -short; make test's non-race pass runs it")
 	}
-	cfg := config{DataFlags: hyperopt.DataFlags{Dir: dataDir(t), TrainN: 400, ValN: 200, TestN: 300}, Trials: 3, Steps: 30, Parallel: 2, Space: "narrow", Seed: 1}
+	cfg := config{DataFlags: hyperopt.DataFlags{Dir: fmtest.Dir(t, 700, 300), TrainN: 400, ValN: 200, TestN: 300}, Trials: 3, Steps: 30, Parallel: 2, Space: "narrow", Seed: 1}
 	s, err := run(context.Background(), cfg, io.Discard)
 	if err != nil {
 		t.Fatal(err)
