@@ -4,7 +4,7 @@
 // driver's calls into events for the scheduling core (runtime/sched) and
 // the object table (runtime/objtable), and the core's effects into
 // messages and processes. It keeps the state a cluster shares behind
-// ControlStore and its objects behind ObjectStore.
+// control.Store and its objects behind ObjectStore.
 //
 // The files: node.go (the Node, Start, Shutdown), submit.go (tasks and
 // actor calls going out, the core's effects), requests.go (Get and Wait),
@@ -28,6 +28,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gray-ml/gray/runtime/control"
 	"github.com/gray-ml/gray/runtime/events"
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/objstore"
@@ -50,8 +51,8 @@ type Config struct {
 	Args       []string
 	// OnError is called once for every failed task, outside the node's lock.
 	OnError func(*task.TaskError)
-	Control ControlStore // nil: a MemControl
-	Store   ObjectStore  // nil: a MemStore
+	Control control.Store // nil: a control.Mem
+	Store   ObjectStore   // nil: a MemStore
 	// Shared is the node's shared-memory object store, owned (and closed at
 	// Shutdown) by the node; nil keeps every object inline in the driver.
 	Shared *objstore.Store
@@ -65,7 +66,7 @@ var ErrShutdown = errors.New("gray has been shut down (or was never initialised 
 // Node is the driver's runtime for one machine.
 type Node struct {
 	cfg     Config
-	ctrl    ControlStore
+	ctrl    control.Store
 	dir     string
 	ln      net.Listener
 	root    ids.TaskID
@@ -191,7 +192,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		cfg.Executable = exe
 	}
 	if cfg.Control == nil {
-		cfg.Control = NewMemControl()
+		cfg.Control = control.NewMem()
 	}
 	if cfg.Store == nil {
 		cfg.Store = NewMemStore()
@@ -269,7 +270,7 @@ func (n *Node) Available() task.Resources {
 }
 
 // Actor returns the control store's record of actor id.
-func (n *Node) Actor(id ids.ActorID) (ActorRecord, bool) { return n.ctrl.Actor(id) }
+func (n *Node) Actor(id ids.ActorID) (control.ActorRecord, bool) { return n.ctrl.Actor(id) }
 
 // Errors returns every task failure seen so far, from the control store's
 // error log.

@@ -1,4 +1,8 @@
-package node
+// Package control is the control store: the state a cluster shares (the
+// task and actor tables, the error log). One machine keeps it in the
+// driver's memory (Mem); a cluster keeps it in Redis behind the same
+// interface, so the scheduler never depends on where it lives.
+package control
 
 import (
 	"sync"
@@ -7,11 +11,9 @@ import (
 	"github.com/gray-ml/gray/runtime/task"
 )
 
-// ControlStore holds the state a cluster shares: task and actor tables and
-// the error log. One machine keeps it in the driver's memory (MemControl); a
-// cluster will keep it in Redis behind the same interface, so the scheduler
-// never depends on where it lives.
-type ControlStore interface {
+// Store holds the state a cluster shares: task and actor tables and the
+// error log.
+type Store interface {
 	// TaskSubmitted records a task specification.
 	TaskSubmitted(s *task.Spec)
 	// TaskFinished records that a task ended; failed tasks carry their error.
@@ -38,44 +40,44 @@ type ActorRecord struct {
 	Type, Worker, Death string
 }
 
-// MemControl is the in-process ControlStore for one machine. It keeps tasks
+// Mem is the in-process Store for one machine. It keeps tasks
 // only while they are live, so a long session's memory stays flat; actors
 // and errors are kept for the session.
-type MemControl struct {
+type Mem struct {
 	mu     sync.Mutex
 	live   map[ids.TaskID]string
 	actors map[ids.ActorID]*ActorRecord
 	errs   []*task.TaskError
 }
 
-// NewMemControl returns an empty store.
-func NewMemControl() *MemControl {
-	return &MemControl{live: map[ids.TaskID]string{}, actors: map[ids.ActorID]*ActorRecord{}}
+// NewMem returns an empty store.
+func NewMem() *Mem {
+	return &Mem{live: map[ids.TaskID]string{}, actors: map[ids.ActorID]*ActorRecord{}}
 }
 
-// TaskSubmitted implements ControlStore.
-func (m *MemControl) TaskSubmitted(s *task.Spec) {
+// TaskSubmitted implements Store.
+func (m *Mem) TaskSubmitted(s *task.Spec) {
 	m.mu.Lock()
 	m.live[s.ID] = s.Func
 	m.mu.Unlock()
 }
 
-// TaskFinished implements ControlStore.
-func (m *MemControl) TaskFinished(id ids.TaskID, _ *task.TaskError) {
+// TaskFinished implements Store.
+func (m *Mem) TaskFinished(id ids.TaskID, _ *task.TaskError) {
 	m.mu.Lock()
 	delete(m.live, id)
 	m.mu.Unlock()
 }
 
-// ActorCreated implements ControlStore.
-func (m *MemControl) ActorCreated(id ids.ActorID, typ, worker string) {
+// ActorCreated implements Store.
+func (m *Mem) ActorCreated(id ids.ActorID, typ, worker string) {
 	m.mu.Lock()
 	m.actors[id] = &ActorRecord{Type: typ, Worker: worker}
 	m.mu.Unlock()
 }
 
-// ActorPlaced implements ControlStore.
-func (m *MemControl) ActorPlaced(id ids.ActorID, worker string) {
+// ActorPlaced implements Store.
+func (m *Mem) ActorPlaced(id ids.ActorID, worker string) {
 	m.mu.Lock()
 	if a := m.actors[id]; a != nil {
 		a.Worker = worker
@@ -83,8 +85,8 @@ func (m *MemControl) ActorPlaced(id ids.ActorID, worker string) {
 	m.mu.Unlock()
 }
 
-// Actor implements ControlStore.
-func (m *MemControl) Actor(id ids.ActorID) (ActorRecord, bool) {
+// Actor implements Store.
+func (m *Mem) Actor(id ids.ActorID) (ActorRecord, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if a := m.actors[id]; a != nil {
@@ -93,8 +95,8 @@ func (m *MemControl) Actor(id ids.ActorID) (ActorRecord, bool) {
 	return ActorRecord{}, false
 }
 
-// ActorDied implements ControlStore.
-func (m *MemControl) ActorDied(id ids.ActorID, reason string) {
+// ActorDied implements Store.
+func (m *Mem) ActorDied(id ids.ActorID, reason string) {
 	m.mu.Lock()
 	if a := m.actors[id]; a != nil {
 		a.Death = reason
@@ -102,22 +104,22 @@ func (m *MemControl) ActorDied(id ids.ActorID, reason string) {
 	m.mu.Unlock()
 }
 
-// AddError implements ControlStore.
-func (m *MemControl) AddError(err *task.TaskError) {
+// AddError implements Store.
+func (m *Mem) AddError(err *task.TaskError) {
 	m.mu.Lock()
 	m.errs = append(m.errs, err)
 	m.mu.Unlock()
 }
 
-// Errors implements ControlStore.
-func (m *MemControl) Errors() []*task.TaskError {
+// Errors implements Store.
+func (m *Mem) Errors() []*task.TaskError {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return append([]*task.TaskError(nil), m.errs...)
 }
 
 // LiveTasks returns how many tasks are submitted but not finished.
-func (m *MemControl) LiveTasks() int {
+func (m *Mem) LiveTasks() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.live)
