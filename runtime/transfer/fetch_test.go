@@ -371,4 +371,3 @@ func TestFetchAfterClose(t *testing.T) {
 		t.Fatalf("got %v, want ErrClientClosed", err)
 	}
 }
-
