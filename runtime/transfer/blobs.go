@@ -172,8 +172,11 @@ func (b *Blobs) Commit(k Key) error {
 		p.discard()
 		return fmt.Errorf("transfer: blob %x arrived with sum %x: corrupted in transit, or the server's file changed; nothing was kept", p.sum, got)
 	}
-	err := unix.Munmap(p.data)
-	p.data = nil
+	var err error
+	if p.data != nil {
+		err = unix.Munmap(p.data)
+		p.data = nil
+	}
 	if err == nil {
 		err = p.f.Chmod(0o700)
 	}
