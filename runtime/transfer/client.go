@@ -177,9 +177,6 @@ func (c *Client) conn(ctx context.Context, addr string) (conn net.Conn, pooled b
 	if err != nil {
 		return nil, false, err
 	}
-	if tc, ok := conn.(*net.TCPConn); ok {
-		_ = tc.SetReadBuffer(ChunkSize)
-	}
 	return conn, false, nil
 }
 

@@ -98,9 +98,6 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // serveConn answers the requests of one connection until it closes or
 // fails.
 func (s *Server) serveConn(c net.Conn) {
-	if tc, ok := c.(*net.TCPConn); ok {
-		_ = tc.SetWriteBuffer(ChunkSize)
-	}
 	r := bufio.NewReaderSize(c, 4096)
 	var hdr [3]byte
 	for {
