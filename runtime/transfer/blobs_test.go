@@ -134,3 +134,31 @@ func TestBlobsRejectObjectKeys(t *testing.T) {
 		t.Fatal("Create accepted an object key")
 	}
 }
+
+func TestChainServesStoreAndBlobs(t *testing.T) {
+	store, blobs := openStore(t, 1<<20), newBlobs(t)
+	putBytes(t, store, objectID(1), []byte("object"))
+	f := filepath.Join(t.TempDir(), "exe")
+	if err := os.WriteFile(f, []byte("blob"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := blobs.AddFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := serve(t, Chain(StoreSource(store), blobs))
+	c := newClient(t)
+	if err := c.Fetch(context.Background(), addr, ObjectKey(objectID(1)), StoreSink(openStore(t, 1<<20))); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Fetch(context.Background(), addr, BlobKey(sum), newBlobs(t)); err != nil {
+		t.Fatal(err)
+	}
+	err = c.Fetch(context.Background(), addr, ObjectKey(objectID(2)), StoreSink(openStore(t, 1<<20)))
+	if !errors.Is(err, ErrNotFound) {
+		t.Fatalf("missing from both: %v, want ErrNotFound", err)
+	}
+	if _, _, err := Chain().Open(ObjectKey(objectID(1))); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("empty chain: %v, want ErrNotFound", err)
+	}
+}

@@ -3,6 +3,7 @@ package transfer
 import (
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/gray-ml/gray/runtime/ids"
@@ -71,4 +72,26 @@ type Sink interface {
 	Commit(k Key) error
 	// Abort drops k after Create (or after a failed Commit).
 	Abort(k Key)
+}
+
+// Chain serves from each of srcs in turn: the first that has k (does not
+// answer ErrNotFound) serves it. A node serves its store and its blobs on
+// one port with Chain(StoreSource(store), blobs).
+func Chain(srcs ...Source) Source { return chain(srcs) }
+
+type chain []Source
+
+func (c chain) Open(k Key) ([]byte, func(), error) {
+	var errs []error
+	for _, s := range c {
+		data, release, err := s.Open(k)
+		if err == nil || !errors.Is(err, ErrNotFound) {
+			return data, release, err
+		}
+		errs = append(errs, err)
+	}
+	if len(errs) == 0 {
+		return nil, nil, fmt.Errorf("%w: %s (no sources)", ErrNotFound, k)
+	}
+	return nil, nil, errors.Join(errs...)
 }

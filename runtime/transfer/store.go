@@ -36,7 +36,9 @@ func (ss storeSource) Open(k Key) ([]byte, func(), error) {
 // StoreSink writes fetched objects straight into s's shared memory: the
 // bytes are read from the socket into the object's file, with no copy in
 // between, and sealed on Commit. A committed object has one store reference,
-// which the caller owns (Release it when done).
+// which the caller owns (Release it when done). Fetching an object the store
+// already holds fails with an error wrapping objstore.ErrExists: check
+// Contains first.
 func StoreSink(s *objstore.Store) Sink {
 	return &storeSink{s: s, writers: map[Key]*objstore.Writer{}}
 }
