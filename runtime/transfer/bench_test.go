@@ -66,8 +66,7 @@ func benchFetch(b *testing.B, dstCapacity int64) {
 		}
 	}
 	reportCPU(b, start)
-	st := dst.Stats()
-	b.ReportMetric(float64(st.ReusedBytes)/float64(st.ReusedBytes+st.FreshBytes), "reused")
+	reportReuse(b, dst)
 }
 
 // BenchmarkRawTCPCopy64MiB is the peer of BenchmarkFetch64MiB: 64 MiB
@@ -142,4 +141,70 @@ func cpuTime() float64 {
 // the transfer run in this process).
 func reportCPU(b *testing.B, start float64) {
 	b.ReportMetric((cpuTime()-start)*1e3/float64(b.N), "cpu-ms/op")
+}
+
+// BenchmarkFetch8x8MiB fetches 8 objects of 8 MiB from one server, one
+// after another (one pooled connection) or all at once (parallel
+// connections). Eight, because the receiving store keeps at most eight
+// freed objects' pages for reuse.
+func BenchmarkFetch8x8MiB(b *testing.B) {
+	const n, size = 8, 8 << 20
+	src, dst := shmStore(b, 2*n*size), shmStore(b, 8*n*size)
+	var keys []Key
+	for i := range n {
+		id := objectID(uint64(1000 + i))
+		putBytes(b, src, id, randomBytes(size, uint64(i)))
+		keys = append(keys, ObjectKey(id))
+	}
+	addr := serve(b, StoreSource(src))
+	sink := StoreSink(dst)
+	release := func() {
+		for i := range n {
+			if err := dst.Release(storeID(objectID(uint64(1000 + i)))); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("sequential", func(b *testing.B) {
+		c := newClient(b)
+		b.SetBytes(n * size)
+		start := cpuTime()
+		for b.Loop() {
+			for _, k := range keys {
+				if err := c.Fetch(context.Background(), addr, k, sink); err != nil {
+					b.Fatal(err)
+				}
+			}
+			release()
+		}
+		reportCPU(b, start)
+		reportReuse(b, dst)
+	})
+	b.Run("parallel", func(b *testing.B) {
+		c := newClient(b)
+		c.MaxIdle = n
+		b.SetBytes(n * size)
+		start := cpuTime()
+		for b.Loop() {
+			errs := make(chan error, n)
+			for _, k := range keys {
+				go func() { errs <- c.Fetch(context.Background(), addr, k, sink) }()
+			}
+			for range keys {
+				if err := <-errs; err != nil {
+					b.Fatal(err)
+				}
+			}
+			release()
+		}
+		reportCPU(b, start)
+		reportReuse(b, dst)
+	})
+}
+
+// reportReuse reports the share of bytes s created in reused pages (the
+// rest took freshly allocated shared memory, which costs far more).
+func reportReuse(b *testing.B, s *objstore.Store) {
+	st := s.Stats()
+	b.ReportMetric(float64(st.ReusedBytes)/float64(st.ReusedBytes+st.FreshBytes), "reused")
 }

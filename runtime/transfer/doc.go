@@ -13,8 +13,7 @@
 //
 // The handshake authenticates; it does not encrypt, nor protect the bytes
 // that follow from an attacker who can rewrite packets in flight. Run a
-// cluster on a network you trust (or inside a VPN/WireGuard), as the seeds'
-// Ray did.
+// cluster on a network you trust (or inside a VPN such as WireGuard).
 //
 // # Object pull
 //
