@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -40,19 +41,24 @@ func shmStore(b *testing.B, capacity int64) *objstore.Store {
 // read straight into the receiving store's shared memory. Each fetched copy
 // is released after, so its pages are reused by the next (as on a node
 // that keeps receiving objects).
-func BenchmarkFetch64MiB(b *testing.B) { benchFetch(b, 4*benchSize) }
+func BenchmarkFetch64MiB(b *testing.B) {
+	for _, streams := range []int{1, 2, 4, 8} {
+		b.Run(fmt.Sprintf("streams=%d", streams), func(b *testing.B) { benchFetch(b, 4*benchSize, streams) })
+	}
+}
 
 // BenchmarkFetch64MiBFreshPages is BenchmarkFetch64MiB on a receiving store
 // too small to keep freed pages for reuse: every fetch allocates fresh
 // shared memory, as the first objects a node receives do.
-func BenchmarkFetch64MiBFreshPages(b *testing.B) { benchFetch(b, 2*benchSize) }
+func BenchmarkFetch64MiBFreshPages(b *testing.B) { benchFetch(b, 2*benchSize, DefaultStreams) }
 
-func benchFetch(b *testing.B, dstCapacity int64) {
+func benchFetch(b *testing.B, dstCapacity int64, streams int) {
 	src, dst := shmStore(b, benchSize), shmStore(b, dstCapacity)
 	id := objectID(64)
 	putBytes(b, src, id, randomBytes(benchSize, 64))
 	addr := serve(b, StoreSource(src))
 	c := newClient(b)
+	c.Streams = streams
 	sink := StoreSink(dst)
 	k := ObjectKey(id)
 	b.SetBytes(benchSize)

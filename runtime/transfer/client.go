@@ -2,10 +2,8 @@ package transfer
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"reflect"
 	"sync"
@@ -19,13 +17,17 @@ import (
 // use.
 type Client struct {
 	token []byte
-	// MaxIdle is how many idle connections are kept per address; default 4.
+	// MaxIdle is how many idle connections are kept per address; default 8.
 	// Set it before the first Fetch.
 	MaxIdle int
 	// IOTimeout bounds each chunk read: a server that sends nothing for this
 	// long fails the fetch. Default DefaultIOTimeout. Set it before the
 	// first Fetch.
 	IOTimeout time.Duration
+	// Streams is how many connections one large object is fetched over in
+	// parallel (ranges of at least MinStreamBytes each); default
+	// DefaultStreams. Set it before the first Fetch.
+	Streams int
 
 	ctx    context.Context // cancelled by Close: ends every transfer
 	cancel context.CancelFunc
@@ -147,22 +149,6 @@ func (c *Client) join(addr string, k Key, dst Sink) (*call, error) {
 	return cl, nil
 }
 
-// transfer runs one fetch. A pooled connection that turns out dead before
-// the response begins (the server restarted, say) is replaced by a fresh one
-// once.
-func (c *Client) transfer(ctx context.Context, addr string, k Key, dst Sink) error {
-	for attempt := 0; ; attempt++ {
-		conn, pooled, err := c.conn(ctx, addr)
-		if err != nil {
-			return fmt.Errorf("transfer: fetching %s: %w", k, err)
-		}
-		started, err := c.fetchOn(ctx, conn, addr, k, dst)
-		if err == nil || started || !pooled || attempt > 0 || ctx.Err() != nil {
-			return err
-		}
-	}
-}
-
 // conn returns an idle connection to addr, or dials one.
 func (c *Client) conn(ctx context.Context, addr string) (conn net.Conn, pooled bool, err error) {
 	c.mu.Lock()
@@ -184,7 +170,7 @@ func (c *Client) conn(ctx context.Context, addr string) (conn net.Conn, pooled b
 func (c *Client) putIdle(addr string, conn net.Conn) {
 	maxIdle := c.MaxIdle
 	if maxIdle <= 0 {
-		maxIdle = 4
+		maxIdle = 8
 	}
 	c.mu.Lock()
 	if !c.closed && len(c.idle[addr]) < maxIdle {
@@ -195,94 +181,6 @@ func (c *Client) putIdle(addr string, conn net.Conn) {
 	if conn != nil {
 		_ = conn.Close()
 	}
-}
-
-// fetchOn runs one request on conn and gives conn back to the pool when
-// the response was read whole, or closes it. started reports whether any of
-// the response arrived (after which a retry could repeat side effects).
-func (c *Client) fetchOn(ctx context.Context, conn net.Conn, addr string, k Key, dst Sink) (started bool, err error) {
-	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
-	reusable := false
-	defer func() {
-		if stop() && reusable {
-			_ = conn.SetDeadline(time.Time{})
-			c.putIdle(addr, conn)
-			return
-		}
-		_ = conn.Close()
-		if ctx.Err() != nil && err != nil {
-			err = fmt.Errorf("%w (%w)", ctx.Err(), err)
-		}
-	}()
-	timeout := c.IOTimeout
-	if timeout <= 0 {
-		timeout = DefaultIOTimeout
-	}
-	fail := func(what string, err error) error {
-		return fmt.Errorf("transfer: fetching %s from %s: %s: %w", k, addr, what, err)
-	}
-
-	req := make([]byte, 3+len(k))
-	req[0] = opFetch
-	binary.LittleEndian.PutUint16(req[1:], uint16(len(k)))
-	copy(req[3:], k)
-	_ = conn.SetDeadline(time.Now().Add(timeout))
-	if _, err := conn.Write(req); err != nil {
-		return false, fail("sending the request", err)
-	}
-	var hdr [headerLen]byte
-	if _, err := io.ReadFull(conn, hdr[:]); err != nil {
-		return false, fail("reading the response", err)
-	}
-	n := binary.LittleEndian.Uint64(hdr[1:])
-	switch hdr[0] {
-	case statusOK:
-	case statusNotFound, statusError:
-		if n > maxMessage {
-			return true, fail("reading the response", fmt.Errorf("message of %d bytes is too long (not a Gray transfer server?)", n))
-		}
-		msg := make([]byte, n)
-		if _, err := io.ReadFull(conn, msg); err != nil {
-			return true, fail("reading the server's error", err)
-		}
-		reusable = true
-		if hdr[0] == statusNotFound {
-			return true, fmt.Errorf("transfer: fetching %s from %s: %w (the server said: %s)", k, addr, ErrNotFound, msg)
-		}
-		return true, fmt.Errorf("transfer: fetching %s from %s: the server failed: %s", k, addr, msg)
-	default:
-		return true, fail("reading the response", fmt.Errorf("unknown status %d (not a Gray transfer server?)", hdr[0]))
-	}
-	if n > 1<<50 {
-		return true, fail("reading the response", fmt.Errorf("implausible size %d", n))
-	}
-	buf, err := dst.Create(k, int64(n))
-	if err != nil {
-		return true, fail("making room for "+human(int64(n)), err)
-	}
-	if len(buf) != int(n) {
-		dst.Abort(k)
-		return true, fail("making room", fmt.Errorf("the sink gave %d bytes for %d", len(buf), n))
-	}
-	for off := 0; off < len(buf); {
-		end := min(off+ChunkSize, len(buf))
-		_ = conn.SetReadDeadline(time.Now().Add(timeout))
-		m, err := io.ReadFull(conn, buf[off:end])
-		off += m
-		if err != nil {
-			dst.Abort(k)
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			return true, fail(fmt.Sprintf("receiving (%d of %d bytes came)", off, n), err)
-		}
-	}
-	reusable = true // the response was read whole
-	if err := dst.Commit(k); err != nil {
-		dst.Abort(k)
-		return true, fail("committing", err)
-	}
-	return true, nil
 }
 
 // Close ends the transfers in flight (their Fetches fail) and closes the

@@ -15,10 +15,14 @@ import (
 // The pull protocol, after the handshake. The client sends requests one at
 // a time on a connection and reads each response before the next:
 //
-//	request:  opFetch, key length (uint16 LE), key
-//	response: status, n (uint64 LE), then n bytes:
-//	          statusOK: the object's n bytes, streamed;
+//	request:  opFetch, key length (uint16 LE), key, offset, length (uint64 LE)
+//	response: status, n (uint64 LE), then:
+//	          statusOK: n is the object's size; then its bytes
+//	          [offset, min(offset+length, n)), streamed;
 //	          statusNotFound, statusError: a message of n bytes
+//
+// A client asks for the first part of an object, learns its size from the
+// response, and asks for the rest in ranges over parallel connections.
 const (
 	opFetch        = 'F'
 	statusOK       = 0
@@ -108,19 +112,26 @@ func (s *Server) serveConn(c net.Conn) {
 		if hdr[0] != opFetch || n == 0 || n > MaxKeyLen {
 			return // not this protocol: drop it
 		}
-		key := make([]byte, n)
-		if _, err := io.ReadFull(r, key); err != nil {
+		req := make([]byte, n+16)
+		if _, err := io.ReadFull(r, req); err != nil {
 			return
 		}
-		if err := s.answer(c, Key(key)); err != nil {
+		off := binary.LittleEndian.Uint64(req[n:])
+		length := binary.LittleEndian.Uint64(req[n+8:])
+		if err := s.answer(c, Key(req[:n]), off, length); err != nil {
 			return
 		}
 	}
 }
 
-// answer writes the response to a fetch of k.
-func (s *Server) answer(c net.Conn, k Key) error {
+// answer writes the response to a fetch of the bytes [off, off+length) of
+// k.
+func (s *Server) answer(c net.Conn, k Key, off, length uint64) error {
 	data, release, err := s.src.Open(k)
+	if err == nil && off > uint64(len(data)) {
+		release()
+		err = fmt.Errorf("transfer: %s: offset %d is beyond its %d bytes", k, off, len(data))
+	}
 	if err != nil {
 		status := byte(statusError)
 		if errors.Is(err, ErrNotFound) {
@@ -133,7 +144,8 @@ func (s *Server) answer(c net.Conn, k Key) error {
 		return s.write(c, header(status, uint64(len(msg))), []byte(msg))
 	}
 	defer release()
-	return s.write(c, header(statusOK, uint64(len(data))), data)
+	end := off + min(length, uint64(len(data))-off)
+	return s.write(c, header(statusOK, uint64(len(data))), data[off:end])
 }
 
 func header(status byte, n uint64) []byte {
