@@ -400,3 +400,44 @@ func TestFetchAfterClose(t *testing.T) {
 		t.Fatalf("got %v, want ErrClientClosed", err)
 	}
 }
+
+// TestSharedFetchOutlivesACancelledCaller: when one of two callers sharing
+// a transfer gives up, the other still gets the object, from the same
+// single transfer.
+func TestSharedFetchOutlivesACancelledCaller(t *testing.T) {
+	src, dst := openStore(t, 1<<20), openStore(t, 1<<20)
+	id := objectID(5)
+	putBytes(t, src, id, []byte("shared"))
+	cs := &countingSource{Source: StoreSource(src), gate: make(chan struct{})}
+	addr := serve(t, cs)
+	c := newClient(t)
+	sink := StoreSink(dst)
+	k := ObjectKey(id)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	quitter := make(chan error, 1)
+	go func() { quitter <- c.Fetch(ctx, addr, k, sink) }()
+	stayer := make(chan error, 1)
+	go func() { stayer <- c.Fetch(context.Background(), addr, k, sink) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for waiters(c, k) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the second fetch did not join the first")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-quitter; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled caller: %v, want context.Canceled", err)
+	}
+	close(cs.gate)
+	if err := <-stayer; err != nil {
+		t.Fatalf("remaining caller: %v", err)
+	}
+	if n := cs.opens.Load(); n != 1 {
+		t.Fatalf("%d transfers, want 1", n)
+	}
+	if !dst.Contains(storeID(id)) {
+		t.Fatal("the object did not arrive")
+	}
+}
