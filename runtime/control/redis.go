@@ -66,6 +66,13 @@ type writeOp func(ctx context.Context, p redis.Pipeliner)
 // outage cannot grow a driver's memory without end.
 const maxPending = 1 << 20
 
+// ErrRedisAuth is returned by DialRedis when Redis refuses the password.
+var ErrRedisAuth = errors.New("Redis refused the password")
+
+// maxBatch bounds the writes sent in one pipeline, so that a backlog goes
+// out in pieces Redis and the garbage collector digest smoothly.
+const maxBatch = 4096
+
 // RedisStats counts what a Redis client sent: commands (each command of a
 // pipeline counts), round trips (a pipeline is one), writes the batching
 // writer gave up on, and writes still queued.
@@ -112,7 +119,7 @@ func DialRedis(ctx context.Context, cfg RedisConfig, job string) (*Redis, error)
 	if err := c.Ping(ctx).Err(); err != nil {
 		c.Close()
 		if strings.Contains(err.Error(), "NOAUTH") || strings.Contains(err.Error(), "WRONGPASS") || strings.Contains(err.Error(), "invalid password") {
-			return nil, fmt.Errorf("control: Redis at %s refused the password: give the cluster's token (--token or GRAY_TOKEN): %w", cfg.Addr, err)
+			return nil, fmt.Errorf("control: Redis at %s: %w: give the cluster's token (--token or GRAY_TOKEN): %w", cfg.Addr, ErrRedisAuth, err)
 		}
 		return nil, fmt.Errorf("control: Redis at %s does not answer (is the head started? `gray start --head`): %w", cfg.Addr, err)
 	}
@@ -243,10 +250,19 @@ func (r *Redis) writer() {
 func (r *Redis) sendBatch() bool {
 	r.wmu.Lock()
 	ops := r.pending
-	r.pending = nil
+	if len(ops) > maxBatch {
+		ops = ops[:maxBatch:maxBatch]
+		r.pending = r.pending[maxBatch:]
+	} else {
+		r.pending = nil
+	}
+	more := len(r.pending) > 0
 	r.wmu.Unlock()
 	if len(ops) == 0 {
 		return true
+	}
+	if more {
+		defer r.wake()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

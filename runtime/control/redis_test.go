@@ -17,7 +17,7 @@ import (
 const testToken = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
 // freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -28,7 +28,7 @@ func freePort(t *testing.T) int {
 }
 
 // startServer runs a real redis-server for one test.
-func startServer(t *testing.T) (*RedisServer, ServerConfig) {
+func startServer(t testing.TB) (*RedisServer, ServerConfig) {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skip("redis-server is not installed (Debian package redis-server; `make deps` installs it)")
@@ -44,7 +44,7 @@ func startServer(t *testing.T) (*RedisServer, ServerConfig) {
 	return s, cfg
 }
 
-func dial(t *testing.T, addr, job string) *Redis {
+func dial(t testing.TB, addr, job string) *Redis {
 	t.Helper()
 	r, err := DialRedis(context.Background(), RedisConfig{Addr: addr, Password: testToken}, job)
 	if err != nil {
@@ -86,7 +86,7 @@ func TestRedisRefusesClientsWithoutTheToken(t *testing.T) {
 	s, _ := startServer(t)
 	for _, pw := range []string{"", "wrong"} {
 		_, err := DialRedis(context.Background(), RedisConfig{Addr: s.Addr(), Password: pw}, "")
-		if err == nil || !strings.Contains(err.Error(), "token") {
+		if !errors.Is(err, ErrRedisAuth) || !strings.Contains(err.Error(), "token") {
 			t.Errorf("password %q: err = %v, want a refusal naming the token", pw, err)
 		}
 	}
