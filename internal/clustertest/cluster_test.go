@@ -50,6 +50,9 @@ func TestClusterStartsAndReportsItsNodes(t *testing.T) {
 	if len(ips) != 3 || heads != 1 {
 		t.Errorf("node IPs %v and %d heads, want 3 loopback addresses and one head", ips, heads)
 	}
+	if out, err := c.Gray("status"); err != nil || !strings.Contains(out, "3 nodes alive, 0 dead") || !strings.Contains(out, "(head)") {
+		t.Errorf("gray status printed (%v):\n%s", err, out)
+	}
 	if !strings.HasSuffix(c.JoinCommand, c.Token()) || !strings.Contains(c.JoinCommand, c.Address()) {
 		t.Errorf("join command %q does not name the address and token", c.JoinCommand)
 	}
