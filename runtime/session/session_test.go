@@ -122,9 +122,9 @@ func TestAlive(t *testing.T) {
 }
 
 func TestMkdirPrivateRefusesALink(t *testing.T) {
-	real := t.TempDir()
+	target := t.TempDir()
 	link := filepath.Join(t.TempDir(), "link")
-	if err := os.Symlink(real, link); err != nil {
+	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
 	}
 	if err := MkdirPrivate(link); err == nil || !strings.Contains(err.Error(), "not a directory of this user") {
