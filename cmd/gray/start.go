@@ -209,7 +209,8 @@ func runBlocking(ctx context.Context, out io.Writer, s *session.Session, timeout
 // daemon is a node daemon started in the background.
 type daemon struct {
 	cmd    *exec.Cmd
-	exited chan error
+	exited chan error    // receives the exit once
+	done   chan struct{} // closed on exit
 }
 
 // spawnDaemon starts `gray node` in its own process group, its output
@@ -235,15 +236,18 @@ func spawnDaemon(s *session.Session, logPath string) (*daemon, error) {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		return nil, err
 	}
-	d := &daemon{cmd: cmd, exited: make(chan error, 1)}
-	go func() { d.exited <- cmd.Wait() }()
+	d := &daemon{cmd: cmd, exited: make(chan error, 1), done: make(chan struct{})}
+	go func() {
+		d.exited <- cmd.Wait()
+		close(d.done)
+	}()
 	return d, nil
 }
 
 // kill ends a daemon that failed to come up, with its process group.
 func (d *daemon) kill() {
 	_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
-	<-d.exited
+	<-d.done
 }
 
 // waitReady waits until the node is registered alive in the cluster's

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -184,4 +185,16 @@ func TestAddressAuto(t *testing.T) {
 		t.Fatalf("joining without --token on the head's machine: %v\n%s", err, out)
 	}
 	c.WaitStatus(20*time.Second, "2 alive nodes", allAlive(2))
+}
+
+func TestHeadWithoutRedisNamesThePackage(t *testing.T) {
+	bin := clustertest.BuildGray(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "start", "--head", "--port", "0", "--temp-dir", filepath.Join(t.TempDir(), "head"))
+	cmd.Env = []string{"PATH=" + t.TempDir(), session.EnvIndexDir + "=" + filepath.Join(t.TempDir(), "index")}
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "apt-get install redis-server") {
+		t.Fatalf("gray start --head without redis-server: %v\n%s", err, out)
+	}
 }
