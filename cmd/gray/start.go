@@ -21,6 +21,7 @@ import (
 	"github.com/gray-ml/gray/runtime/control"
 	"github.com/gray-ml/gray/runtime/session"
 	"github.com/gray-ml/gray/runtime/task"
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 )
 
@@ -56,6 +57,7 @@ func newStart() *cobra.Command {
 			if ctx == nil {
 				ctx = context.Background()
 			}
+			quietRedisLog()
 			return runStart(ctx, cmd.OutOrStdout(), o)
 		},
 	}
@@ -320,6 +322,15 @@ func printStarted(out io.Writer, s *session.Session, logPath string) {
 		fmt.Fprintf(out, "Its log: %s. Stop everything started here with `gray stop`.\n", logPath)
 	}
 }
+
+// quietRedisLog silences go-redis's own log: a command line polls Redis
+// while it starts, and reports what matters itself. (The node daemons
+// keep it: their logs show Redis going away.)
+func quietRedisLog() { redis.SetLogger(discardLog{}) }
+
+type discardLog struct{}
+
+func (discardLog) Printf(context.Context, string, ...any) {}
 
 // freePort returns a TCP port of ip that was free a moment ago.
 func freePort(ip string) (int, error) {

@@ -29,6 +29,7 @@ func newStatus() *cobra.Command {
 			if ctx == nil {
 				ctx = context.Background()
 			}
+			quietRedisLog()
 			if address == "" {
 				address = "auto"
 			}
