@@ -29,7 +29,7 @@ func TestStartRefusesBadFlags(t *testing.T) {
 			o := base
 			o.tempDir = t.TempDir()
 			tc.edit(&o)
-			_, err := newSessionFrom(o)
+			_, _, err := newSessionFrom(o)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want one saying %q", err, tc.want)
 			}
@@ -40,7 +40,7 @@ func TestStartRefusesBadFlags(t *testing.T) {
 func TestStartBuildsTheHeadSession(t *testing.T) {
 	t.Setenv("GRAY_SESSION_DIR", filepath.Join(t.TempDir(), "index"))
 	o := startOptions{head: true, ip: "127.0.0.1", cpus: 3, gpus: 1, resources: `{"Custom": 2}`, tempDir: t.TempDir()}
-	s, err := newSessionFrom(o)
+	s, _, err := newSessionFrom(o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -198,3 +198,27 @@ func TestHeadWithoutRedisNamesThePackage(t *testing.T) {
 		t.Fatalf("gray start --head without redis-server: %v\n%s", err, out)
 	}
 }
+
+// TestHeadRestartCarriesOn: the head daemon dies; `gray start --head` in
+// its temp dir takes the cluster over (same address and token), the nodes
+// carry on, and the new monitor declares deaths.
+func TestHeadRestartCarriesOn(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{Nodes: 2})
+	addr, token := c.Address(), c.Token()
+	c.KillNode(0)
+	killed := time.Now()
+	c.RestartHead()
+	if c.Address() != addr || c.Token() != token {
+		t.Fatalf("the new head serves %s, want the cluster's %s and its token", c.Address(), addr)
+	}
+	c.WaitStatus(20*time.Second, "3 nodes alive after the head's restart", func(st clustertest.Status) bool {
+		h, _ := st.Node(c.Node(0).ID)
+		return st.Alive == 3 && h.Heartbeat.After(killed)
+	})
+	c.KillNode(2)
+	victim := c.Node(2).ID
+	c.WaitStatus(20*time.Second, "the new monitor to declare the killed node dead", func(st clustertest.Status) bool {
+		n, _ := st.Node(victim)
+		return !n.Alive && st.Alive == 2
+	})
+}
