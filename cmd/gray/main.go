@@ -1,4 +1,5 @@
-// Command gray is the runtime's command-line tool: microbenchmark (the
+// Command gray is the runtime's command-line tool: start, stop and status
+// (a cluster's nodes), microbenchmark (the
 // counterpart of `ray microbenchmark`), dashboard (the web dashboard) and
 // timeline (a session's task events as a Chrome trace).
 package main
@@ -28,6 +29,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage: true,
 	}
 	root.AddCommand(newMicrobenchmark(), newDashboard(), newTimeline())
+	root.AddCommand(newStart(), newStop(), newStatus(), newNode())
 	root.SetErr(os.Stderr)
 	root.SetOut(os.Stdout)
 	return root

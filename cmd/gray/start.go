@@ -1,0 +1,337 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gray-ml/gray/runtime/control"
+	"github.com/gray-ml/gray/runtime/session"
+	"github.com/gray-ml/gray/runtime/task"
+	"github.com/spf13/cobra"
+)
+
+// startOptions are the flags of `gray start`.
+type startOptions struct {
+	head              bool
+	address, token    string
+	port, nodePort    int
+	cpus, gpus        float64
+	resources         string
+	ip, tempDir       string
+	block             bool
+	objectStoreMemory int64
+	heartbeat         time.Duration
+	nodeTimeout       time.Duration
+	readyTimeout      time.Duration
+}
+
+func newStart() *cobra.Command {
+	var o startOptions
+	cmd := &cobra.Command{
+		Use:   "start (--head | --address IP:PORT --token TOKEN)",
+		Short: "Start a cluster's head node, or a node that joins one",
+		Long: "gray start --head starts a cluster on this machine: redis-server (the control\n" +
+			"store, password-protected with the cluster token) and the head's node daemon.\n" +
+			"It prints the command that joins another machine:\n\n" +
+			"  gray start --address IP:PORT --token TOKEN\n\n" +
+			"Nodes run in the background (unless --block) until `gray stop`. Several nodes\n" +
+			"can run on one machine, each with its own --temp-dir (and --node-ip-address).",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			return runStart(ctx, cmd.OutOrStdout(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&o.head, "head", false, "start a new cluster: its Redis and head node")
+	f.StringVar(&o.address, "address", "", "join the cluster whose head is at IP:PORT")
+	f.StringVar(&o.token, "token", "", "the cluster token the head printed (default $GRAY_TOKEN, or found on the head's machine)")
+	f.IntVar(&o.port, "port", 6379, "the head's Redis port (0: any free port)")
+	f.IntVar(&o.nodePort, "node-port", 0, "the port of the node's own server (0: any free port)")
+	f.Float64Var(&o.cpus, "num-cpus", float64(runtime.NumCPU()), "CPUs this node offers")
+	f.Float64Var(&o.gpus, "num-gpus", 0, "GPUs this node offers")
+	f.StringVar(&o.resources, "resources", "", `custom resources this node offers, as JSON: '{"Custom": 2}'`)
+	f.StringVar(&o.ip, "node-ip-address", "127.0.0.1", "the address this node listens on and other machines reach it by")
+	f.StringVar(&o.tempDir, "temp-dir", "", "the node's directory: session file, logs, Redis data (default /tmp/gray-<uid>/node-<id>)")
+	f.BoolVar(&o.block, "block", false, "run in the foreground until interrupted")
+	f.Int64Var(&o.objectStoreMemory, "object-store-memory", 0, "bytes of shared memory for the object store (0: the default)")
+	f.DurationVar(&o.heartbeat, "heartbeat-interval", 0, "how often the node reports alive (0: 200ms)")
+	f.DurationVar(&o.nodeTimeout, "node-timeout", 0, "on the head: silence after which a node is declared dead (0: 1.5s)")
+	f.DurationVar(&o.readyTimeout, "timeout", time.Minute, "how long to wait for the node to be up")
+	return cmd
+}
+
+// newSessionFrom checks the flags and builds the node's session.
+func newSessionFrom(o startOptions) (*session.Session, error) {
+	switch {
+	case o.head && o.address != "":
+		return nil, errors.New("give either --head (a new cluster) or --address (join one), not both")
+	case !o.head && o.address == "":
+		return nil, errors.New("give --head to start a cluster, or --address IP:PORT --token TOKEN to join one")
+	case net.ParseIP(o.ip) == nil:
+		return nil, fmt.Errorf("--node-ip-address %q is not an IP address", o.ip)
+	case o.cpus < 0 || o.gpus < 0:
+		return nil, errors.New("--num-cpus and --num-gpus must not be negative")
+	case o.port < 0 || o.port > 65535 || o.nodePort < 0 || o.nodePort > 65535:
+		return nil, errors.New("--port and --node-port must be TCP ports (0-65535)")
+	case o.objectStoreMemory < 0:
+		return nil, errors.New("--object-store-memory must not be negative")
+	}
+	res := task.Resources{CPU: o.cpus, GPU: o.gpus}
+	if o.resources != "" {
+		if err := json.Unmarshal([]byte(o.resources), &res.Custom); err != nil {
+			return nil, fmt.Errorf(`--resources must be a JSON object of names to amounts, e.g. '{"Custom": 2}': %w`, err)
+		}
+		for name, v := range res.Custom {
+			if name == "CPU" || name == "GPU" {
+				return nil, fmt.Errorf("--resources names %s: give it with --num-cpus / --num-gpus", name)
+			}
+			if v < 0 {
+				return nil, fmt.Errorf("--resources: %s is negative", name)
+			}
+		}
+	}
+	id, err := session.NewNodeID()
+	if err != nil {
+		return nil, err
+	}
+	s := &session.Session{
+		Head:              o.head,
+		NodeID:            id,
+		NodeIP:            o.ip,
+		NodePort:          o.nodePort,
+		Resources:         res,
+		ObjectStoreMemory: o.objectStoreMemory,
+		HeartbeatInterval: o.heartbeat,
+		NodeTimeout:       o.nodeTimeout,
+		Started:           time.Now(),
+	}
+	s.TempDir = o.tempDir
+	if s.TempDir == "" {
+		s.TempDir = filepath.Join(session.Base(), "node-"+id)
+	}
+	if s.TempDir, err = filepath.Abs(s.TempDir); err != nil {
+		return nil, fmt.Errorf("--temp-dir: %w", err)
+	}
+	if old, err := session.Read(s.TempDir); err == nil && old.Running() {
+		return nil, fmt.Errorf("a node (%s) runs in %s already: give each node its own --temp-dir", old.NodeID, s.TempDir)
+	}
+	if o.head {
+		port := o.port
+		if port == 0 {
+			if port, err = freePort(o.ip); err != nil {
+				return nil, err
+			}
+		} else if err := portFree(o.ip, port); err != nil {
+			return nil, err
+		}
+		s.Address = net.JoinHostPort(o.ip, strconv.Itoa(port))
+		if s.Token, err = session.NewToken(); err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+	if s.Address, s.Token, err = session.Resolve(o.address, o.token); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func runStart(ctx context.Context, out io.Writer, o startOptions) error {
+	s, err := newSessionFrom(o)
+	if err != nil {
+		return err
+	}
+	if !s.Head {
+		// Check the address and token now, rather than in the daemon's log.
+		c, err := control.DialRedis(ctx, control.RedisConfig{Addr: s.Address, Password: s.Token}, "")
+		if err != nil {
+			return err
+		}
+		c.Close()
+	}
+	if err := s.Write(); err != nil {
+		return err
+	}
+	logPath := filepath.Join(s.TempDir, "logs", "node.log")
+	if err := session.MkdirPrivate(filepath.Dir(logPath)); err != nil {
+		return err
+	}
+	if o.block {
+		return runBlocking(ctx, out, s, o.readyTimeout)
+	}
+	d, err := spawnDaemon(s, logPath)
+	if err != nil {
+		s.Unindex()
+		return err
+	}
+	if err := waitReady(ctx, s, d.exited, o.readyTimeout); err != nil {
+		d.kill()
+		s.Unindex()
+		return fmt.Errorf("%w\n%s", err, logTail(logPath))
+	}
+	printStarted(out, s, logPath)
+	return nil
+}
+
+// runBlocking runs the node daemon in this process until interrupted.
+func runBlocking(ctx context.Context, out io.Writer, s *session.Session, timeout time.Duration) error {
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	defer s.Unindex()
+	exited := make(chan error, 1)
+	go func() { exited <- runDaemon(ctx, s) }()
+	if err := waitReady(ctx, s, exited, timeout); err != nil {
+		stop()
+		return err
+	}
+	printStarted(out, s, "")
+	return <-exited
+}
+
+// daemon is a node daemon started in the background.
+type daemon struct {
+	cmd    *exec.Cmd
+	exited chan error
+}
+
+// spawnDaemon starts `gray node` in its own process group, its output
+// going to logPath.
+func spawnDaemon(s *session.Session, logPath string) (*daemon, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding this program to start the node daemon: %w", err)
+	}
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("the node's log: %w", err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(exe, "node", "--session", s.TempDir)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Dir = s.TempDir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting the node daemon: %w", err)
+	}
+	if err := s.WritePID(session.NodePIDFile, cmd.Process.Pid); err != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		return nil, err
+	}
+	d := &daemon{cmd: cmd, exited: make(chan error, 1)}
+	go func() { d.exited <- cmd.Wait() }()
+	return d, nil
+}
+
+// kill ends a daemon that failed to come up, with its process group.
+func (d *daemon) kill() {
+	_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
+	<-d.exited
+}
+
+// waitReady waits until the node is registered alive in the cluster's
+// node table, the daemon exits, or the timeout passes.
+func waitReady(ctx context.Context, s *session.Session, exited <-chan error, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var store *control.Redis
+	defer func() {
+		if store != nil {
+			store.Close()
+		}
+	}()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	last := errors.New("the cluster's Redis does not answer yet")
+	for {
+		if store == nil {
+			c, err := control.DialRedis(ctx, control.RedisConfig{Addr: s.Address, Password: s.Token}, "")
+			if errors.Is(err, control.ErrRedisAuth) {
+				return err
+			}
+			store, last = c, err
+		}
+		if store != nil {
+			n, ok, err := store.Node(ctx, s.NodeID)
+			if err == nil && ok && n.Alive {
+				return nil
+			}
+			last = fmt.Errorf("node %s has not registered yet", s.NodeID)
+		}
+		select {
+		case err := <-exited:
+			if err == nil {
+				err = errors.New("it exited")
+			}
+			return fmt.Errorf("the node daemon stopped while starting: %v", err)
+		case <-ctx.Done():
+			return fmt.Errorf("the node did not come up within %v: %v", timeout, last)
+		case <-tick.C:
+		}
+	}
+}
+
+// logTail returns the end of a log file, for errors.
+func logTail(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) == 0 {
+		return "(the node's log " + path + " is empty)"
+	}
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			b = b[i+1:]
+		}
+	}
+	return "the end of " + path + ":\n" + strings.TrimRight(string(b), "\n")
+}
+
+func printStarted(out io.Writer, s *session.Session, logPath string) {
+	if s.Head {
+		fmt.Fprintf(out, "Started a Gray cluster: head node %s, Redis at %s.\n", s.NodeID, s.Address)
+		fmt.Fprintf(out, "To add a machine to it, run there:\n\n")
+		fmt.Fprintf(out, "gray start --address %s --token %s\n\n", s.Address, s.Token)
+		fmt.Fprintf(out, "Drivers connect with GRAY_ADDRESS=%s and GRAY_TOKEN (or Address \"auto\" on this machine).\n", s.Address)
+	} else {
+		fmt.Fprintf(out, "Node %s joined the cluster at %s.\n", s.NodeID, s.Address)
+	}
+	if logPath != "" {
+		fmt.Fprintf(out, "Its log: %s. Stop everything started here with `gray stop`.\n", logPath)
+	}
+}
+
+// freePort returns a TCP port of ip that was free a moment ago.
+func freePort(ip string) (int, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	if err != nil {
+		return 0, fmt.Errorf("finding a free port on %s: %w", ip, err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// portFree checks that a port can be listened on.
+func portFree(ip string, port int) error {
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
+	if err != nil {
+		return fmt.Errorf("port %d on %s is taken (another cluster? `gray stop` it, or give --port): %w", port, ip, err)
+	}
+	return ln.Close()
+}

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/gray-ml/gray/runtime/control"
+	"github.com/gray-ml/gray/runtime/session"
+	"github.com/gray-ml/gray/runtime/task"
+	"github.com/spf13/cobra"
+)
+
+func newStatus() *cobra.Command {
+	var (
+		address, token string
+		asJSON         bool
+	)
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show a cluster's nodes, resources, object store use, tasks and actors",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			if address == "" {
+				address = "auto"
+			}
+			addr, tok, err := session.Resolve(address, token)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			st, err := readStatus(ctx, addr, tok)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(st)
+			}
+			printStatus(cmd.OutOrStdout(), st)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&address, "address", "", "the cluster's IP:PORT (default $GRAY_ADDRESS, or the cluster started on this machine)")
+	f.StringVar(&token, "token", "", "the cluster token (default $GRAY_TOKEN, or found on the head's machine)")
+	f.BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+// clusterStatus is what `gray status` reports; --json prints it as is.
+type clusterStatus struct {
+	Address     string
+	Nodes       []nodeStatus
+	Alive, Dead int
+	// Over the live nodes:
+	Total, Used              task.Resources
+	StoreUsed, StoreCapacity int64
+	Tasks, Actors, Workers   int
+	// Waiting lists requests that only a node that has not joined yet
+	// could run.
+	Waiting []task.Resources
+	Jobs    []control.JobInfo
+}
+
+type nodeStatus struct {
+	ID, IP, NodeAddr, ObjectAddr string
+	Head, Alive                  bool
+	Death                        string `json:",omitempty"`
+	Resources, Used              task.Resources
+	StoreUsed, StoreCapacity     int64
+	Tasks, Actors, Workers       int
+	Waiting                      []task.Resources `json:",omitempty"`
+	Heartbeat, Started           time.Time
+}
+
+func readStatus(ctx context.Context, addr, token string) (*clusterStatus, error) {
+	store, err := control.DialRedis(ctx, control.RedisConfig{Addr: addr, Password: token}, "")
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	nodes, err := store.Nodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	jobs, err := store.Jobs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st := &clusterStatus{Address: addr, Jobs: jobs, Nodes: []nodeStatus{}}
+	for _, n := range nodes {
+		l := n.Load
+		st.Nodes = append(st.Nodes, nodeStatus{
+			ID: n.ID, IP: n.IP, NodeAddr: n.NodeAddr, ObjectAddr: n.ObjectAddr, Head: n.Head, Alive: n.Alive,
+			Death: n.Death, Resources: n.Resources, Used: l.Used, StoreUsed: l.StoreUsed, StoreCapacity: l.StoreCapacity,
+			Tasks: l.Tasks, Actors: l.Actors, Workers: l.Workers, Waiting: l.Waiting, Heartbeat: n.Heartbeat, Started: n.Started,
+		})
+		if !n.Alive {
+			st.Dead++
+			continue
+		}
+		st.Alive++
+		addResources(&st.Total, n.Resources)
+		addResources(&st.Used, l.Used)
+		st.StoreUsed += l.StoreUsed
+		st.StoreCapacity += l.StoreCapacity
+		st.Tasks += l.Tasks
+		st.Actors += l.Actors
+		st.Workers += l.Workers
+		st.Waiting = append(st.Waiting, l.Waiting...)
+	}
+	return st, nil
+}
+
+func addResources(dst *task.Resources, r task.Resources) {
+	dst.CPU += r.CPU
+	dst.GPU += r.GPU
+	for k, v := range r.Custom {
+		if dst.Custom == nil {
+			dst.Custom = map[string]float64{}
+		}
+		dst.Custom[k] += v
+	}
+}
+
+func printStatus(out io.Writer, st *clusterStatus) {
+	fmt.Fprintf(out, "Cluster %s: %d nodes alive, %d dead\n", st.Address, st.Alive, st.Dead)
+	fmt.Fprintf(out, "Resources: %s used of %s\n", resText(st.Used), resText(st.Total))
+	fmt.Fprintf(out, "Object stores: %s used of %s\n", mib(st.StoreUsed), mib(st.StoreCapacity))
+	fmt.Fprintf(out, "Tasks: %d live, actors: %d, workers: %d\n", st.Tasks, st.Actors, st.Workers)
+	for _, w := range st.Waiting {
+		fmt.Fprintf(out, "Waiting for a node that has not joined: a request for %s\n", resText(w))
+	}
+	fmt.Fprintln(out)
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tIP\tSTATE\tRESOURCES\tUSED\tSTORE\tTASKS\tACTORS")
+	for _, n := range st.Nodes {
+		state := "alive"
+		if !n.Alive {
+			state = "dead: " + n.Death
+		}
+		id := n.ID
+		if n.Head {
+			id += " (head)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s/%s\t%d\t%d\n", id, n.IP, state, resText(n.Resources), resText(n.Used),
+			mib(n.StoreUsed), mib(n.StoreCapacity), n.Tasks, n.Actors)
+	}
+	tw.Flush()
+	if len(st.Jobs) > 0 {
+		fmt.Fprintln(out)
+		for _, j := range st.Jobs {
+			state := "running"
+			if !j.Ended.IsZero() {
+				state = "ended"
+			}
+			fmt.Fprintf(out, "Job %s (%s, %s): %d tasks submitted, %d finished\n", j.ID, j.Driver, state, j.Submitted, j.Finished)
+		}
+	}
+}
+
+func resText(r task.Resources) string {
+	if s := r.String(); s != "" {
+		return strings.ReplaceAll(s, " ", ",")
+	}
+	return "-"
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.0fMiB", float64(n)/(1<<20)) }

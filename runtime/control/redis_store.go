@@ -1,0 +1,265 @@
+package control
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/gray-ml/gray/runtime/ids"
+	"github.com/gray-ml/gray/runtime/task"
+	"github.com/redis/go-redis/v9"
+)
+
+var _ Store = (*Redis)(nil)
+
+// TaskSubmitted implements Store. It costs no Redis command: the job's
+// task counts are written once a second.
+func (r *Redis) TaskSubmitted(s *task.Spec) {
+	r.local.TaskSubmitted(s)
+	r.submitted.Add(1)
+}
+
+// TaskFinished implements Store; like TaskSubmitted it costs no command.
+func (r *Redis) TaskFinished(id ids.TaskID, err *task.TaskError) {
+	r.local.TaskFinished(id, err)
+	r.finished.Add(1)
+}
+
+// LiveTasks returns how many of this job's tasks are submitted but not
+// finished.
+func (r *Redis) LiveTasks() int { return r.local.LiveTasks() }
+
+// ActorCreated implements Store.
+func (r *Redis) ActorCreated(id ids.ActorID, typ, worker string) {
+	r.local.ActorCreated(id, typ, worker)
+	r.putActor(id)
+}
+
+// ActorPlaced implements Store.
+func (r *Redis) ActorPlaced(id ids.ActorID, worker string) {
+	r.local.ActorPlaced(id, worker)
+	r.putActor(id)
+}
+
+// ActorDied implements Store.
+func (r *Redis) ActorDied(id ids.ActorID, reason string) {
+	r.local.ActorDied(id, reason)
+	r.putActor(id)
+}
+
+// putActor queues the write of the local record of an actor.
+func (r *Redis) putActor(id ids.ActorID) {
+	rec, ok := r.local.Actor(id)
+	if !ok {
+		return
+	}
+	b, _ := json.Marshal(rec) // three strings: cannot fail
+	key := r.jobKey("actors")
+	r.enqueue(func(ctx context.Context, p redis.Pipeliner) { p.HSet(ctx, key, id.String(), b) })
+}
+
+// Actor implements Store. The actors this client created are answered
+// from memory; others are read from Redis (waiting at most 2 s).
+func (r *Redis) Actor(id ids.ActorID) (ActorRecord, bool) {
+	if rec, ok := r.local.Actor(id); ok {
+		return rec, true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	b, err := r.c.HGet(ctx, r.jobKey("actors"), id.String()).Bytes()
+	if err != nil {
+		return ActorRecord{}, false
+	}
+	var rec ActorRecord
+	if json.Unmarshal(b, &rec) != nil {
+		return ActorRecord{}, false
+	}
+	return rec, true
+}
+
+// Actors reads the job's actor table from Redis.
+func (r *Redis) Actors(ctx context.Context) (map[ids.ActorID]ActorRecord, error) {
+	m, err := r.c.HGetAll(ctx, r.jobKey("actors")).Result()
+	if err != nil {
+		return nil, fmt.Errorf("control: reading the actor table: %w", err)
+	}
+	out := make(map[ids.ActorID]ActorRecord, len(m))
+	for k, v := range m {
+		id, err := parseTaskID(k)
+		if err != nil {
+			continue
+		}
+		var rec ActorRecord
+		if json.Unmarshal([]byte(v), &rec) == nil {
+			out[id] = rec
+		}
+	}
+	return out, nil
+}
+
+// loggedError is how the error log stores a task failure.
+type loggedError struct {
+	Function, Worker, Message, Stack string
+}
+
+// AddError implements Store.
+func (r *Redis) AddError(e *task.TaskError) {
+	r.local.AddError(e)
+	b, _ := json.Marshal(loggedError{e.Function, e.Worker, e.Message, e.Stack})
+	key := r.jobKey("errors")
+	r.enqueue(func(ctx context.Context, p redis.Pipeliner) { p.RPush(ctx, key, b) })
+}
+
+// Errors implements Store: the failures this client recorded.
+func (r *Redis) Errors() []*task.TaskError { return r.local.Errors() }
+
+// ErrorLog reads the job's error log from Redis: every failure any client
+// of the job recorded.
+func (r *Redis) ErrorLog(ctx context.Context) ([]*task.TaskError, error) {
+	vs, err := r.c.LRange(ctx, r.jobKey("errors"), 0, -1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("control: reading the error log: %w", err)
+	}
+	out := make([]*task.TaskError, 0, len(vs))
+	for _, v := range vs {
+		var e loggedError
+		if json.Unmarshal([]byte(v), &e) == nil {
+			out = append(out, &task.TaskError{Function: e.Function, Worker: e.Worker, Message: e.Message, Stack: e.Stack})
+		}
+	}
+	return out, nil
+}
+
+// AddLocation records, in the next batch, that a node holds a copy of an
+// object.
+func (r *Redis) AddLocation(id ids.ObjectID, node string) {
+	key := r.jobKey("loc", id.String())
+	r.enqueue(func(ctx context.Context, p redis.Pipeliner) { p.SAdd(ctx, key, node) })
+}
+
+// RemoveLocation records, in the next batch, that a node no longer holds
+// an object.
+func (r *Redis) RemoveLocation(id ids.ObjectID, node string) {
+	key := r.jobKey("loc", id.String())
+	r.enqueue(func(ctx context.Context, p redis.Pipeliner) { p.SRem(ctx, key, node) })
+}
+
+// Locations returns the nodes known to hold an object, sorted.
+func (r *Redis) Locations(ctx context.Context, id ids.ObjectID) ([]string, error) {
+	vs, err := r.c.SMembers(ctx, r.jobKey("loc", id.String())).Result()
+	if err != nil {
+		return nil, fmt.Errorf("control: reading the locations of %s: %w", id, err)
+	}
+	sort.Strings(vs)
+	return vs, nil
+}
+
+// PutLineage records, in the next batch, the specification of a task
+// whose results may need rebuilding.
+func (r *Redis) PutLineage(id ids.TaskID, spec []byte) {
+	key := r.jobKey("lineage", id.String())
+	b := append([]byte(nil), spec...)
+	r.enqueue(func(ctx context.Context, p redis.Pipeliner) { p.Set(ctx, key, b, 0) })
+}
+
+// ErrNoLineage is returned by Lineage for a task the store has no record
+// of.
+var ErrNoLineage = errors.New("control: no lineage recorded for the task")
+
+// Lineage returns the specification PutLineage recorded for a task.
+func (r *Redis) Lineage(ctx context.Context, id ids.TaskID) ([]byte, error) {
+	b, err := r.c.Get(ctx, r.jobKey("lineage", id.String())).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("%w %s", ErrNoLineage, id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("control: reading the lineage of task %s: %w", id, err)
+	}
+	return b, nil
+}
+
+// JobInfo is a cluster's record of a job: a driver connected to it.
+type JobInfo struct {
+	ID      string
+	Driver  string // who runs it, e.g. "host pid 1234"
+	Node    string // the driver's node ID
+	Started time.Time
+	Ended   time.Time // zero while it runs
+	// Submitted and Finished count its tasks, as of the last second.
+	Submitted, Finished uint64
+}
+
+// RegisterJob records a job (directly, not batched).
+func (r *Redis) RegisterJob(ctx context.Context, j JobInfo) error {
+	if j.ID == "" {
+		return errors.New("control: a job needs an ID")
+	}
+	b, err := json.Marshal(j)
+	if err != nil {
+		return fmt.Errorf("control: encoding job %s: %w", j.ID, err)
+	}
+	if err := r.c.HSet(ctx, keyJobs, j.ID, b).Err(); err != nil {
+		return fmt.Errorf("control: registering job %s: %w", j.ID, err)
+	}
+	return nil
+}
+
+// EndJob records that a job ended.
+func (r *Redis) EndJob(ctx context.Context, id string) error {
+	b, err := r.c.HGet(ctx, keyJobs, id).Bytes()
+	if err != nil {
+		return fmt.Errorf("control: ending job %s: %w", id, err)
+	}
+	var j JobInfo
+	if err := json.Unmarshal(b, &j); err != nil {
+		return fmt.Errorf("control: job %s's record: %w", id, err)
+	}
+	j.Ended = time.Now()
+	return r.RegisterJob(ctx, j)
+}
+
+// Jobs lists the cluster's jobs, oldest first, with their task counts.
+func (r *Redis) Jobs(ctx context.Context) ([]JobInfo, error) {
+	m, err := r.c.HGetAll(ctx, keyJobs).Result()
+	if err != nil {
+		return nil, fmt.Errorf("control: reading the job table: %w", err)
+	}
+	out := make([]JobInfo, 0, len(m))
+	for _, v := range m {
+		var j JobInfo
+		if json.Unmarshal([]byte(v), &j) == nil {
+			out = append(out, j)
+		}
+	}
+	p := r.c.Pipeline()
+	states := make([]*redis.MapStringStringCmd, len(out))
+	for i, j := range out {
+		states[i] = p.HGetAll(ctx, "gray:job:"+j.ID+":state")
+	}
+	if len(out) > 0 {
+		if _, err := p.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return nil, fmt.Errorf("control: reading job states: %w", err)
+		}
+	}
+	for i := range out {
+		m := states[i].Val()
+		fmt.Sscan(m["submitted"], &out[i].Submitted)
+		fmt.Sscan(m["finished"], &out[i].Finished)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Started.Before(out[j].Started) })
+	return out, nil
+}
+
+func parseTaskID(s string) (ids.TaskID, error) {
+	var id ids.TaskID
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != len(id) {
+		return id, fmt.Errorf("%q is not a task ID", s)
+	}
+	copy(id[:], b)
+	return id, nil
+}

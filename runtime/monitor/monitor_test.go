@@ -1,0 +1,190 @@
+package monitor_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gray-ml/gray/internal/clustertest"
+	"github.com/gray-ml/gray/runtime/control"
+	"github.com/gray-ml/gray/runtime/monitor"
+	"github.com/gray-ml/gray/runtime/task"
+)
+
+const testTimeout = 500 * time.Millisecond
+
+// beat runs a heartbeater for node id until the returned stop is called.
+func beat(t *testing.T, store *control.Redis, id string) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &monitor.Heartbeater{Store: store, Node: control.NodeInfo{ID: id, Resources: task.Resources{CPU: 1}},
+		Interval: 50 * time.Millisecond, Logf: t.Logf}
+	done := make(chan error, 1)
+	go func() { done <- h.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("heartbeater %s: %v", id, err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// runMonitor runs a monitor until the returned stop is called.
+func runMonitor(t *testing.T, store *control.Redis, onDeath func(string, string, time.Duration)) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &monitor.Monitor{Store: store, Timeout: testTimeout, OnDeath: onDeath, Logf: t.Logf}
+	done := make(chan struct{})
+	go func() { m.Run(ctx); close(done) }()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
+	return stop
+}
+
+// waitEvent waits for the next event of kind for node id.
+func waitEvent(t *testing.T, evs <-chan control.NodeEvent, kind control.NodeEventKind, id string) control.NodeEvent {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		select {
+		case ev, ok := <-evs:
+			if !ok {
+				t.Fatal("the event channel closed")
+			}
+			if ev.Kind == kind && ev.Node.ID == id {
+				return ev
+			}
+		case <-deadline:
+			t.Fatalf("node %s never %v", id, kind)
+		}
+	}
+}
+
+func alive(t *testing.T, store *control.Redis, id string) bool {
+	t.Helper()
+	n, ok, err := store.Node(context.Background(), id)
+	if err != nil || !ok {
+		t.Fatalf("node %s: %v %v", id, ok, err)
+	}
+	return n.Alive
+}
+
+func TestSilentNodeIsDeclaredDead(t *testing.T) {
+	r := clustertest.StartRedis(t)
+	store := r.Dial(t, "")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	evs, err := store.WatchNodes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	beat(t, store, "a")
+	stopB := beat(t, store, "b")
+	for joined := map[string]bool{}; !joined["a"] || !joined["b"]; {
+		select {
+		case ev := <-evs:
+			joined[ev.Node.ID] = ev.Kind == control.NodeJoined
+		case <-time.After(20 * time.Second):
+			t.Fatalf("nodes joined: %v, want a and b", joined)
+		}
+	}
+	deaths := make(chan time.Duration, 4)
+	runMonitor(t, store, func(id, reason string, silent time.Duration) { deaths <- silent })
+
+	stopB()
+	stopped := time.Now()
+	ev := waitEvent(t, evs, control.NodeDied, "b")
+	t.Logf("node b declared dead %v after its last heartbeat was due to stop (timeout %v): %s",
+		time.Since(stopped).Round(time.Millisecond), testTimeout, ev.Reason)
+	if ev.Reason == "" {
+		t.Error("the death has no reason")
+	}
+	if silent := <-deaths; silent <= testTimeout {
+		t.Errorf("declared dead after %v of silence, before the timeout %v", silent, testTimeout)
+	}
+	if !alive(t, store, "a") {
+		t.Error("node a, still beating, was declared dead")
+	}
+}
+
+func TestRestartedMonitorCarriesOn(t *testing.T) {
+	r := clustertest.StartRedis(t)
+	store := r.Dial(t, "")
+	beat(t, store, "a")
+	stopB := beat(t, store, "b")
+	first := runMonitor(t, store, nil)
+	time.Sleep(2 * testTimeout)
+	first() // the head restarts: a second monitor, another client
+	second := r.Dial(t, "")
+	died := make(chan string, 4)
+	runMonitor(t, second, func(id, _ string, _ time.Duration) { died <- id })
+	stopB()
+	select {
+	case id := <-died:
+		if id != "b" {
+			t.Fatalf("the second monitor declared %s dead, want b", id)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the second monitor never declared the silent node dead")
+	}
+	if !alive(t, store, "a") {
+		t.Error("node a, still beating, was declared dead")
+	}
+}
+
+func TestHeartbeaterRegistersAgainAfterRedisLostIt(t *testing.T) {
+	r := clustertest.StartRedis(t)
+	store := r.Dial(t, "")
+	beat(t, store, "a")
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if n, ok, _ := store.Node(context.Background(), "a"); ok && n.Alive {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("node a never registered")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Redis comes back empty: same port, a new directory without the
+	// append-only file.
+	r.Kill()
+	r.Config.Dir = t.TempDir()
+	r.Restart(t)
+	for {
+		if n, ok, err := store.Node(context.Background(), "a"); err == nil && ok && n.Alive {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("node a did not register again after Redis lost it")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestHeartbeaterStopsWhenDeclaredDead(t *testing.T) {
+	r := clustertest.StartRedis(t)
+	store := r.Dial(t, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	h := &monitor.Heartbeater{Store: store, Node: control.NodeInfo{ID: "z"}, Interval: 20 * time.Millisecond, Logf: t.Logf}
+	done := make(chan error, 1)
+	go func() { done <- h.Run(ctx) }()
+	for !func() bool { _, ok, _ := store.Node(ctx, "z"); return ok }() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := store.MarkDead(ctx, "z", "test"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, control.ErrNodeDead) {
+		t.Fatalf("Run = %v, want ErrNodeDead", err)
+	}
+}
