@@ -49,6 +49,7 @@ type Config struct {
 	// Executable and Args start a worker: the program itself by default.
 	Executable string
 	Args       []string
+	Env        []string // added to local workers' environment
 	// OnError is called once for every failed task, outside the node's lock.
 	OnError func(*task.TaskError)
 	Control control.Store // nil: a control.Mem

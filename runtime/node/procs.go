@@ -79,7 +79,7 @@ func (n *Node) spawn(a *actor, id sched.WorkerID) {
 		n.spawnRemote(w)
 		return
 	}
-	env := append(os.Environ(),
+	env := append(append(os.Environ(), n.cfg.Env...),
 		task.EnvSocket+"="+filepath.Join(n.dir, "node.sock"),
 		task.EnvWorker+"="+strconv.Itoa(int(w.id)))
 	if n.shared != nil {
