@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"strconv"
-	"sync"
 
 	"github.com/gray-ml/gray/runtime/codec"
 	"github.com/gray-ml/gray/runtime/ids"
@@ -59,7 +58,6 @@ type remoteState struct {
 	names     map[sched.NodeID]string
 	badStarts map[sched.NodeID]int // workers in a row that ended before connecting
 	retries   map[*pending]int
-	once      sync.Once
 }
 
 // listenTCP starts the listener for leased workers.

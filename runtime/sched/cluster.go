@@ -17,8 +17,9 @@ type NodeID int
 const Local NodeID = 0
 
 // nodeShift spaces the worker IDs of the nodes apart: node k's workers are
-// numbered from k<<nodeShift + 1 on.
-const nodeShift = 32
+// numbered from k<<nodeShift + 1 on (IDs stay within 32 bits for the first
+// 127 nodes).
+const nodeShift = 24
 
 // FirstWorker returns the first worker ID of node k.
 func FirstWorker(k NodeID) WorkerID { return WorkerID(k)<<nodeShift + 1 }
