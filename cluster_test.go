@@ -3,6 +3,7 @@ package gray_test
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -159,5 +160,57 @@ func TestClusterObjectsAndActorsAcrossNodes(t *testing.T) {
 	}
 	if total, err := gray.Get(ctx, farAdd.Remote(h, 0)); err != nil || total != 15 {
 		t.Fatalf("the actor holds %d (%v), want 1+2+3+4+5 = 15", total, err)
+	}
+}
+
+// slowInc adds one after a while, on a node with a "w" resource.
+var slowInc = gray.Func1("test.cluster.slowInc", func(ctx context.Context, x int) (int, error) {
+	time.Sleep(40 * time.Millisecond)
+	return x + 1, nil
+}, gray.Resource("w", 1))
+
+// kill -9 of a node in the middle of chains of tasks: the tasks it ran run
+// again on the other node, and every chain ends with the exact result.
+func TestClusterNodeKilledDuringChains(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{Nodes: 2, CPUsPerNode: 2, NodeResources: map[int]map[string]float64{
+		1: {"w": 2}, 2: {"w": 2},
+	}})
+	initCluster(t, c)
+	waitResources(t, 6)
+	ctx := context.Background()
+	const chains, steps = 4, 12
+	ends := make([]gray.Ref[int], chains)
+	for i := range ends {
+		r := slowInc.Remote(0)
+		for range steps - 1 {
+			r = slowInc.Remote(r)
+		}
+		ends[i] = r
+	}
+	time.Sleep(150 * time.Millisecond)
+	c.KillNode(1)
+	got, err := gray.GetAll(ctx, ends)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range got {
+		if v != steps {
+			t.Errorf("chain %d ended at %d, want %d", i, v, steps)
+		}
+	}
+}
+
+// A driver with a wrong token is refused, with an error that says so.
+func TestClusterWrongTokenIsRefused(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := gray.Init(ctx, gray.Options{Address: c.Address(), Token: strings.Repeat("0", 64)})
+	if err == nil {
+		gray.Shutdown()
+		t.Fatal("Init with a wrong token succeeded")
+	}
+	if !strings.Contains(err.Error(), "password") && !strings.Contains(err.Error(), "token") {
+		t.Fatalf("Init with a wrong token: %v; want an error naming the token or password", err)
 	}
 }
