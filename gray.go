@@ -117,15 +117,26 @@ type Options struct {
 	// NoTimeline turns off the recording of task events that Timeline
 	// returns (a few hundred nanoseconds per task).
 	NoTimeline bool
+	// Address connects the program to a cluster (see docs/cluster.md): the
+	// address IP:PORT that `gray start --head` printed, or "auto" for the
+	// cluster whose head runs on this machine. "" means $GRAY_ADDRESS, and
+	// when that is unset too, no cluster: everything runs on this machine,
+	// with no server. Tasks run on this machine while its resources allow
+	// and spill to the cluster's other nodes when they do not.
+	Address string
+	// Token is the cluster's token; "" means $GRAY_TOKEN, or the token of
+	// the cluster's session on this machine.
+	Token string
 }
 
 // session is one Init..Shutdown span. References remember their session so
 // one used after Shutdown, or in another session, is a clear error.
 type session struct {
-	b      backend
-	where  where
-	driver *node.Node // the driver's scheduler, for inspection; nil elsewhere
-	closed atomic.Bool
+	b       backend
+	where   where
+	driver  *node.Node   // the driver's scheduler, for inspection; nil elsewhere
+	cluster *clusterConn // the driver's cluster; nil on one machine
+	closed  atomic.Bool
 }
 
 // The process's session: gray's API is package-level, like the seeds', so
@@ -220,12 +231,27 @@ func Init(ctx context.Context, opts Options) error {
 		return err
 	}
 	cfg.Shared = store
-	n, err := node.Start(ctx, cfg)
+	cl, err := dialCluster(ctx, opts, &cfg)
 	if err != nil {
 		_ = store.Close()
 		return err
 	}
-	s := &session{b: n, where: inDriver, driver: n}
+	n, err := node.Start(ctx, cfg)
+	if err != nil {
+		_ = store.Close()
+		if cl != nil {
+			cl.close()
+		}
+		return err
+	}
+	if cl != nil {
+		if err := cl.start(ctx, n); err != nil {
+			_ = n.Shutdown()
+			cl.close()
+			return err
+		}
+	}
+	s := &session{b: n, where: inDriver, driver: n, cluster: cl}
 	current.Store(s)
 	last.Store(s)
 	return nil
@@ -245,7 +271,11 @@ func Shutdown() error {
 	}
 	current.Store(nil)
 	s.closed.Store(true)
-	return s.b.Shutdown()
+	err := s.b.Shutdown()
+	if s.cluster != nil {
+		s.cluster.close()
+	}
+	return err
 }
 
 // IsInitialized reports whether Init has been called and Shutdown has not.

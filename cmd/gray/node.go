@@ -4,41 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log"
 	"net"
 	"time"
 
+	"github.com/gray-ml/gray/runtime/cluster"
 	"github.com/gray-ml/gray/runtime/control"
-	"github.com/gray-ml/gray/runtime/monitor"
 	"github.com/gray-ml/gray/runtime/session"
-	"github.com/gray-ml/gray/runtime/task"
 )
 
-// nodeConfig is what a node daemon serves. It mirrors cluster.NodeConfig
-// (the "cluster" branch replaces this file's body with that type and
-// cluster.ServeNode): nodeConfigFrom builds it from the session file,
-// serveNode serves it.
-type nodeConfig struct {
-	ID, IP            string
-	Port              int
-	TempDir           string
-	Resources         task.Resources
-	Token             []byte
-	Redis             control.RedisConfig
-	ObjectStoreMemory int64
-	Head              bool
-	HeartbeatInterval time.Duration
-}
-
 // nodeConfigFrom builds a node's configuration from its session.
-func nodeConfigFrom(s *session.Session) (nodeConfig, error) {
+func nodeConfigFrom(s *session.Session) (cluster.NodeConfig, error) {
 	if net.ParseIP(s.NodeIP) == nil {
-		return nodeConfig{}, fmt.Errorf("the session's node IP %q is not an IP address", s.NodeIP)
+		return cluster.NodeConfig{}, fmt.Errorf("the session's node IP %q is not an IP address", s.NodeIP)
 	}
 	if err := session.CheckToken(s.Token); err != nil {
-		return nodeConfig{}, err
+		return cluster.NodeConfig{}, err
 	}
-	return nodeConfig{
+	return cluster.NodeConfig{
 		ID:                s.NodeID,
 		IP:                s.NodeIP,
 		Port:              s.NodePort,
@@ -52,29 +34,11 @@ func nodeConfigFrom(s *session.Session) (nodeConfig, error) {
 	}, nil
 }
 
-// serveNode registers the node and keeps it alive in the node table
-// until ctx ends; then it tells the cluster that the node stopped, rather
-// than letting the monitor find out after its timeout.
-func serveNode(ctx context.Context, cfg nodeConfig) error {
-	store, err := dialControl(ctx, cfg.Redis)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	hb := &monitor.Heartbeater{
-		Store:    store,
-		Node:     control.NodeInfo{ID: cfg.ID, IP: cfg.IP, Head: cfg.Head, Resources: cfg.Resources},
-		Interval: cfg.HeartbeatInterval,
-	}
-	if err := hb.Run(ctx); err != nil {
-		return err
-	}
-	stopCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if err := store.MarkDead(stopCtx, cfg.ID, "stopped (gray stop)"); err != nil {
-		log.Printf("gray: node %s: %v", cfg.ID, err)
-	}
-	return nil
+// serveNode runs the node daemon (runtime/cluster) until ctx ends; then it
+// tells the cluster that the node stopped, rather than letting the monitor
+// find out after its timeout.
+func serveNode(ctx context.Context, cfg cluster.NodeConfig) error {
+	return cluster.ServeNode(ctx, cfg)
 }
 
 // dialControl connects to the cluster's Redis, retrying while it does not

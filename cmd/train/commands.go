@@ -24,6 +24,7 @@ import (
 
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	var showConfig, resume bool
+	var cl clusterFlags
 	var dash dashboardFlags
 	var format string
 	root := &cobra.Command{
@@ -55,7 +56,7 @@ checkpoint.`,
 			}
 			opts := runner.Options{
 				StartRuntime: func(ctx context.Context, logDir string) (func(), error) {
-					return startRuntime(ctx, exp.NumCPUs, logDir)
+					return startRuntime(ctx, exp.NumCPUs, logDir, cl)
 				},
 			}
 			isSweep, err := sweep.IsSweep(exp)
@@ -94,6 +95,8 @@ checkpoint.`,
 	root.Flags().StringVar(&format, "format", "json", "--show-config output format: json or yaml")
 	dash.addFlags(root)
 	root.Flags().BoolVar(&resume, "resume", false, "continue the sweep in <local-dir>/<name> from where it stopped")
+	root.Flags().StringVar(&cl.address, "address", "", "run on the Gray cluster at IP:PORT (\"auto\": the one started on this machine; default $GRAY_ADDRESS): rollout workers and trials are placed across its nodes")
+	root.Flags().StringVar(&cl.token, "token", "", "the cluster's token (default $GRAY_TOKEN, or found on the head's machine)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())
 	})
@@ -239,7 +242,7 @@ rendering.`,
 			}
 			_, err := runner.Rollout(cmd.Context(), config.ExpandHome(path), opts, stdout, runner.Options{
 				StartRuntime: func(ctx context.Context, logDir string) (func(), error) {
-					return startRuntime(ctx, 0, logDir)
+					return startRuntime(ctx, 0, logDir, clusterFlags{})
 				},
 			})
 			return err

@@ -36,12 +36,16 @@ func serveIfWorker() {
 	gray.ServeIfWorker()
 }
 
+// clusterFlags are --address and --token: the cluster to run on (none: this
+// machine only).
+type clusterFlags struct{ address, token string }
+
 // startRuntime starts the runtime (worker processes, object store) that
 // agents create their rollout actors on, with the workers' output in
 // logDir (the run folder's logs/), and returns the function that shuts it
 // down.
-func startRuntime(ctx context.Context, numCPUs int, logDir string) (shutdown func(), err error) {
-	if err := gray.Init(ctx, gray.Options{NumCPUs: numCPUs, LogDir: logDir}); err != nil {
+func startRuntime(ctx context.Context, numCPUs int, logDir string, cl clusterFlags) (shutdown func(), err error) {
+	if err := gray.Init(ctx, gray.Options{NumCPUs: numCPUs, LogDir: logDir, Address: cl.address, Token: cl.token}); err != nil {
 		return nil, err
 	}
 	return func() {

@@ -34,6 +34,9 @@ type Options struct {
 	GPUsPerNode float64
 	// Resources are each node's custom resources.
 	Resources map[string]float64
+	// NodeResources, by node index (0 is the head), replace Resources for
+	// that node.
+	NodeResources map[int]map[string]float64
 	// NodeTimeout is the head's --node-timeout (0: the default, 1.5 s).
 	NodeTimeout time.Duration
 	// HeartbeatInterval is every node's --heartbeat-interval (0: 200 ms).
@@ -126,8 +129,12 @@ func (c *Cluster) nodeFlags(i int) []string {
 		"--num-cpus", strconv.FormatFloat(c.opts.CPUsPerNode, 'g', -1, 64),
 		"--num-gpus", strconv.FormatFloat(c.opts.GPUsPerNode, 'g', -1, 64),
 	}
-	if len(c.opts.Resources) > 0 {
-		b, _ := json.Marshal(c.opts.Resources)
+	res := c.opts.Resources
+	if r, ok := c.opts.NodeResources[i]; ok {
+		res = r
+	}
+	if len(res) > 0 {
+		b, _ := json.Marshal(res)
 		f = append(f, "--resources", string(b))
 	}
 	if c.opts.HeartbeatInterval > 0 {

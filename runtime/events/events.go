@@ -47,6 +47,7 @@ type Recorder struct {
 	index map[string]uint32 // and their indexes
 	next  uint64            // events recorded so far
 	last  []int64           // by worker ID: when its last task ended
+	far   map[int]int64     // the same, for the workers of other nodes (IDs of 1<<16 and more)
 }
 
 // New returns a recorder that keeps the latest capacity events (0:
@@ -82,7 +83,13 @@ func (r *Recorder) Finished(worker int, task ids.TaskID, fn string, sent int64) 
 	w := int32(worker)
 	r.mu.Lock()
 	start := sent
-	if worker >= 0 {
+	if worker >= 1<<16 { // a worker on another node of a cluster
+		if r.far == nil {
+			r.far = map[int]int64{}
+		}
+		start = max(start, r.far[worker])
+		r.far[worker] = end
+	} else if worker >= 0 {
 		if worker >= len(r.last) {
 			r.last = append(r.last, make([]int64, worker+1-len(r.last))...)
 		}

@@ -3,6 +3,7 @@ package node
 import (
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/objtable"
+	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
 )
 
@@ -25,6 +26,10 @@ func (n *Node) holdKept(a *actor, s *task.Spec) {
 	for i := range s.Args {
 		arg := &s.Args[i]
 		if !arg.Keep || !arg.IsRef {
+			continue
+		}
+		if a.w != nil && a.w.node != sched.Local {
+			arg.Keep = false // it gets its own copy
 			continue
 		}
 		o, ok := n.store.Get(arg.Ref)

@@ -49,6 +49,7 @@ type Config struct {
 	// Executable and Args start a worker: the program itself by default.
 	Executable string
 	Args       []string
+	Env        []string // added to local workers' environment
 	// OnError is called once for every failed task, outside the node's lock.
 	OnError func(*task.TaskError)
 	Control control.Store // nil: a control.Mem
@@ -58,6 +59,9 @@ type Config struct {
 	Shared *objstore.Store
 	// Events, when not nil, records when each task ran on which worker.
 	Events *events.Recorder
+	// Cluster, when not nil, lets tasks and actors run on other nodes of a
+	// cluster (see remote.go).
+	Cluster *ClusterConfig
 }
 
 // ErrShutdown is returned by calls on a node that was shut down.
@@ -79,8 +83,8 @@ type Node struct {
 	closed    bool
 	store     ObjectStore
 	waiters   map[ids.ObjectID][]waiter
-	objs      *objtable.Table       // who holds which object and why (runtime/objtable)
-	core      *sched.Core[*pending] // resources, queues and the pool's decisions
+	objs      *objtable.Table          // who holds which object and why (runtime/objtable)
+	core      *sched.Cluster[*pending] // resources, queues and the pools' decisions, per node
 	workers   map[sched.WorkerID]*proc
 	actors    map[ids.ActorID]*actor
 	errQ      []*task.TaskError // failures to report outside the lock
@@ -94,6 +98,8 @@ type Node struct {
 	dpins      map[ids.ObjectID]int        // store pins held by the driver's Gets until the object is freed
 	rebuilding map[ids.TaskID]bool
 	retry      map[ids.ObjectID]bool // results whose rebuild failed: rebuilt again when next asked for
+
+	remote *remoteState // nil outside a cluster
 
 	wg sync.WaitGroup // every goroutine the node starts
 }
@@ -144,8 +150,10 @@ type proc struct {
 	dirty    bool       // in Node.dirty
 	parked   []*request // answered requests waiting for the worker's CPUs (sched.Resume)
 	dead     bool
-	process  *os.Process // set under the node's lock once started
+	process  *os.Process  // set under the node's lock once started
+	node     sched.NodeID // where it runs: sched.Local, or a node of the cluster
 	exited   chan struct{}
+	exitOnce sync.Once // closes exited, for a remote worker
 	exitErr  error
 	readPins []ids.ObjectID        // shared objects its running task got with Get, pinned until it ends
 	reserved map[ids.ObjectID]bool // results of its running task it is writing into reserved room
@@ -222,7 +230,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		store:   cfg.Store,
 		waiters: map[ids.ObjectID][]waiter{},
 		objs:    objtable.New(),
-		core:    sched.New[*pending](sched.Config{Total: cfg.Resources, Workers: cfg.NumWorkers}),
+		core:    sched.NewCluster[*pending](sched.Config{Total: cfg.Resources, Workers: cfg.NumWorkers}),
 		workers: map[sched.WorkerID]*proc{},
 		actors:  map[ids.ActorID]*actor{},
 
@@ -232,8 +240,15 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		rebuilding: map[ids.TaskID]bool{},
 		retry:      map[ids.ObjectID]bool{},
 	}
+	if cfg.Cluster != nil {
+		if err := n.listenTCP(); err != nil {
+			ln.Close()
+			os.RemoveAll(dir)
+			return nil, err
+		}
+	}
 	n.wg.Add(1)
-	go n.acceptLoop()
+	go n.acceptFrom(ln)
 	n.mu.Lock()
 	n.core.Boot()
 	n.step()
@@ -306,6 +321,9 @@ func (n *Node) Shutdown() error {
 	}
 	n.unlock()
 	n.ln.Close()
+	if n.remote != nil {
+		n.remote.ln.Close()
+	}
 	// A worker exits when it reads the end of its connection. What is still
 	// queued for a busy one is of no use now, so nothing waits to send it;
 	// a worker that does not exit in time is killed.
@@ -314,6 +332,9 @@ func (n *Node) Shutdown() error {
 	}
 	deadline := time.Now().Add(2 * time.Second)
 	for _, w := range procs {
+		if w.node != sched.Local {
+			continue // its node kills it when its connection ends
+		}
 		select {
 		case <-w.exited:
 		case <-time.After(time.Until(deadline)):

@@ -69,13 +69,17 @@ func (n *Node) spawn(a *actor, id sched.WorkerID) {
 		}
 		return
 	}
-	w := &proc{id: id, actor: a, exited: make(chan struct{})}
+	w := &proc{id: id, actor: a, exited: make(chan struct{}), node: sched.NodeOf(id)}
 	w.name = fmt.Sprintf("worker %d", w.id)
 	n.workers[w.id] = w
 	if a != nil {
 		a.w = w
 	}
-	env := append(os.Environ(),
+	if w.node != sched.Local {
+		n.spawnRemote(w)
+		return
+	}
+	env := append(append(os.Environ(), n.cfg.Env...),
 		task.EnvSocket+"="+filepath.Join(n.dir, "node.sock"),
 		task.EnvWorker+"="+strconv.Itoa(int(w.id)))
 	if n.shared != nil {
@@ -203,10 +207,10 @@ func indexByte(b []byte, c byte) int {
 	return -1
 }
 
-func (n *Node) acceptLoop() {
+func (n *Node) acceptFrom(ln net.Listener) {
 	defer n.wg.Done()
 	for {
-		c, err := n.ln.Accept()
+		c, err := ln.Accept()
 		if err != nil {
 			return
 		}
@@ -297,7 +301,9 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 		if w.reserved[id] { // a Put in a task, written into reserved room
 			delete(w.reserved, id)
 			o = n.sealReserved(id, o, w)
-		} else if _, exists := n.store.Get(id); !exists {
+		} else if _, exists := n.store.Get(id); !exists && w.node != sched.Local {
+			o = n.adoptInline(id, o)
+		} else if !exists {
 			o = n.adopt(id, o, w)
 		}
 		if _, exists := n.store.Get(id); !exists {
@@ -456,6 +462,8 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 		if w.reserved[id] {
 			delete(w.reserved, id)
 			o = n.sealReserved(id, o, w)
+		} else if w.node != sched.Local {
+			o = n.adoptInline(id, o)
 		} else {
 			o = n.adopt(id, o, w)
 		}
@@ -498,9 +506,11 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 
 // died handles the end of a worker process.
 func (n *Node) died(w *proc) {
-	select {
-	case <-w.exited:
-	case <-time.After(2 * time.Second):
+	if w.node == sched.Local {
+		select {
+		case <-w.exited:
+		case <-time.After(2 * time.Second):
+		}
 	}
 	n.mu.Lock()
 	if w.dead {
@@ -522,7 +532,13 @@ func (n *Node) died(w *proc) {
 	n.dropHolds(w)
 	w.parked = nil
 	if w.conn == nil && (w.actor == nil || !w.actor.dead) { // not an actor killed while starting
-		n.startFailed(w)
+		if w.node != sched.Local {
+			n.remoteStartFailed(w)
+		} else {
+			n.startFailed(w)
+		}
+	} else if w.node != sched.Local {
+		n.remote.badStarts[w.node] = 0
 	}
 	how := "exited"
 	if w.exitErr != nil {
@@ -530,7 +546,11 @@ func (n *Node) died(w *proc) {
 	}
 	if a := w.actor; a != nil {
 		n.actorDied(a, &task.TaskError{Function: a.typ, Worker: w.name, Message: "its worker process died (" + how + ")", Cause: task.ErrWorkerDied})
-	} else if p, ok := n.core.WorkerDied(w.id); ok {
+	} else if p, ok := n.core.WorkerDied(w.id); ok && w.node != sched.Local {
+		// A worker on another node: its node may have died with it. The
+		// task runs again elsewhere.
+		n.rerun(p, fmt.Sprintf("%s died (%s)", w.name, how))
+	} else if ok {
 		// The tasks queued behind it never started: the core runs them
 		// elsewhere.
 		n.finishErr(p, &task.TaskError{Function: p.spec.Func, Worker: w.name, Message: "the worker process died while running it (" + how + ")", Cause: task.ErrWorkerDied})

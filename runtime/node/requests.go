@@ -8,6 +8,7 @@ import (
 
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/objstore"
+	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
 	"github.com/gray-ml/gray/runtime/wire"
 )
@@ -131,6 +132,9 @@ func (n *Node) reply(r *request) {
 		b = wire.AppendUvarint(b, uint64(len(r.ids)))
 		for i, id := range r.ids {
 			o, _ := n.store.Get(id)
+			if w.node != sched.Local {
+				o = n.inlineShared(o, id)
+			}
 			if err := failed[i]; err != nil {
 				o = task.Object{Err: &task.TaskError{Function: "(object store)", Message: fmt.Sprintf("object %s: %v", id, err), Cause: err}}
 			}

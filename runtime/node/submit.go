@@ -209,7 +209,7 @@ func (n *Node) apply(e sched.Effect[*pending]) {
 // send queues p at pool worker w, which may use the GPUs gpus.
 func (n *Node) send(w *proc, p *pending, gpus []int) {
 	s := p.spec
-	n.resolveArgs(s)
+	n.resolveArgs(s, w.node != sched.Local)
 	s.GPUIDs = gpus
 	p.sent = n.cfg.Events.Now()
 	// A broken connection is noticed by the reader, which fails the task.
@@ -222,11 +222,16 @@ func (n *Node) send(w *proc, p *pending, gpus []int) {
 //
 // A shared-memory argument is sent as its ID and size; the task's pin (see
 // pinFor) keeps it from eviction and freeing until the task ends.
-func (n *Node) resolveArgs(s *task.Spec) {
+//
+// For a worker on another node (inline), shared objects go as their bytes.
+func (n *Node) resolveArgs(s *task.Spec, inline bool) {
 	for i := range s.Args {
 		a := &s.Args[i]
 		if a.IsRef {
 			o, _ := n.store.Get(a.Ref)
+			if inline {
+				o = n.inlineShared(o, a.Ref)
+			}
 			a.IsRef = false
 			if o.Shared && o.Err == nil {
 				a.Shared, a.Size = true, o.Size
@@ -271,7 +276,7 @@ func (n *Node) pump(a *actor) {
 			continue
 		}
 		n.holdKept(a, p.spec)
-		n.resolveArgs(p.spec)
+		n.resolveArgs(p.spec, a.w.node != sched.Local)
 		p.spec.GPUIDs = a.gpus
 		a.inflight = append(a.inflight, p)
 		p.sent = n.cfg.Events.Now()
@@ -383,6 +388,9 @@ func (n *Node) actorDied(a *actor, why *task.TaskError) {
 		}
 		if w.process != nil {
 			_ = w.process.Kill()
+		}
+		if w.node != sched.Local {
+			n.remote.cfg.Remote.StopWorker(w.node, w.id)
 		}
 	}
 	n.step()

@@ -11,11 +11,34 @@ import (
 	"github.com/gray-ml/gray/runtime/task"
 )
 
+// core is what sim drives: a Core or a Cluster.
+type core interface {
+	Effects() []Effect[int]
+	Check() error
+	Feasible(string, task.Resources) error
+	Submit(int, *task.Resources, bool)
+	WorkerReady(WorkerID)
+	WorkerDied(WorkerID) (int, bool)
+	Running(WorkerID) (int, bool)
+	TaskDone(WorkerID, bool)
+	Epoch(WorkerID) uint64
+	Block(WorkerID, uint64)
+	Unblock(WorkerID, uint64) bool
+	GiveBack(WorkerID, func(int) bool)
+	ActorGone(ids.ActorID)
+	WaitActor(ids.ActorID, task.Resources)
+	Queued() int
+	Available() task.Resources
+	Boot()
+}
+
 // sim plays the node's part for a core: it carries out effects and makes up
 // events the way worker processes would, checking what a worker would see.
 type sim struct {
 	t        *testing.T
-	c        *Core[int]
+	c        core
+	cl       *Cluster[int] // nil: c is a lone Core
+	res      map[int]*task.Resources
 	rng      *rand.Rand
 	starting []WorkerID
 	on       map[WorkerID][]int // tasks sent, in order
@@ -92,6 +115,7 @@ func (s *sim) submit() {
 		return // the node fails it at once, without the core
 	}
 	s.next++
+	s.res[s.next] = r
 	s.c.Submit(s.next, r, s.rng.IntN(4) > 0)
 }
 
@@ -142,7 +166,11 @@ func (s *sim) die(w WorkerID) {
 }
 
 func (s *sim) step() {
-	ev := s.rng.IntN(11)
+	n := 11
+	if s.cl != nil {
+		n = 13
+	}
+	ev := s.rng.IntN(n)
 	s.last = fmt.Sprint("event ", ev)
 	switch ev {
 	case 0, 1, 2:
@@ -221,8 +249,41 @@ func (s *sim) step() {
 			s.actors = append(s.actors, id)
 			s.c.WaitActor(id, task.Resources{CPU: float64(s.rng.IntN(2)), GPU: float64(s.rng.IntN(2))})
 		}
+	case 11:
+		s.cl.AddNode(NodeID(s.rng.IntN(4)+1), shapes[s.rng.IntN(len(shapes))])
+	case 12:
+		s.removeNode(NodeID(s.rng.IntN(4) + 1))
 	}
 	s.effects()
+}
+
+// removeNode drops node k as its death would: its workers are gone, the
+// tasks it held are submitted again, its actors are forgotten.
+func (s *sim) removeNode(k NodeID) {
+	tasks, actors := s.cl.RemoveNode(k)
+	for w := range s.on {
+		if NodeOf(w) == k {
+			delete(s.on, w)
+			delete(s.gone, w)
+			delete(s.blocks, w)
+			delete(s.parked, w)
+			delete(s.recalled, w)
+		}
+	}
+	s.starting = slices.DeleteFunc(s.starting, func(w WorkerID) bool { return NodeOf(w) == k })
+	for _, t := range tasks {
+		if s.ended[t] != "" {
+			s.t.Fatalf("node %d returned task %d, which ended already", k, t)
+		}
+		s.cl.Submit(t, s.res[t], false)
+	}
+	for _, a := range actors {
+		i := slices.Index(s.actors, a)
+		if i < 0 {
+			s.t.Fatalf("node %d returned actor %v, which is gone", k, a)
+		}
+		s.actors = slices.Delete(s.actors, i, i+1)
+	}
 }
 
 // drain lets every worker connect and finish and every actor go.
@@ -252,6 +313,13 @@ func (s *sim) drain() {
 		} else if s.c.Queued() == 0 {
 			return
 		} else {
+			if s.cl != nil {
+				for _, k := range s.cl.Nodes() {
+					c := s.cl.Node(k)
+					s.t.Logf("node %d: queued %d total %v avail %v pool %d starting %d", k, c.Queued(), c.Total(), c.Available(), len(c.pool), c.starting)
+				}
+				s.t.Logf("waiting %v", s.cl.Waiting())
+			}
 			s.t.Fatalf("%d tasks queued, no worker busy or starting", s.c.Queued())
 		}
 		s.effects()
@@ -271,7 +339,7 @@ func TestRandomEvents(t *testing.T) {
 		total := task.Resources{CPU: float64(1 + seq%4), GPU: float64(seq % 3), Custom: map[string]float64{"disk": 2}}
 		c := New[int](Config{Total: total, Workers: 1 + seq%3})
 		s := &sim{
-			t: t, c: c, rng: rand.New(rand.NewPCG(uint64(seq), 7)),
+			t: t, c: c, res: map[int]*task.Resources{}, rng: rand.New(rand.NewPCG(uint64(seq), 7)),
 			on: map[WorkerID][]int{}, gone: map[WorkerID]bool{}, blocks: map[WorkerID][]uint64{},
 			parked: map[WorkerID]bool{}, recalled: map[WorkerID]bool{}, ended: map[int]string{},
 			started: map[ids.ActorID]bool{},
@@ -287,8 +355,55 @@ func TestRandomEvents(t *testing.T) {
 				t.Fatalf("seq %d: task %d of %d never ended", seq, i, s.next)
 			}
 		}
-		if got := c.Available(); !near(got.CPU, total.CPU) || !near(got.GPU, total.GPU) || !near(got.Custom["disk"], 2) {
+		if got := s.c.Available(); !near(got.CPU, total.CPU) || !near(got.GPU, total.GPU) || !near(got.Custom["disk"], 2) {
 			t.Fatalf("seq %d: %s free at the end, want %s", seq, fmt.Sprint(got), fmt.Sprint(total))
+		}
+	}
+}
+
+// The same with several nodes that join and leave at random: each node's
+// resources are never oversubscribed, every task ends run or failed (a
+// node's death returns its tasks, which run elsewhere) and every resource
+// is free at the end.
+func TestRandomEventsCluster(t *testing.T) {
+	seqs := 1000
+	if testing.Short() || raceEnabled {
+		seqs = 100
+	}
+	for seq := range seqs {
+		total := task.Resources{CPU: float64(seq % 3), GPU: float64(seq % 2), Custom: map[string]float64{"disk": 2}}
+		cl := NewCluster[int](Config{Total: total, Workers: 1})
+		s := &sim{
+			t: t, c: cl, cl: cl, res: map[int]*task.Resources{}, rng: rand.New(rand.NewPCG(uint64(seq), 11)),
+			on: map[WorkerID][]int{}, gone: map[WorkerID]bool{}, blocks: map[WorkerID][]uint64{},
+			parked: map[WorkerID]bool{}, recalled: map[WorkerID]bool{}, ended: map[int]string{},
+			started: map[ids.ActorID]bool{},
+		}
+		big := task.Resources{CPU: 4, GPU: 2, Custom: map[string]float64{"disk": 2}}
+		if err := cl.AddNode(1, big); err != nil {
+			t.Fatal(err)
+		}
+		cl.Boot()
+		s.effects()
+		for range 150 {
+			s.step()
+		}
+		// A node that holds any request joins, so that every task can end.
+		if err := cl.AddNode(9, big); err != nil {
+			t.Fatal(err)
+		}
+		s.effects()
+		s.drain()
+		for i := 1; i <= s.next; i++ {
+			if s.ended[i] == "" {
+				t.Fatalf("seq %d: task %d of %d never ended", seq, i, s.next)
+			}
+		}
+		for _, k := range cl.Nodes() {
+			c := cl.Node(k)
+			if got, want := c.Available(), c.Total(); !near(got.CPU, want.CPU) || !near(got.GPU, want.GPU) {
+				t.Fatalf("seq %d node %d: %s free at the end, want %s", seq, k, fmt.Sprint(got), fmt.Sprint(want))
+			}
 		}
 	}
 }

@@ -72,6 +72,7 @@ func (k Kind) String() string {
 // Effect is one thing the caller must do, in the order returned.
 type Effect[T any] struct {
 	Kind   Kind
+	Node   NodeID // where: the core's node (Spawn and StartActor start the process there)
 	Worker WorkerID
 	Task   T           // Run
 	GPUs   []int       // Run, StartActor
@@ -82,6 +83,9 @@ type Effect[T any] struct {
 type Config struct {
 	Total   task.Resources // what the node has
 	Workers int            // pool workers kept alive; at least ceil(Total.CPU)
+	// Node names the node in effects; its workers are numbered from
+	// FirstWorker(Node) on, so the cores of a Cluster never share an ID.
+	Node NodeID
 }
 
 // MaxPipeline bounds the tasks queued at one worker, so a long task holds
@@ -115,6 +119,10 @@ type Core[T any] struct {
 	noSpawn bool // workers cannot start: no more Spawn effects
 	closed  bool
 	effects []Effect[T]
+	sink    *[]Effect[T] // where effects go: &effects, or a Cluster's list
+
+	node   NodeID
+	demand task.Resources // what the queued tasks ask for, in all
 }
 
 // item is a task with the resources it needs.
@@ -156,7 +164,11 @@ func New[T any](cfg Config) *Core[T] {
 		queues:  map[string]*fifo[T]{},
 		pool:    map[WorkerID]*worker[T]{},
 		actors:  map[ids.ActorID]*actor{},
+		node:    cfg.Node,
+		next:    FirstWorker(cfg.Node) - 1,
+		demand:  task.Resources{Custom: map[string]float64{}},
 	}
+	c.sink = &c.effects
 	for i := 0; i < int(cfg.Total.GPU); i++ {
 		c.gpuFree = append(c.gpuFree, i)
 	}
@@ -173,15 +185,18 @@ func Clone(r task.Resources) task.Resources {
 // Effects returns the effects of the events since the last call, in order,
 // and forgets them.
 func (c *Core[T]) Effects() []Effect[T] {
-	e := c.effects
-	c.effects = nil
+	e := *c.sink
+	*c.sink = nil
 	return e
 }
 
 // Pending reports whether effects wait to be taken.
-func (c *Core[T]) Pending() bool { return len(c.effects) > 0 }
+func (c *Core[T]) Pending() bool { return len(*c.sink) > 0 }
 
-func (c *Core[T]) emit(e Effect[T]) { c.effects = append(c.effects, e) }
+func (c *Core[T]) emit(e Effect[T]) {
+	e.Node = c.node
+	*c.sink = append(*c.sink, e)
+}
 
 // Total returns the node's resources.
 func (c *Core[T]) Total() task.Resources { return Clone(c.total) }
@@ -256,6 +271,7 @@ func (c *Core[T]) Submit(t T, res *task.Resources, pipelined bool) {
 		c.shapes = append(c.shapes, k)
 	}
 	q.push(item[T]{t: t, res: res, pipe: pipelined})
+	c.addDemand(res, 1)
 	c.schedule()
 }
 
@@ -478,7 +494,9 @@ func (c *Core[T]) SpawnFailed() (tasks []T, actors []ids.ActorID) {
 	for _, k := range c.shapes {
 		q := c.queues[k]
 		for q.len() > 0 {
-			tasks = append(tasks, q.pop().t)
+			it := q.pop()
+			c.addDemand(it.res, -1)
+			tasks = append(tasks, it.t)
 		}
 	}
 	actors = c.actorWait
@@ -545,6 +563,9 @@ func (c *Core[T]) requeue(ps []item[T]) {
 			c.shapes = append(c.shapes, k)
 		}
 		q.pushFront(byShape[k])
+		for _, p := range byShape[k] {
+			c.addDemand(p.res, 1)
+		}
 	}
 }
 
@@ -640,7 +661,7 @@ func (c *Core[T]) Check() error {
 	if len(gpus) != int(c.total.GPU) {
 		return fmt.Errorf("GPUs %v accounted for, the node has %g", gpus, c.total.GPU)
 	}
-	return nil
+	return c.checkDemand()
 }
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-6 }

@@ -49,6 +49,7 @@ func (c *Core[T]) schedule() {
 			if c.fits(p.res) {
 				if w := c.popIdle(); w != nil {
 					q.pop()
+					c.addDemand(p.res, -1)
 					c.run(w, p)
 					continue
 				}
@@ -69,6 +70,7 @@ func (c *Core[T]) schedule() {
 			if q.len() > 1 && p.pipe {
 				if w := c.pipelineTarget(k); w != nil {
 					q.pop()
+					c.addDemand(p.res, -1)
 					c.send(w, p)
 					continue
 				}

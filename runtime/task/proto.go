@@ -43,6 +43,8 @@ const (
 	EnvWorker = "GRAY_WORKER_ID"     // the worker's number
 	EnvStore  = "GRAY_STORE_DIR"     // the node's shared-memory object store directory ("" : none)
 	EnvCap    = "GRAY_STORE_CAP"     // the store's capacity in bytes
+	EnvToken  = "GRAY_WORKER_TOKEN"  // hex: the cluster token, for a socket "tcp:HOST:PORT"
+	EnvRemote = "GRAY_WORKER_REMOTE" // "1": on another node than the driver; large values travel inline, zero-copy encoded
 )
 
 // Info describes the task a worker is running; the runtime puts it in the

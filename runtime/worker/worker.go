@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"runtime/debug"
 	"strconv"
@@ -44,11 +43,13 @@ type Worker struct {
 	reqs    map[uint64]chan []byte
 
 	calls     map[string]int
-	gpuEnv    string // CUDA_VISIBLE_DEVICES as the worker started
-	gpuEnvOK  bool   // whether it was set at all
-	gpuEnvSet bool   // a task's GPU IDs are in the environment now
-	instance  any    // the actor this worker hosts
-	isActor   bool   // this worker hosts an actor: it copies shared objects (see Get)
+	gpuEnv    string         // CUDA_VISIBLE_DEVICES as the worker started
+	gpuEnvOK  bool           // whether it was set at all
+	gpuEnvSet bool           // a task's GPU IDs are in the environment now
+	instance  any            // the actor this worker hosts
+	remote    bool           // on another node than the driver: large values travel inline (see remote.go)
+	inline    map[int][]byte // returns of the running task encoded zero-copy, sent inline (remote)
+	isActor   bool           // this worker hosts an actor: it copies shared objects (see Get)
 
 	// The node's shared-memory object store: objects are mapped through
 	// reader; views are the mappings the running task reads, ended with it.
@@ -71,7 +72,7 @@ func Connect() (*Worker, error) {
 	if sock == "" || err != nil {
 		return nil, fmt.Errorf("gray worker: %s and %s must be set by the driver", task.EnvSocket, task.EnvWorker)
 	}
-	c, err := net.Dial("unix", sock)
+	c, err := dial(sock)
 	if err != nil {
 		return nil, fmt.Errorf("gray worker: connecting to the driver: %w", err)
 	}
@@ -88,6 +89,7 @@ func Connect() (*Worker, error) {
 		w.cap, _ = strconv.ParseInt(os.Getenv(task.EnvCap), 10, 64)
 		w.reader = objstore.NewReader(dir, 16)
 	}
+	w.remote = os.Getenv(task.EnvRemote) == "1"
 	w.gpuEnv, w.gpuEnvOK = os.LookupEnv("CUDA_VISIBLE_DEVICES")
 	if err := w.conn.Send(task.MsgHello, func(b []byte) []byte { return wire.AppendUvarint(b, uint64(id)) }); err != nil {
 		return nil, err
@@ -143,6 +145,7 @@ func (w *Worker) runQueue() bool {
 		w.queue = w.queue[1:]
 		w.cur, w.subs, w.puts = s.ID, 0, 0
 		w.outs = nil
+		w.inline = nil
 		w.mu.Unlock()
 		if !inlineExec {
 			w.ensureReader()
@@ -297,6 +300,8 @@ func (w *Worker) exec(s *task.Spec) (objs []task.Object, retire bool) {
 			objs[i].Err = te
 		} else if size, ok := w.outs[i]; ok {
 			objs[i].Shared, objs[i].Size = true, size
+		} else if b, ok := w.inline[i]; ok {
+			objs[i].Data = b
 		} else if i < len(outs) {
 			objs[i].Data = outs[i]
 		}
@@ -562,6 +567,13 @@ func (w *Worker) writeReserved(id ids.ObjectID, size int, encode func([]byte) er
 
 // PutEncoded stores a large value in the node's shared-memory store.
 func (w *Worker) PutEncoded(id ids.ObjectID, size int, encode func([]byte) error) error {
+	if w.remote {
+		b, err := encodeInline(size, encode)
+		if err != nil {
+			return err
+		}
+		return w.Put(id, task.Object{Data: b})
+	}
 	if err := w.writeReserved(id, size, encode); err != nil {
 		return err
 	}
@@ -570,6 +582,17 @@ func (w *Worker) PutEncoded(id ids.ObjectID, size int, encode func([]byte) error
 
 // StoreResult writes return value i of the running task into the store.
 func (w *Worker) StoreResult(i int, size int, encode func([]byte) error) error {
+	if w.remote {
+		b, err := encodeInline(size, encode)
+		if err != nil {
+			return err
+		}
+		if w.inline == nil {
+			w.inline = map[int][]byte{}
+		}
+		w.inline[i] = b
+		return nil
+	}
 	w.mu.Lock()
 	id := ids.Return(w.cur, i)
 	w.mu.Unlock()
@@ -584,7 +607,14 @@ func (w *Worker) StoreResult(i int, size int, encode func([]byte) error) error {
 }
 
 // SharedDir returns the store's directory ("" without one).
-func (w *Worker) SharedDir() string { return w.dir }
+// On another node than the driver it is "(inline)": large values are
+// encoded zero-copy all the same, and sent inline.
+func (w *Worker) SharedDir() string {
+	if w.remote {
+		return "(inline)"
+	}
+	return w.dir
+}
 
 // Drop tells the driver this process holds no reference to the object.
 func (w *Worker) Drop(id ids.ObjectID) {

@@ -1,0 +1,124 @@
+package gray
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"github.com/gray-ml/gray/runtime/cluster"
+	"github.com/gray-ml/gray/runtime/control"
+	"github.com/gray-ml/gray/runtime/node"
+	graysession "github.com/gray-ml/gray/runtime/session"
+)
+
+// clusterConn is a driver's connection to a cluster: the control store
+// (nodes, jobs) and its leases on the nodes.
+type clusterConn struct {
+	redis  *control.Redis
+	drv    *cluster.Driver
+	self   string // the node on the driver's machine, scheduled by the driver's node; "" if none
+	cancel context.CancelFunc
+}
+
+// dialCluster connects to the cluster opts name (Options.Address or
+// GRAY_ADDRESS; none: nil, the single-machine runtime) and readies cfg for
+// it: the driver's node listens for leased workers on the address it
+// reaches the cluster from, and schedules the node on its own machine
+// itself (with that node's resources unless Options set the CPUs).
+func dialCluster(ctx context.Context, opts Options, cfg *node.Config) (*clusterConn, error) {
+	addr, tok, err := graysession.Resolve(opts.Address, opts.Token)
+	if err != nil {
+		return nil, fmt.Errorf("gray: Init: %w", err)
+	}
+	if addr == "" {
+		return nil, nil
+	}
+	if tok == "" {
+		return nil, fmt.Errorf("gray: Init: cluster %s needs its token: set Options.Token or %s (gray start --head printed it)", addr, graysession.EnvToken)
+	}
+	ip, err := localIP(ctx, addr)
+	if err != nil {
+		return nil, fmt.Errorf("gray: Init: reaching cluster %s: %w", addr, err)
+	}
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	job := hex.EncodeToString(rnd[:])
+	r, err := control.DialRedis(ctx, control.RedisConfig{Addr: addr, Password: tok}, job)
+	if err != nil {
+		return nil, fmt.Errorf("gray: Init: connecting to cluster %s: %w", addr, err)
+	}
+	nodes, err := r.Nodes(ctx)
+	if err != nil {
+		r.Close()
+		return nil, fmt.Errorf("gray: Init: listing the nodes of cluster %s: %w", addr, err)
+	}
+	c := &clusterConn{redis: r}
+	for _, n := range nodes {
+		if n.Alive && n.IP == ip {
+			c.self = n.ID
+			if opts.NumCPUs == 0 {
+				cfg.Resources.CPU = n.Resources.CPU
+			}
+			if opts.NumGPUs == 0 {
+				cfg.Resources.GPU = n.Resources.GPU
+			}
+			if opts.Resources == nil {
+				cfg.Resources.Custom = n.Resources.Custom
+			}
+			cfg.Env = append(cfg.Env, cluster.EnvNodeID+"="+n.ID)
+			break
+		}
+	}
+	host, _ := os.Hostname()
+	_ = r.RegisterJob(ctx, control.JobInfo{ID: job, Driver: fmt.Sprintf("%s pid %d", host, os.Getpid()), Node: c.self, Started: time.Now()})
+	c.drv, err = cluster.NewDriver(cluster.DriverConfig{Token: []byte(tok), Job: job, Args: cfg.Args, Skip: c.self})
+	if err != nil {
+		r.Close()
+		return nil, fmt.Errorf("gray: Init: %w", err)
+	}
+	cfg.Cluster = &node.ClusterConfig{Remote: c.drv, Token: []byte(tok), Listen: net.JoinHostPort(ip, "0")}
+	return c, nil
+}
+
+// localIP returns the IP address this machine reaches addr from.
+func localIP(ctx context.Context, addr string) (string, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	host, _, err := net.SplitHostPort(c.LocalAddr().String())
+	return host, err
+}
+
+// start joins the cluster's nodes for n and follows them.
+func (c *clusterConn) start(ctx context.Context, n *node.Node) error {
+	c.drv.Attach(n)
+	wctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	stop := context.AfterFunc(ctx, cancel) // Init's ctx bounds the first joins
+	err := c.drv.Watch(wctx, c.redis)
+	stop()
+	if err != nil {
+		cancel()
+		return fmt.Errorf("gray: Init: %w", err)
+	}
+	return nil
+}
+
+// close ends the leases and the control store's connection.
+func (c *clusterConn) close() {
+	if c.cancel != nil {
+		c.cancel()
+	}
+	c.drv.Close()
+	stopCtx, cancel := context.WithTimeout(context.Background(), time.Second)
+	_ = c.redis.EndJob(stopCtx, c.redis.Job())
+	cancel()
+	c.redis.Close()
+}

@@ -1,0 +1,216 @@
+package gray_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gray-ml/gray"
+	"github.com/gray-ml/gray/internal/clustertest"
+	"github.com/gray-ml/gray/runtime/cluster"
+)
+
+// Tasks and actors of the cluster tests: each reports the node that ran it
+// (a cluster node's ID; the driver's node sets it for its own workers too).
+var (
+	whereSlow = gray.Func1("test.cluster.whereSlow", func(ctx context.Context, ms int) (string, error) {
+		time.Sleep(time.Duration(ms) * time.Millisecond)
+		return os.Getenv(cluster.EnvNodeID), nil
+	})
+	// scale doubles every element: a 64 MiB array goes to another node and
+	// comes back.
+	scale = gray.Func1("test.cluster.scale", func(ctx context.Context, x []float64) ([]float64, error) {
+		out := make([]float64, len(x))
+		for i, v := range x {
+			out[i] = 2 * v
+		}
+		return out, nil
+	}, gray.Resource("far", 1))
+	farCounter = gray.Actor0("test.cluster.Counter", func(ctx context.Context) (*Counter, error) { return &Counter{}, nil },
+		gray.Resource("far", 1))
+	farAdd = gray.Method1(farCounter, "add", func(c *Counter, ctx context.Context, n int) (int, error) {
+		c.value += n
+		return c.value, nil
+	})
+	farWhere = gray.Method0(farCounter, "where", func(c *Counter, ctx context.Context) (string, error) {
+		return os.Getenv(cluster.EnvNodeID), nil
+	})
+	// addFrom calls the actor from a task, and says where it ran.
+	addFrom = gray.Func2("test.cluster.addFrom", func(ctx context.Context, h gray.Handle[Counter], n int) (string, error) {
+		if _, err := gray.Get(ctx, farAdd.Remote(h, n)); err != nil {
+			return "", err
+		}
+		return os.Getenv(cluster.EnvNodeID), nil
+	}, gray.Resource("near", 1))
+)
+
+// initCluster starts gray as a driver of c and shuts it down when the test
+// ends.
+func initCluster(t *testing.T, c *clustertest.Cluster) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := gray.Init(ctx, gray.Options{Address: c.Address(), Token: c.Token(), ObjectStoreMemory: 512 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gray.Shutdown() })
+}
+
+// waitResources waits until the driver's scheduler counts want CPUs in
+// the cluster (the nodes' leases are taken in the background).
+func waitResources(t *testing.T, cpus float64) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for gray.ClusterResources()["CPU"] < cpus {
+		if time.Now().After(deadline) {
+			t.Fatalf("the cluster has %v, want %g CPUs", gray.ClusterResources(), cpus)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// On a 3-node cluster, tasks land on all three nodes: the head's (run by
+// the driver's own node, on the head's machine) and the two others (leased).
+func TestClusterTasksLandOnEveryNode(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{Nodes: 2, CPUsPerNode: 1})
+	initCluster(t, c)
+	waitResources(t, 3)
+	ctx := context.Background()
+	var refs []gray.Ref[string]
+	for range 12 {
+		refs = append(refs, whereSlow.Remote(200))
+	}
+	got, err := gray.GetAll(ctx, refs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, id := range got {
+		seen[id]++
+	}
+	for i := range c.Size() {
+		if id := c.Node(i).ID; seen[id] == 0 {
+			t.Errorf("no task ran on node %d (%s): %v", i, id, seen)
+		}
+	}
+}
+
+// A 64 MiB array goes to a task on another node and its result comes back
+// into the driver's shared memory: Get returns it zero-copy (twice, the
+// same memory). An actor on one node is called from tasks on another.
+func TestClusterObjectsAndActorsAcrossNodes(t *testing.T) {
+	// Node 1 is "far" (the actor and scale run there), node 2 is "near"
+	// (the tasks that call the actor run there).
+	c := clustertest.Start(t, clustertest.Options{Nodes: 2, CPUsPerNode: 1, NodeResources: map[int]map[string]float64{
+		1: {"far": 2}, 2: {"near": 5},
+	}})
+	initCluster(t, c)
+	waitResources(t, 3)
+	ctx := context.Background()
+
+	x := make([]float64, 8<<20) // 64 MiB
+	for i := range x {
+		x[i] = float64(i)
+	}
+	xr, err := gray.Put(ctx, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := scale.Remote(xr)
+	y, err := gray.Get(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(y) != len(x) || y[12345] != 2*12345 || y[len(y)-1] != 2*float64(len(x)-1) {
+		t.Fatalf("scale returned %d elements, y[12345]=%g", len(y), y[12345])
+	}
+	y2, err := gray.Get(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if &y[0] != &y2[0] {
+		t.Fatal("two Gets of the result returned different memory: not zero-copy from the driver's store")
+	}
+
+	h, err := farCounter.Remote(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	where, err := gray.Get(ctx, farWhere.Remote(h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if where != c.Node(1).ID {
+		t.Fatalf("the actor runs on %q, want node 1 (%s)", where, c.Node(1).ID)
+	}
+	var refs []gray.Ref[string]
+	for i := range 5 {
+		refs = append(refs, addFrom.Remote(h, i+1))
+	}
+	got, err := gray.GetAll(ctx, refs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range got {
+		if w != c.Node(2).ID {
+			t.Fatalf("a caller ran on %q, want node 2 (%s)", w, c.Node(2).ID)
+		}
+	}
+	if total, err := gray.Get(ctx, farAdd.Remote(h, 0)); err != nil || total != 15 {
+		t.Fatalf("the actor holds %d (%v), want 1+2+3+4+5 = 15", total, err)
+	}
+}
+
+// slowInc adds one after a while, on a node with a "w" resource.
+var slowInc = gray.Func1("test.cluster.slowInc", func(ctx context.Context, x int) (int, error) {
+	time.Sleep(40 * time.Millisecond)
+	return x + 1, nil
+}, gray.Resource("w", 1))
+
+// kill -9 of a node in the middle of chains of tasks: the tasks it ran run
+// again on the other node, and every chain ends with the exact result.
+func TestClusterNodeKilledDuringChains(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{Nodes: 2, CPUsPerNode: 2, NodeResources: map[int]map[string]float64{
+		1: {"w": 2}, 2: {"w": 2},
+	}})
+	initCluster(t, c)
+	waitResources(t, 6)
+	ctx := context.Background()
+	const chains, steps = 4, 12
+	ends := make([]gray.Ref[int], chains)
+	for i := range ends {
+		r := slowInc.Remote(0)
+		for range steps - 1 {
+			r = slowInc.Remote(r)
+		}
+		ends[i] = r
+	}
+	time.Sleep(150 * time.Millisecond)
+	c.KillNode(1)
+	got, err := gray.GetAll(ctx, ends)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range got {
+		if v != steps {
+			t.Errorf("chain %d ended at %d, want %d", i, v, steps)
+		}
+	}
+}
+
+// A driver with a wrong token is refused, with an error that says so.
+func TestClusterWrongTokenIsRefused(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := gray.Init(ctx, gray.Options{Address: c.Address(), Token: strings.Repeat("0", 64)})
+	if err == nil {
+		gray.Shutdown()
+		t.Fatal("Init with a wrong token succeeded")
+	}
+	if !strings.Contains(err.Error(), "password") && !strings.Contains(err.Error(), "token") {
+		t.Fatalf("Init with a wrong token: %v; want an error naming the token or password", err)
+	}
+}

@@ -1,0 +1,321 @@
+package cluster
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"runtime"
+	"sync"
+
+	"github.com/gray-ml/gray/runtime/control"
+	"github.com/gray-ml/gray/runtime/sched"
+	"github.com/gray-ml/gray/runtime/task"
+	"github.com/gray-ml/gray/runtime/transfer"
+	"github.com/gray-ml/gray/runtime/wire"
+)
+
+// Scheduler is what a Driver tells about the cluster's nodes: the driver's
+// node (runtime/node.Node implements it).
+type Scheduler interface {
+	AddNode(k sched.NodeID, name string, res task.Resources) error
+	NodeGone(k sched.NodeID, why string)
+	WorkerExited(w sched.WorkerID, why error)
+}
+
+// DriverConfig configures a Driver.
+type DriverConfig struct {
+	Token []byte
+	Job   string // the job's ID, in the nodes' worker log names
+	// Executable is the program workers run (default: this one), started
+	// with Args.
+	Executable string
+	Args       []string
+	// Skip is the ID of a node not to lease: the one on the driver's own
+	// machine, whose resources the driver's node schedules itself.
+	Skip string
+}
+
+// Driver is a driver's side of its leases: it implements node.Remote for
+// the driver's node, joining the cluster's nodes as they appear.
+type Driver struct {
+	cfg  DriverConfig
+	sum  [32]byte
+	size int64
+
+	mu     sync.Mutex
+	sched  Scheduler
+	leases map[sched.NodeID]*dlease
+	byID   map[string]sched.NodeID
+	next   sched.NodeID
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// dlease is the driver's end of one lease.
+type dlease struct {
+	k    sched.NodeID
+	id   string // the node's ID
+	conn *wire.Conn
+}
+
+// NewDriver hashes the executable the nodes will run.
+func NewDriver(cfg DriverConfig) (*Driver, error) {
+	if cfg.Executable == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("cluster: finding the program's executable: %w", err)
+		}
+		cfg.Executable = exe
+	}
+	f, err := os.Open(cfg.Executable)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: reading the executable the nodes will run: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	size, err := io.Copy(h, f)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: hashing %s: %w", cfg.Executable, err)
+	}
+	d := &Driver{cfg: cfg, size: size, leases: map[sched.NodeID]*dlease{}, byID: map[string]sched.NodeID{}}
+	h.Sum(d.sum[:0])
+	return d, nil
+}
+
+// Attach sets the scheduler the driver reports to; call it before Join.
+func (d *Driver) Attach(s Scheduler) {
+	d.mu.Lock()
+	d.sched = s
+	d.mu.Unlock()
+}
+
+// Join leases the node n describes (its lease address, NodeAddr): the node
+// caches the executable, grants what it has free, and the scheduler gets
+// the node. Joining a node twice does nothing.
+func (d *Driver) Join(ctx context.Context, n control.NodeInfo) error {
+	d.mu.Lock()
+	if _, dup := d.byID[n.ID]; dup || d.closed || n.ID == d.cfg.Skip {
+		d.mu.Unlock()
+		return nil
+	}
+	d.next++
+	k := d.next
+	d.byID[n.ID] = k
+	s := d.sched
+	d.mu.Unlock()
+	l, granted, err := d.dial(ctx, k, n)
+	if err != nil {
+		d.mu.Lock()
+		delete(d.byID, n.ID)
+		d.mu.Unlock()
+		return err
+	}
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		l.conn.Close()
+		return nil
+	}
+	d.leases[k] = l
+	d.wg.Add(1)
+	d.mu.Unlock()
+	go d.read(l)
+	if err := s.AddNode(k, n.ID, granted); err != nil {
+		l.conn.Abort()
+		return err
+	}
+	return nil
+}
+
+// dial opens the lease and says hello.
+func (d *Driver) dial(ctx context.Context, k sched.NodeID, n control.NodeInfo) (*dlease, task.Resources, error) {
+	if n.NodeAddr == "" {
+		return nil, task.Resources{}, fmt.Errorf("cluster: node %s has no lease address", n.ID)
+	}
+	c, err := transfer.Dial(ctx, n.NodeAddr, d.cfg.Token)
+	if err != nil {
+		return nil, task.Resources{}, fmt.Errorf("cluster: joining node %s: %w", n.ID, err)
+	}
+	conn := wire.New(c)
+	fail := func(err error) (*dlease, task.Resources, error) {
+		conn.Close()
+		return nil, task.Resources{}, fmt.Errorf("cluster: joining node %s at %s: %w", n.ID, n.NodeAddr, err)
+	}
+	stop := context.AfterFunc(ctx, func() { conn.Abort() })
+	defer stop()
+	if err := conn.Send(msgHello, func(b []byte) []byte {
+		b = wire.AppendString(b, d.cfg.Job)
+		b = wire.AppendString(b, runtime.GOOS)
+		b = wire.AppendString(b, runtime.GOARCH)
+		b = append(b, d.sum[:]...)
+		b = wire.AppendUvarint(b, uint64(d.size))
+		return appendRes(b, n.Resources)
+	}); err != nil {
+		return fail(err)
+	}
+	typ, payload, err := conn.Recv()
+	if err != nil {
+		return fail(err)
+	}
+	if typ == msgNeedExe {
+		exe, err := os.ReadFile(d.cfg.Executable)
+		if err != nil {
+			return fail(err)
+		}
+		if err := conn.Send(msgExe, func(b []byte) []byte { return append(b, exe...) }); err != nil {
+			return fail(err)
+		}
+		if typ, payload, err = conn.Recv(); err != nil {
+			return fail(err)
+		}
+	}
+	if typ != msgWelcome {
+		return fail(fmt.Errorf("expected a welcome, got message %d", typ))
+	}
+	dec := wire.Dec{B: payload}
+	status, msg := dec.Byte(), dec.String()
+	granted := decodeRes(&dec)
+	if dec.Err != nil {
+		return fail(dec.Err)
+	}
+	if status != 0 {
+		return fail(errors.New(msg))
+	}
+	return &dlease{k: k, id: n.ID, conn: conn}, granted, nil
+}
+
+// read takes a lease's messages until its connection ends, which takes the
+// node out of the job.
+func (d *Driver) read(l *dlease) {
+	defer d.wg.Done()
+	var err error
+	for {
+		var typ byte
+		var payload []byte
+		typ, payload, err = l.conn.Recv()
+		if err != nil {
+			break
+		}
+		if typ != msgExited {
+			err = fmt.Errorf("unexpected message %d", typ)
+			break
+		}
+		dec := wire.Dec{B: payload}
+		w, why := sched.WorkerID(dec.Uvarint()), dec.String()
+		if dec.Err != nil {
+			err = dec.Err
+			break
+		}
+		d.sched.WorkerExited(w, errors.New(why))
+	}
+	l.conn.Close()
+	d.mu.Lock()
+	closed := d.closed
+	delete(d.leases, l.k)
+	delete(d.byID, l.id)
+	d.mu.Unlock()
+	if !closed {
+		d.sched.NodeGone(l.k, fmt.Sprintf("lost the connection to it: %v", err))
+	}
+}
+
+// NodeDied takes node id out of the job (the monitor declared it dead).
+func (d *Driver) NodeDied(id, reason string) {
+	d.mu.Lock()
+	k, ok := d.byID[id]
+	l := d.leases[k]
+	d.mu.Unlock()
+	if ok && l != nil {
+		l.conn.Abort() // read reports it gone
+	}
+}
+
+// StartWorker implements node.Remote.
+func (d *Driver) StartWorker(k sched.NodeID, w sched.WorkerID, env []string) {
+	d.mu.Lock()
+	l := d.leases[k]
+	d.mu.Unlock()
+	if l == nil {
+		go d.sched.WorkerExited(w, fmt.Errorf("node %d left the job", k))
+		return
+	}
+	err := l.conn.Send(msgStart, func(b []byte) []byte {
+		b = wire.AppendUvarint(b, uint64(w))
+		b = appendStrings(b, d.cfg.Args)
+		return appendStrings(b, env)
+	})
+	if err != nil {
+		go d.sched.WorkerExited(w, fmt.Errorf("node %s: %w", l.id, err))
+	}
+}
+
+// StopWorker implements node.Remote.
+func (d *Driver) StopWorker(k sched.NodeID, w sched.WorkerID) {
+	d.mu.Lock()
+	l := d.leases[k]
+	d.mu.Unlock()
+	if l != nil {
+		_ = l.conn.Send(msgStop, func(b []byte) []byte { return wire.AppendUvarint(b, uint64(w)) })
+	}
+}
+
+// Watch joins the nodes alive in the control store now, then follows it:
+// nodes that join are leased, nodes declared dead leave the job. It
+// returns once the first nodes are joined; the following goes on until ctx
+// ends.
+func (d *Driver) Watch(ctx context.Context, store *control.Redis) error {
+	events, err := store.WatchNodes(ctx)
+	if err != nil {
+		return fmt.Errorf("cluster: watching the nodes: %w", err)
+	}
+	nodes, err := store.Nodes(ctx)
+	if err != nil {
+		return fmt.Errorf("cluster: listing the nodes: %w", err)
+	}
+	for _, n := range nodes {
+		if !n.Alive {
+			continue
+		}
+		if err := d.Join(ctx, n); err != nil {
+			log.Printf("gray: %v", err)
+		}
+	}
+	d.mu.Lock()
+	d.wg.Add(1)
+	d.mu.Unlock()
+	go func() {
+		defer d.wg.Done()
+		for ev := range events {
+			switch ev.Kind {
+			case control.NodeJoined:
+				if err := d.Join(ctx, ev.Node); err != nil && ctx.Err() == nil {
+					log.Printf("gray: %v", err)
+				}
+			case control.NodeDied:
+				d.NodeDied(ev.Node.ID, ev.Reason)
+			}
+		}
+	}()
+	return nil
+}
+
+// Close ends every lease (the nodes kill the job's workers) and waits for
+// the driver's goroutines; the context given to Watch must end too.
+func (d *Driver) Close() error {
+	d.mu.Lock()
+	d.closed = true
+	ls := make([]*dlease, 0, len(d.leases))
+	for _, l := range d.leases {
+		ls = append(ls, l)
+	}
+	d.mu.Unlock()
+	for _, l := range ls {
+		l.conn.Abort()
+	}
+	d.wg.Wait()
+	return nil
+}

@@ -1,0 +1,429 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/gray-ml/gray/runtime/control"
+	"github.com/gray-ml/gray/runtime/monitor"
+	"github.com/gray-ml/gray/runtime/task"
+	"github.com/gray-ml/gray/runtime/transfer"
+	"github.com/gray-ml/gray/runtime/wire"
+)
+
+// EnvNodeID names, in a worker's environment, the node that runs it.
+const EnvNodeID = "GRAY_NODE_ID"
+
+// NodeConfig configures a node daemon.
+type NodeConfig struct {
+	ID, IP    string
+	Port      int    // where drivers lease workers; 0 picks a free port
+	TempDir   string // the executable cache and the workers' logs live under it
+	Resources task.Resources
+	Token     []byte
+	Redis     control.RedisConfig
+	// ObjectStoreMemory is the node's object store capacity. Objects of
+	// leased workers travel through their driver today, so it is recorded
+	// in the node table only.
+	ObjectStoreMemory int64
+	Head              bool
+	HeartbeatInterval time.Duration // 0: monitor.DefaultInterval
+	// Registry, when not nil, is used instead of dialling Redis.
+	Registry monitor.NodeRegistry
+	// Ready, when not nil, is called with the lease address once the node
+	// listens.
+	Ready func(addr string)
+}
+
+// ServeNode runs a node daemon until ctx ends: it listens for drivers'
+// leases (token-authenticated), starts their workers from their
+// executable (fetched once, cached by its sha256 under TempDir), registers
+// the node in the control store and heartbeats. When ctx ends, or the
+// cluster declares the node dead, every worker it started is killed.
+func ServeNode(ctx context.Context, cfg NodeConfig) error {
+	if cfg.ID == "" || cfg.TempDir == "" {
+		return errors.New("cluster: a node needs an ID and a temp dir")
+	}
+	if len(cfg.Token) == 0 {
+		return fmt.Errorf("cluster: node %s: no cluster token", cfg.ID)
+	}
+	ip := cfg.IP
+	if ip == "" {
+		ip = "127.0.0.1"
+	}
+	d := &daemon{cfg: cfg, free: add(cfg.Resources, task.Resources{}, 1), leases: map[*lease]bool{},
+		cache: filepath.Join(cfg.TempDir, "exe"), logs: filepath.Join(cfg.TempDir, "logs")}
+	for _, dir := range []string{d.cache, d.logs} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("cluster: node %s: %w", cfg.ID, err)
+		}
+	}
+	ln, err := transfer.Listen(net.JoinHostPort(ip, strconv.Itoa(cfg.Port)), cfg.Token)
+	if err != nil {
+		return fmt.Errorf("cluster: node %s: %w", cfg.ID, err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		d.accept(ctx, ln)
+	}()
+	defer func() {
+		ln.Close()
+		d.closeAll()
+		wg.Wait()
+	}()
+	if cfg.Ready != nil {
+		cfg.Ready(ln.Addr().String())
+	}
+	reg := cfg.Registry
+	if reg == nil {
+		store, err := dialRedis(ctx, cfg.Redis)
+		if err != nil {
+			return fmt.Errorf("cluster: node %s: %w", cfg.ID, err)
+		}
+		defer func() {
+			stopCtx, stop := context.WithTimeout(context.Background(), 2*time.Second)
+			defer stop()
+			if err := store.MarkDead(stopCtx, cfg.ID, "stopped (gray stop)"); err != nil {
+				log.Printf("gray: node %s: %v", cfg.ID, err)
+			}
+			store.Close()
+		}()
+		reg = store
+	}
+	hb := &monitor.Heartbeater{
+		Store: reg,
+		Node: control.NodeInfo{ID: cfg.ID, IP: ip, NodeAddr: ln.Addr().String(), Head: cfg.Head,
+			Resources: cfg.Resources, Load: control.NodeLoad{StoreCapacity: cfg.ObjectStoreMemory}},
+		Load:     d.load,
+		Interval: cfg.HeartbeatInterval,
+	}
+	return hb.Run(ctx)
+}
+
+// dialRedis connects to the cluster's Redis, retrying while it does not
+// answer (the head may be starting it) but not when it refuses the token.
+func dialRedis(ctx context.Context, cfg control.RedisConfig) (*control.Redis, error) {
+	for {
+		store, err := control.DialRedis(ctx, cfg, "")
+		if err == nil || errors.Is(err, control.ErrRedisAuth) {
+			return store, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// daemon is a running node.
+type daemon struct {
+	cfg         NodeConfig
+	cache, logs string
+
+	mu     sync.Mutex
+	free   task.Resources // what no lease holds
+	leases map[*lease]bool
+	exeMu  sync.Mutex // one executable written at a time
+}
+
+// load is the node's load for its heartbeat.
+func (d *daemon) load() control.NodeLoad {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	l := control.NodeLoad{Used: add(d.cfg.Resources, d.free, -1), StoreCapacity: d.cfg.ObjectStoreMemory}
+	for ls := range d.leases {
+		ls.mu.Lock()
+		l.Workers += len(ls.workers)
+		ls.mu.Unlock()
+	}
+	return l
+}
+
+func (d *daemon) accept(ctx context.Context, ln net.Listener) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d.serve(ctx, c)
+		}()
+	}
+}
+
+// closeAll ends every lease, killing its workers.
+func (d *daemon) closeAll() {
+	d.mu.Lock()
+	ls := make([]*lease, 0, len(d.leases))
+	for l := range d.leases {
+		ls = append(ls, l)
+	}
+	d.mu.Unlock()
+	for _, l := range ls {
+		l.conn.Abort()
+		l.killAll()
+	}
+}
+
+// lease is one driver's connection and the workers it started.
+type lease struct {
+	d       *daemon
+	conn    *wire.Conn
+	job     string
+	exe     string
+	granted task.Resources
+
+	mu      sync.Mutex
+	workers map[uint64]*os.Process
+	closed  bool
+	wg      sync.WaitGroup
+}
+
+// serve runs one driver's lease until its connection ends.
+func (d *daemon) serve(ctx context.Context, c net.Conn) {
+	conn := wire.New(c)
+	defer conn.Close()
+	l := &lease{d: d, conn: conn, workers: map[uint64]*os.Process{}}
+	if err := l.hello(); err != nil {
+		_ = conn.Send(msgWelcome, func(b []byte) []byte {
+			b = append(b, 1)
+			b = wire.AppendString(b, err.Error())
+			return appendRes(b, task.Resources{})
+		})
+		return
+	}
+	d.mu.Lock()
+	l.granted = grant(l.granted, d.free)
+	d.free = add(d.free, l.granted, -1)
+	d.leases[l] = true
+	d.mu.Unlock()
+	defer func() {
+		l.killAll()
+		l.wg.Wait()
+		d.mu.Lock()
+		delete(d.leases, l)
+		d.free = add(d.free, l.granted, 1)
+		d.mu.Unlock()
+	}()
+	if err := conn.Send(msgWelcome, func(b []byte) []byte {
+		b = append(b, 0)
+		b = wire.AppendString(b, d.cfg.ID)
+		return appendRes(b, l.granted)
+	}); err != nil {
+		return
+	}
+	go func() { // the lease ends with the daemon
+		<-ctx.Done()
+		conn.Abort()
+	}()
+	for {
+		typ, payload, err := conn.Recv()
+		if err != nil {
+			return
+		}
+		dec := wire.Dec{B: payload}
+		switch typ {
+		case msgStart:
+			id := dec.Uvarint()
+			args, env := decodeStrings(&dec), decodeStrings(&dec)
+			if dec.Err != nil {
+				return
+			}
+			l.start(id, args, env)
+		case msgStop:
+			id := dec.Uvarint()
+			if dec.Err != nil {
+				return
+			}
+			l.mu.Lock()
+			p := l.workers[id]
+			l.mu.Unlock()
+			if p != nil {
+				_ = p.Kill()
+			}
+		default:
+			return
+		}
+	}
+}
+
+// hello reads the driver's hello and makes sure the node holds its
+// executable; the resources wanted are left in l.granted.
+func (l *lease) hello() error {
+	typ, payload, err := l.conn.Recv()
+	if err != nil {
+		return err
+	}
+	if typ != msgHello {
+		return fmt.Errorf("expected a hello, got message %d", typ)
+	}
+	dec := wire.Dec{B: payload}
+	l.job = dec.String()
+	goos, goarch := dec.String(), dec.String()
+	var sum [32]byte
+	dec.Fixed(sum[:])
+	size := dec.Uvarint()
+	l.granted = decodeRes(&dec)
+	if dec.Err != nil {
+		return fmt.Errorf("malformed hello: %w", dec.Err)
+	}
+	if goos != runtime.GOOS || goarch != runtime.GOARCH {
+		return fmt.Errorf("node %s runs %s/%s but the driver's executable is built for %s/%s: build the program for %s/%s (GOOS=%s GOARCH=%s go build), or use nodes of the driver's platform",
+			l.d.cfg.ID, runtime.GOOS, runtime.GOARCH, goos, goarch, runtime.GOOS, runtime.GOARCH, runtime.GOOS, runtime.GOARCH)
+	}
+	path := filepath.Join(l.d.cache, hex.EncodeToString(sum[:]))
+	l.exe = path
+	if st, err := os.Stat(path); err == nil && st.Size() == int64(size) {
+		return nil
+	}
+	if err := l.conn.Send(msgNeedExe, nil); err != nil {
+		return err
+	}
+	typ, payload, err = l.conn.Recv()
+	if err != nil {
+		return err
+	}
+	if typ != msgExe {
+		return fmt.Errorf("expected the executable, got message %d", typ)
+	}
+	if got := sha256.Sum256(payload); !bytes.Equal(got[:], sum[:]) {
+		return fmt.Errorf("the executable sent does not match its sha256 %x", sum)
+	}
+	l.d.exeMu.Lock()
+	defer l.d.exeMu.Unlock()
+	tmp := path + ".part" + strconv.Itoa(os.Getpid())
+	if err := os.WriteFile(tmp, payload, 0o700); err != nil {
+		return fmt.Errorf("caching the executable: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("caching the executable: %w", err)
+	}
+	return nil
+}
+
+// start starts worker id; its end is reported to the driver.
+func (l *lease) start(id uint64, args, env []string) {
+	cmd := exec.Command(l.exe, args...)
+	cmd.Env = append(append(workerEnv(), EnvNodeID+"="+l.d.cfg.ID), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	name := fmt.Sprintf("%s-worker-%d", safe(l.job), id)
+	var files []io.Closer
+	for _, suffix := range []string{"out", "err"} {
+		f, err := os.OpenFile(filepath.Join(l.d.logs, name+"."+suffix), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			continue
+		}
+		files = append(files, f)
+		if suffix == "out" {
+			cmd.Stdout = f
+		} else {
+			cmd.Stderr = f
+		}
+	}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		closeAll(files)
+		return
+	}
+	err := cmd.Start()
+	if err == nil {
+		l.workers[id] = cmd.Process
+		l.wg.Add(1)
+	}
+	l.mu.Unlock()
+	if err != nil {
+		closeAll(files)
+		l.exited(id, fmt.Errorf("node %s could not start the worker: %w", l.d.cfg.ID, err))
+		return
+	}
+	go func() {
+		defer l.wg.Done()
+		err := cmd.Wait()
+		closeAll(files)
+		l.mu.Lock()
+		delete(l.workers, id)
+		l.mu.Unlock()
+		if err == nil {
+			err = errors.New("exited")
+		}
+		l.exited(id, err)
+	}()
+}
+
+func (l *lease) exited(id uint64, why error) {
+	_ = l.conn.Send(msgExited, func(b []byte) []byte {
+		b = wire.AppendUvarint(b, id)
+		return wire.AppendString(b, why.Error())
+	})
+}
+
+// killAll kills the lease's workers; none start afterwards.
+func (l *lease) killAll() {
+	l.mu.Lock()
+	l.closed = true
+	ps := make([]*os.Process, 0, len(l.workers))
+	for _, p := range l.workers {
+		ps = append(ps, p)
+	}
+	l.mu.Unlock()
+	for _, p := range ps {
+		_ = p.Kill()
+	}
+}
+
+func closeAll(cs []io.Closer) {
+	for _, c := range cs {
+		c.Close()
+	}
+}
+
+// workerEnv is the daemon's environment less what would confuse a worker
+// (a worker's or a driver's cluster settings).
+func workerEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "GRAY_") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+// safe keeps the characters of s that are fine in a file name.
+func safe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '-' || r == '_' || r == '.' || (r >= '0' && r <= '9') || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') {
+			return r
+		}
+		return '_'
+	}, s)
+}

@@ -1,0 +1,102 @@
+// Package cluster runs Gray on several machines: the node daemon
+// (ServeNode), which starts workers for drivers, and the driver's side
+// (Driver), which leases workers on the nodes of a cluster for its node's
+// scheduler (runtime/node, runtime/sched's Cluster).
+//
+// A driver dials each node daemon it uses (transfer.Dial: both prove they
+// hold the cluster token) and keeps that connection, the lease, for the
+// job's life:
+//
+//	driver → node  hello    job, GOOS/GOARCH, the executable's sha256 and size, the resources wanted
+//	node → driver  needExe  the node has no executable with that sum in its cache
+//	driver → node  exe      the executable's bytes (checked against the sum, cached by it)
+//	node → driver  welcome  ok or why not, the resources granted, the node's ID
+//	driver → node  start    start worker W: arguments, environment
+//	driver → node  stop     kill worker W
+//	node → driver  exited   worker W ended (or did not start), and why
+//
+// The node grants what it has free (its resources less other jobs'
+// grants) and keeps the grant until the lease ends; the driver's scheduler
+// places tasks within it. When the lease's connection ends (the driver
+// exited or its machine died) the node kills the job's workers; when a
+// worker ends, the driver hears it from the node.
+package cluster
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/gray-ml/gray/runtime/task"
+	"github.com/gray-ml/gray/runtime/wire"
+)
+
+// The lease's messages (see the package comment).
+const (
+	msgHello byte = 1 + iota
+	msgNeedExe
+	msgExe
+	msgWelcome
+	msgStart
+	msgStop
+	msgExited
+)
+
+func appendRes(b []byte, r task.Resources) []byte {
+	b = wire.AppendFloat(b, r.CPU)
+	b = wire.AppendFloat(b, r.GPU)
+	keys := slices.Sorted(maps.Keys(r.Custom))
+	b = wire.AppendUvarint(b, uint64(len(keys)))
+	for _, k := range keys {
+		b = wire.AppendString(b, k)
+		b = wire.AppendFloat(b, r.Custom[k])
+	}
+	return b
+}
+
+func decodeRes(d *wire.Dec) task.Resources {
+	r := task.Resources{CPU: d.Float(), GPU: d.Float(), Custom: map[string]float64{}}
+	for range d.Count() {
+		k := d.String()
+		r.Custom[k] = d.Float()
+	}
+	return r
+}
+
+func appendStrings(b []byte, ss []string) []byte {
+	b = wire.AppendUvarint(b, uint64(len(ss)))
+	for _, s := range ss {
+		b = wire.AppendString(b, s)
+	}
+	return b
+}
+
+func decodeStrings(d *wire.Dec) []string {
+	n := d.Count()
+	out := make([]string, 0, n)
+	for range n {
+		out = append(out, d.String())
+	}
+	return out
+}
+
+// grant returns what of want fits in free (per resource, the smaller).
+func grant(want, free task.Resources) task.Resources {
+	g := task.Resources{CPU: min(want.CPU, free.CPU), GPU: min(want.GPU, free.GPU), Custom: map[string]float64{}}
+	for k, v := range want.Custom {
+		if f := free.Custom[k]; f > 0 {
+			g.Custom[k] = min(v, f)
+		}
+	}
+	g.CPU, g.GPU = max(g.CPU, 0), max(g.GPU, 0)
+	return g
+}
+
+// add returns a + sign*b.
+func add(a, b task.Resources, sign float64) task.Resources {
+	out := task.Resources{CPU: a.CPU + sign*b.CPU, GPU: a.GPU + sign*b.GPU, Custom: map[string]float64{}}
+	maps.Copy(out.Custom, a.Custom)
+	for k, v := range b.Custom {
+		out.Custom[k] += sign * v
+	}
+	return out
+}

@@ -1,0 +1,240 @@
+package node
+
+import (
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+
+	"github.com/gray-ml/gray/runtime/codec"
+	"github.com/gray-ml/gray/runtime/ids"
+	"github.com/gray-ml/gray/runtime/sched"
+	"github.com/gray-ml/gray/runtime/task"
+	"github.com/gray-ml/gray/runtime/transfer"
+)
+
+// Workers on other nodes of a cluster.
+//
+// The driver's node schedules for the whole job (sched.Cluster keeps a
+// pool per node). A Spawn or StartActor effect for another node becomes a
+// lease: Remote.StartWorker asks that node's daemon to start the program as
+// worker w. The worker connects back over TCP (the cluster token proves it
+// may) and from then on is an ordinary worker of this node. Its objects
+// travel inline over its connection: arguments and Get replies carry the
+// bytes of shared objects, and its large results (encoded zero-copy by the
+// worker) are copied into this node's shared-memory store, so the driver's
+// Get of them stays zero-copy.
+
+// Remote reaches the node daemons of a cluster (runtime/cluster implements
+// it). Its methods must not block and are called under the node's lock.
+type Remote interface {
+	// StartWorker asks node k to start worker w of this driver, with env
+	// added to its environment. The outcome comes back as a call of
+	// Node.WorkerExited(w, why) when the worker ends or cannot start.
+	StartWorker(k sched.NodeID, w sched.WorkerID, env []string)
+	// StopWorker asks node k to kill worker w.
+	StopWorker(k sched.NodeID, w sched.WorkerID)
+}
+
+// ClusterConfig makes a node the driver of a cluster job.
+type ClusterConfig struct {
+	Remote Remote
+	Token  []byte // the cluster token: leased workers prove they hold it
+	Listen string // where leased workers connect, e.g. "127.0.0.1:0"
+	// Advertise is the address workers dial (default: the listener's).
+	Advertise string
+}
+
+// maxRetries bounds how often a task whose remote worker or node died is
+// run again elsewhere.
+const maxRetries = 3
+
+// remoteState is the node's part of a cluster; nil without one.
+type remoteState struct {
+	cfg       ClusterConfig
+	ln        net.Listener
+	addr      string // what workers dial
+	names     map[sched.NodeID]string
+	badStarts map[sched.NodeID]int // workers in a row that ended before connecting
+	retries   map[*pending]int
+}
+
+// listenTCP starts the listener for leased workers.
+func (n *Node) listenTCP() error {
+	c := n.cfg.Cluster
+	ln, err := transfer.Listen(c.Listen, c.Token)
+	if err != nil {
+		return fmt.Errorf("gray: listening for the cluster's workers on %s: %w", c.Listen, err)
+	}
+	addr := c.Advertise
+	if addr == "" {
+		addr = ln.Addr().String()
+	}
+	n.remote = &remoteState{cfg: *c, ln: ln, addr: addr, names: map[sched.NodeID]string{},
+		badStarts: map[sched.NodeID]int{}, retries: map[*pending]int{}}
+	n.wg.Add(1)
+	go n.acceptFrom(ln)
+	return nil
+}
+
+// WorkerAddress returns where leased workers connect ("" outside a cluster).
+func (n *Node) WorkerAddress() string {
+	if n.remote == nil {
+		return ""
+	}
+	return n.remote.addr
+}
+
+// AddNode adds node k (name for messages) with the resources this job may
+// use there; tasks spill to it when the local node is full.
+func (n *Node) AddNode(k sched.NodeID, name string, res task.Resources) error {
+	n.mu.Lock()
+	defer n.unlock()
+	if n.remote == nil {
+		return fmt.Errorf("gray: adding node %s: this session is not connected to a cluster", name)
+	}
+	if n.closed {
+		return ErrShutdown
+	}
+	if err := n.core.AddNode(k, res); err != nil {
+		return err
+	}
+	n.remote.names[k] = name
+	n.step()
+	return nil
+}
+
+// NodeGone drops node k: its workers are gone, the tasks they ran or held
+// run again elsewhere (up to maxRetries times each), its actors die with
+// why.
+func (n *Node) NodeGone(k sched.NodeID, why string) {
+	n.mu.Lock()
+	if n.remote == nil || n.closed || n.remote.names[k] == "" && n.core.Node(k) == nil {
+		n.unlock()
+		return
+	}
+	name := n.remote.names[k]
+	delete(n.remote.names, k)
+	tasks, actors := n.core.RemoveNode(k)
+	var conns []*proc
+	for _, w := range n.workers {
+		if w.node == k {
+			conns = append(conns, w)
+		}
+	}
+	for _, p := range tasks {
+		n.rerun(p, fmt.Sprintf("node %s died (%s)", name, why))
+	}
+	for _, id := range actors {
+		if a := n.actors[id]; a != nil {
+			n.actorDied(a, &task.TaskError{Function: a.typ, Message: fmt.Sprintf("its node %s died (%s)", name, why), Cause: task.ErrWorkerDied})
+		}
+	}
+	n.step()
+	n.unlock()
+	for _, w := range conns {
+		if w.conn != nil {
+			w.conn.Abort()
+		}
+	}
+	n.flushErrors()
+}
+
+// rerun submits again a task whose remote worker or node died, or fails it
+// once it has been tried maxRetries times.
+func (n *Node) rerun(p *pending, why string) {
+	r := n.remote.retries[p] + 1
+	if r > maxRetries {
+		delete(n.remote.retries, p)
+		n.finishErr(p, &task.TaskError{Function: p.spec.Func, Message: fmt.Sprintf("tried %d times; the last time %s", r, why), Cause: task.ErrWorkerDied})
+		return
+	}
+	n.remote.retries[p] = r
+	n.core.Submit(p, &p.entry.Res, false)
+}
+
+// WorkerExited reports the end of remote worker w (or that it could not
+// start: why says so).
+func (n *Node) WorkerExited(w sched.WorkerID, why error) {
+	n.mu.Lock()
+	x := n.workers[w]
+	n.unlock()
+	if x == nil {
+		return
+	}
+	x.exitOnce.Do(func() {
+		x.exitErr = why
+		close(x.exited)
+	})
+	n.mu.Lock()
+	connected := x.conn != nil
+	n.unlock()
+	if !connected {
+		n.died(x)
+	}
+}
+
+// spawnRemote asks node k to start worker w.
+func (n *Node) spawnRemote(w *proc) {
+	k := w.node
+	w.name = fmt.Sprintf("worker %d on %s", w.id-sched.FirstWorker(k)+1, n.remote.names[k])
+	env := []string{
+		task.EnvSocket + "=tcp:" + n.remote.addr,
+		task.EnvWorker + "=" + strconv.Itoa(int(w.id)),
+		task.EnvToken + "=" + hex.EncodeToString(n.remote.cfg.Token),
+		task.EnvRemote + "=1",
+	}
+	if w.actor != nil {
+		env = append(env, "CUDA_VISIBLE_DEVICES="+joinInts(w.actor.gpus))
+	}
+	if os.Getenv("GORACE") == "" {
+		env = append(env, "GORACE=atexit_sleep_ms=0")
+	}
+	n.remote.cfg.Remote.StartWorker(k, w.id, env)
+}
+
+// remoteStartFailed counts a remote worker that ended before connecting;
+// several in a row on one node take the node out of the job.
+func (n *Node) remoteStartFailed(w *proc) {
+	n.remote.badStarts[w.node]++
+	if n.remote.badStarts[w.node] < 3 {
+		return
+	}
+	why := "they exited"
+	if w.exitErr != nil {
+		why = w.exitErr.Error()
+	}
+	k := w.node
+	go n.NodeGone(k, "3 workers in a row ended before connecting: "+why)
+}
+
+// inlineShared returns o with a shared object's bytes inline, for a worker
+// on another node, which cannot map this node's store.
+func (n *Node) inlineShared(o task.Object, oid ids.ObjectID) task.Object {
+	if !o.Shared || o.Err != nil || n.shared == nil {
+		return o
+	}
+	b, err := n.shared.Get(storeID(oid))
+	if err != nil {
+		return task.Object{Err: &task.TaskError{Function: "(object store)", Message: fmt.Sprintf("object %s: %v", oid, err), Cause: err}}
+	}
+	return task.Object{Data: b}
+}
+
+// adoptInline stores in shared memory a large zero-copy value that a worker
+// on another node sent inline, so Get maps it without a copy.
+func (n *Node) adoptInline(id ids.ObjectID, o task.Object) task.Object {
+	if o.Shared || o.Err != nil || n.shared == nil || len(o.Data) < codec.InlineThreshold || !codec.IsZeroCopy(o.Data) {
+		return o
+	}
+	wr, err := n.shared.Create(storeID(id), int64(len(o.Data)))
+	if err != nil {
+		return o // kept inline: Get copies
+	}
+	copy(wr.Bytes(), o.Data)
+	if err := wr.Seal(); err != nil {
+		return o
+	}
+	return task.Object{Shared: true, Size: int64(len(o.Data))}
+}

@@ -1,0 +1,497 @@
+package sched
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/gray-ml/gray/runtime/ids"
+	"github.com/gray-ml/gray/runtime/task"
+)
+
+// NodeID names a node of a Cluster. Local is the driver's own machine; the
+// caller numbers the others.
+type NodeID int
+
+// Local is the driver's own node.
+const Local NodeID = 0
+
+// nodeShift spaces the worker IDs of the nodes apart: node k's workers are
+// numbered from k<<nodeShift + 1 on (IDs stay within 32 bits for the first
+// 127 nodes).
+const nodeShift = 24
+
+// FirstWorker returns the first worker ID of node k.
+func FirstWorker(k NodeID) WorkerID { return WorkerID(k)<<nodeShift + 1 }
+
+// NodeOf returns the node of worker w.
+func NodeOf(w WorkerID) NodeID { return NodeID(w >> nodeShift) }
+
+// addDemand adds sign times r to what the queued tasks ask for.
+func (c *Core[T]) addDemand(r *task.Resources, sign float64) {
+	c.demand.CPU += sign * r.CPU
+	c.demand.GPU += sign * r.GPU
+	for k, v := range r.Custom {
+		c.demand.Custom[k] += sign * v
+	}
+}
+
+// Headroom reports whether r fits what is free once the tasks queued now
+// have what they ask for: a task placed here would not wait behind them.
+func (c *Core[T]) Headroom(r *task.Resources) bool {
+	if r.CPU > c.avail.CPU-c.demand.CPU+eps || r.GPU > c.avail.GPU-c.demand.GPU+eps {
+		return false
+	}
+	for k, v := range r.Custom {
+		if v > c.avail.Custom[k]-c.demand.Custom[k]+eps {
+			return false
+		}
+	}
+	return true
+}
+
+// fitsTotal reports whether r fits the node when nothing else runs.
+func (c *Core[T]) fitsTotal(r task.Resources) bool {
+	if r.CPU > c.total.CPU+eps || r.GPU > c.total.GPU+eps {
+		return false
+	}
+	for k, v := range r.Custom {
+		if v > c.total.Custom[k]+eps {
+			return false
+		}
+	}
+	return true
+}
+
+// drain empties a core whose node is gone: it returns every task it held
+// (running, queued behind a worker, or waiting in a queue), in that order per
+// worker, and the actors that held or waited for its resources.
+func (c *Core[T]) drain() (tasks []T, actors []ids.ActorID) {
+	ws := slices.Sorted(func(yield func(WorkerID) bool) {
+		for id := range c.pool {
+			if !yield(id) {
+				return
+			}
+		}
+	})
+	for _, id := range ws {
+		for _, it := range c.pool[id].tasks {
+			tasks = append(tasks, it.t)
+		}
+	}
+	for _, k := range c.shapes {
+		q := c.queues[k]
+		for q.len() > 0 {
+			tasks = append(tasks, q.pop().t)
+		}
+	}
+	for id := range c.actors {
+		actors = append(actors, id)
+	}
+	slices.SortFunc(actors, func(a, b ids.ActorID) int { return slices.Compare(a[:], b[:]) })
+	c.closed = true
+	return tasks, actors
+}
+
+// Cluster is the scheduling core of a driver whose tasks may run on several
+// nodes: one Core per node (its resources, queues and pool of workers),
+// with the placement of tasks and actors between them. Tasks run on the
+// local node while it has room, then on the first other node that has; when
+// none has, they queue where the wait is shortest. Events about a worker go
+// to its node's core (see NodeOf); every effect names its node.
+//
+// Like Core, a Cluster is a state machine with no I/O, not safe for
+// concurrent use.
+type Cluster[T any] struct {
+	cores   map[NodeID]*Core[T]
+	order   []NodeID // Local first, then by ID
+	actorAt map[ids.ActorID]NodeID
+	effects []Effect[T]
+	closed  bool
+
+	// Requests no node can hold: they wait for a node that can to join.
+	waiting []item[T]
+	actorQ  []waitingActor
+}
+
+type waitingActor struct {
+	id  ids.ActorID
+	res task.Resources
+}
+
+// NewCluster returns a cluster core of one node, the local one, configured
+// by cfg (whose Node is ignored).
+func NewCluster[T any](cfg Config) *Cluster[T] {
+	cl := &Cluster[T]{cores: map[NodeID]*Core[T]{}, actorAt: map[ids.ActorID]NodeID{}}
+	cfg.Node = Local
+	cl.add(Local, New[T](cfg))
+	return cl
+}
+
+func (cl *Cluster[T]) add(id NodeID, c *Core[T]) {
+	c.effects = nil
+	c.sink = &cl.effects
+	cl.cores[id] = c
+	cl.order = append(cl.order, id)
+	slices.Sort(cl.order)
+}
+
+// AddNode adds node id (not Local, not present) with total resources. Its
+// pool starts empty and grows as tasks are placed there.
+func (cl *Cluster[T]) AddNode(id NodeID, total task.Resources) error {
+	if id <= Local || cl.cores[id] != nil {
+		return fmt.Errorf("sched: node %d exists already or is not a remote node", id)
+	}
+	c := New[T](Config{Total: total, Workers: 1, Node: id})
+	if cl.closed {
+		c.Close()
+	}
+	cl.add(id, c)
+	w, aq := cl.waiting, cl.actorQ
+	cl.waiting, cl.actorQ = nil, nil
+	for _, it := range w {
+		cl.Submit(it.t, it.res, it.pipe)
+	}
+	for _, a := range aq {
+		cl.WaitActor(a.id, a.res)
+	}
+	return nil
+}
+
+// RemoveNode drops node id (gone: its process or machine ended). It returns
+// what ran or waited there: the tasks, for the caller to run again or fail
+// (resubmitted with Submit, they go elsewhere), and the actors, which the
+// caller recreates (WaitActor) or fails.
+func (cl *Cluster[T]) RemoveNode(id NodeID) (tasks []T, actors []ids.ActorID) {
+	c := cl.cores[id]
+	if c == nil || id == Local {
+		return nil, nil
+	}
+	tasks, actors = c.drain()
+	delete(cl.cores, id)
+	cl.order = slices.DeleteFunc(cl.order, func(x NodeID) bool { return x == id })
+	for _, a := range actors {
+		delete(cl.actorAt, a)
+	}
+	return tasks, actors
+}
+
+// Nodes returns the nodes, Local first.
+func (cl *Cluster[T]) Nodes() []NodeID { return slices.Clone(cl.order) }
+
+// Node returns node id's core, for reading its state (Total, Available,
+// Queued...), or nil. Events must go through the Cluster.
+func (cl *Cluster[T]) Node(id NodeID) *Core[T] { return cl.cores[id] }
+
+// place picks the node for a request: the first (Local first) with room
+// beyond what is queued there, else the one that fits it whose queue is
+// shortest for its CPUs; nil when no node can ever hold it.
+func (cl *Cluster[T]) place(r *task.Resources) *Core[T] {
+	for _, id := range cl.order {
+		if c := cl.cores[id]; c.Headroom(r) {
+			return c
+		}
+	}
+	var best *Core[T]
+	bestLoad := math.Inf(1)
+	for _, id := range cl.order {
+		c := cl.cores[id]
+		if !c.fitsTotal(*r) {
+			continue
+		}
+		load := float64(c.Queued()+len(c.actorWait)) / max(c.total.CPU, 1)
+		if load < bestLoad {
+			best, bestLoad = c, load
+		}
+	}
+	return best
+}
+
+// Fits reports whether some node could hold r when nothing else runs.
+func (cl *Cluster[T]) Fits(r task.Resources) bool {
+	for _, id := range cl.order {
+		if cl.cores[id].fitsTotal(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// Feasible reports why a request for r by name can never be met by any node
+// now in the cluster, or nil.
+func (cl *Cluster[T]) Feasible(name string, r task.Resources) error {
+	var first error
+	for _, id := range cl.order {
+		err := cl.cores[id].Feasible(name, r)
+		if err == nil {
+			return nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	if len(cl.order) > 1 {
+		return fmt.Errorf("no node of the cluster (%d nodes) can hold it; on this machine: %w", len(cl.order), first)
+	}
+	return first
+}
+
+// Submit queues t on the node place chooses (see Core.Submit). A request
+// no node can hold waits until one that can joins (see Waiting).
+func (cl *Cluster[T]) Submit(t T, res *task.Resources, pipelined bool) {
+	c := cl.place(res)
+	if c == nil {
+		cl.waiting = append(cl.waiting, item[T]{t: t, res: res, pipe: pipelined})
+		return
+	}
+	c.Submit(t, res, pipelined)
+}
+
+// WaitActor asks for actor id's resources on the node place chooses; an
+// actor no node can hold waits until one that can joins.
+func (cl *Cluster[T]) WaitActor(id ids.ActorID, res task.Resources) {
+	if _, dup := cl.actorAt[id]; dup {
+		return
+	}
+	if slices.ContainsFunc(cl.actorQ, func(a waitingActor) bool { return a.id == id }) {
+		return
+	}
+	c := cl.place(&res)
+	if c == nil {
+		cl.actorQ = append(cl.actorQ, waitingActor{id, res})
+		return
+	}
+	cl.actorAt[id] = c.node
+	c.WaitActor(id, res)
+}
+
+// Waiting returns the requests no node of the cluster can hold, which wait
+// for one that can to join.
+func (cl *Cluster[T]) Waiting() []task.Resources {
+	var out []task.Resources
+	for _, it := range cl.waiting {
+		out = append(out, Clone(*it.res))
+	}
+	for _, a := range cl.actorQ {
+		out = append(out, Clone(a.res))
+	}
+	return out
+}
+
+// ActorNode returns the node actor id was placed on.
+func (cl *Cluster[T]) ActorNode(id ids.ActorID) (NodeID, bool) {
+	n, ok := cl.actorAt[id]
+	return n, ok
+}
+
+// ActorGone releases actor id's resources on its node.
+func (cl *Cluster[T]) ActorGone(id ids.ActorID) {
+	n, ok := cl.actorAt[id]
+	if !ok {
+		cl.actorQ = slices.DeleteFunc(cl.actorQ, func(a waitingActor) bool { return a.id == id })
+		return
+	}
+	delete(cl.actorAt, id)
+	if c := cl.cores[n]; c != nil {
+		c.ActorGone(id)
+	}
+}
+
+// on returns the core of worker w's node, or nil once the node is gone.
+func (cl *Cluster[T]) on(w WorkerID) *Core[T] { return cl.cores[NodeOf(w)] }
+
+// WorkerReady: see Core.WorkerReady.
+func (cl *Cluster[T]) WorkerReady(w WorkerID) {
+	if c := cl.on(w); c != nil {
+		c.WorkerReady(w)
+	}
+}
+
+// Running: see Core.Running.
+func (cl *Cluster[T]) Running(w WorkerID) (T, bool) {
+	if c := cl.on(w); c != nil {
+		return c.Running(w)
+	}
+	var zero T
+	return zero, false
+}
+
+// Epoch: see Core.Epoch.
+func (cl *Cluster[T]) Epoch(w WorkerID) uint64 {
+	if c := cl.on(w); c != nil {
+		return c.Epoch(w)
+	}
+	return 0
+}
+
+// TaskDone: see Core.TaskDone.
+func (cl *Cluster[T]) TaskDone(w WorkerID, retiring bool) {
+	if c := cl.on(w); c != nil {
+		c.TaskDone(w, retiring)
+	}
+}
+
+// Block: see Core.Block.
+func (cl *Cluster[T]) Block(w WorkerID, epoch uint64) {
+	if c := cl.on(w); c != nil {
+		c.Block(w, epoch)
+	}
+}
+
+// Unblock: see Core.Unblock.
+func (cl *Cluster[T]) Unblock(w WorkerID, epoch uint64) bool {
+	if c := cl.on(w); c != nil {
+		return c.Unblock(w, epoch)
+	}
+	return true
+}
+
+// GiveBack: see Core.GiveBack.
+func (cl *Cluster[T]) GiveBack(w WorkerID, back func(T) bool) {
+	if c := cl.on(w); c != nil {
+		c.GiveBack(w, back)
+	}
+}
+
+// WorkerDied: see Core.WorkerDied.
+func (cl *Cluster[T]) WorkerDied(w WorkerID) (running T, ok bool) {
+	if c := cl.on(w); c != nil {
+		return c.WorkerDied(w)
+	}
+	return running, false
+}
+
+// SpawnFailed: see Core.SpawnFailed; it concerns the local node, whose
+// workers are started by the driver itself.
+func (cl *Cluster[T]) SpawnFailed() (tasks []T, actors []ids.ActorID) {
+	tasks, actors = cl.cores[Local].SpawnFailed()
+	for _, a := range actors {
+		delete(cl.actorAt, a)
+	}
+	if len(cl.order) == 1 { // no other node: what waits for one fails too
+		for _, it := range cl.waiting {
+			tasks = append(tasks, it.t)
+		}
+		for _, a := range cl.actorQ {
+			actors = append(actors, a.id)
+		}
+		cl.waiting, cl.actorQ = nil, nil
+	}
+	return tasks, actors
+}
+
+// Effects: see Core.Effects; every node's effects, in order.
+func (cl *Cluster[T]) Effects() []Effect[T] {
+	e := cl.effects
+	cl.effects = nil
+	return e
+}
+
+// Pending reports whether effects wait to be taken.
+func (cl *Cluster[T]) Pending() bool { return len(cl.effects) > 0 }
+
+// Boot starts the local node's pool.
+func (cl *Cluster[T]) Boot() { cl.cores[Local].Boot() }
+
+// Close stops every core.
+func (cl *Cluster[T]) Close() {
+	cl.closed = true
+	for _, c := range cl.cores {
+		c.Close()
+	}
+}
+
+// Total returns the resources of all nodes together.
+func (cl *Cluster[T]) Total() task.Resources { return cl.sum((*Core[T]).Total) }
+
+// Available returns what all nodes have free together.
+func (cl *Cluster[T]) Available() task.Resources { return cl.sum((*Core[T]).Available) }
+
+func (cl *Cluster[T]) sum(f func(*Core[T]) task.Resources) task.Resources {
+	out := task.Resources{Custom: map[string]float64{}}
+	for _, id := range cl.order {
+		r := f(cl.cores[id])
+		out.CPU += r.CPU
+		out.GPU += r.GPU
+		for k, v := range r.Custom {
+			out.Custom[k] += v
+		}
+	}
+	return out
+}
+
+// Starting returns how many pool workers of the local node are starting.
+func (cl *Cluster[T]) Starting() int { return cl.cores[Local].Starting() }
+
+// Queued returns how many ready tasks wait for a worker, on all nodes or
+// for a node to join.
+func (cl *Cluster[T]) Queued() int {
+	n := len(cl.waiting)
+	for _, c := range cl.cores {
+		n += c.Queued()
+	}
+	return n
+}
+
+// Sent: see Core.Sent.
+func (cl *Cluster[T]) Sent(w WorkerID) []T {
+	if c := cl.on(w); c != nil {
+		return c.Sent(w)
+	}
+	return nil
+}
+
+// EachQueued: see Core.EachQueued; node by node, Local first.
+func (cl *Cluster[T]) EachQueued(fn func(T)) {
+	for _, id := range cl.order {
+		cl.cores[id].EachQueued(fn)
+	}
+	for _, it := range cl.waiting {
+		fn(it.t)
+	}
+}
+
+// Check verifies every core's invariants and that each actor is filed
+// under a node that holds it.
+func (cl *Cluster[T]) Check() error {
+	for _, id := range cl.order {
+		c := cl.cores[id]
+		if err := c.Check(); err != nil {
+			return fmt.Errorf("node %d: %w", id, err)
+		}
+		if err := c.checkDemand(); err != nil {
+			return fmt.Errorf("node %d: %w", id, err)
+		}
+	}
+	for a, n := range cl.actorAt {
+		if c := cl.cores[n]; c == nil || c.actors[a] == nil {
+			return fmt.Errorf("actor %s filed under node %d, which does not hold it", a, n)
+		}
+	}
+	return nil
+}
+
+// checkDemand verifies that the queued tasks ask for what demand says.
+func (c *Core[T]) checkDemand() error {
+	d := task.Resources{Custom: map[string]float64{}}
+	for _, k := range c.shapes {
+		q := c.queues[k]
+		for i := q.head; i < len(q.items); i++ {
+			r := q.items[i].res
+			d.CPU += r.CPU
+			d.GPU += r.GPU
+			for k, v := range r.Custom {
+				d.Custom[k] += v
+			}
+		}
+	}
+	if !near(d.CPU, c.demand.CPU) || !near(d.GPU, c.demand.GPU) {
+		return fmt.Errorf("queued tasks ask for CPU %g GPU %g, counted %g and %g", d.CPU, d.GPU, c.demand.CPU, c.demand.GPU)
+	}
+	for k, v := range c.demand.Custom {
+		if !near(v, d.Custom[k]) {
+			return fmt.Errorf("queued tasks ask for %s=%g, counted %g", k, d.Custom[k], v)
+		}
+	}
+	return nil
+}

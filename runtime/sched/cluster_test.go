@@ -1,0 +1,122 @@
+package sched
+
+import (
+	"testing"
+
+	"github.com/gray-ml/gray/runtime/ids"
+	"github.com/gray-ml/gray/runtime/task"
+)
+
+// connectAll connects every spawned worker and returns the effects that
+// were not spawns.
+func connectAll(t *testing.T, cl *Cluster[int]) []Effect[int] {
+	t.Helper()
+	var rest []Effect[int]
+	for cl.Pending() {
+		for _, e := range cl.Effects() {
+			if e.Kind == Spawn {
+				if NodeOf(e.Worker) != e.Node {
+					t.Fatalf("worker %d spawned on node %d", e.Worker, e.Node)
+				}
+				cl.WorkerReady(e.Worker)
+				continue
+			}
+			rest = append(rest, e)
+		}
+	}
+	if err := cl.Check(); err != nil {
+		t.Fatal(err)
+	}
+	return rest
+}
+
+// runsOn returns the node of each Run effect, by task.
+func runsOn(es []Effect[int]) map[int]NodeID {
+	m := map[int]NodeID{}
+	for _, e := range es {
+		if e.Kind == Run {
+			m[e.Task] = e.Node
+		}
+	}
+	return m
+}
+
+func TestClusterPlacement(t *testing.T) {
+	one := cpus(1)
+	tests := []struct {
+		name  string
+		local float64
+		nodes []float64 // CPUs of nodes 1, 2, ...
+		tasks int
+		want  map[NodeID]int // tasks started per node
+	}{
+		{"local first", 2, []float64{2}, 2, map[NodeID]int{Local: 2}},
+		{"spill when local is full", 1, []float64{2}, 3, map[NodeID]int{Local: 1, 1: 2}},
+		{"over every node", 1, []float64{1, 1}, 3, map[NodeID]int{Local: 1, 1: 1, 2: 1}},
+		{"no local CPUs", 0, []float64{1, 2}, 3, map[NodeID]int{1: 1, 2: 2}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cl := NewCluster[int](Config{Total: task.Resources{CPU: tc.local}, Workers: 1})
+			for i, c := range tc.nodes {
+				if err := cl.AddNode(NodeID(i+1), task.Resources{CPU: c}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cl.Boot()
+			connectAll(t, cl)
+			for i := range tc.tasks {
+				cl.Submit(i+1, one, true)
+			}
+			got := map[NodeID]int{}
+			for _, n := range runsOn(connectAll(t, cl)) {
+				got[n]++
+			}
+			for n, want := range tc.want {
+				if got[n] != want {
+					t.Errorf("node %d started %d tasks, want %d (all: %v)", n, got[n], want, got)
+				}
+			}
+		})
+	}
+}
+
+// A request that only a node not yet joined could hold waits, shows in
+// Waiting, and runs there once it joins; a removed node's tasks run again
+// elsewhere.
+func TestClusterWaitsForNodeAndRemovesNode(t *testing.T) {
+	cl := NewCluster[int](Config{Total: task.Resources{CPU: 1}, Workers: 1})
+	cl.Boot()
+	connectAll(t, cl)
+	gpu := &task.Resources{CPU: 1, GPU: 1}
+	cl.Submit(1, gpu, false)
+	actor := ids.ActorID{7}
+	cl.WaitActor(actor, task.Resources{Custom: map[string]float64{"tpu": 1}})
+	if w := cl.Waiting(); len(w) != 2 {
+		t.Fatalf("waiting %v, want the GPU task and the TPU actor", w)
+	}
+	if err := cl.AddNode(1, task.Resources{CPU: 2, GPU: 1, Custom: map[string]float64{"tpu": 1}}); err != nil {
+		t.Fatal(err)
+	}
+	es := connectAll(t, cl)
+	if on := runsOn(es)[1]; on != 1 {
+		t.Fatalf("the GPU task runs on node %d, want 1", on)
+	}
+	if n, ok := cl.ActorNode(actor); !ok || n != 1 {
+		t.Fatalf("actor placed on %d (%v), want node 1", n, ok)
+	}
+	if len(cl.Waiting()) != 0 {
+		t.Fatalf("still waiting: %v", cl.Waiting())
+	}
+	tasks, actors := cl.RemoveNode(1)
+	if len(tasks) != 1 || tasks[0] != 1 || len(actors) != 1 || actors[0] != actor {
+		t.Fatalf("node 1 returned tasks %v actors %v", tasks, actors)
+	}
+	cl.Submit(1, gpu, false)
+	if len(cl.Waiting()) != 1 {
+		t.Fatalf("the GPU task should wait again for a node with a GPU: %v", cl.Waiting())
+	}
+	if err := cl.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
