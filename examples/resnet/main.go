@@ -4,12 +4,15 @@
 // normalisation, global average pooling, a dense layer).
 //
 // Each worker actor holds a shard of the training set and a replica of the
-// network. Every step the driver puts the current weights into the object
-// store once; each worker maps them without a copy, computes the gradient
-// on its slice of the global batch and returns it (into the object store
-// again); the synchronous parameter server (rllib/paramserver, sharded
-// over --shards actors) reads the gradients there by reference, averages
-// them and takes one momentum-SGD step; the driver pulls the new weights.
+// network. Every step each worker reads the current weights in place in the
+// object store (one part per server shard, through a paramserver.View),
+// computes the gradient on its slice of the global batch and returns it
+// into the object store; the synchronous parameter server
+// (rllib/paramserver, sharded over --shards actors) reads the gradients in
+// place, averages them, takes one momentum-SGD step and writes its new
+// weights into the store once, and their references go straight to the
+// next step's workers. Nothing is copied on the way, and the driver only
+// waits for the gradients' metrics.
 // Workers ask for one GPU each when gray finds GPUs (gray.ClusterResources)
 // and run on CPUs otherwise; the models package computes on the CPU either
 // way, and the example says which it did.
