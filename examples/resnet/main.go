@@ -23,7 +23,8 @@
 // It prints the placement, progress every --log-every steps, test accuracy
 // (on the first --eval-n test images) every --eval-every steps against
 // training time, throughput, the weight-shipping cost per step, and last
-// the accuracy on the whole test set. On the shared 2-core machine
+// the accuracy on the whole test set; --plot=FILE.svg also draws the
+// accuracy against training time. On the shared 2-core machine
 // (loaded, 2026-11-25), go run ./examples/resnet --workers=2 --budget=12m
 // --eval-every=150 --eval-n=2000 --log-every=50 printed:
 //
@@ -50,6 +51,7 @@ import (
 	"time"
 
 	"github.com/gray-ml/gray"
+	"github.com/gray-ml/gray/platform/plot"
 )
 
 func main() {
@@ -74,6 +76,7 @@ func main() {
 	flag.IntVar(&cfg.EvalN, "eval-n", 2000, "test images for the periodic evaluations (0: all)")
 	flag.IntVar(&cfg.LogEvery, "log-every", 20, "print the training loss every N steps")
 	flag.Uint64Var(&cfg.Seed, "seed", 1, "random seed")
+	plotFile := flag.String("plot", "", "also draw test accuracy against training time into this .png or .svg file")
 	flag.Parse()
 	cfg.Widths = nil
 	for _, f := range strings.Split(widths, ",") {
@@ -93,5 +96,21 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	if *plotFile != "" {
+		if err := savePlot(*plotFile, res); err != nil {
+			log.Print(err)
+		}
+	}
 	fmt.Printf("test accuracy: %.4f\n", res.TestAcc)
+}
+
+// savePlot draws the run's test accuracy against its training time.
+func savePlot(file string, res Result) error {
+	c := plot.Curve{Label: "test accuracy"}
+	for _, p := range res.Curve {
+		c.X = append(c.X, p.Seconds/60)
+		c.Y = append(c.Y, p.TestAcc)
+	}
+	return plot.Save([]plot.Curve{c}, file, plot.Options{Metric: "test accuracy", X: "training time (minutes)",
+		Title: fmt.Sprintf("examples/resnet: %d weights, %d images", res.Weights, res.Images), Width: 6, Height: 3.5})
 }
