@@ -60,6 +60,10 @@ type Result struct {
 	// mapping the weights, returning the gradients, the servers' apply and
 	// the pull.
 	ComputePerStep, ShipPerStep time.Duration
+	// WorkerCPUPerStep is the CPU time a worker process used per step,
+	// averaged over workers: well below ComputePerStep, the workers
+	// waited for a core.
+	WorkerCPUPerStep time.Duration
 	// WeightBytes is the size of the weights shipped out each step; each
 	// worker ships as many bytes of gradients back.
 	WeightBytes     int
@@ -140,9 +144,9 @@ func Train(ctx context.Context, cfg Config) (Result, error) {
 		return Result{}, err
 	}
 	var (
-		compute, wall time.Duration
-		lossSum       float64
-		correct, seen int
+		compute, wall, cpu time.Duration
+		lossSum            float64
+		correct, seen      int
 	)
 	ship := func(h gray.Handle[Worker]) {
 		for s, part := range weights {
@@ -187,6 +191,7 @@ func Train(ctx context.Context, cfg Config) (Result, error) {
 		slowest := 0.0
 		for _, o := range outs {
 			slowest = max(slowest, o[keySeconds][0])
+			cpu += time.Duration(o[keyCPU][0] * float64(time.Second) / float64(len(workers)))
 			lossSum += o[keyLoss][0]
 			correct += int(o[keyCorrect][0])
 		}
@@ -230,12 +235,13 @@ func Train(ctx context.Context, cfg Config) (Result, error) {
 	res.ImagesPerSec = float64(res.Images) / wall.Seconds()
 	res.ComputePerStep = compute / time.Duration(res.Steps)
 	res.ShipPerStep = (wall - compute) / time.Duration(res.Steps)
+	res.WorkerCPUPerStep = cpu / time.Duration(res.Steps)
 	if res.TestAcc, err = evaluate(0); err != nil {
 		return res, err
 	}
 	res.Curve = append(res.Curve, Point{Step: res.Steps, Seconds: wall.Seconds(), TestAcc: res.TestAcc})
-	logf("%d steps, %d images in %.1fs: %.1f images/s; per step: compute %.3fs (slowest worker), shipping and applying %.3fs for %.1f KiB of weights out and %d × %.1f KiB of gradients in\n",
-		res.Steps, res.Images, wall.Seconds(), res.ImagesPerSec, res.ComputePerStep.Seconds(), res.ShipPerStep.Seconds(),
+	logf("%d steps, %d images in %.1fs: %.1f images/s; per step: compute %.3fs (slowest worker; %.3fs of CPU per worker), shipping and applying %.3fs for %.1f KiB of weights out and %d × %.1f KiB of gradients in\n",
+		res.Steps, res.Images, wall.Seconds(), res.ImagesPerSec, res.ComputePerStep.Seconds(), res.WorkerCPUPerStep.Seconds(), res.ShipPerStep.Seconds(),
 		float64(res.WeightBytes)/1024, len(workers), float64(res.WeightBytes)/1024)
 	return res, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/gray-ml/gray/datasets/fashionmnist"
 	"github.com/gray-ml/gray/models"
 	"github.com/gray-ml/gray/rllib/paramserver"
+	"golang.org/x/sys/unix"
 )
 
 // Metric keys ride along with the gradients in the Named a worker returns.
@@ -18,6 +19,7 @@ const (
 	keyLoss    = ".loss"
 	keyCorrect = ".correct"
 	keySeconds = ".seconds"
+	keyCPU     = ".cpu"
 )
 
 // WorkerSpec tells a worker what to build and which data to hold.
@@ -114,7 +116,7 @@ func (w *Worker) setWeights() error {
 // linear in the gradient), and returns it with the loss, the number of
 // correct predictions and the compute time as metrics.
 func (w *Worker) Grad(ctx context.Context, scale float64, version int64) (paramserver.Named, error) {
-	start := time.Now()
+	start, cpu0 := time.Now(), processCPU()
 	for s, v := range w.view.Versions() {
 		if v != version {
 			return nil, fmt.Errorf("resnet: worker %d holds version %d of shard %d's weights, want %d (did the server's step fail?)", w.spec.Index, v, s, version)
@@ -143,7 +145,19 @@ func (w *Worker) Grad(ctx context.Context, scale float64, version int64) (params
 	out[keyLoss] = []float64{loss.Item()}
 	out[keyCorrect] = []float64{float64(models.Correct(logits, y))}
 	out[keySeconds] = []float64{time.Since(start).Seconds()}
+	out[keyCPU] = []float64{(processCPU() - cpu0).Seconds()}
 	return out, nil
+}
+
+// processCPU is the CPU time this worker process has used (user and
+// system, all threads): set beside the wall time of a step, it shows
+// whether the worker had a core to itself.
+func processCPU() time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // Evaluate returns the accuracy at the weights SetWeights took on the
