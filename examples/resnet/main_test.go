@@ -10,6 +10,8 @@ import (
 	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/datasets/fashionmnist"
 	"github.com/gray-ml/gray/datasets/fashionmnist/fmtest"
+	"github.com/gray-ml/gray/models"
+	"github.com/gray-ml/gray/rllib/paramserver"
 )
 
 func TestMain(m *testing.M) {
@@ -74,5 +76,37 @@ func TestBadConfig(t *testing.T) {
 	cfg.Dir, cfg.Steps = t.TempDir(), 1
 	if _, err := Train(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), fashionmnist.Package) {
 		t.Fatalf("missing data: %v", err)
+	}
+}
+
+// A worker refuses to compute on weights of another version than the
+// step's (a failed server step would otherwise go unnoticed).
+func TestGradRefusesStaleWeights(t *testing.T) {
+	ctx := context.Background()
+	dir := fmtest.Dir(t, 64, 32)
+	cfg := DefaultConfig()
+	spec := WorkerSpec{Dir: dir, Count: 1, TrainLimit: 64, TestLimit: 32, Batch: 8, Seed: 1,
+		Net: models.ResNetConfig{H: 28, W: 28, C: 1, Classes: 10, Widths: []int{4}, Blocks: 1}, WeightDecay: cfg.WeightDecay}
+	w, err := NewWorker(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	init := paramserver.Named{}
+	p := w.net.Params()
+	for i, name := range p.Names() {
+		init[name] = p.Tensors()[i].Data
+	}
+	if _, err := w.SetWeights(ctx, 0, gray.SharedValue(paramserver.Pulled{Weights: init, Version: 3})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Grad(ctx, 1, 2); err == nil || !strings.Contains(err.Error(), "holds version 3 of shard 0's weights, want 2") {
+		t.Fatalf("stale weights: got %v", err)
+	}
+	g, err := w.Grad(ctx, 1, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g[keyLoss]) != 1 || !(g[keyLoss][0] > 0) {
+		t.Fatalf("gradient at the right version has loss %v", g[keyLoss])
 	}
 }

@@ -60,6 +60,10 @@ type Result struct {
 	// mapping the weights, returning the gradients, the servers' apply and
 	// the pull.
 	ComputePerStep, ShipPerStep time.Duration
+	// WorkerCPUPerStep is the CPU time a worker process used per step,
+	// averaged over workers: well below ComputePerStep, the workers
+	// waited for a core.
+	WorkerCPUPerStep time.Duration
 	// WeightBytes is the size of the weights shipped out each step; each
 	// worker ships as many bytes of gradients back.
 	WeightBytes     int
@@ -129,34 +133,37 @@ func Train(ctx context.Context, cfg Config) (Result, error) {
 		logf("%s\n", info)
 	}
 
-	weights, err := ps.Pull(ctx)
+	// The weights of the step to run: one reference per server shard.
+	// Every step the workers read them in place (SetWeights), each
+	// returns a gradient into the object store, every shard reads those in
+	// place and writes its new weights into the store once (Step), and
+	// those references go to the next step's workers: nothing is copied
+	// and the driver never waits on the servers.
+	weights, err := ps.PullRefs(ctx)
 	if err != nil {
 		return Result{}, err
 	}
 	var (
-		compute, wall time.Duration
-		lossSum       float64
-		correct, seen int
+		compute, wall, cpu time.Duration
+		lossSum            float64
+		correct, seen      int
 	)
-	// evaluate measures w on worker 0's test images, with its running
-	// batch-norm statistics.
-	evaluate := func(w paramserver.Named, n int) (float64, error) {
-		ref, err := gray.Put(ctx, w)
-		if err != nil {
-			return 0, err
+	ship := func(h gray.Handle[Worker]) {
+		for s, part := range weights {
+			setMethod.Remote(h, s, part)
 		}
-		defer gray.Free(ctx, ref)
-		return gray.Get(ctx, evalMethod.Remote(workers[0], ref, n))
+	}
+	// evaluate measures the current weights on worker 0's test images,
+	// with its running batch-norm statistics.
+	evaluate := func(n int) (float64, error) {
+		ship(workers[0])
+		return gray.Get(ctx, evalMethod.Remote(workers[0], n))
 	}
 	for step := 1; cfg.Steps <= 0 || step <= cfg.Steps; step++ {
 		if cfg.Budget > 0 && wall >= cfg.Budget {
 			break
 		}
 		t0 := time.Now()
-		wref, err := gray.Put(ctx, weights) // once per step, mapped by every worker
-		if err != nil {
-			return res, err
-		}
 		scale := 1.0
 		if cfg.Decay {
 			progress := 0.0
@@ -170,7 +177,12 @@ func Train(ctx context.Context, cfg Config) (Result, error) {
 		}
 		grads := make([]gray.Ref[paramserver.Named], len(workers))
 		for i, h := range workers {
-			grads[i] = gradMethod.Remote(h, wref, scale)
+			ship(h)
+			grads[i] = gradMethod.Remote(h, scale, int64(step-1))
+		}
+		next, err := ps.Step(ctx, grads)
+		if err != nil {
+			return res, err
 		}
 		outs, err := gray.GetAll(ctx, grads)
 		if err != nil {
@@ -179,15 +191,15 @@ func Train(ctx context.Context, cfg Config) (Result, error) {
 		slowest := 0.0
 		for _, o := range outs {
 			slowest = max(slowest, o[keySeconds][0])
+			cpu += time.Duration(o[keyCPU][0] * float64(time.Second) / float64(len(workers)))
 			lossSum += o[keyLoss][0]
 			correct += int(o[keyCorrect][0])
 		}
-		if err := ps.ApplyGradients(ctx, grads); err != nil {
-			return res, err
-		}
-		if weights, err = ps.Pull(ctx); err != nil {
-			return res, err
-		}
+		// The old weights stay mapped by the workers until the next
+		// SetWeights replaces them; freeing only ends the driver's claim.
+		_ = gray.Free(ctx, weights...)
+		_ = gray.Free(ctx, grads...)
+		weights = next
 		dt := time.Since(t0)
 		wall += dt
 		compute += time.Duration(slowest * float64(time.Second))
@@ -203,9 +215,8 @@ func Train(ctx context.Context, cfg Config) (Result, error) {
 			logf("step %4d  loss %.4f  train acc %.4f  %.1fs  %.1f images/s\n", step, res.Loss, res.TrainAcc, wall.Seconds(), float64(res.Images)/wall.Seconds())
 			lossSum, correct, seen = 0, 0, 0
 		}
-		_ = gray.Free(ctx, wref)
 		if cfg.EvalEvery > 0 && step%cfg.EvalEvery == 0 {
-			acc, err := evaluate(weights, cfg.EvalN)
+			acc, err := evaluate(cfg.EvalN)
 			if err != nil {
 				return res, err
 			}
@@ -224,12 +235,13 @@ func Train(ctx context.Context, cfg Config) (Result, error) {
 	res.ImagesPerSec = float64(res.Images) / wall.Seconds()
 	res.ComputePerStep = compute / time.Duration(res.Steps)
 	res.ShipPerStep = (wall - compute) / time.Duration(res.Steps)
-	if res.TestAcc, err = evaluate(weights, 0); err != nil {
+	res.WorkerCPUPerStep = cpu / time.Duration(res.Steps)
+	if res.TestAcc, err = evaluate(0); err != nil {
 		return res, err
 	}
 	res.Curve = append(res.Curve, Point{Step: res.Steps, Seconds: wall.Seconds(), TestAcc: res.TestAcc})
-	logf("%d steps, %d images in %.1fs: %.1f images/s; per step: compute %.3fs (slowest worker), shipping and applying %.3fs for %.1f KiB of weights out and %d × %.1f KiB of gradients in\n",
-		res.Steps, res.Images, wall.Seconds(), res.ImagesPerSec, res.ComputePerStep.Seconds(), res.ShipPerStep.Seconds(),
+	logf("%d steps, %d images in %.1fs: %.1f images/s; per step: compute %.3fs (slowest worker; %.3fs of CPU per worker), shipping and applying %.3fs for %.1f KiB of weights out and %d × %.1f KiB of gradients in\n",
+		res.Steps, res.Images, wall.Seconds(), res.ImagesPerSec, res.ComputePerStep.Seconds(), res.WorkerCPUPerStep.Seconds(), res.ShipPerStep.Seconds(),
 		float64(res.WeightBytes)/1024, len(workers), float64(res.WeightBytes)/1024)
 	return res, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/gray-ml/gray/datasets/fashionmnist"
 	"github.com/gray-ml/gray/models"
 	"github.com/gray-ml/gray/rllib/paramserver"
+	"golang.org/x/sys/unix"
 )
 
 // Metric keys ride along with the gradients in the Named a worker returns.
@@ -18,6 +19,7 @@ const (
 	keyLoss    = ".loss"
 	keyCorrect = ".correct"
 	keySeconds = ".seconds"
+	keyCPU     = ".cpu"
 )
 
 // WorkerSpec tells a worker what to build and which data to hold.
@@ -46,6 +48,9 @@ type Worker struct {
 	test    *fashionmnist.Set
 	tape    *models.Tape
 	gpus    []int
+	// view holds the weights the servers shipped last, read in place in
+	// the object store.
+	view paramserver.View
 }
 
 // NewWorker loads the data and builds the replica.
@@ -83,9 +88,16 @@ func (w *Worker) Info(ctx context.Context) (string, error) {
 	return fmt.Sprintf("worker %d: CPU", w.spec.Index), nil
 }
 
-// setWeights copies weights (read-only views into the object store) into
-// the replica.
-func (w *Worker) setWeights(weights paramserver.Named) error {
+// SetWeights takes shard's part of the new weights (a reference to a
+// server's Step result, read in place: no copy) and returns its version.
+func (w *Worker) SetWeights(ctx context.Context, shard int, part gray.Shared[paramserver.Pulled]) (int64, error) {
+	return w.view.Set(shard, part)
+}
+
+// setWeights copies the shipped weights (read-only views into the object
+// store) into the replica's tensors.
+func (w *Worker) setWeights() error {
+	weights := w.view.Weights()
 	for name, t := range w.byName {
 		v, ok := weights[name]
 		if !ok || len(v) != t.Len() {
@@ -97,13 +109,20 @@ func (w *Worker) setWeights(weights paramserver.Named) error {
 }
 
 // Grad computes the gradient of the mean loss over a minibatch of
-// spec.Batch images from this worker's shard at weights, plus weight
+// spec.Batch images from this worker's shard at the weights SetWeights
+// took (which must be version of every shard: a failed server step or
+// a lost part is an error, not a step on stale weights), plus weight
 // decay, times scale (the learning-rate schedule: the servers' SGD step is
 // linear in the gradient), and returns it with the loss, the number of
 // correct predictions and the compute time as metrics.
-func (w *Worker) Grad(ctx context.Context, weights paramserver.Named, scale float64) (paramserver.Named, error) {
-	start := time.Now()
-	if err := w.setWeights(weights); err != nil {
+func (w *Worker) Grad(ctx context.Context, scale float64, version int64) (paramserver.Named, error) {
+	start, cpu0 := time.Now(), processCPU()
+	for s, v := range w.view.Versions() {
+		if v != version {
+			return nil, fmt.Errorf("resnet: worker %d holds version %d of shard %d's weights, want %d (did the server's step fail?)", w.spec.Index, v, s, version)
+		}
+	}
+	if err := w.setWeights(); err != nil {
 		return nil, err
 	}
 	x, y := w.batches.Next()
@@ -126,13 +145,26 @@ func (w *Worker) Grad(ctx context.Context, weights paramserver.Named, scale floa
 	out[keyLoss] = []float64{loss.Item()}
 	out[keyCorrect] = []float64{float64(models.Correct(logits, y))}
 	out[keySeconds] = []float64{time.Since(start).Seconds()}
+	out[keyCPU] = []float64{(processCPU() - cpu0).Seconds()}
 	return out, nil
 }
 
-// Evaluate returns the accuracy at weights on the first n test images (0:
-// all), using this replica's running batch-norm statistics.
-func (w *Worker) Evaluate(ctx context.Context, weights paramserver.Named, n int) (float64, error) {
-	if err := w.setWeights(weights); err != nil {
+// processCPU is the CPU time this worker process has used (user and
+// system, all threads): set beside the wall time of a step, it shows
+// whether the worker had a core to itself.
+func processCPU() time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// Evaluate returns the accuracy at the weights SetWeights took on the
+// first n test images (0: all), using this replica's running batch-norm
+// statistics.
+func (w *Worker) Evaluate(ctx context.Context, n int) (float64, error) {
+	if err := w.setWeights(); err != nil {
 		return 0, err
 	}
 	return accuracy(w.net, w.test, n), nil
@@ -159,6 +191,7 @@ func accuracy(net *models.ResNet, set *fashionmnist.Set, n int) float64 {
 var (
 	workerActor = gray.Actor1("resnet.Worker", NewWorker)
 	infoMethod  = gray.Method0(workerActor, "Info", (*Worker).Info)
+	setMethod   = gray.Method2(workerActor, "SetWeights", (*Worker).SetWeights)
 	gradMethod  = gray.Method2(workerActor, "Grad", (*Worker).Grad)
-	evalMethod  = gray.Method2(workerActor, "Evaluate", (*Worker).Evaluate)
+	evalMethod  = gray.Method1(workerActor, "Evaluate", (*Worker).Evaluate)
 )

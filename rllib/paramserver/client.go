@@ -213,13 +213,56 @@ func (c *Client) Push(ctx context.Context, update Named) error {
 	return nil
 }
 
-// ApplyGradients has every shard average its keys over grads (one gradient
-// per worker, each put into the object store once by its worker) and take
-// one step: the synchronous server. It returns when every shard has.
-func (c *Client) ApplyGradients(ctx context.Context, grads []gray.Ref[Named]) error {
-	refs := make([]gray.Ref[int64], len(c.Handles))
+// Step submits one synchronous step and returns, without waiting, one
+// reference per shard (in shard order) to that shard's new weights: every
+// shard accumulates its keys of each gradient in grads (one per worker,
+// each put into the object store once by its worker and read there in
+// place) and takes one optimizer step on their mean. Hand the references
+// to the workers of the next round (see View); a failed step makes them
+// errors. Nothing is copied on the way: each gradient and each shard's new
+// weights are written into the store once.
+func (c *Client) Step(ctx context.Context, grads []gray.Ref[Named]) ([]gray.Ref[Pulled], error) {
+	return c.step(ctx, grads, true)
+}
+
+func (c *Client) step(ctx context.Context, grads []gray.Ref[Named], pull bool) ([]gray.Ref[Pulled], error) {
+	if len(grads) == 0 {
+		return nil, errors.New("paramserver: a step needs at least one gradient")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]gray.Ref[Pulled], len(c.Handles))
 	for s, h := range c.Handles {
-		refs[s] = applyMethod.Remote(h, grads)
+		for _, g := range grads {
+			accMethod.Remote(h, g)
+		}
+		out[s] = stepMethod.Remote(h, len(grads), pull)
+	}
+	return out, nil
+}
+
+// PullRefs returns, without waiting, one reference per shard (in shard
+// order) to all of that shard's current weights: the first round's
+// weights for a View.
+func (c *Client) PullRefs(ctx context.Context) ([]gray.Ref[Pulled], error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]gray.Ref[Pulled], len(c.Handles))
+	for s, h := range c.Handles {
+		out[s] = pullMethod.Remote(h, []string(nil))
+	}
+	return out, nil
+}
+
+// ApplyGradients is Step for a caller that pulls separately: every shard
+// averages its keys over grads and takes one step, and ApplyGradients
+// returns when every shard has (with the first shard's error, if any).
+func (c *Client) ApplyGradients(ctx context.Context, grads []gray.Ref[Named]) error {
+	refs, err := c.step(ctx, grads, false)
+	if err != nil {
+		return err
 	}
 	if _, err := gray.GetAll(ctx, refs); err != nil {
 		return fmt.Errorf("paramserver: applying gradients: %w", err)

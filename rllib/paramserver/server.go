@@ -1,11 +1,21 @@
 // Package paramserver holds parameter servers (section 1.14 of the Ray
 // documentation) built on gray actors: a Server actor keeps named weight
 // vectors and answers Pull and Push; Push applies one worker's update as it
-// arrives (the asynchronous server) and ApplyGradients averages one
-// gradient from each worker and takes one optimizer step (the synchronous
+// arrives (the asynchronous server), and Accumulate then Step average one
+// gradient from each worker and take one optimizer step (the synchronous
 // server). A Client shards the keys over several Server actors, splits every
 // push and pull by shard and gathers the answers, and ships large vectors
 // through the object store: put once, passed by reference.
+//
+// # Shipping weights without copies
+//
+// The synchronous path never copies a vector on its way: a worker's
+// gradient is written into the object store once (its task's result) and
+// every shard reads it in place (Accumulate takes a gray.Shared); a
+// shard's new weights are written into the store once (Step's result) and
+// every worker reads them in place through a View. Client.Step submits a
+// round and returns the references to the new weights without waiting, so
+// a driver can hand them straight to the next round's workers.
 //
 // Importing the package registers the "paramserver.Server" actor type, so
 // every program that uses it must call gray.ServeIfWorker first in main.
@@ -13,7 +23,6 @@ package paramserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -101,6 +110,13 @@ type Server struct {
 	// are per vector.
 	opts    map[string]models.Optimizer
 	version int64
+	// sum and count are the gradients Accumulate added since the last
+	// Step; sum is reused from step to step (the first gradient of a
+	// step overwrites it).
+	sum   Named
+	count int
+	// accErr is why a gradient of this step was rejected, for Step to say.
+	accErr error
 }
 
 // NewServer builds a server holding a copy of init.
@@ -160,47 +176,81 @@ func (s *Server) Push(ctx context.Context, update Named) (int64, error) {
 	return s.version, nil
 }
 
-// ApplyGradients averages one update from each worker, applies the mean as
-// one step (the synchronous server) and returns the new version. The
-// updates arrive by reference: each worker put its gradient into the object
-// store once and the server reads it there. Only this server's keys are
-// used from each update, so one set of references serves every shard.
-func (s *Server) ApplyGradients(ctx context.Context, refs []gray.Ref[Named]) (int64, error) {
-	if len(refs) == 0 {
-		return s.version, errors.New("paramserver: ApplyGradients needs at least one gradient")
-	}
-	grads, err := gray.GetAll(ctx, refs)
-	if err != nil {
-		return s.version, fmt.Errorf("paramserver: fetching gradients: %w", err)
-	}
-	mean := make(Named, len(s.weights))
+// Accumulate adds this server's keys of one worker's gradient to the sum
+// the next Step averages (the synchronous server), and returns how many
+// gradients the sum holds. The gradient is read in place in the object
+// store (a gray.Shared argument: no copy) and released before Accumulate
+// returns. Calls run in submission order, so a step's sum is the same on
+// every run. A gradient that lacks a key or has a vector of the wrong
+// length changes nothing and fails the call.
+func (s *Server) Accumulate(ctx context.Context, grad gray.Shared[Named]) (int, error) {
+	defer func() { _ = grad.Release() }()
+	g := grad.Value()
 	for k, w := range s.weights {
-		m := make([]float64, len(w))
-		for i, g := range grads {
-			v, ok := g[k]
-			if !ok {
-				return s.version, fmt.Errorf("paramserver: gradient %d of %d lacks key %q", i+1, len(grads), k)
-			}
-			if len(v) != len(w) {
-				return s.version, fmt.Errorf("paramserver: gradient %d of %d: key %q has %d values, the weights have %d", i+1, len(grads), k, len(v), len(w))
-			}
-			for j, x := range v {
-				m[j] += x
-			}
+		v, ok := g[k]
+		if !ok {
+			s.accErr = fmt.Errorf("paramserver: a gradient of step %d lacks key %q", s.version+1, k)
+			return s.count, s.accErr
 		}
-		inv := 1 / float64(len(grads))
+		if len(v) != len(w) {
+			s.accErr = fmt.Errorf("paramserver: a gradient of step %d: key %q has %d values, the weights have %d", s.version+1, k, len(v), len(w))
+			return s.count, s.accErr
+		}
+	}
+	if s.sum == nil {
+		s.sum = make(Named, len(s.weights))
+		for k, w := range s.weights {
+			s.sum[k] = make([]float64, len(w))
+		}
+	}
+	for k, m := range s.sum {
+		v := g[k][:len(m)]
+		if s.count == 0 {
+			copy(m, v)
+			continue
+		}
+		for j, x := range v {
+			m[j] += x
+		}
+	}
+	s.count++
+	return s.count, nil
+}
+
+// Step averages the want gradients accumulated since the last step and
+// applies the mean as one optimizer step (the synchronous server). With
+// pull it also returns the new weights, which the runtime writes into the
+// object store once: pass their reference on to the workers, who read
+// them in place. A sum of any other number of gradients (one of them was
+// rejected, or the caller miscounted) is dropped and the step fails,
+// changing nothing.
+func (s *Server) Step(ctx context.Context, want int, pull bool) (Pulled, error) {
+	sum, n, accErr := s.sum, s.count, s.accErr
+	s.count, s.accErr = 0, nil
+	if n != want || want < 1 {
+		err := fmt.Errorf("paramserver: step %d expected %d gradients but %d arrived intact; nothing was applied", s.version+1, want, n)
+		if accErr != nil {
+			err = fmt.Errorf("%w: %w", err, accErr)
+		}
+		return Pulled{Version: s.version}, err
+	}
+	inv := 1 / float64(n)
+	for _, m := range sum {
 		for j := range m {
 			m[j] *= inv
 		}
-		mean[k] = m
 	}
-	if err := s.check(mean); err != nil {
-		return s.version, err
+	if err := s.check(sum); err != nil {
+		return Pulled{Version: s.version}, err
 	}
-	if err := s.apply(mean); err != nil {
-		return s.version, err
+	if err := s.apply(sum); err != nil {
+		return Pulled{Version: s.version}, err
 	}
-	return s.version, nil
+	out := Pulled{Version: s.version}
+	if pull {
+		out.Weights = s.weights
+	}
+	return out, nil
 }
 
 // Keys lists the keys this server holds, sorted.
@@ -261,6 +311,7 @@ var (
 	serverActor = gray.Actor2("paramserver.Server", NewServer)
 	pullMethod  = gray.Method1(serverActor, "Pull", (*Server).Pull)
 	pushMethod  = gray.Method1(serverActor, "Push", (*Server).Push)
-	applyMethod = gray.Method1(serverActor, "ApplyGradients", (*Server).ApplyGradients)
+	accMethod   = gray.Method1(serverActor, "Accumulate", (*Server).Accumulate)
+	stepMethod  = gray.Method2(serverActor, "Step", (*Server).Step)
 	keysMethod  = gray.Method0(serverActor, "Keys", (*Server).Keys)
 )
