@@ -224,6 +224,13 @@ func (n *Node) serve(c net.Conn) {
 		conn.Close()
 		return
 	}
+	// A worker on this machine gets the shared-memory fast path (the
+	// socket stays for wake-ups and the connection's end).
+	if err := conn.Offer(); err != nil {
+		fmt.Fprintf(os.Stderr, "gray: worker connection: %v\n", err)
+		conn.Close()
+		return
+	}
 	d := wire.Dec{B: payload}
 	id := sched.WorkerID(d.Uvarint())
 	n.mu.Lock()
