@@ -444,8 +444,7 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 		n.core.TaskDone(w.id, retiring)
 	}
 	n.cfg.Events.Finished(int(w.id), tid, p.spec.Func, p.sent)
-	n.unpinStore(p.pinned)
-	p.pinned = nil
+	n.unpinStore(p.takePins())
 	rebuilt := n.rebuilding[tid]
 	delete(n.rebuilding, tid)
 	var failed *task.TaskError
