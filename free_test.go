@@ -56,7 +56,7 @@ func TestFreeReleasesAtOnceAndGetsFail(t *testing.T) {
 	}
 	// A copy decoded from a value (no shared state with refs[0]): the
 	// driver itself answers that the object was freed.
-	decoded := Ref[[]float64]{id: refs[0].id, s: refs[0].s}
+	decoded := plainRef[[]float64](refs[0].k.s, refs[0].k.id)
 	if _, err := Get(ctx, decoded); !errors.Is(err, ErrFreed) {
 		t.Fatalf("Get of a decoded copy after Free: %v, want ErrFreed", err)
 	}

@@ -26,55 +26,100 @@ type AnyRef interface {
 }
 
 // Ref is a typed reference to an immutable object that exists now or will
-// once the task producing it finishes. Refs are small values: copy them
-// freely, pass them as task arguments, or put them inside other values.
+// once the task producing it finishes. Refs are small values (one pointer):
+// copy them freely, pass them as task arguments, or put them inside other
+// values.
 type Ref[T any] struct {
-	id   ObjectID
-	s    *session
-	err  error    // a problem found before the object could be named
-	keep *refKeep // driver refs only: when the last copy is collected, the object can be freed
+	k *refKeep // nil: the zero Ref
 }
 
-// refKeep is shared by every copy of a driver's Ref. Once no copy remains
-// and no queued task needs the object, the driver frees it. In local mode,
-// a reference that escaped into an encoded value is never dropped; with
-// workers, the values holding it keep its object instead (refscan.go).
+// refKeep is shared by every copy of a Ref: the object's ID and session,
+// and for a driver's reference, its lifetime. Once no copy remains
+// (refKeep's finalizer runs) and no queued task needs the object, the
+// driver frees it. In local mode, a reference that escaped into an encoded
+// value is never dropped; with workers, the values holding it keep its
+// object instead (refscan.go).
 //
-// It is padded to 64 bytes: the runtime keeps a span's cleanups in a list
-// sorted by address, and tiny objects packed 1,024 to a span made adding a
-// cleanup the most expensive part of Put.
+// A queued task's Ref costs this record alone (32 bytes, and the runtime's
+// finalizer record): the finalizer is one function for all of them, so
+// there is no closure per reference, and the Ref itself is a pointer.
 type refKeep struct {
-	escaped *atomic.Bool
-	freed   atomic.Bool // Free was called: Get and Wait refuse the reference
-	_       [52]byte
+	id    ObjectID
+	state atomic.Uint32 // refFreed, refEscaped, refNoSession
+	s     *session
 }
+
+const (
+	refFreed     = 1 << iota // Free was called: Get and Wait refuse the reference
+	refEscaped               // encoded into a value in local mode: never dropped
+	refNoSession             // made by Remote before Init: its use reports ErrNotInitialized
+)
+
+func (k *refKeep) freed() bool { return k.state.Load()&refFreed != 0 }
+
+func (k *refKeep) mark(bit uint32) { k.state.Or(bit) }
 
 // ID returns the object's ID.
-func (r Ref[T]) ID() ObjectID      { return r.id }
-func (r Ref[T]) session() *session { return r.s }
-func (r Ref[T]) failure() error    { return r.err }
-func (r Ref[T]) keeper() *refKeep  { return r.keep }
-func (r Ref[T]) String() string    { return "Ref(" + r.id.String() + ")" }
+func (r Ref[T]) ID() ObjectID {
+	if r.k == nil {
+		return ObjectID{}
+	}
+	return r.k.id
+}
+
+func (r Ref[T]) session() *session {
+	if r.k == nil {
+		return nil
+	}
+	return r.k.s
+}
+
+func (r Ref[T]) failure() error {
+	if r.k == nil || r.k.state.Load()&refNoSession == 0 {
+		return nil
+	}
+	return ErrNotInitialized
+}
+
+func (r Ref[T]) keeper() *refKeep { return r.k }
+func (r Ref[T]) String() string   { return "Ref(" + r.ID().String() + ")" }
+
+// newRef returns a driver's (or a worker's held) reference: the object is
+// dropped once no copy of it remains.
 func newRef[T any](s *session, id ObjectID) Ref[T] {
-	r := Ref[T]{id: id, s: s}
-	esc := new(atomic.Bool)
-	r.keep = &refKeep{escaped: esc}
-	b := s.b
-	runtime.AddCleanup(r.keep, func(id ObjectID) {
-		if !esc.Load() && !s.closed.Load() {
-			b.Drop(id)
-		}
-	}, id)
-	return r
+	k := &refKeep{id: id, s: s}
+	runtime.SetFinalizer(k, dropRef)
+	return Ref[T]{k: k}
+}
+
+// dropRef tells the backend that no copy of k's reference remains.
+func dropRef(k *refKeep) {
+	if k.state.Load()&refEscaped == 0 && !k.s.closed.Load() {
+		k.s.b.Drop(k.id)
+	}
+}
+
+// plainRef returns a reference that drops nothing when collected.
+func plainRef[T any](s *session, id ObjectID) Ref[T] {
+	return Ref[T]{k: &refKeep{id: id, s: s}}
+}
+
+// sessionlessRef returns the reference a call made before Init returns:
+// its use reports ErrNotInitialized.
+func sessionlessRef[T any]() Ref[T] {
+	k := &refKeep{}
+	k.mark(refNoSession)
+	return Ref[T]{k: k}
 }
 
 // MarshalCBOR encodes the reference as its ID, so references can travel
 // inside values; the receiving process resolves it in its own session.
 func (r Ref[T]) MarshalCBOR() ([]byte, error) {
-	if r.keep != nil && !r.s.tracksNested() {
-		r.keep.escaped.Store(true)
+	id := r.ID()
+	if r.k != nil && r.k.s != nil && !r.k.s.tracksNested() {
+		r.k.mark(refEscaped)
 	}
-	return cbor.Marshal(r.id[:])
+	return cbor.Marshal(id[:])
 }
 
 // UnmarshalCBOR decodes a reference written by MarshalCBOR.
@@ -83,17 +128,20 @@ func (r *Ref[T]) UnmarshalCBOR(b []byte) error {
 	if err := cbor.Unmarshal(b, &raw); err != nil {
 		return fmt.Errorf("gray: decoding a Ref: %w", err)
 	}
-	if len(raw) != len(r.id) {
-		return fmt.Errorf("gray: decoding a Ref: %d bytes, want %d", len(raw), len(r.id))
+	var id ObjectID
+	if len(raw) != len(id) {
+		return fmt.Errorf("gray: decoding a Ref: %d bytes, want %d", len(raw), len(id))
 	}
-	copy(r.id[:], raw)
-	r.s = current.Load()
-	if r.s != nil && r.id != (ObjectID{}) && r.s.tracksNested() {
+	copy(id[:], raw)
+	s := current.Load()
+	if s != nil && id != (ObjectID{}) && s.tracksNested() {
 		// This process now refers to the object too: hold it until
 		// the decoded reference is collected.
-		r.s.b.Hold(r.id)
-		*r = newRef[T](r.s, r.id)
+		s.b.Hold(id)
+		*r = newRef[T](s, id)
+		return nil
 	}
+	*r = plainRef[T](s, id)
 	return nil
 }
 
@@ -113,7 +161,7 @@ func check(r AnyRef) (*session, error) {
 	if rs != s {
 		return nil, fmt.Errorf("gray: reference %s belongs to another gray session", r.ID())
 	}
-	if k := r.keeper(); k != nil && k.freed.Load() {
+	if k := r.keeper(); k != nil && k.freed() {
 		return nil, fmt.Errorf("gray: reference %s: %w; do not use a reference after freeing it", r.ID(), ErrFreed)
 	}
 	return s, nil
@@ -149,7 +197,7 @@ func Free[R AnyRef](ctx context.Context, refs ...R) error {
 		if any(r) == nil {
 			return fmt.Errorf("gray: free: reference %d is nil", i)
 		}
-		if k := r.keeper(); k != nil && k.freed.Load() {
+		if k := r.keeper(); k != nil && k.freed() {
 			continue
 		}
 		rs, err := check(r)
@@ -170,7 +218,7 @@ func Free[R AnyRef](ctx context.Context, refs ...R) error {
 	}
 	for _, r := range refs {
 		if k := r.keeper(); k != nil {
-			k.freed.Store(true)
+			k.mark(refFreed)
 		}
 	}
 	runtime.KeepAlive(refs)
@@ -278,12 +326,12 @@ func Get[T any](ctx context.Context, r Ref[T]) (T, error) {
 	if err != nil {
 		return zero, err
 	}
-	objs, err := s.b.Get(ctx, []ObjectID{r.id})
+	objs, err := s.b.Get(ctx, []ObjectID{r.k.id})
 	if err != nil {
 		return zero, err
 	}
 	v, err := decodeObj[T](objs[0])
-	runtime.KeepAlive(r.keep) // Refs inside the value are held before r may be dropped
+	runtime.KeepAlive(r.k) // Refs inside the value are held before r may be dropped
 	return v, err
 }
 
@@ -312,7 +360,7 @@ func GetAll[T any](ctx context.Context, rs []Ref[T]) ([]T, error) {
 			return nil, fmt.Errorf("gray: get: reference %d: %w", i, err)
 		}
 		s = rsess
-		oids[i] = r.id
+		oids[i] = r.k.id
 	}
 	objs, err := s.b.Get(ctx, oids)
 	if err != nil {

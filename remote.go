@@ -82,7 +82,8 @@ func newCall(kind task.Kind, name string, nret, nargs int) *call {
 	if c.err != nil {
 		return c
 	}
-	c.spec = &task.Spec{ID: c.s.b.NewTaskID(), Kind: kind, Func: name, NumReturns: nret, Args: make([]task.Arg, nargs)}
+	c.spec = task.NewSpec(nargs)
+	c.spec.ID, c.spec.Kind, c.spec.Func, c.spec.NumReturns = c.s.b.NewTaskID(), kind, name, nret
 	return c
 }
 
@@ -104,7 +105,7 @@ func addArg[A any](c *call, i int, x any) {
 			c.err = fmt.Errorf("argument %d: %w", i+1, err)
 			return
 		}
-		c.spec.Args[i] = task.Arg{IsRef: true, Ref: a.id}
+		c.spec.Args[i] = task.Arg{IsRef: true, Ref: a.k.id}
 		return
 	case nil:
 		// An untyped nil stands for A's zero value (a nil slice or map).
@@ -172,8 +173,8 @@ func (c *call) dropArgs() {
 }
 
 func ref[R any](c *call, i int) Ref[R] {
-	if c.s == nil {
-		return Ref[R]{err: c.err}
+	if c.s == nil { // c.err is ErrNotInitialized: a call needs a session
+		return sessionlessRef[R]()
 	}
 	return newRef[R](c.s, c.spec.Return(i))
 }

@@ -119,9 +119,27 @@ type pending struct {
 	missing int             // reference arguments not yet available
 	failed  *task.TaskError // the first failed argument
 	actor   *actor
-	orig    *task.Spec     // the spec as submitted (reference arguments intact), for lineage
-	pinned  []ids.ObjectID // shared-memory arguments pinned until the task ends
-	sent    int64          // when it was handed to a worker, in Config.Events' clock
+	orig    *task.Spec      // the spec as submitted (reference arguments intact), for lineage
+	pinned  *[]ids.ObjectID // shared-memory arguments pinned until the task ends (most tasks have none: 8 bytes, not 24)
+	sent    int64           // when it was handed to a worker, in Config.Events' clock
+}
+
+// addPin records a pinned argument of p.
+func (p *pending) addPin(id ids.ObjectID) {
+	if p.pinned == nil {
+		p.pinned = new([]ids.ObjectID)
+	}
+	*p.pinned = append(*p.pinned, id)
+}
+
+// takePins returns p's pinned arguments and forgets them.
+func (p *pending) takePins() []ids.ObjectID {
+	if p.pinned == nil {
+		return nil
+	}
+	pins := *p.pinned
+	p.pinned = nil
+	return pins
 }
 
 // request is a Get or Wait from the driver or from a worker.

@@ -61,7 +61,7 @@ func (n *Node) rebuild(id ids.ObjectID) (task.Object, bool) {
 // pinFor pins p's shared-memory argument id in the store until p ends.
 func (n *Node) pinFor(p *pending, id ids.ObjectID, o task.Object) {
 	if o.Shared && o.Err == nil && n.shared.Pin(storeID(id)) == nil {
-		p.pinned = append(p.pinned, id)
+		p.addPin(id)
 	}
 }
 

@@ -228,6 +228,13 @@ func (n *Node) serve(c net.Conn) {
 		conn.Close()
 		return
 	}
+	// A worker on this machine gets the shared-memory fast path (the
+	// socket stays for wake-ups and the connection's end).
+	if err := conn.Offer(); err != nil {
+		fmt.Fprintf(os.Stderr, "gray: worker connection: %v\n", err)
+		conn.Close()
+		return
+	}
 	d := wire.Dec{B: payload}
 	id := sched.WorkerID(d.Uvarint())
 	n.mu.Lock()
@@ -443,8 +450,7 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 		n.core.TaskDone(w.id, retiring)
 	}
 	n.cfg.Events.Finished(int(w.id), tid, p.spec.Func, p.sent)
-	n.unpinStore(p.pinned)
-	p.pinned = nil
+	n.unpinStore(p.takePins())
 	rebuilt := n.rebuilding[tid]
 	delete(n.rebuilding, tid)
 	var failed *task.TaskError

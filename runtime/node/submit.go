@@ -246,8 +246,7 @@ func (n *Node) resolveArgs(s *task.Spec, inline bool) {
 // unpinArgs releases the objects of a task that ends without running.
 func (n *Node) unpinArgs(p *pending) {
 	s := p.spec
-	n.unpinStore(p.pinned)
-	p.pinned = nil
+	n.unpinStore(p.takePins())
 	for i := range s.Args {
 		if a := &s.Args[i]; a.IsRef {
 			a.IsRef = false

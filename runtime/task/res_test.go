@@ -3,6 +3,7 @@ package task
 import (
 	"reflect"
 	"testing"
+	"unsafe"
 
 	"github.com/gray-ml/gray/runtime/wire"
 )
@@ -27,6 +28,23 @@ func TestSpecKeepAndResRoundTrip(t *testing.T) {
 		}
 		if !reflect.DeepEqual(got, s) {
 			t.Errorf("%s: round trip gave %+v, want %+v", s.Func, got, s)
+		}
+	}
+}
+
+// A queued task's spec and arguments are sized to fit Go's allocation
+// classes (see NewSpec and Arg); a new field that grows them shows here.
+func TestSpecSizes(t *testing.T) {
+	if got := unsafe.Sizeof(Arg{}); got != 56 {
+		t.Errorf("Arg is %d bytes, want 56", got)
+	}
+	if got := unsafe.Sizeof(Spec{}) + unsafe.Sizeof(Arg{}); got > 176 {
+		t.Errorf("a one-argument spec is %d bytes, want at most 176", got)
+	}
+	for n := range 7 {
+		s := NewSpec(n)
+		if len(s.Args) != n || cap(s.Args) != n {
+			t.Errorf("NewSpec(%d): %d arguments, capacity %d", n, len(s.Args), cap(s.Args))
 		}
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -62,6 +63,13 @@ type Conn struct {
 	tryP   []byte
 	tryN   int
 	tryErr error
+
+	// The shared-memory fast path, once negotiated (see Offer); nil: the
+	// socket carries the frames.
+	shm      *shm
+	rerr     error        // the socket's end, seen by the ring's reader
+	aborted  atomic.Bool  // Abort was called: a writer waiting for room gives up
+	deadline atomic.Int64 // set by Close: when a writer waiting for room gives up (UnixNano)
 }
 
 // New wraps c.
@@ -175,6 +183,9 @@ func (w *Conn) drain() {
 // write writes p. Without block, it stops when the socket cannot take more
 // and reports how much it wrote.
 func (w *Conn) write(p []byte, block bool) (int, error) {
+	if w.shm != nil {
+		return w.ringWrite(p, block)
+	}
 	if block || w.raw == nil {
 		return w.c.Write(p)
 	}
@@ -210,12 +221,21 @@ func (w *Conn) tryWrite(fd uintptr) bool {
 
 // Buffered reports how many received bytes are waiting to be read, so a
 // reader can batch its replies until its input runs dry.
-func (w *Conn) Buffered() int { return w.r.Buffered() }
+func (w *Conn) Buffered() int {
+	if w.shm != nil {
+		return int(w.shm.rx.avail())
+	}
+	return w.r.Buffered()
+}
 
 // Recv reads the next frame. The payload is freshly allocated and may be
 // retained by the caller.
 func (w *Conn) Recv() (typ byte, payload []byte, err error) {
-	if _, err := io.ReadFull(w.r, w.hdr[:]); err != nil {
+	var r io.Reader = w.r
+	if w.shm != nil {
+		r = shmReader{w}
+	}
+	if _, err := io.ReadFull(r, w.hdr[:]); err != nil {
 		return 0, nil, err
 	}
 	n := binary.LittleEndian.Uint32(w.hdr[:4])
@@ -223,7 +243,7 @@ func (w *Conn) Recv() (typ byte, payload []byte, err error) {
 		return 0, nil, fmt.Errorf("wire: frame of %d bytes exceeds the limit", n)
 	}
 	payload = make([]byte, n)
-	if _, err := io.ReadFull(w.r, payload); err != nil {
+	if _, err := io.ReadFull(r, payload); err != nil {
 		return 0, nil, fmt.Errorf("wire: short frame: %w", err)
 	}
 	return w.hdr[4], payload, nil
@@ -231,6 +251,7 @@ func (w *Conn) Recv() (typ byte, payload []byte, err error) {
 
 // Abort closes the socket at once; frames not yet written are dropped.
 func (w *Conn) Abort() error {
+	w.aborted.Store(true)
 	w.mu.Lock()
 	w.closed = true
 	w.mu.Unlock()
@@ -243,6 +264,7 @@ func (w *Conn) Close() error {
 	_ = w.Flush()
 	w.mu.Lock()
 	if w.writing {
+		w.deadline.Store(time.Now().Add(closeGrace).UnixNano())
 		_ = w.c.SetWriteDeadline(time.Now().Add(closeGrace))
 		for w.writing {
 			w.idle.Wait()

@@ -77,7 +77,7 @@ func TestCorruptInputIsAnError(t *testing.T) {
 
 // unixPair returns the two ends of a connected Unix socket, the kind the
 // driver and its workers use.
-func unixPair(t *testing.T) (*Conn, *Conn) {
+func unixPair(t testing.TB) (*Conn, *Conn) {
 	t.Helper()
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
 	if err != nil {
@@ -100,7 +100,10 @@ func unixPair(t *testing.T) (*Conn, *Conn) {
 // sent; the frames arrive whole and in order once the peer reads, and
 // Close delivers the last of them before the end of the stream.
 func TestSendDoesNotWaitForPeer(t *testing.T) {
-	a, b := unixPair(t)
+	forEachTransport(t, testSendDoesNotWaitForPeer)
+}
+
+func testSendDoesNotWaitForPeer(t *testing.T, a, b *Conn) {
 	defer b.Close()
 	const frames, size = 1024, 8 << 10 // 8 MiB: far beyond the socket's buffers
 	sent := make(chan error, 1)
@@ -147,7 +150,10 @@ func TestSendDoesNotWaitForPeer(t *testing.T) {
 
 // Close gives up on a peer that never reads instead of hanging.
 func TestCloseDoesNotHangOnStuckPeer(t *testing.T) {
-	a, b := unixPair(t)
+	forEachTransport(t, testCloseDoesNotHangOnStuckPeer)
+}
+
+func testCloseDoesNotHangOnStuckPeer(t *testing.T, a, b *Conn) {
 	defer b.Close()
 	closed := make(chan error, 1)
 	go func() {

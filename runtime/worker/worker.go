@@ -94,6 +94,9 @@ func Connect() (*Worker, error) {
 	if err := w.conn.Send(task.MsgHello, func(b []byte) []byte { return wire.AppendUvarint(b, uint64(id)) }); err != nil {
 		return nil, err
 	}
+	if err := w.conn.Answer(); err != nil { // the driver's offer of its shared-memory fast path
+		return nil, fmt.Errorf("gray worker: %w", err)
+	}
 	return w, nil
 }
 
