@@ -58,6 +58,9 @@ type Config struct {
 	Shared *objstore.Store
 	// Events, when not nil, records when each task ran on which worker.
 	Events *events.Recorder
+	// Checkpoints keeps actors' checkpoints (see restart.go); nil: a
+	// control.MemCheckpoints.
+	Checkpoints control.Checkpoints
 }
 
 // ErrShutdown is returned by calls on a node that was shut down.
@@ -67,6 +70,7 @@ var ErrShutdown = errors.New("gray has been shut down (or was never initialised 
 type Node struct {
 	cfg     Config
 	ctrl    control.Store
+	ckpts   control.Checkpoints
 	dir     string
 	ln      net.Listener
 	root    ids.TaskID
@@ -116,6 +120,12 @@ type pending struct {
 	orig    *task.Spec     // the spec as submitted (reference arguments intact), for lineage
 	pinned  []ids.ObjectID // shared-memory arguments pinned until the task ends
 	sent    int64          // when it was handed to a worker, in Config.Events' clock
+	// For calls of an actor that may be restarted (restart.go): the call
+	// as submitted, for the replay log; whether it is sent again after a
+	// restart; whether its results were stored already (a replay).
+	call    *task.Spec
+	again   bool
+	discard bool
 }
 
 // request is a Get or Wait from the driver or from a worker.
@@ -164,6 +174,7 @@ type actor struct {
 	death    *task.TaskError
 	draining bool // no handle remains: exit once the queue is empty
 	killed   bool // by gray.Kill: its calls fail quietly (ErrActorDead, no report)
+	ft       *restartState // its replay log, when its type allows restarts (restart.go)
 }
 
 // Start starts a node: its socket, its control and object stores and its
@@ -197,6 +208,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if cfg.Store == nil {
 		cfg.Store = NewMemStore()
 	}
+	if cfg.Checkpoints == nil {
+		cfg.Checkpoints = control.NewMemCheckpoints()
+	}
 	if cfg.LogDir != "" {
 		if err := os.MkdirAll(cfg.LogDir, 0o755); err != nil {
 			return nil, fmt.Errorf("gray: creating the worker log folder: %w", err)
@@ -215,6 +229,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n := &Node{
 		cfg:     cfg,
 		ctrl:    cfg.Control,
+		ckpts:   cfg.Checkpoints,
 		dir:     dir,
 		ln:      ln,
 		root:    ids.Root(cfg.Seed, cfg.Seeded),

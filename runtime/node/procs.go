@@ -396,6 +396,10 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 			return d.Err
 		}
 		_ = n.Kill(id)
+	case task.MsgCheckpoint:
+		if err := n.handleCheckpoint(w, &d); err != nil {
+			return err
+		}
 	case task.MsgHold, task.MsgContain:
 		if err := n.handleNested(w, typ, &d); err != nil {
 			return err
@@ -437,6 +441,11 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 		n.core.TaskDone(w.id, retiring)
 	}
 	n.cfg.Events.Finished(int(w.id), tid, p.spec.Func, p.sent)
+	if p.discard {
+		n.replayDone(w.actor, w, p, objs)
+		n.step()
+		return
+	}
 	n.unpinStore(p.pinned)
 	p.pinned = nil
 	rebuilt := n.rebuilding[tid]
@@ -479,6 +488,9 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 		n.putLocked(id, o)
 	}
 	n.abortReserved(w) // reserved for returns the task did not deliver
+	if a := w.actor; a != nil {
+		n.logDone(a, p)
+	}
 	if p.spec.Kind == task.KindActorCreate {
 		n.constructed(p.spec)
 	}
@@ -529,7 +541,10 @@ func (n *Node) died(w *proc) {
 		how = w.exitErr.Error()
 	}
 	if a := w.actor; a != nil {
-		n.actorDied(a, &task.TaskError{Function: a.typ, Worker: w.name, Message: "its worker process died (" + how + ")", Cause: task.ErrWorkerDied})
+		why := &task.TaskError{Function: a.typ, Worker: w.name, Message: "its worker process died (" + how + ")", Cause: task.ErrWorkerDied}
+		if a.w == w && !n.restartActor(a, why) {
+			n.actorDied(a, why)
+		}
 	} else if p, ok := n.core.WorkerDied(w.id); ok {
 		// The tasks queued behind it never started: the core runs them
 		// elsewhere.
