@@ -172,8 +172,8 @@ type actor struct {
 	inflight []*pending // sent, in order
 	dead     bool
 	death    *task.TaskError
-	draining bool // no handle remains: exit once the queue is empty
-	killed   bool // by gray.Kill: its calls fail quietly (ErrActorDead, no report)
+	draining bool          // no handle remains: exit once the queue is empty
+	killed   bool          // by gray.Kill: its calls fail quietly (ErrActorDead, no report)
 	ft       *restartState // its replay log, when its type allows restarts (restart.go)
 }
 
