@@ -98,6 +98,8 @@ type Node struct {
 	dpins      map[ids.ObjectID]int        // store pins held by the driver's Gets until the object is freed
 	rebuilding map[ids.TaskID]bool
 	retry      map[ids.ObjectID]bool // results whose rebuild failed: rebuilt again when next asked for
+	// rebuildFails counts the failed rebuilds in a row of an object (lost.go).
+	rebuildFails map[ids.ObjectID]int
 
 	wg sync.WaitGroup // every goroutine the node starts
 }

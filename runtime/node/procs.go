@@ -471,11 +471,16 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 		if o.Err != nil && failed == nil {
 			failed = o.Err
 		}
-		if o.Err != nil && rebuilt && n.lineage[id] != nil {
-			// The object was made once; this attempt failed (no room in
-			// the store, say). The error answers who waits now; the next
-			// request rebuilds it again (see have).
-			n.retry[id] = true
+		if rebuilt && n.lineage[id] != nil {
+			// The object was made once. If this attempt failed (no room in
+			// the store, say), the error answers who waits now and the
+			// next request rebuilds it again (see have), up to a point
+			// (see lost.go).
+			if o.Err != nil {
+				o = n.rebuildFailed(id, o)
+			} else {
+				n.rebuilt(id)
+			}
 		}
 		if o.Shared && o.Err == nil && p.orig != nil && n.lineage[id] == nil {
 			n.lineage[id] = p.orig

@@ -300,7 +300,11 @@ func (n *Node) pump(a *actor) {
 // finishErr fails every return of p with e.
 func (n *Node) finishErr(p *pending, e *task.TaskError) {
 	n.unpinArgs(p)
-	n.storeReturns(p.spec, e)
+	if n.rebuilding[p.spec.ID] {
+		n.failRebuild(p.spec, e)
+	} else {
+		n.storeReturns(p.spec, e)
+	}
 	n.ctrl.TaskFinished(p.spec.ID, e)
 }
 
