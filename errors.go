@@ -25,7 +25,9 @@ var ErrWorkerDied = task.ErrWorkerDied
 
 // ErrActorDead is the cause of a method call's error when its actor is
 // dead, for whatever reason: it was killed, its last handle was dropped,
-// its constructor failed or its process died. Checking it alone is enough.
+// its constructor failed, or its process died and it could not be
+// restarted (its type allows no restarts, the default, or MaxRestarts
+// were used up, which the message says). Checking it alone is enough.
 var ErrActorDead = task.ErrActorDead
 
 // ErrFreed is the cause of the error Get, Wait and task submission return
