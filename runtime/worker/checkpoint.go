@@ -80,7 +80,7 @@ func (w *Worker) checkpointAfter(s *task.Spec) {
 func checkpointOf(ctx context.Context, c checkpointer) (data []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("Checkpoint panicked: %v", r)
+			err = fmt.Errorf("the actor's Checkpoint method panicked: %v", r)
 		}
 	}()
 	return c.Checkpoint(ctx)
