@@ -66,6 +66,10 @@ var (
 	tallyType                   = gray.Actor1("test.Tally", newTally, gray.MaxRestarts(1))
 	tallyAddM                   = gray.Method1(tallyType, "add", tallyAdd)
 	tallyPIDM                   = gray.Method0(tallyType, "pid", tallyPID)
+	tallyExit                   = gray.Method0(tallyType, "exit", func(t *Tally, ctx context.Context) (int, error) {
+		os.Exit(3)
+		return 0, nil
+	})
 
 	ckTallyType = gray.Actor1("test.CkTally", func(ctx context.Context, trace string) (*CkTally, error) {
 		t, err := newTally(ctx, trace)
@@ -208,6 +212,21 @@ func TestActorRestartsRunOutAndKillIsFinal(t *testing.T) {
 	_, err = gray.Get(ctx, tallyAddM.Remote(h, 1))
 	if !errors.Is(err, gray.ErrActorDead) || !errors.Is(err, gray.ErrWorkerDied) || !strings.Contains(err.Error(), "restarted once") {
 		t.Fatalf("a call after the restarts ran out: %v; want ErrActorDead saying it was restarted once", err)
+	}
+
+	// A call that kills its process each time it runs is replayed once
+	// (MaxRestarts(1)), then fails: restarts end, they do not loop.
+	c, err := tallyType.Remote(ctx, trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newBefore := traceLines(t, trace, "new")
+	_, err = gray.Get(ctx, tallyExit.Remote(c))
+	if !errors.Is(err, gray.ErrActorDead) || !strings.Contains(err.Error(), "restarted once") {
+		t.Fatalf("a call that always kills its process: %v; want ErrActorDead after one restart", err)
+	}
+	if n := traceLines(t, trace, "new") - newBefore; n != 2 {
+		t.Errorf("the constructor ran %d times, want 2 (once, and once for the restart)", n)
 	}
 
 	k, err := tallyType.Remote(ctx, trace)

@@ -116,15 +116,29 @@ func (n *Node) restartActor(a *actor, why *task.TaskError) bool {
 		why.Message += fmt.Sprintf("; it was restarted %s, the most its MaxRestarts allows", times(f.restarts))
 		return false
 	}
-	f.restarts++
-	n.releaseKept(a) // the dead process's kept mappings; the calls sent again hold them again
-	again := []*pending{n.replayPending(a, f.create, nil, false)}
+	var data []byte
 	if f.saved {
-		data, ok, err := n.ckpts.Checkpoint(a.id)
-		if err != nil || !ok {
+		var ok bool
+		var err error
+		if data, ok, err = n.ckpts.Checkpoint(a.id); err != nil || !ok {
 			why.Message += fmt.Sprintf("; it could not be restarted: its checkpoint cannot be read (%v)", err)
 			return false
 		}
+	}
+	f.restarts++
+	n.releaseKept(a) // the dead process's kept mappings; the calls sent again hold them again
+	// The queue may still hold what an earlier restart queued and the dead
+	// process never got: its creation task is reused; a restore is made
+	// again below.
+	rest := a.queue
+	var head *pending
+	if len(rest) > 0 && rest[0].spec.Kind == task.KindActorCreate {
+		head, rest = rest[0], rest[1:]
+	} else {
+		head = n.replayPending(a, f.create, nil, false)
+	}
+	again := []*pending{head}
+	if f.saved {
 		s := &task.Spec{ID: ids.Child(a.id, 1<<62+uint64(f.restarts)), Kind: task.KindActorRestore, Func: a.typ,
 			NumReturns: 1, Args: []task.Arg{{Data: data}}}
 		again = append(again, &pending{spec: s, actor: a, discard: true})
@@ -135,10 +149,17 @@ func (n *Node) restartActor(a *actor, why *task.TaskError) bool {
 	for _, p := range a.inflight {
 		n.unpinStore(p.pinned)
 		p.pinned = nil
-		again = append(again, n.replayPending(a, p.call, p.call, false))
+		if p.call != nil { // not the creation task or a restore: made again above
+			again = append(again, n.replayPending(a, p.call, p.call, p.discard))
+		}
 	}
+	for _, p := range rest {
+		if p.spec.Kind != task.KindActorRestore {
+			again = append(again, p)
+		}
+	}
+	a.queue = again
 	f.log, a.inflight = nil, nil
-	a.queue = append(again, a.queue...)
 	a.w = nil
 	n.ctrl.ActorPlaced(a.id, "") // starting again
 	n.core.RestartActor(a.id)
