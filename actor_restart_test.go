@@ -261,3 +261,87 @@ func TestCheckpointIntervalNeedsCheckpointer(t *testing.T) {
 		t.Fatalf("call to an actor whose type cannot checkpoint: %v; want its constructor's error naming gray.Checkpointer", err)
 	}
 }
+
+// BenchmarkActorCallReplayLog measures a synchronous actor call without
+// restarts (no log), with MaxRestarts (every call logged for good) and with
+// a checkpoint every 3 calls (the log trimmed), and the time from a
+// kill -9 to the first result of the restarted actor after 100 logged
+// calls, beside the creation of an actor and its first call.
+func BenchmarkActorCallReplayLog(b *testing.B) {
+	ctx := context.Background()
+	if err := gray.Init(ctx, gray.Options{NumCPUs: 2, NoGPUs: true}); err != nil {
+		b.Fatal(err)
+	}
+	defer gray.Shutdown()
+	trace := filepath.Join(b.TempDir(), "trace")
+	plain, err := counterType.Remote(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	logged, err := tallyType.Remote(ctx, os.DevNull)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ck, err := ckTallyType.Remote(ctx, os.DevNull)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("plain", func(b *testing.B) {
+		for range b.N {
+			if _, err := gray.Get(ctx, addTo.Remote(plain, 1)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("restartable", func(b *testing.B) {
+		for range b.N {
+			if _, err := gray.Get(ctx, tallyAddM.Remote(logged, 1)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("checkpoint3", func(b *testing.B) {
+		for range b.N {
+			if _, err := gray.Get(ctx, ckTallyAdd.Remote(ck, 1)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("create", func(b *testing.B) { // the peer of restart100: a new actor's first call
+		for range b.N {
+			h, err := tallyType.Remote(ctx, trace)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := gray.Get(ctx, tallyPIDM.Remote(h)); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			_ = gray.Kill(h)
+			b.StartTimer()
+		}
+	})
+	b.Run("restart100", func(b *testing.B) {
+		for range b.N {
+			b.StopTimer()
+			h, err := tallyType.Remote(ctx, trace)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for range 99 {
+				tallyAddM.Remote(h, 1)
+			}
+			pid, err := gray.Get(ctx, tallyPIDM.Remote(h))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			if v, err := gray.Get(ctx, tallyAddM.Remote(h, 1)); err != nil || v != 100 {
+				b.Fatalf("after the restart: %d, %v", v, err)
+			}
+			b.StopTimer()
+			_ = gray.Kill(h)
+		}
+	})
+}
