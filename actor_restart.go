@@ -31,6 +31,11 @@ import (
 // arguments, should implement Checkpointer and set CheckpointInterval: the
 // log then holds at most the calls since the last checkpoint, and a
 // restart replays only those.
+//
+// Limits: the log keeps a call's reference arguments, not references
+// nested inside its argument values (a struct holding a Ref), which live
+// only as long as the call's result; and in local mode (Options.LocalMode)
+// actors never die with a process, so neither option does anything there.
 
 // MaxRestarts sets how many times an actor of the type is recreated when
 // its process dies (Ray's max_restarts); -1 means without limit. Kill and

@@ -117,10 +117,18 @@ func TestKilledActorIsRestartedWithItsStateReplayed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var first gray.Ref[int]
 	for k := 1; k <= 5; k++ {
-		if v, err := gray.Get(ctx, tallyAddM.Remote(h, k)); err != nil || v != k*(k+1)/2 {
+		r := tallyAddM.Remote(h, k)
+		if k == 1 {
+			first = r
+		}
+		if v, err := gray.Get(ctx, r); err != nil || v != k*(k+1)/2 {
 			t.Fatalf("add %d = %d, %v; want %d", k, v, err, k*(k+1)/2)
 		}
+	}
+	if err := gray.Free(ctx, first); err != nil {
+		t.Fatal(err)
 	}
 	pid, err := gray.Get(ctx, tallyPIDM.Remote(h))
 	if err != nil {
@@ -142,6 +150,11 @@ func TestKilledActorIsRestartedWithItsStateReplayed(t *testing.T) {
 	pid2, err := gray.Get(ctx, tallyPIDM.Remote(h))
 	if err != nil || pid2 == pid {
 		t.Fatalf("pid after the restart: %d, %v; want a new process (was %d)", pid2, err, pid)
+	}
+	// add 1 was replayed, but its result, freed before the kill, is not
+	// stored again.
+	if _, err := gray.Get(ctx, first); !errors.Is(err, gray.ErrFreed) {
+		t.Errorf("Get of a result freed before the restart: %v; want ErrFreed (a replay stores no result)", err)
 	}
 	if n := traceLines(t, trace, "new"); n != 2 {
 		t.Errorf("the constructor ran %d times, want 2 (once more for the restart)", n)
