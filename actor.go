@@ -149,7 +149,8 @@ func self2[T any](name string, self any) (*T, error) {
 }
 
 // Kill ends the actor now: calls not yet run fail with ErrActorDead and its
-// resources are released.
+// resources are released. A killed actor is never restarted, whatever its
+// type's MaxRestarts.
 func Kill[T any](h Handle[T]) error {
 	s, err := sess()
 	if err != nil {

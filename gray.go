@@ -52,6 +52,12 @@
 // actors holding it end. ActorType.RemoteWith gives one actor its own
 // resources (ActorOptions), as Ray's .options() does.
 //
+// An actor type registered with MaxRestarts survives the death of its
+// process: it is recreated and its calls replayed in order, from its last
+// checkpoint if it implements Checkpointer and sets CheckpointInterval.
+// By default a dead actor stays dead (ErrActorDead). An object that can
+// neither be found nor rebuilt fails with ErrObjectLost and the reason.
+//
 // Errors: a failed task's references hold a *TaskError. Errors cross
 // processes as text, except that every registered sentinel error keeps its
 // identity: errors.Is(err, ErrActorDead) or errors.Is(err,

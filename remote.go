@@ -14,9 +14,11 @@ import (
 type Option func(*options)
 
 type options struct {
-	res      task.Resources
-	cpuSet   bool
-	maxCalls int
+	res         task.Resources
+	cpuSet      bool
+	maxCalls    int
+	maxRestarts int // see MaxRestarts (actor_restart.go)
+	ckptEvery   int // see CheckpointInterval
 }
 
 // CPUs sets how many CPUs each call (or the actor, for its lifetime)
@@ -64,7 +66,11 @@ func register(name string, kind task.Kind, nret int, o options, e *task.Entry) {
 	if name == "" {
 		panic("gray: remote functions and actor types need a non-empty name")
 	}
+	if kind != task.KindActorCreate && (o.maxRestarts != 0 || o.ckptEvery != 0) {
+		panic(fmt.Sprintf("gray: %q: MaxRestarts and CheckpointInterval are options of actor types, not of remote functions", name))
+	}
 	e.Name, e.Kind, e.NumReturns, e.Res, e.MaxCalls = name, kind, nret, o.res, o.maxCalls
+	e.MaxRestarts, e.CheckpointInterval = o.maxRestarts, o.ckptEvery
 	task.Register(e)
 }
 

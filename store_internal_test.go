@@ -256,8 +256,13 @@ func TestTooLargeAndEvictedPutErrors(t *testing.T) {
 		t.Fatal("no eviction after putting 2.1 MiB into a 1 MiB store")
 	}
 	_, err = Get(ctx, first)
-	if err == nil || !strings.Contains(err.Error(), "cannot be rebuilt") || !errors.Is(err, objstore.ErrEvicted) {
-		t.Fatalf("Get of an evicted Put: err = %v, want one saying it cannot be rebuilt", err)
+	var lost *ObjectLostError
+	if !errors.Is(err, ErrObjectLost) || !errors.Is(err, ErrLostPut) || !errors.Is(err, objstore.ErrEvicted) ||
+		!errors.As(err, &lost) || lost.Object != first.ID() || !strings.Contains(err.Error(), "made by Put") {
+		t.Fatalf("Get of an evicted Put: err = %v, want ErrObjectLost for the reason ErrLostPut, naming the object", err)
+	}
+	if errors.Is(err, ErrLostActorMethod) || errors.Is(err, ErrLostRetriesExhausted) {
+		t.Fatalf("Get of an evicted Put: %v matches a reason it does not have", err)
 	}
 	runtime.KeepAlive(keep)
 }

@@ -62,6 +62,9 @@ type Config struct {
 	// Cluster, when not nil, lets tasks and actors run on other nodes of a
 	// cluster (see remote.go).
 	Cluster *ClusterConfig
+	// Checkpoints keeps actors' checkpoints (see restart.go); nil: a
+	// control.MemCheckpoints.
+	Checkpoints control.Checkpoints
 }
 
 // ErrShutdown is returned by calls on a node that was shut down.
@@ -71,6 +74,7 @@ var ErrShutdown = errors.New("gray has been shut down (or was never initialised 
 type Node struct {
 	cfg     Config
 	ctrl    control.Store
+	ckpts   control.Checkpoints
 	dir     string
 	ln      net.Listener
 	root    ids.TaskID
@@ -98,6 +102,8 @@ type Node struct {
 	dpins      map[ids.ObjectID]int        // store pins held by the driver's Gets until the object is freed
 	rebuilding map[ids.TaskID]bool
 	retry      map[ids.ObjectID]bool // results whose rebuild failed: rebuilt again when next asked for
+	// rebuildFails counts the failed rebuilds in a row of an object (lost.go).
+	rebuildFails map[ids.ObjectID]int
 
 	remote *remoteState // nil outside a cluster
 
@@ -122,6 +128,12 @@ type pending struct {
 	orig    *task.Spec      // the spec as submitted (reference arguments intact), for lineage
 	pinned  *[]ids.ObjectID // shared-memory arguments pinned until the task ends (most tasks have none: 8 bytes, not 24)
 	sent    int64           // when it was handed to a worker, in Config.Events' clock
+	// For calls of an actor that may be restarted (restart.go): the call
+	// as submitted, for the replay log; whether it is sent again after a
+	// restart; whether its results were stored already (a replay).
+	call    *task.Spec
+	again   bool
+	discard bool
 }
 
 // addPin records a pinned argument of p.
@@ -188,8 +200,9 @@ type actor struct {
 	inflight []*pending // sent, in order
 	dead     bool
 	death    *task.TaskError
-	draining bool // no handle remains: exit once the queue is empty
-	killed   bool // by gray.Kill: its calls fail quietly (ErrActorDead, no report)
+	draining bool          // no handle remains: exit once the queue is empty
+	killed   bool          // by gray.Kill: its calls fail quietly (ErrActorDead, no report)
+	ft       *restartState // its replay log, when its type allows restarts (restart.go)
 }
 
 // Start starts a node: its socket, its control and object stores and its
@@ -223,6 +236,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if cfg.Store == nil {
 		cfg.Store = NewMemStore()
 	}
+	if cfg.Checkpoints == nil {
+		cfg.Checkpoints = control.NewMemCheckpoints()
+	}
 	if cfg.LogDir != "" {
 		if err := os.MkdirAll(cfg.LogDir, 0o755); err != nil {
 			return nil, fmt.Errorf("gray: creating the worker log folder: %w", err)
@@ -241,6 +257,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n := &Node{
 		cfg:     cfg,
 		ctrl:    cfg.Control,
+		ckpts:   cfg.Checkpoints,
 		dir:     dir,
 		ln:      ln,
 		root:    ids.Root(cfg.Seed, cfg.Seeded),

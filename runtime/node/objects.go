@@ -34,8 +34,7 @@ func (n *Node) have(id ids.ObjectID) (task.Object, bool) {
 func (n *Node) rebuild(id ids.ObjectID) (task.Object, bool) {
 	spec := n.lineage[id]
 	if spec == nil {
-		msg := fmt.Sprintf("object %s was evicted from the object store and cannot be rebuilt: it was made by Put (or by an actor method), which cannot be re-run; raise Options.ObjectStoreMemory or keep fewer large objects alive", id)
-		o := task.Object{Shared: true, Err: &task.TaskError{Function: "(object store)", Message: msg, Cause: objstore.ErrEvicted}}
+		o := evictedLost(id)
 		n.store.Delete(id)
 		n.store.Put(id, o)
 		return o, true
@@ -103,6 +102,7 @@ func (n *Node) free(id ids.ObjectID) {
 	}
 	n.objs.Forget(id)
 	delete(n.retry, id)
+	delete(n.rebuildFails, id)
 	n.store.Delete(id)
 	n.releaseChildren(id)
 	if !o.Shared {

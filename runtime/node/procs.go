@@ -409,6 +409,10 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 			return d.Err
 		}
 		_ = n.Kill(id)
+	case task.MsgCheckpoint:
+		if err := n.handleCheckpoint(w, &d); err != nil {
+			return err
+		}
 	case task.MsgHold, task.MsgContain:
 		if err := n.handleNested(w, typ, &d); err != nil {
 			return err
@@ -450,6 +454,11 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 		n.core.TaskDone(w.id, retiring)
 	}
 	n.cfg.Events.Finished(int(w.id), tid, p.spec.Func, p.sent)
+	if p.discard {
+		n.replayDone(w.actor, w, p, objs)
+		n.step()
+		return
+	}
 	n.unpinStore(p.takePins())
 	rebuilt := n.rebuilding[tid]
 	delete(n.rebuilding, tid)
@@ -476,11 +485,16 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 		if o.Err != nil && failed == nil {
 			failed = o.Err
 		}
-		if o.Err != nil && rebuilt && n.lineage[id] != nil {
-			// The object was made once; this attempt failed (no room in
-			// the store, say). The error answers who waits now; the next
-			// request rebuilds it again (see have).
-			n.retry[id] = true
+		if rebuilt && n.lineage[id] != nil {
+			// The object was made once. If this attempt failed (no room in
+			// the store, say), the error answers who waits now and the
+			// next request rebuilds it again (see have), up to a point
+			// (see lost.go).
+			if o.Err != nil {
+				o = n.rebuildFailed(id, o)
+			} else {
+				n.rebuilt(id)
+			}
 		}
 		if o.Shared && o.Err == nil && p.orig != nil && n.lineage[id] == nil {
 			n.lineage[id] = p.orig
@@ -493,6 +507,9 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 		n.putLocked(id, o)
 	}
 	n.abortReserved(w) // reserved for returns the task did not deliver
+	if a := w.actor; a != nil {
+		n.logDone(a, p)
+	}
 	if p.spec.Kind == task.KindActorCreate {
 		n.constructed(p.spec)
 	}
@@ -551,7 +568,10 @@ func (n *Node) died(w *proc) {
 		how = w.exitErr.Error()
 	}
 	if a := w.actor; a != nil {
-		n.actorDied(a, &task.TaskError{Function: a.typ, Worker: w.name, Message: "its worker process died (" + how + ")", Cause: task.ErrWorkerDied})
+		why := &task.TaskError{Function: a.typ, Worker: w.name, Message: "its worker process died (" + how + ")", Cause: task.ErrWorkerDied}
+		if a.w == w && !n.restartActor(a, why) {
+			n.actorDied(a, why)
+		}
 	} else if p, ok := n.core.WorkerDied(w.id); ok && w.node != sched.Local {
 		// A worker on another node: its node may have died with it. The
 		// task runs again elsewhere.

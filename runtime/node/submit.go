@@ -79,23 +79,9 @@ func (n *Node) submitLocked(s *task.Spec) error {
 		p.actor = a
 		n.actors[s.ID] = a
 		n.ctrl.ActorCreated(s.ID, s.Func, "")
+		n.enableRestarts(a, s, e)
 	}
-	for i := range s.Args {
-		arg := &s.Args[i]
-		if !arg.IsRef {
-			continue
-		}
-		n.objs.Claim(objtable.Holder{}, arg.Ref, objtable.TaskArg)
-		if o, ok := n.have(arg.Ref); ok {
-			if o.Err != nil && p.failed == nil {
-				p.failed = o.Err
-			}
-			n.pinFor(p, arg.Ref, o)
-			continue
-		}
-		p.missing++
-		n.waiters[arg.Ref] = append(n.waiters[arg.Ref], waiter{p: p})
-	}
+	n.needArgs(p)
 	switch s.Kind {
 	case task.KindFunc:
 		if p.missing == 0 {
@@ -116,6 +102,28 @@ func (n *Node) submitLocked(s *task.Spec) error {
 		n.pump(a)
 	}
 	return nil
+}
+
+// needArgs claims p's reference arguments for it and waits for those that
+// do not exist yet.
+func (n *Node) needArgs(p *pending) {
+	s := p.spec
+	for i := range s.Args {
+		arg := &s.Args[i]
+		if !arg.IsRef {
+			continue
+		}
+		n.objs.Claim(objtable.Holder{}, arg.Ref, objtable.TaskArg)
+		if o, ok := n.have(arg.Ref); ok {
+			if o.Err != nil && p.failed == nil {
+				p.failed = o.Err
+			}
+			n.pinFor(p, arg.Ref, o)
+			continue
+		}
+		p.missing++
+		n.waiters[arg.Ref] = append(n.waiters[arg.Ref], waiter{p: p})
+	}
 }
 
 func (n *Node) deadErr(a *actor, fn string) *task.TaskError {
@@ -271,9 +279,15 @@ func (n *Node) pump(a *actor) {
 				n.actorDied(a, &task.TaskError{Function: a.typ, Message: "an argument of the constructor failed", Cause: p.failed})
 				return
 			}
+			if p.again { // a call replayed after a restart: the state cannot be rebuilt
+				n.unpinArgs(p)
+				n.actorDied(a, &task.TaskError{Function: a.typ, Message: "replaying " + p.spec.Func + " after a restart: an argument failed: " + firstLine(p.failed.Error()), Cause: p.failed})
+				return
+			}
 			n.finishErr(p, argErr(p))
 			continue
 		}
+		n.logSend(a, p)
 		n.holdKept(a, p.spec)
 		n.resolveArgs(p.spec, a.w.node != sched.Local)
 		p.spec.GPUIDs = a.gpus
@@ -290,7 +304,11 @@ func (n *Node) pump(a *actor) {
 // finishErr fails every return of p with e.
 func (n *Node) finishErr(p *pending, e *task.TaskError) {
 	n.unpinArgs(p)
-	n.storeReturns(p.spec, e)
+	if n.rebuilding[p.spec.ID] {
+		n.failRebuild(p.spec, e)
+	} else {
+		n.storeReturns(p.spec, e)
+	}
 	n.ctrl.TaskFinished(p.spec.ID, e)
 }
 
@@ -372,6 +390,7 @@ func (n *Node) actorDied(a *actor, why *task.TaskError) {
 	}
 	a.death = why
 	n.ctrl.ActorDied(a.id, why.Message)
+	n.dropRestartState(a)
 	for _, p := range a.inflight {
 		n.finishErr(p, n.deadErr(a, p.spec.Func))
 	}

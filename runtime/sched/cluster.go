@@ -297,6 +297,18 @@ func (cl *Cluster[T]) ActorGone(id ids.ActorID) {
 	}
 }
 
+// RestartActor: see Core.RestartActor. The actor restarts on the node that
+// holds its resources; an actor whose node is gone is not known here (the
+// node's removal returned it) and reports false.
+func (cl *Cluster[T]) RestartActor(id ids.ActorID) bool {
+	n, ok := cl.actorAt[id]
+	if !ok {
+		return false
+	}
+	c := cl.cores[n]
+	return c != nil && c.RestartActor(id)
+}
+
 // on returns the core of worker w's node, or nil once the node is gone.
 func (cl *Cluster[T]) on(w WorkerID) *Core[T] { return cl.cores[NodeOf(w)] }
 

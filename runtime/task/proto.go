@@ -28,6 +28,7 @@ const (
 	MsgFree                         // W→D: object IDs the program freed explicitly (gray.Free)
 	MsgReserve                      // W→D: request number, object ID, size: reserve room for a task result
 	MsgReserveReply                 // D→W: request number, status (ReserveOK, ReserveExists, ReserveFailed), message
+	MsgCheckpoint                   // W→D: the actor call it follows (task ID), ok byte, then the checkpoint's bytes or the error's text
 )
 
 // Status of a MsgReserveReply.

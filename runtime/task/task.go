@@ -26,6 +26,9 @@ const (
 	KindActorCreate
 	// KindActorMethod runs a method on an existing actor.
 	KindActorMethod
+	// KindActorRestore restores a restarted actor from its last
+	// checkpoint: its one argument is the checkpoint's bytes.
+	KindActorRestore
 )
 
 // Arg is one task argument: an encoded value, or a reference to an object
@@ -182,6 +185,13 @@ type Entry struct {
 	NumReturns int
 	Res        Resources
 	MaxCalls   int // 0: unlimited
+	// MaxRestarts, for an actor type, is how many times an actor whose
+	// process died is recreated and its calls replayed; 0: never, -1:
+	// without limit.
+	MaxRestarts int
+	// CheckpointInterval, for an actor type, is the number of method
+	// calls between checkpoints (0: none).
+	CheckpointInterval int
 	// Call runs a remote function on encoded arguments.
 	Call func(ctx context.Context, args [][]byte) ([][]byte, error)
 	// New constructs an actor instance.

@@ -50,6 +50,10 @@ type Worker struct {
 	remote    bool           // on another node than the driver: large values travel inline (see remote.go)
 	inline    map[int][]byte // returns of the running task encoded zero-copy, sent inline (remote)
 	isActor   bool           // this worker hosts an actor: it copies shared objects (see Get)
+	actorType string         // the registered name of the actor's type
+	// sinceCheckpoint counts the actor's method calls since its last
+	// checkpoint (see checkpoint.go).
+	sinceCheckpoint int
 
 	// The node's shared-memory object store: objects are mapped through
 	// reader; views are the mappings the running task reads, ended with it.
@@ -187,6 +191,9 @@ func (w *Worker) run(s *task.Spec) {
 		w.giveBack() // the queued tasks run on other workers
 	}
 	w.collectNested()
+	if err == nil && !retire {
+		w.checkpointAfter(s)
+	}
 	if err != nil || retire {
 		w.conn.Close()
 		os.Exit(0)
@@ -282,7 +289,7 @@ func (w *Worker) exec(s *task.Spec) (objs []task.Object, retire bool) {
 		w.gpuEnvSet = false
 	}
 	if s.Kind == task.KindActorCreate {
-		w.isActor = true
+		w.isActor, w.actorType = true, s.Func
 	}
 	outs, te := w.call(ctx, s)
 	if te == nil {
@@ -376,6 +383,12 @@ func (w *Worker) call(ctx context.Context, s *task.Spec) (outs [][]byte, te *tas
 			outs, err = e.Call(ctx, args)
 		case task.KindActorCreate:
 			w.instance, err = e.New(ctx, args)
+			if _, ok := w.instance.(checkpointer); err == nil && !ok && e.CheckpointInterval > 0 {
+				err = errNoCheckpointer(e, w.instance)
+			}
+			outs = [][]byte{nil}
+		case task.KindActorRestore:
+			err = w.restore(ctx, args)
 			outs = [][]byte{nil}
 		case task.KindActorMethod:
 			if w.instance == nil {

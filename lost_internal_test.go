@@ -1,0 +1,125 @@
+package gray
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/gray-ml/gray/runtime/node"
+)
+
+// Lost objects name their reason, in the driver and across processes.
+
+type lostMaker struct{}
+
+var (
+	lostMakerType = Actor0("lost.Maker", func(ctx context.Context) (*lostMaker, error) { return &lostMaker{}, nil })
+	lostMake      = Method0(lostMakerType, "make", func(m *lostMaker, ctx context.Context) ([]uint8, error) {
+		return make([]uint8, 300<<10), nil // in shared memory
+	})
+	// lostOnce makes a large result the first time and kills its worker
+	// every time it is re-run (a marker file tells).
+	lostOnce = Func1("lost.once", func(ctx context.Context, marker string) ([]uint8, error) {
+		if _, err := os.Stat(marker); err == nil {
+			f, _ := os.OpenFile(marker, os.O_APPEND|os.O_WRONLY, 0o644)
+			_, _ = f.WriteString("x")
+			f.Close()
+			os.Exit(1)
+		}
+		return make([]uint8, 300<<10), os.WriteFile(marker, nil, 0o644)
+	})
+	// lostDeref gets the object its argument refers to, in a worker.
+	lostDeref = Func1("lost.deref", func(ctx context.Context, refs []Ref[[]uint8]) (int, error) {
+		v, err := Get(ctx, refs[0])
+		return len(v), err
+	})
+)
+
+// evictAll fills the 1 MiB store of startStore with objects it keeps, so
+// that every object not pinned is evicted; it returns them to keep alive.
+func evictAll(t *testing.T, n *node.Node) []Ref[[]uint8] {
+	t.Helper()
+	before := n.SharedStats().Evictions
+	var keep []Ref[[]uint8]
+	for range 4 {
+		r, err := Put(context.Background(), make([]uint8, 300<<10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		keep = append(keep, r)
+	}
+	if n.SharedStats().Evictions == before {
+		t.Fatal("no eviction after putting 1.2 MiB into a 1 MiB store")
+	}
+	return keep
+}
+
+func TestEvictedActorResultIsLostAcrossProcesses(t *testing.T) {
+	n := startStore(t, 1<<20, 2)
+	ctx := context.Background()
+	h, err := lostMakerType.Remote(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := lostMake.Remote(h)
+	if _, _, err := Wait(ctx, []AnyRef{r}, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	keep := evictAll(t, n)
+	_, err = Get(ctx, r)
+	var lost *ObjectLostError
+	if !errors.Is(err, ErrObjectLost) || !errors.Is(err, ErrLostActorMethod) || !errors.As(err, &lost) || lost.Object != r.ID() {
+		t.Fatalf("Get of an evicted actor result: %v; want ErrObjectLost for the reason ErrLostActorMethod", err)
+	}
+	// A worker that Gets it fails with an error that keeps both identities.
+	_, err = Get(ctx, lostDeref.Remote([]Ref[[]uint8]{r}))
+	if !errors.Is(err, ErrObjectLost) || !errors.Is(err, ErrLostActorMethod) || errors.Is(err, ErrLostPut) {
+		t.Fatalf("a task's Get of the lost object: %v; want ErrObjectLost and ErrLostActorMethod in the driver", err)
+	}
+	runtime.KeepAlive(keep)
+	if err := n.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A rebuild whose task fails is retried on the next request, up to
+// node.MaxRebuilds failures in a row; then the object is lost for good.
+func TestRebuildRetriesRunOut(t *testing.T) {
+	n := startStore(t, 1<<20, 2)
+	ctx := context.Background()
+	marker := filepath.Join(t.TempDir(), "marker")
+	r := lostOnce.Remote(marker)
+	if _, _, err := Wait(ctx, []AnyRef{r}, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	keep := evictAll(t, n)
+	for i := 1; i < node.MaxRebuilds; i++ {
+		_, err := Get(ctx, r)
+		if !errors.Is(err, ErrWorkerDied) || errors.Is(err, ErrObjectLost) {
+			t.Fatalf("failed rebuild %d: %v; want its failure (ErrWorkerDied), not a loss yet", i, err)
+		}
+	}
+	_, err := Get(ctx, r)
+	if !errors.Is(err, ErrObjectLost) || !errors.Is(err, ErrLostRetriesExhausted) || !errors.Is(err, ErrWorkerDied) {
+		t.Fatalf("rebuild %d: %v; want ErrObjectLost for the reason ErrLostRetriesExhausted, wrapping the last failure", node.MaxRebuilds, err)
+	}
+	// Lost for good: no more re-runs.
+	if _, err := Get(ctx, r); !errors.Is(err, ErrLostRetriesExhausted) {
+		t.Fatalf("Get after the loss: %v", err)
+	}
+	b, err := os.ReadFile(marker)
+	if err != nil || len(b) != node.MaxRebuilds {
+		t.Fatalf("the task was re-run %d times (%v), want %d", len(b), err, node.MaxRebuilds)
+	}
+	logged := false
+	for _, e := range Errors() {
+		logged = logged || errors.Is(e, ErrLostRetriesExhausted)
+	}
+	if !logged {
+		t.Error("the loss is not in the error log (gray.Errors)")
+	}
+	runtime.KeepAlive(keep)
+}
