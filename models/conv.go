@@ -198,7 +198,7 @@ func (n *ConvNet) Forward(t *Tape, obs *Tensor) Output {
 	if obs.Cols != n.in {
 		panic(fmt.Sprintf("models: ConvNet with %d inputs got observations %s", n.in, obs.shape()))
 	}
-	if use32(t, obs.Rows) {
+	if use32(t) {
 		return n.fc.Forward(t, n.features32(t, obs))
 	}
 	h := obs

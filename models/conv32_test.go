@@ -42,7 +42,7 @@ func TestGemm32MatchesFloat64(t *testing.T) {
 		kernels["avx512/float64B"] = withFloat64B(gemm32AsmD)
 	}
 	for name, kern := range kernels {
-		for _, sh := range [][3]int{{1, 1, 1}, {8, 32, 3}, {7, 19, 5}, {13, 64, 64}, {65, 16, 16}, {3, 33, 600}, {200, 70, 1}, {9, 256, 1100}, {130, 32, 257}} {
+		for _, sh := range [][3]int{{1, 1, 1}, {8, 32, 3}, {7, 19, 5}, {13, 64, 64}, {65, 16, 16}, {3, 33, 600}, {200, 70, 1}, {9, 256, 1100}, {130, 32, 257}, {97, 13, 600}, {80, 16, 20}} {
 			for _, relu := range []bool{false, true} {
 				m, n, k := sh[0], sh[1], sh[2]
 				t.Run(fmt.Sprintf("%s/%dx%dx%d/relu=%v", name, m, n, k, relu), func(t *testing.T) {
@@ -122,19 +122,23 @@ func TestNarrow(t *testing.T) {
 // TestConvNetFloat32ActingMatchesFloat64 checks the float32 inference
 // path (a forward pass with gradients off) against the float64 path that
 // training uses, on the default stacks for 42×42 and 84×84 images and a
-// custom stack with several channels, "valid" and "same" padding and a
-// depth beyond one kc32 slice, at batch sizes below, at and above the
-// kernels' blocks. Policy outputs and values may differ by float32
-// rounding only.
+// custom stack with several channels, strides 1 and 2, "valid" and "same"
+// padding and a depth beyond one kc32 slice, and a single layer whose
+// kernel covers the image; at batch sizes below, at and above the kernels'
+// blocks, and (for the small networks) above smallM, where the last layer
+// narrows its weights first. Policy outputs and values may differ by
+// float32 rounding only.
 func TestConvNetFloat32ActingMatchesFloat64(t *testing.T) {
 	cases := []struct {
 		name    string
 		shape   []int
 		filters []ConvFilter
+		batches []int
 	}{
-		{"default42", []int{42, 42, 1}, nil},
-		{"default84x4", []int{84, 84, 4}, nil},
-		{"custom", []int{20, 17, 3}, []ConvFilter{{8, 3, 3, 1, false}, {40, 5, 4, 2, true}, {33, 3, 3, 2, false}}},
+		{"default42", []int{42, 42, 1}, nil, []int{1, 2, 7, 9, 33}},
+		{"default84x4", []int{84, 84, 4}, nil, []int{1, 9}},
+		{"custom", []int{20, 17, 3}, []ConvFilter{{8, 3, 3, 1, false}, {40, 5, 4, 2, true}, {33, 3, 3, 2, false}, {5, 3, 2, 1, true}}, []int{1, 8, 70}},
+		{"whole", []int{6, 5, 2}, []ConvFilter{{7, 6, 5, 1, true}}, []int{1, 3, 70}},
 	}
 	for _, tc := range cases {
 		opts := DefaultModelOptions()
@@ -152,7 +156,7 @@ func TestConvNetFloat32ActingMatchesFloat64(t *testing.T) {
 			}
 		}
 		in := m.NumInputs()
-		for _, batch := range []int{1, 2, 7, 9, 33} {
+		for _, batch := range tc.batches {
 			t.Run(fmt.Sprintf("%s/batch=%d", tc.name, batch), func(t *testing.T) {
 				obs := make([]float64, batch*in)
 				for i := range obs {
@@ -168,8 +172,8 @@ func TestConvNetFloat32ActingMatchesFloat64(t *testing.T) {
 					compareClose(t, "policy outputs", got.Out.Data, want.Out.Data, 1e-4)
 					compareClose(t, "values", got.Value.Data, want.Value.Data, 1e-4)
 				}
-				if use32(act, batch) != (haveAVX512 && batch >= minBatch32) {
-					t.Fatalf("use32 = %v for batch %d", use32(act, batch), batch)
+				if use32(act) != haveAVX512 || use32(train) {
+					t.Fatalf("use32 is %v acting and %v training; AVX-512: %v", use32(act), use32(train), haveAVX512)
 				}
 			})
 		}

@@ -80,7 +80,8 @@ func gemm32AsmD(m, n, k int, a []float32, lda int, b []float64, ldb int, c []flo
 // gemm32Asm is gemm32 with the AVX-512 kernels, blocked like gemmAcc512:
 // k in slices of kc32; for at most smallM rows each 32-column panel of B's
 // slice is read once while every row block of A passes over it, otherwise
-// each 8-row block of A (in L1) passes over all of B's slice (in L2).
+// each 8-row block of A (in L1) passes over all of B's slice (in L2),
+// or, for at most 16 columns, each 16-row block.
 func gemm32Asm(m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, relu bool) {
 	m8 := m &^ 7
 	noFloor := float32(math.Inf(-1))
@@ -103,17 +104,25 @@ func gemm32Asm(m, n, k int, a []float32, lda int, b []float32, ldb int, c []floa
 			}
 			continue
 		}
-		for i := 0; i < m; {
+		i := 0
+		if n <= 16 {
+			// Narrow products: 16 rows at a time fill every lane.
+			mask := uint64(1)<<n - 1
+			for ; i+16 <= m; i += 16 {
+				kern16x16f(kb, &a[i*lda+k0], lda, &b[k0*ldb], ldb, &c[i*ldc], ldc, mask, lo)
+			}
+		}
+		for i < m {
 			ai, ci := &a[i*lda+k0], i*ldc
 			for j := 0; j < n; j += 32 {
 				mask := uint64(1)<<min(32, n-j) - 1
-				if i < m8 {
+				if i+8 <= m {
 					kern8x32f(kb, ai, lda, &b[k0*ldb+j], ldb, &c[ci+j], ldc, mask, lo)
 				} else {
 					kern1x32f(kb, ai, &b[k0*ldb+j], ldb, &c[ci+j], mask, lo)
 				}
 			}
-			if i < m8 {
+			if i+8 <= m {
 				i += 8
 			} else {
 				i++

@@ -6,6 +6,9 @@ package models
 func kern8x32f(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, mask uint64, lo float32)
 
 //go:noescape
+func kern16x16f(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, mask uint64, lo float32)
+
+//go:noescape
 func kern1x32f(k int, a *float32, b *float32, ldb int, c *float32, mask uint64, lo float32)
 
 //go:noescape

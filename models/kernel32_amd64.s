@@ -479,3 +479,159 @@ store1d:
 	VMOVUPS   Z1, K6, 64(DX)
 	VZEROUPPER
 	RET
+
+// func kern16x16f(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, mask uint64, lo float32)
+//
+// kern8x32f's shape for narrow products (at most 16 columns, such as a
+// first convolution with 16 filters): 16 rows by up to 16 columns, so that
+// every lane of the sixteen accumulators does work.
+TEXT ·kern16x16f(SB), NOSPLIT, $0-68
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ lda+16(FP), R8
+	SHLQ $2, R8
+	MOVQ b+24(FP), DI
+	MOVQ ldb+32(FP), R10
+	SHLQ $2, R10
+	MOVQ c+40(FP), DX
+	MOVQ ldc+48(FP), R11
+	SHLQ $2, R11
+	MOVQ mask+56(FP), AX
+	KMOVW AX, K1
+	VBROADCASTSS lo+64(FP), Z18
+
+	LEAQ (R8)(R8*2), R15 // 3 rows
+	LEAQ (SI)(R8*4), R12 // row 4
+	LEAQ (R12)(R8*4), R13 // row 8
+	LEAQ (R13)(R8*4), BX  // row 12
+	LEAQ (R10*8), R14    // 8 rows of B: how far ahead to prefetch
+
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+
+	TESTQ CX, CX
+	JE    store16
+
+loop16:
+	PREFETCHT0       (DI)(R14*1)
+	VMOVUPS.Z        (DI), K1, Z16
+	VFMADD231PS.BCST (SI), Z16, Z0
+	VFMADD231PS.BCST (SI)(R8*1), Z16, Z1
+	VFMADD231PS.BCST (SI)(R8*2), Z16, Z2
+	VFMADD231PS.BCST (SI)(R15*1), Z16, Z3
+	VFMADD231PS.BCST (R12), Z16, Z4
+	VFMADD231PS.BCST (R12)(R8*1), Z16, Z5
+	VFMADD231PS.BCST (R12)(R8*2), Z16, Z6
+	VFMADD231PS.BCST (R12)(R15*1), Z16, Z7
+	VFMADD231PS.BCST (R13), Z16, Z8
+	VFMADD231PS.BCST (R13)(R8*1), Z16, Z9
+	VFMADD231PS.BCST (R13)(R8*2), Z16, Z10
+	VFMADD231PS.BCST (R13)(R15*1), Z16, Z11
+	VFMADD231PS.BCST (BX), Z16, Z12
+	VFMADD231PS.BCST (BX)(R8*1), Z16, Z13
+	VFMADD231PS.BCST (BX)(R8*2), Z16, Z14
+	VFMADD231PS.BCST (BX)(R15*1), Z16, Z15
+	ADDQ             $4, SI
+	ADDQ             $4, R12
+	ADDQ             $4, R13
+	ADDQ             $4, BX
+	ADDQ             R10, DI
+	DECQ             CX
+	JNZ              loop16
+
+store16:
+	VMOVUPS.Z (DX), K1, Z16
+	VADDPS    Z16, Z0, Z0
+	VMAXPS    Z0, Z18, Z0
+	VMOVUPS   Z0, K1, (DX)
+	ADDQ      R11, DX
+	VMOVUPS.Z (DX), K1, Z16
+	VADDPS    Z16, Z1, Z1
+	VMAXPS    Z1, Z18, Z1
+	VMOVUPS   Z1, K1, (DX)
+	ADDQ      R11, DX
+	VMOVUPS.Z (DX), K1, Z16
+	VADDPS    Z16, Z2, Z2
+	VMAXPS    Z2, Z18, Z2
+	VMOVUPS   Z2, K1, (DX)
+	ADDQ      R11, DX
+	VMOVUPS.Z (DX), K1, Z16
+	VADDPS    Z16, Z3, Z3
+	VMAXPS    Z3, Z18, Z3
+	VMOVUPS   Z3, K1, (DX)
+	ADDQ      R11, DX
+	VMOVUPS.Z (DX), K1, Z16
+	VADDPS    Z16, Z4, Z4
+	VMAXPS    Z4, Z18, Z4
+	VMOVUPS   Z4, K1, (DX)
+	ADDQ      R11, DX
+	VMOVUPS.Z (DX), K1, Z16
+	VADDPS    Z16, Z5, Z5
+	VMAXPS    Z5, Z18, Z5
+	VMOVUPS   Z5, K1, (DX)
+	ADDQ      R11, DX
+	VMOVUPS.Z (DX), K1, Z16
+	VADDPS    Z16, Z6, Z6
+	VMAXPS    Z6, Z18, Z6
+	VMOVUPS   Z6, K1, (DX)
+	ADDQ      R11, DX
+	VMOVUPS.Z (DX), K1, Z16
+	VADDPS    Z16, Z7, Z7
+	VMAXPS    Z7, Z18, Z7
+	VMOVUPS   Z7, K1, (DX)
+	ADDQ      R11, DX
+	VMOVUPS.Z (DX), K1, Z16
+	VADDPS    Z16, Z8, Z8
+	VMAXPS    Z8, Z18, Z8
+	VMOVUPS   Z8, K1, (DX)
+	ADDQ      R11, DX
+	VMOVUPS.Z (DX), K1, Z16
+	VADDPS    Z16, Z9, Z9
+	VMAXPS    Z9, Z18, Z9
+	VMOVUPS   Z9, K1, (DX)
+	ADDQ      R11, DX
+	VMOVUPS.Z (DX), K1, Z16
+	VADDPS    Z16, Z10, Z10
+	VMAXPS    Z10, Z18, Z10
+	VMOVUPS   Z10, K1, (DX)
+	ADDQ      R11, DX
+	VMOVUPS.Z (DX), K1, Z16
+	VADDPS    Z16, Z11, Z11
+	VMAXPS    Z11, Z18, Z11
+	VMOVUPS   Z11, K1, (DX)
+	ADDQ      R11, DX
+	VMOVUPS.Z (DX), K1, Z16
+	VADDPS    Z16, Z12, Z12
+	VMAXPS    Z12, Z18, Z12
+	VMOVUPS   Z12, K1, (DX)
+	ADDQ      R11, DX
+	VMOVUPS.Z (DX), K1, Z16
+	VADDPS    Z16, Z13, Z13
+	VMAXPS    Z13, Z18, Z13
+	VMOVUPS   Z13, K1, (DX)
+	ADDQ      R11, DX
+	VMOVUPS.Z (DX), K1, Z16
+	VADDPS    Z16, Z14, Z14
+	VMAXPS    Z14, Z18, Z14
+	VMOVUPS   Z14, K1, (DX)
+	ADDQ      R11, DX
+	VMOVUPS.Z (DX), K1, Z16
+	VADDPS    Z16, Z15, Z15
+	VMAXPS    Z15, Z18, Z15
+	VMOVUPS   Z15, K1, (DX)
+	VZEROUPPER
+	RET

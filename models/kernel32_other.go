@@ -6,6 +6,10 @@ func kern8x32f(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc 
 	panic("models: kern8x32f without assembly")
 }
 
+func kern16x16f(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, mask uint64, lo float32) {
+	panic("models: kern16x16f without assembly")
+}
+
 func kern1x32f(k int, a *float32, b *float32, ldb int, c *float32, mask uint64, lo float32) {
 	panic("models: kern1x32f without assembly")
 }
