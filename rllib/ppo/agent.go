@@ -53,6 +53,9 @@ type Agent struct {
 // samplers is how the agent collects one iteration's experience.
 type samplers interface {
 	sample(ctx context.Context, a *Agent) ([]Samples, error)
+	// recycle hands back an iteration's batch after learning from it, for
+	// a sampler that can reuse its buffers.
+	recycle(b sample.Batch)
 	close() error
 }
 
@@ -132,6 +135,9 @@ func (a *Agent) Train(ctx context.Context) (rllib.Result, error) {
 	if err != nil {
 		return rllib.Result{}, fmt.Errorf("PPO iteration %d: %w", iter, err)
 	}
+	// The learner copies minibatches out of b, so once this iteration is
+	// over the sampler may refill b's buffers.
+	defer a.samplers.recycle(b)
 	if err := sample.ComputeGAE(&b, a.cfg.Gamma, a.cfg.Lambda); err != nil {
 		return rllib.Result{}, fmt.Errorf("PPO iteration %d: %w", iter, err)
 	}
@@ -301,6 +307,8 @@ func (s *localSampler) sample(ctx context.Context, a *Agent) ([]Samples, error) 
 	}
 	return []Samples{p}, nil
 }
+
+func (s *localSampler) recycle(b sample.Batch) { s.w.worker.Recycle(b) }
 
 func (s *localSampler) close() error { return s.w.Close() }
 
