@@ -57,11 +57,24 @@ bench-deps:
 	fi
 
 ## bench-conv times the ConvNet benchmarks and their PyTorch peer (one
-## thread each, OpenBLAS unpinned for the peer) in the same session.
+## thread each, OpenBLAS unpinned for the peer) in the same session, in
+## turns: BENCH_ROUNDS rounds of Go, then PyTorch with glibc's default
+## allocator settings, then PyTorch with freed memory kept (its big
+## per-call buffers otherwise come back as fresh pages, which under load
+## cost it up to 10x); take each side's best.
+BENCH_ROUNDS ?= 3
+TORCH_ENV := env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 bench-conv: bench-deps
-	$(GO) test -run '^$$' -bench 'ConvNet' -benchtime 50x -count 3 ./models/
-	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
-		/usr/bin/python3 benchmarks/models/torch_conv.py
+	$(GO) test -c -o $(BIN)/models.test ./models/
+	for i in $$(seq $(BENCH_ROUNDS)); do \
+		echo "== round $$i: Gray"; \
+		$(BIN)/models.test -test.run '^$$' -test.bench 'ConvNet' -test.benchtime 30x || exit 1; \
+		echo "== round $$i: PyTorch"; \
+		$(TORCH_ENV) /usr/bin/python3 benchmarks/models/torch_conv.py --repeats 2 || exit 1; \
+		echo "== round $$i: PyTorch, freed memory kept"; \
+		$(TORCH_ENV) MALLOC_MMAP_THRESHOLD_=4294967296 MALLOC_TRIM_THRESHOLD_=4294967296 \
+			/usr/bin/python3 benchmarks/models/torch_conv.py --repeats 2 || exit 1; \
+	done
 
 clean:
 	rm -rf $(BIN)

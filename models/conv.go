@@ -198,6 +198,9 @@ func (n *ConvNet) Forward(t *Tape, obs *Tensor) Output {
 	if obs.Cols != n.in {
 		panic(fmt.Sprintf("models: ConvNet with %d inputs got observations %s", n.in, obs.shape()))
 	}
+	if use32(t) {
+		return n.fc.Forward(t, n.features32(t, obs))
+	}
 	h := obs
 	for _, l := range n.convs {
 		h = t.Conv2DRelu(h, l.geom, l.kernel, l.bias)

@@ -106,7 +106,7 @@ func (t *Tape) conv2D(x *Tensor, g ConvGeom, kernel, bias *Tensor, relu bool) *T
 			cols = x.Data[b0*k : b1*k]
 		} else {
 			cols = nd.aux[:rows*k]
-			im2col(g, x, b0, b1, cols)
+			im2col(g, x.Data, b0, b1, cols)
 		}
 		beta := 0.0
 		if bias != nil {
@@ -144,14 +144,16 @@ func reluMaskGrad(g, y []float64) {
 	}
 }
 
-// im2col writes, for images b0 to b1 and every output position, the patch
-// under the kernel as one row of cols (zeros where the kernel overhangs
-// the padding).
-func im2col(g ConvGeom, x *Tensor, b0, b1 int, cols []float64) {
+// im2col writes, for images b0 to b1 of the batch x (one image of
+// H·W·Cin values after another) and every output position, the patch under
+// the kernel as one row of cols (zeros where the kernel overhangs the
+// padding). The float32 inference path unfolds with it too.
+func im2col[F float32 | float64](g ConvGeom, x []F, b0, b1 int, cols []F) {
 	k, rowLen := g.patch(), g.KW*g.Cin
+	imgLen := g.H * g.W * g.Cin
 	r := 0
 	for b := b0; b < b1; b++ {
-		img := x.Row(b)
+		img := x[b*imgLen : (b+1)*imgLen]
 		for oy := 0; oy < g.OH; oy++ {
 			for ox := 0; ox < g.OW; ox++ {
 				dst := cols[r*k : (r+1)*k]
@@ -165,13 +167,13 @@ func im2col(g ConvGeom, x *Tensor, b0, b1 int, cols []float64) {
 						continue
 					}
 					if x0 >= 0 && x0+g.KW <= g.W {
-						copy(seg, img[(iy*g.W+x0)*g.Cin:(iy*g.W+x0+g.KW)*g.Cin])
+						copyShort(seg, img[(iy*g.W+x0)*g.Cin:])
 						continue
 					}
 					for kx := 0; kx < g.KW; kx++ {
 						s := seg[kx*g.Cin : (kx+1)*g.Cin]
 						if ix := x0 + kx; ix >= 0 && ix < g.W {
-							copy(s, img[(iy*g.W+ix)*g.Cin:(iy*g.W+ix+1)*g.Cin])
+							copyShort(s, img[(iy*g.W+ix)*g.Cin:])
 						} else {
 							clear(s)
 						}
@@ -179,6 +181,21 @@ func im2col(g ConvGeom, x *Tensor, b0, b1 int, cols []float64) {
 				}
 			}
 		}
+	}
+}
+
+// copyShort copies src's first len(dst) values into dst: for the few values
+// of a kernel row on few channels (4 on a one-channel image) a loop is
+// several times cheaper than copy's call into memmove.
+func copyShort[F float32 | float64](dst, src []F) {
+	if len(dst) >= 32 {
+		copy(dst, src)
+		return
+	}
+	src = src[:len(dst)]
+	//lint:ignore S1001 the loop is the point: copy calls memmove
+	for i, v := range src {
+		dst[i] = v
 	}
 }
 
@@ -251,7 +268,7 @@ func (nd *node) convBackward() {
 		dOut := grad[b0*pos*cout : b1*pos*cout]
 		if kernel.Grad != nil { // dK += colsᵀ·dOut
 			cols := nd.aux[:rows*k]
-			im2col(g, x, b0, b1, cols)
+			im2col(g, x.Data, b0, b1, cols)
 			gemm(true, false, k, cout, rows, cols, k, dOut, cout, 1, kernel.Grad, cout, &nd.scratch)
 		}
 		if x.Grad != nil {

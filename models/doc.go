@@ -110,6 +110,13 @@
 // Dist.Sample(rng, o.Out.Data, actions) and Dist.LogProb(o.Out.Data,
 // actions, logp).
 //
+// On a no-grad tape a ConvNet computes its convolutions in float32 where
+// the CPU has AVX-512 (observations and weights narrowed as they are read,
+// the features widened back for the float64 heads): acting needs no
+// float64 and runs about twice as fast. Its outputs differ from the
+// training forward pass by float32 rounding (relative 1e-6 or so); PPO's
+// importance ratios absorb that. Training is float64 throughout.
+//
 // # Other algorithms
 //
 // DQN: q := Forward(...).Out; qa := tape.Gather(q, tape.Const(n, 1, acts));

@@ -2,6 +2,7 @@ package models
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/gray-ml/gray/envs"
 )
@@ -279,6 +280,10 @@ func (p *ImagePreprocessor) checkIO(obs, dst []float64) error {
 // clamped to it, so that a bad frame cannot poison the network.
 func (p *ImagePreprocessor) shrink(obs, f []float64) {
 	clear(f)
+	if p.outC == 1 && p.inC == 3 {
+		p.shrinkRGBToGray(obs, f)
+		return
+	}
 	gray := p.outC == 1 && p.inC > 1
 	// Grayscale averages the colour channels (alpha, a 4th, is ignored).
 	colours := min(p.inC, 3)
@@ -317,6 +322,39 @@ func (p *ImagePreprocessor) shrink(obs, f []float64) {
 			for c := range out {
 				out[c] *= scale
 			}
+		}
+	}
+}
+
+// shrinkRGBToGray is shrink for the common case, RGB frames to gray: it
+// walks each input row of a bin row once, front to back, summing each
+// output pixel's run of colour values, and scales each sum once at the end
+// (the mean of the three channels over the bin). A value's bits, read as
+// an unsigned integer, are at most those of 255 exactly when it lies in
+// [0, 255] (negative values, NaN and +Inf all compare above), so one
+// comparison lets the in-range values, nearly all of them, through.
+func (p *ImagePreprocessor) shrinkRGBToGray(obs, f []float64) {
+	const max255 = 0x406FE00000000000         // math.Float64bits(255)
+	w := p.colLo[p.outW-1] + p.colN[p.outW-1] // the cropped width
+	for oy := range p.outH {
+		out := f[oy*p.outW : (oy+1)*p.outW]
+		y0, ny := p.top+p.rowLo[oy], p.rowN[oy]
+		for y := y0; y < y0+ny; y++ {
+			row := obs[(y*p.inW+p.left)*3 : (y*p.inW+p.left+w)*3]
+			for ox, lo := range p.colLo {
+				s := 0.0
+				for _, v := range row[lo*3 : (lo+p.colN[ox])*3] {
+					if math.Float64bits(v) <= max255 {
+						s += v
+					} else {
+						s += clamp255(v)
+					}
+				}
+				out[ox] += s
+			}
+		}
+		for ox := range out {
+			out[ox] /= 3 * 255 * float64(p.colN[ox]*ny)
 		}
 	}
 }

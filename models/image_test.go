@@ -250,18 +250,83 @@ func BenchmarkImagePreprocessor(b *testing.B) {
 				b.Fatal(err)
 			}
 			dst := make([]float64, p.Size())
-			b.ReportAllocs()
-			for i := 0; i < b.N; i++ {
-				if err := p.TransformStream(0, i == 0, raw, dst); err != nil {
+			start := true
+			measure(b, func() {
+				if err := p.TransformStream(0, start, raw, dst); err != nil {
 					b.Fatal(err)
 				}
-			}
+				start = false
+			})
 		})
 	}
 	b.Run("peer-memcpy-frame", func(b *testing.B) {
 		dst := make([]float64, len(raw))
-		for i := 0; i < b.N; i++ {
-			copy(dst, raw)
-		}
+		measure(b, func() { copy(dst, raw) })
 	})
+}
+
+// Grayscaling RGB frames clamps each colour value into [0, 255] before
+// averaging (NaN counts as 0), whatever the bin sizes: a bad value cannot
+// poison the network nor cancel another one out.
+func TestGrayShrinkClampsBadValues(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		bad  float64
+		as   float64 // the value it counts as
+	}{
+		{"NaN", math.NaN(), 0},
+		{"negative", -300, 0},
+		{"negative zero", math.Copysign(0, -1), 0},
+		{"too large", 1e9, 255},
+		{"+Inf", math.Inf(1), 255},
+		{"-Inf", math.Inf(-1), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// 5×3 RGB pixels into 2×2 gray: bins of 2 and 3 rows, 1 and 2 columns.
+			space := envs.NewBox(0, 255, 5, 3, 3)
+			obs := make([]float64, 5*3*3)
+			for i := range obs {
+				obs[i] = float64(i * 5 % 256)
+			}
+			obs[1], obs[40] = tc.bad, -tc.bad // pixel (0,0) green; pixel (4,1) green
+			p, err := NewImagePreprocessor(space, ImageOptions{Dim: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			dst := make([]float64, p.Size())
+			if err := p.Transform(obs, dst); err != nil {
+				t.Fatal(err)
+			}
+			clamp := func(i int) float64 {
+				switch {
+				case i == 1:
+					return tc.as
+				case i == 40:
+					if math.IsNaN(tc.bad) {
+						return 0
+					}
+					return min(max(-tc.bad, 0), 255)
+				}
+				return obs[i]
+			}
+			rows, cols := [][2]int{{0, 2}, {2, 5}}, [][2]int{{0, 1}, {1, 3}}
+			for oy, r := range rows {
+				for ox, c := range cols {
+					sum, n := 0.0, 0
+					for y := r[0]; y < r[1]; y++ {
+						for x := c[0]; x < c[1]; x++ {
+							for ch := range 3 {
+								sum += clamp((y*3+x)*3 + ch)
+							}
+							n++
+						}
+					}
+					want := sum / 3 / float64(n) / 255
+					if got := dst[oy*2+ox]; math.Abs(got-want) > 1e-12 {
+						t.Errorf("pixel (%d,%d) = %v, want %v", oy, ox, got*255, want*255)
+					}
+				}
+			}
+		})
+	}
 }

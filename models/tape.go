@@ -25,6 +25,7 @@ type Tape struct {
 	n      int
 	noGrad bool
 	err    error
+	f32    *scratch32 // the float32 inference path's buffers (conv32.go)
 }
 
 // NewTape returns an empty tape.

@@ -13,6 +13,9 @@ padding, the same loss and optimiser) and times them on one thread:
                (64-64 tanh -> 1) on the conv features; batch 32.
   act-default-N  forward of the default network without gradients on N
                observations (rollout batch sizes 1, 8, 32).
+  train-default84, act-default84-N  the same for the catalog's default on
+               84x84x4 images (four stacked frames): conv 16 8x8/4,
+               32 4x4/2, 256 11x11/1 valid, then the same heads.
 
 It prints one line per case and dtype: milliseconds per op of wall time, of
 this thread's CPU time (time.thread_time) and of the whole process's CPU
@@ -69,13 +72,13 @@ def mlp(n_in, hiddens, n_out, act):
 
 
 class Net(nn.Module):
-    def __init__(self, filters, hiddens, act, outputs, value):
+    def __init__(self, filters, hiddens, act, outputs, value, shape=(42, 42, 1)):
         super().__init__()
-        self.conv, feat = conv_stack(42, 42, 1, filters)
+        self.conv, feat = conv_stack(*shape, filters)
         self.pi = mlp(feat, hiddens, outputs, act)
         self.vf = mlp(feat, hiddens, 1, act) if value else None
 
-    def forward(self, x):  # x: [N, 42, 42, 1], height-width-channel like Gray
+    def forward(self, x):  # x: [N, H, W, C], height-width-channel like Gray
         f = self.conv(x.permute(0, 3, 1, 2))
         return self.pi(f), (self.vf(f) if self.vf is not None else None)
 
@@ -83,6 +86,7 @@ class Net(nn.Module):
 SMALL = dict(filters=[(16, 3, 2, False), (32, 3, 2, False)], hiddens=[64], act=nn.ReLU, outputs=4, value=False)
 DEFAULT = dict(filters=[(16, 4, 2, False), (32, 4, 2, False), (256, 11, 1, True)], hiddens=[64, 64], act=nn.Tanh,
                outputs=6, value=True)
+DEFAULT84 = dict(DEFAULT, filters=[(16, 8, 4, False), (32, 4, 2, False), (256, 11, 1, True)], shape=(84, 84, 4))
 
 
 def timeit(fn, iters, repeats):
@@ -103,7 +107,7 @@ def train_case(spec, dtype, batch=32):
     torch.manual_seed(1)
     net = Net(**spec).to(dtype)
     opt = torch.optim.Adam(net.parameters(), lr=1e-3)
-    x = torch.rand(batch, 42, 42, 1, dtype=dtype)
+    x = torch.rand(batch, *spec.get("shape", (42, 42, 1)), dtype=dtype)
 
     def step():
         opt.zero_grad(set_to_none=False)
@@ -119,7 +123,7 @@ def train_case(spec, dtype, batch=32):
 def act_case(spec, dtype, batch):
     torch.manual_seed(1)
     net = Net(**spec).to(dtype)
-    x = torch.rand(batch, 42, 42, 1, dtype=dtype)
+    x = torch.rand(batch, *spec.get("shape", (42, 42, 1)), dtype=dtype)
 
     def act():
         with torch.no_grad():
@@ -131,6 +135,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--dtypes", default="float64,float32")
+    ap.add_argument("--cases", default="", help="comma-separated case names (default: all)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, mkldnn {torch.backends.mkldnn.is_available()}")
@@ -138,6 +143,12 @@ def main():
              ("train-default", lambda d: train_case(DEFAULT, d), 10)]
     for n in (1, 8, 32):
         cases.append((f"act-default-{n}", lambda d, n=n: act_case(DEFAULT, d, n), max(10, 200 // n)))
+    cases.append(("train-default84", lambda d: train_case(DEFAULT84, d), 5))
+    for n in (1, 8, 32):
+        cases.append((f"act-default84-{n}", lambda d, n=n: act_case(DEFAULT84, d, n), max(5, 100 // n)))
+    if args.cases:
+        keep = args.cases.split(",")
+        cases = [c for c in cases if c[0] in keep]
     for dname in args.dtypes.split(","):
         dtype = getattr(torch, dname)
         for name, make, iters in cases:

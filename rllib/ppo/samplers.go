@@ -7,6 +7,7 @@ import (
 
 	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/rllib"
+	"github.com/gray-ml/gray/rllib/sample"
 )
 
 // Rollout workers as actors: registered at package level so that driver
@@ -63,6 +64,9 @@ func (s *actorSamplers) sample(ctx context.Context, a *Agent) ([]Samples, error)
 	}
 	return out, nil
 }
+
+// recycle does nothing: the workers' batches arrive as copies.
+func (s *actorSamplers) recycle(sample.Batch) {}
 
 func (s *actorSamplers) close() error {
 	var errs []error

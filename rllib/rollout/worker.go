@@ -122,6 +122,9 @@ type Worker struct {
 	stateDim int
 	state    []float64
 	seqLen   []int
+	// spareObs is the observation buffer of a batch handed back with
+	// Recycle, for the next Sample to fill.
+	spareObs []float64
 }
 
 // New creates the worker's environments and resets them with seeds derived
@@ -200,6 +203,24 @@ func (w *Worker) ObsDim() int { return w.obsDim }
 // ActDim is the width of one action row.
 func (w *Worker) ActDim() int { return w.actDim }
 
+// Recycle hands back a batch this worker sampled, once the caller is done
+// with it: the next Sample fills its observation buffer instead of
+// allocating one. For image observations that buffer is tens of
+// megabytes, which a fresh allocation must also fault into memory page by
+// page. The caller must not use b's observations afterwards.
+func (w *Worker) Recycle(b sample.Batch) { w.spareObs = b.Obs }
+
+// takeObs returns an observation buffer of n values (every one of which
+// Sample overwrites): the recycled one when it is large enough.
+func (w *Worker) takeObs(n int) []float64 {
+	spare := w.spareObs
+	w.spareObs = nil
+	if cap(spare) >= n {
+		return spare[:n]
+	}
+	return make([]float64, n)
+}
+
 // Sample steps every sub-environment FragmentLength times, drawing action
 // randomness from rng, and returns the steps as one batch of NumEnvs
 // fragments (rows env-major). It fills Bootstrap for truncated episodes
@@ -214,7 +235,7 @@ func (w *Worker) Sample(ctx context.Context, rng *rand.Rand) (sample.Batch, erro
 	distDim := w.policy.DistDim()
 	b := sample.Batch{
 		ObsDim: w.obsDim, ActDim: w.actDim, DistDim: distDim,
-		Obs:        make([]float64, rows*w.obsDim),
+		Obs:        w.takeObs(rows * w.obsDim),
 		Actions:    make([]float64, rows*w.actDim),
 		Rewards:    make([]float64, rows),
 		Terminated: make([]bool, rows),

@@ -292,3 +292,48 @@ func TestWorkerStreamProcessor(t *testing.T) {
 		}
 	}
 }
+
+// A recycled batch's observation buffer is refilled by the next Sample,
+// which returns the same steps as without recycling; the old contents
+// never leak into it.
+func TestWorkerRecycleReusesObservations(t *testing.T) {
+	newWorker := func() *Worker {
+		vec, err := envs.NewVector(&counter{limit: 5}, &counter{limit: 7})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := NewWithVector(Config{Env: "counter", FragmentLength: 4}, vec, scripted{terminateAt: -1}, identity{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	ctx := context.Background()
+	recycled, fresh := newWorker(), newWorker()
+	b1, err := recycled.Sample(ctx, rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fresh.Sample(ctx, rand.New(rand.NewPCG(1, 2))); err != nil {
+		t.Fatal(err)
+	}
+	first := &b1.Obs[0]
+	for i := range b1.Obs {
+		b1.Obs[i] = -1 // stale values that must all be overwritten
+	}
+	recycled.Recycle(b1)
+	got, err := recycled.Sample(ctx, rand.New(rand.NewPCG(3, 4)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := fresh.Sample(ctx, rand.New(rand.NewPCG(3, 4)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if &got.Obs[0] != first {
+		t.Error("the second sample allocated new observations instead of reusing the recycled ones")
+	}
+	if !slices.Equal(got.Obs, want.Obs) || !slices.Equal(got.Rewards, want.Rewards) || !slices.Equal(got.Bootstrap, want.Bootstrap) {
+		t.Errorf("after recycling: obs %v rewards %v bootstrap %v; without: %v %v %v", got.Obs, got.Rewards, got.Bootstrap, want.Obs, want.Rewards, want.Bootstrap)
+	}
+}
