@@ -214,3 +214,24 @@ func TestClusterWrongTokenIsRefused(t *testing.T) {
 		t.Fatalf("Init with a wrong token: %v; want an error naming the token or password", err)
 	}
 }
+
+var lateWhere = gray.Func0("test.cluster.lateWhere", func(ctx context.Context) (string, error) {
+	return os.Getenv(cluster.EnvNodeID), nil
+}, gray.Resource("late", 1))
+
+// A task that only a node not yet joined can hold waits for it, then runs
+// there.
+func TestClusterTaskWaitsForNodeToJoin(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{NodeResources: map[int]map[string]float64{1: {"late": 1}}})
+	initCluster(t, c)
+	ref := lateWhere.Remote()
+	ctx := context.Background()
+	if ready, _, err := gray.Wait(ctx, []gray.Ref[string]{ref}, 1, 300*time.Millisecond); err != nil || len(ready) != 0 {
+		t.Fatalf("the task finished (%v, %v) before any node could hold it", ready, err)
+	}
+	n := c.AddNode()
+	got, err := gray.Get(ctx, ref)
+	if err != nil || got != n.ID {
+		t.Fatalf("the task ran on %q (%v), want the node that joined (%s)", got, err, n.ID)
+	}
+}
