@@ -5,8 +5,9 @@ BIN     := bin
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # protobuf-compiler and python3-grpc-tools are for `make proto` only;
 # dataset-fashion-mnist is the data of the supervised-learning examples;
-# chromium runs the dashboard's browser tests.
-APT_PKGS := chromium protobuf-compiler python3-grpc-tools python3-grpcio dataset-fashion-mnist
+# chromium runs the dashboard's browser tests; redis-server is a cluster's control
+# store (gray start --head, the cluster tests).
+APT_PKGS := chromium protobuf-compiler python3-grpc-tools python3-grpcio dataset-fashion-mnist redis-server
 
 .PHONY: all build train test vet lint deps proto bench bench-deps bench-conv clean
 

@@ -21,6 +21,7 @@ import (
 	"github.com/gray-ml/gray/runtime/control"
 	"github.com/gray-ml/gray/runtime/session"
 	"github.com/gray-ml/gray/runtime/task"
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 )
 
@@ -56,6 +57,7 @@ func newStart() *cobra.Command {
 			if ctx == nil {
 				ctx = context.Background()
 			}
+			quietRedisLog()
 			return runStart(ctx, cmd.OutOrStdout(), o)
 		},
 	}
@@ -78,41 +80,44 @@ func newStart() *cobra.Command {
 	return cmd
 }
 
-// newSessionFrom checks the flags and builds the node's session.
-func newSessionFrom(o startOptions) (*session.Session, error) {
+// newSessionFrom checks the flags and builds the node's session. A head
+// started again in the temp dir of one that died (its daemon killed, the
+// machine rebooted) takes over that cluster: same node ID, address and
+// token, so its nodes and drivers carry on; prev is then the old session.
+func newSessionFrom(o startOptions) (s, prev *session.Session, err error) {
 	switch {
 	case o.head && o.address != "":
-		return nil, errors.New("give either --head (a new cluster) or --address (join one), not both")
+		return nil, nil, errors.New("give either --head (a new cluster) or --address (join one), not both")
 	case !o.head && o.address == "":
-		return nil, errors.New("give --head to start a cluster, or --address IP:PORT --token TOKEN to join one")
+		return nil, nil, errors.New("give --head to start a cluster, or --address IP:PORT --token TOKEN to join one")
 	case net.ParseIP(o.ip) == nil:
-		return nil, fmt.Errorf("--node-ip-address %q is not an IP address", o.ip)
+		return nil, nil, fmt.Errorf("--node-ip-address %q is not an IP address", o.ip)
 	case o.cpus < 0 || o.gpus < 0:
-		return nil, errors.New("--num-cpus and --num-gpus must not be negative")
+		return nil, nil, errors.New("--num-cpus and --num-gpus must not be negative")
 	case o.port < 0 || o.port > 65535 || o.nodePort < 0 || o.nodePort > 65535:
-		return nil, errors.New("--port and --node-port must be TCP ports (0-65535)")
+		return nil, nil, errors.New("--port and --node-port must be TCP ports (0-65535)")
 	case o.objectStoreMemory < 0:
-		return nil, errors.New("--object-store-memory must not be negative")
+		return nil, nil, errors.New("--object-store-memory must not be negative")
 	}
 	res := task.Resources{CPU: o.cpus, GPU: o.gpus}
 	if o.resources != "" {
 		if err := json.Unmarshal([]byte(o.resources), &res.Custom); err != nil {
-			return nil, fmt.Errorf(`--resources must be a JSON object of names to amounts, e.g. '{"Custom": 2}': %w`, err)
+			return nil, nil, fmt.Errorf(`--resources must be a JSON object of names to amounts, e.g. '{"Custom": 2}': %w`, err)
 		}
 		for name, v := range res.Custom {
 			if name == "CPU" || name == "GPU" {
-				return nil, fmt.Errorf("--resources names %s: give it with --num-cpus / --num-gpus", name)
+				return nil, nil, fmt.Errorf("--resources names %s: give it with --num-cpus / --num-gpus", name)
 			}
 			if v < 0 {
-				return nil, fmt.Errorf("--resources: %s is negative", name)
+				return nil, nil, fmt.Errorf("--resources: %s is negative", name)
 			}
 		}
 	}
 	id, err := session.NewNodeID()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	s := &session.Session{
+	s = &session.Session{
 		Head:              o.head,
 		NodeID:            id,
 		NodeIP:            o.ip,
@@ -128,36 +133,50 @@ func newSessionFrom(o startOptions) (*session.Session, error) {
 		s.TempDir = filepath.Join(session.Base(), "node-"+id)
 	}
 	if s.TempDir, err = filepath.Abs(s.TempDir); err != nil {
-		return nil, fmt.Errorf("--temp-dir: %w", err)
+		return nil, nil, fmt.Errorf("--temp-dir: %w", err)
 	}
-	if old, err := session.Read(s.TempDir); err == nil && old.Running() {
-		return nil, fmt.Errorf("a node (%s) runs in %s already: give each node its own --temp-dir", old.NodeID, s.TempDir)
+	old, err := session.Read(s.TempDir)
+	if err == nil && old.Running() {
+		return nil, nil, fmt.Errorf("a node (%s) runs in %s already: give each node its own --temp-dir", old.NodeID, s.TempDir)
+	}
+	if o.head && err == nil && old.Head {
+		s.NodeID, s.NodeIP, s.Address, s.Token = old.NodeID, old.NodeIP, old.Address, old.Token
+		return s, old, nil
 	}
 	if o.head {
 		port := o.port
 		if port == 0 {
 			if port, err = freePort(o.ip); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		} else if err := portFree(o.ip, port); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		s.Address = net.JoinHostPort(o.ip, strconv.Itoa(port))
 		if s.Token, err = session.NewToken(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return s, nil
+		return s, nil, nil
 	}
 	if s.Address, s.Token, err = session.Resolve(o.address, o.token); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return s, nil
+	return s, nil, nil
 }
 
 func runStart(ctx context.Context, out io.Writer, o startOptions) error {
-	s, err := newSessionFrom(o)
+	s, prev, err := newSessionFrom(o)
 	if err != nil {
 		return err
+	}
+	if prev != nil {
+		// The dead head's redis-server may still run: stop it (it writes
+		// its append-only file) so the new head starts it again on it.
+		if rpid := prev.PID(session.RedisPIDFile); session.Alive(rpid) && isRedis(rpid) {
+			if err := terminate(rpid, 10*time.Second); err != nil {
+				return fmt.Errorf("stopping the previous head's redis-server: %w", err)
+			}
+		}
 	}
 	if !s.Head {
 		// Check the address and token now, rather than in the daemon's log.
@@ -187,6 +206,9 @@ func runStart(ctx context.Context, out io.Writer, o startOptions) error {
 		s.Unindex()
 		return fmt.Errorf("%w\n%s", err, logTail(logPath))
 	}
+	if prev != nil {
+		fmt.Fprintf(out, "Took over the cluster of the previous head in %s.\n", s.TempDir)
+	}
 	printStarted(out, s, logPath)
 	return nil
 }
@@ -209,7 +231,8 @@ func runBlocking(ctx context.Context, out io.Writer, s *session.Session, timeout
 // daemon is a node daemon started in the background.
 type daemon struct {
 	cmd    *exec.Cmd
-	exited chan error
+	exited chan error    // receives the exit once
+	done   chan struct{} // closed on exit
 }
 
 // spawnDaemon starts `gray node` in its own process group, its output
@@ -235,15 +258,18 @@ func spawnDaemon(s *session.Session, logPath string) (*daemon, error) {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		return nil, err
 	}
-	d := &daemon{cmd: cmd, exited: make(chan error, 1)}
-	go func() { d.exited <- cmd.Wait() }()
+	d := &daemon{cmd: cmd, exited: make(chan error, 1), done: make(chan struct{})}
+	go func() {
+		d.exited <- cmd.Wait()
+		close(d.done)
+	}()
 	return d, nil
 }
 
 // kill ends a daemon that failed to come up, with its process group.
 func (d *daemon) kill() {
 	_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
-	<-d.exited
+	<-d.done
 }
 
 // waitReady waits until the node is registered alive in the cluster's
@@ -316,6 +342,15 @@ func printStarted(out io.Writer, s *session.Session, logPath string) {
 		fmt.Fprintf(out, "Its log: %s. Stop everything started here with `gray stop`.\n", logPath)
 	}
 }
+
+// quietRedisLog silences go-redis's own log: a command line polls Redis
+// while it starts, and reports what matters itself. (The node daemons
+// keep it: their logs show Redis going away.)
+func quietRedisLog() { redis.SetLogger(discardLog{}) }
+
+type discardLog struct{}
+
+func (discardLog) Printf(context.Context, string, ...any) {}
 
 // freePort returns a TCP port of ip that was free a moment ago.
 func freePort(ip string) (int, error) {

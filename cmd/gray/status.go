@@ -29,6 +29,7 @@ func newStatus() *cobra.Command {
 			if ctx == nil {
 				ctx = context.Background()
 			}
+			quietRedisLog()
 			if address == "" {
 				address = "auto"
 			}
@@ -135,7 +136,7 @@ func addResources(dst *task.Resources, r task.Resources) {
 }
 
 func printStatus(out io.Writer, st *clusterStatus) {
-	fmt.Fprintf(out, "Cluster %s: %d nodes alive, %d dead\n", st.Address, st.Alive, st.Dead)
+	fmt.Fprintf(out, "Cluster %s: %s alive, %d dead\n", st.Address, plural(st.Alive, "node"), st.Dead)
 	fmt.Fprintf(out, "Resources: %s used of %s\n", resText(st.Used), resText(st.Total))
 	fmt.Fprintf(out, "Object stores: %s used of %s\n", mib(st.StoreUsed), mib(st.StoreCapacity))
 	fmt.Fprintf(out, "Tasks: %d live, actors: %d, workers: %d\n", st.Tasks, st.Actors, st.Workers)
@@ -178,3 +179,11 @@ func resText(r task.Resources) string {
 }
 
 func mib(n int64) string { return fmt.Sprintf("%.0fMiB", float64(n)/(1<<20)) }
+
+// plural returns "1 node", "2 nodes".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}

@@ -48,11 +48,7 @@ func runStop(out io.Writer, grace time.Duration) error {
 			errs = append(errs, err)
 		}
 	}
-	what := "nodes"
-	if len(all) == 1 {
-		what = "node"
-	}
-	fmt.Fprintf(out, "Stopped %d %s.\n", len(all)-len(errs), what)
+	fmt.Fprintf(out, "Stopped %s.\n", plural(len(all)-len(errs), "node"))
 	return errors.Join(errs...)
 }
 

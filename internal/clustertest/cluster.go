@@ -159,6 +159,22 @@ func (c *Cluster) AddNode() *Node {
 	return c.addStarted(i)
 }
 
+// RestartHead runs `gray start --head` again in the head's temp dir, as
+// after the head daemon died (KillNode(0)): the new head takes over the
+// cluster, its address and token, restarting Redis on its append-only
+// file and the monitor.
+func (c *Cluster) RestartHead() {
+	c.t.Helper()
+	args := append([]string{"start", "--head"}, c.nodeFlags(0)...)
+	if out, err := c.Gray(args...); err != nil {
+		c.t.Fatalf("gray start --head again: %v\n%s", err, out)
+	}
+	s := c.head()
+	c.mu.Lock()
+	c.pids = append(c.pids, s.PID(session.NodePIDFile), s.PID(session.RedisPIDFile))
+	c.mu.Unlock()
+}
+
 // addStarted records node i, which `gray start` started.
 func (c *Cluster) addStarted(i int) *Node {
 	c.t.Helper()

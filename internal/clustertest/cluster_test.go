@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -49,6 +50,9 @@ func TestClusterStartsAndReportsItsNodes(t *testing.T) {
 	}
 	if len(ips) != 3 || heads != 1 {
 		t.Errorf("node IPs %v and %d heads, want 3 loopback addresses and one head", ips, heads)
+	}
+	if out, err := c.Gray("status"); err != nil || !strings.Contains(out, "3 nodes alive, 0 dead") || !strings.Contains(out, "(head)") {
+		t.Errorf("gray status printed (%v):\n%s", err, out)
 	}
 	if !strings.HasSuffix(c.JoinCommand, c.Token()) || !strings.Contains(c.JoinCommand, c.Address()) {
 		t.Errorf("join command %q does not name the address and token", c.JoinCommand)
@@ -181,4 +185,40 @@ func TestAddressAuto(t *testing.T) {
 		t.Fatalf("joining without --token on the head's machine: %v\n%s", err, out)
 	}
 	c.WaitStatus(20*time.Second, "2 alive nodes", allAlive(2))
+}
+
+func TestHeadWithoutRedisNamesThePackage(t *testing.T) {
+	bin := clustertest.BuildGray(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "start", "--head", "--port", "0", "--temp-dir", filepath.Join(t.TempDir(), "head"))
+	cmd.Env = []string{"PATH=" + t.TempDir(), session.EnvIndexDir + "=" + filepath.Join(t.TempDir(), "index")}
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "apt-get install redis-server") {
+		t.Fatalf("gray start --head without redis-server: %v\n%s", err, out)
+	}
+}
+
+// TestHeadRestartCarriesOn: the head daemon dies; `gray start --head` in
+// its temp dir takes the cluster over (same address and token), the nodes
+// carry on, and the new monitor declares deaths.
+func TestHeadRestartCarriesOn(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{Nodes: 2})
+	addr, token := c.Address(), c.Token()
+	c.KillNode(0)
+	killed := time.Now()
+	c.RestartHead()
+	if c.Address() != addr || c.Token() != token {
+		t.Fatalf("the new head serves %s, want the cluster's %s and its token", c.Address(), addr)
+	}
+	c.WaitStatus(20*time.Second, "3 nodes alive after the head's restart", func(st clustertest.Status) bool {
+		h, _ := st.Node(c.Node(0).ID)
+		return st.Alive == 3 && h.Heartbeat.After(killed)
+	})
+	c.KillNode(2)
+	victim := c.Node(2).ID
+	c.WaitStatus(20*time.Second, "the new monitor to declare the killed node dead", func(st clustertest.Status) bool {
+		n, _ := st.Node(victim)
+		return !n.Alive && st.Alive == 2
+	})
 }

@@ -49,6 +49,9 @@ type Redis struct {
 	kick     chan struct{} // cap 1: there is work
 	stop     chan struct{}
 	stopped  chan struct{}
+	room     *sync.Cond // on wmu: the queue has room again, or Redis went away
+	down     bool       // under wmu: the last batch could not reach Redis
+	closing  bool       // under wmu: Close began; enqueue never waits
 	closeMu  sync.Once
 	closeErr error
 
@@ -61,9 +64,11 @@ type Redis struct {
 // writeOp adds one write to a pipeline.
 type writeOp func(ctx context.Context, p redis.Pipeliner)
 
-// maxPending bounds the queued writes while Redis is unreachable; beyond
-// it the oldest are dropped (and counted in Stats().Dropped), so that an
-// outage cannot grow a driver's memory without end.
+// maxPending bounds the queued writes. While Redis answers, a writer that
+// finds the queue full waits for room (Redis sets the pace); while Redis
+// is unreachable the oldest writes are dropped instead (and counted in
+// Stats().Dropped), so that an outage can neither stall the scheduler nor
+// grow a driver's memory without end.
 const maxPending = 1 << 20
 
 // ErrRedisAuth is returned by DialRedis when Redis refuses the password.
@@ -115,6 +120,7 @@ func DialRedis(ctx context.Context, cfg RedisConfig, job string) (*Redis, error)
 		stopped: make(chan struct{}),
 		local:   NewMem(),
 	}
+	r.room = sync.NewCond(&r.wmu)
 	c.AddHook(countHook{&r.stats})
 	if err := c.Ping(ctx).Err(); err != nil {
 		c.Close()
@@ -150,6 +156,10 @@ func (r *Redis) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		ferr := r.Flush(ctx)
+		r.wmu.Lock()
+		r.closing = true
+		r.room.Broadcast()
+		r.wmu.Unlock()
 		close(r.stop)
 		<-r.stopped
 		if ferr != nil {
@@ -189,6 +199,9 @@ func (r *Redis) Flush(ctx context.Context) error {
 // enqueue queues a write for the writer; it never blocks on Redis.
 func (r *Redis) enqueue(op writeOp) {
 	r.wmu.Lock()
+	for len(r.pending) >= maxPending && !r.down && !r.closing {
+		r.room.Wait()
+	}
 	if len(r.pending) >= maxPending {
 		r.pending = r.pending[1:]
 		r.written++
@@ -257,6 +270,7 @@ func (r *Redis) sendBatch() bool {
 		r.pending = nil
 	}
 	more := len(r.pending) > 0
+	r.room.Broadcast()
 	r.wmu.Unlock()
 	if len(ops) == 0 {
 		return true
@@ -274,6 +288,8 @@ func (r *Redis) sendBatch() bool {
 	if err != nil && retryable(err, cmds) {
 		r.wmu.Lock()
 		r.pending = append(ops, r.pending...)
+		r.down = true
+		r.room.Broadcast()
 		r.wmu.Unlock()
 		return false
 	}
@@ -281,6 +297,7 @@ func (r *Redis) sendBatch() bool {
 		log.Printf("gray: control store: a batch of %d writes to Redis failed: %v", len(ops), err)
 	}
 	r.wmu.Lock()
+	r.down = false
 	r.written += uint64(len(ops))
 	close(r.batch)
 	r.batch = make(chan struct{})

@@ -281,3 +281,39 @@ func TestRedisRestart(t *testing.T) {
 		t.Fatalf("heartbeat after the restart: %v (the node table should have survived)", err)
 	}
 }
+
+// TestWatchNodesAcrossARedisRestart: a watcher started before Redis
+// restarted still reports a death recorded after.
+func TestWatchNodesAcrossARedisRestart(t *testing.T) {
+	s, cfg := startServer(t)
+	r := dial(t, s.Addr(), "")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := r.RegisterNode(ctx, NodeInfo{ID: "n"}); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := r.WatchNodes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev := <-evs; ev.Kind != NodeJoined {
+		t.Fatalf("first event %+v", ev)
+	}
+	s.Kill()
+	s2, err := StartRedisServer(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s2.Stop)
+	if err := r.MarkDead(ctx, "n", "after the restart"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-evs:
+		if ev.Kind != NodeDied || ev.Reason != "after the restart" {
+			t.Fatalf("event %+v, want n died", ev)
+		}
+	case <-ctx.Done():
+		t.Fatal("the watcher never reported the death")
+	}
+}

@@ -102,10 +102,20 @@ func CheckToken(t string) error {
 }
 
 // MkdirPrivate creates dir (and parents) readable by its owner only, and
-// tightens it if it existed.
+// tightens it if it existed. It refuses a dir that is a symbolic link or
+// belongs to another user (someone else's /tmp/gray-<uid> must not
+// receive the token).
 func MkdirPrivate(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("session: creating %s: %w", dir, err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("session: %w", err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || (ok && int(st.Uid) != os.Getuid()) {
+		return fmt.Errorf("session: %s is not a directory of this user (uid %d): remove it, or choose another directory", dir, os.Getuid())
 	}
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return fmt.Errorf("session: %w", err)

@@ -120,3 +120,21 @@ func TestAlive(t *testing.T) {
 		t.Error("a process that cannot exist is alive")
 	}
 }
+
+func TestMkdirPrivateRefusesALink(t *testing.T) {
+	target := t.TempDir()
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := MkdirPrivate(link); err == nil || !strings.Contains(err.Error(), "not a directory of this user") {
+		t.Fatalf("MkdirPrivate of a symbolic link: %v", err)
+	}
+	open := filepath.Join(t.TempDir(), "open")
+	if err := os.Mkdir(open, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := MkdirPrivate(open); err != nil || mode(t, open) != 0o700 {
+		t.Fatalf("MkdirPrivate of an open dir: %v, mode %v", err, mode(t, open))
+	}
+}

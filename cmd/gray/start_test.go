@@ -1,0 +1,51 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestStartRefusesBadFlags(t *testing.T) {
+	t.Setenv("GRAY_SESSION_DIR", filepath.Join(t.TempDir(), "index"))
+	t.Setenv("GRAY_TOKEN", "")
+	base := startOptions{ip: "127.0.0.1", cpus: 1, port: 0}
+	for _, tc := range []struct {
+		name string
+		edit func(o *startOptions)
+		want string
+	}{
+		{"neither", func(o *startOptions) {}, "give --head"},
+		{"both", func(o *startOptions) { o.head, o.address = true, "1.2.3.4:5" }, "not both"},
+		{"bad ip", func(o *startOptions) { o.head, o.ip = true, "localhost" }, "not an IP address"},
+		{"negative cpus", func(o *startOptions) { o.head, o.cpus = true, -1 }, "must not be negative"},
+		{"bad port", func(o *startOptions) { o.head, o.port = true, 70000 }, "TCP ports"},
+		{"bad resources", func(o *startOptions) { o.head, o.resources = true, "Custom=2" }, "JSON object"},
+		{"CPU as custom", func(o *startOptions) { o.head, o.resources = true, `{"CPU": 2}` }, "--num-cpus"},
+		{"no token", func(o *startOptions) { o.address = "10.1.2.3:6379" }, "no token"},
+		{"bad token", func(o *startOptions) { o.address, o.token = "10.1.2.3:6379", "xyz" }, "64 hex digits"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := base
+			o.tempDir = t.TempDir()
+			tc.edit(&o)
+			_, _, err := newSessionFrom(o)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want one saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestStartBuildsTheHeadSession(t *testing.T) {
+	t.Setenv("GRAY_SESSION_DIR", filepath.Join(t.TempDir(), "index"))
+	o := startOptions{head: true, ip: "127.0.0.1", cpus: 3, gpus: 1, resources: `{"Custom": 2}`, tempDir: t.TempDir()}
+	s, _, err := newSessionFrom(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Head || len(s.Token) != 64 || !strings.HasPrefix(s.Address, "127.0.0.1:") || s.Resources.CPU != 3 ||
+		s.Resources.GPU != 1 || s.Resources.Custom["Custom"] != 2 || s.NodeID == "" {
+		t.Fatalf("session %+v", s)
+	}
+}
