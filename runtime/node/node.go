@@ -122,6 +122,7 @@ type pending struct {
 	orig    *task.Spec     // the spec as submitted (reference arguments intact), for lineage
 	pinned  []ids.ObjectID // shared-memory arguments pinned until the task ends
 	sent    int64          // when it was handed to a worker, in Config.Events' clock
+	replay  bool           // a call replayed to recreate its actor: its result is dropped
 }
 
 // request is a Get or Wait from the driver or from a worker.
@@ -172,6 +173,11 @@ type actor struct {
 	death    *task.TaskError
 	draining bool // no handle remains: exit once the queue is empty
 	killed   bool // by gray.Kill: its calls fail quietly (ErrActorDead, no report)
+	// On another node: its creation and the calls it completed, replayed
+	// in order to recreate it should that node die (see remote.go).
+	create   *task.Spec
+	log      []*task.Spec
+	restarts int
 }
 
 // Start starts a node: its socket, its control and object stores and its

@@ -433,6 +433,9 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 		}
 		p = a.inflight[0]
 		a.inflight = a.inflight[1:]
+		if p.replay {
+			return // its result exists already
+		}
 	} else {
 		run, ok := n.core.Running(w.id)
 		if !ok || run.spec.ID != tid {
@@ -490,6 +493,9 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 	if p.spec.Kind == task.KindActorCreate {
 		n.constructed(p.spec)
 	}
+	if a := w.actor; a != nil && w.node != sched.Local && failed == nil {
+		n.logCall(a, p.spec)
+	}
 	if failed != nil {
 		n.ctrl.AddError(failed)
 		n.errQ = append(n.errQ, failed)
@@ -545,7 +551,12 @@ func (n *Node) died(w *proc) {
 		how = w.exitErr.Error()
 	}
 	if a := w.actor; a != nil {
-		n.actorDied(a, &task.TaskError{Function: a.typ, Worker: w.name, Message: "its worker process died (" + how + ")", Cause: task.ErrWorkerDied})
+		switch {
+		case a.w != w: // a worker of an actor recreated since
+		case w.node != sched.Local && n.recreate(a, fmt.Sprintf("%s died (%s)", w.name, how)):
+		default:
+			n.actorDied(a, &task.TaskError{Function: a.typ, Worker: w.name, Message: "its worker process died (" + how + ")", Cause: task.ErrWorkerDied})
+		}
 	} else if p, ok := n.core.WorkerDied(w.id); ok && w.node != sched.Local {
 		// A worker on another node: its node may have died with it. The
 		// task runs again elsewhere.

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"encoding/hex"
 	"fmt"
 	"net"
@@ -128,7 +129,7 @@ func (n *Node) NodeGone(k sched.NodeID, why string) {
 		n.rerun(p, fmt.Sprintf("node %s died (%s)", name, why))
 	}
 	for _, id := range actors {
-		if a := n.actors[id]; a != nil {
+		if a := n.actors[id]; a != nil && !n.recreate(a, fmt.Sprintf("its node %s died (%s)", name, why)) {
 			n.actorDied(a, &task.TaskError{Function: a.typ, Message: fmt.Sprintf("its node %s died (%s)", name, why), Cause: task.ErrWorkerDied})
 		}
 	}
@@ -256,4 +257,51 @@ func (n *Node) Waiting() []task.Resources {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.core.Waiting()
+}
+
+// logCall records a call that actor a (on another node) completed, with
+// its arguments copied, for replaying should its node die.
+func (n *Node) logCall(a *actor, s *task.Spec) {
+	c := *s
+	c.Args = make([]task.Arg, len(s.Args))
+	for i, arg := range s.Args {
+		arg.Data = bytes.Clone(arg.Data)
+		c.Args[i] = arg
+	}
+	if s.Kind == task.KindActorCreate {
+		a.create = &c
+		return
+	}
+	a.log = append(a.log, &c)
+}
+
+// recreate starts actor a again, on whichever node fits it, after its
+// worker on another node died (why): its creation and every call it
+// completed are replayed in order (their results, which exist, dropped),
+// then the calls it had not finished run. It reports false when a cannot
+// be recreated (killed, released, or recreated maxRetries times already).
+func (n *Node) recreate(a *actor, why string) bool {
+	if n.remote == nil || a.dead || a.killed || a.draining || a.restarts >= maxRetries {
+		return false
+	}
+	a.restarts++
+	var q []*pending
+	if a.create != nil {
+		for _, s := range append([]*task.Spec{a.create}, a.log...) {
+			e, err := task.Lookup(s.Func)
+			if err != nil {
+				return false
+			}
+			c := *s
+			c.Args = append([]task.Arg(nil), s.Args...)
+			q = append(q, &pending{spec: &c, entry: e, actor: a, replay: true})
+		}
+	}
+	q = append(q, a.inflight...)
+	a.queue = append(q, a.queue...)
+	a.inflight, a.w = nil, nil
+	n.core.ActorGone(a.id)
+	n.core.WaitActor(a.id, a.res)
+	fmt.Fprintf(os.Stderr, "gray: actor %s %s: %s; recreating it and replaying its %d completed calls\n", a.typ, a.id, why, len(a.log))
+	return true
 }
