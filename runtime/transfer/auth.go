@@ -164,13 +164,13 @@ func ClientHandshake(ctx context.Context, c net.Conn, token []byte) (err error) 
 }
 
 // Dial connects to addr over TCP and runs ClientHandshake. ctx bounds both
-// (without a deadline, the handshake gets DefaultHandshakeTimeout). The
-// connection is closed on any error.
+// (without a deadline, the connect and the handshake get
+// DefaultHandshakeTimeout each). The connection is closed on any error.
 func Dial(ctx context.Context, addr string, token []byte) (net.Conn, error) {
 	if err := checkToken(token); err != nil {
 		return nil, err
 	}
-	var d net.Dialer
+	d := net.Dialer{Timeout: DefaultHandshakeTimeout}
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("transfer: dialling %s: %w", addr, err)

@@ -11,6 +11,10 @@
 // whose Accept yields only authenticated connections; [Dial] connects and
 // authenticates. A peer without the token gets [ErrUnauthorized].
 //
+// The handshake authenticates; it does not encrypt, nor protect the bytes
+// that follow from an attacker who can rewrite packets in flight. Run a
+// cluster on a network you trust (or inside a VPN such as WireGuard).
+//
 // # Object pull
 //
 // A [Server] serves the objects of a [Source] (a node's object store through

@@ -15,8 +15,9 @@ type ListenConfig struct {
 	// HandshakeTimeout bounds each incoming handshake; default
 	// DefaultHandshakeTimeout.
 	HandshakeTimeout time.Duration
-	// MaxPending bounds the handshakes in progress at once; further
-	// connections wait to be accepted. Default 64.
+	// MaxPending bounds the connections in handshake or authenticated and
+	// waiting for Accept; further ones wait in the kernel's backlog.
+	// Default 64.
 	MaxPending int
 	// OnReject, if set, is called (from a handshake's goroutine) with each
 	// connection that failed its handshake and why, after it was closed.
@@ -116,12 +117,14 @@ func (l *listener) acceptLoop() {
 	}
 }
 
+// handshake authenticates c and hands it to Accept. It holds its slot of
+// sem until then, so that connections nobody accepts stay bounded.
 func (l *listener) handshake(c net.Conn) {
 	defer l.wg.Done()
+	defer func() { <-l.sem }()
 	ctx, cancel := context.WithTimeout(l.ctx, l.cfg.HandshakeTimeout)
 	err := ServerHandshake(ctx, c, l.token)
 	cancel()
-	<-l.sem
 	if err != nil {
 		_ = c.Close()
 		if l.cfg.OnReject != nil {
