@@ -35,12 +35,43 @@ func newNode() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
+			ctx = stopWithOwner(ctx, os.Getenv(EnvOwnerPID))
 			return runDaemon(ctx, s)
 		},
 	}
 	cmd.Flags().StringVar(&dir, "session", "", "the node's temp dir, which holds its session file")
 	_ = cmd.MarkFlagRequired("session")
 	return cmd
+}
+
+// EnvOwnerPID, when set to a process ID, makes a node daemon stop (as on
+// `gray stop`) once that process is gone. Test harnesses set it to the
+// test binary's pid, so that a test killed by its timeout leaves no
+// cluster behind.
+const EnvOwnerPID = "GRAY_OWNER_PID"
+
+// stopWithOwner returns a context that also ends when the owner process
+// (a pid, as text; "" for none) has exited.
+func stopWithOwner(ctx context.Context, owner string) context.Context {
+	pid, err := strconv.Atoi(owner)
+	if owner == "" || err != nil || pid <= 0 {
+		return ctx
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		defer cancel()
+		tick := time.NewTicker(500 * time.Millisecond)
+		defer tick.Stop()
+		for session.Alive(pid) {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+		log.Printf("the owner process %d is gone: stopping", pid)
+	}()
+	return ctx
 }
 
 // runDaemon runs a node until ctx ends: on the head also the cluster's

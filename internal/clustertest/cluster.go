@@ -96,6 +96,9 @@ func Start(t testing.TB, opts Options) *Cluster {
 		}
 	}
 	c.env = append(c.env, session.EnvIndexDir+"="+c.index)
+	// The nodes stop by themselves should this test binary die (a
+	// timeout) before its cleanup runs `gray stop`.
+	c.env = append(c.env, "GRAY_OWNER_PID="+strconv.Itoa(os.Getpid()))
 	c.env = append(c.env, opts.Env...)
 	t.Cleanup(func() {
 		if err := c.Stop(); err != nil {

@@ -8,7 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -221,4 +223,50 @@ func TestHeadRestartCarriesOn(t *testing.T) {
 		n, _ := st.Node(victim)
 		return !n.Alive && st.Alive == 2
 	})
+}
+
+// TestNodesStopWithTheirOwner: a head whose GRAY_OWNER_PID process ends
+// stops by itself, with its redis-server.
+func TestNodesStopWithTheirOwner(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server is not installed")
+	}
+	bin := clustertest.BuildGray(t)
+	owner := exec.Command("sleep", "60")
+	if err := owner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { owner.Process.Kill(); owner.Wait() })
+	dir := filepath.Join(t.TempDir(), "head")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "start", "--head", "--port", "0", "--temp-dir", dir)
+	cmd.Env = append(os.Environ(), session.EnvIndexDir+"="+filepath.Join(t.TempDir(), "index"),
+		"GRAY_OWNER_PID="+strconv.Itoa(owner.Process.Pid))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("gray start --head: %v\n%s", err, out)
+	}
+	s, err := session.Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids := []int{s.PID(session.NodePIDFile), s.PID(session.RedisPIDFile)}
+	t.Cleanup(func() {
+		for _, p := range pids {
+			if session.Alive(p) {
+				syscall.Kill(-p, syscall.SIGKILL)
+			}
+		}
+	})
+	owner.Process.Kill()
+	owner.Wait()
+	deadline := time.Now().Add(20 * time.Second)
+	for _, p := range pids {
+		for session.Alive(p) {
+			if time.Now().After(deadline) {
+				t.Fatalf("process %d still runs after its owner ended", p)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 }

@@ -1,7 +1,9 @@
 // Package clustertest runs real Gray clusters for tests: redis-server
 // alone (StartRedis) or whole multi-node clusters on loopback (Start),
 // each node a separate process started by the `gray` binary, and checks
-// that nothing is left running afterwards.
+// that nothing is left running afterwards. Should a test binary die
+// before its cleanup (a timeout), its nodes notice within a second that
+// their owner is gone (GRAY_OWNER_PID) and stop by themselves.
 package clustertest
 
 import (

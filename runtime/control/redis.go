@@ -52,8 +52,11 @@ type Redis struct {
 	room     *sync.Cond // on wmu: the queue has room again, or Redis went away
 	down     bool       // under wmu: the last batch could not reach Redis
 	closing  bool       // under wmu: Close began; enqueue never waits
-	closeMu  sync.Once
-	closeErr error
+	// batchHook, under wmu, runs before each batch is taken (tests use it
+	// to hold the writer back while writes queue).
+	batchHook func()
+	closeMu   sync.Once
+	closeErr  error
 
 	// local state the Store reads without Redis
 	local     *Mem
@@ -262,6 +265,11 @@ func (r *Redis) writer() {
 // when Redis could not be reached; the writes then stay queued, in order.
 func (r *Redis) sendBatch() bool {
 	r.wmu.Lock()
+	if hook := r.batchHook; hook != nil {
+		r.wmu.Unlock()
+		hook()
+		r.wmu.Lock()
+	}
 	ops := r.pending
 	if len(ops) > maxBatch {
 		ops = ops[:maxBatch:maxBatch]

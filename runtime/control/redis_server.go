@@ -25,6 +25,12 @@ type ServerConfig struct {
 	Bind     string // "" means 127.0.0.1
 	Dir      string // required; holds redis.conf, the AOF and redis.log
 	Password string // required: Redis never runs open
+	// Fsync is the append-only file's appendfsync: "" or "always" (the
+	// default: Redis writes and syncs a batch before it answers, so what
+	// a client was told is written survives a crash of the process or
+	// the machine), or "everysec" (faster on slow disks; a crash may lose
+	// about the last two seconds).
+	Fsync string
 }
 
 // RedisServer is a running redis-server process started by
@@ -62,6 +68,13 @@ func StartRedisServer(ctx context.Context, cfg ServerConfig) (*RedisServer, erro
 	case strings.ContainsAny(cfg.Password, " \t\r\n\"'"):
 		return nil, errors.New("redis-server: the password must not contain spaces or quotes (use the hex cluster token)")
 	}
+	switch cfg.Fsync {
+	case "":
+		cfg.Fsync = "always"
+	case "always", "everysec":
+	default:
+		return nil, fmt.Errorf("redis-server: Fsync %q is neither \"always\" nor \"everysec\"", cfg.Fsync)
+	}
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		return nil, ErrNoRedisServer
@@ -80,7 +93,7 @@ func StartRedisServer(ctx context.Context, cfg ServerConfig) (*RedisServer, erro
 		"protected-mode yes",
 		"requirepass " + cfg.Password,
 		"appendonly yes",
-		"appendfsync everysec",
+		"appendfsync " + cfg.Fsync,
 		`save ""`,
 		"dir " + dir,
 		"logfile " + filepath.Join(dir, "redis.log"),
