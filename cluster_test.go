@@ -214,3 +214,60 @@ func TestClusterWrongTokenIsRefused(t *testing.T) {
 		t.Fatalf("Init with a wrong token: %v; want an error naming the token or password", err)
 	}
 }
+
+var lateWhere = gray.Func0("test.cluster.lateWhere", func(ctx context.Context) (string, error) {
+	return os.Getenv(cluster.EnvNodeID), nil
+}, gray.Resource("late", 1))
+
+// A task that only a node not yet joined can hold waits for it, then runs
+// there.
+func TestClusterTaskWaitsForNodeToJoin(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{NodeResources: map[int]map[string]float64{1: {"late": 1}}})
+	initCluster(t, c)
+	ref := lateWhere.Remote()
+	ctx := context.Background()
+	if ready, _, err := gray.Wait(ctx, []gray.Ref[string]{ref}, 1, 300*time.Millisecond); err != nil || len(ready) != 0 {
+		t.Fatalf("the task finished (%v, %v) before any node could hold it", ready, err)
+	}
+	n := c.AddNode()
+	got, err := gray.Get(ctx, ref)
+	if err != nil || got != n.ID {
+		t.Fatalf("the task ran on %q (%v), want the node that joined (%s)", got, err, n.ID)
+	}
+}
+
+// kill -9 of an actor's node: the actor is recreated on the other node
+// with its calls replayed in order, so its state carries on.
+func TestClusterActorRecreatedAfterNodeDeath(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{Nodes: 2, CPUsPerNode: 1, NodeResources: map[int]map[string]float64{
+		1: {"far": 1}, 2: {"far": 1},
+	}})
+	initCluster(t, c)
+	waitResources(t, 3)
+	ctx := context.Background()
+	h, err := farCounter.Remote(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 5; i++ {
+		if _, err := gray.Get(ctx, farAdd.Remote(h, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	where, err := gray.Get(ctx, farWhere.Remote(h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := 1
+	if where == c.Node(2).ID {
+		victim = 2
+	}
+	c.KillNode(victim)
+	total, err := gray.Get(ctx, farAdd.Remote(h, 100))
+	if err != nil || total != 115 {
+		t.Fatalf("after its node died the actor answers %d (%v), want 1+2+3+4+5+100 = 115", total, err)
+	}
+	if now, err := gray.Get(ctx, farWhere.Remote(h)); err != nil || now == where {
+		t.Fatalf("the actor runs on %q (%v), want a node other than the dead %s", now, err, where)
+	}
+}

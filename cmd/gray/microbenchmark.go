@@ -41,6 +41,8 @@ func newMicrobenchmark() *cobra.Command {
 		cpus     int
 		filter   string
 		noTL     bool
+		address  string
+		token    string
 	)
 	cmd := &cobra.Command{
 		Use:   "microbenchmark",
@@ -59,7 +61,7 @@ func newMicrobenchmark() *cobra.Command {
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			if err := gray.Init(ctx, gray.Options{NumCPUs: cpus, NoGPUs: true, NoTimeline: noTL}); err != nil {
+			if err := gray.Init(ctx, gray.Options{NumCPUs: cpus, NoGPUs: true, NoTimeline: noTL, Address: address, Token: token}); err != nil {
 				return err
 			}
 			defer gray.Shutdown()
@@ -91,6 +93,8 @@ func newMicrobenchmark() *cobra.Command {
 	cmd.Flags().IntVar(&cpus, "cpus", 0, "CPUs for the session (0: all logical CPUs)")
 	cmd.Flags().StringVar(&filter, "filter", "", "only rows whose name contains this (or one of these, comma-separated)")
 	cmd.Flags().BoolVar(&noTL, "no-timeline", false, "turn off task event recording (to measure what it costs)")
+	cmd.Flags().StringVar(&address, "address", "", "measure as a driver of the cluster at IP:PORT (\"auto\": the one on this machine; default $GRAY_ADDRESS)")
+	cmd.Flags().StringVar(&token, "token", "", "the cluster's token (default $GRAY_TOKEN, or found on the head's machine)")
 	return cmd
 }
 

@@ -513,6 +513,8 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 	if p.spec.Kind == task.KindActorCreate {
 		n.constructed(p.spec)
 	}
+	if a := w.actor; a != nil && w.node != sched.Local && failed == nil {
+	}
 	if failed != nil {
 		n.ctrl.AddError(failed)
 		n.errQ = append(n.errQ, failed)
@@ -569,7 +571,7 @@ func (n *Node) died(w *proc) {
 	}
 	if a := w.actor; a != nil {
 		why := &task.TaskError{Function: a.typ, Worker: w.name, Message: "its worker process died (" + how + ")", Cause: task.ErrWorkerDied}
-		if a.w == w && !n.restartActor(a, why) {
+		if a.w == w && !n.restartActor(a, why, w.node != sched.Local) {
 			n.actorDied(a, why)
 		}
 	} else if p, ok := n.core.WorkerDied(w.id); ok && w.node != sched.Local {

@@ -58,6 +58,7 @@ type remoteState struct {
 	names     map[sched.NodeID]string
 	badStarts map[sched.NodeID]int // workers in a row that ended before connecting
 	retries   map[*pending]int
+	warned    map[string]bool // functions told to wait for a node that can hold them
 }
 
 // listenTCP starts the listener for leased workers.
@@ -72,7 +73,7 @@ func (n *Node) listenTCP() error {
 		addr = ln.Addr().String()
 	}
 	n.remote = &remoteState{cfg: *c, ln: ln, addr: addr, names: map[sched.NodeID]string{},
-		badStarts: map[sched.NodeID]int{}, retries: map[*pending]int{}}
+		badStarts: map[sched.NodeID]int{}, retries: map[*pending]int{}, warned: map[string]bool{}}
 	n.wg.Add(1)
 	go n.acceptFrom(ln)
 	return nil
@@ -128,7 +129,10 @@ func (n *Node) NodeGone(k sched.NodeID, why string) {
 	}
 	for _, id := range actors {
 		if a := n.actors[id]; a != nil {
-			n.actorDied(a, &task.TaskError{Function: a.typ, Message: fmt.Sprintf("its node %s died (%s)", name, why), Cause: task.ErrWorkerDied})
+			why := &task.TaskError{Function: a.typ, Message: fmt.Sprintf("its node %s died (%s)", name, why), Cause: task.ErrWorkerDied}
+			if !n.restartActor(a, why, true) {
+				n.actorDied(a, why)
+			}
 		}
 	}
 	n.step()
@@ -237,4 +241,22 @@ func (n *Node) adoptInline(id ids.ObjectID, o task.Object) task.Object {
 		return o
 	}
 	return task.Object{Shared: true, Size: int64(len(o.Data))}
+}
+
+// warnWaiting tells the user, once per function, that a request waits for
+// a node that can hold it.
+func (n *Node) warnWaiting(fn string, res task.Resources) {
+	if n.remote.warned[fn] {
+		return
+	}
+	n.remote.warned[fn] = true
+	fmt.Fprintf(os.Stderr, "gray: %s asks for %s, more than any node of the cluster has now; it waits until a node that can hold it joins (gray start --address ... with those resources)\n", fn, res)
+}
+
+// Waiting returns the requests no node of the cluster can hold now, which
+// wait for one that can to join.
+func (n *Node) Waiting() []task.Resources {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.core.Waiting()
 }

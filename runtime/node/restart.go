@@ -38,15 +38,24 @@ type restartState struct {
 	create   *task.Spec
 	log      []*task.Spec // calls run since the last checkpoint, in order
 	saved    bool         // a checkpoint exists in n.ckpts
+	// nodeLossOnly: restarted only when its node died (a cluster's
+	// default for types without MaxRestarts), not when its process did.
+	nodeLossOnly bool
 }
 
 // enableRestarts starts a's log if its type allows restarts. Called when
 // the creation task s is submitted, before its arguments are resolved.
 func (n *Node) enableRestarts(a *actor, s *task.Spec, e *task.Entry) {
-	if e.MaxRestarts == 0 {
-		return
+	switch {
+	case e.MaxRestarts != 0:
+		a.ft = &restartState{max: e.MaxRestarts, create: n.claimCall(s)}
+	case n.remote != nil:
+		// On a cluster every actor survives the loss of its node (the
+		// seeds' 1.23.3), up to maxRetries times; the death of its process
+		// alone still ends it, as on one machine, unless its type asks for
+		// restarts.
+		a.ft = &restartState{max: maxRetries, nodeLossOnly: true, create: n.claimCall(s)}
 	}
-	a.ft = &restartState{max: e.MaxRestarts, create: n.claimCall(s)}
 }
 
 // claimCall returns a copy of s with its reference arguments intact and
@@ -102,10 +111,12 @@ func (n *Node) replayDone(a *actor, w *proc, p *pending, objs []task.Object) {
 
 // restartActor recreates a, whose process died (why), and reports whether
 // it did. It does not when a's type allows no restarts, or they are used
-// up (then it says so in why), or the actor is ending anyway.
-func (n *Node) restartActor(a *actor, why *task.TaskError) bool {
+// up (then it says so in why), or the actor is ending anyway. nodeLost
+// says its node died (or may have: a worker on another node), which a
+// cluster's actors survive by default.
+func (n *Node) restartActor(a *actor, why *task.TaskError, nodeLost bool) bool {
 	f := a.ft
-	if f == nil || a.dead || a.killed || n.closed || n.spawnErr != nil {
+	if f == nil || f.nodeLossOnly && !nodeLost || a.dead || a.killed || n.closed || n.spawnErr != nil {
 		return false
 	}
 	if a.draining && len(a.queue) == 0 && len(a.inflight) == 0 {
@@ -160,7 +171,10 @@ func (n *Node) restartActor(a *actor, why *task.TaskError) bool {
 	f.log, a.inflight = nil, nil
 	a.w = nil
 	n.ctrl.ActorPlaced(a.id, "") // starting again
-	n.core.RestartActor(a.id)
+	if !n.core.RestartActor(a.id) {
+		// Its node is gone (the core returned it): place it anew.
+		n.core.WaitActor(a.id, a.res)
+	}
 	n.step()
 	return true
 }

@@ -37,6 +37,12 @@ func (n *Node) submitLocked(s *task.Spec) error {
 	}
 	if err == nil && s.Kind != task.KindActorMethod {
 		err = n.core.Feasible(s.Func, task.Res(s, e))
+		if err != nil && n.remote != nil {
+			// On a cluster, a node that can hold it may join: it waits
+			// (sched.Cluster.Waiting), and the user is told once.
+			n.warnWaiting(s.Func, task.Res(s, e))
+			err = nil
+		}
 	}
 	var a *actor
 	if err == nil {
