@@ -125,7 +125,7 @@ func startHead(ctx context.Context, s *session.Session) (stop func(), err error)
 	kctx, cancelKeeper := context.WithCancel(context.Background())
 	go k.keep(kctx)
 
-	store, err := dialControl(ctx, control.RedisConfig{Addr: s.Address, Password: s.Token})
+	store, err := control.DialRedisRetry(ctx, control.RedisConfig{Addr: s.Address, Password: s.Token}, "")
 	if err != nil {
 		cancelKeeper()
 		<-k.done

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
-	"time"
 
 	"github.com/gray-ml/gray/runtime/cluster"
 	"github.com/gray-ml/gray/runtime/control"
@@ -39,20 +37,4 @@ func nodeConfigFrom(s *session.Session) (cluster.NodeConfig, error) {
 // find out after its timeout.
 func serveNode(ctx context.Context, cfg cluster.NodeConfig) error {
 	return cluster.ServeNode(ctx, cfg)
-}
-
-// dialControl connects to the cluster's Redis, retrying while it does not
-// answer (the head may be starting it) but not when it refuses the token.
-func dialControl(ctx context.Context, cfg control.RedisConfig) (*control.Redis, error) {
-	for {
-		store, err := control.DialRedis(ctx, cfg, "")
-		if err == nil || errors.Is(err, control.ErrRedisAuth) {
-			return store, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, err
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
 }

@@ -96,7 +96,7 @@ func ServeNode(ctx context.Context, cfg NodeConfig) error {
 	}
 	reg := cfg.Registry
 	if reg == nil {
-		store, err := dialRedis(ctx, cfg.Redis)
+		store, err := control.DialRedisRetry(ctx, cfg.Redis, "")
 		if err != nil {
 			return fmt.Errorf("cluster: node %s: %w", cfg.ID, err)
 		}
@@ -118,22 +118,6 @@ func ServeNode(ctx context.Context, cfg NodeConfig) error {
 		Interval: cfg.HeartbeatInterval,
 	}
 	return hb.Run(ctx)
-}
-
-// dialRedis connects to the cluster's Redis, retrying while it does not
-// answer (the head may be starting it) but not when it refuses the token.
-func dialRedis(ctx context.Context, cfg control.RedisConfig) (*control.Redis, error) {
-	for {
-		store, err := control.DialRedis(ctx, cfg, "")
-		if err == nil || errors.Is(err, control.ErrRedisAuth) {
-			return store, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, err
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
 }
 
 // daemon is a running node.

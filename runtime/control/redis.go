@@ -92,6 +92,23 @@ type redisStats struct {
 	commands, roundTrips, dropped atomic.Uint64
 }
 
+// DialRedisRetry is DialRedis for a node starting beside its head: it
+// retries while Redis does not answer (the head may still be starting
+// it), every 100 ms until ctx ends, but not when Redis refuses the token.
+func DialRedisRetry(ctx context.Context, cfg RedisConfig, job string) (*Redis, error) {
+	for {
+		store, err := DialRedis(ctx, cfg, job)
+		if err == nil || errors.Is(err, ErrRedisAuth) {
+			return store, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
 // DialRedis connects to a cluster's Redis and checks that it answers with
 // the given password. job names the job the job-scoped tables belong to;
 // "" is fine for a client that uses only the node and job tables.

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"github.com/gray-ml/gray/internal/shmem"
 )
 
 // The shared-memory fast path. Between two processes on one machine, a
@@ -145,7 +147,7 @@ func (r *ring) get(p []byte) int {
 	copy(p[c:n], r.data)
 	r.head.Store(h + n)
 	if r.waiting.Load() != 0 && r.waiting.CompareAndSwap(1, 0) {
-		futexWake(r.head)
+		shmem.Wake(r.head)
 	}
 	return int(n)
 }
@@ -206,7 +208,7 @@ func shmConfig() (bool, time.Duration, error) {
 
 // newRegion makes a mapped region with two rings, spinning spin.
 func newRegion(spin time.Duration) (*os.File, []byte, error) {
-	f, mem, err := createRegion(regHeader + 2*ringSize)
+	f, mem, err := shmem.CreateRegion("gray-wire", regHeader+2*ringSize)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -447,7 +449,7 @@ func (w *Conn) waitRoom(r *ring) error {
 			r.waiting.Store(0)
 			return nil
 		}
-		futexWait(r.head, h, 10*time.Millisecond)
+		shmem.Wait(r.head, h, 10*time.Millisecond)
 		if !r.full() {
 			return nil
 		}

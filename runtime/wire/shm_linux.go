@@ -6,51 +6,9 @@ import (
 	"io"
 	"net"
 	"os"
-	"sync/atomic"
-	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
-
-// Futex operations on a word of a shared mapping: not FUTEX_PRIVATE_FLAG,
-// since the waiter and the waker are different processes.
-const (
-	futexWaitOp = 0 // FUTEX_WAIT
-	futexWakeOp = 1 // FUTEX_WAKE
-)
-
-// futexWait sleeps while *w == val, at most d, or until woken.
-func futexWait(w *atomic.Uint32, val uint32, d time.Duration) {
-	ts := unix.NsecToTimespec(int64(d))
-	_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(w)), futexWaitOp, uintptr(val), uintptr(unsafe.Pointer(&ts)), 0, 0)
-}
-
-// futexWake wakes the sleepers on w.
-func futexWake(w *atomic.Uint32) {
-	_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(w)), futexWakeOp, 1<<30, 0, 0, 0)
-}
-
-// createRegion makes an anonymous shared-memory file (a memfd: nothing is
-// left behind in any file system however the processes end) of size
-// bytes, mapped.
-func createRegion(size int) (*os.File, []byte, error) {
-	fd, err := unix.MemfdCreate("gray-wire", unix.MFD_CLOEXEC)
-	if err != nil {
-		return nil, nil, fmt.Errorf("memfd_create: %w", err)
-	}
-	f := os.NewFile(uintptr(fd), "gray-wire")
-	if err := f.Truncate(int64(size)); err != nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("sizing the shared-memory region: %w", err)
-	}
-	mem, err := unix.Mmap(fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
-	if err != nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("mapping the shared-memory region: %w", err)
-	}
-	return f, mem, nil
-}
 
 // mapFD maps all of the region file fd and closes fd.
 func mapFD(fd int) ([]byte, error) {

@@ -6,20 +6,15 @@ import (
 	"errors"
 	"net"
 	"os"
-	"sync/atomic"
-	"time"
 )
 
 var errNoShm = errors.New("the shared-memory fast path needs Linux")
 
-func futexWait(w *atomic.Uint32, val uint32, d time.Duration) { time.Sleep(d / 100) }
-func futexWake(w *atomic.Uint32)                              {}
-func createRegion(size int) (*os.File, []byte, error)         { return nil, nil, errNoShm }
-func mapFD(fd int) ([]byte, error)                            { return nil, errNoShm }
-func unmap(mem []byte) error                                  { return nil }
-func closeFD(fd int)                                          {}
-func canPassFD(c net.Conn) bool                               { return false }
-func sendFD(c net.Conn, typ byte, f *os.File) error           { return errNoShm }
+func mapFD(fd int) ([]byte, error)                  { return nil, errNoShm }
+func unmap(mem []byte) error                        { return nil }
+func closeFD(fd int)                                {}
+func canPassFD(c net.Conn) bool                     { return false }
+func sendFD(c net.Conn, typ byte, f *os.File) error { return errNoShm }
 
 // recvFD reads the next frame; no descriptor travels on this platform.
 func recvFD(w *Conn) (byte, []byte, int, error) {

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gray-ml/gray/internal/shmem"
 )
 
 // sharedPair returns the two ends of a Unix socket pair after the
@@ -48,7 +50,7 @@ func forEachTransport(t *testing.T, test func(t *testing.T, a, b *Conn)) {
 }
 
 func shmSupported(t testing.TB) bool {
-	f, mem, err := createRegion(regHeader)
+	f, mem, err := shmem.CreateRegion("gray-wire", regHeader)
 	if err != nil {
 		return false
 	}

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"github.com/gray-ml/gray/internal/shmem"
 )
 
 // The shared-memory step transport carries the fast step frames (the same
@@ -150,7 +152,7 @@ func (s *Shared) Write(p []byte) (int, error) {
 	// sleeper's store of its wait flag and load of the word: either it sees
 	// the new sequence value or this side sees its flag.
 	if s.theirWait.Load() != 0 {
-		futexWake(s.mine)
+		shmem.Wake(s.mine)
 	}
 	return len(p), nil
 }
@@ -203,7 +205,7 @@ func (s *Shared) waitSeq(alive func() error) error {
 			s.myWait.Store(0)
 			return nil
 		}
-		futexWait(s.theirs, s.seen, s.Slice)
+		shmem.Wait(s.theirs, s.seen, s.Slice)
 		s.myWait.Store(0)
 		if s.arrived() {
 			return nil
@@ -227,7 +229,7 @@ func (s *Shared) Close() error {
 	}
 	if s.host {
 		s.closed.Store(1)
-		futexWake(s.mine) // a sleeping plugin waits on the host's sequence word
+		shmem.Wake(s.mine) // a sleeping plugin waits on the host's sequence word
 	}
 	err := unmap(s.mem)
 	s.mem = nil
@@ -239,7 +241,7 @@ func (s *Shared) Close() error {
 // spinning), and returns the host's view and the file to send the plugin.
 // The caller closes the file once sent.
 func CreateShared(reqCap, ansCap int, spin time.Duration) (*Shared, *os.File, error) {
-	f, mem, err := createRegion(ShmSize(reqCap, ansCap))
+	f, mem, err := shmem.CreateRegion("gray-step", ShmSize(reqCap, ansCap))
 	if err != nil {
 		return nil, nil, err
 	}
