@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +16,9 @@ import (
 // shared-memory handshake: a offered, b answered.
 func sharedPair(t testing.TB) (*Conn, *Conn) {
 	t.Helper()
+	if os.Getenv(EnvShm) == "" { // the fast path is opt-in
+		t.Setenv(EnvShm, "on")
+	}
 	a, b := unixPair(t)
 	if err := handshake(a, b); err != nil {
 		t.Fatal(err)
@@ -67,7 +71,8 @@ func TestHandshakeChoosesTransport(t *testing.T) {
 		pair   func(t testing.TB) (*Conn, *Conn)
 		shared bool
 	}{
-		{"unix socket", "", unixPair, supported},
+		{"unix socket, default (off)", "", unixPair, false},
+		{"unix socket, on", "on", unixPair, supported},
 		{"unix socket, spin 0", "0", unixPair, supported},
 		{"unix socket, turned off", "off", unixPair, false},
 		{"bad setting falls back to the socket", "fast please", unixPair, false},

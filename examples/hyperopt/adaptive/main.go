@@ -35,6 +35,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"sort"
 	"time"
 
@@ -160,7 +161,11 @@ func run(ctx context.Context, cfg config, w io.Writer) (summary, error) {
 	if err != nil {
 		return s, err
 	}
-	if s.TestAcc, err = hyperopt.Accuracy(s.BestHP, model, data.Test); err != nil {
+	s.TestAcc, err = hyperopt.Accuracy(s.BestHP, model, data.Test)
+	// model's weights are read in place from the object store: its Ref must
+	// stay reachable while they are read (see gray.Get's lifetime rule).
+	runtime.KeepAlive(bestModel)
+	if err != nil {
 		return s, err
 	}
 	s.Elapsed = time.Since(start)

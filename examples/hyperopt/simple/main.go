@@ -31,6 +31,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"time"
 
 	"github.com/gray-ml/gray"
@@ -122,7 +123,11 @@ func run(ctx context.Context, cfg config, w io.Writer) (summary, error) {
 	if err != nil {
 		return s, err
 	}
-	if s.TestAcc, err = hyperopt.Accuracy(s.BestHP, model, data.Test); err != nil {
+	s.TestAcc, err = hyperopt.Accuracy(s.BestHP, model, data.Test)
+	// model's weights are read in place from the object store: its Ref must
+	// stay reachable while they are read (see gray.Get's lifetime rule).
+	runtime.KeepAlive(best.model)
+	if err != nil {
 		return s, err
 	}
 	s.Elapsed = time.Since(start)
