@@ -74,35 +74,26 @@ func NewSpec(nargs int) *Spec {
 	case 0:
 		return &Spec{}
 	case 1:
-		x := &struct {
-			s Spec
-			a [1]Arg
-		}{}
-		x.s.Args = x.a[:]
-		return &x.s
+		return specWith(func(a *[1]Arg) []Arg { return a[:] })
 	case 2:
-		x := &struct {
-			s Spec
-			a [2]Arg
-		}{}
-		x.s.Args = x.a[:]
-		return &x.s
+		return specWith(func(a *[2]Arg) []Arg { return a[:] })
 	case 3:
-		x := &struct {
-			s Spec
-			a [3]Arg
-		}{}
-		x.s.Args = x.a[:]
-		return &x.s
+		return specWith(func(a *[3]Arg) []Arg { return a[:] })
 	case 4:
-		x := &struct {
-			s Spec
-			a [4]Arg
-		}{}
-		x.s.Args = x.a[:]
-		return &x.s
+		return specWith(func(a *[4]Arg) []Arg { return a[:] })
 	}
 	return &Spec{Args: make([]Arg, nargs)}
+}
+
+// specWith allocates a spec and its argument array A together; args
+// slices the array.
+func specWith[A any](args func(*A) []Arg) *Spec {
+	x := new(struct {
+		s Spec
+		a A
+	})
+	x.s.Args = args(&x.a)
+	return &x.s
 }
 
 // Return returns the ID of the spec's i-th return value.
