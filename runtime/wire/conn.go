@@ -69,6 +69,7 @@ type Conn struct {
 	shm      *shm
 	rerr     error        // the socket's end, seen by the ring's reader
 	aborted  atomic.Bool  // Abort was called: a writer waiting for room gives up
+	peerGone atomic.Bool  // the ring's reader saw the socket end: nobody will free room
 	deadline atomic.Int64 // set by Close: when a writer waiting for room gives up (UnixNano)
 }
 

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -354,6 +355,7 @@ func (w *Conn) ringRead(p []byte) (int, error) {
 			_, err := w.c.Read(s.tok[:])
 			if err != nil {
 				w.rerr = err // read what the ring still holds first
+				w.peerGone.Store(true)
 			}
 		}
 		r.sleeping.Store(0)
@@ -439,8 +441,9 @@ func (w *Conn) ringWrite(p []byte, block bool) (int, error) {
 var wakeToken = [1]byte{1}
 
 // waitRoom waits until the reader frees room in r, the connection is
-// aborted, or the grace of Close has passed. It sleeps in a futex on the
-// ring's head, which the reader wakes (see ring.get).
+// aborted, the peer is gone (its socket hung up: a process that died
+// never frees room), or the grace of Close has passed. It sleeps in a
+// futex on the ring's head, which the reader wakes (see ring.get).
 func (w *Conn) waitRoom(r *ring) error {
 	if spinUntil(w.shm.spin, r, true) {
 		return nil
@@ -458,6 +461,11 @@ func (w *Conn) waitRoom(r *ring) error {
 		}
 		if w.aborted.Load() {
 			return ErrClosed
+		}
+		// Nobody wakes this futex once the peer is gone: a dead peer is
+		// seen on the socket, by this end's reader or by polling it.
+		if w.peerGone.Load() || peerHungUp(w.raw) {
+			return fmt.Errorf("wire: the peer closed the connection with %d bytes unread: %w", r.avail(), syscall.EPIPE)
 		}
 		if dl := w.deadline.Load(); dl != 0 && time.Now().UnixNano() > dl {
 			return fmt.Errorf("wire: the peer read nothing for %v: %w", closeGrace, os.ErrDeadlineExceeded)

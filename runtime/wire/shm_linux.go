@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -113,4 +114,20 @@ func parseRights(oob []byte) []int {
 		}
 	}
 	return fds
+}
+
+// peerHungUp reports whether the peer closed its end of the socket (or its
+// process ended), without reading or waiting.
+func peerHungUp(raw syscall.RawConn) bool {
+	if raw == nil {
+		return false
+	}
+	hup := false
+	_ = raw.Control(func(fd uintptr) {
+		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLRDHUP}}
+		if n, err := unix.Poll(pfd, 0); err == nil && n > 0 {
+			hup = pfd[0].Revents&(unix.POLLRDHUP|unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0
+		}
+	})
+	return hup
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"syscall"
 )
 
 var errNoShm = errors.New("the shared-memory fast path needs Linux")
@@ -15,6 +16,7 @@ func unmap(mem []byte) error                        { return nil }
 func closeFD(fd int)                                {}
 func canPassFD(c net.Conn) bool                     { return false }
 func sendFD(c net.Conn, typ byte, f *os.File) error { return errNoShm }
+func peerHungUp(raw syscall.RawConn) bool           { return false }
 
 // recvFD reads the next frame; no descriptor travels on this platform.
 func recvFD(w *Conn) (byte, []byte, int, error) {
