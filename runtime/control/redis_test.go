@@ -192,8 +192,8 @@ func TestStoreWritesAreBatched(t *testing.T) {
 	if errs, err := r.ErrorLog(ctx); err != nil || len(errs) != 1 || errs[0].Message != "boom" {
 		t.Fatalf("ErrorLog = %v, %v", errs, err)
 	}
-	if r.LiveTasks() != 0 {
-		t.Fatalf("LiveTasks = %d", r.LiveTasks())
+	if sub, fin := r.Tasks(); sub != n || fin != n {
+		t.Fatalf("Tasks = %d submitted, %d finished; want %d of each", sub, fin, n)
 	}
 }
 
