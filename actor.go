@@ -94,7 +94,7 @@ func (t *ActorType[T]) remote(ctx context.Context, res *task.Resources, args []a
 	}
 	c := newCall(task.KindActorCreate, t.name, 1, len(args))
 	if c.spec != nil {
-		c.spec.Res = res
+		c.spec.SetOwnRes(res)
 	}
 	for i, conv := range t.args {
 		conv(c, i, args[i])
@@ -127,7 +127,7 @@ func newMethodCall[T any](h Handle[T], name string, nargs int) *call {
 	if c.err != nil {
 		return c
 	}
-	c.spec.Actor = h.id
+	c.spec.SetActor(h.id)
 	switch {
 	case h.s == nil:
 		c.err = errors.New("the zero Handle refers to no actor; use one returned by an actor type's Remote")

@@ -172,14 +172,14 @@ func (l *Local) run(ctx context.Context, s *task.Spec, e *task.Entry, args [][]b
 		}
 	case task.KindActorMethod:
 		l.mu.Lock()
-		inst, ok := l.actors[s.Actor]
-		why := l.dead[s.Actor]
+		inst, ok := l.actors[s.Actor()]
+		why := l.dead[s.Actor()]
 		l.mu.Unlock()
 		if !ok {
 			if why == "" {
 				why = "unknown in this session"
 			}
-			return nil, &task.TaskError{Function: s.Func, Worker: l.WorkerName(), Message: fmt.Sprintf("actor %s is dead: %s", s.Actor, why), Cause: task.ErrActorDead}
+			return nil, &task.TaskError{Function: s.Func, Worker: l.WorkerName(), Message: fmt.Sprintf("actor %s is dead: %s", s.Actor(), why), Cause: task.ErrActorDead}
 		}
 		outs, err = e.Method(ctx, inst, args)
 	}

@@ -77,7 +77,8 @@ func TestActorsAndObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	call := func() task.Object {
-		s := &task.Spec{ID: l.NewTaskID(), Kind: task.KindActorMethod, Func: "local.Counter.incr", Actor: create.ID, NumReturns: 1}
+		s := &task.Spec{ID: l.NewTaskID(), Kind: task.KindActorMethod, Func: "local.Counter.incr", NumReturns: 1}
+		s.SetActor(create.ID)
 		_ = l.Submit(s)
 		return get(t, l, s.Return(0))
 	}

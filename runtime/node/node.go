@@ -120,20 +120,32 @@ type waiter struct {
 
 // pending is a submitted task that has not finished.
 type pending struct {
-	spec    *task.Spec
-	entry   *task.Entry
-	missing int             // reference arguments not yet available
-	failed  *task.TaskError // the first failed argument
-	actor   *actor
-	orig    *task.Spec      // the spec as submitted (reference arguments intact), for lineage
+	spec   *task.Spec
+	entry  *task.Entry
+	failed *task.TaskError // the first failed argument
+	actor  *actor
+	// record is the task as submitted (reference arguments intact): for a
+	// function task on a node with a shared store, its lineage (often spec
+	// itself); for a call of an actor that may be restarted (restart.go),
+	// the record its replay log keeps. No task needs both, so they share
+	// one field (a queued task's record is 64 bytes, not 80).
+	record  *task.Spec
 	pinned  *[]ids.ObjectID // shared-memory arguments pinned until the task ends (most tasks have none: 8 bytes, not 24)
 	sent    int64           // when it was handed to a worker, in Config.Events' clock
-	// For calls of an actor that may be restarted (restart.go): the call
-	// as submitted, for the replay log; whether it is sent again after a
-	// restart; whether its results were stored already (a replay).
-	call    *task.Spec
+	missing int32           // reference arguments not yet available
+	// For calls of an actor that may be restarted: whether it is sent
+	// again after a restart; whether its results were stored already (a
+	// replay).
 	again   bool
 	discard bool
+}
+
+// lineage returns the record of function task p for lineage, or nil.
+func (p *pending) lineage() *task.Spec {
+	if p.spec.Kind != task.KindFunc {
+		return nil
+	}
+	return p.record
 }
 
 // addPin records a pinned argument of p.

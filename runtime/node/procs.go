@@ -496,9 +496,9 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 				n.rebuilt(id)
 			}
 		}
-		if o.Shared && o.Err == nil && p.orig != nil && n.lineage[id] == nil {
-			n.lineage[id] = p.orig
-			for _, a := range p.orig.Args {
+		if orig := p.lineage(); o.Shared && o.Err == nil && orig != nil && n.lineage[id] == nil {
+			n.lineage[id] = orig
+			for _, a := range orig.Args {
 				if a.IsRef {
 					n.objs.Claim(objtable.Holder{}, a.Ref, objtable.Lineage)
 				}

@@ -63,7 +63,7 @@ func (n *Node) enableRestarts(a *actor, s *task.Spec, e *task.Entry) {
 func (n *Node) claimCall(s *task.Spec) *task.Spec {
 	c := *s
 	c.Args = append([]task.Arg(nil), s.Args...)
-	c.GPUIDs = nil
+	c.SetGPUIDs(nil)
 	for _, arg := range c.Args {
 		if arg.IsRef {
 			n.objs.Claim(objtable.Holder{}, arg.Ref, objtable.Lineage)
@@ -83,16 +83,16 @@ func (n *Node) releaseCall(s *task.Spec) {
 
 // logSend records method call p as it is sent to a's worker.
 func (n *Node) logSend(a *actor, p *pending) {
-	if a.ft != nil && p.call == nil && p.spec.Kind == task.KindActorMethod {
-		p.call = n.claimCall(p.spec)
+	if a.ft != nil && p.record == nil && p.spec.Kind == task.KindActorMethod {
+		p.record = n.claimCall(p.spec)
 	}
 }
 
 // logDone moves call p, whose result came back, into a's log.
 func (n *Node) logDone(a *actor, p *pending) {
-	if a.ft != nil && p.call != nil {
-		a.ft.log = append(a.ft.log, p.call)
-		p.call = nil
+	if a.ft != nil && p.record != nil {
+		a.ft.log = append(a.ft.log, p.record)
+		p.record = nil
 	}
 }
 
@@ -158,8 +158,8 @@ func (n *Node) restartActor(a *actor, why *task.TaskError, nodeLost bool) bool {
 	}
 	for _, p := range a.inflight {
 		n.unpinStore(p.takePins())
-		if p.call != nil { // not the creation task or a restore: made again above
-			again = append(again, n.replayPending(a, p.call, p.call, p.discard))
+		if p.record != nil { // not the creation task or a restore: made again above
+			again = append(again, n.replayPending(a, p.record, p.record, p.discard))
 		}
 	}
 	for _, p := range rest {
@@ -187,7 +187,7 @@ func (n *Node) replayPending(a *actor, s, call *task.Spec, discard bool) *pendin
 	c := *s
 	c.Args = append([]task.Arg(nil), s.Args...)
 	e, _ := task.Lookup(s.Func)
-	p := &pending{spec: &c, entry: e, actor: a, call: call, again: true, discard: discard}
+	p := &pending{spec: &c, entry: e, actor: a, record: call, again: true, discard: discard}
 	n.needArgs(p)
 	return p
 }
@@ -205,9 +205,9 @@ func (n *Node) dropRestartState(a *actor) {
 	}
 	for _, ps := range [][]*pending{a.inflight, a.queue} {
 		for _, p := range ps {
-			if p.call != nil {
-				n.releaseCall(p.call)
-				p.call = nil
+			if p.record != nil {
+				n.releaseCall(p.record)
+				p.record = nil
 			}
 		}
 	}

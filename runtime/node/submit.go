@@ -55,10 +55,10 @@ func (n *Node) submitLocked(s *task.Spec) error {
 			// The actor table lives in the control store, which a cluster
 			// shares: an actor it lists but this node does not host lives
 			// on another node.
-			if _, known := n.ctrl.Actor(s.Actor); !known {
-				err = fmt.Errorf("calling %s: actor %s is unknown in this session (a handle from another session?)", s.Func, s.Actor)
-			} else if a = n.actors[s.Actor]; a == nil {
-				err = fmt.Errorf("calling %s: actor %s lives on another node, and calls across nodes are not supported yet", s.Func, s.Actor)
+			if _, known := n.ctrl.Actor(s.Actor()); !known {
+				err = fmt.Errorf("calling %s: actor %s is unknown in this session (a handle from another session?)", s.Func, s.Actor())
+			} else if a = n.actors[s.Actor()]; a == nil {
+				err = fmt.Errorf("calling %s: actor %s lives on another node, and calls across nodes are not supported yet", s.Func, s.Actor())
 			}
 		}
 	}
@@ -73,11 +73,11 @@ func (n *Node) submitLocked(s *task.Spec) error {
 		// Lineage needs the spec as submitted. Only reference arguments
 		// change when the task is sent (resolveArgs), so a spec without
 		// them is its own record, which saves a copy per queued task.
-		p.orig = s
+		p.record = s
 		if hasRefArgs(s) {
 			orig := *s
 			orig.Args = append([]task.Arg(nil), s.Args...)
-			p.orig = &orig
+			p.record = &orig
 		}
 	}
 	if s.Kind == task.KindActorCreate {
@@ -224,7 +224,7 @@ func (n *Node) apply(e sched.Effect[*pending]) {
 func (n *Node) send(w *proc, p *pending, gpus []int) {
 	s := p.spec
 	n.resolveArgs(s, w.node != sched.Local)
-	s.GPUIDs = gpus
+	s.SetGPUIDs(gpus)
 	p.sent = n.cfg.Events.Now()
 	// A broken connection is noticed by the reader, which fails the task.
 	_ = n.append(w, task.MsgExec, func(b []byte) []byte { return task.AppendSpec(b, s) })
@@ -296,7 +296,7 @@ func (n *Node) pump(a *actor) {
 		n.logSend(a, p)
 		n.holdKept(a, p.spec)
 		n.resolveArgs(p.spec, a.w.node != sched.Local)
-		p.spec.GPUIDs = a.gpus
+		p.spec.SetGPUIDs(a.gpus)
 		a.inflight = append(a.inflight, p)
 		p.sent = n.cfg.Events.Now()
 		s := p.spec

@@ -46,8 +46,8 @@ func decodeRes(d *wire.Dec) *Resources {
 // Res returns the resources the task s of entry e reserves: the actor's
 // own request when the spec carries one, else the registered one.
 func Res(s *Spec, e *Entry) Resources {
-	if s.Res != nil {
-		return *s.Res
+	if r := s.OwnRes(); r != nil {
+		return *r
 	}
 	return e.Res
 }

@@ -274,11 +274,11 @@ func (w *Worker) read() {
 // exec runs one task and returns its result objects, and whether the
 // worker must now retire (max_calls reached).
 func (w *Worker) exec(s *task.Spec) (objs []task.Object, retire bool) {
-	info := &task.Info{Task: s.ID.String(), Worker: w.name, GPUIDs: s.GPUIDs, Results: w}
+	info := &task.Info{Task: s.ID.String(), Worker: w.name, GPUIDs: s.GPUIDs(), Results: w}
 	ctx := task.WithInfo(w.ctx, info)
-	if len(s.GPUIDs) > 0 {
-		parts := make([]string, len(s.GPUIDs))
-		for i, g := range s.GPUIDs {
+	if len(s.GPUIDs()) > 0 {
+		parts := make([]string, len(s.GPUIDs()))
+		for i, g := range s.GPUIDs() {
 			parts[i] = strconv.Itoa(g)
 		}
 		os.Setenv("CUDA_VISIBLE_DEVICES", strings.Join(parts, ","))
