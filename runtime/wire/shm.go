@@ -53,12 +53,9 @@ const (
 )
 
 // EnvShm configures the shared-memory fast path of the accepting side.
-// It is off unless asked for: "on" spins DefaultSpin, a duration ("5us")
-// sets how long a waiting reader spins at most before sleeping (0: it
-// sleeps at once). It stays opt-in because a worker killed while the
-// driver reads its ring can go unnoticed (rllib/a3c's
-// TestKilledRunnerIsReplaced fails about half the time with it on), and
-// because it did not beat the socket on a loaded 2-core machine.
+// It is on unless turned off: unset or "on" spins DefaultSpin, "off" keeps
+// every connection on the socket, a duration ("5us") sets how long a
+// waiting reader spins at most before sleeping ("0": it sleeps at once).
 const EnvShm = "GRAY_WIRE_SHM"
 
 // DefaultSpin is the longest a waiting reader spins on the ring before it
@@ -196,9 +193,9 @@ func attach(mem []byte, offering bool) (*shm, error) {
 func shmConfig() (bool, time.Duration, error) {
 	v := strings.TrimSpace(os.Getenv(EnvShm))
 	switch v {
-	case "", "off":
+	case "off":
 		return false, 0, nil
-	case "on":
+	case "", "on":
 		return true, DefaultSpin, nil
 	}
 	if d, err := time.ParseDuration(v); err == nil && d >= 0 && d <= time.Second {

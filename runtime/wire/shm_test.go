@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"io"
 	"net"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -16,7 +15,7 @@ import (
 // shared-memory handshake: a offered, b answered.
 func sharedPair(t testing.TB) (*Conn, *Conn) {
 	t.Helper()
-	if os.Getenv(EnvShm) == "" { // the fast path is opt-in
+	if on, _, _ := shmConfig(); !on { // a run that turned it off still tests it here
 		t.Setenv(EnvShm, "on")
 	}
 	a, b := unixPair(t)
@@ -71,7 +70,7 @@ func TestHandshakeChoosesTransport(t *testing.T) {
 		pair   func(t testing.TB) (*Conn, *Conn)
 		shared bool
 	}{
-		{"unix socket, default (off)", "", unixPair, false},
+		{"unix socket, default (on)", "", unixPair, supported},
 		{"unix socket, on", "on", unixPair, supported},
 		{"unix socket, spin 0", "0", unixPair, supported},
 		{"unix socket, turned off", "off", unixPair, false},
