@@ -334,6 +334,13 @@ func (c *Core[T]) Epoch(w WorkerID) uint64 {
 	return 0
 }
 
+// Lending reports whether pool worker w's CPUs are lent out: its running
+// task waits in Get or Wait, or waits for them to be free again.
+func (c *Core[T]) Lending(w WorkerID) bool {
+	x := c.pool[w]
+	return x != nil && x.lent
+}
+
 // TaskDone records that pool worker w finished its running task (see
 // Running). A retiring worker takes no more tasks (it reached its task's
 // MaxCalls) and exits by itself.
