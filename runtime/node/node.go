@@ -86,9 +86,10 @@ type Node struct {
 	mu        sync.Mutex
 	closed    bool
 	store     ObjectStore
-	waiters   map[ids.ObjectID][]waiter
-	objs      *objtable.Table          // who holds which object and why (runtime/objtable)
-	core      *sched.Cluster[*pending] // resources, queues and the pools' decisions, per node
+	waiters   map[ids.ObjectID][]waiter // tasks waiting for their arguments
+	waits     *sched.Waits[*request]    // Gets and Waits waiting for objects (sched.Waits)
+	objs      *objtable.Table           // who holds which object and why (runtime/objtable)
+	core      *sched.Cluster[*pending]  // resources, queues and the pools' decisions, per node
 	workers   map[sched.WorkerID]*proc
 	actors    map[ids.ActorID]*actor
 	errQ      []*task.TaskError // failures to report outside the lock
@@ -110,12 +111,9 @@ type Node struct {
 	wg sync.WaitGroup // every goroutine the node starts
 }
 
-// waiter is something waiting for an object: a task's dependency or one
-// slot of a Get/Wait request.
+// waiter is a task waiting for one of its arguments.
 type waiter struct {
 	p *pending
-	r *request
-	i int
 }
 
 // pending is a submitted task that has not finished.
@@ -154,20 +152,18 @@ func (p *pending) takePins() []ids.ObjectID {
 	return pins
 }
 
-// request is a Get or Wait from the driver or from a worker.
+// request is the shell's side of a Get or Wait from the driver or from a
+// worker; sched.Waits decides when it is answered.
 type request struct {
-	w      *proc // nil: the driver
-	id     uint64
-	wait   bool
-	ids    []ids.ObjectID
-	ready  []bool
-	need   int
-	have   int
-	done   bool
-	ch     chan struct{} // driver requests: closed when done
-	timer  *time.Timer
-	counts bool   // counted as blocking w's running task (see sched.Core.Block)
-	epoch  uint64 // the core's epoch of w when counted
+	w     *proc // nil: the driver
+	id    uint64
+	wait  bool
+	ids   []ids.ObjectID
+	rq    sched.ReqID
+	ready []bool        // set by the answer
+	done  bool          // driver requests: answered
+	ch    chan struct{} // driver requests: closed when answered
+	timer *time.Timer
 }
 
 // proc is a worker process.
@@ -177,8 +173,7 @@ type proc struct {
 	cmd      *exec.Cmd
 	conn     *wire.Conn
 	actor    *actor
-	dirty    bool       // in Node.dirty
-	parked   []*request // answered requests waiting for the worker's CPUs (sched.Resume)
+	dirty    bool // in Node.dirty
 	dead     bool
 	process  *os.Process  // set under the node's lock once started
 	node     sched.NodeID // where it runs: sched.Local, or a node of the cluster
@@ -275,6 +270,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		rebuilding: map[ids.TaskID]bool{},
 		retry:      map[ids.ObjectID]bool{},
 	}
+	n.waits = sched.NewWaits[*request](n.core)
 	if cfg.Cluster != nil {
 		if err := n.listenTCP(); err != nil {
 			ln.Close()

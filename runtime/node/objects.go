@@ -91,7 +91,7 @@ func (n *Node) unkeep(id ids.ObjectID) {
 // free deletes an object nobody can ask for any more. One still being
 // computed is deleted when it arrives.
 func (n *Node) free(id ids.ObjectID) {
-	if n.objs.Claimed(id) || len(n.waiters[id]) > 0 {
+	if n.objs.Claimed(id) || len(n.waiters[id]) > 0 || n.waits.Waiting(id) {
 		n.objs.MarkDropped(id)
 		return
 	}
@@ -193,36 +193,28 @@ func (n *Node) putLocked(id ids.ObjectID, o task.Object) {
 	if n.objs.Dropped(id) {
 		defer n.free(id)
 	}
+	if n.waits.Waiting(id) {
+		n.waits.Stored(id)
+		n.step()
+	}
 	ws, ok := n.waiters[id]
 	if !ok {
 		return
 	}
 	delete(n.waiters, id)
 	for _, w := range ws {
-		if w.p != nil {
-			p := w.p
-			if o.Err != nil && p.failed == nil {
-				p.failed = o.Err
-			}
-			p.missing--
-			n.pinFor(p, id, o)
-			if p.missing == 0 {
-				if p.actor != nil {
-					n.pump(p.actor)
-				} else {
-					n.ready(p)
-				}
-			}
-			continue
+		p := w.p
+		if o.Err != nil && p.failed == nil {
+			p.failed = o.Err
 		}
-		r := w.r
-		if r.done || r.ready[w.i] {
-			continue
-		}
-		r.ready[w.i] = true
-		r.have++
-		if r.have >= r.need {
-			n.complete(r)
+		p.missing--
+		n.pinFor(p, id, o)
+		if p.missing == 0 {
+			if p.actor != nil {
+				n.pump(p.actor)
+			} else {
+				n.ready(p)
+			}
 		}
 	}
 }

@@ -374,17 +374,13 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 		}
 		n.mu.Lock()
 		r := n.newRequest(w, rid, oids, need, typ == task.MsgWait)
-		if r.done {
-			n.reply(r)
-		} else {
-			if timeout > 0 {
-				r.timer = time.AfterFunc(timeout, func() {
-					n.mu.Lock()
-					n.complete(r)
-					n.unlockFor(w)
-				})
-			}
-			n.block(w, r)
+		if timeout > 0 && n.waits.Open(r.rq) {
+			r.timer = time.AfterFunc(timeout, func() {
+				n.mu.Lock()
+				n.waits.Timeout(r.rq)
+				n.step()
+				n.unlockFor(w)
+			})
 		}
 		n.unlockFor(w)
 	case task.MsgGiveBack:
@@ -450,7 +446,7 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 			return
 		}
 		p = run
-		w.parked = nil // a Get that outlived its task: nobody waits for the answer
+		n.waits.TaskEnded(w.id) // a Get that outlived its task: nobody waits for an answer parked
 		n.core.TaskDone(w.id, retiring)
 	}
 	n.cfg.Events.Finished(int(w.id), tid, p.spec.Func, p.sent)
@@ -555,7 +551,7 @@ func (n *Node) died(w *proc) {
 		return
 	}
 	n.dropHolds(w)
-	w.parked = nil
+	n.waits.WorkerGone(w.id)
 	if w.conn == nil && (w.actor == nil || !w.actor.dead) { // not an actor killed while starting
 		if w.node != sched.Local {
 			n.remoteStartFailed(w)

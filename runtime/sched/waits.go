@@ -102,6 +102,10 @@ func (ws *Waits[R]) Pending() bool { return len(ws.out) > 0 }
 // Len returns how many requests are open: waiting, or answered and parked.
 func (ws *Waits[R]) Len() int { return len(ws.reqs) }
 
+// Open reports whether request id is open: waiting, or answered and
+// parked until its worker has its CPUs back.
+func (ws *Waits[R]) Open(id ReqID) bool { return ws.reqs[id] != nil }
+
 // Waiting reports whether an open request waits for object id.
 func (ws *Waits[R]) Waiting(id ids.ObjectID) bool { return len(ws.by[id]) > 0 }
 
