@@ -100,7 +100,6 @@ type Node struct {
 
 	shared     *objstore.Store             // nil: no shared memory, every object inline
 	lineage    map[ids.ObjectID]*task.Spec // task results in shared memory -> the task that rebuilds them
-	dpins      map[ids.ObjectID]int        // store pins held by the driver's Gets until the object is freed
 	rebuilding map[ids.TaskID]bool
 	retry      map[ids.ObjectID]bool // results whose rebuild failed: rebuilt again when next asked for
 	// rebuildFails counts the failed rebuilds in a row of an object (lost.go).
@@ -123,33 +122,14 @@ type pending struct {
 	missing int             // reference arguments not yet available
 	failed  *task.TaskError // the first failed argument
 	actor   *actor
-	orig    *task.Spec      // the spec as submitted (reference arguments intact), for lineage
-	pinned  *[]ids.ObjectID // shared-memory arguments pinned until the task ends (most tasks have none: 8 bytes, not 24)
-	sent    int64           // when it was handed to a worker, in Config.Events' clock
+	orig    *task.Spec // the spec as submitted (reference arguments intact), for lineage
+	sent    int64      // when it was handed to a worker, in Config.Events' clock
 	// For calls of an actor that may be restarted (restart.go): the call
 	// as submitted, for the replay log; whether it is sent again after a
 	// restart; whether its results were stored already (a replay).
 	call    *task.Spec
 	again   bool
 	discard bool
-}
-
-// addPin records a pinned argument of p.
-func (p *pending) addPin(id ids.ObjectID) {
-	if p.pinned == nil {
-		p.pinned = new([]ids.ObjectID)
-	}
-	*p.pinned = append(*p.pinned, id)
-}
-
-// takePins returns p's pinned arguments and forgets them.
-func (p *pending) takePins() []ids.ObjectID {
-	if p.pinned == nil {
-		return nil
-	}
-	pins := *p.pinned
-	p.pinned = nil
-	return pins
 }
 
 // request is the shell's side of a Get or Wait from the driver or from a
@@ -180,7 +160,6 @@ type proc struct {
 	exited   chan struct{}
 	exitOnce sync.Once // closes exited, for a remote worker
 	exitErr  error
-	readPins []ids.ObjectID        // shared objects its running task got with Get, pinned until it ends
 	reserved map[ids.ObjectID]bool // results of its running task it is writing into reserved room
 }
 
@@ -266,7 +245,6 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 
 		shared:     cfg.Shared,
 		lineage:    map[ids.ObjectID]*task.Spec{},
-		dpins:      map[ids.ObjectID]int{},
 		rebuilding: map[ids.TaskID]bool{},
 		retry:      map[ids.ObjectID]bool{},
 	}

@@ -432,8 +432,7 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 // result stores what a task returned and frees its worker.
 func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool) {
 	var p *pending
-	n.unpinStore(w.readPins)
-	w.readPins = w.readPins[:0]
+	n.unpinReads(w)
 	if a := w.actor; a != nil {
 		if len(a.inflight) == 0 || a.inflight[0].spec.ID != tid {
 			return // the actor was killed; its calls have failed already
@@ -455,7 +454,7 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 		n.step()
 		return
 	}
-	n.unpinStore(p.takePins())
+	n.unpinTask(p)
 	rebuilt := n.rebuilding[tid]
 	delete(n.rebuilding, tid)
 	var failed *task.TaskError
@@ -541,8 +540,7 @@ func (n *Node) died(w *proc) {
 	w.dead = true
 	delete(n.workers, w.id)
 	if n.shared != nil && !n.closed {
-		n.unpinStore(w.readPins)
-		w.readPins = nil
+		n.unpinReads(w)
 		n.abortReserved(w)
 	}
 	if n.closed {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/objstore"
+	"github.com/gray-ml/gray/runtime/objtable"
 	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
 	"github.com/gray-ml/gray/runtime/wire"
@@ -81,7 +82,8 @@ func (n *Node) reply(r *request, a sched.Answer[*request]) {
 	// waits for it again, as if it had not been ready (sched.Waits.Reopen);
 	// one that cannot be rebuilt has been replaced by an error saying why,
 	// which is sent.
-	pinned := w.readPins
+	h := objtable.WorkerHolder(int(w.id))
+	var pinned []ids.ObjectID // by this reply: objtable.ReadPin, until the task ends
 	restarts := 0
 	var failed map[int]error
 	for i := 0; i < len(r.ids); i++ {
@@ -90,7 +92,7 @@ func (n *Node) reply(r *request, a sched.Answer[*request]) {
 		if !ok || !o.Shared || o.Err != nil {
 			continue
 		}
-		err := n.shared.Pin(storeID(id))
+		err := n.pin(h, id, objtable.ReadPin)
 		if err == nil {
 			pinned = append(pinned, id)
 			continue
@@ -103,8 +105,10 @@ func (n *Node) reply(r *request, a sched.Answer[*request]) {
 			failed[i] = err
 			continue
 		}
-		n.unpinStore(pinned[len(w.readPins):])
-		pinned = pinned[:len(w.readPins)]
+		for _, id := range pinned {
+			n.unpinOne(h, id, objtable.ReadPin)
+		}
+		pinned = pinned[:0]
 		if _, ok := n.have(id); ok {
 			// Readable again, or replaced by an error: pin from the start.
 			restarts++
@@ -114,7 +118,6 @@ func (n *Node) reply(r *request, a sched.Answer[*request]) {
 		n.waits.Reopen(a, i)
 		return
 	}
-	w.readPins = pinned
 	_ = n.append(w, task.MsgGetReply, func(b []byte) []byte {
 		b = wire.AppendUvarint(b, r.id)
 		b = wire.AppendUvarint(b, uint64(len(r.ids)))
@@ -176,11 +179,11 @@ func (n *Node) Get(ctx context.Context, oids []ids.ObjectID) ([]task.Object, err
 				n.unlock()
 				return nil, fmt.Errorf("gray: get: object %s: %w", id, err)
 			}
-			n.dpins[id]++
-			if c := n.dpins[id]; c > 1 {
+			if n.objs.Claims(id, objtable.DriverPin) > 0 {
 				// One pin per object is enough: it lasts until the object is freed.
 				_ = n.shared.Unpin(storeID(id))
-				n.dpins[id] = 1
+			} else {
+				n.objs.Claim(objtable.Holder{}, id, objtable.DriverPin)
 			}
 			o.Data = b
 		}

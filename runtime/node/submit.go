@@ -257,7 +257,7 @@ func (n *Node) resolveArgs(s *task.Spec, inline bool) {
 // unpinArgs releases the objects of a task that ends without running.
 func (n *Node) unpinArgs(p *pending) {
 	s := p.spec
-	n.unpinStore(p.takePins())
+	n.unpinTask(p)
 	for i := range s.Args {
 		if a := &s.Args[i]; a.IsRef {
 			a.IsRef = false
