@@ -12,6 +12,10 @@
 // queues of ready tasks, one per resource shape, and the pool of worker
 // processes that run normal tasks. Actors' method calls are ordered per
 // actor by the caller; the core only reserves an actor's resources.
+//
+// Waits, beside it, matches Get and Wait requests with the objects they wait
+// for and says when each is answered; a blocked worker's request lends its
+// CPUs through the core (waits.go).
 package sched
 
 import (

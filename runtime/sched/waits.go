@@ -16,7 +16,10 @@ import (
 // Like Core it does no I/O and never blocks: events go in (Add, Stored,
 // Timeout, Reopen, Drop, Resume, TaskEnded, WorkerGone) and answers come
 // out (Effects), to be sent by the caller. Timeouts are events: the caller
-// owns the clock. Every request ends exactly once, answered or dropped
+// owns the clock. An object lost or freed is stored as an error saying so
+// (task.Lost, task.ErrFreed): for the waiters that is Stored too; one
+// evicted between readiness and the answer makes the caller Reopen the
+// answer. Every request ends exactly once, answered or dropped
 // (its worker died, its task ended while the answer waited for its CPUs,
 // or the caller gave up on it). Check verifies the invariants. A Waits is
 // not safe for concurrent use.
