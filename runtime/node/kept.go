@@ -1,6 +1,8 @@
 package node
 
 import (
+	"errors"
+
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/objtable"
 	"github.com/gray-ml/gray/runtime/sched"
@@ -33,11 +35,9 @@ func (n *Node) holdKept(a *actor, s *task.Spec) {
 			continue
 		}
 		o, ok := n.store.Get(arg.Ref)
-		if !ok || !o.Shared || o.Err != nil || n.shared == nil || n.shared.Pin(storeID(arg.Ref)) != nil {
+		if !ok || !o.Shared || o.Err != nil || n.shared == nil || n.pin(objtable.ActorHolder(a.id), arg.Ref, objtable.ActorKeep) != nil {
 			arg.Keep = false
-			continue
 		}
-		n.objs.Claim(objtable.ActorHolder(a.id), arg.Ref, objtable.ActorKeep)
 	}
 }
 
@@ -63,8 +63,9 @@ func (n *Node) releaseOneKept(w *proc, id ids.ObjectID) {
 	if !n.objs.Holds(h, id, objtable.ActorKeep) {
 		return
 	}
+	free := n.objs.Release(h, id, objtable.ActorKeep)
 	_ = n.shared.Unpin(storeID(id))
-	if n.objs.Release(h, id, objtable.ActorKeep) {
+	if free {
 		n.free(id)
 	}
 }
@@ -78,12 +79,20 @@ func (n *Node) KeptBy(id ids.ActorID) int {
 }
 
 // Check verifies the object table's invariants (see objtable.Table.Check):
-// no negative count, no release without a claim, no claim held by a worker
-// or an actor that is gone. Tests call it.
+// no negative count, no release without a claim (nothing unpinned twice), no
+// claim or pin held by a worker or an actor that is gone, and every pin the
+// table records held by the store (so nothing pinned can be evicted); and
+// the Get/Wait matching's invariants (sched.Waits.Check). A
+// task's argument pins end with the task; Recorded counts them until then.
+// Tests call it.
 func (n *Node) Check() error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.objs.Check(func(h objtable.Holder) bool {
+	var pins error
+	if n.shared != nil {
+		pins = n.objs.CheckPins(func(id ids.ObjectID) int { return n.shared.Pins(storeID(id)) })
+	}
+	return errors.Join(pins, n.waits.Check(), n.objs.Check(func(h objtable.Holder) bool {
 		switch h.Kind {
 		case objtable.Worker:
 			for id, w := range n.workers {
@@ -100,8 +109,8 @@ func (n *Node) Check() error {
 			}
 			return false
 		}
-		return true // objects hold their children until they are deleted
-	})
+		return true // objects hold their children until they are deleted; tasks their arguments until they end
+	}))
 }
 
 // Recorded returns how many objects the object table records a claim or a

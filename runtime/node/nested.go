@@ -116,7 +116,7 @@ func (n *Node) handleNested(w *proc, typ byte, d *wire.Dec) error {
 // dropHolds makes the drops a dead worker owed for the references it
 // decoded and never dropped.
 func (n *Node) dropHolds(w *proc) {
-	for _, id := range n.objs.ReleaseHolder(objtable.WorkerHolder(int(w.id))) {
+	for _, id := range n.objs.ReleaseKind(objtable.WorkerHolder(int(w.id)), objtable.Hold) {
 		n.drop(objtable.Holder{}, id)
 	}
 }

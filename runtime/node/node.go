@@ -86,9 +86,10 @@ type Node struct {
 	mu        sync.Mutex
 	closed    bool
 	store     ObjectStore
-	waiters   map[ids.ObjectID][]waiter
-	objs      *objtable.Table          // who holds which object and why (runtime/objtable)
-	core      *sched.Cluster[*pending] // resources, queues and the pools' decisions, per node
+	waiters   map[ids.ObjectID][]waiter // tasks waiting for their arguments
+	waits     *sched.Waits[*request]    // Gets and Waits waiting for objects (sched.Waits)
+	objs      *objtable.Table           // who holds which object and why (runtime/objtable)
+	core      *sched.Cluster[*pending]  // resources, queues and the pools' decisions, per node
 	workers   map[sched.WorkerID]*proc
 	actors    map[ids.ActorID]*actor
 	errQ      []*task.TaskError // failures to report outside the lock
@@ -99,7 +100,6 @@ type Node struct {
 
 	shared     *objstore.Store             // nil: no shared memory, every object inline
 	lineage    map[ids.ObjectID]*task.Spec // task results in shared memory -> the task that rebuilds them
-	dpins      map[ids.ObjectID]int        // store pins held by the driver's Gets until the object is freed
 	rebuilding map[ids.TaskID]bool
 	retry      map[ids.ObjectID]bool // results whose rebuild failed: rebuilt again when next asked for
 	// rebuildFails counts the failed rebuilds in a row of an object (lost.go).
@@ -110,12 +110,9 @@ type Node struct {
 	wg sync.WaitGroup // every goroutine the node starts
 }
 
-// waiter is something waiting for an object: a task's dependency or one
-// slot of a Get/Wait request.
+// waiter is a task waiting for one of its arguments.
 type waiter struct {
 	p *pending
-	r *request
-	i int
 }
 
 // pending is a submitted task that has not finished.
@@ -130,9 +127,8 @@ type pending struct {
 	// the record its replay log keeps. No task needs both, so they share
 	// one field (a queued task's record is 64 bytes, not 80).
 	record  *task.Spec
-	pinned  *[]ids.ObjectID // shared-memory arguments pinned until the task ends (most tasks have none: 8 bytes, not 24)
-	sent    int64           // when it was handed to a worker, in Config.Events' clock
-	missing int32           // reference arguments not yet available
+	sent    int64 // when it was handed to a worker, in Config.Events' clock
+	missing int32 // reference arguments not yet available
 	// For calls of an actor that may be restarted: whether it is sent
 	// again after a restart; whether its results were stored already (a
 	// replay).
@@ -148,38 +144,18 @@ func (p *pending) lineage() *task.Spec {
 	return p.record
 }
 
-// addPin records a pinned argument of p.
-func (p *pending) addPin(id ids.ObjectID) {
-	if p.pinned == nil {
-		p.pinned = new([]ids.ObjectID)
-	}
-	*p.pinned = append(*p.pinned, id)
-}
-
-// takePins returns p's pinned arguments and forgets them.
-func (p *pending) takePins() []ids.ObjectID {
-	if p.pinned == nil {
-		return nil
-	}
-	pins := *p.pinned
-	p.pinned = nil
-	return pins
-}
-
-// request is a Get or Wait from the driver or from a worker.
+// request is the shell's side of a Get or Wait from the driver or from a
+// worker; sched.Waits decides when it is answered.
 type request struct {
-	w      *proc // nil: the driver
-	id     uint64
-	wait   bool
-	ids    []ids.ObjectID
-	ready  []bool
-	need   int
-	have   int
-	done   bool
-	ch     chan struct{} // driver requests: closed when done
-	timer  *time.Timer
-	counts bool   // counted as blocking w's running task (see sched.Core.Block)
-	epoch  uint64 // the core's epoch of w when counted
+	w     *proc // nil: the driver
+	id    uint64
+	wait  bool
+	ids   []ids.ObjectID
+	rq    sched.ReqID
+	ready []bool        // set by the answer
+	done  bool          // driver requests: answered
+	ch    chan struct{} // driver requests: closed when answered
+	timer *time.Timer
 }
 
 // proc is a worker process.
@@ -189,15 +165,13 @@ type proc struct {
 	cmd      *exec.Cmd
 	conn     *wire.Conn
 	actor    *actor
-	dirty    bool       // in Node.dirty
-	parked   []*request // answered requests waiting for the worker's CPUs (sched.Resume)
+	dirty    bool // in Node.dirty
 	dead     bool
 	process  *os.Process  // set under the node's lock once started
 	node     sched.NodeID // where it runs: sched.Local, or a node of the cluster
 	exited   chan struct{}
 	exitOnce sync.Once // closes exited, for a remote worker
 	exitErr  error
-	readPins []ids.ObjectID        // shared objects its running task got with Get, pinned until it ends
 	reserved map[ids.ObjectID]bool // results of its running task it is writing into reserved room
 }
 
@@ -283,10 +257,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 
 		shared:     cfg.Shared,
 		lineage:    map[ids.ObjectID]*task.Spec{},
-		dpins:      map[ids.ObjectID]int{},
 		rebuilding: map[ids.TaskID]bool{},
 		retry:      map[ids.ObjectID]bool{},
 	}
+	n.waits = sched.NewWaits[*request](n.core)
 	if cfg.Cluster != nil {
 		if err := n.listenTCP(); err != nil {
 			ln.Close()

@@ -57,19 +57,42 @@ func (n *Node) rebuild(id ids.ObjectID) (task.Object, bool) {
 	return task.Object{}, false
 }
 
-// pinFor pins p's shared-memory argument id in the store until p ends.
+// pinFor pins p's shared-memory argument id in the store until p ends
+// (an objtable.ArgPin held by the task).
 func (n *Node) pinFor(p *pending, id ids.ObjectID, o task.Object) {
-	if o.Shared && o.Err == nil && n.shared.Pin(storeID(id)) == nil {
-		p.addPin(id)
+	if o.Shared && o.Err == nil {
+		_ = n.pin(objtable.TaskHolder(p.spec.ID), id, objtable.ArgPin)
 	}
 }
 
-// unpinStore drops the store pins in ids.
-func (n *Node) unpinStore(pins []ids.ObjectID) {
-	for _, id := range pins {
+// pin pins shared object id in the store for h, recording it in the object
+// table as a claim of pin kind k.
+func (n *Node) pin(h objtable.Holder, id ids.ObjectID, k objtable.Kind) error {
+	if err := n.shared.Pin(storeID(id)); err != nil {
+		return err
+	}
+	n.objs.Claim(h, id, k)
+	return nil
+}
+
+// unpinOne undoes one pin.
+func (n *Node) unpinOne(h objtable.Holder, id ids.ObjectID, k objtable.Kind) {
+	n.objs.Release(h, id, k)
+	_ = n.shared.Unpin(storeID(id))
+}
+
+// unpinAll undoes every pin of kind k that h holds.
+func (n *Node) unpinAll(h objtable.Holder, k objtable.Kind) {
+	for _, id := range n.objs.ReleaseKind(h, k) {
 		_ = n.shared.Unpin(storeID(id))
 	}
 }
+
+// unpinTask undoes the pins of p's arguments, when it ends.
+func (n *Node) unpinTask(p *pending) { n.unpinAll(objtable.TaskHolder(p.spec.ID), objtable.ArgPin) }
+
+// unpinReads undoes the pins of what w's running task got, when it ends.
+func (n *Node) unpinReads(w *proc) { n.unpinAll(objtable.WorkerHolder(int(w.id)), objtable.ReadPin) }
 
 func storeID(id ids.ObjectID) objstore.ID { return objstore.ID(id.String()) }
 
@@ -91,7 +114,7 @@ func (n *Node) unkeep(id ids.ObjectID) {
 // free deletes an object nobody can ask for any more. One still being
 // computed is deleted when it arrives.
 func (n *Node) free(id ids.ObjectID) {
-	if n.objs.Claimed(id) || len(n.waiters[id]) > 0 {
+	if n.objs.Claimed(id) || len(n.waiters[id]) > 0 || n.waits.Waiting(id) {
 		n.objs.MarkDropped(id)
 		return
 	}
@@ -110,12 +133,10 @@ func (n *Node) free(id ids.ObjectID) {
 	}
 	// The store frees the memory at once, or when the last task or Get
 	// still reading it unpins it.
-	sid := storeID(id)
-	for range n.dpins[id] {
-		_ = n.shared.Unpin(sid)
+	if n.objs.Claims(id, objtable.DriverPin) > 0 {
+		n.unpinOne(objtable.Holder{}, id, objtable.DriverPin)
 	}
-	delete(n.dpins, id)
-	_ = n.shared.Release(sid)
+	_ = n.shared.Release(storeID(id))
 	if spec := n.lineage[id]; spec != nil {
 		delete(n.lineage, id)
 		for _, a := range spec.Args {
@@ -193,36 +214,28 @@ func (n *Node) putLocked(id ids.ObjectID, o task.Object) {
 	if n.objs.Dropped(id) {
 		defer n.free(id)
 	}
+	if n.waits.Waiting(id) {
+		n.waits.Stored(id)
+		n.step()
+	}
 	ws, ok := n.waiters[id]
 	if !ok {
 		return
 	}
 	delete(n.waiters, id)
 	for _, w := range ws {
-		if w.p != nil {
-			p := w.p
-			if o.Err != nil && p.failed == nil {
-				p.failed = o.Err
-			}
-			p.missing--
-			n.pinFor(p, id, o)
-			if p.missing == 0 {
-				if p.actor != nil {
-					n.pump(p.actor)
-				} else {
-					n.ready(p)
-				}
-			}
-			continue
+		p := w.p
+		if o.Err != nil && p.failed == nil {
+			p.failed = o.Err
 		}
-		r := w.r
-		if r.done || r.ready[w.i] {
-			continue
-		}
-		r.ready[w.i] = true
-		r.have++
-		if r.have >= r.need {
-			n.complete(r)
+		p.missing--
+		n.pinFor(p, id, o)
+		if p.missing == 0 {
+			if p.actor != nil {
+				n.pump(p.actor)
+			} else {
+				n.ready(p)
+			}
 		}
 	}
 }

@@ -374,17 +374,13 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 		}
 		n.mu.Lock()
 		r := n.newRequest(w, rid, oids, need, typ == task.MsgWait)
-		if r.done {
-			n.reply(r)
-		} else {
-			if timeout > 0 {
-				r.timer = time.AfterFunc(timeout, func() {
-					n.mu.Lock()
-					n.complete(r)
-					n.unlockFor(w)
-				})
-			}
-			n.block(w, r)
+		if timeout > 0 && n.waits.Open(r.rq) {
+			r.timer = time.AfterFunc(timeout, func() {
+				n.mu.Lock()
+				n.waits.Timeout(r.rq)
+				n.step()
+				n.unlockFor(w)
+			})
 		}
 		n.unlockFor(w)
 	case task.MsgGiveBack:
@@ -436,8 +432,7 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 // result stores what a task returned and frees its worker.
 func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool) {
 	var p *pending
-	n.unpinStore(w.readPins)
-	w.readPins = w.readPins[:0]
+	n.unpinReads(w)
 	if a := w.actor; a != nil {
 		if len(a.inflight) == 0 || a.inflight[0].spec.ID != tid {
 			return // the actor was killed; its calls have failed already
@@ -450,7 +445,7 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 			return
 		}
 		p = run
-		w.parked = nil // a Get that outlived its task: nobody waits for the answer
+		n.waits.TaskEnded(w.id) // a Get that outlived its task: nobody waits for an answer parked
 		n.core.TaskDone(w.id, retiring)
 	}
 	n.cfg.Events.Finished(int(w.id), tid, p.spec.Func, p.sent)
@@ -459,7 +454,7 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 		n.step()
 		return
 	}
-	n.unpinStore(p.takePins())
+	n.unpinTask(p)
 	rebuilt := n.rebuilding[tid]
 	delete(n.rebuilding, tid)
 	var failed *task.TaskError
@@ -545,8 +540,7 @@ func (n *Node) died(w *proc) {
 	w.dead = true
 	delete(n.workers, w.id)
 	if n.shared != nil && !n.closed {
-		n.unpinStore(w.readPins)
-		w.readPins = nil
+		n.unpinReads(w)
 		n.abortReserved(w)
 	}
 	if n.closed {
@@ -555,7 +549,7 @@ func (n *Node) died(w *proc) {
 		return
 	}
 	n.dropHolds(w)
-	w.parked = nil
+	n.waits.WorkerGone(w.id)
 	if w.conn == nil && (w.actor == nil || !w.actor.dead) { // not an actor killed while starting
 		if w.node != sched.Local {
 			n.remoteStartFailed(w)

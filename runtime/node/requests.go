@@ -8,67 +8,58 @@ import (
 
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/objstore"
+	"github.com/gray-ml/gray/runtime/objtable"
 	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
 	"github.com/gray-ml/gray/runtime/wire"
 )
 
-// newRequest registers a Get (need = len) or Wait request.
+// newRequest registers a Get (need = len) or Wait request with the matching
+// core (sched.Waits); its answer comes out of step.
 func (n *Node) newRequest(w *proc, id uint64, oids []ids.ObjectID, need int, wait bool) *request {
-	r := &request{w: w, id: id, wait: wait, ids: oids, ready: make([]bool, len(oids)), need: need}
-	for i, o := range oids {
-		if _, ok := n.have(o); ok {
-			r.ready[i] = true
-			r.have++
-		}
-	}
+	r := &request{w: w, id: id, wait: wait, ids: oids}
 	if w == nil {
 		r.ch = make(chan struct{})
 	}
-	if r.have >= r.need {
-		r.done = true
-		if r.ch != nil {
-			close(r.ch)
-		}
-		return r
+	q := sched.Request[*request]{Payload: r, Worker: sched.NoWorker, Objects: oids, Ready: make([]bool, len(oids)), Need: need}
+	if w != nil {
+		// A pool worker's task lends its CPUs while it waits (the seeds'
+		// nested example needs this to finish with one CPU); an actor
+		// keeps its resources.
+		q.Worker, q.Lends = w.id, w.actor == nil
 	}
 	for i, o := range oids {
-		if !r.ready[i] {
-			n.waiters[o] = append(n.waiters[o], waiter{r: r, i: i})
+		if _, ok := n.have(o); ok {
+			q.Ready[i] = true
 		}
 	}
+	r.rq = n.waits.Add(q)
+	n.step()
 	return r
 }
 
-// complete finishes a request: a driver request's channel closes; a worker
-// that gave its CPU back must get it again before it resumes.
-func (n *Node) complete(r *request) {
-	if r.done {
-		return
-	}
-	r.done = true
+// answer carries out an answer of the matching core: a driver request's
+// channel closes; a worker gets its reply.
+func (n *Node) answer(a sched.Answer[*request]) {
+	r := a.Payload
 	if r.timer != nil {
 		r.timer.Stop()
 	}
+	r.ready = a.Ready
 	if r.w == nil {
-		close(r.ch)
+		if !r.done {
+			r.done = true
+			close(r.ch)
+		}
 		return
 	}
-	w := r.w
-	if w.dead {
+	if r.w.dead {
 		return
 	}
-	if r.counts && !n.core.Unblock(w.id, r.epoch) {
-		// The worker lent its CPUs out while blocked: it goes on once
-		// they are free again (sched.Resume).
-		w.parked = append(w.parked, r)
-		n.step()
-		return
-	}
-	n.reply(r)
+	n.reply(r, a)
 }
 
-func (n *Node) reply(r *request) {
+func (n *Node) reply(r *request, a sched.Answer[*request]) {
 	w := r.w
 	if r.wait {
 		_ = n.append(w, task.MsgWaitReply, func(b []byte) []byte {
@@ -88,9 +79,11 @@ func (n *Node) reply(r *request) {
 	// Pin the shared objects until the worker's task ends, so its mappings
 	// stay valid. One evicted since it became ready (rare: between
 	// readiness and this reply) is rebuilt from its lineage and the request
-	// waits for it again, as if it had not been ready; one that cannot be
-	// rebuilt has been replaced by an error saying why, which is sent.
-	pinned := w.readPins
+	// waits for it again, as if it had not been ready (sched.Waits.Reopen);
+	// one that cannot be rebuilt has been replaced by an error saying why,
+	// which is sent.
+	h := objtable.WorkerHolder(int(w.id))
+	var pinned []ids.ObjectID // by this reply: objtable.ReadPin, until the task ends
 	restarts := 0
 	var failed map[int]error
 	for i := 0; i < len(r.ids); i++ {
@@ -99,7 +92,7 @@ func (n *Node) reply(r *request) {
 		if !ok || !o.Shared || o.Err != nil {
 			continue
 		}
-		err := n.shared.Pin(storeID(id))
+		err := n.pin(h, id, objtable.ReadPin)
 		if err == nil {
 			pinned = append(pinned, id)
 			continue
@@ -112,21 +105,19 @@ func (n *Node) reply(r *request) {
 			failed[i] = err
 			continue
 		}
-		n.unpinStore(pinned[len(w.readPins):])
-		pinned = pinned[:len(w.readPins)]
+		for _, id := range pinned {
+			n.unpinOne(h, id, objtable.ReadPin)
+		}
+		pinned = pinned[:0]
 		if _, ok := n.have(id); ok {
 			// Readable again, or replaced by an error: pin from the start.
 			restarts++
 			i = -1
 			continue
 		}
-		r.done, r.ready[i] = false, false
-		r.have--
-		n.waiters[id] = append(n.waiters[id], waiter{r: r, i: i})
-		n.block(w, r)
+		n.waits.Reopen(a, i)
 		return
 	}
-	w.readPins = pinned
 	_ = n.append(w, task.MsgGetReply, func(b []byte) []byte {
 		b = wire.AppendUvarint(b, r.id)
 		b = wire.AppendUvarint(b, uint64(len(r.ids)))
@@ -144,19 +135,6 @@ func (n *Node) reply(r *request) {
 	})
 }
 
-// block gives a blocked worker's CPUs back so other tasks (its own
-// children, typically) can run; the seeds' nested example needs this to
-// finish with one CPU.
-func (n *Node) block(w *proc, r *request) {
-	if w.actor != nil {
-		return // an actor keeps its resources while it waits
-	}
-	r.counts = true
-	r.epoch = n.core.Epoch(w.id)
-	n.core.Block(w.id, r.epoch)
-	n.step()
-}
-
 // Get returns the objects, waiting for those not yet stored.
 func (n *Node) Get(ctx context.Context, oids []ids.ObjectID) ([]task.Object, error) {
 	n.mu.Lock()
@@ -172,7 +150,7 @@ func (n *Node) Get(ctx context.Context, oids []ids.ObjectID) ([]task.Object, err
 		case <-r.ch:
 		case <-ctx.Done():
 			n.mu.Lock()
-			r.done = true
+			n.waits.Drop(r.rq)
 			n.unlock()
 			return nil, fmt.Errorf("gray: get: %w", ctx.Err())
 		case <-n.done:
@@ -201,11 +179,11 @@ func (n *Node) Get(ctx context.Context, oids []ids.ObjectID) ([]task.Object, err
 				n.unlock()
 				return nil, fmt.Errorf("gray: get: object %s: %w", id, err)
 			}
-			n.dpins[id]++
-			if c := n.dpins[id]; c > 1 {
+			if n.objs.Claims(id, objtable.DriverPin) > 0 {
 				// One pin per object is enough: it lasts until the object is freed.
 				_ = n.shared.Unpin(storeID(id))
-				n.dpins[id] = 1
+			} else {
+				n.objs.Claim(objtable.Holder{}, id, objtable.DriverPin)
 			}
 			o.Data = b
 		}
@@ -238,7 +216,7 @@ func (n *Node) Wait(ctx context.Context, oids []ids.ObjectID, num int, timeout t
 		case <-tc:
 		case <-ctx.Done():
 			n.mu.Lock()
-			r.done = true
+			n.waits.Drop(r.rq)
 			n.unlock()
 			return nil, fmt.Errorf("gray: wait: %w", ctx.Err())
 		case <-n.done:
@@ -247,6 +225,7 @@ func (n *Node) Wait(ctx context.Context, oids []ids.ObjectID, num int, timeout t
 	}
 	n.mu.Lock()
 	defer n.unlock()
-	r.done = true
+	n.waits.Timeout(r.rq) // answers it now, unless it was answered already
+	n.step()
 	return append([]bool(nil), r.ready...), nil
 }

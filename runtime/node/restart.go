@@ -100,7 +100,7 @@ func (n *Node) logDone(a *actor, p *pending) {
 // a's state (or the restore of a checkpoint): its returns were stored the
 // first time, so these are dropped.
 func (n *Node) replayDone(a *actor, w *proc, p *pending, objs []task.Object) {
-	n.unpinStore(p.takePins())
+	n.unpinTask(p)
 	n.abortReserved(w)
 	n.logDone(a, p)
 	if p.spec.Kind == task.KindActorRestore && len(objs) > 0 && objs[0].Err != nil {
@@ -157,7 +157,7 @@ func (n *Node) restartActor(a *actor, why *task.TaskError, nodeLost bool) bool {
 		again = append(again, n.replayPending(a, c, c, true))
 	}
 	for _, p := range a.inflight {
-		n.unpinStore(p.takePins())
+		n.unpinTask(p)
 		if p.record != nil { // not the creation task or a restore: made again above
 			again = append(again, n.replayPending(a, p.record, p.record, p.discard))
 		}

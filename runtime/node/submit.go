@@ -179,9 +179,12 @@ func firstLine(s string) string {
 // step carries out the scheduling core's effects, and those of the events
 // they cause in turn, until none is left.
 func (n *Node) step() {
-	for n.core.Pending() {
+	for n.core.Pending() || n.waits.Pending() {
 		for _, e := range n.core.Effects() {
 			n.apply(e)
+		}
+		for _, a := range n.waits.Effects() {
+			n.answer(a)
 		}
 	}
 }
@@ -210,13 +213,7 @@ func (n *Node) apply(e sched.Effect[*pending]) {
 			_ = n.append(w, task.MsgRecall, nil)
 		}
 	case sched.Resume:
-		if w := n.workers[e.Worker]; w != nil {
-			rs := w.parked
-			w.parked = nil
-			for _, r := range rs {
-				n.reply(r)
-			}
-		}
+		n.waits.Resume(e.Worker)
 	}
 }
 
@@ -260,7 +257,7 @@ func (n *Node) resolveArgs(s *task.Spec, inline bool) {
 // unpinArgs releases the objects of a task that ends without running.
 func (n *Node) unpinArgs(p *pending) {
 	s := p.spec
-	n.unpinStore(p.takePins())
+	n.unpinTask(p)
 	for i := range s.Args {
 		if a := &s.Args[i]; a.IsRef {
 			a.IsRef = false

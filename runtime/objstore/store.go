@@ -648,6 +648,16 @@ func (s *Store) pinLocked(e *entry) {
 	e.pins++
 }
 
+// Pins returns how many pins object id holds now (0 for an unknown one).
+func (s *Store) Pins(id ID) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.objects[id]; e != nil {
+		return e.pins
+	}
+	return 0
+}
+
 // Unpin undoes one Pin or Get. When the last pin goes, the object becomes
 // the most recently used candidate for eviction, or is freed if its last
 // reference was already released.

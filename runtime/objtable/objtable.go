@@ -15,11 +15,26 @@
 //     is matched by one more Drop. A worker's holds are kept by worker, so
 //     that those of a worker that dies are dropped for it.
 //
+// Store pins are claims too, of kinds of their own: they keep a shared-memory
+// object's pages from eviction and reuse, not its entry, so they never keep
+// an object from being freed (the store frees the pages at the last unpin).
+// Each stands for one objstore pin the node took:
+//
+//   - ArgPin: a task's argument, held by the task (TaskHolder) until it
+//     ends, so its worker can map it;
+//   - ReadPin: an object a worker's running task got with Get, held by the
+//     worker until the task ends or the worker dies;
+//   - DriverPin: an object the driver's Get mapped, held by the driver
+//     (Holder{}), at most one per object, until the object is freed;
+//   - ActorKeep (above) is a claim and a pin at once.
+//
 // The table says when an object may be freed: its owner dropped it and no
 // claim remains. It does no I/O and frees nothing itself; the node deletes
 // the object when a call reports it free. Check verifies the invariants
-// (no negative counts, no claim by a holder that is gone) and tests call it
-// after every step. The table is not safe for concurrent use.
+// (no negative counts, nothing released or unpinned that was not held, no
+// claim or pin by a holder that is gone) and tests call it after every
+// step; CheckPins verifies that the store holds every pin the table records,
+// so nothing pinned can be evicted. The table is not safe for concurrent use.
 package objtable
 
 import (
@@ -39,8 +54,17 @@ const (
 	Lineage
 	Contained
 	Hold
+	ArgPin
+	ReadPin
+	DriverPin
 	numKinds
 )
+
+// Pin reports whether k is a store pin (ActorKeep is one besides a claim).
+func (k Kind) Pin() bool { return k >= ArgPin || k == ActorKeep }
+
+// keeps reports whether a claim of kind k keeps the object from being freed.
+func (k Kind) keeps() bool { return k < ArgPin }
 
 func (k Kind) String() string {
 	switch k {
@@ -54,6 +78,12 @@ func (k Kind) String() string {
 		return "contained"
 	case Hold:
 		return "hold"
+	case ArgPin:
+		return "arg-pin"
+	case ReadPin:
+		return "read-pin"
+	case DriverPin:
+		return "driver-pin"
 	}
 	return fmt.Sprintf("kind(%d)", k)
 }
@@ -67,6 +97,7 @@ const (
 	Worker                   // a worker process, by its number
 	Actor                    // an actor, by its ID
 	Object                   // an object, by its ID (for Contained)
+	Task                     // a task, by its ID (for ArgPin)
 )
 
 // Holder names who holds a claim, when the claim must end with it.
@@ -91,6 +122,13 @@ func ActorHolder(a ids.ActorID) Holder {
 	return h
 }
 
+// TaskHolder names task t, as the holder of its arguments' pins.
+func TaskHolder(t ids.TaskID) Holder {
+	h := Holder{Kind: Task}
+	copy(h.ID[:], t[:])
+	return h
+}
+
 // ObjectHolder names object o, as the container of others.
 func ObjectHolder(o ids.ObjectID) Holder { return Holder{Kind: Object, ID: o} }
 
@@ -99,7 +137,29 @@ type entry struct {
 	dropped bool // the owner dropped it: freed once no claim remains
 }
 
+// claimed reports whether a claim keeps the object (pins do not).
 func (e *entry) claimed() bool {
+	for k, c := range e.n {
+		if c != 0 && Kind(k).keeps() {
+			return true
+		}
+	}
+	return false
+}
+
+// pins returns the store pins the entry records.
+func (e *entry) pins() int {
+	n := 0
+	for k, c := range e.n {
+		if Kind(k).Pin() {
+			n += int(c)
+		}
+	}
+	return n
+}
+
+// held reports whether the entry records any claim or pin.
+func (e *entry) held() bool {
 	for _, c := range e.n {
 		if c != 0 {
 			return true
@@ -136,7 +196,7 @@ func (t *Table) get(id ids.ObjectID) *entry {
 
 // tidy forgets id's entry once it records nothing.
 func (t *Table) tidy(id ids.ObjectID, e *entry) {
-	if !e.dropped && !e.claimed() {
+	if !e.dropped && !e.held() {
 		delete(t.objs, id)
 	}
 }
@@ -155,9 +215,9 @@ func (t *Table) Claim(h Holder, id ids.ObjectID, k Kind) {
 }
 
 // Release ends a claim of kind k on id held by h. It reports whether the
-// object is to be freed now: its owner dropped it and no claim remains.
-// Releasing a claim that does not exist changes nothing and is reported by
-// Check.
+// object is to be freed now: its owner dropped it and no claim remains (never
+// for a pin, which does not keep the object). Releasing a claim that does
+// not exist (unpinning twice, say) changes nothing and is reported by Check.
 func (t *Table) Release(h Holder, id ids.ObjectID, k Kind) (free bool) {
 	e := t.objs[id]
 	if e == nil || e.n[k] == 0 {
@@ -173,7 +233,7 @@ func (t *Table) Release(h Holder, id ids.ObjectID, k Kind) (free bool) {
 		return false
 	}
 	e.n[k]--
-	free = e.dropped && !e.claimed()
+	free = k.keeps() && e.dropped && !e.claimed()
 	t.tidy(id, e)
 	return free
 }
@@ -208,14 +268,26 @@ func (t *Table) Count(h Holder) int {
 
 // ReleaseHolder ends every claim h holds (a worker died, an actor ended,
 // a container was deleted). It returns the objects its claims were on,
-// once per claim; the caller frees those now free (see Free). Hold claims
-// are returned without being ended: each stands for a Drop the holder
-// owes, which the caller makes for it.
-func (t *Table) ReleaseHolder(h Holder) []ids.ObjectID {
+// once per claim; the caller frees those now free (see Free) and unpins
+// pins. Hold claims are returned without being ended: each stands for a
+// Drop the holder owes, which the caller makes for it.
+func (t *Table) ReleaseHolder(h Holder) []ids.ObjectID { return t.release(h, nil) }
+
+// ReleaseKind is ReleaseHolder for h's claims of kind k only (a task's
+// argument pins when it ends, a worker's read pins, a dead worker's holds).
+func (t *Table) ReleaseKind(h Holder, k Kind) []ids.ObjectID { return t.release(h, &k) }
+
+func (t *Table) release(h Holder, only *Kind) []ids.ObjectID {
 	m := t.by[h]
-	delete(t.by, h)
+	if len(m) == 0 {
+		return nil
+	}
 	var out []ids.ObjectID
 	for c, n := range m {
+		if only != nil && c.kind != *only {
+			continue
+		}
+		delete(m, c)
 		e := t.objs[c.id]
 		for range n {
 			out = append(out, c.id)
@@ -226,6 +298,9 @@ func (t *Table) ReleaseHolder(h Holder) []ids.ObjectID {
 		if e != nil {
 			t.tidy(c.id, e)
 		}
+	}
+	if len(m) == 0 {
+		delete(t.by, h)
 	}
 	return out
 }
@@ -273,6 +348,14 @@ func (t *Table) Claimed(id ids.ObjectID) bool {
 func (t *Table) Claims(id ids.ObjectID, k Kind) int {
 	if e := t.objs[id]; e != nil {
 		return int(e.n[k])
+	}
+	return 0
+}
+
+// Pins returns the store pins recorded on id, of every pin kind.
+func (t *Table) Pins(id ids.ObjectID) int {
+	if e := t.objs[id]; e != nil {
+		return e.pins()
 	}
 	return 0
 }
@@ -328,6 +411,21 @@ func (t *Table) Check(alive func(Holder) bool) error {
 	return errors.Join(errs...)
 }
 
+// CheckPins verifies that the store holds at least the pins the table
+// records on each object (storePins answers for the store), so that nothing
+// pinned can be evicted or its pages reused.
+func (t *Table) CheckPins(storePins func(ids.ObjectID) int) error {
+	var errs []error
+	for id, e := range t.objs {
+		if n := e.pins(); n > 0 {
+			if got := storePins(id); got < n {
+				errs = append(errs, fmt.Errorf("object %s: %d pins recorded, the store holds %d", id, n, got))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // String names the holder.
 func (h Holder) String() string {
 	switch h.Kind {
@@ -343,6 +441,10 @@ func (h Holder) String() string {
 		return "actor " + a.String()
 	case Object:
 		return "object " + ids.ObjectID(h.ID).String()
+	case Task:
+		var tid ids.TaskID
+		copy(tid[:], h.ID[:])
+		return "task " + tid.String()
 	}
 	return "anyone"
 }

@@ -336,6 +336,12 @@ func (cl *Cluster[T]) Epoch(w WorkerID) uint64 {
 	return 0
 }
 
+// Lending: see Core.Lending.
+func (cl *Cluster[T]) Lending(w WorkerID) bool {
+	c := cl.on(w)
+	return c != nil && c.Lending(w)
+}
+
 // TaskDone: see Core.TaskDone.
 func (cl *Cluster[T]) TaskDone(w WorkerID, retiring bool) {
 	if c := cl.on(w); c != nil {

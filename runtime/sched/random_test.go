@@ -24,6 +24,7 @@ type core interface {
 	Epoch(WorkerID) uint64
 	Block(WorkerID, uint64)
 	Unblock(WorkerID, uint64) bool
+	Lending(WorkerID) bool
 	GiveBack(WorkerID, func(int) bool)
 	ActorGone(ids.ActorID)
 	WaitActor(ids.ActorID, task.Resources)
@@ -50,7 +51,8 @@ type sim struct {
 	ended    map[int]string // task -> "run" or "failed"
 	actors   []ids.ActorID
 	started  map[ids.ActorID]bool
-	last     string // the last event, for failures
+	last     string    // the last event, for failures
+	w        *simWaits // the Gets and Waits (waits_random_test.go)
 }
 
 var shapes = []task.Resources{
@@ -59,7 +61,22 @@ var shapes = []task.Resources{
 }
 
 func (s *sim) effects() {
-	for _, e := range s.c.Effects() {
+	for s.effectsOnce() {
+	}
+	if err := s.c.Check(); err != nil {
+		s.t.Fatalf("after %s: %v", s.last, err)
+	}
+	s.checkWaits(false)
+}
+
+// effectsOnce carries out the effects of the core and the Waits pending now,
+// and reports whether there were any.
+func (s *sim) effectsOnce() bool {
+	es, as := s.c.Effects(), s.w.ws.Effects()
+	for _, a := range as {
+		s.answer(a)
+	}
+	for _, e := range es {
 		switch e.Kind {
 		case Run:
 			if _, ok := s.on[e.Worker]; !ok || s.gone[e.Worker] {
@@ -82,13 +99,12 @@ func (s *sim) effects() {
 			// A worker that finished its task while lending its CPUs
 			// and went on with the next waits for them too (TaskDone).
 			s.parked[e.Worker] = false
+			s.w.ws.Resume(e.Worker)
 		case StartActor:
 			s.started[e.Actor] = true
 		}
 	}
-	if err := s.c.Check(); err != nil {
-		s.t.Fatalf("after %s: %v", s.last, err)
-	}
+	return len(es)+len(as) > 0
 }
 
 func (s *sim) busy() []WorkerID {
@@ -147,6 +163,7 @@ func (s *sim) finish(w WorkerID) {
 	if retiring {
 		s.gone[w] = true
 	}
+	s.taskEnded(w, s.c.Epoch(w))
 	s.c.TaskDone(w, retiring)
 }
 
@@ -158,6 +175,7 @@ func (s *sim) die(w WorkerID) {
 		}
 		s.ended[running] = "failed"
 	}
+	s.workerGone(w)
 	delete(s.on, w)
 	delete(s.gone, w)
 	delete(s.blocks, w)
@@ -169,6 +187,12 @@ func (s *sim) step() {
 	n := 11
 	if s.cl != nil {
 		n = 13
+	}
+	if s.rng.IntN(3) == 0 {
+		s.last = "a Waits event"
+		s.waitsStep()
+		s.effects()
+		return
 	}
 	ev := s.rng.IntN(n)
 	s.last = fmt.Sprint("event ", ev)
@@ -263,6 +287,7 @@ func (s *sim) removeNode(k NodeID) {
 	tasks, actors := s.cl.RemoveNode(k)
 	for w := range s.on {
 		if NodeOf(w) == k {
+			s.workerGone(w)
 			delete(s.on, w)
 			delete(s.gone, w)
 			delete(s.blocks, w)
@@ -344,12 +369,14 @@ func TestRandomEvents(t *testing.T) {
 			parked: map[WorkerID]bool{}, recalled: map[WorkerID]bool{}, ended: map[int]string{},
 			started: map[ids.ActorID]bool{},
 		}
+		s.w = newSimWaits(c)
 		c.Boot()
 		s.effects()
 		for range 100 {
 			s.step()
 		}
 		s.drain()
+		s.checkWaits(true)
 		for i := 1; i <= s.next; i++ {
 			if s.ended[i] == "" {
 				t.Fatalf("seq %d: task %d of %d never ended", seq, i, s.next)
@@ -379,6 +406,7 @@ func TestRandomEventsCluster(t *testing.T) {
 			parked: map[WorkerID]bool{}, recalled: map[WorkerID]bool{}, ended: map[int]string{},
 			started: map[ids.ActorID]bool{},
 		}
+		s.w = newSimWaits(cl)
 		big := task.Resources{CPU: 4, GPU: 2, Custom: map[string]float64{"disk": 2}}
 		if err := cl.AddNode(1, big); err != nil {
 			t.Fatal(err)
@@ -394,6 +422,7 @@ func TestRandomEventsCluster(t *testing.T) {
 		}
 		s.effects()
 		s.drain()
+		s.checkWaits(true)
 		for i := 1; i <= s.next; i++ {
 			if s.ended[i] == "" {
 				t.Fatalf("seq %d: task %d of %d never ended", seq, i, s.next)

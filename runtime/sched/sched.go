@@ -12,6 +12,10 @@
 // queues of ready tasks, one per resource shape, and the pool of worker
 // processes that run normal tasks. Actors' method calls are ordered per
 // actor by the caller; the core only reserves an actor's resources.
+//
+// Waits, beside it, matches Get and Wait requests with the objects they wait
+// for and says when each is answered; a blocked worker's request lends its
+// CPUs through the core (waits.go).
 package sched
 
 import (
@@ -332,6 +336,13 @@ func (c *Core[T]) Epoch(w WorkerID) uint64 {
 		return x.epoch
 	}
 	return 0
+}
+
+// Lending reports whether pool worker w's CPUs are lent out: its running
+// task waits in Get or Wait, or waits for them to be free again.
+func (c *Core[T]) Lending(w WorkerID) bool {
+	x := c.pool[w]
+	return x != nil && x.lent
 }
 
 // TaskDone records that pool worker w finished its running task (see
