@@ -24,7 +24,7 @@ func (n *Node) have(id ids.ObjectID) (task.Object, bool) {
 		return n.rebuild(id)
 	}
 	o, ok := n.store.Get(id)
-	if !ok || !o.Shared || o.Err != nil || n.shared.Contains(storeID(id)) {
+	if !ok || !o.Shared || o.Err != nil || n.shared.Contains(storeID(id)) || n.hasRemote(id) {
 		return o, ok
 	}
 	return n.rebuild(id)
@@ -46,7 +46,7 @@ func (n *Node) rebuild(id ids.ObjectID) (task.Object, bool) {
 			if n.retry[r] {
 				delete(n.retry, r)
 				n.store.Delete(r)
-			} else if o, ok := n.store.Get(r); ok && o.Shared && o.Err == nil && !n.shared.Contains(storeID(r)) {
+			} else if o, ok := n.store.Get(r); ok && o.Shared && o.Err == nil && !n.shared.Contains(storeID(r)) && !n.hasRemote(r) {
 				n.store.Delete(r)
 			}
 		}
@@ -59,7 +59,7 @@ func (n *Node) rebuild(id ids.ObjectID) (task.Object, bool) {
 
 // pinFor pins p's shared-memory argument id in the store until p ends.
 func (n *Node) pinFor(p *pending, id ids.ObjectID, o task.Object) {
-	if o.Shared && o.Err == nil && n.shared.Pin(storeID(id)) == nil {
+	if o.Shared && o.Err == nil && (n.shared.Pin(storeID(id)) == nil || n.pinRemote(id)) {
 		p.addPin(id)
 	}
 }
@@ -67,7 +67,9 @@ func (n *Node) pinFor(p *pending, id ids.ObjectID, o task.Object) {
 // unpinStore drops the store pins in ids.
 func (n *Node) unpinStore(pins []ids.ObjectID) {
 	for _, id := range pins {
-		_ = n.shared.Unpin(storeID(id))
+		if !n.unpinRemote(id) {
+			_ = n.shared.Unpin(storeID(id))
+		}
 	}
 }
 
@@ -116,6 +118,7 @@ func (n *Node) free(id ids.ObjectID) {
 	}
 	delete(n.dpins, id)
 	_ = n.shared.Release(sid)
+	n.forgetRemote(id)
 	if spec := n.lineage[id]; spec != nil {
 		delete(n.lineage, id)
 		for _, a := range spec.Args {

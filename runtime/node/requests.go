@@ -8,7 +8,6 @@ import (
 
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/objstore"
-	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
 	"github.com/gray-ml/gray/runtime/wire"
 )
@@ -96,8 +95,8 @@ func (n *Node) reply(r *request) {
 	for i := 0; i < len(r.ids); i++ {
 		id := r.ids[i]
 		o, ok := n.store.Get(id)
-		if !ok || !o.Shared || o.Err != nil {
-			continue
+		if !ok || !o.Shared || o.Err != nil || n.remoteOnly(id) {
+			continue // a remote one: the worker pulls it (locate)
 		}
 		err := n.shared.Pin(storeID(id))
 		if err == nil {
@@ -127,14 +126,12 @@ func (n *Node) reply(r *request) {
 		return
 	}
 	w.readPins = pinned
+	n.locate(w, r.ids)
 	_ = n.append(w, task.MsgGetReply, func(b []byte) []byte {
 		b = wire.AppendUvarint(b, r.id)
 		b = wire.AppendUvarint(b, uint64(len(r.ids)))
 		for i, id := range r.ids {
 			o, _ := n.store.Get(id)
-			if w.node != sched.Local {
-				o = n.inlineShared(o, id)
-			}
 			if err := failed[i]; err != nil {
 				o = task.Object{Err: &task.TaskError{Function: "(object store)", Message: fmt.Sprintf("object %s: %v", id, err), Cause: err}}
 			}
@@ -188,6 +185,18 @@ func (n *Node) Get(ctx context.Context, oids []ids.ObjectID) ([]task.Object, err
 			return nil, fmt.Errorf("gray: get: object %s vanished", id)
 		}
 		if o.Shared && o.Err == nil {
+			if ch := n.pullLocal(id); ch != nil {
+				// On another node: pull it here, then look again.
+				n.unlock()
+				select {
+				case <-ch:
+				case <-ctx.Done():
+					return nil, fmt.Errorf("gray: get: %w", ctx.Err())
+				case <-n.done:
+					return nil, ErrShutdown
+				}
+				return n.Get(ctx, oids)
+			}
 			// Map it (once per object) and pin it until the program drops
 			// its last reference: the decoded slices point into the mapping.
 			b, err := n.shared.Get(storeID(id))
