@@ -60,6 +60,8 @@ type dlease struct {
 	k    sched.NodeID
 	id   string // the node's ID
 	conn *wire.Conn
+	// objAddr is the node's object transfer address (driver_objects.go).
+	objAddr string
 }
 
 // NewDriver hashes the executable the nodes will run.
@@ -185,7 +187,7 @@ func (d *Driver) dial(ctx context.Context, k sched.NodeID, n control.NodeInfo) (
 	if status != 0 {
 		return fail(errors.New(msg))
 	}
-	return &dlease{k: k, id: n.ID, conn: conn}, granted, nil
+	return &dlease{k: k, id: n.ID, conn: conn, objAddr: n.ObjectAddr}, granted, nil
 }
 
 // read takes a lease's messages until its connection ends, which takes the

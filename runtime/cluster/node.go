@@ -38,9 +38,9 @@ type NodeConfig struct {
 	Resources task.Resources
 	Token     []byte
 	Redis     control.RedisConfig
-	// ObjectStoreMemory is the node's object store capacity. Objects of
-	// leased workers travel through their driver today, so it is recorded
-	// in the node table only.
+	// ObjectStoreMemory is the capacity of the node's shared-memory object
+	// store (0: objstore.DefaultCapacity), which holds the large results
+	// and Puts of the workers it starts and the arguments they pull.
 	ObjectStoreMemory int64
 	Head              bool
 	HeartbeatInterval time.Duration // 0: monitor.DefaultInterval
@@ -81,6 +81,10 @@ func ServeNode(ctx context.Context, cfg NodeConfig) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
+	if d.objs, err = startObjects(ctx, &wg, cfg, ip); err != nil {
+		ln.Close()
+		return err
+	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -88,8 +92,10 @@ func ServeNode(ctx context.Context, cfg NodeConfig) error {
 	}()
 	defer func() {
 		ln.Close()
+		d.objs.ln.Close()
 		d.closeAll()
 		wg.Wait()
+		d.objs.close()
 	}()
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr().String())
@@ -112,7 +118,7 @@ func ServeNode(ctx context.Context, cfg NodeConfig) error {
 	}
 	hb := &monitor.Heartbeater{
 		Store: reg,
-		Node: control.NodeInfo{ID: cfg.ID, IP: ip, NodeAddr: ln.Addr().String(), Head: cfg.Head,
+		Node: control.NodeInfo{ID: cfg.ID, IP: ip, NodeAddr: ln.Addr().String(), ObjectAddr: d.objs.addr(), Head: cfg.Head,
 			Resources: cfg.Resources, Load: control.NodeLoad{StoreCapacity: cfg.ObjectStoreMemory}},
 		Load:     d.load,
 		Interval: cfg.HeartbeatInterval,
@@ -124,6 +130,7 @@ func ServeNode(ctx context.Context, cfg NodeConfig) error {
 type daemon struct {
 	cfg         NodeConfig
 	cache, logs string
+	objs        *nodeObjects
 
 	mu     sync.Mutex
 	free   task.Resources // what no lease holds
@@ -135,7 +142,9 @@ type daemon struct {
 func (d *daemon) load() control.NodeLoad {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	l := control.NodeLoad{Used: add(d.cfg.Resources, d.free, -1), StoreCapacity: d.cfg.ObjectStoreMemory}
+	st := d.objs.store.Stats()
+	l := control.NodeLoad{Used: add(d.cfg.Resources, d.free, -1), StoreUsed: st.Used, StoreCapacity: st.Capacity,
+		ObjectsServed: d.objs.srv.Served()}
 	for ls := range d.leases {
 		ls.mu.Lock()
 		l.Workers += len(ls.workers)
@@ -250,6 +259,10 @@ func (d *daemon) serve(ctx context.Context, c net.Conn) {
 			if p != nil {
 				_ = p.Kill()
 			}
+		case msgRelease:
+			if d.objs.handleRelease(&dec) != nil {
+				return
+			}
 		default:
 			return
 		}
@@ -314,7 +327,7 @@ func (l *lease) hello() error {
 // start starts worker id; its end is reported to the driver.
 func (l *lease) start(id uint64, args, env []string) {
 	cmd := exec.Command(l.exe, args...)
-	cmd.Env = append(append(workerEnv(), EnvNodeID+"="+l.d.cfg.ID), env...)
+	cmd.Env = append(append(append(workerEnv(), EnvNodeID+"="+l.d.cfg.ID), l.d.objs.env()...), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	name := fmt.Sprintf("%s-worker-%d", safe(l.job), id)
 	var files []io.Closer

@@ -14,6 +14,7 @@
 //	driver → node  start    start worker W: arguments, environment
 //	driver → node  stop     kill worker W
 //	node → driver  exited   worker W ended (or did not start), and why
+//	driver → node  release  the driver freed these objects (hex IDs): drop the node's copies
 //
 // The node grants what it has free (its resources less other jobs'
 // grants) and keeps the grant until the lease ends; the driver's scheduler
@@ -39,6 +40,7 @@ const (
 	msgStart
 	msgStop
 	msgExited
+	msgRelease
 )
 
 func appendRes(b []byte, r task.Resources) []byte {

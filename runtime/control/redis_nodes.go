@@ -33,6 +33,9 @@ type NodeLoad struct {
 	Used                     task.Resources
 	StoreUsed, StoreCapacity int64
 	Tasks, Actors, Workers   int
+	// ObjectsServed counts the bytes of objects the node's transfer
+	// server has sent to other nodes and drivers.
+	ObjectsServed int64
 	// Waiting lists requests that no node that has joined can place yet.
 	Waiting []task.Resources
 }

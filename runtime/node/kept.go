@@ -90,7 +90,7 @@ func (n *Node) Check() error {
 	defer n.mu.Unlock()
 	var pins error
 	if n.shared != nil {
-		pins = n.objs.CheckPins(func(id ids.ObjectID) int { return n.shared.Pins(storeID(id)) })
+		pins = n.objs.CheckPins(n.storePins)
 	}
 	return errors.Join(pins, n.waits.Check(), n.objs.Check(func(h objtable.Holder) bool {
 		switch h.Kind {
@@ -119,4 +119,14 @@ func (n *Node) Recorded() int {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.objs.Len()
+}
+
+// storePins counts the store pins of object id: in the driver's store, and
+// on the other nodes that hold the only copies (pinRemote).
+func (n *Node) storePins(id ids.ObjectID) int {
+	c := n.shared.Pins(storeID(id))
+	if o := n.objects(); o != nil {
+		c += o.rpins[id]
+	}
+	return c
 }

@@ -55,7 +55,10 @@ func (n *Node) rebuildFailed(id ids.ObjectID, o task.Object) task.Object {
 }
 
 // rebuilt forgets the failures of an object rebuilt at last.
-func (n *Node) rebuilt(id ids.ObjectID) { delete(n.rebuildFails, id) }
+func (n *Node) rebuilt(id ids.ObjectID) {
+	delete(n.rebuildFails, id)
+	n.rebuiltRemote(id)
+}
 
 // noRoom reports whether err is the store lacking room, which a later
 // rebuild may not meet. A worker's reservation failure crosses as text.

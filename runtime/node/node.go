@@ -344,6 +344,7 @@ func (n *Node) Shutdown() error {
 	n.ln.Close()
 	if n.remote != nil {
 		n.remote.ln.Close()
+		n.closeObjects()
 	}
 	// A worker exits when it reads the end of its connection. What is still
 	// queued for a busy one is of no use now, so nothing waits to send it;

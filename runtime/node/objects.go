@@ -24,7 +24,7 @@ func (n *Node) have(id ids.ObjectID) (task.Object, bool) {
 		return n.rebuild(id)
 	}
 	o, ok := n.store.Get(id)
-	if !ok || !o.Shared || o.Err != nil || n.shared.Contains(storeID(id)) {
+	if !ok || !o.Shared || o.Err != nil || n.shared.Contains(storeID(id)) || n.hasRemote(id) {
 		return o, ok
 	}
 	return n.rebuild(id)
@@ -46,7 +46,7 @@ func (n *Node) rebuild(id ids.ObjectID) (task.Object, bool) {
 			if n.retry[r] {
 				delete(n.retry, r)
 				n.store.Delete(r)
-			} else if o, ok := n.store.Get(r); ok && o.Shared && o.Err == nil && !n.shared.Contains(storeID(r)) {
+			} else if o, ok := n.store.Get(r); ok && o.Shared && o.Err == nil && !n.shared.Contains(storeID(r)) && !n.hasRemote(r) {
 				n.store.Delete(r)
 			}
 		}
@@ -65,10 +65,11 @@ func (n *Node) pinFor(p *pending, id ids.ObjectID, o task.Object) {
 	}
 }
 
-// pin pins shared object id in the store for h, recording it in the object
-// table as a claim of pin kind k.
+// pin pins shared object id for h, recording it in the object table as a
+// claim of pin kind k: in the driver's store, or, for an object only other
+// nodes hold, their copies (pinRemote).
 func (n *Node) pin(h objtable.Holder, id ids.ObjectID, k objtable.Kind) error {
-	if err := n.shared.Pin(storeID(id)); err != nil {
+	if err := n.shared.Pin(storeID(id)); err != nil && !n.pinRemote(id) {
 		return err
 	}
 	n.objs.Claim(h, id, k)
@@ -78,12 +79,19 @@ func (n *Node) pin(h objtable.Holder, id ids.ObjectID, k objtable.Kind) error {
 // unpinOne undoes one pin.
 func (n *Node) unpinOne(h objtable.Holder, id ids.ObjectID, k objtable.Kind) {
 	n.objs.Release(h, id, k)
-	_ = n.shared.Unpin(storeID(id))
+	n.unpinStore(id)
 }
 
 // unpinAll undoes every pin of kind k that h holds.
 func (n *Node) unpinAll(h objtable.Holder, k objtable.Kind) {
 	for _, id := range n.objs.ReleaseKind(h, k) {
+		n.unpinStore(id)
+	}
+}
+
+// unpinStore ends one store pin of id.
+func (n *Node) unpinStore(id ids.ObjectID) {
+	if !n.unpinRemote(id) {
 		_ = n.shared.Unpin(storeID(id))
 	}
 }
@@ -137,6 +145,7 @@ func (n *Node) free(id ids.ObjectID) {
 		n.unpinOne(objtable.Holder{}, id, objtable.DriverPin)
 	}
 	_ = n.shared.Release(storeID(id))
+	n.forgetRemote(id)
 	if spec := n.lineage[id]; spec != nil {
 		delete(n.lineage, id)
 		for _, a := range spec.Args {

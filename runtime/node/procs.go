@@ -309,7 +309,7 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 			delete(w.reserved, id)
 			o = n.sealReserved(id, o, w)
 		} else if _, exists := n.store.Get(id); !exists && w.node != sched.Local {
-			o = n.adoptInline(id, o)
+			o = n.adoptInline(id, o, w)
 		} else if !exists {
 			o = n.adopt(id, o, w)
 		}
@@ -455,6 +455,11 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 		return
 	}
 	n.unpinTask(p)
+	if w.actor == nil && n.retryPull(w, p, objs) {
+		n.abortReserved(w)
+		n.step()
+		return
+	}
 	rebuilt := n.rebuilding[tid]
 	delete(n.rebuilding, tid)
 	var failed *task.TaskError
@@ -473,7 +478,7 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 			delete(w.reserved, id)
 			o = n.sealReserved(id, o, w)
 		} else if w.node != sched.Local {
-			o = n.adoptInline(id, o)
+			o = n.adoptInline(id, o, w)
 		} else {
 			o = n.adopt(id, o, w)
 		}

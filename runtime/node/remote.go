@@ -59,6 +59,7 @@ type remoteState struct {
 	badStarts map[sched.NodeID]int // workers in a row that ended before connecting
 	retries   map[*pending]int
 	warned    map[string]bool // functions told to wait for a node that can hold them
+	objs      *objectsState   // objects on other nodes (remote_objects.go)
 }
 
 // listenTCP starts the listener for leased workers.
@@ -74,6 +75,10 @@ func (n *Node) listenTCP() error {
 	}
 	n.remote = &remoteState{cfg: *c, ln: ln, addr: addr, names: map[sched.NodeID]string{},
 		badStarts: map[sched.NodeID]int{}, retries: map[*pending]int{}, warned: map[string]bool{}}
+	if err := n.startObjects(); err != nil {
+		ln.Close()
+		return err
+	}
 	n.wg.Add(1)
 	go n.acceptFrom(ln)
 	return nil
@@ -118,6 +123,7 @@ func (n *Node) NodeGone(k sched.NodeID, why string) {
 	name := n.remote.names[k]
 	delete(n.remote.names, k)
 	tasks, actors := n.core.RemoveNode(k)
+	n.objectsGone(k, name, why)
 	var conns []*proc
 	for _, w := range n.workers {
 		if w.node == k {
@@ -155,6 +161,9 @@ func (n *Node) rerun(p *pending, why string) {
 		return
 	}
 	n.remote.retries[p] = r
+	if n.refetchArgs(p, false) {
+		return
+	}
 	n.core.Submit(p, &p.entry.Res, false)
 }
 
@@ -213,22 +222,14 @@ func (n *Node) remoteStartFailed(w *proc) {
 	go n.NodeGone(k, "3 workers in a row ended before connecting: "+why)
 }
 
-// inlineShared returns o with a shared object's bytes inline, for a worker
-// on another node, which cannot map this node's store.
-func (n *Node) inlineShared(o task.Object, oid ids.ObjectID) task.Object {
-	if !o.Shared || o.Err != nil || n.shared == nil {
+// adoptInline records a large value that a worker on another node wrote
+// into its node's store (it stays there: remote_objects.go), or stores in
+// shared memory one it sent inline, so Get maps it without a copy.
+func (n *Node) adoptInline(id ids.ObjectID, o task.Object, w *proc) task.Object {
+	if o.Shared && o.Err == nil && n.objects() != nil {
+		n.addHolder(id, w.node)
 		return o
 	}
-	b, err := n.shared.Get(storeID(oid))
-	if err != nil {
-		return task.Object{Err: &task.TaskError{Function: "(object store)", Message: fmt.Sprintf("object %s: %v", oid, err), Cause: err}}
-	}
-	return task.Object{Data: b}
-}
-
-// adoptInline stores in shared memory a large zero-copy value that a worker
-// on another node sent inline, so Get maps it without a copy.
-func (n *Node) adoptInline(id ids.ObjectID, o task.Object) task.Object {
 	if o.Shared || o.Err != nil || n.shared == nil || len(o.Data) < codec.InlineThreshold || !codec.IsZeroCopy(o.Data) {
 		return o
 	}

@@ -89,8 +89,8 @@ func (n *Node) reply(r *request, a sched.Answer[*request]) {
 	for i := 0; i < len(r.ids); i++ {
 		id := r.ids[i]
 		o, ok := n.store.Get(id)
-		if !ok || !o.Shared || o.Err != nil {
-			continue
+		if !ok || !o.Shared || o.Err != nil || n.remoteOnly(id) {
+			continue // a remote one: the worker pulls it (locate)
 		}
 		err := n.pin(h, id, objtable.ReadPin)
 		if err == nil {
@@ -118,14 +118,12 @@ func (n *Node) reply(r *request, a sched.Answer[*request]) {
 		n.waits.Reopen(a, i)
 		return
 	}
+	n.locate(w, r.ids)
 	_ = n.append(w, task.MsgGetReply, func(b []byte) []byte {
 		b = wire.AppendUvarint(b, r.id)
 		b = wire.AppendUvarint(b, uint64(len(r.ids)))
 		for i, id := range r.ids {
 			o, _ := n.store.Get(id)
-			if w.node != sched.Local {
-				o = n.inlineShared(o, id)
-			}
 			if err := failed[i]; err != nil {
 				o = task.Object{Err: &task.TaskError{Function: "(object store)", Message: fmt.Sprintf("object %s: %v", id, err), Cause: err}}
 			}
@@ -166,6 +164,18 @@ func (n *Node) Get(ctx context.Context, oids []ids.ObjectID) ([]task.Object, err
 			return nil, fmt.Errorf("gray: get: object %s vanished", id)
 		}
 		if o.Shared && o.Err == nil {
+			if ch := n.pullLocal(id); ch != nil {
+				// On another node: pull it here, then look again.
+				n.unlock()
+				select {
+				case <-ch:
+				case <-ctx.Done():
+					return nil, fmt.Errorf("gray: get: %w", ctx.Err())
+				case <-n.done:
+					return nil, ErrShutdown
+				}
+				return n.Get(ctx, oids)
+			}
 			// Map it (once per object) and pin it until the program drops
 			// its last reference: the decoded slices point into the mapping.
 			b, err := n.shared.Get(storeID(id))

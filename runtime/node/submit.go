@@ -220,7 +220,8 @@ func (n *Node) apply(e sched.Effect[*pending]) {
 // send queues p at pool worker w, which may use the GPUs gpus.
 func (n *Node) send(w *proc, p *pending, gpus []int) {
 	s := p.spec
-	n.resolveArgs(s, w.node != sched.Local)
+	n.locateArgs(w, s)
+	n.resolveArgs(s)
 	s.SetGPUIDs(gpus)
 	p.sent = n.cfg.Events.Now()
 	// A broken connection is noticed by the reader, which fails the task.
@@ -234,15 +235,13 @@ func (n *Node) send(w *proc, p *pending, gpus []int) {
 // A shared-memory argument is sent as its ID and size; the task's pin (see
 // pinFor) keeps it from eviction and freeing until the task ends.
 //
-// For a worker on another node (inline), shared objects go as their bytes.
-func (n *Node) resolveArgs(s *task.Spec, inline bool) {
+// A worker whose node may lack a shared argument is told where to pull it
+// from first (locateArgs).
+func (n *Node) resolveArgs(s *task.Spec) {
 	for i := range s.Args {
 		a := &s.Args[i]
 		if a.IsRef {
 			o, _ := n.store.Get(a.Ref)
-			if inline {
-				o = n.inlineShared(o, a.Ref)
-			}
 			a.IsRef = false
 			if o.Shared && o.Err == nil {
 				a.Shared, a.Size = true, o.Size
@@ -292,7 +291,8 @@ func (n *Node) pump(a *actor) {
 		}
 		n.logSend(a, p)
 		n.holdKept(a, p.spec)
-		n.resolveArgs(p.spec, a.w.node != sched.Local)
+		n.locateArgs(a.w, p.spec)
+		n.resolveArgs(p.spec)
 		p.spec.SetGPUIDs(a.gpus)
 		a.inflight = append(a.inflight, p)
 		p.sent = n.cfg.Events.Now()

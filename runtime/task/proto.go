@@ -29,6 +29,7 @@ const (
 	MsgReserve                      // W→D: request number, object ID, size: reserve room for a task result
 	MsgReserveReply                 // D→W: request number, status (ReserveOK, ReserveExists, ReserveFailed), message
 	MsgCheckpoint                   // W→D: the actor call it follows (task ID), ok byte, then the checkpoint's bytes or the error's text
+	MsgLocate                       // D→W: count, then per object its ID and the address of a transfer server holding it (cluster): pull it before mapping it
 )
 
 // Status of a MsgReserveReply.
@@ -45,7 +46,7 @@ const (
 	EnvStore  = "GRAY_STORE_DIR"     // the node's shared-memory object store directory ("" : none)
 	EnvCap    = "GRAY_STORE_CAP"     // the store's capacity in bytes
 	EnvToken  = "GRAY_WORKER_TOKEN"  // hex: the cluster token, for a socket "tcp:HOST:PORT"
-	EnvRemote = "GRAY_WORKER_REMOTE" // "1": on another node than the driver; large values travel inline, zero-copy encoded
+	EnvRemote = "GRAY_WORKER_REMOTE" // "1": on another node than the driver; large values go into its node's store (EnvStore), or inline without one
 )
 
 // Info describes the task a worker is running; the runtime puts it in the

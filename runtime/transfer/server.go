@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -47,7 +48,12 @@ type Server struct {
 	// this long is dropped, and the object it was sent released. Default
 	// DefaultIOTimeout. Set it before Serve.
 	IOTimeout time.Duration
+
+	served atomic.Int64 // bytes of objects sent
 }
+
+// Served returns how many bytes of objects the server has sent.
+func (s *Server) Served() int64 { return s.served.Load() }
 
 // NewServer returns a server of src's objects.
 func NewServer(src Source) *Server { return &Server{src: src} }
@@ -145,7 +151,11 @@ func (s *Server) answer(c net.Conn, k Key, off, length uint64) error {
 	}
 	defer release()
 	end := off + min(length, uint64(len(data))-off)
-	return s.write(c, header(statusOK, uint64(len(data))), data[off:end])
+	if err := s.write(c, header(statusOK, uint64(len(data))), data[off:end]); err != nil {
+		return err
+	}
+	s.served.Add(int64(end - off))
+	return nil
 }
 
 func header(status byte, n uint64) []byte {

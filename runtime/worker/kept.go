@@ -29,6 +29,9 @@ func (w *Worker) mapKept(id ids.ObjectID) ([]byte, error) {
 	if w.reader == nil {
 		return nil, fmt.Errorf("object %s is in shared memory but this worker has no object store", id)
 	}
+	if err := w.ensureLocal(id); err != nil {
+		return nil, err
+	}
 	v, err := w.reader.Get(objstore.ID(id.String()))
 	if err != nil {
 		return nil, err

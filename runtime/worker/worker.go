@@ -20,6 +20,7 @@ import (
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/objstore"
 	"github.com/gray-ml/gray/runtime/task"
+	"github.com/gray-ml/gray/runtime/transfer"
 	"github.com/gray-ml/gray/runtime/wire"
 )
 
@@ -64,6 +65,11 @@ type Worker struct {
 	outs   map[int]int64 // returns of the running task written to the store: index -> size
 	kept   keptSet       // gray.Shared arguments the actor keeps (see kept.go)
 	nested atomic.Int64  // holds and containments sent by the running task (see nested.go)
+
+	// Where to pull objects this node may lack (remote_store.go).
+	locMu sync.Mutex
+	locs  map[ids.ObjectID]string
+	pull  *transfer.Client
 }
 
 // Env reports whether this process was started as a worker.
@@ -249,6 +255,8 @@ func (w *Worker) read() {
 			if ch != nil {
 				ch <- d.B
 			}
+		case task.MsgLocate:
+			w.locate(payload)
 		case task.MsgRecall:
 			w.giveBack()
 		case task.MsgExit:
@@ -529,6 +537,9 @@ func (w *Worker) mapObject(id ids.ObjectID) ([]byte, error) {
 	if w.reader == nil {
 		return nil, fmt.Errorf("object %s is in shared memory but this worker has no object store", id)
 	}
+	if err := w.ensureLocal(id); err != nil {
+		return nil, err
+	}
 	v, err := w.reader.Get(objstore.ID(id.String()))
 	if err != nil {
 		return nil, err
@@ -583,6 +594,12 @@ func (w *Worker) writeReserved(id ids.ObjectID, size int, encode func([]byte) er
 
 // PutEncoded stores a large value in the node's shared-memory store.
 func (w *Worker) PutEncoded(id ids.ObjectID, size int, encode func([]byte) error) error {
+	if w.remote && w.dir != "" {
+		if err := w.writeFile(id, size, encode); err != nil {
+			return err
+		}
+		return w.Put(id, task.Object{Shared: true, Size: int64(size)})
+	}
 	if w.remote {
 		b, err := encodeInline(size, encode)
 		if err != nil {
@@ -598,7 +615,7 @@ func (w *Worker) PutEncoded(id ids.ObjectID, size int, encode func([]byte) error
 
 // StoreResult writes return value i of the running task into the store.
 func (w *Worker) StoreResult(i int, size int, encode func([]byte) error) error {
-	if w.remote {
+	if w.remote && w.dir == "" {
 		b, err := encodeInline(size, encode)
 		if err != nil {
 			return err
@@ -612,7 +629,11 @@ func (w *Worker) StoreResult(i int, size int, encode func([]byte) error) error {
 	w.mu.Lock()
 	id := ids.Return(w.cur, i)
 	w.mu.Unlock()
-	if err := w.writeReserved(id, size, encode); err != nil {
+	write := w.writeReserved
+	if w.remote {
+		write = w.writeFile
+	}
+	if err := write(id, size, encode); err != nil {
 		return err
 	}
 	if w.outs == nil {
@@ -623,10 +644,10 @@ func (w *Worker) StoreResult(i int, size int, encode func([]byte) error) error {
 }
 
 // SharedDir returns the store's directory ("" without one).
-// On another node than the driver it is "(inline)": large values are
-// encoded zero-copy all the same, and sent inline.
+// On another node than the driver with no store it is "(inline)": large
+// values are encoded zero-copy all the same, and sent inline.
 func (w *Worker) SharedDir() string {
-	if w.remote {
+	if w.remote && w.dir == "" {
 		return "(inline)"
 	}
 	return w.dir

@@ -1,0 +1,514 @@
+package node
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/gray-ml/gray/runtime/ids"
+	"github.com/gray-ml/gray/runtime/objstore"
+	"github.com/gray-ml/gray/runtime/sched"
+	"github.com/gray-ml/gray/runtime/task"
+	"github.com/gray-ml/gray/runtime/transfer"
+	"github.com/gray-ml/gray/runtime/wire"
+)
+
+// Objects across the nodes of a cluster.
+//
+// An object stays in the store of the node that made it: a leased
+// worker writes its large results and Puts into its node's store and its
+// MsgResult or MsgPut says only "shared, this size"; the driver records
+// the node as the object's holder (objectsState.holders). Nothing moves
+// until someone needs the bytes:
+//
+//   - a worker (on any node, the driver's included) gets MsgLocate before
+//     the task or Get reply that names an object its node's store may
+//     lack: the transfer address of a holder (another node, or the
+//     driver's own server). It pulls the object into its node's store
+//     itself (runtime/worker/remote_store.go), so an object made on node B
+//     and needed on node C goes from B to C without the driver;
+//   - the driver's Get pulls into the driver's store (pullLocal), then
+//     maps it zero-copy like any local object.
+//
+// Freeing an object tells its holders, and the nodes it was sent to, to
+// drop their copies (RemoteObjects.ReleaseObjects), once no task that was
+// sent it still runs (remote pins). When a node dies, the objects only it
+// held are lost (objectsGone): those with lineage are rebuilt when next
+// needed, like evicted objects (objects.go, lost.go); the others (Puts,
+// actor results) become an ObjectLostError naming the node. A task whose
+// worker could not pull an argument (transfer.ErrPull) is run again once
+// its arguments exist again.
+
+// RemoteObjects is the part of a Remote that moves objects (cluster.Driver
+// implements it). Its methods must not block.
+type RemoteObjects interface {
+	// ObjectAddr returns the transfer address of node k's object store.
+	ObjectAddr(k sched.NodeID) string
+	// ReleaseObjects tells node k that the objects (hex IDs) were freed.
+	ReleaseObjects(k sched.NodeID, hexIDs []string)
+}
+
+// ObjectStats counts the movement of a cluster driver's objects.
+type ObjectStats struct {
+	Served  int64 // bytes the driver's transfer server sent to other nodes
+	Pulled  int64 // bytes the driver pulled into its store for its Gets
+	Remote  int   // objects held by other nodes only, now
+	Lost    int   // objects lost with their node (or a failed pull)
+	Rebuilt int   // of those, rebuilt from lineage
+	// LastRebuilt is when the last lost object was rebuilt.
+	LastRebuilt time.Time
+	// Retried counts tasks run again because a worker could not pull an
+	// argument.
+	Retried int
+}
+
+// objectsState is a cluster driver's view of objects on other nodes;
+// guarded by Node.mu unless said otherwise.
+type objectsState struct {
+	ro     RemoteObjects // nil: the Remote moves no objects (tests)
+	srv    *transfer.Server
+	ln     net.Listener
+	addr   string // the driver's transfer server
+	client *transfer.Client
+	cancel context.CancelFunc
+	ctx    context.Context
+
+	holders map[ids.ObjectID][]sched.NodeID        // nodes whose store holds the object
+	copies  map[ids.ObjectID]map[sched.NodeID]bool // nodes it was sent to (released with it)
+	pulls   map[ids.ObjectID]chan struct{}         // driver pulls in flight
+	rpins   map[ids.ObjectID]int                   // tasks sent an object the driver's store lacks
+	unfreed map[ids.ObjectID]bool                  // freed while remote-pinned: release at the last unpin
+	lostAt  map[ids.ObjectID]time.Time             // lost objects not rebuilt yet
+	stats   ObjectStats
+	pulled  atomic.Int64
+}
+
+// startObjects starts the driver's transfer server (on the host its
+// workers dial) and its transfer client.
+func (n *Node) startObjects() error {
+	host, _, err := net.SplitHostPort(n.remote.addr)
+	if err != nil {
+		return fmt.Errorf("gray: the cluster's worker address %q: %w", n.remote.addr, err)
+	}
+	ln, err := transfer.Listen(net.JoinHostPort(host, "0"), n.remote.cfg.Token)
+	if err != nil {
+		return fmt.Errorf("gray: listening for object transfers on %s: %w", host, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	o := &objectsState{
+		ln: ln, addr: ln.Addr().String(), client: transfer.NewClient(n.remote.cfg.Token), ctx: ctx, cancel: cancel,
+		holders: map[ids.ObjectID][]sched.NodeID{}, copies: map[ids.ObjectID]map[sched.NodeID]bool{},
+		pulls: map[ids.ObjectID]chan struct{}{}, rpins: map[ids.ObjectID]int{}, unfreed: map[ids.ObjectID]bool{},
+		lostAt: map[ids.ObjectID]time.Time{},
+	}
+	o.ro, _ = n.remote.cfg.Remote.(RemoteObjects)
+	if n.shared != nil {
+		// Adopting: the driver's own workers pull objects into its store
+		// directory themselves.
+		o.srv = transfer.NewServer(transfer.AdoptingSource(n.shared))
+	} else {
+		o.srv = transfer.NewServer(transfer.Chain())
+	}
+	n.remote.objs = o
+	// The driver's own workers pull too: they prove the token.
+	n.cfg.Env = append(n.cfg.Env, task.EnvToken+"="+hex.EncodeToString(n.remote.cfg.Token))
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		_ = o.srv.Serve(ctx, ln)
+	}()
+	return nil
+}
+
+// closeObjects stops the transfer server and client (Shutdown).
+func (n *Node) closeObjects() {
+	if n.remote == nil || n.remote.objs == nil {
+		return
+	}
+	n.remote.objs.cancel()
+	n.remote.objs.client.Close()
+}
+
+// ObjectStats returns the counts of the driver's objects across nodes
+// (zero outside a cluster).
+func (n *Node) ObjectStats() ObjectStats {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.remote == nil || n.remote.objs == nil {
+		return ObjectStats{}
+	}
+	o := n.remote.objs
+	s := o.stats
+	s.Served, s.Pulled, s.Remote = o.srv.Served(), o.pulled.Load(), len(o.holders)
+	return s
+}
+
+func (n *Node) objects() *objectsState {
+	if n.remote == nil {
+		return nil
+	}
+	return n.remote.objs
+}
+
+// hasRemote reports whether another node holds object id.
+func (n *Node) hasRemote(id ids.ObjectID) bool {
+	o := n.objects()
+	return o != nil && len(o.holders[id]) > 0
+}
+
+// remoteOnly reports whether object id is held by other nodes and not by
+// the driver's store.
+func (n *Node) remoteOnly(id ids.ObjectID) bool {
+	return n.hasRemote(id) && (n.shared == nil || !n.shared.Contains(storeID(id)))
+}
+
+// addHolder records that node k's store holds object id.
+func (n *Node) addHolder(id ids.ObjectID, k sched.NodeID) {
+	o := n.objects()
+	for _, h := range o.holders[id] {
+		if h == k {
+			return
+		}
+	}
+	o.holders[id] = append(o.holders[id], k)
+}
+
+// sourceFor returns where a worker of node k pulls object id from, and
+// whether it must: "" when k's store holds it or nobody does.
+func (n *Node) sourceFor(k sched.NodeID, id ids.ObjectID) (string, bool) {
+	o := n.objects()
+	hs := o.holders[id]
+	for _, h := range hs {
+		if h == k {
+			return "", false
+		}
+	}
+	if k == sched.Local {
+		if n.shared.Contains(storeID(id)) || len(hs) == 0 || o.ro == nil {
+			return "", false
+		}
+		return o.ro.ObjectAddr(hs[0]), true
+	}
+	if n.shared != nil && n.shared.Contains(storeID(id)) {
+		return o.addr, true
+	}
+	if len(hs) == 0 || o.ro == nil {
+		return "", false
+	}
+	return o.ro.ObjectAddr(hs[0]), true
+}
+
+// locate queues, before a message to worker w that names the shared
+// objects oids, a MsgLocate for those its node's store may lack.
+func (n *Node) locate(w *proc, oids []ids.ObjectID) {
+	o := n.objects()
+	if o == nil {
+		return
+	}
+	type loc struct {
+		id   ids.ObjectID
+		addr string
+	}
+	var locs []loc
+	for _, id := range oids {
+		obj, ok := n.store.Get(id)
+		if !ok || !obj.Shared || obj.Err != nil {
+			continue
+		}
+		addr, pull := n.sourceFor(w.node, id)
+		if !pull {
+			continue
+		}
+		locs = append(locs, loc{id, addr})
+		if w.node != sched.Local {
+			if o.copies[id] == nil {
+				o.copies[id] = map[sched.NodeID]bool{}
+			}
+			o.copies[id][w.node] = true
+		}
+	}
+	if len(locs) == 0 {
+		return
+	}
+	_ = n.append(w, task.MsgLocate, func(b []byte) []byte {
+		b = wire.AppendUvarint(b, uint64(len(locs)))
+		for _, l := range locs {
+			b = append(b, l.id[:]...)
+			b = wire.AppendString(b, l.addr)
+		}
+		return b
+	})
+}
+
+// locateArgs is locate for the shared arguments of a task sent to w.
+func (n *Node) locateArgs(w *proc, s *task.Spec) {
+	if n.objects() == nil {
+		return
+	}
+	var oids []ids.ObjectID
+	for i := range s.Args {
+		if a := &s.Args[i]; a.IsRef || a.Shared {
+			oids = append(oids, a.Ref)
+		}
+	}
+	n.locate(w, oids)
+}
+
+// pinRemote keeps object id, held by other nodes only, from being released
+// on them while task p, which takes it, may still pull it. It reports
+// whether it did (p.addPin then records it).
+func (n *Node) pinRemote(id ids.ObjectID) bool {
+	if !n.remoteOnly(id) {
+		return false
+	}
+	n.remote.objs.rpins[id]++
+	return true
+}
+
+// unpinRemote ends a pin of pinRemote; it reports false for a pin of the
+// driver's store.
+func (n *Node) unpinRemote(id ids.ObjectID) bool {
+	o := n.objects()
+	if o == nil || o.rpins[id] == 0 {
+		return false
+	}
+	o.rpins[id]--
+	if o.rpins[id] == 0 {
+		delete(o.rpins, id)
+		if o.unfreed[id] {
+			delete(o.unfreed, id)
+			n.releaseRemote(id)
+		}
+	}
+	return true
+}
+
+// forgetRemote drops the copies other nodes hold of a freed object: at
+// once, or when the last task sent it ends.
+func (n *Node) forgetRemote(id ids.ObjectID) {
+	o := n.objects()
+	if o == nil {
+		return
+	}
+	delete(o.lostAt, id)
+	if o.rpins[id] > 0 {
+		o.unfreed[id] = true
+		return
+	}
+	n.releaseRemote(id)
+}
+
+func (n *Node) releaseRemote(id ids.ObjectID) {
+	o := n.objects()
+	nodes := map[sched.NodeID]bool{}
+	for _, k := range o.holders[id] {
+		nodes[k] = true
+	}
+	for k := range o.copies[id] {
+		nodes[k] = true
+	}
+	delete(o.holders, id)
+	delete(o.copies, id)
+	if n.shared != nil && !n.shared.Contains(storeID(id)) {
+		// A copy one of the driver's workers pulled, never adopted.
+		_ = os.Remove(objstore.Path(n.shared.Dir(), storeID(id)))
+	}
+	if o.ro == nil {
+		return
+	}
+	h := []string{id.String()}
+	for k := range nodes {
+		if n.remote.names[k] != "" {
+			o.ro.ReleaseObjects(k, h)
+		}
+	}
+}
+
+// pullLocal makes a remote object local for the driver's Get: it returns a
+// channel closed once the pull ended (then Get looks again), or nil when
+// the object needs no pull.
+func (n *Node) pullLocal(id ids.ObjectID) <-chan struct{} {
+	o := n.objects()
+	if o == nil || n.shared == nil || !n.remoteOnly(id) {
+		return nil
+	}
+	sid := storeID(id)
+	if n.shared.Adopt(sid) == nil {
+		return nil // one of the driver's workers pulled it already
+	}
+	if ch := o.pulls[id]; ch != nil {
+		return ch
+	}
+	ch := make(chan struct{})
+	o.pulls[id] = ch
+	k := o.holders[id][0]
+	addr := ""
+	if o.ro != nil {
+		addr = o.ro.ObjectAddr(k)
+	}
+	size := int64(0)
+	if obj, ok := n.store.Get(id); ok {
+		size = obj.Size
+	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		err := o.client.Fetch(o.ctx, addr, transfer.ObjectKey(id), transfer.StoreSink(n.shared))
+		if err == nil {
+			o.pulled.Add(size)
+		}
+		n.mu.Lock()
+		delete(o.pulls, id)
+		if err != nil && !n.closed && !n.shared.Contains(sid) {
+			n.dropHolder(id, k, fmt.Sprintf("pulling it from node %s failed: %v", n.remote.names[k], err))
+		}
+		close(ch)
+		n.unlock()
+	}()
+	return ch
+}
+
+// dropHolder records that node k no longer holds object id (it died, or a
+// pull from it failed); an object nobody holds any more is lost.
+func (n *Node) dropHolder(id ids.ObjectID, k sched.NodeID, why string) {
+	o := n.objects()
+	hs := o.holders[id]
+	for i, h := range hs {
+		if h == k {
+			hs = append(hs[:i:i], hs[i+1:]...)
+			break
+		}
+	}
+	if len(hs) > 0 {
+		o.holders[id] = hs
+		return
+	}
+	delete(o.holders, id)
+	if n.shared != nil && n.shared.Contains(storeID(id)) {
+		return
+	}
+	obj, ok := n.store.Get(id)
+	if !ok || !obj.Shared || obj.Err != nil {
+		return
+	}
+	o.stats.Lost++
+	if n.lineage[id] != nil {
+		o.lostAt[id] = time.Now() // rebuilt when next needed (have)
+		return
+	}
+	reason, detail := task.ErrLostPut, "its only copy was on a node of the cluster: "+why
+	if id.Index() < 1<<31 {
+		reason = task.ErrLostActorMethod
+	}
+	lost := task.Lost(id, reason, detail, nil)
+	n.store.Delete(id)
+	n.putLocked(id, task.Object{Shared: true, Err: lost})
+}
+
+// objectsGone handles the objects of node k, which died: its copies are
+// gone, and what only it held is lost.
+func (n *Node) objectsGone(k sched.NodeID, name, why string) {
+	o := n.objects()
+	if o == nil {
+		return
+	}
+	for id, c := range o.copies {
+		delete(c, k)
+		if len(c) == 0 {
+			delete(o.copies, id)
+		}
+	}
+	var held []ids.ObjectID
+	for id, hs := range o.holders {
+		for _, h := range hs {
+			if h == k {
+				held = append(held, id)
+				break
+			}
+		}
+	}
+	for _, id := range held {
+		n.dropHolder(id, k, fmt.Sprintf("node %s died (%s)", name, why))
+	}
+}
+
+// rebuiltRemote counts a lost object made again.
+func (n *Node) rebuiltRemote(id ids.ObjectID) {
+	o := n.objects()
+	if o == nil {
+		return
+	}
+	if _, ok := o.lostAt[id]; ok {
+		delete(o.lostAt, id)
+		o.stats.Rebuilt++
+		o.stats.LastRebuilt = time.Now()
+	}
+}
+
+// refetchArgs prepares task p, which is to run again, when one of the
+// shared arguments it was sent is lost (or always, with force): its
+// arguments are claimed again (needArgs), so the lost ones are rebuilt
+// first. It reports whether it took p over (p is then submitted once its
+// arguments exist).
+func (n *Node) refetchArgs(p *pending, force bool) bool {
+	orig := p.lineage()
+	if n.objects() == nil || orig == nil || orig == p.spec {
+		return false
+	}
+	lost := force
+	for _, a := range p.spec.Args {
+		if a.Shared && !a.IsRef && !n.hasRemote(a.Ref) && (n.shared == nil || !n.shared.Contains(storeID(a.Ref))) {
+			lost = true
+			break
+		}
+	}
+	if !lost {
+		return false
+	}
+	n.unpinTask(p)
+	for _, a := range orig.Args {
+		if _, ok := n.store.Get(a.Ref); a.IsRef && !ok {
+			n.finishErr(p, &task.TaskError{Function: p.spec.Func, Message: fmt.Sprintf("argument %s was lost with its node and freed since; it cannot be rebuilt", a.Ref),
+				Cause: task.Lost(a.Ref, task.ErrLostLineageDropped, "", nil)})
+			return true
+		}
+	}
+	p.spec.Args = append(p.spec.Args[:0], orig.Args...)
+	p.failed, p.missing = nil, 0
+	n.needArgs(p)
+	if p.missing == 0 {
+		n.ready(p)
+	}
+	return true
+}
+
+// retryPull runs task p again when its worker could not pull one of its
+// arguments (its holder died or dropped it): the argument is rebuilt
+// first if nobody holds it any more. It reports whether it did.
+func (n *Node) retryPull(w *proc, p *pending, objs []task.Object) bool {
+	o := n.objects()
+	if o == nil || len(objs) == 0 || objs[0].Err == nil || p.spec.Kind != task.KindFunc {
+		return false
+	}
+	id, ok := transfer.FailedPull(objs[0].Err)
+	if !ok {
+		return false
+	}
+	r := n.remote.retries[p] + 1
+	if r > maxRetries {
+		return false
+	}
+	n.remote.retries[p] = r
+	o.stats.Retried++
+	why := fmt.Sprintf("%s could not pull it: %s", w.name, firstLine(objs[0].Err.Message))
+	if hs := o.holders[id]; len(hs) > 0 && (n.shared == nil || !n.shared.Contains(storeID(id))) {
+		// The holder the worker was sent to (see sourceFor).
+		n.dropHolder(id, hs[0], why)
+	}
+	n.refetchArgs(p, true)
+	return true
+}
