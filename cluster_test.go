@@ -3,7 +3,9 @@ package gray_test
 import (
 	"context"
 	"os"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -269,5 +271,64 @@ func TestClusterActorRecreatedAfterNodeDeath(t *testing.T) {
 	}
 	if now, err := gray.Get(ctx, farWhere.Remote(h)); err != nil || now == where {
 		t.Fatalf("the actor runs on %q (%v), want a node other than the dead %s", now, err, where)
+	}
+}
+
+// onceCounter allows a single restart: one node death must cost exactly one.
+var (
+	onceCounter = gray.Actor0("test.cluster.OnceCounter", func(ctx context.Context) (*Counter, error) { return &Counter{}, nil },
+		gray.Resource("far", 1), gray.MaxRestarts(1))
+	onceAdd = gray.Method1(onceCounter, "add", func(c *Counter, ctx context.Context, n int) (int, error) {
+		c.value += n
+		return c.value, nil
+	})
+	onceWhere = gray.Method0(onceCounter, "where", func(c *Counter, ctx context.Context) (string, error) {
+		return os.Getenv(cluster.EnvNodeID) + " " + strconv.Itoa(os.Getpid()), nil
+	})
+)
+
+// One node death counts once against an actor's restart limit, even when
+// the driver hears of it twice: first its worker's connection drops (the
+// actor is restarted on the same node, whose daemon is frozen and never
+// starts the new worker), then the monitor declares the node dead (the
+// actor is placed on another node). With MaxRestarts(1) the actor must
+// survive with its state.
+func TestClusterNodeDeathCountsOnceAgainstRestarts(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{Nodes: 2, CPUsPerNode: 1, NodeTimeout: time.Second,
+		NodeResources: map[int]map[string]float64{1: {"far": 1}, 2: {"far": 1}}})
+	initCluster(t, c)
+	waitResources(t, 3)
+	ctx := context.Background()
+	h, err := onceCounter.Remote(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gray.Get(ctx, onceAdd.Remote(h, 5)); err != nil {
+		t.Fatal(err)
+	}
+	where, err := gray.Get(ctx, onceWhere.Remote(h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, pidText, _ := strings.Cut(where, " ")
+	victim := 1
+	if id == c.Node(2).ID {
+		victim = 2
+	}
+	daemon := c.NodePID(victim)
+	if err := syscall.Kill(daemon, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.KillNode(victim) })
+	worker, _ := strconv.Atoi(pidText)
+	if err := syscall.Kill(worker, syscall.SIGKILL); err != nil {
+		t.Fatalf("killing the actor's worker (pid %d): %v", worker, err)
+	}
+	total, err := gray.Get(ctx, onceAdd.Remote(h, 10))
+	if err != nil || total != 15 {
+		t.Fatalf("after its worker and then its node died the actor answers %d (%v), want 5+10 = 15", total, err)
+	}
+	if now, err := gray.Get(ctx, onceWhere.Remote(h)); err != nil || strings.HasPrefix(now, id) {
+		t.Fatalf("the actor runs on %q (%v), want a node other than the frozen %s", now, err, id)
 	}
 }

@@ -494,3 +494,14 @@ func build() (string, error) {
 	}
 	return final, nil
 }
+
+// NodePID returns the pid of node i's daemon (its workers share its
+// process group).
+func (c *Cluster) NodePID(i int) int {
+	c.t.Helper()
+	s, err := session.Read(c.Node(i).TempDir)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return s.PID(session.NodePIDFile)
+}
