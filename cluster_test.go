@@ -2,6 +2,7 @@ package gray_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -331,4 +332,51 @@ func TestClusterNodeDeathCountsOnceAgainstRestarts(t *testing.T) {
 	if now, err := gray.Get(ctx, onceWhere.Remote(h)); err != nil || strings.HasPrefix(now, id) {
 		t.Fatalf("the actor runs on %q (%v), want a node other than the frozen %s", now, err, id)
 	}
+}
+
+// newActorAnswers creates a farCounter and calls it once.
+func newActorAnswers(ctx context.Context) error {
+	h, err := farCounter.Remote(ctx)
+	if err != nil {
+		return err
+	}
+	v, err := gray.Get(ctx, farAdd.Remote(h, 7))
+	if err == nil && v != 7 {
+		err = fmt.Errorf("a new actor answered %d, want 7", v)
+	}
+	return err
+}
+
+// Redis killed with kill -9 and restarted by the head: new actors can be
+// created (on another node) and answer, during the outage and after it,
+// and the nodes stay in the job. The times are logged for
+// benchmarks/README.md, not asserted.
+func TestClusterNewActorsAfterRedisRestart(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{Nodes: 1, CPUsPerNode: 1,
+		NodeResources: map[int]map[string]float64{1: {"far": 4}}})
+	initCluster(t, c)
+	waitResources(t, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := newActorAnswers(ctx); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	old := c.KillRedis()
+	if err := newActorAnswers(ctx); err != nil {
+		t.Fatalf("creating an actor while Redis is down: %v", err)
+	}
+	during := time.Since(killed)
+	c.WaitRedis(old)
+	answering := time.Since(killed)
+	if err := newActorAnswers(ctx); err != nil {
+		t.Fatalf("creating an actor after Redis restarted: %v", err)
+	}
+	after := time.Since(killed)
+	c.WaitStatus(20*time.Second, "both nodes alive after the restart", func(st clustertest.Status) bool { return st.Alive == 2 && st.Dead == 0 })
+	if got := gray.ClusterResources()["far"]; got != 4 {
+		t.Errorf("after the restart the driver holds far=%g, want the node's 4", got)
+	}
+	t.Logf("redis-server kill -9: a new actor answered %v later (Redis down); Redis answered again after %v; a new actor then answered at %v",
+		during.Round(time.Millisecond), answering.Round(time.Millisecond), after.Round(time.Millisecond))
 }

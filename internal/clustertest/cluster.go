@@ -283,11 +283,25 @@ func (c *Cluster) KillNode(i int) {
 // answers. It returns the new server's pid.
 func (c *Cluster) RestartRedis() int {
 	c.t.Helper()
-	h := c.head()
-	old := h.PID(session.RedisPIDFile)
+	return c.WaitRedis(c.KillRedis())
+}
+
+// KillRedis kills the head's redis-server with SIGKILL and returns its
+// pid; the head starts it again by itself (see WaitRedis).
+func (c *Cluster) KillRedis() int {
+	c.t.Helper()
+	old := c.head().PID(session.RedisPIDFile)
 	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
 		c.t.Fatalf("killing redis-server (pid %d): %v", old, err)
 	}
+	return old
+}
+
+// WaitRedis waits until the head has started redis-server again after
+// the death of pid old and it answers, and returns the new pid.
+func (c *Cluster) WaitRedis(old int) int {
+	c.t.Helper()
+	h := c.head()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if pid := h.PID(session.RedisPIDFile); pid != old && session.Alive(pid) {
