@@ -153,8 +153,8 @@ func TestChaos(t *testing.T) {
 	live := []int{1, 2, 3}
 	var balance []time.Duration
 	began := time.Now()
-	for time.Since(began)+cfg.period <= cfg.length {
-		time.Sleep(cfg.period)
+	for k := 1; time.Duration(k)*cfg.period <= cfg.length; k++ {
+		time.Sleep(time.Until(began.Add(time.Duration(k) * cfg.period))) // a kill every period
 		i := rng.Intn(len(live))
 		victim := c.Node(live[i])
 		live = slices.Delete(live, i, i+1)
@@ -262,10 +262,24 @@ func inBalance(c *clustertest.Cluster, drv *node.Node, self, dead string) (bool,
 	if !ok || n.Alive {
 		return false, "gray status does not show the node dead"
 	}
+	for _, j := range st.Jobs {
+		if j.Load == nil {
+			continue
+		}
+		for _, u := range j.Load.Nodes {
+			if u.Node == dead {
+				return false, "gray status: job " + j.ID + " still counts work on the dead node"
+			}
+		}
+	}
 	var total task.Resources
 	for _, n := range st.Nodes {
-		if n.Alive {
-			total.CPU += n.Resources.CPU
+		if !n.Alive {
+			continue
+		}
+		total.CPU += n.Resources.CPU
+		if n.Used.CPU > n.Resources.CPU+1e-9 || n.Used.Custom["w"] > n.Resources.Custom["w"]+1e-9 {
+			return false, fmt.Sprintf("gray status: node %s uses %v of %v", n.ID, n.Used, n.Resources)
 		}
 	}
 	if total.CPU != st.Total.CPU || st.Used.CPU > st.Total.CPU+1e-9 {

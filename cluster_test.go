@@ -232,11 +232,21 @@ func TestClusterTaskWaitsForNodeToJoin(t *testing.T) {
 	if ready, _, err := gray.Wait(ctx, []gray.Ref[string]{ref}, 1, 300*time.Millisecond); err != nil || len(ready) != 0 {
 		t.Fatalf("the task finished (%v, %v) before any node could hold it", ready, err)
 	}
+	// gray status says what waits, in JSON and in words.
+	c.WaitStatus(20*time.Second, "the waiting request in gray status", func(st clustertest.Status) bool {
+		return len(st.Waiting) == 1 && st.Waiting[0].Custom["late"] == 1
+	})
+	if out, err := c.Gray("status"); err != nil || !strings.Contains(out, "Waiting for a node that can hold it") || !strings.Contains(out, "late=1") {
+		t.Errorf("gray status does not show the waiting request (%v):\n%s", err, out)
+	}
 	n := c.AddNode()
 	got, err := gray.Get(ctx, ref)
 	if err != nil || got != n.ID {
 		t.Fatalf("the task ran on %q (%v), want the node that joined (%s)", got, err, n.ID)
 	}
+	c.WaitStatus(20*time.Second, "no request waiting once the node joined", func(st clustertest.Status) bool {
+		return len(st.Waiting) == 0
+	})
 }
 
 // kill -9 of an actor's node: the actor is recreated on the other node
@@ -379,4 +389,39 @@ func TestClusterNewActorsAfterRedisRestart(t *testing.T) {
 	}
 	t.Logf("redis-server kill -9: a new actor answered %v later (Redis down); Redis answered again after %v; a new actor then answered at %v",
 		during.Round(time.Millisecond), answering.Round(time.Millisecond), after.Round(time.Millisecond))
+}
+
+// gray status --json shows, per node, what the job's live tasks and
+// actors hold there, as the driver publishes it, and what the node leased.
+func TestClusterStatusShowsLiveWork(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{Nodes: 1, CPUsPerNode: 1,
+		NodeResources: map[int]map[string]float64{1: {"far": 2}}})
+	initCluster(t, c)
+	waitResources(t, 2)
+	ctx := context.Background()
+	h, err := farCounter.Remote(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gray.Get(ctx, farAdd.Remote(h, 1)); err != nil {
+		t.Fatal(err)
+	}
+	refs := []gray.Ref[string]{whereSlow.Remote(3000), whereSlow.Remote(3000)}
+	far := c.Node(1).ID
+	st := c.WaitStatus(20*time.Second, "the actor and 2 running tasks in gray status", func(st clustertest.Status) bool {
+		n, _ := st.Node(far)
+		return st.Tasks == 2 && st.Actors == 1 && n.Actors == 1 && n.Used.Custom["far"] == 1 && st.Used.CPU == 2
+	})
+	if n, _ := st.Node(far); n.Leased.CPU != 1 || n.Leased.Custom["far"] != 2 {
+		t.Errorf("node 1 reports %v leased, want its whole CPU=1 far=2 leased to the driver", n.Leased)
+	}
+	if len(st.Jobs) != 1 || st.Jobs[0].Load == nil || len(st.Jobs[0].Load.Nodes) != 2 {
+		t.Errorf("the job's published load: %+v", st.Jobs)
+	}
+	if _, err := gray.GetAll(ctx, refs); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitStatus(20*time.Second, "no task left in gray status", func(st clustertest.Status) bool {
+		return st.Tasks == 0 && st.Actors == 1 && st.Used.CPU == 0
+	})
 }

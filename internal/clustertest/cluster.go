@@ -340,7 +340,7 @@ type NodeStatus struct {
 	ID, IP, NodeAddr, ObjectAddr string
 	Head, Alive                  bool
 	Death                        string
-	Resources, Used              task.Resources
+	Resources, Used, Leased      task.Resources
 	StoreUsed, StoreCapacity     int64
 	Tasks, Actors, Workers       int
 	Waiting                      []task.Resources
