@@ -61,9 +61,10 @@ func dialCluster(ctx context.Context, opts Options, cfg *node.Config) (*clusterC
 		return nil, fmt.Errorf("gray: Init: listing the nodes of cluster %s: %w", addr, err)
 	}
 	c := &clusterConn{redis: r}
+	var self control.NodeInfo
 	for _, n := range nodes {
 		if n.Alive && n.IP == ip {
-			c.self = n.ID
+			c.self, self = n.ID, n
 			if opts.NumCPUs == 0 {
 				cfg.Resources.CPU = n.Resources.CPU
 			}
@@ -83,6 +84,20 @@ func dialCluster(ctx context.Context, opts Options, cfg *node.Config) (*clusterC
 	if err != nil {
 		r.Close()
 		return nil, fmt.Errorf("gray: Init: %w", err)
+	}
+	if c.self != "" {
+		// The node of this machine counts what the driver's own workers
+		// may use, so that drivers sharing it never oversubscribe it.
+		granted, err := c.drv.LeaseLocal(ctx, self, cfg.Resources)
+		if err != nil {
+			c.drv.Close()
+			r.Close()
+			return nil, fmt.Errorf("gray: Init: leasing the resources of node %s on this machine: %w", c.self, err)
+		}
+		if granted.CPU < cfg.Resources.CPU || granted.GPU < cfg.Resources.GPU {
+			fmt.Fprintf(os.Stderr, "gray: other jobs hold part of node %s on this machine: this job runs %s there\n", c.self, granted)
+		}
+		cfg.Resources = granted
 	}
 	cfg.Cluster = &node.ClusterConfig{Remote: c.drv, Token: []byte(tok), Listen: net.JoinHostPort(ip, "0")}
 	return c, nil
