@@ -36,6 +36,27 @@ var chaosStep = Func1("test.chaos.step", func(ctx context.Context, x int) (int, 
 	return x + 1, nil
 }, Resource("w", 1))
 
+// chaosFill makes a 1 MiB array of x (through the store, not inline);
+// chaosSum adds one up. Both run only on the killable nodes.
+var (
+	chaosFill = Func1("test.chaos.fill", func(ctx context.Context, x int) ([]float64, error) {
+		out := make([]float64, chaosLen)
+		for i := range out {
+			out[i] = float64(x)
+		}
+		return out, nil
+	}, Resource("w", 1))
+	chaosSum = Func1("test.chaos.sum", func(ctx context.Context, xs []float64) (float64, error) {
+		s := 0.0
+		for _, x := range xs {
+			s += x
+		}
+		return s, nil
+	}, Resource("w", 1))
+)
+
+const chaosLen = 1 << 17
+
 // chaosCounter sums what it is given; it lives on a killable node and
 // survives every death of its node by replay.
 type chaosCounter struct{ sum int }
@@ -124,6 +145,21 @@ func TestChaos(t *testing.T) {
 			}
 		}()
 	}
+	// Large arrays made on one node and summed on another.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for round := 1; runCtx.Err() == nil; round++ {
+			got, err := Get(context.Background(), chaosSum.Remote(chaosFill.Remote(round)))
+			if want := float64(round * chaosLen); err != nil || got != want {
+				fail("array round %d: sum %g, %v; want %g", round, got, err, want)
+				return
+			}
+			mu.Lock()
+			checked++
+			mu.Unlock()
+		}
+	}()
 	// Actors: every call's running sum is exact, across their restarts.
 	const actors = 2
 	for i := range actors {
