@@ -101,11 +101,7 @@ func TestChaos(t *testing.T) {
 	if err := Init(ctx, Options{Address: c.Address(), Token: c.Token(), ObjectStoreMemory: 256 << 20}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		t0 := time.Now()
-		Shutdown()
-		t.Logf("shutdown took %v", time.Since(t0))
-	})
+	t.Cleanup(func() { Shutdown() })
 	s := current.Load()
 	drv, self := s.driver, s.cluster.self
 	waitFor(t, 30*time.Second, "the driver to lease the 3 nodes", func() bool { return ClusterResources()["w"] >= 6 })
@@ -198,13 +194,14 @@ func TestChaos(t *testing.T) {
 		c.KillNode(victim.Index)
 		repl := c.AddNode()
 		live = append(live, repl.Index)
-		d, err := waitBalance(c, drv, self, victim.ID, killed)
+		d, dd, err := waitBalance(c, drv, self, victim.ID, killed)
 		if err != nil {
 			t.Errorf("kill %d (node %d, %s): %v", len(balance)+1, victim.Index, victim.ID, err)
 			continue
 		}
 		balance = append(balance, d)
-		t.Logf("kill %d: node %d (%s) killed; accounts in balance %v later", len(balance), victim.Index, victim.ID, d.Round(time.Millisecond))
+		t.Logf("kill %d: node %d (%s) killed; the driver's scheduler in balance %v later, gray status too %v later",
+			len(balance), victim.Index, victim.ID, dd.Round(time.Millisecond), d.Round(time.Millisecond))
 	}
 	stopRun()
 	done := make(chan struct{})
@@ -263,25 +260,37 @@ func sameRes(avail, total, held task.Resources) bool {
 }
 
 // waitBalance waits until the cluster's accounts are in balance after the
-// death of node dead, and returns the time since killed: the driver's
-// scheduler no longer counts the node and its invariants hold, and `gray
-// status --json` shows the node dead, no job's work on it, and totals
-// that add up over the live nodes only.
-func waitBalance(c *clustertest.Cluster, drv *node.Node, self, dead string, killed time.Time) (time.Duration, error) {
+// death of node dead, and returns the time since killed until the
+// driver's scheduler was (it no longer counts the node and its
+// invariants hold) and until `gray status --json` was too (it shows the
+// node dead, no job's work on it, and totals that add up over the live
+// nodes only).
+func waitBalance(c *clustertest.Cluster, drv *node.Node, self, dead string, killed time.Time) (all, driver time.Duration, err error) {
 	deadline := killed.Add(60 * time.Second)
-	var last string
-	for time.Now().Before(deadline) {
-		ok, why := inBalance(c, drv, self, dead)
+	for {
+		ok, why := driverBalanced(drv, self, dead)
 		if ok {
-			return time.Since(killed), nil
+			driver = time.Since(killed)
+			break
 		}
-		last = why
+		if time.Now().After(deadline) {
+			return 0, 0, errors.New("the driver's scheduler is not in balance within 60 s: " + why)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	for {
+		ok, why := statusBalanced(c, dead)
+		if ok {
+			return time.Since(killed), driver, nil
+		}
+		if time.Now().After(deadline) {
+			return 0, 0, errors.New("gray status is not in balance within 60 s: " + why)
+		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return 0, errors.New("not in balance within 60 s: " + last)
 }
 
-func inBalance(c *clustertest.Cluster, drv *node.Node, self, dead string) (bool, string) {
+func driverBalanced(drv *node.Node, self, dead string) (bool, string) {
 	if err := drv.CheckScheduler(); err != nil {
 		return false, "scheduler: " + err.Error()
 	}
@@ -290,6 +299,10 @@ func inBalance(c *clustertest.Cluster, drv *node.Node, self, dead string) (bool,
 			return false, "the driver's scheduler still counts the dead node"
 		}
 	}
+	return true, ""
+}
+
+func statusBalanced(c *clustertest.Cluster, dead string) (bool, string) {
 	st, err := c.Status()
 	if err != nil {
 		return false, err.Error()
