@@ -1,9 +1,11 @@
 package gray
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -13,6 +15,7 @@ import (
 	"github.com/gray-ml/gray/runtime/control"
 	"github.com/gray-ml/gray/runtime/node"
 	graysession "github.com/gray-ml/gray/runtime/session"
+	"github.com/gray-ml/gray/runtime/task"
 )
 
 // clusterConn is a driver's connection to a cluster: the control store
@@ -22,6 +25,7 @@ type clusterConn struct {
 	drv    *cluster.Driver
 	self   string // the node on the driver's machine, scheduled by the driver's node; "" if none
 	cancel context.CancelFunc
+	done   chan struct{} // closed when publish ends
 }
 
 // dialCluster connects to the cluster opts name (Options.Address or
@@ -57,9 +61,10 @@ func dialCluster(ctx context.Context, opts Options, cfg *node.Config) (*clusterC
 		return nil, fmt.Errorf("gray: Init: listing the nodes of cluster %s: %w", addr, err)
 	}
 	c := &clusterConn{redis: r}
+	var self control.NodeInfo
 	for _, n := range nodes {
 		if n.Alive && n.IP == ip {
-			c.self = n.ID
+			c.self, self = n.ID, n
 			if opts.NumCPUs == 0 {
 				cfg.Resources.CPU = n.Resources.CPU
 			}
@@ -79,6 +84,20 @@ func dialCluster(ctx context.Context, opts Options, cfg *node.Config) (*clusterC
 	if err != nil {
 		r.Close()
 		return nil, fmt.Errorf("gray: Init: %w", err)
+	}
+	if c.self != "" {
+		// The node of this machine counts what the driver's own workers
+		// may use, so that drivers sharing it never oversubscribe it.
+		granted, err := c.drv.LeaseLocal(ctx, self, cfg.Resources)
+		if err != nil {
+			c.drv.Close()
+			r.Close()
+			return nil, fmt.Errorf("gray: Init: leasing the resources of node %s on this machine: %w", c.self, err)
+		}
+		if granted.CPU < cfg.Resources.CPU || granted.GPU < cfg.Resources.GPU {
+			fmt.Fprintf(os.Stderr, "gray: other jobs hold part of node %s on this machine: this job runs %s there\n", c.self, granted)
+		}
+		cfg.Resources = granted
 	}
 	cfg.Cluster = &node.ClusterConfig{Remote: c.drv, Token: []byte(tok), Listen: net.JoinHostPort(ip, "0")}
 	return c, nil
@@ -108,17 +127,86 @@ func (c *clusterConn) start(ctx context.Context, n *node.Node) error {
 		cancel()
 		return fmt.Errorf("gray: Init: %w", err)
 	}
+	c.done = make(chan struct{})
+	go c.publish(wctx, n)
 	return nil
+}
+
+// publishEvery is how often the driver publishes its job's load (what it
+// runs where, what waits for a node) for `gray status`: off the task path,
+// one queued Redis write at most per period.
+const publishEvery = 500 * time.Millisecond
+
+// publish records the job's load in the control store until ctx ends:
+// when it changed, and at least every LoadTTL/2 so that it does not
+// expire while the driver lives.
+func (c *clusterConn) publish(ctx context.Context, n *node.Node) {
+	defer close(c.done)
+	tick := time.NewTicker(publishEvery)
+	defer tick.Stop()
+	var last control.JobLoad
+	var sent time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		l := jobLoad(n, c.self)
+		if time.Since(sent) < control.LoadTTL/2 && sameLoad(l, last) {
+			continue
+		}
+		l.Updated = time.Now()
+		if c.redis.PublishLoad(l) == nil {
+			last, sent = l, time.Now()
+		}
+	}
+}
+
+// jobLoad is what the driver's scheduler runs where now.
+func jobLoad(n *node.Node, self string) control.JobLoad {
+	var l control.JobLoad
+	for _, a := range n.Accounts(self) {
+		if a.Name == "" {
+			continue // the driver's machine runs no node of the cluster
+		}
+		used := subResources(a.Total, a.Available)
+		l.Nodes = append(l.Nodes, control.JobNodeLoad{Node: a.Name, Granted: a.Total, Used: used, Tasks: a.Tasks, Actors: a.Actors})
+	}
+	l.Waiting = n.Waiting()
+	return l
+}
+
+func sameLoad(a, b control.JobLoad) bool {
+	a.Updated, b.Updated = time.Time{}, time.Time{}
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return bytes.Equal(x, y)
 }
 
 // close ends the leases and the control store's connection.
 func (c *clusterConn) close() {
 	if c.cancel != nil {
 		c.cancel()
+		if c.done != nil {
+			<-c.done
+		}
 	}
 	c.drv.Close()
 	stopCtx, cancel := context.WithTimeout(context.Background(), time.Second)
 	_ = c.redis.EndJob(stopCtx, c.redis.Job())
 	cancel()
 	c.redis.Close()
+}
+
+// subResources returns a - b.
+func subResources(a, b task.Resources) task.Resources {
+	d := task.Resources{CPU: a.CPU - b.CPU, GPU: a.GPU - b.GPU}
+	for k, v := range a.Custom {
+		if d.Custom == nil {
+			d.Custom = map[string]float64{}
+		}
+		d.Custom[k] = v - b.Custom[k]
+	}
+	return d
 }

@@ -78,11 +78,14 @@ type nodeStatus struct {
 	ID, IP, NodeAddr, ObjectAddr string
 	Head, Alive                  bool
 	Death                        string `json:",omitempty"`
-	Resources, Used              task.Resources
-	StoreUsed, StoreCapacity     int64
-	Tasks, Actors, Workers       int
-	Waiting                      []task.Resources `json:",omitempty"`
-	Heartbeat, Started           time.Time
+	// Used is what the running jobs' tasks and actors hold on the node
+	// (as their drivers publish it); Leased what the node granted to
+	// jobs on other machines (as the node reports it).
+	Resources, Used, Leased  task.Resources
+	StoreUsed, StoreCapacity int64
+	Tasks, Actors, Workers   int
+	Waiting                  []task.Resources `json:",omitempty"`
+	Heartbeat, Started       time.Time
 }
 
 func readStatus(ctx context.Context, addr, token string) (*clusterStatus, error) {
@@ -100,13 +103,39 @@ func readStatus(ctx context.Context, addr, token string) (*clusterStatus, error)
 		return nil, err
 	}
 	st := &clusterStatus{Address: addr, Jobs: jobs, Nodes: []nodeStatus{}}
+	// What the running jobs hold on each node, as their drivers publish it.
+	byNode := map[string]*control.JobNodeLoad{}
+	for _, j := range jobs {
+		if j.Load == nil || !j.Ended.IsZero() {
+			continue
+		}
+		st.Waiting = append(st.Waiting, j.Load.Waiting...)
+		for _, u := range j.Load.Nodes {
+			sum := byNode[u.Node]
+			if sum == nil {
+				sum = &control.JobNodeLoad{Node: u.Node}
+				byNode[u.Node] = sum
+			}
+			addResources(&sum.Used, u.Used)
+			sum.Tasks += u.Tasks
+			sum.Actors += u.Actors
+		}
+	}
 	for _, n := range nodes {
 		l := n.Load
-		st.Nodes = append(st.Nodes, nodeStatus{
+		ns := nodeStatus{
 			ID: n.ID, IP: n.IP, NodeAddr: n.NodeAddr, ObjectAddr: n.ObjectAddr, Head: n.Head, Alive: n.Alive,
-			Death: n.Death, Resources: n.Resources, Used: l.Used, StoreUsed: l.StoreUsed, StoreCapacity: l.StoreCapacity,
+			Death: n.Death, Resources: n.Resources, Leased: l.Used, StoreUsed: l.StoreUsed, StoreCapacity: l.StoreCapacity,
 			Tasks: l.Tasks, Actors: l.Actors, Workers: l.Workers, Waiting: l.Waiting, Heartbeat: n.Heartbeat, Started: n.Started,
-		})
+		}
+		if u := byNode[n.ID]; u != nil && n.Alive {
+			addResources(&ns.Used, u.Used)
+			ns.Tasks += u.Tasks
+			ns.Actors += u.Actors
+		}
+		st.Nodes = append(st.Nodes, ns)
+		l.Used = ns.Used
+		l.Tasks, l.Actors = ns.Tasks, ns.Actors
 		if !n.Alive {
 			st.Dead++
 			continue
@@ -141,11 +170,11 @@ func printStatus(out io.Writer, st *clusterStatus) {
 	fmt.Fprintf(out, "Object stores: %s used of %s\n", mib(st.StoreUsed), mib(st.StoreCapacity))
 	fmt.Fprintf(out, "Tasks: %d live, actors: %d, workers: %d\n", st.Tasks, st.Actors, st.Workers)
 	for _, w := range st.Waiting {
-		fmt.Fprintf(out, "Waiting for a node that has not joined: a request for %s\n", resText(w))
+		fmt.Fprintf(out, "Waiting for a node that can hold it (none has joined yet): a request for %s\n", resText(w))
 	}
 	fmt.Fprintln(out)
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tIP\tSTATE\tRESOURCES\tUSED\tSTORE\tTASKS\tACTORS")
+	fmt.Fprintln(tw, "NODE\tIP\tSTATE\tRESOURCES\tUSED\tLEASED\tSTORE\tTASKS\tACTORS")
 	for _, n := range st.Nodes {
 		state := "alive"
 		if !n.Alive {
@@ -155,8 +184,8 @@ func printStatus(out io.Writer, st *clusterStatus) {
 		if n.Head {
 			id += " (head)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s/%s\t%d\t%d\n", id, n.IP, state, resText(n.Resources), resText(n.Used),
-			mib(n.StoreUsed), mib(n.StoreCapacity), n.Tasks, n.Actors)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s/%s\t%d\t%d\n", id, n.IP, state, resText(n.Resources), resText(n.Used),
+			resText(n.Leased), mib(n.StoreUsed), mib(n.StoreCapacity), n.Tasks, n.Actors)
 	}
 	tw.Flush()
 	if len(st.Jobs) > 0 {

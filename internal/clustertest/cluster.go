@@ -283,11 +283,25 @@ func (c *Cluster) KillNode(i int) {
 // answers. It returns the new server's pid.
 func (c *Cluster) RestartRedis() int {
 	c.t.Helper()
-	h := c.head()
-	old := h.PID(session.RedisPIDFile)
+	return c.WaitRedis(c.KillRedis())
+}
+
+// KillRedis kills the head's redis-server with SIGKILL and returns its
+// pid; the head starts it again by itself (see WaitRedis).
+func (c *Cluster) KillRedis() int {
+	c.t.Helper()
+	old := c.head().PID(session.RedisPIDFile)
 	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
 		c.t.Fatalf("killing redis-server (pid %d): %v", old, err)
 	}
+	return old
+}
+
+// WaitRedis waits until the head has started redis-server again after
+// the death of pid old and it answers, and returns the new pid.
+func (c *Cluster) WaitRedis(old int) int {
+	c.t.Helper()
+	h := c.head()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if pid := h.PID(session.RedisPIDFile); pid != old && session.Alive(pid) {
@@ -326,7 +340,7 @@ type NodeStatus struct {
 	ID, IP, NodeAddr, ObjectAddr string
 	Head, Alive                  bool
 	Death                        string
-	Resources, Used              task.Resources
+	Resources, Used, Leased      task.Resources
 	StoreUsed, StoreCapacity     int64
 	Tasks, Actors, Workers       int
 	Waiting                      []task.Resources
@@ -493,4 +507,15 @@ func build() (string, error) {
 		return "", fmt.Errorf("clustertest: %w", err)
 	}
 	return final, nil
+}
+
+// NodePID returns the pid of node i's daemon (its workers share its
+// process group).
+func (c *Cluster) NodePID(i int) int {
+	c.t.Helper()
+	s, err := session.Read(c.Node(i).TempDir)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return s.PID(session.NodePIDFile)
 }

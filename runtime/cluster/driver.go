@@ -49,6 +49,7 @@ type Driver struct {
 	mu     sync.Mutex
 	sched  Scheduler
 	leases map[sched.NodeID]*dlease
+	local  *dlease // the resources-only lease on the driver's own node (LeaseLocal)
 	byID   map[string]sched.NodeID
 	next   sched.NodeID
 	closed bool
@@ -133,8 +134,35 @@ func (d *Driver) Join(ctx context.Context, n control.NodeInfo) error {
 	return nil
 }
 
+// LeaseLocal takes a resources-only lease on n, the node on the driver's
+// own machine, whose workers the driver starts itself: the node counts
+// what it grants (at most want) as used by this job until the driver
+// ends or dies, so drivers sharing the node never oversubscribe it. It
+// returns the grant, which the driver's node must not exceed.
+func (d *Driver) LeaseLocal(ctx context.Context, n control.NodeInfo, want task.Resources) (task.Resources, error) {
+	l, granted, err := d.hello(ctx, 0, n, want, false)
+	if err != nil {
+		return task.Resources{}, err
+	}
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		l.conn.Close()
+		return task.Resources{}, errors.New("cluster: the driver is closed")
+	}
+	d.local = l
+	d.mu.Unlock()
+	return granted, nil
+}
+
 // dial opens the lease and says hello.
 func (d *Driver) dial(ctx context.Context, k sched.NodeID, n control.NodeInfo) (*dlease, task.Resources, error) {
+	return d.hello(ctx, k, n, n.Resources, true)
+}
+
+// hello opens a lease on n asking for want; withExe offers the
+// executable (a lease whose workers the node starts).
+func (d *Driver) hello(ctx context.Context, k sched.NodeID, n control.NodeInfo, want task.Resources, withExe bool) (*dlease, task.Resources, error) {
 	if n.NodeAddr == "" {
 		return nil, task.Resources{}, fmt.Errorf("cluster: node %s has no lease address", n.ID)
 	}
@@ -153,9 +181,14 @@ func (d *Driver) dial(ctx context.Context, k sched.NodeID, n control.NodeInfo) (
 		b = wire.AppendString(b, d.cfg.Job)
 		b = wire.AppendString(b, runtime.GOOS)
 		b = wire.AppendString(b, runtime.GOARCH)
+		if !withExe {
+			var none [32]byte
+			b = append(b, none[:]...)
+			return appendRes(wire.AppendUvarint(b, 0), want)
+		}
 		b = append(b, d.sum[:]...)
 		b = wire.AppendUvarint(b, uint64(d.size))
-		return appendRes(b, n.Resources)
+		return appendRes(b, want)
 	}); err != nil {
 		return fail(err)
 	}
@@ -313,6 +346,10 @@ func (d *Driver) Close() error {
 	ls := make([]*dlease, 0, len(d.leases))
 	for _, l := range d.leases {
 		ls = append(ls, l)
+	}
+	if d.local != nil {
+		ls = append(ls, d.local)
+		d.local = nil
 	}
 	d.mu.Unlock()
 	for _, l := range ls {

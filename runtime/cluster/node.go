@@ -293,6 +293,12 @@ func (l *lease) hello() error {
 		return fmt.Errorf("node %s runs %s/%s but the driver's executable is built for %s/%s: build the program for %s/%s (GOOS=%s GOARCH=%s go build), or use nodes of the driver's platform",
 			l.d.cfg.ID, runtime.GOOS, runtime.GOARCH, goos, goarch, runtime.GOOS, runtime.GOARCH, runtime.GOOS, runtime.GOARCH)
 	}
+	if sum == ([32]byte{}) && size == 0 {
+		// A resources-only lease: the driver runs on this node's machine
+		// and starts its workers itself; the lease keeps other drivers
+		// from counting the same resources.
+		return nil
+	}
 	path := filepath.Join(l.d.cache, hex.EncodeToString(sum[:]))
 	l.exe = path
 	if st, err := os.Stat(path); err == nil && st.Size() == int64(size) {
@@ -326,6 +332,10 @@ func (l *lease) hello() error {
 
 // start starts worker id; its end is reported to the driver.
 func (l *lease) start(id uint64, args, env []string) {
+	if l.exe == "" {
+		l.exited(id, fmt.Errorf("node %s: a resources-only lease starts no workers", l.d.cfg.ID))
+		return
+	}
 	cmd := exec.Command(l.exe, args...)
 	cmd.Env = append(append(append(workerEnv(), EnvNodeID+"="+l.d.cfg.ID), l.d.objs.env()...), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

@@ -18,7 +18,10 @@
 //
 // The node grants what it has free (its resources less other jobs'
 // grants) and keeps the grant until the lease ends; the driver's scheduler
-// places tasks within it. When the lease's connection ends (the driver
+// places tasks within it. A hello whose executable sum is all zeros (size
+// 0) is a resources-only lease, taken by a driver on the node's own
+// machine for the workers it starts itself (Driver.LeaseLocal): the grant
+// counts, and the node starts no workers for it. When the lease's connection ends (the driver
 // exited or its machine died) the node kills the job's workers; when a
 // worker ends, the driver hears it from the node.
 package cluster

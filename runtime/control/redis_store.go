@@ -187,6 +187,10 @@ type JobInfo struct {
 	Ended   time.Time // zero while it runs
 	// Submitted and Finished count its tasks, as of the last second.
 	Submitted, Finished uint64
+	// Load is what the job runs where, as its driver last published it
+	// (PublishLoad); nil when none is recent (the driver ended or died).
+	// Jobs fills it in; RegisterJob does not store it.
+	Load *JobLoad `json:",omitempty"`
 }
 
 // RegisterJob records a job (directly, not batched).
@@ -194,6 +198,7 @@ func (r *Redis) RegisterJob(ctx context.Context, j JobInfo) error {
 	if j.ID == "" {
 		return errors.New("control: a job needs an ID")
 	}
+	j.Load = nil
 	b, err := json.Marshal(j)
 	if err != nil {
 		return fmt.Errorf("control: encoding job %s: %w", j.ID, err)
@@ -215,7 +220,18 @@ func (r *Redis) EndJob(ctx context.Context, id string) error {
 		return fmt.Errorf("control: job %s's record: %w", id, err)
 	}
 	j.Ended = time.Now()
-	return r.RegisterJob(ctx, j)
+	if err := r.RegisterJob(ctx, j); err != nil {
+		return err
+	}
+	// Its load is no longer current: drop it once queued writes (a last
+	// publish among them) are sent.
+	if err := r.Flush(ctx); err != nil {
+		return err
+	}
+	if err := r.c.Del(ctx, "gray:job:"+id+":load").Err(); err != nil {
+		return fmt.Errorf("control: ending job %s: %w", id, err)
+	}
+	return nil
 }
 
 // Jobs lists the cluster's jobs, oldest first, with their task counts.
@@ -245,6 +261,9 @@ func (r *Redis) Jobs(ctx context.Context) ([]JobInfo, error) {
 		m := states[i].Val()
 		fmt.Sscan(m["submitted"], &out[i].Submitted)
 		fmt.Sscan(m["finished"], &out[i].Finished)
+	}
+	if err := r.readLoads(ctx, out); err != nil {
+		return nil, err
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Started.Before(out[j].Started) })
 	return out, nil

@@ -247,6 +247,9 @@ func (n *Node) serve(c net.Conn) {
 	}
 	w.conn = conn
 	if a := w.actor; a != nil {
+		if a.ft != nil {
+			a.ft.starting = false // a restart counts from here (restart.go)
+		}
 		n.ctrl.ActorPlaced(a.id, w.name)
 		n.pump(a)
 	} else {

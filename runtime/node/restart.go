@@ -41,6 +41,12 @@ type restartState struct {
 	// nodeLossOnly: restarted only when its node died (a cluster's
 	// default for types without MaxRestarts), not when its process did.
 	nodeLossOnly bool
+	// starting: the actor's current worker has not connected yet. Losing
+	// it then (its node died before it started, or the death of the
+	// previous process and of its node are both reported) places the
+	// actor again without counting another restart: one node death is
+	// one restart.
+	starting bool
 }
 
 // enableRestarts starts a's log if its type allows restarts. Called when
@@ -48,13 +54,13 @@ type restartState struct {
 func (n *Node) enableRestarts(a *actor, s *task.Spec, e *task.Entry) {
 	switch {
 	case e.MaxRestarts != 0:
-		a.ft = &restartState{max: e.MaxRestarts, create: n.claimCall(s)}
+		a.ft = &restartState{max: e.MaxRestarts, starting: true, create: n.claimCall(s)}
 	case n.remote != nil:
 		// On a cluster every actor survives the loss of its node (the
 		// seeds' 1.23.3), up to maxRetries times; the death of its process
 		// alone still ends it, as on one machine, unless its type asks for
 		// restarts.
-		a.ft = &restartState{max: maxRetries, nodeLossOnly: true, create: n.claimCall(s)}
+		a.ft = &restartState{max: maxRetries, nodeLossOnly: true, starting: true, create: n.claimCall(s)}
 	}
 }
 
@@ -122,7 +128,7 @@ func (n *Node) restartActor(a *actor, why *task.TaskError, nodeLost bool) bool {
 	if a.draining && len(a.queue) == 0 && len(a.inflight) == 0 {
 		return false
 	}
-	if f.max >= 0 && f.restarts >= f.max {
+	if !f.starting && f.max >= 0 && f.restarts >= f.max {
 		why.Message += fmt.Sprintf("; it was restarted %s, the most its MaxRestarts allows", times(f.restarts))
 		return false
 	}
@@ -135,7 +141,10 @@ func (n *Node) restartActor(a *actor, why *task.TaskError, nodeLost bool) bool {
 			return false
 		}
 	}
-	f.restarts++
+	if !f.starting {
+		f.restarts++
+		f.starting = true
+	}
 	n.releaseKept(a) // the dead process's kept mappings; the calls sent again hold them again
 	// The queue may still hold what an earlier restart queued and the dead
 	// process never got: its creation task is reused; a restore is made
