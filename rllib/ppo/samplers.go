@@ -11,9 +11,12 @@ import (
 )
 
 // Rollout workers as actors: registered at package level so that driver
-// and worker processes (the same executable) agree on the names.
+// and worker processes (the same executable) agree on the names. Each
+// holds one CPU while it lives (rllib.CheckWorkers counts on it), so the
+// scheduler spreads them over the CPUs it has, a cluster's nodes
+// included, rather than packing them all beside the driver.
 var (
-	workerActor  = gray.Actor1("ppo.RolloutWorker", NewRolloutWorker)
+	workerActor  = gray.Actor1("ppo.RolloutWorker", NewRolloutWorker, gray.CPUs(1))
 	sampleMethod = gray.Method2(workerActor, "Sample", (*RolloutWorker).Sample)
 )
 
