@@ -14,10 +14,14 @@ import (
 // and worker processes (the same executable) agree on the names. Each
 // holds one CPU while it lives (rllib.CheckWorkers counts on it), so the
 // scheduler spreads them over the CPUs it has, a cluster's nodes
-// included, rather than packing them all beside the driver.
+// included, rather than packing them all beside the driver. A checkpoint
+// after every call (an empty one: see RolloutWorker.Checkpoint) keeps a
+// cluster's replay log of each worker short.
 var (
-	workerActor  = gray.Actor1("ppo.RolloutWorker", NewRolloutWorker, gray.CPUs(1))
+	workerActor  = gray.Actor1("ppo.RolloutWorker", NewRolloutWorker, gray.CPUs(1), gray.CheckpointInterval(1))
 	sampleMethod = gray.Method2(workerActor, "Sample", (*RolloutWorker).Sample)
+
+	_ gray.Checkpointer = (*RolloutWorker)(nil)
 )
 
 // newSamplers picks the local worker (num_workers 0) or rollout worker
