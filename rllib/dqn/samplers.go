@@ -63,6 +63,11 @@ func (s *localSampler) close() error { return s.w.Close() }
 // steps again; a second failure fails the round.
 type actorSamplers struct {
 	hs []gray.Handle[RolloutWorker]
+	// held are the references to the samples of the last round: a large
+	// one is read in place from the object store (zero-copy), and stays
+	// there only while its reference is reachable, so they are kept until
+	// the next round, by when the agent has copied them into its buffer.
+	held []gray.Ref[Samples]
 }
 
 func newActorSamplers(ctx context.Context, a *Agent) (*actorSamplers, error) {
@@ -91,6 +96,7 @@ func (s *actorSamplers) sample(ctx context.Context, a *Agent, round int64) ([]Sa
 	for i, h := range s.hs {
 		refs[i] = sampleMethod.Remote(h, ref, req)
 	}
+	s.held = refs
 	out := make([]Samples, len(s.hs))
 	for i := range refs {
 		if out[i], err = gray.Get(ctx, refs[i]); err == nil {
@@ -106,7 +112,8 @@ func (s *actorSamplers) sample(ctx context.Context, a *Agent, round int64) ([]Sa
 			return nil, fmt.Errorf("rollout worker %d failed (%v) and could not be replaced: %w", i+1, err, rerr)
 		}
 		s.hs[i] = h
-		if out[i], rerr = gray.Get(ctx, sampleMethod.Remote(h, ref, req)); rerr != nil {
+		refs[i] = sampleMethod.Remote(h, ref, req)
+		if out[i], rerr = gray.Get(ctx, refs[i]); rerr != nil {
 			return nil, fmt.Errorf("rollout worker %d failed (%v), and so did its replacement: %w", i+1, err, rerr)
 		}
 		a.workersReplaced++

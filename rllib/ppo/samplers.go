@@ -38,6 +38,11 @@ func newSamplers(ctx context.Context, a *Agent) (samplers, error) {
 // every worker.
 type actorSamplers struct {
 	hs []gray.Handle[RolloutWorker]
+	// held are the references to the batches sample returned last: a
+	// large batch is read in place from the object store (zero-copy), and
+	// stays there only while its reference is reachable, so they are kept
+	// until the agent is done with the batches (recycle).
+	held []gray.Ref[Samples]
 }
 
 func newActorSamplers(ctx context.Context, a *Agent) (*actorSamplers, error) {
@@ -65,6 +70,7 @@ func (s *actorSamplers) sample(ctx context.Context, a *Agent) ([]Samples, error)
 	for i, h := range s.hs {
 		refs[i] = sampleMethod.Remote(h, ref, a.iteration+1)
 	}
+	s.held = refs
 	out, err := gray.GetAll(ctx, refs)
 	if err != nil {
 		return nil, fmt.Errorf("rollout workers: %w", err)
@@ -72,8 +78,9 @@ func (s *actorSamplers) sample(ctx context.Context, a *Agent) ([]Samples, error)
 	return out, nil
 }
 
-// recycle does nothing: the workers' batches arrive as copies.
-func (s *actorSamplers) recycle(sample.Batch) {}
+// recycle lets the batches of the last sample go: the agent copied what it
+// keeps of them (sample.Concat).
+func (s *actorSamplers) recycle(sample.Batch) { s.held = nil }
 
 func (s *actorSamplers) close() error {
 	var errs []error
