@@ -117,7 +117,8 @@ func TestTrainOnClusterSpreadsWorkers(t *testing.T) {
 }
 
 // `train --address` with an address nothing listens at, one that is not
-// IP:PORT, or a token that is not one fails at once, saying what to check.
+// IP:PORT, or a token that is not one fails at once, before making a run
+// folder, saying what to check.
 func TestTrainClusterAddressErrors(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -138,10 +139,14 @@ func TestTrainClusterAddressErrors(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Setenv(session.EnvIndexDir, t.TempDir()) // no session of this machine's clusters to find a token in
-			args := append([]string{"--env", "CartPole-v1", "--alg", "PPO", "--local-dir", t.TempDir(), "--stop", `{"training_iteration": 1}`}, c.args...)
+			local := t.TempDir()
+			args := append([]string{"--env", "CartPole-v1", "--alg", "PPO", "--local-dir", local, "--stop", `{"training_iteration": 1}`}, c.args...)
 			o := train(t, args...)
 			if o.code != exitError {
 				t.Fatalf("exit %d, want %d\n%s", o.code, exitError, o.stderr)
+			}
+			if ents, _ := os.ReadDir(local); len(ents) > 0 {
+				t.Errorf("a run folder was made before the cluster was checked: %v", ents)
 			}
 			for _, w := range c.want {
 				if !strings.Contains(o.stderr, w) {

@@ -41,7 +41,27 @@ func serveIfWorker() {
 
 // clusterFlags are --address and --token: the cluster to run on (none: this
 // machine only).
-type clusterFlags struct{ address, token string }
+type clusterFlags struct {
+	address, token string
+	resolved       bool // check ran: address and token are final
+}
+
+// check resolves the cluster the flags (or GRAY_ADDRESS and GRAY_TOKEN)
+// name and makes sure something answers at its address, before a run
+// folder is made: a typo fails at once, saying what to fix.
+func (cl *clusterFlags) check(ctx context.Context) error {
+	addr, tok, err := session.Resolve(cl.address, cl.token)
+	if err != nil {
+		return fmt.Errorf("the cluster to run on (--address, --token): %w", err)
+	}
+	if addr != "" {
+		if err := reachable(ctx, addr); err != nil {
+			return err
+		}
+	}
+	cl.address, cl.token, cl.resolved = addr, tok, true
+	return nil
+}
 
 // startRuntime starts the runtime (worker processes, object store) that
 // agents create their rollout actors on, with the workers' output in
@@ -49,16 +69,12 @@ type clusterFlags struct{ address, token string }
 // down. With a cluster (--address or GRAY_ADDRESS) the runtime leases the
 // cluster's nodes, so rollout workers run across them.
 func startRuntime(ctx context.Context, numCPUs int, logDir string, cl clusterFlags) (shutdown func(), err error) {
-	addr, tok, err := session.Resolve(cl.address, cl.token)
-	if err != nil {
-		return nil, err
-	}
-	if addr != "" {
-		if err := reachable(ctx, addr); err != nil {
+	if !cl.resolved {
+		if err := cl.check(ctx); err != nil {
 			return nil, err
 		}
 	}
-	if err := gray.Init(ctx, gray.Options{NumCPUs: numCPUs, LogDir: logDir, Address: addr, Token: tok}); err != nil {
+	if err := gray.Init(ctx, gray.Options{NumCPUs: numCPUs, LogDir: logDir, Address: cl.address, Token: cl.token}); err != nil {
 		return nil, err
 	}
 	return func() {
