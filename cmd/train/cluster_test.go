@@ -327,4 +327,28 @@ func TestSweepOnClusterSurvivesNodeKill(t *testing.T) {
 	for _, p := range params {
 		checkIterations(t, filepath.Dir(p), iters)
 	}
+	// No iteration was computed twice (a trial started over would log its
+	// iterations again in the sweep's journal).
+	journal, err := os.ReadFile(filepath.Join(exp, "journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	perTrial := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(journal)), "\n") {
+		var ev struct{ E, Trial string }
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("journal line %q: %v", line, err)
+		}
+		if ev.E == "result" {
+			perTrial[ev.Trial]++
+		}
+	}
+	for id, n := range perTrial {
+		if n != iters {
+			t.Errorf("trial %s logged %d results in the journal, want %d", id, n, iters)
+		}
+	}
+	if len(perTrial) != 4 {
+		t.Errorf("results of %d trials in the journal, want 4", len(perTrial))
+	}
 }
