@@ -54,6 +54,9 @@ checkpoint.`,
 			if err := setPluginCallTimeout(exp.PluginCallTimeoutS); err != nil {
 				return err
 			}
+			if err := cl.check(cmd.Context()); err != nil {
+				return err
+			}
 			opts := runner.Options{
 				StartRuntime: func(ctx context.Context, logDir string) (func(), error) {
 					return startRuntime(ctx, exp.NumCPUs, logDir, cl)

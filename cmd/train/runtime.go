@@ -3,11 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
+	"time"
 
 	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/plugins"
+	"github.com/gray-ml/gray/runtime/session"
 )
 
 // setup registers what every process of train (driver and workers alike)
@@ -38,13 +41,39 @@ func serveIfWorker() {
 
 // clusterFlags are --address and --token: the cluster to run on (none: this
 // machine only).
-type clusterFlags struct{ address, token string }
+type clusterFlags struct {
+	address, token string
+	resolved       bool // check ran: address and token are final
+}
+
+// check resolves the cluster the flags (or GRAY_ADDRESS and GRAY_TOKEN)
+// name and makes sure something answers at its address, before a run
+// folder is made: a typo fails at once, saying what to fix.
+func (cl *clusterFlags) check(ctx context.Context) error {
+	addr, tok, err := session.Resolve(cl.address, cl.token)
+	if err != nil {
+		return fmt.Errorf("the cluster to run on (--address, --token): %w", err)
+	}
+	if addr != "" {
+		if err := reachable(ctx, addr); err != nil {
+			return err
+		}
+	}
+	cl.address, cl.token, cl.resolved = addr, tok, true
+	return nil
+}
 
 // startRuntime starts the runtime (worker processes, object store) that
 // agents create their rollout actors on, with the workers' output in
 // logDir (the run folder's logs/), and returns the function that shuts it
-// down.
+// down. With a cluster (--address or GRAY_ADDRESS) the runtime leases the
+// cluster's nodes, so rollout workers run across them.
 func startRuntime(ctx context.Context, numCPUs int, logDir string, cl clusterFlags) (shutdown func(), err error) {
+	if !cl.resolved {
+		if err := cl.check(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if err := gray.Init(ctx, gray.Options{NumCPUs: numCPUs, LogDir: logDir, Address: cl.address, Token: cl.token}); err != nil {
 		return nil, err
 	}
@@ -53,4 +82,26 @@ func startRuntime(ctx context.Context, numCPUs int, logDir string, cl clusterFla
 			fmt.Fprintf(os.Stderr, "train: shutting the runtime down: %v\n", err)
 		}
 	}, nil
+}
+
+// dialTimeout bounds the first connection to a cluster's address, so that
+// an address nothing answers at fails in seconds rather than at the
+// system's TCP timeout.
+const dialTimeout = 10 * time.Second
+
+// reachable checks that something listens at the cluster address addr,
+// and says what to check when nothing does.
+func reachable(ctx context.Context, addr string) error {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return fmt.Errorf("--address %q is not IP:PORT (the address `gray start --head` printed, or \"auto\" on the head's machine): %w", addr, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	defer cancel()
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("cannot reach the Gray cluster at %s: %w\n"+
+			"is its head running (`gray start --head` on that machine; `gray status --address %s` checks) and its port open from here?", addr, err, addr)
+	}
+	return c.Close()
 }

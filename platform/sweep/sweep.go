@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/envs"
 	"github.com/gray-ml/gray/platform/config"
 	"github.com/gray-ml/gray/platform/runlog"
@@ -126,11 +127,26 @@ func Run(ctx context.Context, exp config.Experiment, resume bool, out io.Writer,
 			return nil, fmt.Errorf("starting the runtime: %w", err)
 		}
 		defer stop()
+		if te.NodeResources == (tune.Resources{}) {
+			te.NodeResources = runtimeResources()
+		}
 	}
 	if resume {
 		return tune.Resume(ctx, te)
 	}
 	return tune.Run(ctx, te)
+}
+
+// runtimeResources is what the runtime has in all for trials to share:
+// on a cluster (train --address) every node's CPUs and GPUs, so trials
+// run side by side across the nodes; zero (Tune's default: this machine's
+// CPUs) when the runtime does not say.
+func runtimeResources() tune.Resources {
+	res := gray.ClusterResources()
+	if res == nil || res["CPU"] <= 0 {
+		return tune.Resources{}
+	}
+	return tune.Resources{CPU: res["CPU"], GPU: res["GPU"]}
 }
 
 // fixedKeys is space without its search spaces (tune.Domain values), in

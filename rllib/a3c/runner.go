@@ -203,9 +203,24 @@ func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
 // The runner actor, registered at package level so that driver and worker
 // processes (the same executable) agree on the names. Each runner reserves
-// one CPU: it simulates without pause.
+// one CPU: it simulates without pause. A checkpoint after every call (an
+// empty one: see Runner.Checkpoint) keeps a cluster's replay log of each
+// runner short.
 var (
-	runnerActor    = gray.Actor1("a3c.Runner", NewRunner, gray.CPUs(1))
+	runnerActor    = gray.Actor1("a3c.Runner", NewRunner, gray.CPUs(1), gray.CheckpointInterval(1))
 	gradientMethod = gray.Method1(runnerActor, "ComputeGradient", (*Runner).ComputeGradient)
 	pidMethod      = gray.Method0(runnerActor, "Pid", (*Runner).Pid)
+
+	_ gray.Checkpointer = (*Runner)(nil)
 )
+
+// Checkpoint implements gray.Checkpointer. A runner's gradients depend on
+// the weights each call brings and on its environments, so its checkpoint
+// is empty: a runner recreated after its node died starts fresh episodes
+// without replaying earlier calls, and the runtime keeps no earlier
+// weights for it.
+func (r *Runner) Checkpoint(context.Context) ([]byte, error) { return nil, nil }
+
+// Restore implements gray.Checkpointer: the runner its constructor made is
+// the one to go on with (see Checkpoint).
+func (r *Runner) Restore(context.Context, []byte) error { return nil }

@@ -10,10 +10,17 @@ import (
 )
 
 // Rollout workers as actors: registered at package level so that driver
-// and worker processes (the same executable) agree on the names.
+// and worker processes (the same executable) agree on the names. Each
+// holds one CPU while it lives (rllib.CheckWorkers counts on it), so the
+// scheduler spreads them over the CPUs it has, a cluster's nodes
+// included, rather than packing them all beside the driver. A checkpoint
+// after every call (an empty one: see RolloutWorker.Checkpoint) keeps a
+// cluster's replay log of each worker short.
 var (
-	workerActor  = gray.Actor1("dqn.RolloutWorker", NewRolloutWorker)
+	workerActor  = gray.Actor1("dqn.RolloutWorker", NewRolloutWorker, gray.CPUs(1), gray.CheckpointInterval(1))
 	sampleMethod = gray.Method2(workerActor, "Sample", (*RolloutWorker).Sample)
+
+	_ gray.Checkpointer = (*RolloutWorker)(nil)
 )
 
 // samplers is how the agent collects one training round's experience.
@@ -56,6 +63,11 @@ func (s *localSampler) close() error { return s.w.Close() }
 // steps again; a second failure fails the round.
 type actorSamplers struct {
 	hs []gray.Handle[RolloutWorker]
+	// held are the references to the samples of the last round: a large
+	// one is read in place from the object store (zero-copy), and stays
+	// there only while its reference is reachable, so they are kept until
+	// the next round, by when the agent has copied them into its buffer.
+	held []gray.Ref[Samples]
 }
 
 func newActorSamplers(ctx context.Context, a *Agent) (*actorSamplers, error) {
@@ -84,6 +96,7 @@ func (s *actorSamplers) sample(ctx context.Context, a *Agent, round int64) ([]Sa
 	for i, h := range s.hs {
 		refs[i] = sampleMethod.Remote(h, ref, req)
 	}
+	s.held = refs
 	out := make([]Samples, len(s.hs))
 	for i := range refs {
 		if out[i], err = gray.Get(ctx, refs[i]); err == nil {
@@ -99,7 +112,8 @@ func (s *actorSamplers) sample(ctx context.Context, a *Agent, round int64) ([]Sa
 			return nil, fmt.Errorf("rollout worker %d failed (%v) and could not be replaced: %w", i+1, err, rerr)
 		}
 		s.hs[i] = h
-		if out[i], rerr = gray.Get(ctx, sampleMethod.Remote(h, ref, req)); rerr != nil {
+		refs[i] = sampleMethod.Remote(h, ref, req)
+		if out[i], rerr = gray.Get(ctx, refs[i]); rerr != nil {
 			return nil, fmt.Errorf("rollout worker %d failed (%v), and so did its replacement: %w", i+1, err, rerr)
 		}
 		a.workersReplaced++

@@ -131,7 +131,7 @@ func (a *Agent) Train(ctx context.Context) (rllib.Result, error) {
 			}
 		}
 	}
-	b, err := joinBatches(batches)
+	b, err := joinBatches(batches, a.cfg.NumWorkers == 0)
 	if err != nil {
 		return rllib.Result{}, fmt.Errorf("PPO iteration %d: %w", iter, err)
 	}
@@ -331,12 +331,15 @@ func (a *Agent) weights() Weights {
 
 var _ rllib.Agent = (*Agent)(nil)
 
-// joinBatches is sample.Concat, except that a single batch (the local
-// sampler's) is validated and used as it is: sampling allocated it for this
-// iteration alone, and copying it would double the memory traffic of image
-// observations (50 MB a batch for 2,048 frames of 40×40×2 values).
-func joinBatches(batches []sample.Batch) (sample.Batch, error) {
-	if len(batches) != 1 {
+// joinBatches is sample.Concat, except that a single batch the agent owns
+// (the local sampler's) is validated and used as it is: sampling allocated
+// it for this iteration alone, and copying it would double the memory
+// traffic of image observations (50 MB a batch for 2,048 frames of
+// 40×40×2 values). A rollout worker's batch is copied even alone: a large
+// one is read-only memory of the object store, which the learner must not
+// write (advantages are standardized in place).
+func joinBatches(batches []sample.Batch, owned bool) (sample.Batch, error) {
+	if len(batches) != 1 || !owned {
 		return sample.Concat(batches...)
 	}
 	if err := batches[0].Validate(); err != nil {

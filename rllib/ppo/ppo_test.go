@@ -90,6 +90,10 @@ func TestSameSeedSameRun(t *testing.T) {
 			a := newAgent(t, "CartPole-v1", cfg, 7)
 			r := agenttest.Train(t, a, 3)
 			runs[i], rewards[i] = a.Weights(), r.EpisodeRewardMean
+			// Its workers hold a CPU each: free them for the next agent.
+			if err := a.Stop(); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if !slices.Equal(runs[0], runs[1]) || rewards[0] != rewards[1] {
 			t.Errorf("num_workers %d: two runs with seed 7 differ (rewards %v)", workers, rewards)

@@ -11,10 +11,17 @@ import (
 )
 
 // Rollout workers as actors: registered at package level so that driver
-// and worker processes (the same executable) agree on the names.
+// and worker processes (the same executable) agree on the names. Each
+// holds one CPU while it lives (rllib.CheckWorkers counts on it), so the
+// scheduler spreads them over the CPUs it has, a cluster's nodes
+// included, rather than packing them all beside the driver. A checkpoint
+// after every call (an empty one: see RolloutWorker.Checkpoint) keeps a
+// cluster's replay log of each worker short.
 var (
-	workerActor  = gray.Actor1("ppo.RolloutWorker", NewRolloutWorker)
+	workerActor  = gray.Actor1("ppo.RolloutWorker", NewRolloutWorker, gray.CPUs(1), gray.CheckpointInterval(1))
 	sampleMethod = gray.Method2(workerActor, "Sample", (*RolloutWorker).Sample)
+
+	_ gray.Checkpointer = (*RolloutWorker)(nil)
 )
 
 // newSamplers picks the local worker (num_workers 0) or rollout worker
@@ -31,6 +38,11 @@ func newSamplers(ctx context.Context, a *Agent) (samplers, error) {
 // every worker.
 type actorSamplers struct {
 	hs []gray.Handle[RolloutWorker]
+	// held are the references to the batches sample returned last: a
+	// large batch is read in place from the object store (zero-copy), and
+	// stays there only while its reference is reachable, so they are kept
+	// until the agent is done with the batches (recycle).
+	held []gray.Ref[Samples]
 }
 
 func newActorSamplers(ctx context.Context, a *Agent) (*actorSamplers, error) {
@@ -58,6 +70,7 @@ func (s *actorSamplers) sample(ctx context.Context, a *Agent) ([]Samples, error)
 	for i, h := range s.hs {
 		refs[i] = sampleMethod.Remote(h, ref, a.iteration+1)
 	}
+	s.held = refs
 	out, err := gray.GetAll(ctx, refs)
 	if err != nil {
 		return nil, fmt.Errorf("rollout workers: %w", err)
@@ -65,8 +78,9 @@ func (s *actorSamplers) sample(ctx context.Context, a *Agent) ([]Samples, error)
 	return out, nil
 }
 
-// recycle does nothing: the workers' batches arrive as copies.
-func (s *actorSamplers) recycle(sample.Batch) {}
+// recycle lets the batches of the last sample go: the agent copied what it
+// keeps of them (sample.Concat).
+func (s *actorSamplers) recycle(sample.Batch) { s.held = nil }
 
 func (s *actorSamplers) close() error {
 	var errs []error
