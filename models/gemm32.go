@@ -15,10 +15,16 @@ const kc32 = 512
 // block is still in registers. It runs the AVX-512 kernels where the CPU
 // has them and a portable loop elsewhere.
 func gemm32(m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, relu bool) {
+	gemm32k(haveAVX512, m, n, k, a, lda, b, ldb, c, ldc, relu)
+}
+
+// gemm32k is gemm32 with the kernels chosen by the caller: the AVX-512
+// ones with asm (which needs haveAVX512), else the portable loop.
+func gemm32k(asm bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, relu bool) {
 	if !checkGemm32(m, n, k, len(a), lda, len(b), ldb, len(c), ldc) {
 		return
 	}
-	if haveAVX512 && k > 0 {
+	if asm && k > 0 {
 		gemm32Asm(m, n, k, a, lda, b, ldb, c, ldc, relu)
 		return
 	}

@@ -1,0 +1,335 @@
+package models
+
+import (
+	"fmt"
+	"math"
+)
+
+// The float32 training path of ConvNet. On a tape that records gradients,
+// the convolutional layers run as one tape operation (opConv32) that
+// computes forward and backward passes in float32, with the space-to-depth
+// convolutions of the acting path (conv32.go) and their adjoints:
+//
+//   - forward: each strided layer rearranges its whole batch space to depth
+//     (kept for the backward pass) and multiplies each of its kernel rows;
+//     a layer whose kernel covers the image is one product. Activations are
+//     kept in float32.
+//   - backward: the ReLU mask, the bias gradient as column sums, the weight
+//     gradient of kernel row i as dProdᵀ·A_i (A_i the rearranged images from
+//     block row i on, rows overlapping one pixel apart), and the input
+//     gradient as one product per kernel block (i, j), dProd·W_ijᵀ, added
+//     onto the rearranged images' gradient and moved back to image order.
+//
+// Every product is a plain (untransposed) float32 GEMM: operands that need
+// a transpose (the output gradient, the last layer's input) are small and
+// transposed explicitly. The parameters stay float64 (the model's public
+// weights and gradients are flat float64 vectors, which optimizers,
+// parameter servers and checkpoints share): the weights are narrowed to
+// float32 once per forward pass and the float32 gradients added into the
+// float64 ones once per backward pass. The fully connected heads train in
+// float64 on the widened features.
+
+// convTrain32 is one opConv32 operation's state, owned by its tape slot and
+// reused by the next step's operation in that slot.
+type convTrain32 struct {
+	net    *ConvNet
+	asm    bool // the AVX-512 kernels (else the portable loops)
+	batch  int
+	obs    []float64 // the observations (viewed, not copied)
+	layers []layer32
+	xT     []float32 // scratch for transposes
+	dT     []float32
+	dW     []float32 // a layer's weight gradient before it is widened
+}
+
+// layer32 is one convolutional layer's float32 buffers.
+type layer32 struct {
+	s       s2dGeom   // strided layers: the space-to-depth geometry
+	whole   bool      // the kernel covers the image (ConvGeom.whole)
+	w       []float32 // weights: rearranged [kh·kw·cs × cout], or [patch × cout] when whole
+	wT      []float32 // strided: each block (i, j)'s weights transposed, [cout × cs]
+	b       []float32
+	x       []float32 // whole layers on the observations: them narrowed
+	blocks  []float32 // strided: the batch rearranged space to depth
+	prod    []float32 // strided: products on the rearranged grid, then their gradient
+	y, dy   []float32 // output after ReLU and its gradient [batch × OH·OW·cout]
+	dBlocks []float32 // strided, not first: the rearranged images' gradient
+}
+
+// train32 reports whether a forward pass of n on t takes the float32
+// training path and, if so, with the AVX-512 kernels.
+func (n *ConvNet) train32(t *Tape, obs *Tensor) (use, asm bool) {
+	if t.noGrad || obs.Grad != nil || obs.Rows == 0 {
+		return false, false
+	}
+	switch n.prec {
+	case precAuto:
+		return haveAVX512, haveAVX512
+	case prec32Portable:
+		return true, false
+	}
+	return false, false
+}
+
+// features32Train records the convolutional layers as one float32
+// operation and returns their flattened output as a float64 tensor whose
+// gradient the operation propagates into the layers' parameters.
+func (n *ConvNet) features32Train(t *Tape, obs *Tensor, asm bool) *Tensor {
+	last := n.convs[len(n.convs)-1]
+	feat := last.geom.OH * last.geom.OW * last.kernel.Cols
+	nd, out := t.push(opConv32, obs.Rows, feat, obs, last.kernel, nil)
+	if nd.c32 == nil || nd.c32.net != n {
+		nd.c32 = &convTrain32{net: n, layers: make([]layer32, len(n.convs))}
+	}
+	c := nd.c32
+	c.asm, c.batch, c.obs = asm, obs.Rows, obs.Data[:obs.Rows*n.in]
+	c.forward()
+	widen(out.Data, c.layers[len(c.layers)-1].y)
+	return out
+}
+
+// forward runs the layers on c.obs.
+func (c *convTrain32) forward() {
+	batch := c.batch
+	for i, cl := range c.net.convs {
+		l := &c.layers[i]
+		g, cout := cl.geom, cl.kernel.Cols
+		l.whole = g.whole()
+		l.b = grow32(l.b, cout)
+		narrow(l.b, cl.bias.Data)
+		l.y = grow32(l.y, batch*g.OH*g.OW*cout)
+		if l.whole {
+			var x []float32
+			if i == 0 {
+				l.x = grow32(l.x, len(c.obs))
+				narrow(l.x, c.obs)
+				x = l.x
+			} else {
+				x = c.layers[i-1].y
+			}
+			l.w = grow32(l.w, len(cl.kernel.Data))
+			narrow(l.w, cl.kernel.Data)
+			fillRows(l.y, l.b, batch)
+			gemm32k(c.asm, batch, cout, g.patch(), x, g.patch(), l.w, cout, l.y, cout, true)
+			continue
+		}
+		s := newS2D(g)
+		l.s = s
+		l.w = grow32(l.w, s.kernelLen()*cout)
+		s.packKernel(cl.kernel.Data, cout, l.w)
+		l.blocks = grow32(l.blocks, batch*s.imageLen())
+		if i == 0 {
+			packImages(s, c.obs, 0, batch, l.blocks)
+		} else {
+			packImages(s, c.layers[i-1].y, 0, batch, l.blocks)
+		}
+		m := s.rows(batch)
+		l.prod = grow32(l.prod, m*cout)
+		fillRows(l.prod, l.b, m)
+		k := s.kw * s.cs
+		for r := 0; r < s.kh; r++ {
+			gemm32k(c.asm, m, cout, k, l.blocks[r*s.ws*s.cs:], s.cs, l.w[r*k*cout:(r+1)*k*cout], cout, l.prod, cout, r == s.kh-1)
+		}
+		s.compact(l.prod, batch, cout, l.y)
+	}
+}
+
+// rows is the number of rows of a batch's product on the rearranged grid:
+// up to the last image's last output position.
+func (s s2dGeom) rows(batch int) int {
+	return (batch-1)*s.hs*s.ws + (s.g.OH-1)*s.ws + s.g.OW
+}
+
+// compact copies the real output positions of prod (on the rearranged
+// grid) into y [batch × OH·OW·cout].
+func (s s2dGeom) compact(prod []float32, batch, cout int, y []float32) {
+	g := s.g
+	for b := 0; b < batch; b++ {
+		for oy := 0; oy < g.OH; oy++ {
+			src := (b*s.hs*s.ws + oy*s.ws) * cout
+			dst := (b*g.OH + oy) * g.OW * cout
+			copy(y[dst:dst+g.OW*cout], prod[src:src+g.OW*cout])
+		}
+	}
+}
+
+// expand is compact's adjoint: it writes y's rows to their positions on the
+// rearranged grid in prod (m rows) and zeros elsewhere.
+func (s s2dGeom) expand(y []float32, batch, cout int, prod []float32) {
+	g := s.g
+	clear(prod)
+	for b := 0; b < batch; b++ {
+		for oy := 0; oy < g.OH; oy++ {
+			dst := (b*s.hs*s.ws + oy*s.ws) * cout
+			src := (b*g.OH + oy) * g.OW * cout
+			copy(prod[dst:dst+g.OW*cout], y[src:src+g.OW*cout])
+		}
+	}
+}
+
+// unpackImages is packImages' adjoint for one batch: it moves the
+// gradient of the rearranged images (dBlocks) back to image order in dx
+// [batch × H·W·Cin]. Each image pixel has one place in the rearrangement;
+// pixels left out of it (read by no output) get zero.
+func (s s2dGeom) unpackImages(dBlocks []float32, batch int, dx []float32) {
+	g, st := s.g, s.g.Stride
+	imgLen := g.H * g.W * g.Cin
+	clear(dx[:batch*imgLen])
+	for b := 0; b < batch; b++ {
+		img := dx[b*imgLen : (b+1)*imgLen]
+		src := dBlocks[b*s.imageLen() : (b+1)*s.imageLen()]
+		by, dy := g.PadTop/st, g.PadTop%st
+		for y := 0; y < g.H && by < s.hs; y++ {
+			row := src[by*s.ws*s.cs+dy*st*g.Cin:]
+			dst := img[y*g.W*g.Cin : (y+1)*g.W*g.Cin]
+			for bx := 0; bx < s.ws; bx++ {
+				x0, x1 := max(bx*st-g.PadLeft, 0), min(bx*st+st-g.PadLeft, g.W)
+				if x0 >= x1 {
+					continue
+				}
+				o := bx*s.cs + (x0+g.PadLeft-bx*st)*g.Cin
+				copyShort(dst[x0*g.Cin:x1*g.Cin], row[o:])
+			}
+			if dy++; dy == st {
+				by, dy = by+1, 0
+			}
+		}
+	}
+}
+
+// backward propagates grad (d loss / d features, float64) through the
+// layers into their parameters' gradients.
+func (c *convTrain32) backward(grad []float64) {
+	batch, last := c.batch, len(c.layers)-1
+	c.layers[last].dy = grow32(c.layers[last].dy, len(grad))
+	narrow(c.layers[last].dy, grad)
+	for i := last; i >= 0; i-- {
+		l, cl := &c.layers[i], c.net.convs[i]
+		cout := cl.kernel.Cols
+		reluMask32(l.dy, l.y)
+		addColSums(cl.bias.Grad[:cout], l.dy, cout)
+		var dx []float32
+		if i > 0 {
+			prev := &c.layers[i-1]
+			prev.dy = grow32(prev.dy, len(prev.y))
+			dx = prev.dy
+		}
+		if l.whole {
+			c.wholeBackward(i, dx)
+			continue
+		}
+		s, k := l.s, l.s.kw*l.s.cs
+		m := s.rows(batch)
+		s.expand(l.dy, batch, cout, l.prod[:m*cout])
+		// dW of kernel row r = dProdᵀ·A_r, computed transposed as
+		// [cout × k] from dProdᵀ.
+		c.dT = grow32(c.dT, cout*m)
+		transpose(l.prod, m, cout, cout, c.dT)
+		c.dW = grow32(c.dW, s.kh*cout*k)
+		clear(c.dW)
+		for r := 0; r < s.kh; r++ {
+			gemm32k(c.asm, cout, k, m, c.dT, m, l.blocks[r*s.ws*s.cs:], s.cs, c.dW[r*cout*k:(r+1)*cout*k], k, false)
+		}
+		s.addKernelGradT(c.dW, cout, cl.kernel.Grad)
+		if dx == nil {
+			continue
+		}
+		// dBlocks at block (r, j) on += dProd·W_rjᵀ.
+		l.wT = grow32(l.wT, s.kernelLen()*cout)
+		for bl := 0; bl < s.kh*s.kw; bl++ {
+			transpose(l.w[bl*s.cs*cout:], s.cs, cout, cout, l.wT[bl*cout*s.cs:(bl+1)*cout*s.cs])
+		}
+		l.dBlocks = grow32(l.dBlocks, batch*s.imageLen())
+		clear(l.dBlocks)
+		for r := 0; r < s.kh; r++ {
+			for j := 0; j < s.kw; j++ {
+				bl := r*s.kw + j
+				gemm32k(c.asm, m, s.cs, cout, l.prod, cout, l.wT[bl*cout*s.cs:(bl+1)*cout*s.cs], s.cs, l.dBlocks[(r*s.ws+j)*s.cs:], s.cs, false)
+			}
+		}
+		s.unpackImages(l.dBlocks, batch, dx)
+	}
+}
+
+// wholeBackward is the backward pass of layer i whose kernel covers the
+// image: dW = xᵀ·dy and, when dx is wanted, dx = dy·Wᵀ computed as
+// (W·dyᵀ)ᵀ, so that only the batch-sized operands are transposed.
+func (c *convTrain32) wholeBackward(i int, dx []float32) {
+	l, cl := &c.layers[i], c.net.convs[i]
+	batch, k, cout := c.batch, cl.geom.patch(), cl.kernel.Cols
+	x := l.x
+	if i > 0 {
+		x = c.layers[i-1].y
+	}
+	c.xT = grow32(c.xT, k*batch)
+	transpose(x, batch, k, k, c.xT)
+	c.dW = grow32(c.dW, k*cout)
+	clear(c.dW)
+	gemm32k(c.asm, k, cout, batch, c.xT, batch, l.dy, cout, c.dW, cout, false)
+	addWiden(cl.kernel.Grad[:k*cout], c.dW)
+	if dx == nil {
+		return
+	}
+	c.dT = grow32(c.dT, cout*batch)
+	transpose(l.dy, batch, cout, cout, c.dT)
+	clear(c.xT)
+	gemm32k(c.asm, k, batch, cout, l.w, cout, c.dT, batch, c.xT, batch, false)
+	transpose(c.xT, k, batch, batch, dx)
+}
+
+// addKernelGradT adds the rearranged, transposed kernel gradient dWT (for
+// each block row r, [cout × kw·cs]) into grad, the float64 gradient of the
+// kernel [KH·KW·Cin × cout]: packKernel's adjoint.
+func (s s2dGeom) addKernelGradT(dWT []float32, cout int, grad []float64) {
+	g, st, k := s.g, s.g.Stride, s.kw*s.cs
+	for ky := 0; ky < g.KH; ky++ {
+		rowT := dWT[ky/st*cout*k:]
+		for kx := 0; kx < g.KW; kx++ {
+			col := kx/st*s.cs + (ky%st*st+kx%st)*g.Cin
+			for ci := 0; ci < g.Cin; ci++ {
+				dst := grad[((ky*g.KW+kx)*g.Cin+ci)*cout:][:cout]
+				for o := range dst {
+					dst[o] += float64(rowT[o*k+col+ci])
+				}
+			}
+		}
+	}
+}
+
+// reluMask32 zeroes the gradients g where the ReLU output y is not
+// positive.
+func reluMask32(g, y []float32) {
+	y = y[:len(g)]
+	for i, v := range y {
+		// y ≥ 0, so y > 0 exactly when its bits are not all zero: keep
+		// g's bits then, without a branch.
+		b := math.Float32bits(v)
+		keep := uint32(int32(b|-b) >> 31)
+		g[i] = math.Float32frombits(math.Float32bits(g[i]) & keep)
+	}
+}
+
+// addColSums adds the column sums of x (rows of n values) to dst.
+func addColSums(dst []float64, x []float32, n int) {
+	for r := 0; r+n <= len(x); r += n {
+		for j, v := range x[r : r+n] {
+			dst[j] += float64(v)
+		}
+	}
+}
+
+// addWiden adds float64(src[i]) to dst[i].
+func addWiden(dst []float64, src []float32) {
+	src = src[:len(dst)]
+	for i, v := range src {
+		dst[i] += float64(v)
+	}
+}
+
+// conv32Backward is opConv32's backward pass.
+func (nd *node) conv32Backward() {
+	if nd.c32 == nil {
+		panic(fmt.Sprintf("models: float32 convolution node without its state (op %d)", nd.op))
+	}
+	nd.c32.backward(nd.out.Grad)
+}
