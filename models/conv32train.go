@@ -20,9 +20,9 @@ import (
 //     gradient as one product per kernel block (i, j), dProd·W_ijᵀ, added
 //     onto the rearranged images' gradient and moved back to image order.
 //
-// Every product is a plain (untransposed) float32 GEMM: operands that need
-// a transpose (the output gradient, the last layer's input) are small and
-// transposed explicitly. The parameters stay float64 (the model's public
+// The weight gradients use the kernels with A transposed (gemm32T), so
+// neither the output gradients nor the inputs are transposed; the last
+// layer's input gradient transposes only batch-sized operands. The parameters stay float64 (the model's public
 // weights and gradients are flat float64 vectors, which optimizers,
 // parameter servers and checkpoints share): the weights are narrowed to
 // float32 once per forward pass and the float32 gradients added into the
@@ -221,14 +221,12 @@ func (c *convTrain32) backward(grad []float64) {
 		s, k := l.s, l.s.kw*l.s.cs
 		m := s.rows(batch)
 		s.expand(l.dy, batch, cout, l.prod[:m*cout])
-		// dW of kernel row r = dProdᵀ·A_r, computed transposed as
-		// [cout × k] from dProdᵀ.
-		c.dT = grow32(c.dT, cout*m)
-		transpose(l.prod, m, cout, cout, c.dT)
+		// dW of kernel row r = A_rᵀ·dProd, computed transposed (dProdᵀ·A_r,
+		// [cout × k]) so that the product is k wide.
 		c.dW = grow32(c.dW, s.kh*cout*k)
 		clear(c.dW)
 		for r := 0; r < s.kh; r++ {
-			gemm32k(c.asm, cout, k, m, c.dT, m, l.blocks[r*s.ws*s.cs:], s.cs, c.dW[r*cout*k:(r+1)*cout*k], k, false)
+			gemm32T(c.asm, cout, k, m, l.prod, cout, l.blocks[r*s.ws*s.cs:], s.cs, c.dW[r*cout*k:(r+1)*cout*k], k)
 		}
 		s.addKernelGradT(c.dW, cout, cl.kernel.Grad)
 		if dx == nil {
@@ -261,15 +259,14 @@ func (c *convTrain32) wholeBackward(i int, dx []float32) {
 	if i > 0 {
 		x = c.layers[i-1].y
 	}
-	c.xT = grow32(c.xT, k*batch)
-	transpose(x, batch, k, k, c.xT)
 	c.dW = grow32(c.dW, k*cout)
 	clear(c.dW)
-	gemm32k(c.asm, k, cout, batch, c.xT, batch, l.dy, cout, c.dW, cout, false)
+	gemm32T(c.asm, k, cout, batch, x, k, l.dy, cout, c.dW, cout)
 	addWiden(cl.kernel.Grad[:k*cout], c.dW)
 	if dx == nil {
 		return
 	}
+	c.xT = grow32(c.xT, k*batch)
 	c.dT = grow32(c.dT, cout*batch)
 	transpose(l.dy, batch, cout, cout, c.dT)
 	clear(c.xT)

@@ -179,6 +179,57 @@ func TestConvNetFloat32TrainingGradients(t *testing.T) {
 	}
 }
 
+// TestGemm32TMatchesFloat64 checks the product with A transposed (the
+// AVX-512 kernels where present, and the portable loop) against float64
+// sums: leftover rows and masked columns, both loop orders (at most
+// smallM rows and more) and depths beyond one slice of kc32, with strides
+// wider than the operands.
+func TestGemm32TMatchesFloat64(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 2))
+	fill := func(n int) []float32 {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		return x
+	}
+	modes := []bool{false}
+	if haveAVX512 {
+		modes = append(modes, true)
+	}
+	for _, asm := range modes {
+		for _, sh := range [][3]int{{1, 1, 1}, {8, 32, 3}, {7, 19, 5}, {16, 128, 700}, {65, 16, 16}, {3, 33, 600}, {200, 70, 1}, {97, 256, 33}, {40, 64, 1100}} {
+			m, n, k := sh[0], sh[1], sh[2]
+			t.Run(fmt.Sprintf("asm=%v/%dx%dx%d", asm, m, n, k), func(t *testing.T) {
+				lda, ldb, ldc := m+2, n+1, n+3
+				a, b, c := fill(k*lda), fill(k*ldb), fill(m*ldc)
+				c0 := append([]float32(nil), c...)
+				gemm32T(asm, m, n, k, a, lda, b, ldb, c, ldc)
+				for i := 0; i < m; i++ {
+					for j := 0; j < ldc; j++ {
+						got := c[i*ldc+j]
+						if j >= n {
+							if got != c0[i*ldc+j] {
+								t.Fatalf("c[%d][%d] beyond the %d columns changed", i, j, n)
+							}
+							continue
+						}
+						want, mag := float64(c0[i*ldc+j]), math.Abs(float64(c0[i*ldc+j]))
+						for l := 0; l < k; l++ {
+							p := float64(a[l*lda+i]) * float64(b[l*ldb+j])
+							want += p
+							mag += math.Abs(p)
+						}
+						if math.Abs(float64(got)-want) > 1e-5*mag+1e-30 {
+							t.Fatalf("c[%d][%d] = %v, float64 %v (Σ|a·b| %v)", i, j, got, want, mag)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
 // TestConvNetFloat32TrainingAllocatesNothing checks that after its first
 // step the float32 training path reuses the tape's buffers.
 func TestConvNetFloat32TrainingAllocatesNothing(t *testing.T) {
