@@ -153,17 +153,36 @@ func (s s2dGeom) compact(prod []float32, batch, cout int, y []float32) {
 	}
 }
 
-// expand is compact's adjoint: it writes y's rows to their positions on the
-// rearranged grid in prod (m rows) and zeros elsewhere.
-func (s s2dGeom) expand(y []float32, batch, cout int, prod []float32) {
+// expandMasked is compact's adjoint with the ReLU's: it writes the output
+// gradient dy, zeroed where the output y is not positive, to its positions
+// on the rearranged grid in prod (m rows), and zeros elsewhere.
+func (s s2dGeom) expandMasked(dy, y []float32, batch, cout int, prod []float32) {
 	g := s.g
-	clear(prod)
 	for b := 0; b < batch; b++ {
 		for oy := 0; oy < g.OH; oy++ {
 			dst := (b*s.hs*s.ws + oy*s.ws) * cout
 			src := (b*g.OH + oy) * g.OW * cout
-			copy(prod[dst:dst+g.OW*cout], y[src:src+g.OW*cout])
+			n := g.OW * cout
+			maskInto(prod[dst:dst+n], dy[src:src+n], y[src:src+n])
+			// The dropped positions up to the next output row's first.
+			end := dst + s.ws*cout
+			if oy == g.OH-1 {
+				end = (b + 1) * s.hs * s.ws * cout
+			}
+			clear(prod[dst+n : min(end, len(prod))])
 		}
+	}
+}
+
+// maskInto writes g, zeroed where the ReLU output y is not positive, into
+// dst, without branches: y ≥ 0, so y > 0 exactly when its bits are not
+// all zero.
+func maskInto(dst, g, y []float32) {
+	g, y = g[:len(dst)], y[:len(dst)]
+	for i, v := range y {
+		b := math.Float32bits(v)
+		keep := uint32(int32(b|-b) >> 31)
+		dst[i] = math.Float32frombits(math.Float32bits(g[i]) & keep)
 	}
 }
 
@@ -206,8 +225,6 @@ func (c *convTrain32) backward(grad []float64) {
 	for i := last; i >= 0; i-- {
 		l, cl := &c.layers[i], c.net.convs[i]
 		cout := cl.kernel.Cols
-		reluMask32(l.dy, l.y)
-		addColSums(cl.bias.Grad[:cout], l.dy, cout)
 		var dx []float32
 		if i > 0 {
 			prev := &c.layers[i-1]
@@ -215,12 +232,15 @@ func (c *convTrain32) backward(grad []float64) {
 			dx = prev.dy
 		}
 		if l.whole {
+			reluMask32(l.dy, l.y)
+			addColSums(cl.bias.Grad[:cout], l.dy, cout)
 			c.wholeBackward(i, dx)
 			continue
 		}
 		s, k := l.s, l.s.kw*l.s.cs
 		m := s.rows(batch)
-		s.expand(l.dy, batch, cout, l.prod[:m*cout])
+		s.expandMasked(l.dy, l.y, batch, cout, l.prod[:m*cout])
+		addColSums(cl.bias.Grad[:cout], l.prod[:m*cout], cout)
 		// dW of kernel row r = A_rᵀ·dProd, computed transposed (dProdᵀ·A_r,
 		// [cout × k]) so that the product is k wide.
 		c.dW = grow32(c.dW, s.kh*cout*k)
@@ -259,10 +279,18 @@ func (c *convTrain32) wholeBackward(i int, dx []float32) {
 	if i > 0 {
 		x = c.layers[i-1].y
 	}
-	c.dW = grow32(c.dW, k*cout)
-	clear(c.dW)
-	gemm32T(c.asm, k, cout, batch, x, k, l.dy, cout, c.dW, cout)
-	addWiden(cl.kernel.Grad[:k*cout], c.dW)
+	// dW a block of rows at a time, each added into the float64 gradient
+	// while it is in cache: the float32 gradient of the whole kernel is
+	// never written out.
+	const rows = 64
+	c.dW = grow32(c.dW, rows*cout)
+	for i0 := 0; i0 < k; i0 += rows {
+		n := min(rows, k-i0)
+		dW := c.dW[:n*cout]
+		clear(dW)
+		gemm32T(c.asm, n, cout, batch, x[i0:], k, l.dy, cout, dW, cout)
+		addWiden(cl.kernel.Grad[i0*cout:(i0+n)*cout], dW)
+	}
 	if dx == nil {
 		return
 	}
@@ -296,14 +324,7 @@ func (s s2dGeom) addKernelGradT(dWT []float32, cout int, grad []float64) {
 // reluMask32 zeroes the gradients g where the ReLU output y is not
 // positive.
 func reluMask32(g, y []float32) {
-	y = y[:len(g)]
-	for i, v := range y {
-		// y ≥ 0, so y > 0 exactly when its bits are not all zero: keep
-		// g's bits then, without a branch.
-		b := math.Float32bits(v)
-		keep := uint32(int32(b|-b) >> 31)
-		g[i] = math.Float32frombits(math.Float32bits(g[i]) & keep)
-	}
+	maskInto(g, g, y)
 }
 
 // addColSums adds the column sums of x (rows of n values) to dst.
