@@ -107,9 +107,18 @@ func (c *convTrain32) forward() {
 			} else {
 				x = c.layers[i-1].y
 			}
+			fillRows(l.y, l.b, batch)
+			if c.asm && batch <= smallM {
+				// Few rows: the kernels narrow the weights as they
+				// stream them (as acting does), and the backward pass
+				// narrows them again a block at a time; no float32 copy
+				// of the whole kernel is written.
+				gemm32d(batch, cout, g.patch(), x, g.patch(), cl.kernel.Data, cout, l.y, cout, true)
+				l.w = l.w[:0]
+				continue
+			}
 			l.w = grow32(l.w, len(cl.kernel.Data))
 			narrow(l.w, cl.kernel.Data)
-			fillRows(l.y, l.b, batch)
 			gemm32k(c.asm, batch, cout, g.patch(), x, g.patch(), l.w, cout, l.y, cout, true)
 			continue
 		}
@@ -294,12 +303,34 @@ func (c *convTrain32) wholeBackward(i int, dx []float32) {
 	if dx == nil {
 		return
 	}
-	c.xT = grow32(c.xT, k*batch)
+	// dxᵀ = W·dyᵀ a block of the kernel's rows at a time (narrowed first
+	// when the forward pass kept no float32 copy), each block transposed
+	// into dx while in cache.
 	c.dT = grow32(c.dT, cout*batch)
 	transpose(l.dy, batch, cout, cout, c.dT)
-	clear(c.xT)
-	gemm32k(c.asm, k, batch, cout, l.w, cout, c.dT, batch, c.xT, batch, false)
-	transpose(c.xT, k, batch, batch, dx)
+	c.xT = grow32(c.xT, rows*batch)
+	var wb []float32
+	if len(l.w) == 0 {
+		c.dW = grow32(c.dW, rows*cout)
+	}
+	for i0 := 0; i0 < k; i0 += rows {
+		n := min(rows, k-i0)
+		if len(l.w) == 0 {
+			wb = c.dW[:n*cout]
+			narrow(wb, cl.kernel.Data[i0*cout:(i0+n)*cout])
+		} else {
+			wb = l.w[i0*cout : (i0+n)*cout]
+		}
+		xT := c.xT[:n*batch]
+		clear(xT)
+		gemm32k(c.asm, n, batch, cout, wb, cout, c.dT, batch, xT, batch, false)
+		for b := 0; b < batch; b++ {
+			row := dx[b*k+i0 : b*k+i0+n]
+			for j := range row {
+				row[j] = xT[j*batch+b]
+			}
+		}
+	}
 }
 
 // addKernelGradT adds the rearranged, transposed kernel gradient dWT (for
