@@ -40,6 +40,7 @@ type convTrain32 struct {
 	xT     []float32 // scratch for transposes
 	dT     []float32
 	dW     []float32 // a layer's weight gradient before it is widened
+	ones   []float32 // ones, to sum columns with the kernels
 }
 
 // layer32 is one convolutional layer's float32 buffers.
@@ -127,17 +128,25 @@ func (c *convTrain32) forward() {
 		l.w = grow32(l.w, s.kernelLen()*cout)
 		s.packKernel(cl.kernel.Data, cout, l.w)
 		l.blocks = grow32(l.blocks, batch*s.imageLen())
-		if i == 0 {
-			packImages(s, c.obs, 0, batch, l.blocks)
-		} else {
-			packImages(s, c.layers[i-1].y, 0, batch, l.blocks)
-		}
-		m := s.rows(batch)
-		l.prod = grow32(l.prod, m*cout)
-		fillRows(l.prod, l.b, m)
+		l.prod = grow32(l.prod, s.rows(batch)*cout)
 		k := s.kw * s.cs
-		for r := 0; r < s.kh; r++ {
-			gemm32k(c.asm, m, cout, k, l.blocks[r*s.ws*s.cs:], s.cs, l.w[r*k*cout:(r+1)*k*cout], cout, l.prod, cout, r == s.kh-1)
+		// A few images at a time (s.chunk), so that their rearranged
+		// pixels and products stay in cache between the kernel rows.
+		step := s.chunk(batch, cout)
+		for b0 := 0; b0 < batch; b0 += step {
+			b1 := min(b0+step, batch)
+			blk := l.blocks[b0*s.imageLen():]
+			if i == 0 {
+				packImages(s, c.obs, b0, b1, blk)
+			} else {
+				packImages(s, c.layers[i-1].y, b0, b1, blk)
+			}
+			off, mc := b0*s.hs*s.ws, s.rows(b1-b0)
+			prod := l.prod[off*cout : (off+mc)*cout]
+			fillRows(prod, l.b, mc)
+			for r := 0; r < s.kh; r++ {
+				gemm32k(c.asm, mc, cout, k, blk[r*s.ws*s.cs:], s.cs, l.w[r*k*cout:(r+1)*k*cout], cout, prod, cout, r == s.kh-1)
+			}
 		}
 		s.compact(l.prod, batch, cout, l.y)
 	}
@@ -164,19 +173,20 @@ func (s s2dGeom) compact(prod []float32, batch, cout int, y []float32) {
 
 // expandMasked is compact's adjoint with the ReLU's: it writes the output
 // gradient dy, zeroed where the output y is not positive, to its positions
-// on the rearranged grid in prod (m rows), and zeros elsewhere.
-func (s s2dGeom) expandMasked(dy, y []float32, batch, cout int, prod []float32) {
+// on the rearranged grid in prod (images b0 to b1, from b0's first row on),
+// and zeros elsewhere.
+func (s s2dGeom) expandMasked(dy, y []float32, b0, b1, cout int, prod []float32) {
 	g := s.g
-	for b := 0; b < batch; b++ {
+	for b := b0; b < b1; b++ {
 		for oy := 0; oy < g.OH; oy++ {
-			dst := (b*s.hs*s.ws + oy*s.ws) * cout
+			dst := ((b-b0)*s.hs*s.ws + oy*s.ws) * cout
 			src := (b*g.OH + oy) * g.OW * cout
 			n := g.OW * cout
 			maskInto(prod[dst:dst+n], dy[src:src+n], y[src:src+n])
 			// The dropped positions up to the next output row's first.
 			end := dst + s.ws*cout
 			if oy == g.OH-1 {
-				end = (b + 1) * s.hs * s.ws * cout
+				end = (b - b0 + 1) * s.hs * s.ws * cout
 			}
 			clear(prod[dst+n : min(end, len(prod))])
 		}
@@ -195,17 +205,17 @@ func maskInto(dst, g, y []float32) {
 	}
 }
 
-// unpackImages is packImages' adjoint for one batch: it moves the
-// gradient of the rearranged images (dBlocks) back to image order in dx
-// [batch × H·W·Cin]. Each image pixel has one place in the rearrangement;
+// unpackImages is packImages' adjoint: it moves the gradient of the
+// rearranged images b0 to b1 (dBlocks, from b0's on) back to image order in
+// dx [batch × H·W·Cin]. Each image pixel has one place in the rearrangement;
 // pixels left out of it (read by no output) get zero.
-func (s s2dGeom) unpackImages(dBlocks []float32, batch int, dx []float32) {
+func (s s2dGeom) unpackImages(dBlocks []float32, b0, b1 int, dx []float32) {
 	g, st := s.g, s.g.Stride
 	imgLen := g.H * g.W * g.Cin
-	clear(dx[:batch*imgLen])
-	for b := 0; b < batch; b++ {
+	for b := b0; b < b1; b++ {
 		img := dx[b*imgLen : (b+1)*imgLen]
-		src := dBlocks[b*s.imageLen() : (b+1)*s.imageLen()]
+		clear(img)
+		src := dBlocks[(b-b0)*s.imageLen() : (b-b0+1)*s.imageLen()]
 		by, dy := g.PadTop/st, g.PadTop%st
 		for y := 0; y < g.H && by < s.hs; y++ {
 			row := src[by*s.ws*s.cs+dy*st*g.Cin:]
@@ -247,34 +257,50 @@ func (c *convTrain32) backward(grad []float64) {
 			continue
 		}
 		s, k := l.s, l.s.kw*l.s.cs
-		m := s.rows(batch)
-		s.expandMasked(l.dy, l.y, batch, cout, l.prod[:m*cout])
-		addColSums(cl.bias.Grad[:cout], l.prod[:m*cout], cout)
-		// dW of kernel row r = A_rᵀ·dProd, computed transposed (dProdᵀ·A_r,
-		// [cout × k]) so that the product is k wide.
-		c.dW = grow32(c.dW, s.kh*cout*k)
+		c.dW = grow32(c.dW, s.kh*cout*k+cout)
 		clear(c.dW)
-		for r := 0; r < s.kh; r++ {
-			gemm32T(c.asm, cout, k, m, l.prod, cout, l.blocks[r*s.ws*s.cs:], s.cs, c.dW[r*cout*k:(r+1)*cout*k], k)
-		}
-		s.addKernelGradT(c.dW, cout, cl.kernel.Grad)
-		if dx == nil {
-			continue
-		}
-		// dBlocks at block (r, j) on += dProd·W_rjᵀ.
-		l.wT = grow32(l.wT, s.kernelLen()*cout)
-		for bl := 0; bl < s.kh*s.kw; bl++ {
-			transpose(l.w[bl*s.cs*cout:], s.cs, cout, cout, l.wT[bl*cout*s.cs:(bl+1)*cout*s.cs])
-		}
-		l.dBlocks = grow32(l.dBlocks, batch*s.imageLen())
-		clear(l.dBlocks)
-		for r := 0; r < s.kh; r++ {
-			for j := 0; j < s.kw; j++ {
-				bl := r*s.kw + j
-				gemm32k(c.asm, m, s.cs, cout, l.prod, cout, l.wT[bl*cout*s.cs:(bl+1)*cout*s.cs], s.cs, l.dBlocks[(r*s.ws+j)*s.cs:], s.cs, false)
+		dW, db := c.dW[:s.kh*cout*k], c.dW[s.kh*cout*k:]
+		if dx != nil {
+			// For dBlocks at block (r, j) on += dProd·W_rjᵀ.
+			l.wT = grow32(l.wT, s.kernelLen()*cout)
+			for bl := 0; bl < s.kh*s.kw; bl++ {
+				transpose(l.w[bl*s.cs*cout:], s.cs, cout, cout, l.wT[bl*cout*s.cs:(bl+1)*cout*s.cs])
 			}
 		}
-		s.unpackImages(l.dBlocks, batch, dx)
+		step := s.chunk(batch, cout)
+		c.ones = grow32(c.ones, s.rows(step))
+		for j := range c.ones {
+			c.ones[j] = 1
+		}
+		for b0 := 0; b0 < batch; b0 += step {
+			b1 := min(b0+step, batch)
+			off, mc := b0*s.hs*s.ws, s.rows(b1-b0)
+			prod := l.prod[off*cout : (off+mc)*cout]
+			blk := l.blocks[b0*s.imageLen():]
+			s.expandMasked(l.dy, l.y, b0, b1, cout, prod)
+			// The bias gradient: the column sums of dProd, as 1ᵀ·dProd.
+			gemm32T(c.asm, 1, cout, mc, c.ones, 1, prod, cout, db, cout)
+			// dW of kernel row r = A_rᵀ·dProd, computed transposed
+			// (dProdᵀ·A_r, [cout × k]) so that the product is k wide.
+			for r := 0; r < s.kh; r++ {
+				gemm32T(c.asm, cout, k, mc, prod, cout, blk[r*s.ws*s.cs:], s.cs, dW[r*cout*k:(r+1)*cout*k], k)
+			}
+			if dx == nil {
+				continue
+			}
+			l.dBlocks = grow32(l.dBlocks, step*s.imageLen())
+			dBlk := l.dBlocks[:(b1-b0)*s.imageLen()]
+			clear(dBlk)
+			for r := 0; r < s.kh; r++ {
+				for j := 0; j < s.kw; j++ {
+					bl := r*s.kw + j
+					gemm32k(c.asm, mc, s.cs, cout, prod, cout, l.wT[bl*cout*s.cs:(bl+1)*cout*s.cs], s.cs, dBlk[(r*s.ws+j)*s.cs:], s.cs, false)
+				}
+			}
+			s.unpackImages(dBlk, b0, b1, dx)
+		}
+		s.addKernelGradT(dW, cout, cl.kernel.Grad)
+		addWiden(cl.bias.Grad[:cout], db)
 	}
 }
 
