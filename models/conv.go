@@ -129,7 +129,8 @@ type convLayer struct {
 // [H, W, C]: convolutional layers (ModelOptions.ConvFilters, ReLU), then a
 // FullyConnected network (Hiddens, heads, free log-std, value function) on
 // the flattened features. The value function shares the convolutional
-// layers.
+// layers. Where the CPU has AVX-512 the convolutional layers compute in
+// float32 (see the package documentation and ModelOptions.ConvFloat64).
 type ConvNet struct {
 	convs []convLayer
 	fc    *FullyConnected
