@@ -10,10 +10,10 @@ import (
 // computes forward and backward passes in float32, with the space-to-depth
 // convolutions of the acting path (conv32.go) and their adjoints:
 //
-//   - forward: each strided layer rearranges its whole batch space to depth
-//     (kept for the backward pass) and multiplies each of its kernel rows;
-//     a layer whose kernel covers the image is one product. Activations are
-//     kept in float32.
+//   - forward: each strided layer rearranges its batch space to depth (kept
+//     for the backward pass) and multiplies each of its kernel rows, a few
+//     images at a time so that they stay in cache; a layer whose kernel
+//     covers the image is one product. Activations are kept in float32.
 //   - backward: the ReLU mask, the bias gradient as column sums, the weight
 //     gradient of kernel row i as dProdᵀ·A_i (A_i the rearranged images from
 //     block row i on, rows overlapping one pixel apart), and the input
@@ -22,12 +22,16 @@ import (
 //
 // The weight gradients use the kernels with A transposed (gemm32T), so
 // neither the output gradients nor the inputs are transposed; the last
-// layer's input gradient transposes only batch-sized operands. The parameters stay float64 (the model's public
-// weights and gradients are flat float64 vectors, which optimizers,
-// parameter servers and checkpoints share): the weights are narrowed to
-// float32 once per forward pass and the float32 gradients added into the
-// float64 ones once per backward pass. The fully connected heads train in
-// float64 on the widened features.
+// layer's input gradient transposes only batch-sized blocks.
+//
+// The parameters stay float64: the model's public weights and gradients
+// are flat float64 vectors, which optimizers, parameter servers, gradient
+// shipping and checkpoints share. The strided layers' weights are narrowed
+// once per forward pass; the image-sized last layer's are narrowed as the
+// kernels stream them (and again, a block at a time, for its input
+// gradient). The float32 gradients are added into the float64 ones once
+// per backward pass. The fully connected heads train in float64 on the
+// widened features.
 
 // convTrain32 is one opConv32 operation's state, owned by its tape slot and
 // reused by the next step's operation in that slot.
@@ -47,14 +51,14 @@ type convTrain32 struct {
 type layer32 struct {
 	s       s2dGeom   // strided layers: the space-to-depth geometry
 	whole   bool      // the kernel covers the image (ConvGeom.whole)
-	w       []float32 // weights: rearranged [kh·kw·cs × cout], or [patch × cout] when whole
+	w       []float32 // weights: rearranged [kh·kw·cs × cout], or [patch × cout] when whole (empty when streamed)
 	wT      []float32 // strided: each block (i, j)'s weights transposed, [cout × cs]
 	b       []float32
 	x       []float32 // whole layers on the observations: them narrowed
 	blocks  []float32 // strided: the batch rearranged space to depth
 	prod    []float32 // strided: products on the rearranged grid, then their gradient
 	y, dy   []float32 // output after ReLU and its gradient [batch × OH·OW·cout]
-	dBlocks []float32 // strided, not first: the rearranged images' gradient
+	dBlocks []float32 // strided, not first: a chunk's rearranged images' gradient
 }
 
 // train32 reports whether a forward pass of n on t takes the float32
