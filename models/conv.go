@@ -129,12 +129,29 @@ type convLayer struct {
 // [H, W, C]: convolutional layers (ModelOptions.ConvFilters, ReLU), then a
 // FullyConnected network (Hiddens, heads, free log-std, value function) on
 // the flattened features. The value function shares the convolutional
-// layers.
+// layers. Where the CPU has AVX-512 the convolutional layers compute in
+// float32 (see the package documentation and ModelOptions.ConvFloat64).
 type ConvNet struct {
 	convs []convLayer
 	fc    *FullyConnected
 	in    int
+	prec  convPrecision
 }
+
+// convPrecision is the arithmetic of a ConvNet's convolutional layers.
+type convPrecision uint8
+
+const (
+	// precAuto: float32 (training and acting) where the CPU has AVX-512,
+	// float64 elsewhere.
+	precAuto convPrecision = iota
+	// prec64: float64 throughout (ModelOptions.ConvFloat64), the
+	// reference path.
+	prec64
+	// prec32Portable: float32 training with the portable loops, whatever
+	// the CPU (tests use it to check them).
+	prec32Portable
+)
 
 // NewConvNet builds a ConvNet for observations of shape [h, w, c].
 func NewConvNet(obsShape []int, numOutputs int, opts ModelOptions, seed uint64) (*ConvNet, error) {
@@ -162,6 +179,9 @@ func NewConvNet(obsShape []int, numOutputs int, opts ModelOptions, seed uint64) 
 	}
 	p, rng := NewParams(), newRand(seed)
 	n := &ConvNet{in: obsShape[0] * obsShape[1] * obsShape[2]}
+	if opts.ConvFloat64 {
+		n.prec = prec64
+	}
 	gain := 1.0
 	if opts.Init == InitNameOrthogonal || opts.Init == "" {
 		gain = math.Sqrt2
@@ -198,8 +218,11 @@ func (n *ConvNet) Forward(t *Tape, obs *Tensor) Output {
 	if obs.Cols != n.in {
 		panic(fmt.Sprintf("models: ConvNet with %d inputs got observations %s", n.in, obs.shape()))
 	}
-	if use32(t) {
+	if n.prec != prec64 && use32(t) {
 		return n.fc.Forward(t, n.features32(t, obs))
+	}
+	if use, asm := n.train32(t, obs); use {
+		return n.fc.Forward(t, n.features32Train(t, obs, asm))
 	}
 	h := obs
 	for _, l := range n.convs {

@@ -126,6 +126,8 @@ func packImages[F float32 | float64](s s2dGeom, x []F, b0, b1 int, dst []float32
 	g, st := s.g, s.g.Stride
 	clear(dst[:(b1-b0)*s.imageLen()])
 	imgLen := g.H * g.W * g.Cin
+	_, f64 := any(x).([]float64)
+	wide := f64 && haveAVX512 && st*g.Cin >= 16
 	for b := b0; b < b1; b++ {
 		img := x[b*imgLen : (b+1)*imgLen]
 		out := dst[(b-b0)*s.imageLen() : (b-b0+1)*s.imageLen()]
@@ -142,6 +144,12 @@ func packImages[F float32 | float64](s s2dGeom, x []F, b0, b1 int, dst []float32
 					continue
 				}
 				o := bx*s.cs + (x0+g.PadLeft-bx*st)*g.Cin
+				if wide {
+					// 16 values or more (the 84×84×4 stack's first
+					// layer): the vector conversion.
+					narrow(row[o:o+(x1-x0)*g.Cin], any(src[x0*g.Cin:(x1)*g.Cin]).([]float64))
+					continue
+				}
 				narrowShort(row[o:o+(x1-x0)*g.Cin], src[x0*g.Cin:])
 			}
 			if dy++; dy == st {

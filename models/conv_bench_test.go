@@ -41,14 +41,30 @@ func randValues(n int) []float64 {
 // BenchmarkConvNetDefault42TrainStep measures forward, loss (mean squared
 // policy outputs plus mean squared values), backward and Adam for the
 // default 42×42 network on a batch of 32.
-func BenchmarkConvNetDefault42TrainStep(b *testing.B) { benchConvTrain(b, []int{42, 42, 1}) }
+func BenchmarkConvNetDefault42TrainStep(b *testing.B) { benchConvTrain(b, []int{42, 42, 1}, false) }
 
 // BenchmarkConvNetDefault84TrainStep is the same for the default 84×84×4
 // network.
-func BenchmarkConvNetDefault84TrainStep(b *testing.B) { benchConvTrain(b, []int{84, 84, 4}) }
+func BenchmarkConvNetDefault84TrainStep(b *testing.B) { benchConvTrain(b, []int{84, 84, 4}, false) }
 
-func benchConvTrain(b *testing.B, shape []int) {
+// BenchmarkConvNetDefault42TrainStepFloat64 is
+// BenchmarkConvNetDefault42TrainStep with the convolutions in float64
+// (conv_float64), the reference path.
+func BenchmarkConvNetDefault42TrainStepFloat64(b *testing.B) {
+	benchConvTrain(b, []int{42, 42, 1}, true)
+}
+
+// BenchmarkConvNetDefault84TrainStepFloat64 is the same for the default
+// 84×84×4 network.
+func BenchmarkConvNetDefault84TrainStepFloat64(b *testing.B) {
+	benchConvTrain(b, []int{84, 84, 4}, true)
+}
+
+func benchConvTrain(b *testing.B, shape []int, float64Convs bool) {
 	m := newDefaultConvNet(b, shape)
+	if float64Convs {
+		m.prec = prec64
+	}
 	const n = 32
 	in := m.NumInputs()
 	obs := randValues(n * in)

@@ -134,6 +134,7 @@ func TestConvNetFromCatalog(t *testing.T) {
 		t.Fatalf("filters marshal to %s", b)
 	}
 	opts.Value = true
+	opts.ConvFloat64 = true // the reference path, checked to float64 precision
 	m, err := NewModel([]int{7, 7, 2}, 3, opts, 1)
 	if err != nil {
 		t.Fatal(err)

@@ -314,7 +314,7 @@ func (nd *node) wholeBackward() {
 // transpose writes the transpose of the rows×cols matrix a (row stride
 // lda) into t (cols×rows, contiguous), in 8×8 tiles so that both sides are
 // read and written a cache line at a time.
-func transpose(a []float64, rows, cols, lda int, t []float64) {
+func transpose[F float32 | float64](a []F, rows, cols, lda int, t []F) {
 	const tile = 8
 	t = t[:rows*cols]
 	for i0 := 0; i0 < rows; i0 += tile {

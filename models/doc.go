@@ -110,12 +110,22 @@
 // Dist.Sample(rng, o.Out.Data, actions) and Dist.LogProb(o.Out.Data,
 // actions, logp).
 //
-// On a no-grad tape a ConvNet computes its convolutions in float32 where
-// the CPU has AVX-512 (observations and weights narrowed as they are read,
-// the features widened back for the float64 heads): acting needs no
-// float64 and runs about twice as fast. Its outputs differ from the
-// training forward pass by float32 rounding (relative 1e-6 or so); PPO's
-// importance ratios absorb that. Training is float64 throughout.
+// A ConvNet computes its convolutions in float32 where the CPU has
+// AVX-512, acting and training alike (observations and weights narrowed as
+// they are read, the features widened back for the float64 heads). In
+// training the convolutional layers are one tape operation whose forward
+// and backward passes run in float32 and whose weight gradients are added
+// into the float64 ones: the parameters, their gradients and the
+// optimizer's state stay float64, the flat vectors that optimizers,
+// parameter servers, A3C's gradient shipping and checkpoints share. A
+// training step of the catalog's default nets takes about half the time
+// of the float64 path; outputs and gradients differ from it by float32
+// rounding (relative 1e-6 to 1e-5), and the same network learns the same
+// way (TestConvNetFloat32LearnsAsFloat64). The model option conv_float64
+// (ModelOptions.ConvFloat64) keeps the convolutions in float64, the
+// reference path; without AVX-512 (or built with -tags purego) they are
+// float64 too, since the portable float32 loops would be slower than the
+// float64 kernels.
 //
 // # Other algorithms
 //

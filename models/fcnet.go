@@ -36,6 +36,12 @@ type ModelOptions struct {
 	// an error for other sizes. Filters that do not fit the observations
 	// are an error when the model is built, naming what would fit.
 	ConvFilters []ConvFilter `json:"conv_filters"`
+	// ConvFloat64 computes the convolutional layers in float64 when
+	// training and acting. By default they compute in float32 where the
+	// CPU has AVX-512 (the weights, their gradients and the optimizer's
+	// state stay float64), which trains as well and about twice as fast;
+	// float64 is the reference the float32 path is tested against.
+	ConvFloat64 bool `json:"conv_float64"`
 	// CustomModel names a model built outside the catalog, by the
 	// ModelResolver registered for its prefix: "plugin:<path>" is a model
 	// plugin (package plugins registers that prefix). Empty: the catalog's

@@ -15,10 +15,16 @@ const kc32 = 512
 // block is still in registers. It runs the AVX-512 kernels where the CPU
 // has them and a portable loop elsewhere.
 func gemm32(m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, relu bool) {
+	gemm32k(haveAVX512, m, n, k, a, lda, b, ldb, c, ldc, relu)
+}
+
+// gemm32k is gemm32 with the kernels chosen by the caller: the AVX-512
+// ones with asm (which needs haveAVX512), else the portable loop.
+func gemm32k(asm bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, relu bool) {
 	if !checkGemm32(m, n, k, len(a), lda, len(b), ldb, len(c), ldc) {
 		return
 	}
-	if haveAVX512 && k > 0 {
+	if asm && k > 0 {
 		gemm32Asm(m, n, k, a, lda, b, ldb, c, ldc, relu)
 		return
 	}
@@ -171,5 +177,65 @@ func widen(dst []float64, src []float32) {
 	dst = dst[:len(src)]
 	for i, v := range src {
 		dst[i] = float64(v)
+	}
+}
+
+// gemm32T sets C to C + Aᵀ·B for row-major float32 matrices, A stored k×m
+// (row stride lda), B k×n and C m×n: the weight gradients of the training
+// path, whose A (a layer's inputs or output gradients) is stored with the
+// product's depth as its rows. With asm it runs the AVX-512 kernels
+// (which need haveAVX512), blocked like gemm32Asm; else a portable loop.
+func gemm32T(asm bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+	if m == 0 || n == 0 || k == 0 {
+		return
+	}
+	if (k-1)*lda+m > len(a) || (k-1)*ldb+n > len(b) || (m-1)*ldc+n > len(c) {
+		panic(fmt.Sprintf("models: gemm32T %dx%dx%d: operands too short (%d, %d, %d)", m, n, k, len(a), len(b), len(c)))
+	}
+	if !asm {
+		for l := 0; l < k; l++ {
+			bl := b[l*ldb : l*ldb+n]
+			for i, av := range a[l*lda : l*lda+m] {
+				ci := c[i*ldc : i*ldc+n]
+				for j, bv := range bl {
+					ci[j] += av * bv
+				}
+			}
+		}
+		return
+	}
+	m8 := m &^ 7
+	lo := float32(math.Inf(-1))
+	for k0 := 0; k0 < k; k0 += kc32 {
+		kb := min(kc32, k-k0)
+		if m <= smallM {
+			for j := 0; j < n; j += 32 {
+				mask := uint64(1)<<min(32, n-j) - 1
+				bj := &b[k0*ldb+j]
+				for i := 0; i < m8; i += 8 {
+					kern8x32ft(kb, &a[k0*lda+i], lda, bj, ldb, &c[i*ldc+j], ldc, mask, lo)
+				}
+				for i := m8; i < m; i++ {
+					kern1x32ft(kb, &a[k0*lda+i], lda, bj, ldb, &c[i*ldc+j], mask, lo)
+				}
+			}
+			continue
+		}
+		for i := 0; i < m; {
+			ai, ci := &a[k0*lda+i], i*ldc
+			for j := 0; j < n; j += 32 {
+				mask := uint64(1)<<min(32, n-j) - 1
+				if i < m8 {
+					kern8x32ft(kb, ai, lda, &b[k0*ldb+j], ldb, &c[ci+j], ldc, mask, lo)
+				} else {
+					kern1x32ft(kb, ai, lda, &b[k0*ldb+j], ldb, &c[ci+j], mask, lo)
+				}
+			}
+			if i < m8 {
+				i += 8
+			} else {
+				i++
+			}
+		}
 	}
 }

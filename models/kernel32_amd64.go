@@ -22,3 +22,9 @@ func kern1x32fd(k int, a *float32, b *float64, ldb int, c *float32, mask uint64,
 //
 //go:noescape
 func narrow8(dst []float32, src []float64)
+
+//go:noescape
+func kern8x32ft(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, mask uint64, lo float32)
+
+//go:noescape
+func kern1x32ft(k int, a *float32, lda int, b *float32, ldb int, c *float32, mask uint64, lo float32)

@@ -23,3 +23,11 @@ func kern1x32fd(k int, a *float32, b *float64, ldb int, c *float32, mask uint64,
 }
 
 func narrow8(dst []float32, src []float64) { panic("models: narrow8 without assembly") }
+
+func kern8x32ft(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, mask uint64, lo float32) {
+	panic("models: kern8x32ft without assembly")
+}
+
+func kern1x32ft(k int, a *float32, lda int, b *float32, ldb int, c *float32, mask uint64, lo float32) {
+	panic("models: kern1x32ft without assembly")
+}

@@ -486,6 +486,8 @@ func (nd *node) backward() {
 		nd.binaryBackward()
 	case opConv:
 		nd.convBackward()
+	case opConv32:
+		nd.conv32Backward()
 	case opLSTM:
 		nd.lstmBackward()
 	case opAddScalar, opScale, opTanh, opRelu, opSigmoid, opExp, opLog, opSquare, opSqrt, opAbs, opClip, opHuber:

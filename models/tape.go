@@ -85,6 +85,7 @@ const (
 	opRepeatRows
 	opFunc
 	opConv
+	opConv32
 	opLSTM
 )
 
@@ -102,10 +103,11 @@ type node struct {
 	ints    []int
 	fn      Func
 	conv    ConvGeom
-	aux     []float64 // Conv2D's unfolded patches
-	aux2    []float64 // Conv2D's patch gradients
-	aux3    []float64 // LSTM's gate gradients
-	scratch []float64 // gemm's workspace: transposed weights, a column
+	aux     []float64    // Conv2D's unfolded patches
+	aux2    []float64    // Conv2D's patch gradients
+	aux3    []float64    // LSTM's gate gradients
+	scratch []float64    // gemm's workspace: transposed weights, a column
+	c32     *convTrain32 // the float32 convolutions' state (conv32train.go)
 }
 
 // push takes the next slot and shapes its result; the result needs a
