@@ -8,9 +8,13 @@ import (
 )
 
 // precModes are the float32 training variants to check: the portable
-// loops always, the AVX-512 kernels where the CPU has them.
+// loops (under -race only where there are no AVX-512 kernels), the
+// AVX-512 kernels where the CPU has them.
 func precModes() map[string]convPrecision {
-	m := map[string]convPrecision{"portable": prec32Portable}
+	m := map[string]convPrecision{}
+	if !raceEnabled || !haveAVX512 {
+		m["portable"] = prec32Portable
+	}
 	if haveAVX512 {
 		m["avx512"] = precAuto
 	}
