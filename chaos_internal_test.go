@@ -192,9 +192,19 @@ func TestChaos(t *testing.T) {
 		live = slices.Delete(live, i, i+1)
 		killed := time.Now()
 		c.KillNode(victim.Index)
+		type result struct {
+			all, driver time.Duration
+			err         error
+		}
+		measured := make(chan result, 1)
+		go func() {
+			all, driver, err := waitBalance(c, drv, self, victim.ID, killed)
+			measured <- result{all, driver, err}
+		}()
 		repl := c.AddNode()
 		live = append(live, repl.Index)
-		d, dd, err := waitBalance(c, drv, self, victim.ID, killed)
+		r := <-measured
+		d, dd, err := r.all, r.driver, r.err
 		if err != nil {
 			t.Errorf("kill %d (node %d, %s): %v", len(balance)+1, victim.Index, victim.ID, err)
 			continue
@@ -267,12 +277,17 @@ func sameRes(avail, total, held task.Resources) bool {
 // nodes only).
 func waitBalance(c *clustertest.Cluster, drv *node.Node, self, dead string, killed time.Time) (all, driver time.Duration, err error) {
 	deadline := killed.Add(60 * time.Second)
+	reasons := map[string]int{}
 	for {
 		ok, why := driverBalanced(drv, self, dead)
 		if ok {
 			driver = time.Since(killed)
+			if driver > time.Second {
+				fmt.Fprintf(os.Stderr, "chaos: the driver took %v to balance: %v\n", driver, reasons)
+			}
 			break
 		}
+		reasons[why]++
 		if time.Now().After(deadline) {
 			return 0, 0, errors.New("the driver's scheduler is not in balance within 60 s: " + why)
 		}
