@@ -183,7 +183,7 @@ func (n *Node) step() {
 		for _, e := range n.core.Effects() {
 			n.apply(e)
 		}
-		for _, a := range n.waits.Effects() {
+		for a, ok := n.waits.Next(); ok; a, ok = n.waits.Next() {
 			n.answer(a)
 		}
 	}

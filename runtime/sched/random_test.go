@@ -72,9 +72,10 @@ func (s *sim) effects() {
 // effectsOnce carries out the effects of the core and the Waits pending now,
 // and reports whether there were any.
 func (s *sim) effectsOnce() bool {
-	es, as := s.c.Effects(), s.w.ws.Effects()
-	for _, a := range as {
+	es, as := s.c.Effects(), 0
+	for a, ok := s.w.ws.Next(); ok; a, ok = s.w.ws.Next() { // as the node takes them
 		s.answer(a)
+		as++
 	}
 	for _, e := range es {
 		switch e.Kind {
@@ -104,7 +105,7 @@ func (s *sim) effectsOnce() bool {
 			s.started[e.Actor] = true
 		}
 	}
-	return len(es)+len(as) > 0
+	return len(es)+as > 0
 }
 
 func (s *sim) busy() []WorkerID {

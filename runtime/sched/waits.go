@@ -29,7 +29,8 @@ type Waits[R any] struct {
 	reqs   map[ReqID]*waitReq[R]
 	by     map[ids.ObjectID][]slot    // the waiting slots of each object
 	parked map[WorkerID][]*waitReq[R] // answered, waiting for the worker's CPUs
-	out    []Answer[R]
+	out    []Answer[R]                // answers not yet taken, from head on
+	head   int
 }
 
 // Lender is what Waits needs of the scheduling core for a worker that
@@ -94,13 +95,29 @@ func NewWaits[R any](cpus Lender) *Waits[R] {
 
 // Effects returns the answers to send, in order, and forgets them.
 func (ws *Waits[R]) Effects() []Answer[R] {
-	out := ws.out
-	ws.out = nil
+	out := ws.out[ws.head:]
+	ws.out, ws.head = nil, 0
 	return out
 }
 
-// Pending reports whether answers are waiting to be taken by Effects.
-func (ws *Waits[R]) Pending() bool { return len(ws.out) > 0 }
+// Next takes the first answer to send, if any. Unlike Effects it reuses its
+// buffer, and answers that events cause while the caller sends this one
+// come after it.
+func (ws *Waits[R]) Next() (Answer[R], bool) {
+	if ws.head == len(ws.out) {
+		return Answer[R]{}, false
+	}
+	a := ws.out[ws.head]
+	ws.out[ws.head] = Answer[R]{}
+	ws.head++
+	if ws.head == len(ws.out) {
+		ws.out, ws.head = ws.out[:0], 0
+	}
+	return a, true
+}
+
+// Pending reports whether answers are waiting to be taken (Effects, Next).
+func (ws *Waits[R]) Pending() bool { return ws.head < len(ws.out) }
 
 // Len returns how many requests are open: waiting, or answered and parked.
 func (ws *Waits[R]) Len() int { return len(ws.reqs) }
@@ -117,24 +134,32 @@ func (ws *Waits[R]) Waiting(id ids.ObjectID) bool { return len(ws.by[id]) > 0 }
 // CPUs are lent out.
 func (ws *Waits[R]) Add(r Request[R]) ReqID {
 	ws.next++
-	q := &waitReq[R]{ID: ws.next, Request: r}
-	if len(q.Ready) != len(q.Objects) {
-		q.Ready = make([]bool, len(q.Objects))
+	if len(r.Ready) != len(r.Objects) {
+		r.Ready = make([]bool, len(r.Objects))
 	}
-	q.Need = min(max(q.Need, 0), len(q.Objects))
-	ws.open(q)
-	return q.ID
+	r.Need = min(max(r.Need, 0), len(r.Objects))
+	if have := count(r.Ready); have >= r.Need {
+		ws.answer(ws.next, r, have, false) // at once: nothing to record
+		return ws.next
+	}
+	ws.open(&waitReq[R]{ID: ws.next, Request: r})
+	return ws.next
+}
+
+func count(ready []bool) int {
+	n := 0
+	for _, ok := range ready {
+		if ok {
+			n++
+		}
+	}
+	return n
 }
 
 // open counts q's ready objects and answers it, or registers its waiting
 // slots and blocks its worker.
 func (ws *Waits[R]) open(q *waitReq[R]) {
-	q.have = 0
-	for _, ok := range q.Ready {
-		if ok {
-			q.have++
-		}
-	}
+	q.have = count(q.Ready)
 	if q.have >= q.Need {
 		ws.emit(q, false)
 		return
@@ -291,17 +316,19 @@ func (ws *Waits[R]) close(q *waitReq[R]) {
 
 // emit answers q. A Wait reports at most Need objects ready: the first
 // ones, in the order asked.
-func (ws *Waits[R]) emit(q *waitReq[R], timedOut bool) {
+func (ws *Waits[R]) emit(q *waitReq[R], timedOut bool) { ws.answer(q.ID, q.Request, q.have, timedOut) }
+
+func (ws *Waits[R]) answer(id ReqID, r Request[R], have int, timedOut bool) {
 	n := 0
-	for i, ok := range q.Ready {
+	for i, ok := range r.Ready {
 		if ok {
 			n++
-			if n > q.Need {
-				q.Ready[i] = false
+			if n > r.Need {
+				r.Ready[i] = false
 			}
 		}
 	}
-	ws.out = append(ws.out, Answer[R]{ID: q.ID, Request: q.Request, TimedOut: timedOut && q.have < q.Need})
+	ws.out = append(ws.out, Answer[R]{ID: id, Request: r, TimedOut: timedOut && have < r.Need})
 }
 
 // Check verifies the invariants: every open request counts its ready
