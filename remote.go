@@ -119,8 +119,14 @@ func addArg[A any](c *call, i int, x any) {
 		c.err = fmt.Errorf("argument %d: got a %T, want a %s or a gray.Ref[%s]", i+1, x, typeName[A](), typeName[A]())
 		return
 	}
-	holdArgRefs(c, v)
-	enc, large, err := encodeLarge(c.s.b.SharedDir(), v)
+	// x holds v already; converting v to an interface again would
+	// allocate (three times: each use below takes an interface).
+	av := x
+	if x == nil {
+		av = v
+	}
+	holdArgRefs(c, av)
+	enc, large, err := encodeLarge(c.s.b.SharedDir(), av)
 	if err != nil {
 		c.err = fmt.Errorf("argument %d: %w", i+1, err)
 		return
@@ -141,7 +147,7 @@ func addArg[A any](c *call, i int, x any) {
 		c.drops = append(c.drops, id)
 		return
 	}
-	data, err := codec.Marshal(v)
+	data, err := codec.Marshal(av)
 	if err != nil {
 		c.err = fmt.Errorf("argument %d: %w", i+1, err)
 		return

@@ -165,7 +165,8 @@ type proc struct {
 	cmd      *exec.Cmd
 	conn     *wire.Conn
 	actor    *actor
-	dirty    bool // in Node.dirty
+	dirty    bool          // in Node.dirty
+	results  []task.Object // scratch of handle's MsgResult; used by the connection's reader only
 	dead     bool
 	process  *os.Process  // set under the node's lock once started
 	node     sched.NodeID // where it runs: sched.Local, or a node of the cluster

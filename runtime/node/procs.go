@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,8 +36,17 @@ func (n *Node) append(w *proc, typ byte, fn func([]byte) []byte) error {
 // unlock releases the node's lock and writes the messages queued under it.
 // Writing outside the lock keeps a slow socket from stalling the node.
 func (n *Node) unlock() {
+	// The usual few workers are copied out so n.dirty's array is reused
+	// (no allocation per unlock); a longer list is handed over whole.
+	var few [8]*proc
 	d := n.dirty
-	n.dirty = nil
+	if len(d) <= len(few) {
+		d = few[:copy(few[:], d)]
+		clear(n.dirty)
+		n.dirty = n.dirty[:0]
+	} else {
+		n.dirty = nil
+	}
 	for _, w := range d {
 		w.dirty = false
 	}
@@ -282,16 +292,21 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 		d.Fixed(tid[:])
 		retiring := d.Byte() == 1
 		cnt := d.Count()
-		objs := make([]task.Object, cnt)
+		// result copies the objects out: the reader's scratch slice
+		// serves every result (no allocation per task).
+		objs := slices.Grow(w.results[:0], cnt)[:cnt]
 		for i := range objs {
 			objs[i] = task.DecodeObject(&d)
 		}
+		w.results = objs
 		if d.Err != nil {
+			clear(objs)
 			return d.Err
 		}
 		n.mu.Lock()
 		n.result(w, tid, objs, retiring)
 		n.unlockFor(w)
+		clear(objs) // keep no payload alive
 	case task.MsgSubmit:
 		s := task.DecodeSpec(&d)
 		if d.Err != nil {

@@ -74,7 +74,7 @@ func TestPeerDeathIsReported(t *testing.T) {
 			} else {
 				t.Setenv(EnvShm, "off")
 			}
-			for round := range 16 {
+			for round := range 8 {
 				mode := "echo"
 				if round%2 == 1 {
 					mode = "stall"
@@ -133,9 +133,9 @@ func peerDeathRound(t *testing.T, shared bool, mode string, round int) {
 	frame := func(b []byte) []byte { return append(b, make([]byte, 4<<10+round*1000)...) }
 	killAfter := 1 + 3*round // echoes before the kill
 	if mode == "stall" {
-		// Fill the ring and the socket: the peer read one frame and
-		// stopped; the rest waits in the background writer.
-		for range 256 {
+		// Fill the ring (64 frames of 4 KiB or more): the peer read one
+		// frame and stopped; the rest waits in the background writer.
+		for range 64 {
 			if err := w.Send(2, frame); err != nil {
 				t.Fatalf("round %d: Send before the kill: %v", round, err)
 			}
