@@ -395,6 +395,9 @@ func (n *Node) dropHolder(id ids.ObjectID, k sched.NodeID, why string) {
 	if !ok || !obj.Shared || obj.Err != nil {
 		return
 	}
+	if _, counted := o.lostAt[id]; counted {
+		return
+	}
 	o.stats.Lost++
 	if n.lineage[id] != nil {
 		o.lostAt[id] = time.Now() // rebuilt when next needed (have)
