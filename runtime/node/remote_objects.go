@@ -395,6 +395,9 @@ func (n *Node) dropHolder(id ids.ObjectID, k sched.NodeID, why string) {
 	if !ok || !obj.Shared || obj.Err != nil {
 		return
 	}
+	if _, counted := o.lostAt[id]; counted {
+		return
+	}
 	o.stats.Lost++
 	if n.lineage[id] != nil {
 		o.lostAt[id] = time.Now() // rebuilt when next needed (have)
@@ -511,4 +514,56 @@ func (n *Node) retryPull(w *proc, p *pending, objs []task.Object) bool {
 	}
 	n.refetchArgs(p, true)
 	return true
+}
+
+// localityBytes is the least size of a task's arguments on one node that
+// makes the task prefer that node.
+const localityBytes = 1 << 20
+
+// submitNear hands task p to the scheduling core, preferring the node that
+// holds the most bytes of its shared arguments (at least localityBytes)
+// when that node has room (sched.Cluster.SubmitNear).
+func (n *Node) submitNear(p *pending, pipelined bool) {
+	if k, ok := n.nearNode(p); ok {
+		n.core.SubmitNear(p, &p.entry.Res, pipelined, k)
+		return
+	}
+	n.core.Submit(p, &p.entry.Res, pipelined)
+}
+
+// nearNode returns the node holding the most bytes of p's shared
+// arguments, if they are localityBytes or more.
+func (n *Node) nearNode(p *pending) (sched.NodeID, bool) {
+	o := n.objects()
+	if o == nil || n.shared == nil {
+		return 0, false
+	}
+	var bytes map[sched.NodeID]int64
+	for _, a := range p.spec.Args {
+		if !a.IsRef {
+			continue
+		}
+		obj, ok := n.store.Get(a.Ref)
+		if !ok || !obj.Shared || obj.Err != nil || obj.Size < localityBytes/16 {
+			continue
+		}
+		if bytes == nil {
+			bytes = map[sched.NodeID]int64{}
+		}
+		if n.shared.Contains(storeID(a.Ref)) {
+			bytes[sched.Local] += obj.Size
+			continue
+		}
+		for _, k := range o.holders[a.Ref] {
+			bytes[k] += obj.Size
+		}
+	}
+	best, most := sched.NodeID(0), int64(localityBytes-1)
+	found := false
+	for k, b := range bytes {
+		if b > most || (b == most && found && k < best) {
+			best, most, found = k, b, true
+		}
+	}
+	return best, found
 }

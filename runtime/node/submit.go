@@ -157,7 +157,7 @@ func (n *Node) ready(p *pending) {
 		n.finishErr(p, argErr(p))
 		return
 	}
-	n.core.Submit(p, &p.entry.Res, p.entry.MaxCalls == 0)
+	n.submitNear(p, p.entry.MaxCalls == 0)
 	n.step()
 }
 

@@ -247,6 +247,17 @@ func (cl *Cluster[T]) Submit(t T, res *task.Resources, pipelined bool) {
 	c.Submit(t, res, pipelined)
 }
 
+// SubmitNear is Submit for a task whose large arguments live on node near
+// (data locality): it goes there when that node has room beyond what is
+// queued there, and where Submit would place it otherwise.
+func (cl *Cluster[T]) SubmitNear(t T, res *task.Resources, pipelined bool, near NodeID) {
+	if c := cl.cores[near]; c != nil && c.Headroom(res) {
+		c.Submit(t, res, pipelined)
+		return
+	}
+	cl.Submit(t, res, pipelined)
+}
+
 // WaitActor asks for actor id's resources on the node place chooses; an
 // actor no node can hold waits until one that can joins.
 func (cl *Cluster[T]) WaitActor(id ids.ActorID, res task.Resources) {

@@ -81,6 +81,48 @@ func TestClusterPlacement(t *testing.T) {
 	}
 }
 
+// Data locality: a task whose large arguments live on a node goes there
+// when it has room beyond its queue, else where Submit would place it.
+func TestClusterSubmitNear(t *testing.T) {
+	one := cpus(1)
+	tests := []struct {
+		name  string
+		local float64
+		nodes []float64 // CPUs of nodes 1, 2, ...
+		near  []NodeID  // the preferred node of each task
+		want  map[NodeID]int
+	}{
+		{"near a node with room, though local has room", 2, []float64{1, 1}, []NodeID{2}, map[NodeID]int{2: 1}},
+		{"near a full node: placed as usual", 1, []float64{1, 1}, []NodeID{2, 2}, map[NodeID]int{2: 1, Local: 1}},
+		{"near the driver's node", 1, []float64{2}, []NodeID{Local, 1}, map[NodeID]int{Local: 1, 1: 1}},
+		{"near a node that left: placed as usual", 1, []float64{1}, []NodeID{7}, map[NodeID]int{Local: 1}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cl := NewCluster[int](Config{Total: task.Resources{CPU: tc.local}, Workers: 1})
+			for i, c := range tc.nodes {
+				if err := cl.AddNode(NodeID(i+1), task.Resources{CPU: c}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cl.Boot()
+			connectAll(t, cl)
+			for i, k := range tc.near {
+				cl.SubmitNear(i+1, one, true, k)
+			}
+			got := map[NodeID]int{}
+			for _, n := range runsOn(connectAll(t, cl)) {
+				got[n]++
+			}
+			for n, want := range tc.want {
+				if got[n] != want {
+					t.Errorf("node %d started %d tasks, want %d (all: %v)", n, got[n], want, got)
+				}
+			}
+		})
+	}
+}
+
 // A request that only a node not yet joined could hold waits, shows in
 // Waiting, and runs there once it joins; a removed node's tasks run again
 // elsewhere.
