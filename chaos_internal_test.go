@@ -104,7 +104,7 @@ func TestChaos(t *testing.T) {
 	t.Cleanup(func() { Shutdown() })
 	s := current.Load()
 	drv, self := s.driver, s.cluster.self
-	waitFor(t, 30*time.Second, "the driver to lease the 3 nodes", func() bool { return ClusterResources()["w"] >= 6 })
+	clustertest.WaitFor(t, 30*time.Second, "the driver to lease the 3 nodes", func() bool { return ClusterResources()["w"] >= 6 })
 
 	var (
 		mu      sync.Mutex
@@ -226,7 +226,7 @@ func TestChaos(t *testing.T) {
 		t.Error(b)
 	}
 	// Once the work is done nothing is held anywhere.
-	waitFor(t, 10*time.Second, "every resource free once the work is done", func() bool {
+	clustertest.WaitFor(t, 10*time.Second, "every resource free once the work is done", func() bool {
 		for _, a := range drv.Accounts(self) {
 			if a.Tasks > 0 || !sameRes(a.Available, a.Total, actorsOn(a)) {
 				return false
@@ -350,15 +350,4 @@ func statusBalanced(c *clustertest.Cluster, dead string) (bool, string) {
 		return false, fmt.Sprintf("gray status: total %v over the live nodes, reported %v used of %v", total, st.Used, st.Total)
 	}
 	return true, ""
-}
-
-func waitFor(t *testing.T, timeout time.Duration, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %v for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

@@ -95,7 +95,7 @@ func TestClusterBenchSweepKillRecovery(t *testing.T) {
 		}
 		return m
 	}
-	waitFor(t, 3*time.Minute, "three trials past their third iteration", func() bool { return len(running()) >= 3 })
+	clustertest.WaitFor(t, 3*time.Minute, "three trials past their third iteration", func() bool { return len(running()) >= 3 })
 	killed, _ := busyNode(t, c)
 	at := running()
 	c.KillNode(killed)

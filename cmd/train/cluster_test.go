@@ -157,18 +157,6 @@ func TestTrainClusterAddressErrors(t *testing.T) {
 	}
 }
 
-// waitFor polls ok every 20 ms until it holds or timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %v for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // resultLines counts the lines of the result.json files matching glob.
 func resultLines(glob string) int {
 	files, _ := filepath.Glob(glob)
@@ -230,7 +218,7 @@ func TestTrainOnClusterSurvivesNodeKill(t *testing.T) {
 		"--stop", fmt.Sprintf(`{"training_iteration": %d}`, iters),
 		"--config", `{"num_workers": 4, "train_batch_size": 400, "sgd_minibatch_size": 100, "num_sgd_iter": 2}`}, clusterArgs(c)...)
 	wait := trainAsync(t, args...)
-	waitFor(t, 2*time.Minute, "the first iteration", func() bool {
+	clustertest.WaitFor(t, 2*time.Minute, "the first iteration", func() bool {
 		return resultLines(filepath.Join(local, "default", "PPO_*", "result.json")) >= 1
 	})
 	killed, had := busyNode(t, c)
@@ -300,7 +288,7 @@ func TestSweepOnClusterSurvivesNodeKill(t *testing.T) {
 	// by side (on a machine of 2 or 3 CPUs, as this test's, only one would
 	// run at a time were they counted against it).
 	results := filepath.Join(local, "cluster-sweep", "*", "result.json")
-	waitFor(t, 2*time.Minute, "two trials running at once", func() bool {
+	clustertest.WaitFor(t, 2*time.Minute, "two trials running at once", func() bool {
 		files, _ := filepath.Glob(results)
 		running := 0
 		for _, f := range files {

@@ -519,3 +519,16 @@ func (c *Cluster) NodePID(i int) int {
 	}
 	return s.PID(session.NodePIDFile)
 }
+
+// WaitFor polls ok every 20 ms until it holds, and fails the test after
+// timeout, naming what it waited for.
+func WaitFor(t testing.TB, timeout time.Duration, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %v for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -2,8 +2,6 @@ package transfer
 
 import (
 	"errors"
-	"fmt"
-	"sync"
 
 	"github.com/gray-ml/gray/runtime/objstore"
 )
@@ -35,50 +33,8 @@ func (as adoptingSource) Open(k Key) ([]byte, func(), error) {
 // store's owner accounts it when it adopts it (AdoptingSource, or
 // objstore.Store.Adopt). Fetching an object whose file exists already
 // fails with an error wrapping objstore.ErrExists.
-func DirSink(dir string) Sink { return &dirSink{dir: dir, writers: map[Key]*objstore.FileWriter{}} }
-
-type dirSink struct {
-	dir     string
-	mu      sync.Mutex
-	writers map[Key]*objstore.FileWriter
-}
-
-func (ds *dirSink) Create(k Key, size int64) ([]byte, error) {
-	h, ok := k.objectHex()
-	if !ok {
-		return nil, fmt.Errorf("transfer: %q is not an object key; a store holds objects only", k)
-	}
-	ds.mu.Lock()
-	defer ds.mu.Unlock()
-	if ds.writers[k] != nil {
-		return nil, fmt.Errorf("transfer: object %s is already being received", h)
-	}
-	w, err := objstore.CreateFile(ds.dir, objstore.ID(h), size)
-	if err != nil {
-		return nil, err
-	}
-	ds.writers[k] = w
-	return w.Bytes(), nil
-}
-
-func (ds *dirSink) take(k Key) *objstore.FileWriter {
-	ds.mu.Lock()
-	defer ds.mu.Unlock()
-	w := ds.writers[k]
-	delete(ds.writers, k)
-	return w
-}
-
-func (ds *dirSink) Commit(k Key) error {
-	w := ds.take(k)
-	if w == nil {
-		return fmt.Errorf("transfer: committing %s: not created", k)
-	}
-	return w.Seal()
-}
-
-func (ds *dirSink) Abort(k Key) {
-	if w := ds.take(k); w != nil {
-		_ = w.Abort()
-	}
+func DirSink(dir string) Sink {
+	return newObjectSink(func(id objstore.ID, size int64) (*objstore.FileWriter, error) {
+		return objstore.CreateFile(dir, id, size)
+	}, nil)
 }

@@ -40,55 +40,73 @@ func (ss storeSource) Open(k Key) ([]byte, func(), error) {
 // already holds fails with an error wrapping objstore.ErrExists: check
 // Contains first.
 func StoreSink(s *objstore.Store) Sink {
-	return &storeSink{s: s, writers: map[Key]*objstore.Writer{}}
+	return newObjectSink(s.Create, func(w *objstore.Writer) {
+		_ = s.Abort(w.ID()) // the writer is spent; drop the object itself
+	})
 }
 
-type storeSink struct {
-	s       *objstore.Store
-	mu      sync.Mutex
-	writers map[Key]*objstore.Writer
+// objectWriter writes one received object.
+type objectWriter interface {
+	Bytes() []byte
+	Seal() error
+	Abort() error
 }
 
-func (ss *storeSink) Create(k Key, size int64) ([]byte, error) {
+// objectSink is a Sink of objects, each written through a writer that
+// create makes; sealFailed, if set, cleans up after a Seal that failed.
+type objectSink[W objectWriter] struct {
+	create     func(id objstore.ID, size int64) (W, error)
+	sealFailed func(W)
+	mu         sync.Mutex
+	writers    map[Key]W
+}
+
+func newObjectSink[W objectWriter](create func(objstore.ID, int64) (W, error), sealFailed func(W)) *objectSink[W] {
+	return &objectSink[W]{create: create, sealFailed: sealFailed, writers: map[Key]W{}}
+}
+
+func (sk *objectSink[W]) Create(k Key, size int64) ([]byte, error) {
 	h, ok := k.objectHex()
 	if !ok {
 		return nil, fmt.Errorf("transfer: %q is not an object key; a store holds objects only", k)
 	}
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	if ss.writers[k] != nil {
+	sk.mu.Lock()
+	defer sk.mu.Unlock()
+	if _, busy := sk.writers[k]; busy {
 		return nil, fmt.Errorf("transfer: object %s is already being received", h)
 	}
-	w, err := ss.s.Create(objstore.ID(h), size)
+	w, err := sk.create(objstore.ID(h), size)
 	if err != nil {
 		return nil, err
 	}
-	ss.writers[k] = w
+	sk.writers[k] = w
 	return w.Bytes(), nil
 }
 
-func (ss *storeSink) take(k Key) *objstore.Writer {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	w := ss.writers[k]
-	delete(ss.writers, k)
-	return w
+func (sk *objectSink[W]) take(k Key) (W, bool) {
+	sk.mu.Lock()
+	defer sk.mu.Unlock()
+	w, ok := sk.writers[k]
+	delete(sk.writers, k)
+	return w, ok
 }
 
-func (ss *storeSink) Commit(k Key) error {
-	w := ss.take(k)
-	if w == nil {
+func (sk *objectSink[W]) Commit(k Key) error {
+	w, ok := sk.take(k)
+	if !ok {
 		return fmt.Errorf("transfer: committing %s: not created", k)
 	}
 	if err := w.Seal(); err != nil {
-		_ = ss.s.Abort(w.ID()) // the writer is spent; drop the object itself
+		if sk.sealFailed != nil {
+			sk.sealFailed(w)
+		}
 		return err
 	}
 	return nil
 }
 
-func (ss *storeSink) Abort(k Key) {
-	if w := ss.take(k); w != nil {
+func (sk *objectSink[W]) Abort(k Key) {
+	if w, ok := sk.take(k); ok {
 		_ = w.Abort()
 	}
 }
