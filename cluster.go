@@ -99,7 +99,7 @@ func dialCluster(ctx context.Context, opts Options, cfg *node.Config) (*clusterC
 		}
 		cfg.Resources = granted
 	}
-	cfg.Cluster = &node.ClusterConfig{Remote: c.drv, Token: []byte(tok), Listen: net.JoinHostPort(ip, "0")}
+	cfg.Cluster = &node.ClusterConfig{Remote: c.drv, Token: []byte(tok), Listen: net.JoinHostPort(ip, "0"), Locations: r}
 	return c, nil
 }
 

@@ -3,10 +3,12 @@ package gray_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -63,6 +65,37 @@ func waitServed(t *testing.T, c *clustertest.Cluster, id string, min int64) int6
 	}
 }
 
+// waitLocations waits until this driver's job lists node as a holder of
+// object id in the cluster's location table, and returns the holders.
+func waitLocations(t *testing.T, c *clustertest.Cluster, id gray.ObjectID, node string) []string {
+	t.Helper()
+	ctx := context.Background()
+	jobs, err := c.Dial("locations").Jobs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var job string
+	for _, j := range jobs {
+		if strings.HasSuffix(j.Driver, fmt.Sprintf(" pid %d", os.Getpid())) && j.Ended.IsZero() {
+			job = j.ID
+		}
+	}
+	if job == "" {
+		t.Fatalf("no running job of this process among %+v", jobs)
+	}
+	store := c.Dial(job)
+	var locs []string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if locs, err = store.Locations(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if slices.Contains(locs, node) {
+			break
+		}
+	}
+	return locs
+}
+
 // A 64 MiB array made on node 1 is read by a task on node 2: it goes from
 // node 1's store to node 2's, never through the driver. The driver's Get
 // then pulls it into its own store and maps it zero-copy.
@@ -88,6 +121,9 @@ func TestClusterObjectMovesNodeToNode(t *testing.T) {
 	}
 	if st.Remote < 1 {
 		t.Fatalf("the driver knows of no object on another node: %+v", st)
+	}
+	if locs := waitLocations(t, c, x.ID(), c.Node(1).ID); !slices.Contains(locs, c.Node(1).ID) {
+		t.Fatalf("the cluster's location table lists the array on %q, want node 1 (%s)", locs, c.Node(1).ID)
 	}
 	if served := waitServed(t, c, c.Node(1).ID, 64<<20); served < 64<<20 {
 		t.Fatalf("node 1 served %d bytes, want the 64 MiB array", served)

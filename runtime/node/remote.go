@@ -44,6 +44,16 @@ type ClusterConfig struct {
 	Listen string // where leased workers connect, e.g. "127.0.0.1:0"
 	// Advertise is the address workers dial (default: the listener's).
 	Advertise string
+	// Locations, if set, is told which nodes hold which objects (the
+	// cluster's object-location table, for `gray status` and debugging).
+	Locations LocationTable
+}
+
+// LocationTable records where objects live (control.Redis implements it).
+// Its methods must not block: they are called under the node's lock.
+type LocationTable interface {
+	AddLocation(id ids.ObjectID, node string)
+	RemoveLocation(id ids.ObjectID, node string)
 }
 
 // maxRetries bounds how often a task whose remote worker or node died is

@@ -175,6 +175,20 @@ func (n *Node) addHolder(id ids.ObjectID, k sched.NodeID) {
 		}
 	}
 	o.holders[id] = append(o.holders[id], k)
+	n.noteLocation(id, k, true)
+}
+
+// noteLocation tells the cluster's location table that node k now holds
+// object id (or no longer does).
+func (n *Node) noteLocation(id ids.ObjectID, k sched.NodeID, holds bool) {
+	t, name := n.remote.cfg.Locations, n.remote.names[k]
+	switch {
+	case t == nil || name == "":
+	case holds:
+		t.AddLocation(id, name)
+	default:
+		t.RemoveLocation(id, name)
+	}
 }
 
 // sourceFor returns where a worker of node k pulls object id from, and
@@ -307,6 +321,7 @@ func (n *Node) releaseRemote(id ids.ObjectID) {
 	nodes := map[sched.NodeID]bool{}
 	for _, k := range o.holders[id] {
 		nodes[k] = true
+		n.noteLocation(id, k, false)
 	}
 	for k := range o.copies[id] {
 		nodes[k] = true
@@ -380,6 +395,7 @@ func (n *Node) dropHolder(id ids.ObjectID, k sched.NodeID, why string) {
 	for i, h := range hs {
 		if h == k {
 			hs = append(hs[:i:i], hs[i+1:]...)
+			n.noteLocation(id, k, false)
 			break
 		}
 	}
