@@ -65,6 +65,13 @@ type Config struct {
 	// Checkpoints keeps actors' checkpoints (see restart.go); nil: a
 	// control.MemCheckpoints.
 	Checkpoints control.Checkpoints
+
+	// startWorker, when not nil, replaces starting a local worker's
+	// process (tests play workers with it): it runs on a goroutine of its
+	// own with the node's socket and the worker's number, connects and says
+	// hello as a worker would, and returns once the worker has ended, with
+	// how it ended (nil: it exited).
+	startWorker func(socket string, id int) error
 }
 
 // ErrShutdown is returned by calls on a node that was shut down.

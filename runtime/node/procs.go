@@ -89,6 +89,11 @@ func (n *Node) spawn(a *actor, id sched.WorkerID) {
 		n.spawnRemote(w)
 		return
 	}
+	if n.cfg.startWorker != nil {
+		n.wg.Add(1)
+		go n.startWith(w)
+		return
+	}
 	env := append(append(os.Environ(), n.cfg.Env...),
 		task.EnvSocket+"="+filepath.Join(n.dir, "node.sock"),
 		task.EnvWorker+"="+strconv.Itoa(int(w.id)))
@@ -172,6 +177,18 @@ func (n *Node) startProc(w *proc) {
 	for _, c := range closers {
 		c.Close()
 	}
+	n.ended(w, err)
+}
+
+// startWith runs worker w with Config.startWorker instead of a process.
+func (n *Node) startWith(w *proc) {
+	defer n.wg.Done()
+	n.ended(w, n.cfg.startWorker(filepath.Join(n.dir, "node.sock"), int(w.id)))
+}
+
+// ended records that worker w's process ended, how (err), and reports its
+// death if it never connected (else its connection's reader does).
+func (n *Node) ended(w *proc, err error) {
 	w.exitErr = err
 	close(w.exited)
 	n.mu.Lock()

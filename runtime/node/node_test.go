@@ -1,0 +1,183 @@
+package node
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/gray-ml/gray/runtime/ids"
+	"github.com/gray-ml/gray/runtime/task"
+)
+
+// TestShell steps the node through what a user relies on, with workers
+// played by the test (fakeworker_test.go), checking the node's invariants
+// after every step.
+func TestShell(t *testing.T) {
+	tests := []struct {
+		name string
+		run  func(t *testing.T, h *harness)
+	}{
+		{"a task runs on a ready worker and Get returns its result", func(t *testing.T, h *harness) {
+			fw := h.worker()
+			s := h.submit(value("x"))
+			got := fw.exec(t)
+			if got.ID != s.ID || string(got.Args[0].Data) != "x" {
+				t.Fatalf("worker got task %s with argument %q, want %s with %q", got.ID, got.Args[0].Data, s.ID, "x")
+			}
+			fw.result(t, got, "x!")
+			if o := h.get(s.Return(0)); o.Err != nil || string(o.Data) != "x!" {
+				t.Fatalf("Get = %q, %v; want %q", o.Data, o.Err, "x!")
+			}
+		}},
+		{"a driver's Get waits for the result", func(t *testing.T, h *harness) {
+			fw := h.worker()
+			s := h.submit(value("y"))
+			got := make(chan task.Object, 1)
+			go func() {
+				objs, err := h.n.Get(t.Context(), []ids.ObjectID{s.Return(0)})
+				if err != nil {
+					t.Errorf("get: %v", err)
+				}
+				got <- objs[0]
+			}()
+			fw.result(t, fw.exec(t), "y!")
+			if o := <-got; string(o.Data) != "y!" {
+				t.Fatalf("Get = %q, want %q", o.Data, "y!")
+			}
+			h.check("result")
+		}},
+		{"a reference argument is sent as its value", func(t *testing.T, h *harness) {
+			fw := h.worker()
+			id := h.put("stored")
+			s := h.submit(ref(id))
+			got := fw.exec(t)
+			if got.Args[0].IsRef || string(got.Args[0].Data) != "stored" {
+				t.Fatalf("worker got argument %q (reference: %v), want the value %q", got.Args[0].Data, got.Args[0].IsRef, "stored")
+			}
+			fw.result(t, got, "")
+			h.get(s.Return(0))
+		}},
+		{"a task waits for the task that makes its argument", func(t *testing.T, h *harness) {
+			fw := h.worker()
+			a := h.submit(value("a"))
+			b := h.submit(ref(a.Return(0)))
+			fw.result(t, fw.exec(t), "from a")
+			got := fw.exec(t)
+			if got.ID != b.ID || got.Args[0].IsRef || string(got.Args[0].Data) != "from a" {
+				t.Fatalf("second task %s got argument %q (reference: %v), want %s with %q", got.ID, got.Args[0].Data, got.Args[0].IsRef, b.ID, "from a")
+			}
+			fw.result(t, got, "b")
+			if o := h.get(b.Return(0)); string(o.Data) != "b" {
+				t.Fatalf("Get = %q, want %q", o.Data, "b")
+			}
+		}},
+		{"a worker that dies mid-task fails the task with ErrWorkerDied, and a new worker runs the next", func(t *testing.T, h *harness) {
+			fw := h.worker()
+			s := h.submit(value("doomed"))
+			fw.exec(t)
+			fw.die()
+			o := h.get(s.Return(0))
+			if o.Err == nil || !errors.Is(o.Err, task.ErrWorkerDied) {
+				t.Fatalf("Get = %q, %v; want an error that is ErrWorkerDied", o.Data, o.Err)
+			}
+			next := h.worker()
+			s2 := h.submit(value("next"))
+			next.result(t, next.exec(t), "ok")
+			if o := h.get(s2.Return(0)); string(o.Data) != "ok" {
+				t.Fatalf("Get after the death = %q, %v; want %q", o.Data, o.Err, "ok")
+			}
+		}},
+		{"a worker's Get of a missing object is answered when it is put", func(t *testing.T, h *harness) {
+			fw := h.worker()
+			s := h.submit(value("z"))
+			fw.exec(t)
+			id := h.n.NewPutID()
+			fw.objects(t, task.MsgGet, 7, id)
+			h.check("worker's get")
+			if err := h.n.Put(id, task.Object{Data: []byte("late")}); err != nil {
+				t.Fatal(err)
+			}
+			h.check("put")
+			if objs := fw.getReply(t, 7); len(objs) != 1 || string(objs[0].Data) != "late" {
+				t.Fatalf("worker's Get answered %v, want one object %q", objs, "late")
+			}
+			fw.result(t, s, "done")
+			if o := h.get(s.Return(0)); string(o.Data) != "done" {
+				t.Fatalf("Get = %q, want %q", o.Data, "done")
+			}
+		}},
+		{"a worker blocked in Get lends its CPU: another task runs meanwhile", func(t *testing.T, h *harness) {
+			first := h.worker()
+			a := h.submit(value("a"))
+			first.exec(t)
+			id := h.n.NewPutID()
+			first.objects(t, task.MsgGet, 1, id)
+			b := h.submit(value("b"))
+			second := h.worker() // started for the lent CPU
+			got := second.exec(t)
+			if got.ID != b.ID {
+				t.Fatalf("second worker got task %s, want %s", got.ID, b.ID)
+			}
+			if err := h.n.Put(id, task.Object{Data: []byte("v")}); err != nil {
+				t.Fatal(err)
+			}
+			h.check("put")
+			second.result(t, got, "b done")
+			if objs := first.getReply(t, 1); len(objs) != 1 || string(objs[0].Data) != "v" {
+				t.Fatalf("blocked Get answered %v, want one object %q", objs, "v")
+			}
+			first.result(t, a, "a done")
+			for _, s := range []*task.Spec{a, b} {
+				if o := h.get(s.Return(0)); o.Err != nil {
+					t.Fatalf("task %s: %v", s.ID, o.Err)
+				}
+			}
+		}},
+		{"Free from the driver: a later Get fails with ErrFreed", func(t *testing.T, h *harness) {
+			id := h.put("gone soon")
+			if err := h.n.Free([]ids.ObjectID{id}); err != nil {
+				t.Fatal(err)
+			}
+			h.check("free")
+			if o := h.get(id); !errors.Is(o.Err, task.ErrFreed) {
+				t.Fatalf("Get after Free = %q, %v; want ErrFreed", o.Data, o.Err)
+			}
+		}},
+		{"Free from a worker: a later Get fails with ErrFreed", func(t *testing.T, h *harness) {
+			fw := h.worker()
+			id := h.put("freed by a task")
+			s := h.submit(value("f"))
+			fw.exec(t)
+			fw.objects(t, task.MsgFree, 0, id)
+			fw.result(t, s, "freed")
+			h.get(s.Return(0)) // the messages are handled in order
+			if o := h.get(id); !errors.Is(o.Err, task.ErrFreed) {
+				t.Fatalf("Get after the worker's Free = %q, %v; want ErrFreed", o.Data, o.Err)
+			}
+		}},
+		{"Free of a queued task's argument: the task still gets it", func(t *testing.T, h *harness) {
+			fw := h.worker()
+			id := h.put("kept for the task")
+			busy := h.submit(value("busy"))
+			s := h.submit(ref(id))
+			if err := h.n.Free([]ids.ObjectID{id}); err != nil {
+				t.Fatal(err)
+			}
+			h.check("free")
+			fw.result(t, fw.exec(t), "")
+			h.get(busy.Return(0))
+			got := fw.exec(t)
+			if got.ID != s.ID || string(got.Args[0].Data) != "kept for the task" {
+				t.Fatalf("queued task %s got %q, want %s with %q", got.ID, got.Args[0].Data, s.ID, "kept for the task")
+			}
+			fw.result(t, got, "")
+			h.get(s.Return(0))
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, 1, 1)
+			tt.run(t, h)
+			h.check("the end")
+		})
+	}
+}
