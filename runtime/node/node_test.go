@@ -181,3 +181,47 @@ func TestShell(t *testing.T) {
 		})
 	}
 }
+
+// halfFunc asks for half a CPU.
+const halfFunc = "nodetest.half"
+
+func init() {
+	task.Register(&task.Entry{Name: halfFunc, Kind: task.KindFunc, NumReturns: 1, Res: task.Resources{CPU: 0.5}})
+}
+
+// TestPoolGrowsToFreeResources: four half-CPU tasks on two CPUs all run at
+// once, each on a worker of its own, so the pool grows past the CPU count.
+func TestPoolGrowsToFreeResources(t *testing.T) {
+	h := newHarness(t, 2, 2)
+	specs := map[ids.TaskID]*task.Spec{}
+	for range 4 {
+		s := task.NewSpec(0)
+		s.ID, s.Kind, s.Func, s.NumReturns = h.n.NewTaskID(), task.KindFunc, halfFunc, 1
+		if err := h.n.Submit(s); err != nil {
+			t.Fatal(err)
+		}
+		specs[s.ID] = s
+	}
+	h.check("submit")
+	var running []*task.Spec
+	var workers []*fakeWorker
+	for range 4 { // every task reaches a worker before any finishes
+		fw := h.worker()
+		got := fw.exec(t)
+		if specs[got.ID] == nil {
+			t.Fatalf("a worker got unknown task %s", got.ID)
+		}
+		delete(specs, got.ID)
+		running = append(running, got)
+		workers = append(workers, fw)
+	}
+	for i, fw := range workers {
+		fw.result(t, running[i], "ok")
+	}
+	for _, s := range running {
+		if o := h.get(s.Return(0)); string(o.Data) != "ok" {
+			t.Fatalf("task %s = %q, %v", s.ID, o.Data, o.Err)
+		}
+	}
+	h.check("the end")
+}
