@@ -30,6 +30,9 @@ type Worker struct {
 	id   int
 	name string
 	ctx  context.Context
+	// exit ends the process: os.Exit; tests end the calling goroutine
+	// instead.
+	exit func(code int)
 
 	mu      sync.Mutex
 	queue   []*task.Spec
@@ -88,6 +91,7 @@ func Connect() (*Worker, error) {
 	}
 	w := &Worker{
 		conn:  wire.New(c),
+		exit:  os.Exit,
 		id:    id,
 		name:  fmt.Sprintf("worker %d (pid %d)", id, os.Getpid()),
 		ctx:   context.Background(),
@@ -202,7 +206,7 @@ func (w *Worker) run(s *task.Spec) {
 	}
 	if err != nil || retire {
 		w.conn.Close()
-		os.Exit(0)
+		w.exit(0)
 	}
 }
 
@@ -232,7 +236,7 @@ func (w *Worker) read() {
 	for {
 		typ, payload, err := w.conn.Recv()
 		if err != nil {
-			os.Exit(0)
+			w.exit(0)
 		}
 		switch typ {
 		case task.MsgExec:
@@ -240,7 +244,7 @@ func (w *Worker) read() {
 			s := task.DecodeSpec(&d)
 			if d.Err != nil {
 				fmt.Fprintf(os.Stderr, "gray worker: bad task message: %v\n", d.Err)
-				os.Exit(2)
+				w.exit(2)
 			}
 			w.mu.Lock()
 			w.queue = append(w.queue, s)
@@ -260,7 +264,7 @@ func (w *Worker) read() {
 		case task.MsgRecall:
 			w.giveBack()
 		case task.MsgExit:
-			os.Exit(0)
+			w.exit(0)
 		}
 		if w.conn.Buffered() > 0 {
 			continue // take the whole burst in before running it
