@@ -3,9 +3,11 @@ package node
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/task"
+	"github.com/gray-ml/gray/runtime/wire"
 )
 
 // TestShell steps the node through what a user relies on, with workers
@@ -130,6 +132,80 @@ func TestShell(t *testing.T) {
 				if o := h.get(s.Return(0)); o.Err != nil {
 					t.Fatalf("task %s: %v", s.ID, o.Err)
 				}
+			}
+		}},
+		{"a worker's Wait with a timeout is answered with what exists", func(t *testing.T, h *harness) {
+			fw := h.worker()
+			s := h.submit(value("w"))
+			fw.exec(t)
+			have, missing := h.put("here"), h.n.NewPutID()
+			fw.send(t, task.MsgWait, func(b []byte) []byte {
+				b = wire.AppendUvarint(b, 3)                           // request
+				b = wire.AppendUvarint(b, 2)                           // wanted
+				b = wire.AppendUvarint(b, uint64(10*time.Millisecond)) // timeout
+				b = wire.AppendUvarint(b, 2)
+				b = append(b, have[:]...)
+				return append(b, missing[:]...)
+			})
+			d := wire.Dec{B: fw.expect(t, task.MsgWaitReply)}
+			rid, n := d.Uvarint(), d.Count()
+			ready := []bool{d.Byte() == 1, d.Byte() == 1}
+			if d.Err != nil || rid != 3 || n != 2 || !ready[0] || ready[1] {
+				t.Fatalf("Wait answered request %d with %d flags %v (%v), want request 3: [true false]", rid, n, ready, d.Err)
+			}
+			h.check("wait answered")
+			fw.result(t, s, "")
+			h.get(s.Return(0))
+		}},
+		{"a failed argument fails the task that takes it, keeping its sentinel", func(t *testing.T, h *harness) {
+			fw := h.worker()
+			bad := h.n.NewPutID()
+			if err := h.n.Put(bad, task.Object{Err: &task.TaskError{Function: "f", Message: "freed", Cause: task.ErrFreed}}); err != nil {
+				t.Fatal(err)
+			}
+			s := h.submit(ref(bad))
+			if o := h.get(s.Return(0)); !errors.Is(o.Err, task.ErrFreed) {
+				t.Fatalf("Get = %q, %v; want an error that is ErrFreed", o.Data, o.Err)
+			}
+			// It never reached the worker: the next task is the first it gets.
+			next := h.submit(value("next"))
+			if got := fw.exec(t); got.ID != next.ID {
+				t.Fatalf("the worker got %s, want %s", got.ID, next.ID)
+			}
+		}},
+		{"a task submitted by a task runs while its parent waits for it", func(t *testing.T, h *harness) {
+			parentW := h.worker()
+			parent := h.submit(value("parent"))
+			parentW.exec(t)
+			child := task.NewSpec(1)
+			child.ID, child.Kind, child.Func, child.NumReturns = ids.Child(parent.ID, 1), task.KindFunc, echoFunc, 1
+			child.Args[0] = value("child")
+			parentW.send(t, task.MsgSubmit, func(b []byte) []byte { return task.AppendSpec(b, child) })
+			parentW.objects(t, task.MsgGet, 1, child.Return(0))
+			childW := h.worker() // started on the CPU the parent lends while it waits
+			got := childW.exec(t)
+			if got.ID != child.ID {
+				t.Fatalf("the new worker got %s, want the child %s", got.ID, child.ID)
+			}
+			childW.result(t, got, "child done")
+			if objs := parentW.getReply(t, 1); len(objs) != 1 || string(objs[0].Data) != "child done" {
+				t.Fatalf("the parent's Get answered %v, want %q", objs, "child done")
+			}
+			parentW.result(t, parent, "parent done")
+			if o := h.get(parent.Return(0)); string(o.Data) != "parent done" {
+				t.Fatalf("Get = %q, %v", o.Data, o.Err)
+			}
+		}},
+		{"Drop deletes an object nothing needs", func(t *testing.T, h *harness) {
+			before := h.n.Objects()
+			id := h.put("dropped")
+			if h.n.Objects() != before+1 {
+				t.Fatalf("%d objects after a put, want %d", h.n.Objects(), before+1)
+			}
+			h.n.Drop(id)
+			h.check("drop")
+			if h.n.Objects() != before {
+				t.Fatalf("%d objects after the drop, want %d", h.n.Objects(), before)
 			}
 		}},
 		{"Free from the driver: a later Get fails with ErrFreed", func(t *testing.T, h *harness) {
