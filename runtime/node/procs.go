@@ -52,6 +52,13 @@ func (n *Node) unlock() {
 	}
 	n.mu.Unlock()
 	for _, w := range d {
+		if w.node != sched.Local {
+			// A worker on another node: its TCP connection's own goroutine
+			// writes, so a caller submitting a burst goes on appending while
+			// it does and the burst costs a few writes, not one per task.
+			w.conn.FlushAsync()
+			continue
+		}
 		_ = w.conn.Flush()
 	}
 }

@@ -135,6 +135,23 @@ func (w *Conn) Flush() error {
 	return w.err
 }
 
+// FlushAsync is Flush with the write done by a goroutine of the
+// connection's own, so the caller goes on at once (the frames are not held
+// back: that goroutine starts writing as soon as it runs). While it writes,
+// frames appended meanwhile join the next write, so a caller that appends
+// and calls FlushAsync per message in a burst costs a few writes in all
+// rather than one per message. The goroutine ends once the buffer is
+// empty. A write error shows in a later call.
+func (w *Conn) FlushAsync() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.writing || len(w.buf) == 0 || w.err != nil {
+		return
+	}
+	w.writing = true
+	go w.drain()
+}
+
 // writeOut writes until the buffer is empty. The caller holds mu and has
 // set writing. Unless block is set, it hands the rest to a new goroutine as
 // soon as a write would block.
