@@ -65,13 +65,9 @@ func initCluster(t *testing.T, c *clustertest.Cluster) {
 // the cluster (the nodes' leases are taken in the background).
 func waitResources(t *testing.T, cpus float64) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for gray.ClusterResources()["CPU"] < cpus {
-		if time.Now().After(deadline) {
-			t.Fatalf("the cluster has %v, want %g CPUs", gray.ClusterResources(), cpus)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	clustertest.WaitFor(t, 30*time.Second, fmt.Sprintf("the cluster to have %g CPUs", cpus), func() bool {
+		return gray.ClusterResources()["CPU"] >= cpus
+	})
 }
 
 // On a 3-node cluster, tasks land on all three nodes: the head's (run by
