@@ -78,58 +78,124 @@ func Map(dir string, id ID) (*Mapping, error) {
 }
 
 // createMapped creates "<id>.tmp" of size bytes and maps it read-write. With
-// a spare, it renames the spare's file and reuses its pages and its mapping:
-// no new pages, no mmap. Fresh pages are allocated and mapped up front: one
-// bulk operation in the kernel is much cheaper than a page fault per 4 KiB
-// while the caller writes.
+// a spare, it renames the spare's file and reuses its pages and its
+// mapping. Fresh pages are allocated and mapped up front: one bulk
+// operation in the kernel is much cheaper than a page fault per 4 KiB while
+// the caller writes.
 func createMapped(dir string, id ID, size int64, sp *spare) ([]byte, error) {
-	tmp := Path(dir, id) + tmpSuffix
-	if sp != nil {
-		err := os.Rename(sp.name, tmp)
-		if err == nil && sp.size != size {
-			err = os.Truncate(tmp, size)
-		}
-		if err == nil {
-			return sp.wmap, nil
-		}
-		unmap(sp.wmap)
-		_ = os.Remove(sp.name)
-		_ = os.Remove(tmp)
-	}
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("objstore: creating object %s: %w", id, err)
+	f, wmap, err := createUnmapped(dir, id, size, sp)
+	if err != nil || f == nil {
+		return wmap, err
 	}
 	defer f.Close()
-	if size == 0 {
-		return nil, nil
-	}
-	fail := func(what string, err error) ([]byte, error) {
-		_ = os.Remove(tmp)
-		return nil, fmt.Errorf("objstore: creating object %s (%d bytes): %s: %w", id, size, what, err)
-	}
-	if err := unix.Ftruncate(int(f.Fd()), size); err != nil {
-		return fail("ftruncate", err)
-	}
-	// Allocating all pages in one call is cheaper than faulting them in one
-	// by one, and on tmpfs it fails early, with ENOSPC, when the file
-	// system is too small, instead of with SIGBUS while writing.
-	if err := unix.Fallocate(int(f.Fd()), 0, 0, size); err != nil {
-		return fail("fallocate (is the store directory's file system full?)", err)
-	}
-	data, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
+	data, err := mapWritable(f, size)
 	if err != nil {
-		return fail("mmap", err)
+		_ = os.Remove(Path(dir, id) + tmpSuffix)
+		return nil, fmt.Errorf("objstore: creating object %s (%d bytes): %w", id, size, err)
 	}
 	return data, nil
 }
 
+// createUnmapped creates "<id>.tmp" of size bytes. With a spare, it renames
+// the spare's file and reuses its pages and its mapping (mapping them now
+// if the spare has none: once mapped, a spare stays mapped, and reading
+// into its mapping is the cheapest way to fill it). Otherwise it returns
+// the file, open for writing, with no pages yet (nil for an empty object):
+// written with pwrite, the kernel allocates each page as it copies into it,
+// which costs far less than allocating the pages and then faulting each
+// into a mapping (see benchmarks/README.md, "Objects between nodes").
+func createUnmapped(dir string, id ID, size int64, sp *spare) (f *os.File, wmap []byte, err error) {
+	tmp := Path(dir, id) + tmpSuffix
+	if sp != nil {
+		wmap, err := reuseSpare(sp, tmp, size)
+		if err == nil {
+			return nil, wmap, nil
+		}
+		_ = os.Remove(sp.name)
+		_ = os.Remove(tmp)
+	}
+	f, err = os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("objstore: creating object %s: %w", id, err)
+	}
+	if size == 0 {
+		_ = f.Close()
+		return nil, nil, nil
+	}
+	if err := unix.Ftruncate(int(f.Fd()), size); err != nil {
+		_ = f.Close()
+		_ = os.Remove(tmp)
+		return nil, nil, fmt.Errorf("objstore: creating object %s (%d bytes): ftruncate: %w", id, size, err)
+	}
+	return f, nil, nil
+}
+
+// reuseSpare renames the spare's file to tmp, cut to size bytes, and
+// returns its mapping, made now if it had none. On failure the spare's
+// mapping is gone.
+func reuseSpare(sp *spare, tmp string, size int64) ([]byte, error) {
+	err := os.Rename(sp.name, tmp)
+	if err == nil && sp.size != size {
+		err = os.Truncate(tmp, size)
+	}
+	if err != nil || sp.wmap != nil {
+		if err != nil {
+			unmap(sp.wmap)
+		}
+		return sp.wmap, err
+	}
+	f, err := os.OpenFile(tmp, os.O_RDWR, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return mapWritable(f, size)
+}
+
+// mapWritable allocates the pages of f's first size bytes and maps them
+// read-write.
+func mapWritable(f *os.File, size int64) ([]byte, error) {
+	// Allocating all pages in one call is cheaper than faulting them in one
+	// by one, and on tmpfs it fails early, with ENOSPC, when the file
+	// system is too small, instead of with SIGBUS while writing.
+	if err := unix.Fallocate(int(f.Fd()), 0, 0, size); err != nil {
+		return nil, fmt.Errorf("fallocate (is the store directory's file system full?): %w", err)
+	}
+	data, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
+	if err != nil {
+		return nil, fmt.Errorf("mmap: %w", err)
+	}
+	return data, nil
+}
+
+// writeAt writes p at off of an object of size bytes being created, into
+// its mapping if it has one, else through its file.
+func writeAt(id ID, size int64, wmap []byte, f *os.File, p []byte, off int64) (int, error) {
+	if off < 0 || off > size || int64(len(p)) > size-off {
+		return 0, fmt.Errorf("objstore: object %s: writing %d bytes at offset %d overruns its %d bytes", id, len(p), off, size)
+	}
+	if wmap != nil {
+		return copy(wmap[off:], p), nil
+	}
+	if f == nil {
+		return 0, fmt.Errorf("objstore: object %s: written after Seal or Abort", id)
+	}
+	n, err := f.WriteAt(p, off)
+	if err != nil {
+		return n, fmt.Errorf("objstore: writing object %s (is the store directory's file system full?): %w", id, err)
+	}
+	return n, nil
+}
+
 // FileWriter is an object being written by a process that does not own the
-// store (a worker). Fill Bytes, then Seal, then tell the owner to Adopt it.
+// store (a worker). Fill Bytes (or write it with WriteAt), then Seal, then
+// tell the owner to Adopt it.
 type FileWriter struct {
 	dir      string
 	id       ID
+	size     int64
 	data     []byte
+	f        *os.File // an unmapped object's file, until Seal or Abort
 	done     bool
 	reserved bool // made by OpenReserved: the owner seals it
 }
@@ -137,6 +203,18 @@ type FileWriter struct {
 // CreateFile starts object id of size bytes in the store directory dir,
 // without the owner's bookkeeping: the owner accounts it when it Adopts it.
 func CreateFile(dir string, id ID, size int64) (*FileWriter, error) {
+	return createFile(dir, id, size, true)
+}
+
+// CreateFileUnmapped is CreateFile for an object written with WriteAt
+// (Bytes is nil): its pages are allocated as they are written, which for a
+// large object received from the network is much cheaper than mapping
+// fresh pages.
+func CreateFileUnmapped(dir string, id ID, size int64) (*FileWriter, error) {
+	return createFile(dir, id, size, false)
+}
+
+func createFile(dir string, id ID, size int64, mapped bool) (*FileWriter, error) {
 	if err := id.check(); err != nil {
 		return nil, err
 	}
@@ -146,11 +224,31 @@ func CreateFile(dir string, id ID, size int64) (*FileWriter, error) {
 	if _, err := os.Stat(Path(dir, id)); err == nil {
 		return nil, fmt.Errorf("objstore: creating object %s: %w", id, ErrExists)
 	}
-	data, err := createMapped(dir, id, size, nil)
+	w := &FileWriter{dir: dir, id: id, size: size}
+	var err error
+	if mapped {
+		w.data, err = createMapped(dir, id, size, nil)
+	} else {
+		w.f, _, err = createUnmapped(dir, id, size, nil)
+	}
 	if err != nil {
 		return nil, err
 	}
-	return &FileWriter{dir: dir, id: id, data: data}, nil
+	return w, nil
+}
+
+// WriteAt writes p at offset off of the object (io.WriterAt; safe for
+// concurrent use on disjoint ranges). Writing beyond its size is an error.
+func (w *FileWriter) WriteAt(p []byte, off int64) (int, error) {
+	return writeAt(w.id, w.size, w.data, w.f, p, off)
+}
+
+// closeFile closes an unmapped object's file.
+func (w *FileWriter) closeFile() {
+	if w.f != nil {
+		_ = w.f.Close()
+		w.f = nil
+	}
 }
 
 // OpenReserved maps, read-write, the object id that the owner reserved
@@ -168,7 +266,7 @@ func OpenReserved(dir string, id ID) (*FileWriter, error) {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, fmt.Errorf("objstore: opening reserved object %s: fstat: %w", id, err)
 	}
-	w := &FileWriter{dir: dir, id: id, reserved: true}
+	w := &FileWriter{dir: dir, id: id, size: st.Size, reserved: true}
 	if st.Size > 0 {
 		if w.data, err = unix.Mmap(fd, 0, int(st.Size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE); err != nil {
 			return nil, fmt.Errorf("objstore: mapping reserved object %s (%d bytes): %w", id, st.Size, err)
@@ -209,7 +307,7 @@ func (w *FileWriter) Seal() error {
 		}
 	}
 	w.data = nil
-	w.data = nil
+	w.closeFile()
 	if err := os.Rename(Path(w.dir, w.id)+tmpSuffix, Path(w.dir, w.id)); err != nil {
 		return fmt.Errorf("objstore: sealing object %s: %w", w.id, err)
 	}
@@ -230,6 +328,7 @@ func (w *FileWriter) Abort() error {
 		_ = unix.Munmap(w.data)
 	}
 	w.data = nil
+	w.closeFile()
 	return os.Remove(Path(w.dir, w.id) + tmpSuffix)
 }
 

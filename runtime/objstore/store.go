@@ -154,9 +154,11 @@ type entry struct {
 	pins   int
 	state  state
 	inline bool
-	data   []byte // inline bytes, or the owner's read-only mapping (made by the first Get)
-	mapped bool   // data is an mmap that must be unmapped
-	wmap   []byte // the owner's read-write mapping of an object it created (len >= size)
+	data   []byte   // inline bytes, or the owner's read-only mapping (made by the first Get)
+	mapped bool     // data is an mmap that must be unmapped
+	wmap   []byte   // the owner's read-write mapping of an object it created (len >= size)
+	wfile  *os.File // while creating an unmapped object (CreateUnmapped): its file
+	recv   bool     // made by CreateUnmapped: its pages are worth keeping as a spare without a mapping
 	lru    *list.Element
 	spare  *spare // while reserved: the spare whose pages this object reuses
 	isNew  bool   // while reserved: made by this reservation (not a rebuild)
@@ -171,7 +173,7 @@ type entry struct {
 type spare struct {
 	name string
 	size int64
-	wmap []byte // kept mapped, page tables populated: reuse costs no mmap
+	wmap []byte // kept mapped, page tables populated: reuse costs no mmap (nil: not mapped)
 }
 
 const (
@@ -268,7 +270,24 @@ type Writer struct {
 // Bytes returns the object's writable buffer (len = the size given to
 // Create). It may hold bytes of a freed object whose pages are reused: write
 // all of it (codec.Encoding.EncodeTo does).
-func (w *Writer) Bytes() []byte { return w.e.wmap[:w.e.size:w.e.size] }
+// It is nil for an object made by CreateUnmapped in fresh pages: use
+// WriteAt.
+func (w *Writer) Bytes() []byte {
+	if w.e.wmap == nil {
+		return nil
+	}
+	return w.e.wmap[:w.e.size:w.e.size]
+}
+
+// WriteAt writes p at offset off of the object (io.WriterAt; safe for
+// concurrent use on disjoint ranges), into its mapping if it has one, else
+// through its file. Writing beyond its size is an error.
+func (w *Writer) WriteAt(p []byte, off int64) (int, error) {
+	if w.done {
+		return 0, fmt.Errorf("objstore: object %s: written after Seal or Abort", w.e.id)
+	}
+	return writeAt(w.e.id, w.e.size, w.e.wmap, w.e.wfile, p, off)
+}
 
 // ID returns the object's id.
 func (w *Writer) ID() ID { return w.e.id }
@@ -319,6 +338,46 @@ func (s *Store) Create(id ID, size int64) (*Writer, error) {
 	}
 	e.wmap = wmap
 	return &Writer{s: s, e: e}, nil
+}
+
+// CreateUnmapped is Create for an object written with Writer.WriteAt, such
+// as one received from another node: in fresh pages it makes no mapping
+// (Bytes is nil) and the kernel allocates each page as WriteAt copies into
+// it, which costs far less than allocating the pages and faulting each
+// into a mapping. When it reuses a freed object's pages that kept their
+// mapping, Bytes returns it (reading straight into it is cheaper still).
+// Freed, its pages are kept for reuse like a mapped object's.
+func (s *Store) CreateUnmapped(id ID, size int64) (*Writer, error) {
+	if err := id.check(); err != nil {
+		return nil, err
+	}
+	if size < 0 {
+		return nil, fmt.Errorf("objstore: object %s: negative size %d", id, size)
+	}
+	e, victims, err := s.reserve(id, size, false)
+	s.notify(victims)
+	if err != nil {
+		return nil, err
+	}
+	sp := e.spare
+	e.spare = nil
+	f, wmap, err := createUnmapped(s.dir, id, size, sp)
+	if err != nil {
+		s.mu.Lock()
+		s.dropReserved(e)
+		s.mu.Unlock()
+		return nil, err
+	}
+	e.wmap, e.wfile, e.recv = wmap, f, true
+	return &Writer{s: s, e: e}, nil
+}
+
+// closeFile closes the file of an unmapped object being created.
+func (e *entry) closeFile() {
+	if e.wfile != nil {
+		_ = e.wfile.Close()
+		e.wfile = nil
+	}
 }
 
 // PutInline stores a small object in the owner's memory: no file, no
@@ -408,7 +467,7 @@ func (s *Store) reserve(id ID, size int64, inline bool) (*entry, []*entry, error
 		e = &entry{id: id, refs: 1, isNew: true}
 		s.objects[id] = e
 	}
-	e.size, e.state, e.inline, e.pins, e.spare = size, creating, inline, 0, reuse
+	e.size, e.state, e.inline, e.pins, e.spare, e.recv = size, creating, inline, 0, reuse, false
 	s.used += size
 	s.pinned += size
 	return e, victims, nil
@@ -445,7 +504,7 @@ func (s *Store) releaseMemory(e *entry) {
 	p := Path(s.dir, e.id)
 	wmap := e.wmap
 	e.wmap = nil
-	if wmap != nil && e.size >= recycleMin && e.size <= s.capacity/4 && s.spareUsed+e.size <= s.capacity/4 {
+	if (wmap != nil || e.recv) && e.size >= recycleMin && e.size <= s.capacity/4 && s.spareUsed+e.size <= s.capacity/4 {
 		if len(s.spares) == maxSpares {
 			s.dropSpareLocked(0)
 		}
@@ -531,6 +590,7 @@ func (s *Store) abort(id ID) error {
 	}
 	unmap(e.wmap)
 	e.wmap = nil
+	e.closeFile()
 	_ = os.Remove(Path(s.dir, id) + tmpSuffix)
 	s.dropReserved(e)
 	return nil
@@ -547,6 +607,7 @@ func (s *Store) Seal(id ID) error {
 	if e == nil || e.state != creating {
 		return fmt.Errorf("objstore: sealing object %s: %w (Create it first)", id, ErrNotFound)
 	}
+	e.closeFile()
 	if err := os.Rename(Path(s.dir, id)+tmpSuffix, Path(s.dir, id)); err != nil {
 		return fmt.Errorf("objstore: sealing object %s: %w", id, err)
 	}
@@ -740,6 +801,7 @@ func (s *Store) Close() error {
 			_ = unix.Munmap(e.data)
 		}
 		unmap(e.wmap)
+		e.closeFile()
 		e.data, e.wmap = nil, nil
 	}
 	for _, sp := range s.spares {

@@ -3,13 +3,13 @@ package transfer
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/gray-ml/gray/runtime/objstore"
+	"github.com/gray-ml/gray/runtime/transfer/limits"
 	"golang.org/x/sys/unix"
 )
 
@@ -50,7 +50,11 @@ func BenchmarkFetch64MiB(b *testing.B) {
 // BenchmarkFetch64MiBFreshPages is BenchmarkFetch64MiB on a receiving store
 // too small to keep freed pages for reuse: every fetch allocates fresh
 // shared memory, as the first objects a node receives do.
-func BenchmarkFetch64MiBFreshPages(b *testing.B) { benchFetch(b, 2*benchSize, DefaultStreams) }
+func BenchmarkFetch64MiBFreshPages(b *testing.B) {
+	for _, streams := range []int{1, 2, 4} {
+		b.Run(fmt.Sprintf("streams=%d", streams), func(b *testing.B) { benchFetch(b, 2*benchSize, streams) })
+	}
+}
 
 func benchFetch(b *testing.B, dstCapacity int64, streams int) {
 	src, dst := shmStore(b, benchSize), shmStore(b, dstCapacity)
@@ -75,45 +79,42 @@ func benchFetch(b *testing.B, dstCapacity int64, streams int) {
 	reportReuse(b, dst)
 }
 
-// BenchmarkRawTCPCopy64MiB is the peer of BenchmarkFetch64MiB: 64 MiB
-// written on one loopback TCP connection and read into a buffer on the
-// other, with default socket settings and nothing else.
+// The peers of the Fetch benchmarks: the physical limits of a move over
+// loopback (see package limits), measured in the same run.
+
+// BenchmarkRawTCPCopy64MiB writes 64 MiB on one loopback TCP connection
+// and reads it into a reused buffer on the other, with default socket
+// settings and nothing else: the wire's limit.
 func BenchmarkRawTCPCopy64MiB(b *testing.B) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ln.Close()
-	data := randomBytes(benchSize, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		var req [1]byte
-		for {
-			if _, err := io.ReadFull(c, req[:]); err != nil {
-				return
-			}
-			if _, err := c.Write(data); err != nil {
-				return
-			}
-		}
-	}()
-	c, err := net.Dial("tcp", ln.Addr().String())
+	benchLimit(b, func(c *limits.Copier, dst []byte) (time.Duration, error) { return c.TCP(dst) })
+}
+
+// BenchmarkRawTCPFreshShm64MiB is BenchmarkRawTCPCopy64MiB into a new
+// shared-memory file: the limit of a fetch into fresh pages.
+func BenchmarkRawTCPFreshShm64MiB(b *testing.B) {
+	benchLimit(b, func(c *limits.Copier, _ []byte) (time.Duration, error) { return c.TCPFreshShm() })
+}
+
+// BenchmarkMemcpyFreshShm64MiB writes 64 MiB from memory into a new
+// shared-memory file: the cost of fresh pages alone.
+func BenchmarkMemcpyFreshShm64MiB(b *testing.B) {
+	benchLimit(b, func(c *limits.Copier, _ []byte) (time.Duration, error) { return c.MemcpyFreshShm() })
+}
+
+func benchLimit(b *testing.B, measure func(*limits.Copier, []byte) (time.Duration, error)) {
+	c, err := limits.NewCopier(benchSize, limits.ShmDir())
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer c.Close()
-	buf := make([]byte, benchSize)
+	dst := make([]byte, benchSize)
+	if _, err := c.TCP(dst); err != nil { // touch dst's pages
+		b.Fatal(err)
+	}
 	b.SetBytes(benchSize)
 	start := cpuTime()
 	for b.Loop() {
-		if _, err := c.Write([]byte{1}); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := io.ReadFull(c, buf); err != nil {
+		if _, err := measure(c, dst); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -114,19 +114,19 @@ func (b *Blobs) Open(k Key) ([]byte, func(), error) {
 }
 
 // Create starts receiving the blob of k into a temporary file.
-func (b *Blobs) Create(k Key, size int64) ([]byte, error) {
+func (b *Blobs) Create(k Key, size int64) (Room, error) {
 	sum, ok := k.blobSum()
 	if !ok {
-		return nil, fmt.Errorf("transfer: %q is not a blob key", k)
+		return Room{}, fmt.Errorf("transfer: %q is not a blob key", k)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.pending[k] != nil {
-		return nil, fmt.Errorf("transfer: blob %x is already being received", sum)
+		return Room{}, fmt.Errorf("transfer: blob %x is already being received", sum)
 	}
 	f, err := os.CreateTemp(b.dir, ".recv-*")
 	if err != nil {
-		return nil, fmt.Errorf("transfer: receiving blob %x: %w", sum, err)
+		return Room{}, fmt.Errorf("transfer: receiving blob %x: %w", sum, err)
 	}
 	p := &pendingBlob{f: f, sum: sum}
 	if size > 0 {
@@ -136,11 +136,11 @@ func (b *Blobs) Create(k Key, size int64) ([]byte, error) {
 		}
 		if err != nil {
 			p.discard()
-			return nil, fmt.Errorf("transfer: receiving blob %x (%s): %w", sum, human(size), err)
+			return Room{}, fmt.Errorf("transfer: receiving blob %x (%s): %w", sum, human(size), err)
 		}
 	}
 	b.pending[k] = p
-	return p.data, nil
+	return Room{Buf: p.data}, nil
 }
 
 func (p *pendingBlob) discard() {

@@ -29,12 +29,13 @@ func (as adoptingSource) Open(k Key) ([]byte, func(), error) {
 
 // DirSink writes fetched objects into the store directory dir of a store
 // this process does not own (a worker filling its node's store): each
-// object is created with objstore.CreateFile and sealed on Commit; the
+// object is created with objstore.CreateFileUnmapped (its pages allocated
+// as the bytes are written through its file) and sealed on Commit; the
 // store's owner accounts it when it adopts it (AdoptingSource, or
 // objstore.Store.Adopt). Fetching an object whose file exists already
 // fails with an error wrapping objstore.ErrExists.
 func DirSink(dir string) Sink {
 	return newObjectSink(func(id objstore.ID, size int64) (*objstore.FileWriter, error) {
-		return objstore.CreateFile(dir, id, size)
+		return objstore.CreateFileUnmapped(dir, id, size)
 	}, nil)
 }

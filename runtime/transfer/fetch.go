@@ -37,17 +37,17 @@ func (c *Client) transfer(ctx context.Context, addr string, k Key, dst Sink) err
 		first.done(false)
 		return first.fail("reading the response", fmt.Errorf("implausible size %d", size))
 	}
-	buf, err := dst.Create(k, int64(size))
+	room, err := dst.Create(k, int64(size))
 	if err != nil {
 		first.done(false)
 		return first.fail("making room for "+human(int64(size)), err)
 	}
-	if uint64(len(buf)) != size {
+	if err := room.check(size); err != nil {
 		first.done(false)
 		dst.Abort(k)
-		return first.fail("making room", fmt.Errorf("the sink gave %d bytes for %d", len(buf), size))
+		return first.fail("making room", err)
 	}
-	if err := c.receive(ctx, cancel, first, addr, k, buf); err != nil {
+	if err := c.receive(ctx, cancel, first, addr, k, room, size); err != nil {
 		dst.Abort(k)
 		return err
 	}
@@ -58,10 +58,20 @@ func (c *Client) transfer(ctx context.Context, addr string, k Key, dst Sink) err
 	return nil
 }
 
-// receive reads the object into buf: its first FirstRequestBytes from
-// first, the rest in ranges over parallel streams.
-func (c *Client) receive(ctx context.Context, cancel context.CancelFunc, first *stream, addr string, k Key, buf []byte) error {
-	size := uint64(len(buf))
+// check reports a room that cannot take size bytes.
+func (r Room) check(size uint64) error {
+	switch {
+	case r.Buf != nil && uint64(len(r.Buf)) != size:
+		return fmt.Errorf("the sink gave %d bytes for %d", len(r.Buf), size)
+	case r.Buf == nil && r.At == nil && size > 0:
+		return fmt.Errorf("the sink gave no room for %d bytes", size)
+	}
+	return nil
+}
+
+// receive reads the object, size bytes, into room: its first
+// FirstRequestBytes from first, the rest in ranges over parallel streams.
+func (c *Client) receive(ctx context.Context, cancel context.CancelFunc, first *stream, addr string, k Key, room Room, size uint64) error {
 	n0 := min(size, FirstRequestBytes)
 	rest := size - n0
 	streams := c.Streams
@@ -102,14 +112,14 @@ func (c *Client) receive(ctx context.Context, cancel context.CancelFunc, first *
 				failed(s.fail("reading a range", fmt.Errorf("the object is %d bytes now, %d before", sz, size)))
 				return
 			}
-			err = s.read(buf[off:end], off, size)
+			err = s.read(room, off, end, size)
 			s.done(err == nil)
 			if err != nil {
 				failed(err)
 			}
 		}()
 	}
-	err := first.read(buf[:n0], 0, size)
+	err := first.read(room, 0, n0, size)
 	first.done(err == nil)
 	if err != nil {
 		failed(err)
@@ -214,27 +224,62 @@ func (s *stream) request(off, n uint64) (size uint64, started bool, err error) {
 	return 0, true, s.fail("reading the response", fmt.Errorf("unknown status %d (not a Gray transfer server?)", hdr[0]))
 }
 
-// read reads the response body, which must fill buf (the bytes at off of an
-// object of size bytes), in chunks under the I/O deadline.
-func (s *stream) read(buf []byte, off, size uint64) error {
-	if uint64(len(buf)) != s.n {
-		return s.fail("reading", fmt.Errorf("the server sends %d bytes at offset %d, want %d", s.n, off, len(buf)))
+// read reads the response body, which must be the bytes [off, end) of an
+// object of size bytes, into room, in chunks under the I/O deadline.
+func (s *stream) read(room Room, off, end, size uint64) error {
+	if end-off != s.n {
+		return s.fail("reading", fmt.Errorf("the server sends %d bytes at offset %d, want %d", s.n, off, end-off))
 	}
-	for done := 0; done < len(buf); {
-		end := min(done+ChunkSize, len(buf))
+	var piece []byte // for room.At: what one read takes, then one write
+	if room.Buf == nil && end > off {
+		p := pieces.Get().(*[]byte)
+		defer pieces.Put(p)
+		piece = *p
+	}
+	for done := off; done < end; {
 		_ = s.conn.SetReadDeadline(time.Now().Add(s.c.ioTimeout()))
-		m, err := io.ReadFull(s.conn, buf[done:end])
-		done += m
+		var err error
+		if room.Buf != nil {
+			var m int
+			m, err = io.ReadFull(s.conn, room.Buf[done:min(done+ChunkSize, end)])
+			done += uint64(m)
+		} else {
+			done, err = s.readAt(room.At, piece, done, min(done+ChunkSize, end))
+		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
 			}
-			return s.fail(fmt.Sprintf("receiving (%d of the %d bytes at offset %d of %d came)", done, len(buf), off, size), err)
+			return s.fail(fmt.Sprintf("receiving (%d of the %d bytes at offset %d of %d came)", done-off, end-off, off, size), err)
 		}
 	}
 	s.n = 0
 	s.reuse = true
 	return nil
+}
+
+// pieces holds the buffers that bytes for a Room's At pass through: small
+// enough to stay in the CPU's cache between the read and the write.
+var pieces = sync.Pool{New: func() any { b := make([]byte, pieceSize); return &b }}
+
+const pieceSize = 256 << 10
+
+// readAt reads the bytes [off, end) into w through piece, and returns how
+// far it got.
+func (s *stream) readAt(w io.WriterAt, piece []byte, off, end uint64) (uint64, error) {
+	for off < end {
+		m, err := io.ReadFull(s.conn, piece[:min(uint64(len(piece)), end-off)])
+		if m > 0 {
+			if _, werr := w.WriteAt(piece[:m], int64(off)); werr != nil {
+				return off, fmt.Errorf("writing into the sink: %w", werr)
+			}
+			off += uint64(m)
+		}
+		if err != nil {
+			return off, err
+		}
+	}
+	return off, nil
 }
 
 // done ends the stream: its connection goes back to the pool if the

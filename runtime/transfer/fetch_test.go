@@ -320,6 +320,9 @@ func TestFetchServerDiesMidTransfer(t *testing.T) {
 			if dst.Contains(storeID(id)) || dst.Stats().Used != 0 || dst.Stats().PinnedBytes != 0 {
 				t.Fatalf("the half object is visible or still accounted: %+v", dst.Stats())
 			}
+			if left, _ := filepath.Glob(filepath.Join(dst.Dir(), string(storeID(id))+"*")); len(left) > 0 {
+				t.Fatalf("the failed transfer left %v", left)
+			}
 			// The sink can receive the object again.
 			if _, err := StoreSink(dst).Create(ObjectKey(id), 10); err != nil {
 				t.Fatalf("creating the object again after the failed transfer: %v", err)

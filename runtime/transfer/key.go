@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/gray-ml/gray/runtime/ids"
@@ -60,6 +61,19 @@ type Source interface {
 	Open(k Key) (data []byte, release func(), err error)
 }
 
+// Room is where a Sink takes an object's bytes: Buf, memory that the
+// client reads them straight into (exactly the object's size), or, when Buf
+// is nil and the object is not empty, At, which the client writes them to
+// in pieces at their offsets (concurrently, on disjoint ranges). At suits
+// fresh shared memory: written through its file, the kernel allocates each
+// page as it copies into it, where reading into a new mapping would first
+// allocate the pages and then fault each one in (together about twice the
+// cost of the copy from the socket; see benchmarks/README.md).
+type Room struct {
+	Buf []byte
+	At  io.WriterAt
+}
+
 // Sink receives fetched objects. It must be safe for concurrent use with
 // different keys. For each key, Fetch calls Create, fills the room it
 // returned completely, then calls Commit; if the transfer fails after
@@ -67,7 +81,7 @@ type Source interface {
 // may remain visible.
 type Sink interface {
 	// Create returns room for exactly size bytes of k.
-	Create(k Key, size int64) ([]byte, error)
+	Create(k Key, size int64) (Room, error)
 	// Commit makes k, now filled, visible.
 	Commit(k Key) error
 	// Abort drops k after Create (or after a failed Commit).

@@ -3,6 +3,7 @@ package transfer
 import (
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 
 	"github.com/gray-ml/gray/runtime/objstore"
@@ -33,21 +34,25 @@ func (ss storeSource) Open(k Key) ([]byte, func(), error) {
 	return data, func() { once.Do(func() { _ = ss.s.Unpin(id) }) }, nil
 }
 
-// StoreSink writes fetched objects straight into s's shared memory: the
-// bytes are read from the socket into the object's file, with no copy in
-// between, and sealed on Commit. A committed object has one store reference,
+// StoreSink writes fetched objects straight into s's shared memory, and
+// seals them on Commit: into a freed object's pages that are still mapped
+// (objstore.Store.CreateUnmapped), the bytes are read from the socket
+// straight into the mapping; into fresh pages, they are written through
+// the object's file, which allocates each page as it is filled instead of
+// faulting it into a new mapping. A committed object has one store reference,
 // which the caller owns (Release it when done). Fetching an object the store
 // already holds fails with an error wrapping objstore.ErrExists: check
 // Contains first.
 func StoreSink(s *objstore.Store) Sink {
-	return newObjectSink(s.Create, func(w *objstore.Writer) {
+	return newObjectSink(s.CreateUnmapped, func(w *objstore.Writer) {
 		_ = s.Abort(w.ID()) // the writer is spent; drop the object itself
 	})
 }
 
 // objectWriter writes one received object.
 type objectWriter interface {
-	Bytes() []byte
+	Bytes() []byte // nil: write it with WriteAt
+	io.WriterAt
 	Seal() error
 	Abort() error
 }
@@ -65,22 +70,25 @@ func newObjectSink[W objectWriter](create func(objstore.ID, int64) (W, error), s
 	return &objectSink[W]{create: create, sealFailed: sealFailed, writers: map[Key]W{}}
 }
 
-func (sk *objectSink[W]) Create(k Key, size int64) ([]byte, error) {
+func (sk *objectSink[W]) Create(k Key, size int64) (Room, error) {
 	h, ok := k.objectHex()
 	if !ok {
-		return nil, fmt.Errorf("transfer: %q is not an object key; a store holds objects only", k)
+		return Room{}, fmt.Errorf("transfer: %q is not an object key; a store holds objects only", k)
 	}
 	sk.mu.Lock()
 	defer sk.mu.Unlock()
 	if _, busy := sk.writers[k]; busy {
-		return nil, fmt.Errorf("transfer: object %s is already being received", h)
+		return Room{}, fmt.Errorf("transfer: object %s is already being received", h)
 	}
 	w, err := sk.create(objstore.ID(h), size)
 	if err != nil {
-		return nil, err
+		return Room{}, err
 	}
 	sk.writers[k] = w
-	return w.Bytes(), nil
+	if b := w.Bytes(); b != nil || size == 0 {
+		return Room{Buf: b}, nil
+	}
+	return Room{At: w}, nil
 }
 
 func (sk *objectSink[W]) take(k Key) (W, bool) {

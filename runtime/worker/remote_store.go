@@ -19,10 +19,11 @@ import (
 // the driver's for its own workers, the node daemon's for workers another
 // node started. Before sending a task or a Get reply that names a shared
 // object this node may lack, the driver sends MsgLocate: where to pull it
-// from. The worker pulls it into its node's store (transfer.DirSink: one
-// copy, from the socket into the shared-memory file; concurrent pulls of
-// one object in this process are merged by the transfer client), then maps
-// it like any local object. A worker on another node than the driver
+// from. The worker pulls it into its node's store (transfer.DirSink: the
+// bytes written from the socket through the shared-memory file, whose
+// pages the kernel allocates as it fills them; concurrent pulls of one
+// object in this process are merged by the transfer client, which needs
+// the one sink of the worker), then maps it like any local object. A worker on another node than the driver
 // writes its large results and Puts straight into its node's store
 // (objstore.CreateFile): they stay there until someone pulls them.
 
@@ -65,13 +66,13 @@ func (w *Worker) ensureLocal(id ids.ObjectID) error {
 	if _, err := os.Stat(path); err == nil {
 		return nil
 	}
-	c, err := w.pullClient()
+	c, sink, err := w.pullClient()
 	if err != nil {
 		return transfer.PullError(id, addr, err)
 	}
 	ctx, cancel := context.WithTimeout(w.ctx, pullTimeout)
 	defer cancel()
-	err = c.Fetch(ctx, addr, transfer.ObjectKey(id), transfer.DirSink(w.dir))
+	err = c.Fetch(ctx, addr, transfer.ObjectKey(id), sink)
 	if err == nil {
 		return nil
 	}
@@ -93,19 +94,21 @@ func (w *Worker) ensureLocal(id ids.ObjectID) error {
 }
 
 // pullClient returns the worker's transfer client, made at its first pull
-// with the cluster token of its environment.
-func (w *Worker) pullClient() (*transfer.Client, error) {
+// with the cluster token of its environment, and its sink into the node's
+// store (the same sink for every pull, so that concurrent pulls of one
+// object share one transfer).
+func (w *Worker) pullClient() (*transfer.Client, transfer.Sink, error) {
 	w.locMu.Lock()
 	defer w.locMu.Unlock()
 	if w.pull != nil {
-		return w.pull, nil
+		return w.pull, w.sink, nil
 	}
 	tok, err := hex.DecodeString(os.Getenv(task.EnvToken))
 	if err != nil || len(tok) == 0 {
-		return nil, fmt.Errorf("no cluster token in %s to pull objects with", task.EnvToken)
+		return nil, nil, fmt.Errorf("no cluster token in %s to pull objects with", task.EnvToken)
 	}
-	w.pull = transfer.NewClient(tok)
-	return w.pull, nil
+	w.pull, w.sink = transfer.NewClient(tok), transfer.DirSink(w.dir)
+	return w.pull, w.sink, nil
 }
 
 // writeFile writes a large result or Put of a worker on another node than

@@ -73,6 +73,7 @@ type Worker struct {
 	locMu sync.Mutex
 	locs  map[ids.ObjectID]string
 	pull  *transfer.Client
+	sink  transfer.Sink // into the node's store; one, so that the client merges pulls of one object
 }
 
 // Env reports whether this process was started as a worker.
