@@ -51,6 +51,11 @@
 //     keeps mappings of objects read again (weights, noise tables), and run
 //     the task under Guard. Decoded slices are valid during the call (actors
 //     copy what they keep). Map is the one-shot form.
+//   - Objects received from another node: [Store.CreateUnmapped] (the
+//     owner) or [CreateFileUnmapped] (a worker), filled with WriteAt at
+//     their offsets: fresh pages are written through the file, which
+//     allocates them as it copies, much cheaper than mapping fresh pages;
+//     a freed object's pages come mapped (Bytes), cheaper still.
 //   - Get returning ErrEvicted: rebuild by re-running the creating task,
 //     which creates the same id again (its reference count is kept); an
 //     object made by a driver's Put cannot be rebuilt and says so.
