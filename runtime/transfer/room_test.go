@@ -3,8 +3,10 @@ package transfer
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 )
 
@@ -74,5 +76,45 @@ func TestDirSinkServerDiesMidTransfer(t *testing.T) {
 				t.Fatalf("the failed transfer left %v", left)
 			}
 		})
+	}
+}
+
+// failingSink gives a writer that fails after some bytes, as a full file
+// system would, and records what the client called.
+type failingSink struct {
+	mu               sync.Mutex
+	written          int64
+	aborted, commits int
+}
+
+var errDiskFull = errors.New("no space left on device (test)")
+
+func (s *failingSink) Create(k Key, size int64) (Room, error) { return Room{At: s}, nil }
+func (s *failingSink) WriteAt(p []byte, off int64) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.written+int64(len(p)) > 5<<20 {
+		return 0, errDiskFull
+	}
+	s.written += int64(len(p))
+	return len(p), nil
+}
+func (s *failingSink) Commit(k Key) error { s.mu.Lock(); s.commits++; s.mu.Unlock(); return nil }
+func (s *failingSink) Abort(k Key)        { s.mu.Lock(); s.aborted++; s.mu.Unlock() }
+
+// A sink's writer that fails mid-transfer fails the fetch with its error,
+// and the sink's object is aborted, never committed.
+func TestFetchSinkWriteFails(t *testing.T) {
+	src := openStore(t, 64<<20)
+	id := objectID(7)
+	putBytes(t, src, id, randomBytes(FirstRequestBytes+2*MinStreamBytes, 7))
+	addr := serve(t, StoreSource(src))
+	sink := &failingSink{}
+	err := newClient(t).Fetch(context.Background(), addr, ObjectKey(id), sink)
+	if !errors.Is(err, errDiskFull) {
+		t.Fatalf("fetch into a failing writer: %v, want the writer's error", err)
+	}
+	if sink.aborted != 1 || sink.commits != 0 {
+		t.Fatalf("aborted %d times, committed %d; want one abort, no commit", sink.aborted, sink.commits)
 	}
 }
