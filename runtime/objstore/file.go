@@ -79,8 +79,7 @@ func Map(dir string, id ID) (*Mapping, error) {
 
 // createMapped creates "<id>.tmp" of size bytes and maps it read-write. With
 // a spare, it renames the spare's file and reuses its pages and its
-// mapping (mapping them now if it has none: once mapped, a spare stays
-// mapped). Fresh pages are allocated and mapped up front: one bulk
+// mapping. Fresh pages are allocated and mapped up front: one bulk
 // operation in the kernel is much cheaper than a page fault per 4 KiB while
 // the caller writes.
 func createMapped(dir string, id ID, size int64, sp *spare) ([]byte, error) {
@@ -97,33 +96,21 @@ func createMapped(dir string, id ID, size int64, sp *spare) ([]byte, error) {
 	return data, nil
 }
 
-// createUnmapped creates "<id>.tmp" of size bytes. With a spare, it
-// renames the spare's file and reuses its pages: a spare that kept its
-// mapping returns it as wmap (and no file); one without (a received
-// object's) returns its file, since writing into existing pages with
-// pwrite costs about what reading into a populated mapping does, and
-// mapping them would first cost a page-table entry per 4 KiB. Otherwise it
-// returns the file, open for writing, with no pages yet (nil for an empty
-// object): written with pwrite, the kernel allocates each page as it copies
-// into it, which costs far less than allocating the pages and then
-// faulting each into a mapping (see benchmarks/README.md, "Objects between
-// nodes").
+// createUnmapped creates "<id>.tmp" of size bytes. With a spare, it renames
+// the spare's file and reuses its pages and its mapping (mapping them now
+// if the spare has none: once mapped, a spare stays mapped, and reading
+// into its mapping is the cheapest way to fill it). Otherwise it returns
+// the file, open for writing, with no pages yet (nil for an empty object):
+// written with pwrite, the kernel allocates each page as it copies into it,
+// which costs far less than allocating the pages and then faulting each
+// into a mapping (see benchmarks/README.md, "Objects between nodes").
 func createUnmapped(dir string, id ID, size int64, sp *spare) (f *os.File, wmap []byte, err error) {
 	tmp := Path(dir, id) + tmpSuffix
 	if sp != nil {
-		err := os.Rename(sp.name, tmp)
-		if err == nil && sp.size != size {
-			err = os.Truncate(tmp, size)
-		}
-		if err == nil && sp.wmap != nil {
-			return nil, sp.wmap, nil
-		}
+		wmap, err := reuseSpare(sp, tmp, size)
 		if err == nil {
-			if f, err = os.OpenFile(tmp, os.O_RDWR, 0); err == nil {
-				return f, nil, nil
-			}
+			return nil, wmap, nil
 		}
-		unmap(sp.wmap)
 		_ = os.Remove(sp.name)
 		_ = os.Remove(tmp)
 	}
@@ -141,6 +128,28 @@ func createUnmapped(dir string, id ID, size int64, sp *spare) (f *os.File, wmap 
 		return nil, nil, fmt.Errorf("objstore: creating object %s (%d bytes): ftruncate: %w", id, size, err)
 	}
 	return f, nil, nil
+}
+
+// reuseSpare renames the spare's file to tmp, cut to size bytes, and
+// returns its mapping, made now if it had none. On failure the spare's
+// mapping is gone.
+func reuseSpare(sp *spare, tmp string, size int64) ([]byte, error) {
+	err := os.Rename(sp.name, tmp)
+	if err == nil && sp.size != size {
+		err = os.Truncate(tmp, size)
+	}
+	if err != nil || sp.wmap != nil {
+		if err != nil {
+			unmap(sp.wmap)
+		}
+		return sp.wmap, err
+	}
+	f, err := os.OpenFile(tmp, os.O_RDWR, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return mapWritable(f, size)
 }
 
 // mapWritable allocates the pages of f's first size bytes and maps them

@@ -346,13 +346,12 @@ func (s *Store) Create(id ID, size int64) (*Writer, error) {
 }
 
 // CreateUnmapped is Create for an object written with Writer.WriteAt, such
-// as one received from another node: it makes no mapping (Bytes is nil).
-// In fresh pages the kernel allocates each page as WriteAt copies into it,
-// which costs far less than allocating the pages and faulting each into a
-// mapping; a freed object's pages are written in place. When it reuses
-// pages that kept their mapping (a freed object made by Create), Bytes
-// returns that mapping, the cheapest place to write. Freed, its pages are
-// kept for reuse like a mapped object's.
+// as one received from another node: in fresh pages it makes no mapping
+// (Bytes is nil) and the kernel allocates each page as WriteAt copies into
+// it, which costs far less than allocating the pages and faulting each
+// into a mapping. When it reuses a freed object's pages that kept their
+// mapping, Bytes returns it (reading straight into it is cheaper still).
+// Freed, its pages are kept for reuse like a mapped object's.
 func (s *Store) CreateUnmapped(id ID, size int64) (*Writer, error) {
 	if err := id.check(); err != nil {
 		return nil, err
