@@ -532,11 +532,20 @@ func unmap(b []byte) {
 }
 
 // takeSpareLocked removes and returns the smallest spare file that holds
-// size bytes without wasting more than a quarter, or "".
+// size bytes without wasting more than a quarter, or nil. Among those,
+// a spare that is still mapped comes first: one without a mapping (a
+// received object's) must be mapped, a page-table entry per 4 KiB, before
+// it is filled.
 func (s *Store) takeSpareLocked(size int64) *spare {
 	best := -1
+	better := func(a, b *spare) bool {
+		if (a.wmap != nil) != (b.wmap != nil) {
+			return a.wmap != nil
+		}
+		return a.size < b.size
+	}
 	for i, sp := range s.spares {
-		if sp.size >= size && sp.size <= size+size/4 && (best < 0 || sp.size < s.spares[best].size) {
+		if sp.size >= size && sp.size <= size+size/4 && (best < 0 || better(sp, s.spares[best])) {
 			best = i
 		}
 	}

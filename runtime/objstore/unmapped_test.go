@@ -162,3 +162,32 @@ func TestCreateFileUnmapped(t *testing.T) {
 		t.Fatalf("Abort left %v", left)
 	}
 }
+
+// Of two spares that fit, a reuse takes the one still mapped: the other
+// (a received object's pages) would have to be mapped first.
+func TestReuseTakesMappedSpareFirst(t *testing.T) {
+	const size = 1 << 20
+	s := newStore(t, 16<<20, nil)
+	w, err := s.CreateUnmapped("recv", size) // freed: a spare without a mapping
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeInPieces(t, w, pattern(size, 1))
+	if err := w.Seal(); err != nil {
+		t.Fatal(err)
+	}
+	put(t, s, "made", size, 2) // fresh pages, mapped; freed: a mapped spare
+	for _, id := range []ID{"recv", "made"} {
+		if err := s.Release(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, err = s.CreateUnmapped("next", size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	if w.Bytes() == nil {
+		t.Fatal("the reuse took the unmapped spare while a mapped one fitted")
+	}
+}
