@@ -38,6 +38,9 @@ func BenchmarkClusterObject64MiB(b *testing.B) {
 	}
 	defer gray.Shutdown()
 	clustertest.WaitFor(b, 30*time.Second, "the cluster to have 3 CPUs", func() bool { return gray.ClusterResources()["CPU"] >= 3 })
+	if _, err := gray.Get(ctx, warmUser.Remote()); err != nil { // start node 2's worker
+		b.Fatal(err)
+	}
 
 	seed := 0.0
 	// made returns a new array made on node 1, once it exists there.

@@ -37,6 +37,11 @@ var (
 		}
 		return os.Getenv(cluster.EnvNodeID), nil
 	}, gray.Resource("user", 1))
+	// warmUser starts a worker on the "user" node, so that timing checkBig
+	// does not time a worker's start.
+	warmUser = gray.Func0("test.cluster.warmUser", func(ctx context.Context) (string, error) {
+		return os.Getenv(cluster.EnvNodeID), nil
+	}, gray.Resource("user", 1))
 )
 
 // waitServed waits until node id's heartbeat reports at least min bytes
@@ -107,6 +112,9 @@ func TestClusterObjectMovesNodeToNode(t *testing.T) {
 	ctx := context.Background()
 
 	x := makeBig.Remote(3.0)
+	if _, err := gray.Get(ctx, warmUser.Remote()); err != nil {
+		t.Fatal(err)
+	}
 	if _, _, err := gray.Wait(ctx, []gray.Ref[[]float64]{x}, 1, time.Minute); err != nil {
 		t.Fatal(err)
 	}
