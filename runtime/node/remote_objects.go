@@ -375,6 +375,8 @@ func (n *Node) pullLocal(id ids.ObjectID) <-chan struct{} {
 		err := o.client.Fetch(o.ctx, addr, transfer.ObjectKey(id), transfer.StoreSink(n.shared))
 		if err == nil {
 			o.pulled.Add(size)
+		} else if n.adoptPulled(o.ctx, sid) {
+			err = nil // one of the driver's workers was pulling it into the same store
 		}
 		n.mu.Lock()
 		delete(o.pulls, id)
@@ -386,6 +388,24 @@ func (n *Node) pullLocal(id ids.ObjectID) <-chan struct{} {
 	}()
 	return ch
 }
+
+// adoptPulled waits while another process of the driver's node (one of its
+// workers) writes object sid into the driver's store, and reports whether
+// the store then holds it (adopted). The driver's pull and a worker's pull
+// of one object race to create its file; the loser's pull fails, and the
+// holder must not be dropped for that.
+func (n *Node) adoptPulled(ctx context.Context, sid objstore.ID) bool {
+	ctx, cancel := context.WithTimeout(ctx, pullWaitTimeout)
+	defer cancel()
+	if !objstore.WaitSealed(ctx, n.shared.Dir(), sid) {
+		return false
+	}
+	_ = n.shared.Adopt(sid) // ErrExists: the driver's server adopted it meanwhile
+	return n.shared.Contains(sid)
+}
+
+// pullWaitTimeout bounds the wait for another process's pull of an object.
+const pullWaitTimeout = 2 * time.Minute
 
 // dropHolder records that node k no longer holds object id (it died, or a
 // pull from it failed); an object nobody holds any more is lost.

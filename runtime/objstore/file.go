@@ -2,6 +2,7 @@ package objstore
 
 import (
 	"bufio"
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -75,6 +77,31 @@ func Map(dir string, id ID) (*Mapping, error) {
 		return nil, fmt.Errorf("objstore: mapping object %s (%d bytes): %w", id, st.Size, err)
 	}
 	return &Mapping{data: data, mapped: true}, nil
+}
+
+// WaitSealed waits while another process of the node writes object id
+// into the store directory dir (while "<id>.tmp" exists), polling, and
+// reports whether the object is sealed there when that ends. It returns at
+// once when no one is writing it, and false when ctx ends first. Two
+// processes that pull the same object into one store race to create it;
+// the loser waits for the winner's file with WaitSealed.
+func WaitSealed(ctx context.Context, dir string, id ID) bool {
+	p := Path(dir, id)
+	for {
+		if _, err := os.Stat(p); err == nil {
+			return true
+		}
+		if _, err := os.Stat(p + tmpSuffix); err != nil {
+			break // no one writes it (any more)
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // createMapped creates "<id>.tmp" of size bytes and maps it read-write. With

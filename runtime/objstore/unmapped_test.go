@@ -2,10 +2,13 @@ package objstore
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 )
 
 // pattern returns n bytes that differ from one offset to the next.
@@ -189,5 +192,46 @@ func TestReuseTakesMappedSpareFirst(t *testing.T) {
 	defer w.Abort()
 	if w.Bytes() == nil {
 		t.Fatal("the reuse took the unmapped spare while a mapped one fitted")
+	}
+}
+
+// WaitSealed waits for another writer of the object in the directory: true
+// once it seals, false when it aborts, when no one writes it, or when ctx
+// ends first.
+func TestWaitSealed(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	if WaitSealed(ctx, dir, "none") {
+		t.Fatal("WaitSealed of an object no one writes: true")
+	}
+	for _, seal := range []bool{true, false} {
+		w, err := CreateFileUnmapped(dir, ID(fmt.Sprintf("w%v", seal)), 4096)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan bool)
+		go func() { done <- WaitSealed(ctx, dir, ID(fmt.Sprintf("w%v", seal))) }()
+		time.Sleep(10 * time.Millisecond) // let it find the writer busy (either way, the answer holds)
+		if seal {
+			err = w.Seal()
+		} else {
+			err = w.Abort()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := <-done; got != seal {
+			t.Fatalf("WaitSealed after the writer's %s: %v", map[bool]string{true: "Seal", false: "Abort"}[seal], got)
+		}
+	}
+	w, err := CreateFileUnmapped(dir, "stuck", 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	cctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	if WaitSealed(cctx, dir, "stuck") {
+		t.Fatal("WaitSealed of a writer that never finishes: true")
 	}
 }

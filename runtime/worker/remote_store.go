@@ -78,16 +78,7 @@ func (w *Worker) ensureLocal(id ids.ObjectID) error {
 	}
 	// Another process of this node (a worker, or the driver) may be
 	// pulling or have pulled it: wait for its file.
-	for {
-		if _, serr := os.Stat(path); serr == nil {
-			return nil
-		}
-		if _, terr := os.Stat(path + ".tmp"); terr != nil || ctx.Err() != nil {
-			break
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	if _, serr := os.Stat(path); serr == nil {
+	if objstore.WaitSealed(ctx, w.dir, sid) {
 		return nil
 	}
 	return transfer.PullError(id, addr, err)
