@@ -19,10 +19,12 @@
 //
 // A [Server] serves the objects of a [Source] (a node's object store through
 // [StoreSource], or a directory of executables, [Blobs]). A [Client] fetches
-// one by [Key] into a [Sink] ([StoreSink], [Blobs]): it sends the key, the
-// server answers with the size and then streams the bytes, which the client
-// reads straight into the room the sink gave (for the object store: the
-// shared-memory file itself, so a fetched array is read zero-copy). The
+// one by [Key] into a [Sink] ([StoreSink], [DirSink], [Blobs]): it sends the
+// key, the server answers with the size and then streams the bytes into the
+// [Room] the sink gave: a mapping the client reads straight into, or a
+// writer it writes pieces to at their offsets (for the object store: the
+// shared-memory file itself, either way, so a fetched array is read
+// zero-copy). The
 // client keeps authenticated connections per address for reuse, and
 // concurrent fetches of one key into one sink share a single transfer.
 package transfer
