@@ -201,6 +201,9 @@ func writeAt(id ID, size int64, wmap []byte, f *os.File, p []byte, off int64) (i
 	if off < 0 || off > size || int64(len(p)) > size-off {
 		return 0, fmt.Errorf("objstore: object %s: writing %d bytes at offset %d overruns its %d bytes", id, len(p), off, size)
 	}
+	if len(p) == 0 {
+		return 0, nil
+	}
 	if wmap != nil {
 		return copy(wmap[off:], p), nil
 	}
