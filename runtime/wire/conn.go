@@ -71,6 +71,12 @@ type Conn struct {
 	aborted  atomic.Bool  // Abort was called: a writer waiting for room gives up
 	peerGone atomic.Bool  // the ring's reader saw the socket end: nobody will free room
 	deadline atomic.Int64 // set by Close: when a writer waiting for room gives up (UnixNano)
+
+	// The reading role of the shared-memory path (see Serve and Help).
+	role   atomic.Int32          // 1 while a goroutine reads and handles frames
+	want   atomic.Int32          // helpers waiting for the role
+	herr   atomic.Pointer[error] // a helper's handler failed: Serve returns it
+	served atomic.Bool           // Serve returned: nobody handles frames any more
 }
 
 // New wraps c.
