@@ -187,7 +187,7 @@ func (w *Conn) handleFrames(handle Handler, done func() bool) error {
 				return nil // Serve reads it, in pieces
 			}
 			start := time.Now()
-			if sp.wake(&s.hot) {
+			if sp.now > 0 {
 				if spinFor(sp.now, stop) {
 					if !w.frameReady(helper) {
 						return nil // done, or a helper wants the role: not a wait that ended

@@ -209,12 +209,8 @@ type shm struct {
 	// of goroutines that Help. They adapt apart: where a helper waits for
 	// each answer, Serve's waits are the long gaps between calls.
 	rd, help spinner
-	// hot is set when this end's last write found the peer's reader
-	// awake, polling the ring: the two ends are in a quick exchange, and
-	// the next wait spins even if its spinner had stopped (see wake).
-	hot    atomic.Bool
-	tx, rx *ring
-	tok    [64]byte // wake-up tokens read from the socket
+	tx, rx   *ring
+	tok      [64]byte // wake-up tokens read from the socket
 }
 
 // attach lays the rings over mem; offering tells which ring this end
@@ -390,7 +386,7 @@ func (w *Conn) ringRead(p []byte) (int, error) {
 		return n, nil
 	}
 	start := time.Now()
-	if s.rd.wake(&s.hot) {
+	if s.rd.now > 0 {
 		if spinUntil(s.rd.now, r, false) {
 			s.rd.adapt(time.Since(start))
 			return r.get(p), nil
@@ -433,18 +429,6 @@ type spinner struct {
 }
 
 func newSpinner(max time.Duration) spinner { return spinner{max: max, now: max} }
-
-// wake reports whether the next wait spins (s.now, after it). A spinner
-// that stopped spins again at once when hot says the peer is polling for
-// this end's answer: then its next message likely follows quickly, and
-// an end that sleeps would make both wait for wake-ups (each end's wait
-// then outlasts its spin, so neither would start spinning again alone).
-func (s *spinner) wake(hot *atomic.Bool) bool {
-	if s.now == 0 && s.max > 0 && hot.Load() {
-		s.now, s.skip = s.max, 0
-	}
-	return s.now > 0
-}
 
 // adapt sets how long the next wait spins from how long this one took.
 // A reader keeps spinning while its spins catch the peer's answers
@@ -508,22 +492,14 @@ func (w *Conn) ringWrite(p []byte, block bool) (int, error) {
 }
 
 // wakeReader wakes the peer's reader after a write into r if it sleeps:
-// in a read of the socket (a wake-up token) or in a futex (see doze). It
-// notes whether the reader was waiting actively (see shm.hot).
+// in a read of the socket (a wake-up token) or in a futex (see doze).
 func (w *Conn) wakeReader(r *ring) error {
 	switch v := r.sleeping.Load(); {
 	case v == sleepSocket && r.sleeping.CompareAndSwap(sleepSocket, awake):
-		w.shm.hot.Store(false)
 		_, err := w.c.Write(wakeToken[:])
 		return err
 	case v == sleepFutex && r.sleeping.CompareAndSwap(sleepFutex, awake):
-		// It could not catch this end's answer by spinning either.
-		w.shm.hot.Store(false)
 		shmem.Wake(r.tail)
-		return nil
-	}
-	if !w.shm.hot.Load() {
-		w.shm.hot.Store(true)
 	}
 	return nil
 }
