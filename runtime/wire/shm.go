@@ -22,9 +22,12 @@ import (
 // writer copies its frames into the ring and publishes them by storing the
 // ring's tail; a reader that is waiting spins on the tail for a short while
 // (Spin), so a reply that comes quickly is seen without any system call on
-// either side. A reader that stopped spinning sleeps in a read of the
-// socket after announcing it in the ring; the writer that sees the
-// announcement writes one byte (a wake-up token) to the socket. So the
+// either side. A reader that stopped spinning dozes (a worker's reader, or
+// a goroutine that Helps): it sleeps in a futex on the ring for up to
+// dozeFor, which the writer wakes directly. After that (and Serve at once)
+// it sleeps in a read of the socket after announcing it in the ring; the
+// writer that sees the announcement writes one byte (a wake-up token) to
+// the socket. So the
 // socket still carries the wake-ups of idle readers and the end of the
 // connection (a closed socket, a dead peer), and idle readers cost no CPU
 // and no thread: they wait in the network poller, as before.
