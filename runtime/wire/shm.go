@@ -27,10 +27,10 @@ import (
 // dozeFor, which the writer wakes directly. After that (and Serve at once)
 // it sleeps in a read of the socket after announcing it in the ring; the
 // writer that sees the announcement writes one byte (a wake-up token) to
-// the socket. So the
-// socket still carries the wake-ups of idle readers and the end of the
-// connection (a closed socket, a dead peer), and idle readers cost no CPU
-// and no thread: they wait in the network poller, as before.
+// the socket. So the socket still carries the wake-ups of idle readers and
+// the end of the connection (a closed socket, a dead peer), and idle
+// readers cost no CPU and no thread: they wait in the network poller, as
+// before.
 //
 // A writer that finds the ring full (a peer that is busy and not reading)
 // hands the rest to the connection's background writer, as with a full
