@@ -40,7 +40,8 @@ var ErrClosed = errors.New("wire: connection closed")
 const closeGrace = 2 * time.Second
 
 // Conn is one end of a framed connection. Append, Flush and Send are safe
-// for concurrent use; Recv must be called from one goroutine.
+// for concurrent use; Recv must be called from one goroutine, or instead
+// Serve from one and Help from any number (see serve.go).
 type Conn struct {
 	c   net.Conn
 	raw syscall.RawConn // for writes that must not block; nil if c has no descriptor
