@@ -219,7 +219,7 @@ func TestHelpErrorEndsServe(t *testing.T) {
 	}
 	time.Sleep(10 * time.Millisecond) // (not needed to pass: Serve may take the frame itself)
 	a.role.Store(0)
-	for !handled.Load() {
+	for end := time.Now().Add(10 * time.Second); !handled.Load() && time.Now().Before(end); {
 		a.Help(h, handled.Load)
 	}
 	select {
