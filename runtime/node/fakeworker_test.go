@@ -149,6 +149,23 @@ func (h *harness) get(id ids.ObjectID) task.Object {
 	return objs[0]
 }
 
+// getAsync gets id on a goroutine of its own; the object (or one with the
+// Get's error) comes on the channel.
+func (h *harness) getAsync(t *testing.T, id ids.ObjectID) <-chan task.Object {
+	got := make(chan task.Object, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		objs, err := h.n.Get(ctx, []ids.ObjectID{id})
+		if err != nil {
+			got <- task.Object{Err: &task.TaskError{Message: err.Error(), Cause: err}}
+			return
+		}
+		got <- objs[0]
+	}()
+	return got
+}
+
 // put stores an inline value under a new ID and returns the ID.
 func (h *harness) put(data string) ids.ObjectID {
 	h.t.Helper()

@@ -114,6 +114,10 @@ type Node struct {
 
 	remote *remoteState // nil outside a cluster
 
+	// lastExec is the local worker the last task or actor call was sent
+	// to: a Get of its result reads the answer itself (helpFor).
+	lastExec *proc
+
 	wg sync.WaitGroup // every goroutine the node starts
 }
 
@@ -173,7 +177,9 @@ type proc struct {
 	conn     *wire.Conn
 	actor    *actor
 	dirty    bool          // in Node.dirty
-	results  []task.Object // scratch of handle's MsgResult; used by the connection's reader only
+	handler  wire.Handler  // handles its messages (handle), on the connection's reading role
+	results  []task.Object // scratch of handle's MsgResult; used by the connection's reading role only
+	finished atomic.Uint64 // results handled (helpers stop at the next one, see help)
 	dead     bool
 	process  *os.Process  // set under the node's lock once started
 	node     sched.NodeID // where it runs: sched.Local, or a node of the cluster

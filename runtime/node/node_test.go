@@ -2,6 +2,7 @@ package node
 
 import (
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -87,6 +88,33 @@ func TestShell(t *testing.T) {
 			if o := h.get(s2.Return(0)); string(o.Data) != "ok" {
 				t.Fatalf("Get after the death = %q, %v; want %q", o.Data, o.Err, "ok")
 			}
+		}},
+		{"synchronous calls: each Get returns its own task's result, whoever reads the worker's answer", func(t *testing.T, h *harness) {
+			// The waiting Get reads the worker's connection itself when it
+			// can (help.go); the answer must be the same as serve's.
+			fw := h.worker()
+			for i := range 200 {
+				arg := strconv.Itoa(i)
+				s := h.submit(value(arg))
+				got := h.getAsync(t, s.Return(0))
+				e := fw.exec(t)
+				fw.result(t, e, string(e.Args[0].Data)+"!")
+				if o := <-got; string(o.Data) != arg+"!" {
+					t.Fatalf("call %d: Get = %q, %v; want %q", i, o.Data, o.Err, arg+"!")
+				}
+			}
+			h.check("synchronous calls")
+		}},
+		{"a worker that dies while a Get waits for its answer fails it with ErrWorkerDied", func(t *testing.T, h *harness) {
+			fw := h.worker()
+			s := h.submit(value("doomed"))
+			got := h.getAsync(t, s.Return(0))
+			fw.exec(t)
+			fw.die()
+			if o := <-got; !errors.Is(o.Err, task.ErrWorkerDied) {
+				t.Fatalf("Get = %q, %v; want an error that is ErrWorkerDied", o.Data, o.Err)
+			}
+			h.check("death while waiting")
 		}},
 		{"a worker's Get of a missing object is answered when it is put", func(t *testing.T, h *harness) {
 			fw := h.worker()

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -280,6 +281,12 @@ func (n *Node) serve(c net.Conn) {
 		return
 	}
 	w.conn = conn
+	w.handler = func(typ byte, payload []byte) error {
+		if err := n.handle(w, typ, payload); err != nil {
+			return badMessage{err}
+		}
+		return nil
+	}
 	if a := w.actor; a != nil {
 		if a.ft != nil {
 			a.ft.starting = false // a restart counts from here (restart.go)
@@ -291,17 +298,15 @@ func (n *Node) serve(c net.Conn) {
 		n.step()
 	}
 	n.unlock()
-	for {
-		typ, payload, err := conn.Recv()
-		if err != nil {
-			break
-		}
-		if err := n.handle(w, typ, payload); err != nil {
+	// The handler runs on this goroutine, or on a driver's goroutine that
+	// waits for w's answer and reads it itself (see helpFor).
+	if err := conn.Serve(w.handler); err != nil {
+		var bad badMessage
+		if errors.As(err, &bad) {
 			n.mu.Lock() // w.name is written under the lock once the process starts
 			name := w.name
 			n.mu.Unlock()
-			fmt.Fprintf(os.Stderr, "gray: bad message from %s: %v\n", name, err)
-			break
+			fmt.Fprintf(os.Stderr, "gray: bad message from %s: %v\n", name, bad.err)
 		}
 	}
 	conn.Close()
@@ -330,6 +335,7 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 		n.mu.Lock()
 		n.result(w, tid, objs, retiring)
 		n.unlockFor(w)
+		w.finished.Add(1)
 		clear(objs) // keep no payload alive
 	case task.MsgSubmit:
 		s := task.DecodeSpec(&d)

@@ -142,8 +142,15 @@ func (n *Node) Get(ctx context.Context, oids []ids.ObjectID) ([]task.Object, err
 	}
 	r := n.newRequest(nil, 0, oids, len(oids), false)
 	done := r.done
+	var help *proc
+	if !done {
+		help = n.helpFor(oids)
+	}
 	n.unlock()
 	if !done {
+		if help != nil {
+			n.help(help, r)
+		}
 		select {
 		case <-r.ch:
 		case <-ctx.Done():

@@ -40,7 +40,8 @@ var ErrClosed = errors.New("wire: connection closed")
 const closeGrace = 2 * time.Second
 
 // Conn is one end of a framed connection. Append, Flush and Send are safe
-// for concurrent use; Recv must be called from one goroutine.
+// for concurrent use; Recv must be called from one goroutine, or instead
+// Serve from one and Help from any number (see serve.go).
 type Conn struct {
 	c   net.Conn
 	raw syscall.RawConn // for writes that must not block; nil if c has no descriptor
@@ -71,6 +72,12 @@ type Conn struct {
 	aborted  atomic.Bool  // Abort was called: a writer waiting for room gives up
 	peerGone atomic.Bool  // the ring's reader saw the socket end: nobody will free room
 	deadline atomic.Int64 // set by Close: when a writer waiting for room gives up (UnixNano)
+
+	// The reading role of the shared-memory path (see Serve and Help).
+	role   atomic.Int32          // 1 while a goroutine reads and handles frames
+	want   atomic.Int32          // helpers waiting for the role
+	herr   atomic.Pointer[error] // a helper's handler failed: Serve returns it
+	served atomic.Bool           // Serve returned: nobody handles frames any more
 }
 
 // New wraps c.

@@ -22,12 +22,15 @@ import (
 // writer copies its frames into the ring and publishes them by storing the
 // ring's tail; a reader that is waiting spins on the tail for a short while
 // (Spin), so a reply that comes quickly is seen without any system call on
-// either side. A reader that stopped spinning sleeps in a read of the
-// socket after announcing it in the ring; the writer that sees the
-// announcement writes one byte (a wake-up token) to the socket. So the
-// socket still carries the wake-ups of idle readers and the end of the
-// connection (a closed socket, a dead peer), and idle readers cost no CPU
-// and no thread: they wait in the network poller, as before.
+// either side. A reader that stopped spinning dozes (a worker's reader, or
+// a goroutine that Helps): it sleeps in a futex on the ring for up to
+// dozeFor, which the writer wakes directly. After that (and Serve at once)
+// it sleeps in a read of the socket after announcing it in the ring; the
+// writer that sees the announcement writes one byte (a wake-up token) to
+// the socket. So the socket still carries the wake-ups of idle readers and
+// the end of the connection (a closed socket, a dead peer), and idle
+// readers cost no CPU and no thread: they wait in the network poller, as
+// before.
 //
 // A writer that finds the ring full (a peer that is busy and not reading)
 // hands the rest to the connection's background writer, as with a full
@@ -110,6 +113,44 @@ func newRing(mem []byte, words, data int, size uint32) *ring {
 	}
 }
 
+// States of a ring's reader, in its sleeping word.
+const (
+	awake       = 0 // reading, spinning, or about to look at the ring
+	sleepSocket = 1 // asleep in a read of the socket: the writer sends a token
+	sleepFutex  = 2 // asleep in a futex on tail (doze): the writer wakes it
+)
+
+// dozeFor is the longest a reader sleeps in a futex on the ring (doze)
+// before it sleeps in a read of the socket instead. A futex wake reaches
+// the sleeping thread itself, where a token wakes the network poller,
+// which then hands the reader's goroutine to a thread; but a dozing
+// reader holds its thread and never sees the socket end, so it dozes only
+// for as long as a quick answer may take.
+const dozeFor = time.Millisecond
+
+// doze sleeps in a futex on the ring's tail until bytes come, stop (if
+// not nil) reports true, or d has passed; it reports whether bytes came.
+// stop is looked at only when the sleep ends, so it must be made true by
+// something that also writes into the ring, or be fine to see late.
+func (r *ring) doze(d time.Duration, stop func() bool) bool {
+	end := time.Now().Add(d)
+	for {
+		t := r.tail.Load()
+		if t != r.head.Load() {
+			return true
+		}
+		left := time.Until(end)
+		if left <= 0 || stop != nil && stop() {
+			return false
+		}
+		r.sleeping.Store(sleepFutex)
+		if r.tail.Load() == t {
+			shmem.Wait(r.tail, t, left)
+		}
+		r.sleeping.CompareAndSwap(sleepFutex, awake)
+	}
+}
+
 // avail is how many bytes the reader can take.
 func (r *ring) avail() uint32 { return r.tail.Load() - r.head.Load() }
 
@@ -135,6 +176,16 @@ func (r *ring) put(p []byte) int {
 	return int(n)
 }
 
+// peek copies what is there, up to len(p), without taking it.
+func (r *ring) peek(p []byte) int {
+	h := r.head.Load()
+	n := min(uint32(len(p)), r.tail.Load()-h)
+	off := h & r.mask
+	c := copy(p[:n], r.data[off:])
+	copy(p[c:n], r.data)
+	return int(n)
+}
+
 // get copies what is there, up to len(p), and frees its room; a writer
 // waiting for room is woken.
 func (r *ring) get(p []byte) int {
@@ -155,13 +206,14 @@ func (r *ring) get(p []byte) int {
 
 // shm is one end's view of a mapped region.
 type shm struct {
-	mem     []byte
-	spin    time.Duration // the most a wait spins
-	spinNow time.Duration // how long the reader's next wait spins (see adapt)
-	backoff int           // waits without spinning after the last spin that missed
-	skip    int           // of them, still to go
-	tx, rx  *ring
-	tok     [64]byte // wake-up tokens read from the socket
+	mem  []byte
+	spin time.Duration // the most a wait spins
+	// How long waits spin: Serve's reader's (and a worker's), and those
+	// of goroutines that Help. They adapt apart: where a helper waits for
+	// each answer, Serve's waits are the long gaps between calls.
+	rd, help spinner
+	tx, rx   *ring
+	tok      [64]byte // wake-up tokens read from the socket
 }
 
 // attach lays the rings over mem; offering tells which ring this end
@@ -175,7 +227,7 @@ func attach(mem []byte, offering bool) (*shm, error) {
 		return nil, fmt.Errorf("wire: shared-memory region of %d bytes cannot hold two rings of %d", len(mem), size)
 	}
 	spin := time.Duration(le.Uint32(mem[offSpin:]))
-	s := &shm{mem: mem, spin: spin, spinNow: spin}
+	s := &shm{mem: mem, spin: spin, rd: newSpinner(spin), help: newSpinner(spin)}
 	a := newRing(mem, offA, regHeader, size)
 	b := newRing(mem, offB, regHeader+int(size), size)
 	if offering {
@@ -337,31 +389,49 @@ func (w *Conn) ringRead(p []byte) (int, error) {
 		return n, nil
 	}
 	start := time.Now()
-	if s.spinNow > 0 {
-		if spinUntil(s.spinNow, r, false) {
-			s.adapt(time.Since(start))
+	if s.rd.now > 0 {
+		if spinUntil(s.rd.now, r, false) {
+			s.rd.adapt(time.Since(start))
 			return r.get(p), nil
 		}
+	}
+	if w.rerr == nil && r.doze(dozeFor, nil) {
+		s.rd.adapt(time.Since(start))
+		return r.get(p), nil
 	}
 	for {
 		if w.rerr != nil {
 			return 0, w.rerr // the socket ended and the ring is empty
 		}
-		r.sleeping.Store(1)
+		r.sleeping.Store(sleepSocket)
 		if r.avail() == 0 {
 			_, err := w.c.Read(s.tok[:])
+			if errors.Is(err, os.ErrDeadlineExceeded) && !w.aborted.Load() {
+				_ = w.c.SetReadDeadline(time.Time{}) // a helper's kick (see Help)
+				err = nil
+			}
 			if err != nil {
 				w.rerr = err // read what the ring still holds first
 				w.peerGone.Store(true)
 			}
 		}
-		r.sleeping.Store(0)
+		r.sleeping.Store(awake)
 		if n := r.get(p); n > 0 {
-			s.adapt(time.Since(start))
+			s.rd.adapt(time.Since(start))
 			return n, nil
 		}
 	}
 }
+
+// spinner is how long one kind of wait spins (see adapt).
+type spinner struct {
+	max     time.Duration // the most a wait spins
+	now     time.Duration // how long the next wait spins
+	backoff int           // waits without spinning after the last spin that missed
+	skip    int           // of them, still to go
+}
+
+func newSpinner(max time.Duration) spinner { return spinner{max: max, now: max} }
 
 // adapt sets how long the next wait spins from how long this one took.
 // A reader keeps spinning while its spins catch the peer's answers
@@ -372,19 +442,19 @@ func (w *Conn) ringRead(p []byte) (int, error) {
 // 1, 2, 4 ... 256 of them one wait tries spinning again. So an idle
 // connection spins at most spin once after its last message and then
 // once every 256 wake-ups.
-func (s *shm) adapt(took time.Duration) {
+func (s *spinner) adapt(took time.Duration) {
 	switch {
-	case s.spinNow > 0 && took <= s.spinNow: // the spin caught it
+	case s.now > 0 && took <= s.now: // the spin caught it
 		s.backoff = 0
-		s.spinNow = min(s.spin, max(2*took, 2*time.Microsecond))
-	case s.spinNow > 0: // it did not
-		s.spinNow = 0
+		s.now = min(s.max, max(2*took, 2*time.Microsecond))
+	case s.now > 0: // it did not
+		s.now = 0
 		s.backoff = min(max(2*s.backoff, 1), 256)
 		s.skip = s.backoff
 	case s.skip > 0:
 		s.skip--
 	default: // try again
-		s.spinNow = s.spin
+		s.now = s.max
 	}
 }
 
@@ -393,23 +463,13 @@ type shmReader struct{ w *Conn }
 
 func (r shmReader) Read(p []byte) (int, error) { return r.w.ringRead(p) }
 
-// spinUntil polls r for about d, letting other goroutines run now and then,
-// until it has bytes to read (or with room, room to write); it reports
-// whether they came. It never yields the thread to the system: on a busy
-// machine that gives the core away for a whole time slice.
+// spinUntil polls r for about d (see spinFor) until it has bytes to read
+// (or with room, room to write); it reports whether they came.
 func spinUntil(d time.Duration, r *ring, room bool) bool {
-	start := time.Now()
-	for i := 1; ; i++ {
-		if room && !r.full() || !room && r.avail() > 0 {
-			return true
-		}
-		if i%32 == 0 {
-			if time.Since(start) > d {
-				return false
-			}
-			runtime.Gosched() // the goroutine this one just woke may want the processor
-		}
+	if room {
+		return spinFor(d, func() bool { return !r.full() })
 	}
+	return spinFor(d, func() bool { return r.avail() > 0 })
 }
 
 // ringWrite copies p into the ring, waking a sleeping reader. Without
@@ -420,8 +480,8 @@ func (w *Conn) ringWrite(p []byte, block bool) (int, error) {
 	done := 0
 	for {
 		done += r.put(p[done:])
-		if done > 0 && r.sleeping.Load() != 0 && r.sleeping.CompareAndSwap(1, 0) {
-			if _, err := w.c.Write(wakeToken[:]); err != nil {
+		if done > 0 {
+			if err := w.wakeReader(r); err != nil {
 				return done, err
 			}
 		}
@@ -432,6 +492,19 @@ func (w *Conn) ringWrite(p []byte, block bool) (int, error) {
 			return done, err
 		}
 	}
+}
+
+// wakeReader wakes the peer's reader after a write into r if it sleeps:
+// in a read of the socket (a wake-up token) or in a futex (see doze).
+func (w *Conn) wakeReader(r *ring) error {
+	switch v := r.sleeping.Load(); {
+	case v == sleepSocket && r.sleeping.CompareAndSwap(sleepSocket, awake):
+		_, err := w.c.Write(wakeToken[:])
+		return err
+	case v == sleepFutex && r.sleeping.CompareAndSwap(sleepFutex, awake):
+		shmem.Wake(r.tail)
+	}
+	return nil
 }
 
 // wakeToken is what a writer sends on the socket to wake a sleeping reader.

@@ -273,19 +273,19 @@ func BenchmarkRoundTrip(b *testing.B) {
 // it, and it tries again only after a growing number of waits.
 func TestSpinAdapts(t *testing.T) {
 	const max = 25 * time.Microsecond
-	s := &shm{spin: max, spinNow: max}
+	s := &spinner{max: max, now: max}
 	s.adapt(5 * time.Microsecond) // caught while spinning
-	if s.spinNow != 10*time.Microsecond {
-		t.Fatalf("after a 5µs wait: spin %v, want 10µs", s.spinNow)
+	if s.now != 10*time.Microsecond {
+		t.Fatalf("after a 5µs wait: spin %v, want 10µs", s.now)
 	}
 	s.adapt(time.Second) // an idle connection
-	if s.spinNow != 0 {
-		t.Fatalf("after a long wait: spin %v, want 0", s.spinNow)
+	if s.now != 0 {
+		t.Fatalf("after a long wait: spin %v, want 0", s.now)
 	}
 	// Backoff: 1 wait without spinning, a probe that misses, 2, a probe...
 	spins := 0
 	for range 1000 {
-		if s.spinNow > 0 {
+		if s.now > 0 {
 			spins++
 		}
 		s.adapt(time.Second)
@@ -293,9 +293,9 @@ func TestSpinAdapts(t *testing.T) {
 	if spins < 3 || spins > 12 {
 		t.Fatalf("an idle connection spun on %d of 1,000 waits, want a few (backing off to 1 in 256)", spins)
 	}
-	s.spinNow = max
+	s.now = max
 	s.adapt(3 * time.Microsecond)
-	if s.spinNow == 0 || s.backoff != 0 {
-		t.Fatalf("a caught answer did not restart spinning: spin %v, backoff %d", s.spinNow, s.backoff)
+	if s.now == 0 || s.backoff != 0 {
+		t.Fatalf("a caught answer did not restart spinning: spin %v, backoff %d", s.now, s.backoff)
 	}
 }
