@@ -228,6 +228,7 @@ type remoteTrainable struct {
 	dir   string             // the trial's folder on the driver
 	h     gray.Handle[trialActor]
 	alive bool
+	dead  bool // a call said the actor is dead
 	node  string
 }
 
@@ -255,12 +256,22 @@ func (r *remoteTrainable) Setup(ctx context.Context, config map[string]any, dir 
 		return err
 	}
 	r.h, r.alive, r.dir = h, true, dir
-	r.node, err = gray.Get(ctx, trialSetup.Remote(h, string(cfg)))
+	r.node, err = call(ctx, r, trialSetup.Remote(h, string(cfg)))
 	return err
 }
 
+// call waits for a call's result, noting a dead actor (its node died,
+// or its process) so that Stop does not call it again.
+func call[T any](ctx context.Context, r *remoteTrainable, ref gray.Ref[T]) (T, error) {
+	v, err := gray.Get(ctx, ref)
+	if errors.Is(err, gray.ErrActorDead) {
+		r.dead = true
+	}
+	return v, err
+}
+
 func (r *remoteTrainable) Step(ctx context.Context) (map[string]any, error) {
-	rep, err := gray.Get(ctx, trialStep.Remote(r.h))
+	rep, err := call(ctx, r, trialStep.Remote(r.h))
 	if err != nil {
 		return nil, err
 	}
@@ -277,7 +288,7 @@ func (r *remoteTrainable) Step(ctx context.Context) (map[string]any, error) {
 // Save has the actor write a checkpoint on its node and unpacks it into
 // dir, on this machine.
 func (r *remoteTrainable) Save(ctx context.Context, dir string) error {
-	rep, err := gray.Get(ctx, trialSave.Remote(r.h))
+	rep, err := call(ctx, r, trialSave.Remote(r.h))
 	if err != nil {
 		return err
 	}
@@ -302,7 +313,7 @@ func (r *remoteTrainable) Restore(ctx context.Context, dir string) error {
 	if err != nil {
 		return err
 	}
-	_, err = gray.Get(ctx, trialRestore.Remote(r.h, archive))
+	_, err = call(ctx, r, trialRestore.Remote(r.h, archive))
 	return err
 }
 
@@ -314,9 +325,15 @@ func (r *remoteTrainable) Stop() error {
 		return nil
 	}
 	r.alive = false
+	if r.dead {
+		// Its node or process died: what it had not checkpointed is
+		// lost, and the runner restarts the trial from its checkpoint.
+		_ = gray.Kill(r.h)
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
-	files, err := gray.Get(ctx, trialStop.Remote(r.h))
+	files, err := call(ctx, r, trialStop.Remote(r.h))
 	if err == nil {
 		err = r.keepFiles(files)
 	}

@@ -745,4 +745,3 @@ func (r *runner) fail(t *Trial, err error) {
 	r.waiting = append(r.waiting, t)
 	r.sortWaiting()
 }
-
