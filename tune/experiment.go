@@ -88,6 +88,8 @@ type Experiment struct {
 	// liveNodes: NodeResources was not set and gray runs on a cluster, so
 	// the runner follows the cluster's resources as nodes join and die.
 	liveNodes bool
+	// actors: trials run in gray actors (Placement).
+	actors bool
 }
 
 // Analysis is what a finished (or interrupted) experiment returns.
@@ -153,6 +155,11 @@ func (e *Experiment) defaults() error {
 	if err := e.Placement.check(); err != nil {
 		return err
 	}
+	actors, err := e.inActors(e.Trainable())
+	if err != nil {
+		return err
+	}
+	e.actors = actors
 	if e.NodeResources == (Resources{}) {
 		if cl, ok := clusterResources(); ok {
 			e.NodeResources, e.liveNodes = cl, true

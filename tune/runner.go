@@ -140,17 +140,13 @@ func Resume(ctx context.Context, exp Experiment) (*Analysis, error) {
 }
 
 func newRunner(ctx context.Context, exp Experiment) (*runner, error) {
-	actors, err := exp.inActors(exp.Trainable())
-	if err != nil {
-		return nil, err
-	}
 	j, err := openJournal(exp.Dir)
 	if err != nil {
 		return nil, err
 	}
 	return &runner{
 		exp: exp, dir: exp.Dir, ctx: ctx, j: j, byID: map[string]*Trial{},
-		events: make(chan opEvent, 64), search: exp.Searcher, sched: exp.Scheduler, actors: actors,
+		events: make(chan opEvent, 64), search: exp.Searcher, sched: exp.Scheduler, actors: exp.actors,
 	}, nil
 }
 
