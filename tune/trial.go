@@ -48,15 +48,12 @@ func (r Resources) fits(used, total Resources) bool {
 	return used.CPU+r.CPU <= total.CPU+eps && used.GPU+r.GPU <= total.GPU+eps
 }
 
+// String shows the amounts in all (ExtraCPU is part of CPU).
 func (r Resources) String() string {
-	s := fmt.Sprintf("%gCPU", r.CPU)
-	if r.GPU != 0 {
-		s += fmt.Sprintf(" %gGPU", r.GPU)
+	if r.GPU == 0 {
+		return fmt.Sprintf("%gCPU", r.CPU)
 	}
-	if r.ExtraCPU != 0 {
-		s += fmt.Sprintf(" (%gCPU of them for its worker actors)", r.ExtraCPU)
-	}
-	return s
+	return fmt.Sprintf("%gCPU %gGPU", r.CPU, r.GPU)
 }
 
 // Checkpoint is a saved trial state.
