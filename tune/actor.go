@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -288,15 +289,26 @@ func (r *remoteTrainable) Step(ctx context.Context) (map[string]any, error) {
 // Save has the actor write a checkpoint on its node and unpacks it into
 // dir, on this machine.
 func (r *remoteTrainable) Save(ctx context.Context, dir string) error {
-	rep, err := call(ctx, r, trialSave.Remote(r.h))
+	ref := trialSave.Remote(r.h)
+	// A large reply is read straight from shared memory, valid while its
+	// Ref is reachable: ref must outlive the unpacking.
+	defer runtime.KeepAlive(ref)
+	rep, err := call(ctx, r, ref)
 	if err != nil {
 		return err
+	}
+	if afterSaveReply != nil {
+		afterSaveReply()
 	}
 	if err := unpackDir(rep.Checkpoint, dir); err != nil {
 		return err
 	}
 	return r.keepFiles(rep.Files)
 }
+
+// afterSaveReply, set by tests, runs between Save's reply and its
+// unpacking (a garbage collection there must not free the reply).
+var afterSaveReply func()
 
 // keepFiles unpacks files the trainable wrote on its node into the
 // trial's folder.
@@ -333,10 +345,12 @@ func (r *remoteTrainable) Stop() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
-	files, err := call(ctx, r, trialStop.Remote(r.h))
+	ref := trialStop.Remote(r.h)
+	files, err := call(ctx, r, ref)
 	if err == nil {
 		err = r.keepFiles(files)
 	}
+	runtime.KeepAlive(ref) // files may be in shared memory (see Save)
 	if kerr := gray.Kill(r.h); err == nil {
 		err = kerr
 	}

@@ -12,6 +12,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -133,6 +134,14 @@ func TestCheckpointShipsBetweenActors(t *testing.T) {
 		}
 		pidA, _ = toFloat(r["pid"])
 	}
+	// A collection between the reply and its unpacking: the reply's
+	// bytes, read from shared memory, must stay mapped.
+	afterSaveReply = func() {
+		runtime.GC()
+		runtime.GC()
+		time.Sleep(20 * time.Millisecond)
+	}
+	defer func() { afterSaveReply = nil }()
 	if err := a.Save(ctx, ckpt); err != nil {
 		t.Fatal(err)
 	}

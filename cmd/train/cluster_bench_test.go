@@ -131,14 +131,14 @@ func TestClusterBenchSweepNodes(t *testing.T) {
 	const sweep = `name: nodes
 env: CartPole-v1
 alg: PPO
-stop: {training_iteration: 4}
+stop: {training_iteration: 8}
 checkpoint_freq: 1
 config:
   lr: {grid_search: [0.0003, 0.001, 0.003, 0.01]}
   num_workers: 0
-  train_batch_size: 1000
-  sgd_minibatch_size: 250
-  num_sgd_iter: 2
+  train_batch_size: 4000
+  sgd_minibatch_size: 500
+  num_sgd_iter: 4
 `
 	file := filepath.Join(t.TempDir(), "sweep.yaml")
 	if err := os.WriteFile(file, []byte(sweep), 0o644); err != nil {
@@ -152,12 +152,18 @@ config:
 		}
 		return time.Since(start)
 	}
-	local := runOnce("--num-cpus", "2")
 	one := clustertest.Start(t, clustertest.Options{Nodes: 0, CPUsPerNode: 2})
-	oneNode := runOnce(clusterArgs(one)...)
 	two := clustertest.Start(t, clustertest.Options{Nodes: 1, CPUsPerNode: 2})
-	twoNodes := runOnce(clusterArgs(two)...)
-	t.Logf("sweep of 4 PPO trials x 4 iterations: in-process on 2 CPUs %.1f s; in actors on a 1-node cluster (2 CPUs) %.1f s (%.2fx); "+
-		"on a 2-node cluster (2+2 CPUs, same cores) %.1f s (%.2fx)",
-		local.Seconds(), oneNode.Seconds(), oneNode.Seconds()/local.Seconds(), twoNodes.Seconds(), twoNodes.Seconds()/local.Seconds())
+	// Interleaved rounds; medians.
+	var local, oneNode, twoNodes []float64
+	for round := 0; round < 3; round++ {
+		local = append(local, runOnce("--num-cpus", "2").Seconds())
+		oneNode = append(oneNode, runOnce(clusterArgs(one)...).Seconds())
+		twoNodes = append(twoNodes, runOnce(clusterArgs(two)...).Seconds())
+	}
+	med := func(v []float64) float64 { sort.Float64s(v); return v[len(v)/2] }
+	l, o, w := med(local), med(oneNode), med(twoNodes)
+	t.Logf("sweep of 4 PPO trials x 8 iterations of 4000 steps (medians of 3 interleaved rounds): in-process on 2 CPUs %.1f s; "+
+		"in actors on a 1-node cluster (2 CPUs) %.1f s (%.2fx); on a 2-node cluster (2+2 CPUs, same cores) %.1f s (%.2fx)",
+		l, o, o/l, w, w/l)
 }
