@@ -66,8 +66,11 @@ func MaxRestarts(n int) Option {
 // their node by default (recreated elsewhere, their calls replayed). It is
 // for programs that replace lost actors themselves and want the death
 // reported at once, without a replay: tune's trial actors, whose trials
-// restart from their own checkpoints. It cannot be combined with
-// MaxRestarts or CheckpointInterval.
+// restart from their own checkpoints. When such an actor ends, for any
+// reason, the actors it created and had not ended end with it (killed,
+// their resources released): once it is gone no one could end them,
+// since actors created inside a worker end only by Kill. It cannot be
+// combined with MaxRestarts or CheckpointInterval.
 func NoRestarts() Option { return func(o *options) { o.noRestarts = true } }
 
 // CheckpointInterval makes the runtime save the actor's state every n

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/internal/clustertest"
@@ -22,6 +23,54 @@ var (
 		return os.Getenv(cluster.EnvNodeID), nil
 	})
 )
+
+// Parent, of a NoRestarts type, creates a Counter child actor holding a
+// CPU; a process that dies takes its actor and that child with it.
+type Parent struct{ child gray.Handle[Counter] }
+
+var (
+	childCounter = gray.Actor0("test.ChildCounter", func(ctx context.Context) (*Counter, error) { return &Counter{}, nil }, gray.CPUs(1))
+	childAdd     = gray.Method1(childCounter, "add", func(c *Counter, ctx context.Context, n int) (int, error) {
+		c.value += n
+		return c.value, nil
+	})
+	parentType = gray.Actor0("test.Parent", func(ctx context.Context) (*Parent, error) {
+		h, err := childCounter.Remote(ctx)
+		return &Parent{child: h}, err
+	}, gray.NoRestarts())
+	parentChild = gray.Method0(parentType, "child", func(p *Parent, ctx context.Context) (gray.Handle[Counter], error) { return p.child, nil })
+	parentExit  = gray.Method0(parentType, "exit", func(p *Parent, ctx context.Context) (int, error) {
+		os.Exit(3)
+		return 0, nil
+	})
+)
+
+// An actor of a NoRestarts type that dies ends the actors it created, so
+// their resources come back (no one else could end them: only Kill ends
+// actors made inside a worker).
+func TestNoRestartsActorEndsItsChildren(t *testing.T) {
+	ctx := start(t, gray.Options{NumCPUs: 2})
+	p, err := parentType.Remote(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, err := gray.Get(ctx, parentChild.Remote(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := gray.Get(ctx, childAdd.Remote(child, 2)); err != nil || v != 2 {
+		t.Fatalf("child add: %d %v", v, err)
+	}
+	if _, err := gray.Get(ctx, parentExit.Remote(p)); !errors.Is(err, gray.ErrActorDead) {
+		t.Fatalf("the parent's exit: %v, want ErrActorDead", err)
+	}
+	if v, err := gray.Get(ctx, childAdd.Remote(child, 1)); !errors.Is(err, gray.ErrActorDead) {
+		t.Fatalf("the child answered %d (%v) after its NoRestarts parent died, want ErrActorDead", v, err)
+	}
+	clustertest.WaitFor(t, 10*time.Second, "the child's CPU to be free", func() bool {
+		return gray.AvailableResources()["CPU"] == 2
+	})
+}
 
 func TestClusterNoRestartsActorDiesWithItsNode(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{Nodes: 2, CPUsPerNode: 1, NodeResources: map[int]map[string]float64{

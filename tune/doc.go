@@ -69,7 +69,8 @@
 // trial from its last checkpoint (MaxFailures, the death counting as one
 // failure), logging a "restored" journal event; the iterations after the
 // checkpoint run again and are logged once. Trials' actors are killed
-// when their trials end.
+// when their trials end, and the actors a trial's trainable started (an
+// agent's rollout workers, wherever they run) end with its actor.
 //
 // Experiment.StopExperiment (stop_experiment in files) ends the whole
 // experiment once any trial reaches a goal, such as a solving reward.
