@@ -351,6 +351,11 @@ func (r *remoteTrainable) Stop() error {
 		err = r.keepFiles(files)
 	}
 	runtime.KeepAlive(ref) // files may be in shared memory (see Save)
+	if r.dead {
+		// It died while stopping (its node, say): a trial that was ending
+		// has all its results, so that is no failure.
+		err = nil
+	}
 	if kerr := gray.Kill(r.h); err == nil {
 		err = kerr
 	}

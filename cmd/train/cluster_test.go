@@ -348,7 +348,11 @@ func TestSweepOnClusterSurvivesNodeKill(t *testing.T) {
 		for dir, nodes := range trialNodes(t, exp) {
 			if n := len(nodes); n >= 1 && n < iters {
 				running++
-				on[nodeIndex[nodes[n-1]]] = append(on[nodeIndex[nodes[n-1]]], dir)
+				// Far enough from its end that it is still running when
+				// the node dies a moment later.
+				if n <= iters-3 {
+					on[nodeIndex[nodes[n-1]]] = append(on[nodeIndex[nodes[n-1]]], dir)
+				}
 			}
 		}
 		for i := 1; i < c.Size() && running >= 2; i++ {
