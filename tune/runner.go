@@ -328,6 +328,10 @@ func (r *runner) stallError() error {
 		for _, t := range r.waiting {
 			ids = append(ids, t.ID+" ("+string(t.Status)+")")
 		}
+		if c := r.capacity(); r.exp.liveNodes && c != r.exp.NodeResources {
+			return fmt.Errorf("tune: no trial can run: %d waiting trials (%s), nothing is running, and the cluster's live nodes now offer %v (%v when the sweep started): "+
+				"join nodes to it (gray start --address ...), then resume", len(ids), strings.Join(ids, ", "), c, r.exp.NodeResources)
+		}
 		return fmt.Errorf("tune: no trial can run: %d waiting trials (%s) but the scheduler chose none and nothing is running", len(ids), strings.Join(ids, ", "))
 	}
 	return errors.New("tune: the searcher suggests no new trial while none is running; it would wait forever")
