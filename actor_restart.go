@@ -61,6 +61,18 @@ func MaxRestarts(n int) Option {
 	}
 }
 
+// NoRestarts makes an actor of the type end for good when its process
+// dies, on a cluster too, where actors otherwise survive the death of
+// their node by default (recreated elsewhere, their calls replayed). It is
+// for programs that replace lost actors themselves and want the death
+// reported at once, without a replay: tune's trial actors, whose trials
+// restart from their own checkpoints. When such an actor ends, for any
+// reason, the actors it created and had not ended end with it (killed,
+// their resources released): once it is gone no one could end them,
+// since actors created inside a worker end only by Kill. It cannot be
+// combined with MaxRestarts or CheckpointInterval.
+func NoRestarts() Option { return func(o *options) { o.noRestarts = true } }
+
 // CheckpointInterval makes the runtime save the actor's state every n
 // method calls (the seeds' checkpoint_interval): after the n-th call's
 // result is sent, the actor's Checkpoint method runs before the next call,

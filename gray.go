@@ -287,6 +287,14 @@ func Shutdown() error {
 // IsInitialized reports whether Init has been called and Shutdown has not.
 func IsInitialized() bool { return current.Load() != nil }
 
+// OnCluster reports whether this program is a driver connected to a
+// cluster (Options.Address or GRAY_ADDRESS), rather than running on this
+// machine alone. False before Init, after Shutdown and inside tasks.
+func OnCluster() bool {
+	s := current.Load()
+	return s != nil && s.cluster != nil
+}
+
 // Errors returns the task failures seen so far in this session (or the
 // last one, after Shutdown): the counterpart of ray.error_info.
 func Errors() []*TaskError {

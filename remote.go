@@ -19,6 +19,7 @@ type options struct {
 	maxCalls    int
 	maxRestarts int // see MaxRestarts (actor_restart.go)
 	ckptEvery   int // see CheckpointInterval
+	noRestarts  bool
 }
 
 // CPUs sets how many CPUs each call (or the actor, for its lifetime)
@@ -66,11 +67,14 @@ func register(name string, kind task.Kind, nret int, o options, e *task.Entry) {
 	if name == "" {
 		panic("gray: remote functions and actor types need a non-empty name")
 	}
-	if kind != task.KindActorCreate && (o.maxRestarts != 0 || o.ckptEvery != 0) {
-		panic(fmt.Sprintf("gray: %q: MaxRestarts and CheckpointInterval are options of actor types, not of remote functions", name))
+	if kind != task.KindActorCreate && (o.maxRestarts != 0 || o.ckptEvery != 0 || o.noRestarts) {
+		panic(fmt.Sprintf("gray: %q: MaxRestarts, NoRestarts and CheckpointInterval are options of actor types, not of remote functions", name))
+	}
+	if o.noRestarts && (o.maxRestarts != 0 || o.ckptEvery != 0) {
+		panic(fmt.Sprintf("gray: %q: NoRestarts contradicts MaxRestarts and CheckpointInterval; give one or the other", name))
 	}
 	e.Name, e.Kind, e.NumReturns, e.Res, e.MaxCalls = name, kind, nret, o.res, o.maxCalls
-	e.MaxRestarts, e.CheckpointInterval = o.maxRestarts, o.ckptEvery
+	e.MaxRestarts, e.CheckpointInterval, e.NoRestarts = o.maxRestarts, o.ckptEvery, o.noRestarts
 	task.Register(e)
 }
 

@@ -43,9 +43,15 @@ type Experiment struct {
 	// searcher suggests no more. Resume then has nothing to continue.
 	StopExperiment map[string]float64
 	// Resources each trial holds (default 1 CPU, or TrialResources);
-	// NodeResources what the node offers (default: all CPUs, no GPU).
+	// NodeResources what the node offers (default: all CPUs, no GPU; on a
+	// cluster, what its nodes offer, followed as nodes join and die).
 	Resources     Resources
 	NodeResources Resources
+	// Placement says where trials' trainables run: in this process, or
+	// each in a gray actor of its own, which on a cluster may be on any
+	// node (default PlaceAuto: actors when gray runs on a cluster and the
+	// trainable is one the workers can make, see Registered).
+	Placement Placement
 	// TrialResources, when Resources is not set, sizes each trial from its
 	// sampled config, so that a trial that starts its own worker actors
 	// holds their CPUs too. AgentResources (1 CPU + num_workers) is what
@@ -78,6 +84,12 @@ type Experiment struct {
 	// CheckpointAtEnd), and trials not started or paused stay unfinished:
 	// Resume continues them, with a budget of its own.
 	TimeBudget time.Duration
+
+	// liveNodes: NodeResources was not set and gray runs on a cluster, so
+	// the runner follows the cluster's resources as nodes join and die.
+	liveNodes bool
+	// actors: trials run in gray actors (Placement).
+	actors bool
 }
 
 // Analysis is what a finished (or interrupted) experiment returns.
@@ -140,11 +152,23 @@ func (e *Experiment) defaults() error {
 	} else {
 		e.TrialResources = nil
 	}
-	if e.NodeResources == (Resources{}) {
-		e.NodeResources.CPU = float64(runtime.NumCPU())
+	if err := e.Placement.check(); err != nil {
+		return err
 	}
-	if e.Resources.CPU < 0 || e.Resources.GPU < 0 {
-		return fmt.Errorf("tune: resources per trial must not be negative, got %v", e.Resources)
+	actors, err := e.inActors(e.Trainable())
+	if err != nil {
+		return err
+	}
+	e.actors = actors
+	if e.NodeResources == (Resources{}) {
+		if cl, ok := clusterResources(); ok {
+			e.NodeResources, e.liveNodes = cl, true
+		} else {
+			e.NodeResources.CPU = float64(runtime.NumCPU())
+		}
+	}
+	if err := e.Resources.check(); err != nil {
+		return fmt.Errorf("tune: resources per trial: %w", err)
 	}
 	if !e.Resources.fits(Resources{}, e.NodeResources) {
 		return fmt.Errorf("tune: each trial needs %v but the node has %v; lower resources_per_trial or add resources", e.Resources, e.NodeResources)

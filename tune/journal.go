@@ -46,6 +46,9 @@ const (
 	evConfig         = "config"
 	evFlush          = "flush"
 	evEnded          = "ended" // StopExperiment met; Error says by what
+	// evRestored: the trial (re)starts from Checkpoint (after a failure, a
+	// pause or a PBT exploit); resume ignores it.
+	evRestored = "restored"
 )
 
 // journalEvent is one line of journal.jsonl.

@@ -74,8 +74,8 @@ func TestAgentTrialsHoldTheirWorkersCPUs(t *testing.T) {
 	}
 
 	// resources_per_trial given: it wins over the derived default.
-	if got := AgentResources(map[string]any{"num_workers": 2, "num_gpus": 1}); got != (Resources{CPU: 3, GPU: 1}) {
-		t.Errorf("AgentResources = %v, want 3 CPUs 1 GPU", got)
+	if got := AgentResources(map[string]any{"num_workers": 2, "num_gpus": 1}); got != (Resources{CPU: 3, GPU: 1, ExtraCPU: 2}) {
+		t.Errorf("AgentResources = %+v, want 3 CPUs (2 of them its workers') 1 GPU", got)
 	}
 	spec, err := SpecFromMap("x", map[string]any{"run": "PPO", "env": "CartPole-v1", "config": map[string]any{"num_workers": 2}})
 	if err != nil {

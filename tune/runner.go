@@ -64,6 +64,7 @@ type runner struct {
 	startWall time.Time
 	spent     bool   // the time budget ran out: start nothing, end when idle
 	ended     string // why StopExperiment ended the experiment, if it did
+	actors    bool   // trials run in gray actors (Placement)
 }
 
 // Run starts a new experiment in exp.Dir and runs it until every trial has
@@ -145,8 +146,20 @@ func newRunner(ctx context.Context, exp Experiment) (*runner, error) {
 	}
 	return &runner{
 		exp: exp, dir: exp.Dir, ctx: ctx, j: j, byID: map[string]*Trial{},
-		events: make(chan opEvent, 64), search: exp.Searcher, sched: exp.Scheduler,
+		events: make(chan opEvent, 64), search: exp.Searcher, sched: exp.Scheduler, actors: exp.actors,
 	}, nil
+}
+
+// capacity is what trials may hold in all now: NodeResources, or on a
+// cluster what its live nodes offer, so that trials whose node died are
+// not restarted into resources that are gone, and new nodes are used.
+func (r *runner) capacity() Resources {
+	if r.exp.liveNodes {
+		if c, ok := clusterResources(); ok {
+			return c
+		}
+	}
+	return r.exp.NodeResources
 }
 
 func (r *runner) rel(path string) string {
@@ -315,6 +328,10 @@ func (r *runner) stallError() error {
 		for _, t := range r.waiting {
 			ids = append(ids, t.ID+" ("+string(t.Status)+")")
 		}
+		if c := r.capacity(); r.exp.liveNodes && c != r.exp.NodeResources {
+			return fmt.Errorf("tune: no trial can run: %d waiting trials (%s), nothing is running, and the cluster's live nodes now offer %v (%v when the sweep started): "+
+				"join nodes to it (gray start --address ...), then resume", len(ids), strings.Join(ids, ", "), c, r.exp.NodeResources)
+		}
 		return fmt.Errorf("tune: no trial can run: %d waiting trials (%s) but the scheduler chose none and nothing is running", len(ids), strings.Join(ids, ", "))
 	}
 	return errors.New("tune: the searcher suggests no new trial while none is running; it would wait forever")
@@ -322,6 +339,7 @@ func (r *runner) stallError() error {
 
 // fill starts as many trials as resources allow.
 func (r *runner) fill() {
+	capacity := r.capacity()
 	for r.fatal == nil {
 		if r.exp.MaxConcurrent > 0 && r.running >= r.exp.MaxConcurrent {
 			return
@@ -332,13 +350,13 @@ func (r *runner) fill() {
 			if t.Status == Pending {
 				hasPending = true
 			}
-			if !t.busy && t.Resources.fits(r.used, r.exp.NodeResources) {
+			if !t.busy && t.Resources.fits(r.used, capacity) {
 				cands = append(cands, t)
 			}
 		}
 		t := r.sched.ChooseTrialToRun(cands)
 		if t == nil {
-			if r.done || hasPending || !r.exp.Resources.fits(r.used, r.exp.NodeResources) {
+			if r.done || hasPending || !r.exp.Resources.fits(r.used, capacity) {
 				return
 			}
 			if !r.newTrial() {
@@ -368,7 +386,11 @@ func (r *runner) newTrial() bool {
 	t := r.addTrial(id, cfg)
 	if r.exp.TrialResources != nil {
 		t.Resources = r.exp.TrialResources(cfg)
-		if t.Resources.CPU < 0 || t.Resources.GPU < 0 || !t.Resources.fits(Resources{}, r.exp.NodeResources) {
+		if err := t.Resources.check(); err != nil {
+			r.fatal = fmt.Errorf("tune: trial %s (config %s): resources: %w", id, show(cfg), err)
+			return false
+		}
+		if !t.Resources.fits(Resources{}, r.exp.NodeResources) {
 			r.fatal = fmt.Errorf("tune: trial %s (config %s) needs %v but the node has %v; lower num_workers or set resources_per_trial",
 				id, show(cfg), t.Resources, r.exp.NodeResources)
 			return false
@@ -431,9 +453,14 @@ func (r *runner) dispatchStart(t *Trial, restore string) {
 	r.inflight++
 	cfg := deepCopy(t.Config).(map[string]any)
 	saveDir := r.saveDirFor(t, t.Iteration+1)
-	factory := r.exp.Trainable
+	factory, actors, res := r.exp.Trainable, r.actors, t.Resources
+	if restore != "" {
+		// The journal says where each (re)start came from: after a failure
+		// (a dead node), a pause or an exploit.
+		r.record(journalEvent{Event: evRestored, Trial: t.ID, Checkpoint: &Checkpoint{Path: r.rel(restore), Iteration: t.Iteration, TimeTotal: t.TimeTotal}, Failures: t.Failures})
+	}
 	go func() {
-		tr := factory()
+		tr := placed(factory(), actors, res)
 		ev := opEvent{t: t, trainable: tr}
 		if err := tr.Setup(r.ctx, cfg, t.Dir); err != nil {
 			ev.kind, ev.err = evkError, fmt.Errorf("setup: %w", err)
@@ -717,84 +744,4 @@ func (r *runner) fail(t *Trial, err error) {
 	r.setStatus(t, Pending)
 	r.waiting = append(r.waiting, t)
 	r.sortWaiting()
-}
-
-// Controller implementation, used by schedulers.
-
-// Checkpoint implements Controller.
-func (r *runner) Checkpoint(t *Trial) (Checkpoint, error) {
-	if r.replaying {
-		cp, _ := t.LatestCheckpoint()
-		return cp, nil
-	}
-	if cp, ok := t.LatestCheckpoint(); ok && cp.Iteration == t.Iteration {
-		return cp, nil
-	}
-	if t.trainable == nil || t.busy {
-		return Checkpoint{}, fmt.Errorf("tune: trial %s cannot be checkpointed now", t.ID)
-	}
-	dir := r.checkpointDir(t, t.Iteration)
-	if err := saveTo(r.ctx, t.trainable, dir); err != nil {
-		return Checkpoint{}, fmt.Errorf("tune: trial %s: %w", t.ID, err)
-	}
-	return r.addCheckpoint(t, dir), nil
-}
-
-// Reconfigure implements Controller.
-func (r *runner) Reconfigure(t *Trial, cfg map[string]any, cp Checkpoint) {
-	if r.replaying {
-		return
-	}
-	r.actions = append(r.actions, pendingAction{t: t, cfg: cfg, cp: cp})
-	t.reconfig = true
-}
-
-// Stop implements Controller. During resume replay the stop is queued
-// too: the journal holds the stops the scheduler asked for before the
-// interruption (the trial's terminal status follows, and the queued stop
-// is then ignored), but a result taken while interrupting reaches the
-// scheduler first in replay, and the stops it causes must still happen.
-func (r *runner) Stop(t *Trial) {
-	r.actions = append(r.actions, pendingAction{t: t, stop: true})
-}
-
-func (r *runner) applyActions() {
-	for len(r.actions) > 0 {
-		a := r.actions[0]
-		r.actions = r.actions[1:]
-		t := a.t
-		if a.stop {
-			switch {
-			case t.Status.terminal():
-			case t.busy || t.Status == Running:
-				t.wantStop = true
-			default:
-				r.unwait(t)
-				r.terminate(t, Terminated)
-			}
-			continue
-		}
-		// Exploit: copy the donor's checkpoint into t's folder (the donor
-		// may delete its own), then restart t from it with the new config.
-		dst := filepath.Join(t.Dir, fmt.Sprintf("checkpoint_%06d_from_%s", a.cp.Iteration, filepath.Base(filepath.Dir(a.cp.Path))))
-		if err := copyDir(a.cp.Path, dst); err != nil {
-			t.reconfig = false
-			continue
-		}
-		t.Config = a.cfg
-		r.record(journalEvent{Event: evConfig, Trial: t.ID, Config: a.cfg})
-		t.Iteration, t.TimeTotal = a.cp.Iteration, a.cp.TimeTotal
-		r.addCheckpoint(t, dst)
-		t.restoreFrom = dst
-		if t.logger != nil {
-			// Reopen so params.json shows the new config.
-			r.closeLogger(t)
-			lg, err := r.exp.Logger(t.Dir, t.Config)
-			if err != nil {
-				r.fatal = err
-				return
-			}
-			t.logger = lg
-		}
-	}
 }

@@ -23,6 +23,7 @@ import (
 //	  metric: episode_reward_mean
 //	  mode: max
 //	  resources_per_trial: {cpu: 1, gpu: 0}   # default: 1 CPU + num_workers (AgentResources)
+//	                                          # {cpu: 3, extra_cpu: 2}: 2 of the 3 for worker actors the trial starts
 //	  scheduler: {type: asha, max_t: 100, grace_period: 5, reduction_factor: 3}
 //	  search_alg: {type: tpe, n_startup: 8, max_concurrent: 4}
 //	  time_budget_s: 3600                     # optional: end this run after an hour; --resume continues

@@ -209,11 +209,13 @@ func (f *funcTrainable) Stop() error {
 // its sampling) plus one CPU per worker actor it starts (num_workers), and
 // num_gpus GPUs. Experiment files use it unless they set
 // resources_per_trial, so that trials with workers do not oversubscribe
-// the node.
+// the node. The workers' CPUs are ExtraCPU: a trial placed in a gray actor
+// reserves 1 CPU (and the GPUs) for it, its workers their own.
 func AgentResources(config map[string]any) Resources {
 	res := Resources{CPU: 1}
 	if n, ok := Float(config, "num_workers"); ok && n > 0 {
 		res.CPU += n
+		res.ExtraCPU = n
 	}
 	if g, ok := Float(config, "num_gpus"); ok && g > 0 {
 		res.GPU = g

@@ -22,8 +22,25 @@ func (s Status) terminal() bool { return s == Terminated || s == Errored }
 
 // Resources are what one trial holds while it runs, or what a node offers.
 type Resources struct {
+	// CPU and GPU are what the trial holds in all.
 	CPU float64 `json:"cpu" yaml:"cpu"`
 	GPU float64 `json:"gpu" yaml:"gpu"`
+	// ExtraCPU is the part of CPU held by the actors the trainable starts
+	// (an agent's num_workers rollout workers), which reserve their own
+	// when they are created: a trial placed in a gray actor (Placement)
+	// reserves CPU - ExtraCPU for it, and its GPUs. Zero for a node.
+	ExtraCPU float64 `json:"extra_cpu,omitempty" yaml:"extra_cpu"`
+}
+
+// check reports negative amounts, and ExtraCPU above CPU.
+func (r Resources) check() error {
+	if r.CPU < 0 || r.GPU < 0 || r.ExtraCPU < 0 {
+		return fmt.Errorf("amounts must not be negative, got %v", r)
+	}
+	if r.ExtraCPU > r.CPU {
+		return fmt.Errorf("extra_cpu (%g), the CPUs of the trial's worker actors, is part of cpu (%g), so it cannot be larger", r.ExtraCPU, r.CPU)
+	}
+	return nil
 }
 
 func (r Resources) fits(used, total Resources) bool {
@@ -31,6 +48,7 @@ func (r Resources) fits(used, total Resources) bool {
 	return used.CPU+r.CPU <= total.CPU+eps && used.GPU+r.GPU <= total.GPU+eps
 }
 
+// String shows the amounts in all (ExtraCPU is part of CPU).
 func (r Resources) String() string {
 	if r.GPU == 0 {
 		return fmt.Sprintf("%gCPU", r.CPU)

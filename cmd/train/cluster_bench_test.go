@@ -119,3 +119,51 @@ func TestClusterBenchSweepKillRecovery(t *testing.T) {
 	t.Logf("sweep of 4 PPO trials on 3 nodes: kill -9 of node %d with %d trials running; the iteration each was in took at most %.2f s; "+
 		"their median iteration takes at most %.2f s", killed, len(at), worst, median)
 }
+
+// The wall time of one sweep of four PPO trials (num_workers 0: a trial
+// is its learner, 1 CPU, checkpointing every iteration): on this machine
+// with trials in the train process, then on a one-node cluster (the head,
+// 2 CPUs) and on a two-node one, each trial in an actor. On a 2-core
+// machine the nodes share the same cores, so the two-node figure shows
+// what placing and shipping cost, not a speed-up.
+func TestClusterBenchSweepNodes(t *testing.T) {
+	benchOnly(t)
+	const sweep = `name: nodes
+env: CartPole-v1
+alg: PPO
+stop: {training_iteration: 8}
+checkpoint_freq: 1
+config:
+  lr: {grid_search: [0.0003, 0.001, 0.003, 0.01]}
+  num_workers: 0
+  train_batch_size: 4000
+  sgd_minibatch_size: 500
+  num_sgd_iter: 4
+`
+	file := filepath.Join(t.TempDir(), "sweep.yaml")
+	if err := os.WriteFile(file, []byte(sweep), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runOnce := func(extra ...string) time.Duration {
+		start := time.Now()
+		o := train(t, append([]string{"-f", file, "--local-dir", t.TempDir()}, extra...)...)
+		if o.code != 0 {
+			t.Fatalf("exit %d\n%s\n%s", o.code, o.stdout, o.stderr)
+		}
+		return time.Since(start)
+	}
+	one := clustertest.Start(t, clustertest.Options{Nodes: 0, CPUsPerNode: 2})
+	two := clustertest.Start(t, clustertest.Options{Nodes: 1, CPUsPerNode: 2})
+	// Interleaved rounds; medians.
+	var local, oneNode, twoNodes []float64
+	for round := 0; round < 3; round++ {
+		local = append(local, runOnce("--num-cpus", "2").Seconds())
+		oneNode = append(oneNode, runOnce(clusterArgs(one)...).Seconds())
+		twoNodes = append(twoNodes, runOnce(clusterArgs(two)...).Seconds())
+	}
+	med := func(v []float64) float64 { sort.Float64s(v); return v[len(v)/2] }
+	l, o, w := med(local), med(oneNode), med(twoNodes)
+	t.Logf("sweep of 4 PPO trials x 8 iterations of 4000 steps (medians of 3 interleaved rounds): in-process on 2 CPUs %.1f s; "+
+		"in actors on a 1-node cluster (2 CPUs) %.1f s (%.2fx); on a 2-node cluster (2+2 CPUs, same cores) %.1f s (%.2fx)",
+		l, o, o/l, w, w/l)
+}

@@ -267,11 +267,59 @@ config:
   num_sgd_iter: 2
 `
 
-// `train -f sweep.yaml --address` runs trials side by side across the
-// cluster (its CPUs, not this machine's, bound how many), and killing a
-// node mid-sweep loses no trial and no result: every trial finishes with
-// every iteration logged once, continuing from where it was (its workers
-// are recreated, or it is restored from its last checkpoint).
+// trialNodes returns, for each trial folder under exp, the node_id of each
+// result in its result.json, in order: the node its actor ran the
+// iteration on.
+func trialNodes(t *testing.T, exp string) map[string][]string {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(exp, "*", "result.json"))
+	out := map[string][]string{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		var nodes []string
+		for _, line := range strings.Split(string(b), "\n") {
+			var r struct {
+				Node string `json:"node_id"`
+			}
+			if json.Unmarshal([]byte(line), &r) == nil {
+				nodes = append(nodes, r.Node)
+			}
+		}
+		out[filepath.Dir(f)] = nodes
+	}
+	return out
+}
+
+// journalEvents returns the events of a sweep's journal, by kind and trial.
+func journalEvents(t *testing.T, exp string) map[string]map[string]int {
+	t.Helper()
+	journal, err := os.ReadFile(filepath.Join(exp, "journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(journal)), "\n") {
+		var ev struct{ E, Trial string }
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("journal line %q: %v", line, err)
+		}
+		if m[ev.E] == nil {
+			m[ev.E] = map[string]int{}
+		}
+		m[ev.E][ev.Trial]++
+	}
+	return m
+}
+
+// `train -f sweep.yaml --address` runs each trial in a gray actor placed
+// on any node of the cluster (its CPUs, not this machine's, bound how many
+// run side by side), and killing a node mid-sweep loses no trial and no
+// result: the trials that ran there restart from their last checkpoint on
+// the nodes left, and every trial finishes with every iteration logged
+// once.
 func TestSweepOnClusterSurvivesNodeKill(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{Nodes: 2, CPUsPerNode: 2})
 	local := t.TempDir()
@@ -284,27 +332,43 @@ func TestSweepOnClusterSurvivesNodeKill(t *testing.T) {
 	t.Setenv(session.EnvAddress, c.Address())
 	t.Setenv(session.EnvToken, c.Token())
 	wait := trainAsync(t, "-f", file, "--local-dir", local)
+	exp := filepath.Join(local, "cluster-sweep")
+	nodeIndex := map[string]int{}
+	for i := 0; i < c.Size(); i++ {
+		nodeIndex[c.Node(i).ID] = i
+	}
 	// Trials hold 1 + num_workers CPUs of the cluster's 6: three run side
 	// by side (on a machine of 2 or 3 CPUs, as this test's, only one would
-	// run at a time were they counted against it).
-	results := filepath.Join(local, "cluster-sweep", "*", "result.json")
-	clustertest.WaitFor(t, 2*time.Minute, "two trials running at once", func() bool {
-		files, _ := filepath.Glob(results)
-		running := 0
-		for _, f := range files {
-			if n := resultLines(f); n >= 1 && n < iters {
+	// run at a time were they counted against it), and a trial's actor
+	// runs on a node besides the head, whose node this test kills.
+	var onKilled []string
+	killed := 0
+	clustertest.WaitFor(t, 2*time.Minute, "two trials running at once, one on a node besides the head", func() bool {
+		running, on := 0, map[int][]string{}
+		for dir, nodes := range trialNodes(t, exp) {
+			if n := len(nodes); n >= 1 && n < iters {
 				running++
+				// Far enough from its end that it is still running when
+				// the node dies a moment later.
+				if n <= iters-3 {
+					on[nodeIndex[nodes[n-1]]] = append(on[nodeIndex[nodes[n-1]]], dir)
+				}
 			}
 		}
-		return running >= 2
+		for i := 1; i < c.Size() && running >= 2; i++ {
+			if len(on[i]) > 0 {
+				killed, onKilled = i, on[i]
+				return true
+			}
+		}
+		return false
 	})
-	killed, _ := busyNode(t, c)
 	c.KillNode(killed)
+	t.Logf("killed node %d, which ran trials %v", killed, onKilled)
 	o := wait()
 	if o.code != 0 {
 		t.Fatalf("exit %d after node %d was killed\n%s\n%s", o.code, killed, o.stdout, o.stderr)
 	}
-	exp := filepath.Join(local, "cluster-sweep")
 	if !strings.Contains(o.stdout, "4 trials in "+exp) {
 		t.Errorf("stdout:\n%s", o.stdout)
 	}
@@ -315,28 +379,41 @@ func TestSweepOnClusterSurvivesNodeKill(t *testing.T) {
 	for _, p := range params {
 		checkIterations(t, filepath.Dir(p), iters)
 	}
+	// Every iteration of every trial ran in an actor on a node of the
+	// cluster, not in the driver, and trials ran on several nodes.
+	nodes := trialNodes(t, exp)
+	used := map[int]bool{}
+	for dir, ns := range nodes {
+		for i, n := range ns {
+			k, ok := nodeIndex[n]
+			if !ok {
+				t.Errorf("%s: iteration %d ran on node %q, not a node of the cluster", dir, i+1, n)
+			}
+			used[k] = true
+		}
+	}
+	if len(used) < 2 {
+		t.Errorf("trials ran on nodes %v only, want them spread over the cluster", used)
+	}
 	// No iteration was computed twice (a trial started over would log its
-	// iterations again in the sweep's journal).
-	journal, err := os.ReadFile(filepath.Join(exp, "journal.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	perTrial := map[string]int{}
-	for _, line := range strings.Split(strings.TrimSpace(string(journal)), "\n") {
-		var ev struct{ E, Trial string }
-		if err := json.Unmarshal([]byte(line), &ev); err != nil {
-			t.Fatalf("journal line %q: %v", line, err)
-		}
-		if ev.E == "result" {
-			perTrial[ev.Trial]++
-		}
-	}
-	for id, n := range perTrial {
+	// iterations again in the sweep's journal), and the trials of the
+	// killed node were restored from a checkpoint and finished elsewhere.
+	ev := journalEvents(t, exp)
+	for id, n := range ev["result"] {
 		if n != iters {
 			t.Errorf("trial %s logged %d results in the journal, want %d", id, n, iters)
 		}
 	}
-	if len(perTrial) != 4 {
-		t.Errorf("results of %d trials in the journal, want 4", len(perTrial))
+	if len(ev["result"]) != 4 {
+		t.Errorf("results of %d trials in the journal, want 4", len(ev["result"]))
+	}
+	for _, dir := range onKilled {
+		id := strings.TrimPrefix(filepath.Base(dir), "trial_")
+		if ev["restored"][id] == 0 {
+			t.Errorf("trial %s ran on the killed node but the journal records no restore from a checkpoint", id)
+		}
+		if ns := nodes[dir]; len(ns) == 0 || nodeIndex[ns[len(ns)-1]] == killed {
+			t.Errorf("trial %s: its last iteration ran on node %v, the killed one", id, ns)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/gray-ml/gray"
@@ -100,12 +101,42 @@ func Build(exp config.Experiment, out io.Writer) (tune.Experiment, error) {
 	}
 	return spec.Build(tune.BuildOptions{
 		ResultsDir: exp.LocalDir,
-		Trainable: tune.AgentTrainableWith(exp.Alg, exp.Env, exp.EnvConfig, exp.Seed, tune.AgentOptions{
-			Result:     trialResult,
-			FullConfig: runner.FullConfigDecoded,
-		}),
-		Logger:   tunelog.Factory(tunelog.Options{}),
-		Reporter: tune.NewTableReporter(out),
+		Trainable:  tune.Registered(trialTrainable, trialArgs(exp)),
+		Logger:     tunelog.Factory(tunelog.Options{}),
+		Reporter:   tune.NewTableReporter(out),
+	})
+}
+
+// trialTrainable is the registered trainable of a sweep's trials: the agent
+// as `train` runs it. Registered, so that on a cluster (train --address)
+// trials run in gray actors on any node, each made in its worker process
+// (this same program) from the arguments trialArgs gives.
+const trialTrainable = "sweep.agent"
+
+func init() {
+	tune.RegisterTrainable(trialTrainable, func(args map[string]any) (tune.Trainable, error) {
+		alg, _ := args["alg"].(string)
+		env, _ := args["env"].(string)
+		envCfg, _ := args["env_config"].(map[string]any)
+		seedText, _ := args["seed"].(string)
+		seed, err := strconv.ParseInt(seedText, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("sweep: trial seed %q: %w", seedText, err)
+		}
+		return agentTrainable(alg, env, envCfg, seed)(), nil
+	})
+}
+
+// trialArgs are what a trial's worker process needs to make its trainable
+// (JSON: the seed as text, so that all 64 bits survive).
+func trialArgs(exp config.Experiment) map[string]any {
+	return map[string]any{"alg": exp.Alg, "env": exp.Env, "env_config": exp.EnvConfig, "seed": strconv.FormatInt(exp.Seed, 10)}
+}
+
+func agentTrainable(alg, env string, envConfig map[string]any, seed int64) tune.TrainableFactory {
+	return tune.AgentTrainableWith(alg, env, envConfig, seed, tune.AgentOptions{
+		Result:     trialResult,
+		FullConfig: runner.FullConfigDecoded,
 	})
 }
 
@@ -127,7 +158,9 @@ func Run(ctx context.Context, exp config.Experiment, resume bool, out io.Writer,
 			return nil, fmt.Errorf("starting the runtime: %w", err)
 		}
 		defer stop()
-		if te.NodeResources == (tune.Resources{}) {
+		// On a cluster Tune follows what its nodes offer, and places each
+		// trial in a gray actor on any node with room.
+		if te.NodeResources == (tune.Resources{}) && !gray.OnCluster() {
 			te.NodeResources = runtimeResources()
 		}
 	}
@@ -137,10 +170,9 @@ func Run(ctx context.Context, exp config.Experiment, resume bool, out io.Writer,
 	return tune.Run(ctx, te)
 }
 
-// runtimeResources is what the runtime has in all for trials to share:
-// on a cluster (train --address) every node's CPUs and GPUs, so trials
-// run side by side across the nodes; zero (Tune's default: this machine's
-// CPUs) when the runtime does not say.
+// runtimeResources is what the runtime has in all for trials to share;
+// zero (Tune's default: this machine's CPUs) when the runtime does not
+// say.
 func runtimeResources() tune.Resources {
 	res := gray.ClusterResources()
 	if res == nil || res["CPU"] <= 0 {

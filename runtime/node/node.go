@@ -203,6 +203,11 @@ type actor struct {
 	draining bool          // no handle remains: exit once the queue is empty
 	killed   bool          // by gray.Kill: its calls fail quietly (ErrActorDead, no report)
 	ft       *restartState // its replay log, when its type allows restarts (restart.go)
+	// ownsChildren: its type has NoRestarts, so the actors it creates end
+	// when it does (children, in creation order): no one else could end
+	// them once it is gone.
+	ownsChildren bool
+	children     []ids.ActorID
 }
 
 // Start starts a node: its socket, its control and object stores and its

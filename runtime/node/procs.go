@@ -343,7 +343,9 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 			return d.Err
 		}
 		n.mu.Lock()
-		_ = n.submitLocked(s) // errors are stored in the task's returns
+		if n.submitLocked(s) == nil { // errors are stored in the task's returns
+			n.adoptChild(w, s)
+		}
 		n.unlockFor(w)
 	case task.MsgPut:
 		var id ids.ObjectID

@@ -55,7 +55,7 @@ func (n *Node) enableRestarts(a *actor, s *task.Spec, e *task.Entry) {
 	switch {
 	case e.MaxRestarts != 0:
 		a.ft = &restartState{max: e.MaxRestarts, starting: true, create: n.claimCall(s)}
-	case n.remote != nil:
+	case n.remote != nil && !e.NoRestarts:
 		// On a cluster every actor survives the loss of its node (the
 		// seeds' 1.23.3), up to maxRetries times; the death of its process
 		// alone still ends it, as on one machine, unless its type asks for

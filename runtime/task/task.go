@@ -245,6 +245,10 @@ type Entry struct {
 	// process died is recreated and its calls replayed; 0: never, -1:
 	// without limit.
 	MaxRestarts int
+	// NoRestarts, for an actor type, ends its actors when their process
+	// dies even on a cluster, whose actors otherwise survive the loss of
+	// their node (gray.NoRestarts).
+	NoRestarts bool
 	// CheckpointInterval, for an actor type, is the number of method
 	// calls between checkpoints (0: none).
 	CheckpointInterval int
