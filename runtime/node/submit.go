@@ -79,6 +79,7 @@ func (n *Node) submitLocked(s *task.Spec) error {
 			orig.Args = append([]task.Arg(nil), s.Args...)
 			p.record = &orig
 		}
+		n.claimLineage(p)
 	}
 	if s.Kind == task.KindActorCreate {
 		a = &actor{id: s.ID, typ: s.Func, res: task.Res(s, e)}
@@ -307,6 +308,7 @@ func (n *Node) pump(a *actor) {
 // finishErr fails every return of p with e.
 func (n *Node) finishErr(p *pending, e *task.TaskError) {
 	n.unpinArgs(p)
+	n.releaseLineage(p)
 	if n.rebuilding[p.spec.ID] {
 		n.failRebuild(p.spec, e)
 	} else {

@@ -1,0 +1,120 @@
+package gray_test
+
+import (
+	"context"
+	"os"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/gray-ml/gray"
+	"github.com/gray-ml/gray/internal/clustertest"
+	"github.com/gray-ml/gray/runtime/cluster"
+)
+
+// linLen is the length of the arrays of the lineage tests: 2 MiB of
+// float64s, so a by-value argument is put into shared memory by the driver
+// and a result stays on the node that made it.
+const linLen = 256 << 10
+
+// linStep adds k to every element, on a "lin" node, and says where it ran.
+var linStep = gray.Func2x2("test.cluster.linStep", func(ctx context.Context, x []float64, k float64) ([]float64, string, error) {
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = v + k
+	}
+	return out, os.Getenv(cluster.EnvNodeID), nil
+}, gray.Resource("lin", 1))
+
+// checkLin checks that x[i] == i + add for every i.
+func checkLin(t *testing.T, what string, x []float64, add float64) {
+	t.Helper()
+	if len(x) != linLen {
+		t.Fatalf("%s: %d elements, want %d", what, len(x), linLen)
+	}
+	for i, v := range x {
+		if v != float64(i)+add {
+			t.Fatalf("%s: element %d is %g, want %g", what, i, v, float64(i)+add)
+		}
+	}
+}
+
+func linInput() []float64 {
+	x := make([]float64, linLen)
+	for i := range x {
+		x[i] = float64(i)
+	}
+	return x
+}
+
+// A task called with a large value (not a Ref: the driver puts it into
+// shared memory for the call and drops it once the task is sent) whose
+// result lived only on a node that is then killed: the result is rebuilt
+// from lineage, so its argument must have been kept for it. Alone, at the
+// start of a chain whose middle the program dropped, and read by a task
+// submitted after the death.
+func TestClusterByValueArgumentKeptForLineage(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{Nodes: 1, CPUsPerNode: 1, NodeResources: map[int]map[string]float64{
+		1: {"lin": 1}, 2: {"lin": 1},
+	}})
+	initCluster(t, c)
+	waitResources(t, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	single, w1 := linStep.Remote(linInput(), 1.0)
+	// The chain's middle: its Ref is dropped at once, so only lineage
+	// keeps what rebuilding the chain's end needs.
+	end, w2 := func() (gray.Ref[[]float64], gray.Ref[string]) {
+		mid, w := linStep.Remote(linInput(), 1.0)
+		end, _ := linStep.Remote(mid, 2.0)
+		return end, w
+	}()
+	for _, w := range []gray.Ref[string]{w1, w2} {
+		where, err := gray.Get(ctx, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if where != c.Node(1).ID {
+			t.Fatalf("a task ran on %q, want node 1 (%s), the only node with a \"lin\" resource", where, c.Node(1).ID)
+		}
+	}
+	// The chain's end done too (its result stays on node 1, unread).
+	if ready, _, err := gray.Wait(ctx, []gray.Ref[[]float64]{end}, 1, time.Minute); err != nil || len(ready) != 1 {
+		t.Fatalf("Wait for the chain's end: %v, %v", ready, err)
+	}
+	runtime.GC() // the dropped Refs' cleanups tell the driver
+	runtime.GC()
+
+	c.AddNode()
+	waitResources(t, 3)
+	before := gray.ClusterObjectStats()
+	c.KillNode(1)
+
+	for _, tc := range []struct {
+		name string
+		ref  gray.Ref[[]float64]
+		add  float64
+	}{
+		{"a task's result, its argument a value", single, 1},
+		{"a chain's end, its start's argument a value", end, 3},
+	} {
+		x, err := gray.Get(ctx, tc.ref)
+		if err != nil {
+			t.Fatalf("%s, after its node died: %v", tc.name, err)
+		}
+		checkLin(t, tc.name, x, tc.add)
+	}
+	next, where := linStep.Remote(single, 10.0)
+	x, err := gray.Get(ctx, next)
+	if err != nil {
+		t.Fatalf("a task reading the rebuilt result: %v", err)
+	}
+	checkLin(t, "a task reading the rebuilt result", x, 11)
+	if w, err := gray.Get(ctx, where); err != nil || w != c.Node(2).ID {
+		t.Fatalf("the task reading the rebuilt result ran on %q (%v), want node 2 (%s)", w, err, c.Node(2).ID)
+	}
+	if st := gray.ClusterObjectStats(); st.Rebuilt-before.Rebuilt < 3 {
+		t.Fatalf("objects rebuilt after the death: %d, want the single result and the chain's two", st.Rebuilt-before.Rebuilt)
+	}
+}

@@ -1,0 +1,87 @@
+package node
+
+import (
+	"github.com/gray-ml/gray/runtime/ids"
+	"github.com/gray-ml/gray/runtime/objtable"
+	"github.com/gray-ml/gray/runtime/task"
+)
+
+// Lineage: how the node keeps what rebuilding a result needs.
+//
+// A function task's shared-memory results record the task as submitted
+// (n.lineage), and each such record holds a Lineage claim (holder: anyone)
+// on every reference argument until the result is deleted (dropLineage).
+// Those claims can only be taken once the result exists, but the task's
+// TaskArg claims end when it is sent (resolveArgs), and the driver drops an
+// argument it put for a by-value call right after submitting. So from
+// Submit to the result the task itself holds a Lineage claim on each of its
+// reference arguments (holder: the task), which bridges the gap: without
+// it an argument nothing else holds is freed while the task runs, and a
+// result lost later (evicted, or its node died) could not be rebuilt.
+
+// claimLineage takes p's own Lineage claims on its reference arguments, at
+// Submit, for a task whose results keep lineage.
+func (n *Node) claimLineage(p *pending) {
+	orig := p.lineage()
+	if orig == nil || orig == p.spec { // no reference argument (see Submit)
+		return
+	}
+	h := objtable.TaskHolder(p.spec.ID)
+	for _, a := range orig.Args {
+		if a.IsRef {
+			n.objs.Claim(h, a.Ref, objtable.Lineage)
+		}
+	}
+}
+
+// releaseLineage ends p's own Lineage claims, when it ends (its results
+// stored, with their lineage records' claims taken first, or failed).
+// Ending twice is harmless.
+func (n *Node) releaseLineage(p *pending) {
+	orig := p.lineage()
+	if orig == nil || orig == p.spec {
+		return
+	}
+	for _, id := range n.objs.ReleaseKind(objtable.TaskHolder(p.spec.ID), objtable.Lineage) {
+		n.freeIfUnclaimed(id)
+	}
+}
+
+// recordLineage records p as the lineage of its result id (stored now, o),
+// when the result is in shared memory and has none yet: the record claims
+// p's reference arguments until id is deleted.
+func (n *Node) recordLineage(p *pending, id ids.ObjectID, o task.Object) {
+	orig := p.lineage()
+	if !o.Shared || o.Err != nil || orig == nil || n.lineage[id] != nil {
+		return
+	}
+	n.lineage[id] = orig
+	for _, a := range orig.Args {
+		if a.IsRef {
+			n.objs.Claim(objtable.Holder{}, a.Ref, objtable.Lineage)
+		}
+	}
+}
+
+// dropLineage forgets the lineage of deleted object id and ends its
+// record's claims.
+func (n *Node) dropLineage(id ids.ObjectID) {
+	spec := n.lineage[id]
+	if spec == nil {
+		return
+	}
+	delete(n.lineage, id)
+	for _, a := range spec.Args {
+		if a.IsRef {
+			n.unkeep(a.Ref)
+		}
+	}
+}
+
+// unkeep ends one Lineage claim held by anyone (a lineage record, an
+// actor's replay log) on id.
+func (n *Node) unkeep(id ids.ObjectID) {
+	if n.objs.Release(objtable.Holder{}, id, objtable.Lineage) {
+		n.free(id)
+	}
+}
