@@ -111,6 +111,15 @@ func (r *Redis) RegisterNode(ctx context.Context, n NodeInfo) error {
 		n.Started = time.Now()
 	}
 	n.Alive, n.Death = true, ""
+	// A new process under the ID of an old one starts with an empty
+	// store: what the location table lists on the old one is gone.
+	if old, err := r.replaced(ctx, n); err != nil {
+		return err
+	} else if old {
+		if _, err := r.ForgetNode(ctx, n.ID); err != nil {
+			return err
+		}
+	}
 	info, err := json.Marshal(n)
 	if err != nil {
 		return fmt.Errorf("control: encoding node %s: %w", n.ID, err)
