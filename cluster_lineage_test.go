@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -88,8 +89,21 @@ func TestClusterByValueArgumentKeptForLineage(t *testing.T) {
 
 	c.AddNode()
 	waitResources(t, 3)
+	if locs := waitLocations(t, c, single.ID(), c.Node(1).ID); !slices.Contains(locs, c.Node(1).ID) {
+		t.Fatalf("the location table lists the result on %q, want node 1 (%s)", locs, c.Node(1).ID)
+	}
 	before := gray.ClusterObjectStats()
 	c.KillNode(1)
+	// The dead node's entries leave the location table (the monitor
+	// and the driver remove them).
+	store := jobStore(t, c)
+	clustertest.WaitFor(t, 10*time.Second, "the dead node's objects to leave the location table", func() bool {
+		held, err := store.Held(ctx, c.Node(1).ID)
+		return err == nil && len(held) == 0
+	})
+	if locs, err := store.Locations(ctx, single.ID()); err != nil || len(locs) != 0 {
+		t.Fatalf("after node 1's death the location table lists the result on %q (%v), want nowhere", locs, err)
+	}
 
 	for _, tc := range []struct {
 		name string

@@ -16,6 +16,7 @@ import (
 	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/internal/clustertest"
 	"github.com/gray-ml/gray/runtime/cluster"
+	"github.com/gray-ml/gray/runtime/control"
 )
 
 // Objects that stay on the node that made them (runtime/node/remote_objects.go).
@@ -65,12 +66,11 @@ func waitServed(t *testing.T, c *clustertest.Cluster, id string, min int64) int6
 	}
 }
 
-// waitLocations waits until this driver's job lists node as a holder of
-// object id in the cluster's location table, and returns the holders.
-func waitLocations(t *testing.T, c *clustertest.Cluster, id gray.ObjectID, node string) []string {
+// jobStore returns a control-store client of the running job of this
+// process (the driver's).
+func jobStore(t *testing.T, c *clustertest.Cluster) *control.Redis {
 	t.Helper()
-	ctx := context.Background()
-	jobs, err := c.Dial("locations").Jobs(ctx)
+	jobs, err := c.Dial("locations").Jobs(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,10 +83,18 @@ func waitLocations(t *testing.T, c *clustertest.Cluster, id gray.ObjectID, node 
 	if job == "" {
 		t.Fatalf("no running job of this process among %+v", jobs)
 	}
-	store := c.Dial(job)
+	return c.Dial(job)
+}
+
+// waitLocations waits until this driver's job lists node as a holder of
+// object id in the cluster's location table, and returns the holders.
+func waitLocations(t *testing.T, c *clustertest.Cluster, id gray.ObjectID, node string) []string {
+	t.Helper()
+	store := jobStore(t, c)
 	var locs []string
+	var err error
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if locs, err = store.Locations(ctx, id); err != nil {
+		if locs, err = store.Locations(context.Background(), id); err != nil {
 			t.Fatal(err)
 		}
 		if slices.Contains(locs, node) {

@@ -542,14 +542,12 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 		n.putLocked(id, o)
 	}
 	n.releaseLineage(p) // its results' lineage records hold what they need now
-	n.abortReserved(w) // reserved for returns the task did not deliver
+	n.abortReserved(w)  // reserved for returns the task did not deliver
 	if a := w.actor; a != nil {
 		n.logDone(a, p)
 	}
 	if p.spec.Kind == task.KindActorCreate {
 		n.constructed(p.spec)
-	}
-	if a := w.actor; a != nil && w.node != sched.Local && failed == nil {
 	}
 	if failed != nil {
 		n.ctrl.AddError(failed)
