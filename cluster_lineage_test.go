@@ -27,6 +27,44 @@ var linStep = gray.Func2x2("test.cluster.linStep", func(ctx context.Context, x [
 	return out, os.Getenv(cluster.EnvNodeID), nil
 }, gray.Resource("lin", 1))
 
+// An actor on the head that a task reads a base from, and a box that
+// carries a reference inside a by-value argument.
+type (
+	linBase struct{ base float64 }
+	linBox  struct{ R gray.Ref[[]float64] }
+)
+
+var (
+	linBaseActor = gray.Actor0("test.cluster.linBase", func(ctx context.Context) (*linBase, error) {
+		return &linBase{base: 100}, nil
+	}, gray.Resource("head", 1))
+	linBaseGet = gray.Method0(linBaseActor, "get", func(b *linBase, ctx context.Context) (float64, error) { return b.base, nil })
+	// linFromActor makes an array of i + the actor's base, on a "lin" node.
+	linFromActor = gray.Func1("test.cluster.linFromActor", func(ctx context.Context, h gray.Handle[linBase]) ([]float64, error) {
+		base, err := gray.Get(ctx, linBaseGet.Remote(h))
+		if err != nil {
+			return nil, err
+		}
+		x := linInput()
+		for i := range x {
+			x[i] += base
+		}
+		return x, nil
+	}, gray.Resource("lin", 1))
+	// linUnbox adds 1 to the array its argument refers to, on a "lin" node.
+	linUnbox = gray.Func1("test.cluster.linUnbox", func(ctx context.Context, b linBox) ([]float64, error) {
+		x, err := gray.Get(ctx, b.R)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]float64, len(x))
+		for i, v := range x {
+			out[i] = v + 1
+		}
+		return out, nil
+	}, gray.Resource("lin", 1))
+)
+
 // checkLin checks that x[i] == i + add for every i.
 func checkLin(t *testing.T, what string, x []float64, add float64) {
 	t.Helper()
@@ -56,7 +94,10 @@ func linInput() []float64 {
 // submitted after the death.
 func TestClusterByValueArgumentKeptForLineage(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{Nodes: 1, CPUsPerNode: 1, NodeResources: map[int]map[string]float64{
-		1: {"lin": 1}, 2: {"lin": 1},
+		// Node 2 has room for a rebuilt task blocked in Get of a lost
+		// object and the rebuild of that object: a blocked task lends its
+		// CPU, not its custom resources.
+		0: {"head": 1}, 1: {"lin": 1}, 2: {"lin": 2},
 	}})
 	initCluster(t, c)
 	waitResources(t, 2)
@@ -71,6 +112,17 @@ func TestClusterByValueArgumentKeptForLineage(t *testing.T) {
 		end, _ := linStep.Remote(mid, 2.0)
 		return end, w
 	}()
+	// A by-value argument that is an actor's handle, and one that carries
+	// a reference the program dropped (made on node 1 too).
+	base, err := linBaseActor.Remote(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromActor := linFromActor.Remote(base)
+	unboxed := func() gray.Ref[[]float64] {
+		inner, _ := linStep.Remote(linInput(), 1.0)
+		return linUnbox.Remote(linBox{R: inner})
+	}()
 	for _, w := range []gray.Ref[string]{w1, w2} {
 		where, err := gray.Get(ctx, w)
 		if err != nil {
@@ -80,9 +132,9 @@ func TestClusterByValueArgumentKeptForLineage(t *testing.T) {
 			t.Fatalf("a task ran on %q, want node 1 (%s), the only node with a \"lin\" resource", where, c.Node(1).ID)
 		}
 	}
-	// The chain's end done too (its result stays on node 1, unread).
-	if ready, _, err := gray.Wait(ctx, []gray.Ref[[]float64]{end}, 1, time.Minute); err != nil || len(ready) != 1 {
-		t.Fatalf("Wait for the chain's end: %v, %v", ready, err)
+	// The other results done too (they stay on node 1, unread).
+	if ready, _, err := gray.Wait(ctx, []gray.Ref[[]float64]{end, fromActor, unboxed}, 3, time.Minute); err != nil || len(ready) != 3 {
+		t.Fatalf("Wait for the results: %v, %v", ready, err)
 	}
 	runtime.GC() // the dropped Refs' cleanups tell the driver
 	runtime.GC()
@@ -112,6 +164,8 @@ func TestClusterByValueArgumentKeptForLineage(t *testing.T) {
 	}{
 		{"a task's result, its argument a value", single, 1},
 		{"a chain's end, its start's argument a value", end, 3},
+		{"a task's result, its argument an actor's handle", fromActor, 100},
+		{"a task's result, its argument a value holding a dropped reference", unboxed, 2},
 	} {
 		x, err := gray.Get(ctx, tc.ref)
 		if err != nil {
@@ -128,7 +182,8 @@ func TestClusterByValueArgumentKeptForLineage(t *testing.T) {
 	if w, err := gray.Get(ctx, where); err != nil || w != c.Node(2).ID {
 		t.Fatalf("the task reading the rebuilt result ran on %q (%v), want node 2 (%s)", w, err, c.Node(2).ID)
 	}
-	if st := gray.ClusterObjectStats(); st.Rebuilt-before.Rebuilt < 3 {
-		t.Fatalf("objects rebuilt after the death: %d, want the single result and the chain's two", st.Rebuilt-before.Rebuilt)
+	if st := gray.ClusterObjectStats(); st.Rebuilt-before.Rebuilt < 6 {
+		t.Fatalf("objects rebuilt after the death: %d, want at least 6 (every result and chain link made on node 1)", st.Rebuilt-before.Rebuilt)
 	}
+	runtime.KeepAlive(base)
 }
