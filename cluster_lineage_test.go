@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -186,4 +187,52 @@ func TestClusterByValueArgumentKeptForLineage(t *testing.T) {
 		t.Fatalf("objects rebuilt after the death: %d, want at least 6 (every result and chain link made on node 1)", st.Rebuilt-before.Rebuilt)
 	}
 	runtime.KeepAlive(base)
+}
+
+// The driver's Get of a result on another node whose daemon (the server
+// of its store) freezes and is then killed while the driver's pull waits
+// on it: the pull fails, and the Get rebuilds the result on the node left
+// instead of hanging or failing.
+func TestClusterGetRebuildsWhenThePulledNodeDies(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{Nodes: 2, CPUsPerNode: 1, NodeResources: map[int]map[string]float64{
+		1: {"lin": 1}, 2: {"lin": 1},
+	}})
+	initCluster(t, c)
+	waitResources(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	x, w := linStep.Remote(linInput(), 1.0)
+	where, err := gray.Get(ctx, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := 1
+	if where == c.Node(2).ID {
+		victim = 2
+	}
+	// Frozen, its server takes the pull's connection (the kernel does)
+	// but never answers: the pull is in flight until the kill.
+	if err := syscall.Kill(c.NodePID(victim), syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		x   []float64
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		v, err := gray.Get(ctx, x)
+		got <- result{v, err}
+	}()
+	time.Sleep(200 * time.Millisecond) // lets the Get start its pull (the test holds either way)
+	before := gray.ClusterObjectStats()
+	c.KillNode(victim)
+	r := <-got
+	if r.err != nil {
+		t.Fatalf("Get of a result whose node died during the pull: %v", r.err)
+	}
+	checkLin(t, "the result pulled while its node died", r.x, 1)
+	if st := gray.ClusterObjectStats(); st.Rebuilt <= before.Rebuilt {
+		t.Fatalf("the result was not rebuilt: %+v", st)
+	}
 }

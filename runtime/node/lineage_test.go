@@ -119,3 +119,42 @@ func TestLineageKeepsByValueArguments(t *testing.T) {
 		})
 	}
 }
+
+// A Get of a shared result whose copy is gone from the store (on a
+// cluster: its node died) rebuilds it from lineage and returns it. The copy
+// vanishing before the Get is seen when the request is made (have); Get
+// also rebuilds when it finds the copy gone after the answer, a window this
+// test cannot open on purpose.
+func TestGetRebuildsAVanishedCopy(t *testing.T) {
+	h := newSharedHarness(t)
+	fw := h.worker()
+	s := h.submit(value("x"))
+	fw.sharedResult(t, h, fw.exec(t), 4096)
+	// Stored, with its lineage (Wait, unlike Get, maps and pins nothing).
+	if ready, err := h.n.Wait(t.Context(), []ids.ObjectID{s.Return(0)}, 1, 0); err != nil || !ready[0] {
+		t.Fatalf("Wait = %v, %v", ready, err)
+	}
+	// The copy vanishes behind the node's back.
+	if err := h.n.shared.Release(storeID(s.Return(0))); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan task.Object, 1)
+	go func() {
+		objs, err := h.n.Get(t.Context(), []ids.ObjectID{s.Return(0)})
+		if err != nil {
+			t.Errorf("Get of an object whose copy vanished: %v", err)
+			got <- task.Object{}
+			return
+		}
+		got <- objs[0]
+	}()
+	again := fw.exec(t)
+	if again.ID != s.ID {
+		t.Fatalf("the worker got %s, want the rebuild of %s", again.ID, s.ID)
+	}
+	fw.sharedResult(t, h, again, 4096)
+	if o := <-got; o.Err != nil || !o.Shared || len(o.Data) != 4096 {
+		t.Fatalf("Get = shared %v, %d bytes, %v; want the rebuilt 4096 bytes", o.Shared, len(o.Data), o.Err)
+	}
+	h.check("rebuilt")
+}
