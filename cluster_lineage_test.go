@@ -236,3 +236,44 @@ func TestClusterGetRebuildsWhenThePulledNodeDies(t *testing.T) {
 		t.Fatalf("the result was not rebuilt: %+v", st)
 	}
 }
+
+// linUse adds 1 to every element, on a "use" node.
+var linUse = gray.Func1("test.cluster.linUse", func(ctx context.Context, x []float64) ([]float64, error) {
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = v + 1
+	}
+	return out, nil
+}, gray.Resource("use", 1))
+
+// A worker pulling its task's argument from a node that freezes and is then
+// killed mid-pull: the task reports the failed pull, the argument (lost
+// with its node) is rebuilt from lineage, and the task runs again, its
+// result exact.
+func TestClusterTaskRerunWhenItsArgumentsNodeDiesMidPull(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{Nodes: 1, CPUsPerNode: 1, NodeResources: map[int]map[string]float64{
+		1: {"lin": 1}, 2: {"lin": 1, "use": 1},
+	}})
+	initCluster(t, c)
+	waitResources(t, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	x, w := linStep.Remote(linInput(), 1.0)
+	if where, err := gray.Get(ctx, w); err != nil || where != c.Node(1).ID {
+		t.Fatalf("the argument was made on %q (%v), want node 1 (%s)", where, err, c.Node(1).ID)
+	}
+	c.AddNode()
+	waitResources(t, 3)
+	if err := syscall.Kill(c.NodePID(1), syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	y := linUse.Remote(x) // on node 2, which pulls x from the frozen node 1
+	time.Sleep(300 * time.Millisecond)
+	c.KillNode(1)
+	v, err := gray.Get(ctx, y)
+	if err != nil {
+		t.Fatalf("a task whose argument's node died mid-pull: %v", err)
+	}
+	checkLin(t, "the task re-run after its argument was rebuilt", v, 2)
+	runtime.KeepAlive(x)
+}
