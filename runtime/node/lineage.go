@@ -15,35 +15,38 @@ import (
 // TaskArg claims end when it is sent (resolveArgs), and the driver drops an
 // argument it put for a by-value call right after submitting. So from
 // Submit to the result the task itself holds a Lineage claim on each of its
-// reference arguments (holder: the task), which bridges the gap: without
+// reference arguments, which bridges the gap: without
 // it an argument nothing else holds is freed while the task runs, and a
 // result lost later (evicted, or its node died) could not be rebuilt.
 
 // claimLineage takes p's own Lineage claims on its reference arguments, at
-// Submit, for a task whose results keep lineage.
+// Submit, for a task whose results keep lineage. They are held by anyone,
+// not by the task: a holder's claims cost a map of their own, too much for
+// every queued task; p.lineageHeld makes their release happen once.
 func (n *Node) claimLineage(p *pending) {
 	orig := p.lineage()
 	if orig == nil || orig == p.spec { // no reference argument (see Submit)
 		return
 	}
-	h := objtable.TaskHolder(p.spec.ID)
 	for _, a := range orig.Args {
 		if a.IsRef {
-			n.objs.Claim(h, a.Ref, objtable.Lineage)
+			n.objs.Claim(objtable.Holder{}, a.Ref, objtable.Lineage)
 		}
 	}
+	p.lineageHeld = true
 }
 
 // releaseLineage ends p's own Lineage claims, when it ends (its results
 // stored, with their lineage records' claims taken first, or failed).
-// Ending twice is harmless.
 func (n *Node) releaseLineage(p *pending) {
-	orig := p.lineage()
-	if orig == nil || orig == p.spec {
+	if !p.lineageHeld {
 		return
 	}
-	for _, id := range n.objs.ReleaseKind(objtable.TaskHolder(p.spec.ID), objtable.Lineage) {
-		n.freeIfUnclaimed(id)
+	p.lineageHeld = false
+	for _, a := range p.record.Args {
+		if a.IsRef {
+			n.unkeep(a.Ref)
+		}
 	}
 }
 

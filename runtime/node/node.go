@@ -141,6 +141,9 @@ type pending struct {
 	// replay).
 	again   bool
 	discard bool
+	// lineageHeld: the task holds Lineage claims on its reference
+	// arguments until it ends (lineage.go).
+	lineageHeld bool
 }
 
 // lineage returns the record of function task p for lineage, or nil.
