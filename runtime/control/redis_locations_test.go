@@ -67,6 +67,17 @@ func TestLocationsOfAGoneNodeAreForgotten(t *testing.T) {
 		}
 		check(t, jobs)
 	})
+	t.Run("stopped: MarkDead", func(t *testing.T) {
+		head := dial(t, s.Addr(), "")
+		if err := head.RegisterNode(ctx, NodeInfo{ID: "node-a", Started: time.Unix(500, 0)}); err != nil {
+			t.Fatal(err)
+		}
+		jobs := setup(t)
+		if err := head.MarkDead(ctx, "node-a", "stopped"); err != nil {
+			t.Fatal(err)
+		}
+		check(t, jobs)
+	})
 	t.Run("a new process under the node's ID registers", func(t *testing.T) {
 		head := dial(t, s.Addr(), "")
 		first := NodeInfo{ID: "node-a", Started: time.Unix(1000, 5)}

@@ -102,7 +102,9 @@ redis.call('PUBLISH', KEYS[2], ARGV[2])
 return 1`)
 
 // RegisterNode adds a node to the node table as alive (again, if it was
-// there) and announces it.
+// there) and announces it. A new process under the ID of an old one (see
+// replaced) first takes the old one's entries out of the object-location
+// tables.
 func (r *Redis) RegisterNode(ctx context.Context, n NodeInfo) error {
 	if n.ID == "" {
 		return errors.New("control: a node needs an ID")
@@ -160,9 +162,15 @@ func (r *Redis) Heartbeat(ctx context.Context, id string, load NodeLoad) error {
 }
 
 // MarkDead declares a node dead, recording why, and announces it; a node
-// dead already (or unknown) is left as it is.
+// dead already (or unknown) is left as it is. A node it declares dead (a
+// node stopping: its store goes with it) leaves the object-location tables
+// (ForgetNode).
 func (r *Redis) MarkDead(ctx context.Context, id, reason string) error {
-	_, err := r.DeclareDead(ctx, id, reason)
+	did, err := r.DeclareDead(ctx, id, reason)
+	if err != nil || !did {
+		return err
+	}
+	_, err = r.ForgetNode(ctx, id)
 	return err
 }
 
