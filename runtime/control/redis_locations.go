@@ -3,7 +3,6 @@ package control
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 
@@ -68,8 +67,6 @@ for _, o in ipairs(objs) do redis.call('SREM', ARGV[1] .. o, ARGV[2]) end
 redis.call('DEL', KEYS[1])
 return #objs`
 
-var forgetNodeScript = redis.NewScript(forgetNodeSrc)
-
 // ForgetNodeQueued removes, in the next batch, every entry of this job's
 // location table for node: the driver dropped it (it died). Queued after
 // the job's earlier writes about the node, it also undoes those that reach
@@ -87,19 +84,34 @@ func (r *Redis) ForgetNodeQueued(node string) {
 // which also covers jobs whose driver died.
 func (r *Redis) ForgetNode(ctx context.Context, node string) (int, error) {
 	jobs, err := r.c.HKeys(ctx, keyJobs).Result()
+	if err != nil || len(jobs) == 0 {
+		return 0, wrapForget(node, err)
+	}
+	// One round trip for every job, ended ones included.
+	cmds := make([]*redis.Cmd, len(jobs))
+	_, err = r.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, j := range jobs {
+			base := "gray:job:" + j + ":"
+			cmds[i] = p.Eval(ctx, forgetNodeSrc, []string{base + "held:" + node}, base+"loc:", node)
+		}
+		return nil
+	})
 	if err != nil {
-		return 0, fmt.Errorf("control: forgetting the objects of node %s: %w", node, err)
+		return 0, wrapForget(node, err)
 	}
 	total := 0
-	for _, j := range jobs {
-		base := "gray:job:" + j + ":"
-		n, err := forgetNodeScript.Run(ctx, r.c, []string{base + "held:" + node}, base+"loc:", node).Int()
-		if err != nil && !errors.Is(err, redis.Nil) {
-			return total, fmt.Errorf("control: forgetting the objects of node %s in job %s: %w", node, j, err)
-		}
+	for _, c := range cmds {
+		n, _ := c.Int()
 		total += n
 	}
 	return total, nil
+}
+
+func wrapForget(node string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("control: forgetting the objects of node %s: %w", node, err)
 }
 
 // replaced reports whether the node table holds a record of node n.ID of

@@ -15,9 +15,9 @@ import (
 // TaskArg claims end when it is sent (resolveArgs), and the driver drops an
 // argument it put for a by-value call right after submitting. So from
 // Submit to the result the task itself holds a Lineage claim on each of its
-// reference arguments, which bridges the gap: without
-// it an argument nothing else holds is freed while the task runs, and a
-// result lost later (evicted, or its node died) could not be rebuilt.
+// reference arguments, which bridges the gap: without it an argument
+// nothing else holds is freed while the task runs, and a result lost later
+// (evicted, or its node died) could not be rebuilt.
 
 // claimLineage takes p's own Lineage claims on its reference arguments, at
 // Submit, for a task whose results keep lineage. They are held by anyone,
