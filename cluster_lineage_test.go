@@ -2,9 +2,12 @@ package gray_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"runtime"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -189,6 +192,24 @@ func TestClusterByValueArgumentKeptForLineage(t *testing.T) {
 	runtime.KeepAlive(base)
 }
 
+// freeze stops process pid with SIGSTOP and waits until it is stopped
+// (the signal is delivered asynchronously: a process may run on a moment).
+func freeze(t *testing.T, pid int) {
+	t.Helper()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	clustertest.WaitFor(t, 10*time.Second, fmt.Sprintf("process %d to stop", pid), func() bool {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return false
+		}
+		// pid (comm) state ...: the state follows the last ')'.
+		i := strings.LastIndexByte(string(b), ')')
+		return i >= 0 && i+2 < len(b) && b[i+2] == 'T'
+	})
+}
+
 // The driver's Get of a result on another node whose daemon (the server
 // of its store) freezes and is then killed while the driver's pull waits
 // on it: the pull fails, and the Get rebuilds the result on the node left
@@ -212,9 +233,7 @@ func TestClusterGetRebuildsWhenThePulledNodeDies(t *testing.T) {
 	}
 	// Frozen, its server takes the pull's connection (the kernel does)
 	// but never answers: the pull is in flight until the kill.
-	if err := syscall.Kill(c.NodePID(victim), syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	freeze(t, c.NodePID(victim))
 	type result struct {
 		x   []float64
 		err error
@@ -264,9 +283,7 @@ func TestClusterTaskRerunWhenItsArgumentsNodeDiesMidPull(t *testing.T) {
 	}
 	c.AddNode()
 	waitResources(t, 3)
-	if err := syscall.Kill(c.NodePID(1), syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	freeze(t, c.NodePID(1))
 	y := linUse.Remote(x) // on node 2, which pulls x from the frozen node 1
 	time.Sleep(300 * time.Millisecond)
 	c.KillNode(1)
@@ -276,4 +293,63 @@ func TestClusterTaskRerunWhenItsArgumentsNodeDiesMidPull(t *testing.T) {
 	}
 	checkLin(t, "the task re-run after its argument was rebuilt", v, 2)
 	runtime.KeepAlive(x)
+}
+
+// An actor on a "lin" node whose method returns a 2 MiB array (it stays on
+// the actor's node).
+type linArr struct{}
+
+var (
+	linArrActor = gray.Actor0("test.cluster.linArr", func(ctx context.Context) (*linArr, error) { return &linArr{}, nil },
+		gray.Resource("lin", 1))
+	linArrGet = gray.Method1(linArrActor, "arr", func(a *linArr, ctx context.Context, k float64) ([]float64, error) {
+		x := linInput()
+		for i := range x {
+			x[i] += k
+		}
+		return x, nil
+	})
+	linArrWhere = gray.Method0(linArrActor, "where", func(a *linArr, ctx context.Context) (string, error) {
+		return os.Getenv(cluster.EnvNodeID), nil
+	})
+)
+
+// An actor method's result whose only copy was on a node that died cannot
+// be rebuilt (the method depends on the actor's state then): Get says so,
+// with ErrObjectLost and the reason ErrLostActorMethod, while the actor
+// itself comes back on the other node and answers new calls.
+func TestClusterActorResultLostWithItsNode(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{Nodes: 2, CPUsPerNode: 1, NodeResources: map[int]map[string]float64{
+		1: {"lin": 1}, 2: {"lin": 1},
+	}})
+	initCluster(t, c)
+	waitResources(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	h, err := linArrActor.Remote(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := linArrGet.Remote(h, 1.0)
+	where, err := gray.Get(ctx, linArrWhere.Remote(h)) // after r, in order
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := 1
+	if where == c.Node(2).ID {
+		victim = 2
+	}
+	c.KillNode(victim)
+	_, err = gray.Get(ctx, r)
+	if !errors.Is(err, gray.ErrObjectLost) || !errors.Is(err, gray.ErrLostActorMethod) {
+		t.Fatalf("Get of an actor method's result lost with its node: %v; want ErrObjectLost and ErrLostActorMethod", err)
+	}
+	if !strings.Contains(err.Error(), "only copy") {
+		t.Fatalf("the error does not say the only copy was on the dead node: %v", err)
+	}
+	x, err := gray.Get(ctx, linArrGet.Remote(h, 2.0))
+	if err != nil {
+		t.Fatalf("the actor after its node died: %v", err)
+	}
+	checkLin(t, "a new call of the recreated actor", x, 2)
 }
