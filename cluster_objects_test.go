@@ -243,7 +243,8 @@ var putOnNode = gray.Func0("test.cluster.putOnNode", func(ctx context.Context) (
 }, gray.Resource("maker", 1))
 
 // A Put made by a task on a node lives only there: when that node dies it
-// cannot be rebuilt, and Get says so (ErrObjectLost, ErrLostPut).
+// cannot be rebuilt, and Get says so (ErrObjectLost, ErrLostPut; its owner,
+// the worker that put it, died with the node: ErrLostOwnerDied).
 func TestClusterPutLostWithItsNode(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{Nodes: 1, CPUsPerNode: 1, NodeResources: map[int]map[string]float64{
 		1: {"maker": 1},
@@ -257,8 +258,8 @@ func TestClusterPutLostWithItsNode(t *testing.T) {
 	}
 	c.KillNode(1)
 	_, err = gray.Get(ctx, h.R)
-	if !errors.Is(err, gray.ErrObjectLost) || !errors.Is(err, gray.ErrLostPut) {
-		t.Fatalf("Get of a Put whose node died: %v; want ErrObjectLost and ErrLostPut", err)
+	if !errors.Is(err, gray.ErrObjectLost) || !errors.Is(err, gray.ErrLostPut) || !errors.Is(err, gray.ErrLostOwnerDied) {
+		t.Fatalf("Get of a Put whose node died: %v; want ErrObjectLost, ErrLostPut and ErrLostOwnerDied (the worker that put it died with its node)", err)
 	}
 	if !strings.Contains(err.Error(), "only copy") {
 		t.Fatalf("the error does not say the only copy was on the dead node: %v", err)
