@@ -353,3 +353,33 @@ func TestClusterActorResultLostWithItsNode(t *testing.T) {
 	}
 	checkLin(t, "a new call of the recreated actor", x, 2)
 }
+
+// A task queued (waiting for a node that can run it) when the only node
+// holding its argument dies: once a node for it joins, the argument is
+// rebuilt first and the task runs on it, instead of its worker being sent
+// an argument nobody holds any more.
+func TestClusterQueuedTaskWaitsForItsLostArgument(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{Nodes: 1, CPUsPerNode: 1, NodeResources: map[int]map[string]float64{
+		1: {"lin": 1}, 2: {"lin": 1, "use": 1},
+	}})
+	initCluster(t, c)
+	waitResources(t, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	x, w := linStep.Remote(linInput(), 1.0)
+	if where, err := gray.Get(ctx, w); err != nil || where != c.Node(1).ID {
+		t.Fatalf("the argument was made on %q (%v), want node 1 (%s)", where, err, c.Node(1).ID)
+	}
+	y := linUse.Remote(x) // waits: no node has "use" yet
+	c.KillNode(1)
+	clustertest.WaitFor(t, 10*time.Second, "the driver to count the argument lost", func() bool {
+		return gray.ClusterObjectStats().Lost > 0
+	})
+	c.AddNode()
+	v, err := gray.Get(ctx, y)
+	if err != nil {
+		t.Fatalf("a task queued while its argument's node died: %v", err)
+	}
+	checkLin(t, "the queued task, run after its argument was rebuilt", v, 2)
+	runtime.KeepAlive(x)
+}

@@ -88,3 +88,23 @@ func (n *Node) unkeep(id ids.ObjectID) {
 		n.free(id)
 	}
 }
+
+// argsLost reports whether a reference argument of task p, about to be
+// sent, was lost since p got it (on a cluster: its only holder died while p
+// was queued). have starts rebuilding each such argument, and p waits for
+// it again as at Submit (its claims and pins are still held).
+func (n *Node) argsLost(p *pending) bool {
+	if n.objects() == nil {
+		return false
+	}
+	for _, a := range p.spec.Args {
+		if !a.IsRef {
+			continue
+		}
+		if _, ok := n.have(a.Ref); !ok {
+			p.missing++
+			n.waiters[a.Ref] = append(n.waiters[a.Ref], waiter{p: p})
+		}
+	}
+	return p.missing > 0
+}
