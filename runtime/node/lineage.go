@@ -90,11 +90,13 @@ func (n *Node) unkeep(id ids.ObjectID) {
 }
 
 // argsLost reports whether a reference argument of task p, about to be
-// sent, was lost since p got it (on a cluster: its only holder died while p
-// was queued). have starts rebuilding each such argument, and p waits for
-// it again as at Submit (its claims and pins are still held).
-func (n *Node) argsLost(p *pending) bool {
-	if n.objects() == nil {
+// sent to worker w as its running task, was lost since p got it (on a
+// cluster: its only holder died while p was queued). have starts rebuilding
+// each such argument, and p waits for it again as at Submit (its claims and
+// pins are still held). A task pipelined behind another on a busy worker
+// is not checked (the core queued it there; it is sent as it is).
+func (n *Node) argsLost(p *pending, w *proc) bool {
+	if run, ok := n.core.Running(w.id); !ok || run != p {
 		return false
 	}
 	for _, a := range p.spec.Args {

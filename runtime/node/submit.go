@@ -221,7 +221,7 @@ func (n *Node) apply(e sched.Effect[*pending]) {
 // send queues p at pool worker w, which may use the GPUs gpus.
 func (n *Node) send(w *proc, p *pending, gpus []int) {
 	s := p.spec
-	if run, ok := n.core.Running(w.id); ok && run == p && n.argsLost(p) {
+	if n.objects() != nil && n.argsLost(p, w) {
 		// It waits for them again (argsLost), and gives the worker back.
 		// (A task queued behind a busy worker is sent as it is.)
 		n.core.TaskDone(w.id, false)
