@@ -383,3 +383,31 @@ func TestClusterQueuedTaskWaitsForItsLostArgument(t *testing.T) {
 	checkLin(t, "the queued task, run after its argument was rebuilt", v, 2)
 	runtime.KeepAlive(x)
 }
+
+// A task queued (waiting for a node that can run it) when the node holding
+// its argument, a Put made there, dies: the Put cannot be rebuilt, and the
+// task fails saying so (ErrObjectLost, ErrLostPut) instead of running
+// without its argument.
+func TestClusterQueuedTaskFailsWithItsLostPut(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{Nodes: 1, CPUsPerNode: 1, NodeResources: map[int]map[string]float64{
+		1: {"maker": 1}, 2: {"use": 1},
+	}})
+	initCluster(t, c)
+	waitResources(t, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	h, err := gray.Get(ctx, putOnNode.Remote())
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := linUse.Remote(h.R) // waits: no node has "use" yet
+	c.KillNode(1)
+	clustertest.WaitFor(t, 10*time.Second, "the driver to count the Put lost", func() bool {
+		return gray.ClusterObjectStats().Lost > 0
+	})
+	c.AddNode()
+	_, err = gray.Get(ctx, y)
+	if !errors.Is(err, gray.ErrObjectLost) || !errors.Is(err, gray.ErrLostPut) {
+		t.Fatalf("a task queued while its Put argument's node died: %v; want ErrObjectLost and ErrLostPut", err)
+	}
+}

@@ -93,7 +93,8 @@ func (n *Node) unkeep(id ids.ObjectID) {
 // sent to worker w as its running task, was lost since p got it (on a
 // cluster: its only holder died while p was queued). have starts rebuilding
 // each such argument, and p waits for it again as at Submit (its claims and
-// pins are still held). A task pipelined behind another on a busy worker
+// pins are still held); an argument lost for good (a Put) fails p, as at
+// Submit. A task pipelined behind another on a busy worker
 // is not checked (the core queued it there; it is sent as it is).
 func (n *Node) argsLost(p *pending, w *proc) bool {
 	if run, ok := n.core.Running(w.id); !ok || run != p {
@@ -103,10 +104,13 @@ func (n *Node) argsLost(p *pending, w *proc) bool {
 		if !a.IsRef {
 			continue
 		}
-		if _, ok := n.have(a.Ref); !ok {
+		o, ok := n.have(a.Ref)
+		if !ok {
 			p.missing++
 			n.waiters[a.Ref] = append(n.waiters[a.Ref], waiter{p: p})
+		} else if o.Err != nil && p.failed == nil {
+			p.failed = o.Err // lost for good (a Put): p fails with it
 		}
 	}
-	return p.missing > 0
+	return p.missing > 0 || p.failed != nil
 }

@@ -222,9 +222,13 @@ func (n *Node) apply(e sched.Effect[*pending]) {
 func (n *Node) send(w *proc, p *pending, gpus []int) {
 	s := p.spec
 	if n.objects() != nil && n.argsLost(p, w) {
-		// It waits for them again (argsLost), and gives the worker back.
-		// (A task queued behind a busy worker is sent as it is.)
+		// It waits for them again, or fails (argsLost), and gives the
+		// worker back. (A task queued behind a busy worker is sent as it
+		// is.)
 		n.core.TaskDone(w.id, false)
+		if p.missing == 0 {
+			n.finishErr(p, argErr(p))
+		}
 		return
 	}
 	n.locateArgs(w, s)
