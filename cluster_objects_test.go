@@ -14,6 +14,7 @@ import (
 	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/internal/clustertest"
 	"github.com/gray-ml/gray/runtime/cluster"
+	"github.com/gray-ml/gray/runtime/control"
 	"github.com/gray-ml/gray/runtime/transfer/limits"
 )
 
@@ -69,12 +70,11 @@ func waitServed(t *testing.T, c *clustertest.Cluster, id string, min int64) int6
 	}
 }
 
-// waitLocations waits until this driver's job lists node as a holder of
-// object id in the cluster's location table, and returns the holders.
-func waitLocations(t *testing.T, c *clustertest.Cluster, id gray.ObjectID, node string) []string {
+// jobStore returns a control-store client of the running job of this
+// process (the driver's).
+func jobStore(t *testing.T, c *clustertest.Cluster) *control.Redis {
 	t.Helper()
-	ctx := context.Background()
-	jobs, err := c.Dial("locations").Jobs(ctx)
+	jobs, err := c.Dial("locations").Jobs(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,10 +87,18 @@ func waitLocations(t *testing.T, c *clustertest.Cluster, id gray.ObjectID, node 
 	if job == "" {
 		t.Fatalf("no running job of this process among %+v", jobs)
 	}
-	store := c.Dial(job)
+	return c.Dial(job)
+}
+
+// waitLocations waits until this driver's job lists node as a holder of
+// object id in the cluster's location table, and returns the holders.
+func waitLocations(t *testing.T, c *clustertest.Cluster, id gray.ObjectID, node string) []string {
+	t.Helper()
+	store := jobStore(t, c)
 	var locs []string
+	var err error
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if locs, err = store.Locations(ctx, id); err != nil {
+		if locs, err = store.Locations(context.Background(), id); err != nil {
 			t.Fatal(err)
 		}
 		if slices.Contains(locs, node) {
@@ -245,7 +253,8 @@ var putOnNode = gray.Func0("test.cluster.putOnNode", func(ctx context.Context) (
 }, gray.Resource("maker", 1))
 
 // A Put made by a task on a node lives only there: when that node dies it
-// cannot be rebuilt, and Get says so (ErrObjectLost, ErrLostPut).
+// cannot be rebuilt, and Get says so (ErrObjectLost, ErrLostPut; its owner,
+// the worker that put it, died with the node: ErrLostOwnerDied).
 func TestClusterPutLostWithItsNode(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{Nodes: 1, CPUsPerNode: 1, NodeResources: map[int]map[string]float64{
 		1: {"maker": 1},
@@ -259,8 +268,8 @@ func TestClusterPutLostWithItsNode(t *testing.T) {
 	}
 	c.KillNode(1)
 	_, err = gray.Get(ctx, h.R)
-	if !errors.Is(err, gray.ErrObjectLost) || !errors.Is(err, gray.ErrLostPut) {
-		t.Fatalf("Get of a Put whose node died: %v; want ErrObjectLost and ErrLostPut", err)
+	if !errors.Is(err, gray.ErrObjectLost) || !errors.Is(err, gray.ErrLostPut) || !errors.Is(err, gray.ErrLostOwnerDied) {
+		t.Fatalf("Get of a Put whose node died: %v; want ErrObjectLost, ErrLostPut and ErrLostOwnerDied (the worker that put it died with its node)", err)
 	}
 	if !strings.Contains(err.Error(), "only copy") {
 		t.Fatalf("the error does not say the only copy was on the dead node: %v", err)

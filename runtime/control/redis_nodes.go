@@ -102,7 +102,9 @@ redis.call('PUBLISH', KEYS[2], ARGV[2])
 return 1`)
 
 // RegisterNode adds a node to the node table as alive (again, if it was
-// there) and announces it.
+// there) and announces it. A new process under the ID of an old one (see
+// replaced) first takes the old one's entries out of the object-location
+// tables.
 func (r *Redis) RegisterNode(ctx context.Context, n NodeInfo) error {
 	if n.ID == "" {
 		return errors.New("control: a node needs an ID")
@@ -111,6 +113,15 @@ func (r *Redis) RegisterNode(ctx context.Context, n NodeInfo) error {
 		n.Started = time.Now()
 	}
 	n.Alive, n.Death = true, ""
+	// A new process under the ID of an old one starts with an empty
+	// store: what the location table lists on the old one is gone.
+	if old, err := r.replaced(ctx, n); err != nil {
+		return err
+	} else if old {
+		if _, err := r.ForgetNode(ctx, n.ID); err != nil {
+			return err
+		}
+	}
 	info, err := json.Marshal(n)
 	if err != nil {
 		return fmt.Errorf("control: encoding node %s: %w", n.ID, err)
@@ -151,9 +162,15 @@ func (r *Redis) Heartbeat(ctx context.Context, id string, load NodeLoad) error {
 }
 
 // MarkDead declares a node dead, recording why, and announces it; a node
-// dead already (or unknown) is left as it is.
+// dead already (or unknown) is left as it is. A node it declares dead (a
+// node stopping: its store goes with it) leaves the object-location tables
+// (ForgetNode).
 func (r *Redis) MarkDead(ctx context.Context, id, reason string) error {
-	_, err := r.DeclareDead(ctx, id, reason)
+	did, err := r.DeclareDead(ctx, id, reason)
+	if err != nil || !did {
+		return err
+	}
+	_, err = r.ForgetNode(ctx, id)
 	return err
 }
 

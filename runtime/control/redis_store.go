@@ -130,30 +130,6 @@ func (r *Redis) ErrorLog(ctx context.Context) ([]*task.TaskError, error) {
 	return out, nil
 }
 
-// AddLocation records, in the next batch, that a node holds a copy of an
-// object.
-func (r *Redis) AddLocation(id ids.ObjectID, node string) {
-	key := r.jobKey("loc", id.String())
-	r.enqueue(func(ctx context.Context, p redis.Pipeliner) { p.SAdd(ctx, key, node) })
-}
-
-// RemoveLocation records, in the next batch, that a node no longer holds
-// an object.
-func (r *Redis) RemoveLocation(id ids.ObjectID, node string) {
-	key := r.jobKey("loc", id.String())
-	r.enqueue(func(ctx context.Context, p redis.Pipeliner) { p.SRem(ctx, key, node) })
-}
-
-// Locations returns the nodes known to hold an object, sorted.
-func (r *Redis) Locations(ctx context.Context, id ids.ObjectID) ([]string, error) {
-	vs, err := r.c.SMembers(ctx, r.jobKey("loc", id.String())).Result()
-	if err != nil {
-		return nil, fmt.Errorf("control: reading the locations of %s: %w", id, err)
-	}
-	sort.Strings(vs)
-	return vs, nil
-}
-
 // PutLineage records, in the next batch, the specification of a task
 // whose results may need rebuilding.
 func (r *Redis) PutLineage(id ids.TaskID, spec []byte) {

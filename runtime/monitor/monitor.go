@@ -113,6 +113,9 @@ func (h *Heartbeater) Run(ctx context.Context) error {
 type NodeWatcher interface {
 	HeartbeatStamps(ctx context.Context) (map[string]control.Stamp, error)
 	DeclareDead(ctx context.Context, id, reason string) (bool, error)
+	// ForgetNode removes a dead node's entries from the object-location
+	// tables.
+	ForgetNode(ctx context.Context, id string) (int, error)
 }
 
 // Monitor declares nodes dead when their heartbeats stop. It judges by
@@ -195,7 +198,15 @@ func (m *Monitor) Run(ctx context.Context) error {
 					continue
 				}
 				delete(last, id)
-				if did && m.OnDeath != nil {
+				if !did {
+					continue
+				}
+				// Its objects went with it, whatever each job's driver
+				// does (it may be dead too).
+				if _, err := m.Store.ForgetNode(ctx, id); err != nil {
+					logf("gray: monitor: %v", err)
+				}
+				if m.OnDeath != nil {
 					m.OnDeath(id, reason, silent)
 				}
 			}

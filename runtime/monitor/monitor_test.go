@@ -3,12 +3,14 @@ package monitor_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/gray-ml/gray/internal/clustertest"
 	"github.com/gray-ml/gray/runtime/control"
+	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/monitor"
 	"github.com/gray-ml/gray/runtime/task"
 )
@@ -186,5 +188,43 @@ func TestHeartbeaterStopsWhenDeclaredDead(t *testing.T) {
 	}
 	if err := <-done; !errors.Is(err, control.ErrNodeDead) {
 		t.Fatalf("Run = %v, want ErrNodeDead", err)
+	}
+}
+
+// A node declared dead leaves the object-location table of every job,
+// whether or not the job's driver is alive to say so: the monitor removes
+// its entries when it declares the death, before it reports it.
+func TestDeadNodesObjectsLeaveTheLocationTable(t *testing.T) {
+	r := clustertest.StartRedis(t)
+	store := r.Dial(t, "")
+	ctx := context.Background()
+	job := r.Dial(t, "job-1")
+	if err := job.RegisterJob(ctx, control.JobInfo{ID: "job-1", Started: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	stopA := beat(t, store, "a")
+	beat(t, store, "b")
+	obj := ids.Return(ids.Child(ids.Root(5, true), 1), 0)
+	job.AddLocation(obj, "a")
+	job.AddLocation(obj, "b")
+	if err := job.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The job's driver is gone: only the monitor can clean up.
+	job.Close()
+	deaths := make(chan string, 4)
+	runMonitor(t, store, func(id, reason string, silent time.Duration) { deaths <- id })
+	stopA()
+	select {
+	case id := <-deaths:
+		if id != "a" {
+			t.Fatalf("node %s declared dead, want a", id)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("node a was never declared dead")
+	}
+	reader := r.Dial(t, "job-1")
+	if locs, err := reader.Locations(ctx, obj); err != nil || !slices.Equal(locs, []string{"b"}) {
+		t.Fatalf("after node a's death the object is listed on %q (%v), want [b]", locs, err)
 	}
 }

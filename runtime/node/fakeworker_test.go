@@ -53,15 +53,18 @@ type harness struct {
 // shuts it down when the test ends.
 func newHarness(t *testing.T, cpus float64, pool int) *harness {
 	t.Helper()
+	return newHarnessWith(t, Config{Resources: task.Resources{CPU: cpus}, NumWorkers: pool})
+}
+
+// newHarnessWith starts a node configured by cfg, its workers played by
+// the test.
+func newHarnessWith(t *testing.T, cfg Config) *harness {
+	t.Helper()
 	h := &harness{t: t, workers: make(chan *fakeWorker, 64)}
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	n, err := Start(ctx, Config{
-		Resources:   task.Resources{CPU: cpus},
-		NumWorkers:  pool,
-		Output:      io.Discard,
-		startWorker: h.start,
-	})
+	cfg.Output, cfg.startWorker = io.Discard, h.start
+	n, err := Start(ctx, cfg)
 	if err != nil {
 		t.Fatalf("starting the node: %v", err)
 	}

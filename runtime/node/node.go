@@ -145,6 +145,9 @@ type pending struct {
 	// replay).
 	again   bool
 	discard bool
+	// lineageHeld: the task holds Lineage claims on its reference
+	// arguments until it ends (lineage.go).
+	lineageHeld bool
 }
 
 // lineage returns the record of function task p for lineage, or nil.
@@ -314,8 +317,13 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 }
 
-// Total returns the node's resources.
-func (n *Node) Total() task.Resources { return n.core.Total() }
+// Total returns the node's resources (on a cluster, with those of the
+// nodes joined so far: AddNode changes them, hence the lock).
+func (n *Node) Total() task.Resources {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.core.Total()
+}
 
 // Available returns the resources not in use now.
 func (n *Node) Available() task.Resources {

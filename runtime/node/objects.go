@@ -112,13 +112,6 @@ func (n *Node) unpin(id ids.ObjectID) {
 	}
 }
 
-// unkeep drops a lineage entry's claim on an argument.
-func (n *Node) unkeep(id ids.ObjectID) {
-	if n.objs.Release(objtable.Holder{}, id, objtable.Lineage) {
-		n.free(id)
-	}
-}
-
 // free deletes an object nobody can ask for any more. One still being
 // computed is deleted when it arrives.
 func (n *Node) free(id ids.ObjectID) {
@@ -146,14 +139,7 @@ func (n *Node) free(id ids.ObjectID) {
 	}
 	_ = n.shared.Release(storeID(id))
 	n.forgetRemote(id)
-	if spec := n.lineage[id]; spec != nil {
-		delete(n.lineage, id)
-		for _, a := range spec.Args {
-			if a.IsRef {
-				n.unkeep(a.Ref)
-			}
-		}
-	}
+	n.dropLineage(id)
 }
 
 // Drop tells the node that the program holds no reference to the object:

@@ -546,24 +546,16 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 				n.rebuilt(id)
 			}
 		}
-		if orig := p.lineage(); o.Shared && o.Err == nil && orig != nil && n.lineage[id] == nil {
-			n.lineage[id] = orig
-			for _, a := range orig.Args {
-				if a.IsRef {
-					n.objs.Claim(objtable.Holder{}, a.Ref, objtable.Lineage)
-				}
-			}
-		}
+		n.recordLineage(p, id, o)
 		n.putLocked(id, o)
 	}
-	n.abortReserved(w) // reserved for returns the task did not deliver
+	n.releaseLineage(p) // its results' lineage records hold what they need now
+	n.abortReserved(w)  // reserved for returns the task did not deliver
 	if a := w.actor; a != nil {
 		n.logDone(a, p)
 	}
 	if p.spec.Kind == task.KindActorCreate {
 		n.constructed(p.spec)
-	}
-	if a := w.actor; a != nil && w.node != sched.Local && failed == nil {
 	}
 	if failed != nil {
 		n.ctrl.AddError(failed)

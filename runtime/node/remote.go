@@ -54,6 +54,8 @@ type ClusterConfig struct {
 type LocationTable interface {
 	AddLocation(id ids.ObjectID, node string)
 	RemoveLocation(id ids.ObjectID, node string)
+	// ForgetNodeQueued removes every entry for a node that died.
+	ForgetNodeQueued(node string)
 }
 
 // maxRetries bounds how often a task whose remote worker or node died is
@@ -134,6 +136,9 @@ func (n *Node) NodeGone(k sched.NodeID, why string) {
 	delete(n.remote.names, k)
 	tasks, actors := n.core.RemoveNode(k)
 	n.objectsGone(k, name, why)
+	if t := n.remote.cfg.Locations; t != nil && name != "" {
+		t.ForgetNodeQueued(name) // after every earlier write about the node
+	}
 	var conns []*proc
 	for _, w := range n.workers {
 		if w.node == k {

@@ -440,10 +440,15 @@ func (n *Node) dropHolder(id ids.ObjectID, k sched.NodeID, why string) {
 		return
 	}
 	reason, detail := task.ErrLostPut, "its only copy was on a node of the cluster: "+why
+	var cause error
 	if id.Index() < 1<<31 {
 		reason = task.ErrLostActorMethod
+	} else if n.remote.names[k] == "" {
+		// The node left the job (NodeGone): the worker there that put it,
+		// its owner, died with it.
+		cause = task.ErrLostOwnerDied
 	}
-	lost := task.Lost(id, reason, detail, nil)
+	lost := task.Lost(id, reason, detail, cause)
 	n.store.Delete(id)
 	n.putLocked(id, task.Object{Shared: true, Err: lost})
 }

@@ -187,8 +187,10 @@ func (n *Node) Get(ctx context.Context, oids []ids.ObjectID) ([]task.Object, err
 			// its last reference: the decoded slices point into the mapping.
 			b, err := n.shared.Get(storeID(id))
 			if err != nil {
-				if errors.Is(err, objstore.ErrEvicted) {
-					// Evicted between readiness and now: rebuild and wait.
+				if errors.Is(err, objstore.ErrEvicted) || errors.Is(err, objstore.ErrNotFound) {
+					// Evicted between readiness and now, or lost with the
+					// node that held it (NodeGone dropped the holder after
+					// the request was answered): rebuild and wait.
 					n.have(id)
 					n.unlock()
 					return n.Get(ctx, oids)

@@ -79,6 +79,7 @@ func (n *Node) submitLocked(s *task.Spec) error {
 			orig.Args = append([]task.Arg(nil), s.Args...)
 			p.record = &orig
 		}
+		n.claimLineage(p)
 	}
 	if s.Kind == task.KindActorCreate {
 		a = &actor{id: s.ID, typ: s.Func, res: task.Res(s, e), ownsChildren: e.NoRestarts}
@@ -220,6 +221,16 @@ func (n *Node) apply(e sched.Effect[*pending]) {
 // send queues p at pool worker w, which may use the GPUs gpus.
 func (n *Node) send(w *proc, p *pending, gpus []int) {
 	s := p.spec
+	if n.objects() != nil && n.argsLost(p, w) {
+		// It waits for them again, or fails (argsLost), and gives the
+		// worker back. (A task queued behind a busy worker is sent as it
+		// is.)
+		n.core.TaskDone(w.id, false)
+		if p.missing == 0 {
+			n.finishErr(p, argErr(p))
+		}
+		return
+	}
 	n.locateArgs(w, s)
 	n.resolveArgs(s)
 	s.SetGPUIDs(gpus)
@@ -309,6 +320,7 @@ func (n *Node) pump(a *actor) {
 // finishErr fails every return of p with e.
 func (n *Node) finishErr(p *pending, e *task.TaskError) {
 	n.unpinArgs(p)
+	n.releaseLineage(p)
 	if n.rebuilding[p.spec.ID] {
 		n.failRebuild(p.spec, e)
 	} else {

@@ -8,8 +8,9 @@
 //   - TaskArg: a task not yet sent to a worker takes it as an argument;
 //   - ActorKeep: an actor reads it in place for its lifetime (gray.Shared),
 //     held by that actor;
-//   - Lineage: it is an argument of the task that can rebuild an evicted
-//     object;
+//   - Lineage: it is an argument of a task that can rebuild a lost or
+//     evicted result: held by the task from its submission until it ends,
+//     then by each result's lineage record until that result is deleted;
 //   - Contained: the value of another object (the holder) refers to it;
 //   - Hold: a process decoded a reference to it out of a value; each hold
 //     is matched by one more Drop. A worker's holds are kept by worker, so
