@@ -159,8 +159,8 @@ type entry struct {
 	pins   int
 	state  state
 	inline bool
-	data   []byte   // inline bytes, or the owner's read-only mapping (made by the first Get)
-	mapped bool     // data is an mmap that must be unmapped
+	data   []byte   // inline bytes, or the owner's view of the object (made by the first Get)
+	win    *window  // data's window, for a large object in a file (nil: data is ordinary memory)
 	wmap   []byte   // the owner's read-write mapping of an object it created (len >= size)
 	wfile  *os.File // while creating an unmapped object (CreateUnmapped): its file
 	recv   bool     // made by CreateUnmapped: its pages are worth keeping as a spare without a mapping
@@ -200,6 +200,9 @@ type Store struct {
 	spareSeq  uint64
 	spareUsed int64 // bytes of spare files
 	pinned    int64 // bytes of pinned or in-progress objects
+	drains    []*drain
+	drained   int64  // bytes of drains: freed objects whose windows may still be referenced
+	collects  uint64 // garbage collections run by reserve
 	objects   map[ID]*entry
 	lru       list.List // sealed, unpinned objects; front = most recently used
 	evictions int64
@@ -215,8 +218,12 @@ type Stats struct {
 	Objects     int   // live objects, excluding evicted ones
 	Evictions   int64 // objects evicted since Open
 	SpareBytes  int64 // freed pages kept for reuse (dropped first when room is needed)
-	ReusedBytes int64 // bytes created since Open in the pages of freed objects
-	FreshBytes  int64 // bytes created since Open in freshly allocated pages
+	// DrainingBytes: objects that left the store (freed or evicted) while
+	// the owner's slices of them may still be in use; their pages are
+	// reused once the garbage collector finds those slices gone.
+	DrainingBytes int64
+	ReusedBytes   int64 // bytes created since Open in the pages of freed objects
+	FreshBytes    int64 // bytes created since Open in freshly allocated pages
 }
 
 // Open creates the store's directory and returns the store that owns it.
@@ -251,17 +258,19 @@ func (s *Store) Dir() string { return s.dir }
 // Capacity returns the store's capacity in bytes.
 func (s *Store) Capacity() int64 { return s.capacity }
 
-// Stats returns a snapshot of the bookkeeping.
+// Stats returns a snapshot of the bookkeeping (after ending the drains
+// whose windows the last garbage collection found unreachable).
 func (s *Store) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.reclaimLocked()
 	n := 0
 	for _, e := range s.objects {
 		if e.state != evicted {
 			n++
 		}
 	}
-	return Stats{Capacity: s.capacity, Used: s.used, PinnedBytes: s.pinned, Objects: n, Evictions: s.evictions, SpareBytes: s.spareUsed, ReusedBytes: s.reused, FreshBytes: s.fresh}
+	return Stats{Capacity: s.capacity, Used: s.used, PinnedBytes: s.pinned, Objects: n, Evictions: s.evictions, SpareBytes: s.spareUsed, DrainingBytes: s.drained, ReusedBytes: s.reused, FreshBytes: s.fresh}
 }
 
 // Writer is an object being written by the owner. Fill Bytes, then Seal or
@@ -430,8 +439,27 @@ func (s *Store) Adopt(id ID) error {
 	return nil
 }
 
-// reserve makes room for size bytes and registers id as creating (or inline).
+// reserve makes room for size bytes and registers id as creating (or
+// inline). Where drains (see window) hold the room or the pages it could
+// reuse, it first runs one garbage collection, which ends those whose
+// windows nothing references any more: cheaper than an eviction, and than
+// filling fresh pages.
 func (s *Store) reserve(id ID, size int64, inline bool) (*entry, []*entry, error) {
+	e, victims, err := s.tryReserve(id, size, inline, true)
+	if err == errCollect {
+		s.collect()
+		var more []*entry
+		e, more, err = s.tryReserve(id, size, inline, false)
+		victims = append(victims, more...)
+	}
+	return e, victims, err
+}
+
+// tryReserve is one attempt of reserve; with mayCollect, it returns
+// errCollect where a collection could avoid an ErrFull, fresh pages
+// (shouldCollectLocked) or an eviction while new drains hold room, having
+// reserved nothing (the objects it evicted, if any, stay evicted).
+func (s *Store) tryReserve(id ID, size int64, inline, mayCollect bool) (*entry, []*entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -445,28 +473,45 @@ func (s *Store) reserve(id ID, size int64, inline bool) (*entry, []*entry, error
 		return nil, nil, fmt.Errorf("objstore: object %s is %s but the store's capacity is %s; raise the object store capacity or send a smaller object: %w",
 			id, human(size), human(s.capacity), ErrTooLarge)
 	}
-	if s.pinned+size > s.capacity {
-		return nil, nil, fmt.Errorf("objstore: object %s needs %s but %s of the store's %s are pinned or being written (%s free); release or unpin objects, or raise the capacity: %w",
-			id, human(size), human(s.pinned), human(s.capacity), human(s.capacity-s.used), ErrFull)
+	if len(s.drains) > 0 {
+		s.reclaimLocked()
+		if mayCollect && s.shouldCollectLocked(size, inline) {
+			return nil, nil, errCollect
+		}
+	}
+	if s.pinned+s.drained+size > s.capacity {
+		return nil, nil, fmt.Errorf("objstore: object %s needs %s but %s of the store's %s are pinned or being written and %s are freed objects whose slices the program still holds (%s free); release or unpin objects, drop those slices, or raise the capacity: %w",
+			id, human(size), human(s.pinned), human(s.capacity), human(s.drained), human(s.capacity-s.used-s.drained), ErrFull)
 	}
 	var reuse *spare
 	if !inline && size >= recycleMin {
-		reuse = s.takeSpareLocked(size)
+		reuse = s.takeSpareLocked(size) // before dropping spares for room
+	}
+	var victims []*entry
+	for s.used+s.spareUsed+s.drained+size > s.capacity {
+		if len(s.spares) > 0 { // free pages first
+			s.dropSpareLocked(0)
+			continue
+		}
+		if mayCollect && s.newDrainsLocked() {
+			// An object evicted here may become a drain too (its window
+			// seen by the program): collect before evicting more.
+			if reuse != nil {
+				s.spares = append(s.spares, reuse)
+				s.spareUsed += reuse.size
+			}
+			return nil, victims, errCollect
+		}
+		// Non-nil: unpinned bytes = used - pinned exceed the shortfall,
+		// since pinned + drained + size fit the capacity.
+		v := s.lru.Back().Value.(*entry)
+		s.evictLocked(v)
+		victims = append(victims, v)
 	}
 	if reuse != nil {
 		s.reused += size
 	} else if !inline {
 		s.fresh += size
-	}
-	var victims []*entry
-	for s.used+s.spareUsed+size > s.capacity {
-		if len(s.spares) > 0 { // free pages first
-			s.dropSpareLocked(0)
-			continue
-		}
-		v := s.lru.Back().Value.(*entry) // non-nil: unpinned bytes = used - pinned exceed the shortfall
-		s.evictLocked(v)
-		victims = append(victims, v)
 	}
 	if e == nil {
 		e = &entry{id: id, refs: 1, isNew: true}
@@ -497,32 +542,48 @@ func (s *Store) evictLocked(e *entry) {
 	s.evictions++
 }
 
+// releaseMemory frees the memory of an object that leaves the store. A
+// window the program may still read starts a drain instead (window.go).
 func (s *Store) releaseMemory(e *entry) {
-	if e.mapped {
-		_ = unix.Munmap(e.data)
-	}
-	e.data, e.mapped = nil, false
+	win := e.win
+	e.data, e.win = nil, nil
 	s.used -= e.size
 	if e.inline {
 		return
 	}
-	p := Path(s.dir, e.id)
 	wmap := e.wmap
 	e.wmap = nil
-	if (wmap != nil || e.recv) && e.size >= recycleMin && e.size <= s.capacity/4 && s.spareUsed+e.size <= s.capacity/4 {
+	if win != nil {
+		s.startDrainLocked(e, win, wmap)
+		return
+	}
+	s.retireFileLocked(Path(s.dir, e.id), e.size, wmap, wmap != nil || e.recv)
+}
+
+// retireFileLocked disposes of the file name of a freed object of size
+// bytes, with wmap the owner's writable mapping of it (or nil): it becomes a
+// spare if keep says its pages are worth reusing and the spares have room,
+// else it is removed.
+func (s *Store) retireFileLocked(name string, size int64, wmap []byte, keep bool) {
+	if keep && size >= recycleMin && size <= s.capacity/4 && s.spareUsed+size <= s.capacity/4 {
 		if len(s.spares) == maxSpares {
 			s.dropSpareLocked(0)
 		}
 		s.spareSeq++
-		name := filepath.Join(s.dir, ".spare-"+strconv.FormatUint(s.spareSeq, 10))
-		if os.Rename(p, name) == nil {
-			s.spares = append(s.spares, &spare{name: name, size: e.size, wmap: wmap})
-			s.spareUsed += e.size
+		sname := s.spareName(".spare-")
+		if os.Rename(name, sname) == nil {
+			s.spares = append(s.spares, &spare{name: sname, size: size, wmap: wmap})
+			s.spareUsed += size
 			return
 		}
 	}
 	unmap(wmap)
-	_ = os.Remove(p)
+	_ = os.Remove(name)
+}
+
+// spareName names a file of freed pages: prefix and the latest spareSeq.
+func (s *Store) spareName(prefix string) string {
+	return filepath.Join(s.dir, prefix+strconv.FormatUint(s.spareSeq, 10))
 }
 
 func unmap(b []byte) {
@@ -653,12 +714,16 @@ func (s *Store) Get(id ID) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !e.inline && !e.mapped && e.size > 0 {
-		m, err := Map(s.dir, id)
-		if err != nil {
-			return nil, err
+	if !e.inline && e.data == nil {
+		if e.size == 0 {
+			e.data = []byte{}
+		} else {
+			data, win, err := s.mapWindow(id, e.size)
+			if err != nil {
+				return nil, err
+			}
+			e.data, e.win = data, win
 		}
-		e.data, e.mapped = m.data, true
 	}
 	s.pinLocked(e)
 	return e.data, nil
@@ -801,8 +866,10 @@ func (s *Store) freeLocked(e *entry) {
 	delete(s.objects, e.id)
 }
 
-// Close unmaps every object and removes the store's directory. Slices from
-// Get must not be used afterwards.
+// Close removes the store's directory and unmaps the owner's writable
+// mappings. Slices from Get stay valid while they are referenced: their
+// windows keep the removed files' pages until the garbage collector finds
+// them unreachable (see the package doc).
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -811,17 +878,19 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	for _, e := range s.objects {
-		if e.mapped {
-			_ = unix.Munmap(e.data)
-		}
 		unmap(e.wmap)
 		e.closeFile()
-		e.data, e.wmap = nil, nil
+		e.data, e.win, e.wmap = nil, nil, nil
 	}
 	for _, sp := range s.spares {
 		unmap(sp.wmap)
 	}
+	for _, d := range s.drains {
+		unmap(d.wmap)
+		d.win.drain = nil
+	}
 	s.objects, s.spares, s.spareUsed = nil, nil, 0
+	s.drains, s.drained = nil, 0
 	s.used, s.pinned = 0, 0
 	if err := os.RemoveAll(s.dir); err != nil {
 		return fmt.Errorf("objstore: removing %s: %w", s.dir, err)
