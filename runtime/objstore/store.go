@@ -1,73 +1,3 @@
-// Package objstore is the per-node object store: immutable objects kept in
-// shared memory so that every process on the node reads them without a copy.
-//
-// # Layout
-//
-// An object is one file in the store's directory (by default
-// /dev/shm/gray-<session>, a tmpfs, so the "file" is shared memory). A writer
-// fills "<id>.tmp" and seals it by renaming it to "<id>": a name without the
-// suffix is therefore always complete and immutable, and any process that
-// knows the directory and the id can map it read-only with [Map]. The
-// directory also holds ".owner", naming the process that owns the store, so
-// that directories left behind by killed drivers can be found and removed
-// with [CleanStale] (or by hand: rm -rf /dev/shm/gray-*).
-//
-// # Ownership
-//
-// One process per node (the driver) owns the [Store]: it alone keeps the
-// bookkeeping (capacity, reference counts, pins, LRU order) and is the only
-// one that deletes objects. Other processes use the pure functions [Map],
-// [CreateFile] and [Path], and tell the owner over the runtime's own IPC what
-// they did (for example "I sealed object X", which the owner records with
-// [Store.Adopt]) or need ("pin X while my task reads it").
-//
-// Small objects need not touch the file system at all: [Store.PutInline]
-// keeps them in the owner's memory under the same accounting.
-//
-// # How the runtime uses it
-//
-//   - Init (driver): CleanStale("/dev/shm"), then Open with the session id,
-//     the capacity option and OnEvict (mark the object lost for lineage).
-//     Workers learn Dir() at start. Shutdown: Close.
-//   - Put / task results: enc := codec.Prepare(v). Below
-//     codec.InlineThreshold the bytes travel inline (the driver may keep them
-//     with PutInline). Otherwise the driver does Create(id, enc.Size()),
-//     enc.EncodeTo(w.Bytes()), w.Seal(). A worker (a task's result or
-//     Put) asks the driver to Reserve(id, size), which reuses freed pages,
-//     fills OpenReserved(dir, id) and Finishes; the driver Seals when the
-//     result or Put arrives, and Aborts if the task failed or the worker
-//     died. (CreateFile then Adopt also works, but must allocate fresh
-//     pages: several times slower for large objects.) An error from
-//     Reserve or Adopt becomes the object's value.
-//   - References: each object starts with one store reference; the runtime
-//     calls Release when its own count of references (driver handles,
-//     queued tasks, actor state) reaches zero. AddRef exists for runtimes
-//     that mirror every reference.
-//   - Pins: Pin each store argument when its task is queued and Unpin when
-//     the task finishes or its worker dies; a driver-side Get pins (it is a
-//     Get) until the value's reference is released.
-//   - Workers read arguments through one Reader per process (NewReader(dir,
-//     n); Get, codec.DecodeZeroCopy, View.Done when the task returns), which
-//     keeps mappings of objects read again (weights, noise tables), and run
-//     the task under Guard. Decoded slices are valid during the call (actors
-//     copy what they keep). Map is the one-shot form.
-//   - Objects received from another node: [Store.CreateUnmapped] (the
-//     owner) or [CreateFileUnmapped] (a worker), filled with WriteAt at
-//     their offsets: fresh pages are written through the file, which
-//     allocates them as it copies, much cheaper than mapping fresh pages;
-//     a freed object's pages come mapped (Bytes), cheaper still.
-//   - Get returning ErrEvicted: rebuild by re-running the creating task,
-//     which creates the same id again (its reference count is kept); an
-//     object made by a driver's Put cannot be rebuilt and says so.
-//
-// # Read-only rule
-//
-// Slices returned by [Store.Get] and [Mapping.Bytes], and every slice the
-// codec decodes from them, point into a PROT_READ mapping: they are
-// read-only. Copy before writing. A write faults; run code that touches such
-// slices under [Guard] to turn the fault into an error naming this rule,
-// otherwise the Go runtime stops the process with "unexpected fault address"
-// (SIGSEGV), which a worker's supervisor reports as a crashed task.
 package objstore
 
 import (
@@ -168,23 +98,6 @@ type entry struct {
 	spare  *spare // while reserved: the spare whose pages this object reuses
 	isNew  bool   // while reserved: made by this reservation (not a rebuild)
 }
-
-// A spare is the file of a freed object, kept (renamed) so that its
-// already-allocated shared-memory pages can be reused by the next Create of
-// about its size. Allocating fresh tmpfs pages costs far more than copying
-// into them (see benchmarks/README.md), so recycling is what lets a put of a
-// large array run near memcpy speed. Spares count against the capacity and
-// are the first thing dropped when room is needed.
-type spare struct {
-	name string
-	size int64
-	wmap []byte // kept mapped, page tables populated: reuse costs no mmap (nil: not mapped)
-}
-
-const (
-	recycleMin = 64 << 10 // smaller objects are cheap to allocate afresh
-	maxSpares  = 8
-)
 
 // Store is the node's object store, owned by one process. It is safe for
 // concurrent use.
@@ -560,71 +473,10 @@ func (s *Store) releaseMemory(e *entry) {
 	s.retireFileLocked(Path(s.dir, e.id), e.size, wmap, wmap != nil || e.recv)
 }
 
-// retireFileLocked disposes of the file name of a freed object of size
-// bytes, with wmap the owner's writable mapping of it (or nil): it becomes a
-// spare if keep says its pages are worth reusing and the spares have room,
-// else it is removed.
-func (s *Store) retireFileLocked(name string, size int64, wmap []byte, keep bool) {
-	if keep && size >= recycleMin && size <= s.capacity/4 && s.spareUsed+size <= s.capacity/4 {
-		if len(s.spares) == maxSpares {
-			s.dropSpareLocked(0)
-		}
-		s.spareSeq++
-		sname := s.spareName(".spare-")
-		if os.Rename(name, sname) == nil {
-			s.spares = append(s.spares, &spare{name: sname, size: size, wmap: wmap})
-			s.spareUsed += size
-			return
-		}
-	}
-	unmap(wmap)
-	_ = os.Remove(name)
-}
-
-// spareName names a file of freed pages: prefix and the latest spareSeq.
-func (s *Store) spareName(prefix string) string {
-	return filepath.Join(s.dir, prefix+strconv.FormatUint(s.spareSeq, 10))
-}
-
 func unmap(b []byte) {
 	if len(b) > 0 {
 		_ = unix.Munmap(b)
 	}
-}
-
-// takeSpareLocked removes and returns the smallest spare file that holds
-// size bytes without wasting more than a quarter, or nil. Among those,
-// a spare that is still mapped comes first: one without a mapping (a
-// received object's) must be mapped, a page-table entry per 4 KiB, before
-// it is filled.
-func (s *Store) takeSpareLocked(size int64) *spare {
-	best := -1
-	better := func(a, b *spare) bool {
-		if (a.wmap != nil) != (b.wmap != nil) {
-			return a.wmap != nil
-		}
-		return a.size < b.size
-	}
-	for i, sp := range s.spares {
-		if sp.size >= size && sp.size <= size+size/4 && (best < 0 || better(sp, s.spares[best])) {
-			best = i
-		}
-	}
-	if best < 0 {
-		return nil
-	}
-	sp := s.spares[best]
-	s.spares = append(s.spares[:best], s.spares[best+1:]...)
-	s.spareUsed -= sp.size
-	return sp
-}
-
-func (s *Store) dropSpareLocked(i int) {
-	sp := s.spares[i]
-	s.spares = append(s.spares[:i], s.spares[i+1:]...)
-	s.spareUsed -= sp.size
-	unmap(sp.wmap)
-	_ = os.Remove(sp.name)
 }
 
 func (s *Store) dropReserved(e *entry) {
