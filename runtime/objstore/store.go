@@ -370,8 +370,9 @@ func (s *Store) reserve(id ID, size int64, inline bool) (*entry, []*entry, error
 
 // tryReserve is one attempt of reserve; with mayCollect, it returns
 // errCollect where a collection could avoid an ErrFull, fresh pages
-// (shouldCollectLocked) or an eviction while new drains hold room, having
-// reserved nothing (the objects it evicted, if any, stay evicted).
+// (shouldCollectLocked), an eviction while new drains hold room, or where
+// the objects it evicted drain, having reserved nothing (the objects it
+// evicted, if any, stay evicted).
 func (s *Store) tryReserve(id ID, size int64, inline, mayCollect bool) (*entry, []*entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -393,33 +394,43 @@ func (s *Store) tryReserve(id ID, size int64, inline, mayCollect bool) (*entry, 
 		}
 	}
 	if s.pinned+s.drained+size > s.capacity {
-		return nil, nil, fmt.Errorf("objstore: object %s needs %s but %s of the store's %s are pinned or being written and %s are freed objects whose slices the program still holds (%s free); release or unpin objects, drop those slices, or raise the capacity: %w",
-			id, human(size), human(s.pinned), human(s.capacity), human(s.drained), human(s.capacity-s.used-s.drained), ErrFull)
+		return nil, nil, s.fullLocked(id, size)
+	}
+	if mayCollect && s.used+s.drained+size > s.capacity && s.newDrainsLocked() {
+		return nil, nil, errCollect // objects would be evicted for room that drains may hold
 	}
 	var reuse *spare
 	if !inline && size >= recycleMin {
 		reuse = s.takeSpareLocked(size) // before dropping spares for room
 	}
+	// Evicting an object that has a window makes it a drain, which frees
+	// no room until a collection finds the window unreferenced: evict as
+	// if those drains were free, then check.
 	var victims []*entry
-	for s.used+s.spareUsed+s.drained+size > s.capacity {
+	var started int64 // bytes of the drains these evictions started
+	for s.used+s.spareUsed+s.drained-started+size > s.capacity {
 		if len(s.spares) > 0 { // free pages first
 			s.dropSpareLocked(0)
 			continue
 		}
-		if mayCollect && s.newDrainsLocked() {
-			// An object evicted here may become a drain too (its window
-			// seen by the program): collect before evicting more.
-			if reuse != nil {
-				s.spares = append(s.spares, reuse)
-				s.spareUsed += reuse.size
-			}
+		if s.lru.Len() == 0 {
+			break
+		}
+		v := s.lru.Back().Value.(*entry)
+		d := s.drained
+		s.evictLocked(v)
+		started += s.drained - d
+		victims = append(victims, v)
+	}
+	if s.used+s.spareUsed+s.drained+size > s.capacity {
+		if reuse != nil {
+			s.spares = append(s.spares, reuse)
+			s.spareUsed += reuse.size
+		}
+		if mayCollect && s.drained > 0 {
 			return nil, victims, errCollect
 		}
-		// Non-nil: unpinned bytes = used - pinned exceed the shortfall,
-		// since pinned + drained + size fit the capacity.
-		v := s.lru.Back().Value.(*entry)
-		s.evictLocked(v)
-		victims = append(victims, v)
+		return nil, victims, s.fullLocked(id, size)
 	}
 	if reuse != nil {
 		s.reused += size
@@ -434,6 +445,12 @@ func (s *Store) tryReserve(id ID, size int64, inline, mayCollect bool) (*entry, 
 	s.used += size
 	s.pinned += size
 	return e, victims, nil
+}
+
+// fullLocked is the ErrFull error for an object id of size bytes.
+func (s *Store) fullLocked(id ID, size int64) error {
+	return fmt.Errorf("objstore: object %s needs %s but %s of the store's %s are pinned or being written and %s are freed or evicted objects whose slices the program still holds (%s free); release or unpin objects, drop those slices, or raise the capacity: %w",
+		id, human(size), human(s.pinned), human(s.capacity), human(s.drained), human(s.capacity-s.used-s.drained), ErrFull)
 }
 
 func (s *Store) notify(victims []*entry) {
