@@ -93,6 +93,9 @@
 // would fail with ErrFull or evict objects) or the pages it could reuse,
 // Create runs one runtime.GC first (once per call, and for evictions and
 // reuse only for drains newer than the store's last such collection).
+// Evicting an object that was read starts a drain too, so it frees room
+// only once collected: Create evicts as if it did, collects, and fails
+// with ErrFull if the room is still held.
 //
 // Why this is safe, and what it costs:
 //

@@ -283,3 +283,22 @@ func TestOwnerWriteFaults(t *testing.T) {
 		t.Fatalf("unguarded write in a child: err %v, output:\n%s", err, out)
 	}
 }
+
+// Evicting objects that were read (they have windows) but whose slices are
+// gone: the store collects to free their room, and evicts no more than it
+// needs (as a node serving its objects to others does).
+func TestEvictReadObjectsCollects(t *testing.T) {
+	const size = 256 << 10
+	s := newStore(t, 3*size, nil)
+	for _, id := range []ID{"a", "b", "c"} {
+		put(t, s, id, size, 1)
+		_ = getCopy(t, s, id)
+	}
+	put(t, s, "d", size, 4)
+	if st := s.Stats(); st.Evictions != 1 || st.DrainingBytes != 0 || st.Used != 3*size {
+		t.Fatalf("after putting d into a full store of read objects: %+v, want one eviction and nothing draining", st)
+	}
+	if got := getCopy(t, s, "d"); !allEqual(got, 4) {
+		t.Fatal("d reads back wrong")
+	}
+}
