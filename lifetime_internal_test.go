@@ -3,8 +3,13 @@ package gray
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"runtime"
+	"strings"
 	"testing"
+
+	"github.com/gray-ml/gray/runtime/objstore"
 )
 
 // Values a zero-copy Get returns in the driver stay valid for as long as
@@ -215,6 +220,32 @@ func TestZeroCopyValuesOutliveTheirRefs(t *testing.T) {
 	runtime.GC()
 	if st := n.SharedStats(); st.DrainingBytes != 0 {
 		t.Fatalf("after dropping the values: %d bytes still drain", st.DrainingBytes)
+	}
+}
+
+// A write to a value the driver got zero-copy, whose Ref is gone, still
+// stops the program with "unexpected fault address", as Get documents
+// (shown in a child process), never changing the object.
+func TestDriverWriteToGotValueFaults(t *testing.T) {
+	if os.Getenv("GRAY_TEST_DRIVER_WRITE") == "1" {
+		startStore(t, 64<<20, 1)
+		ctx := context.Background()
+		v, err := Get(ctx, must(Put(ctx, make([]float64, 1<<17))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		runtime.GC()
+		runtime.GC()
+		v[100] = 1
+		fmt.Println("CHILD-WROTE")
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestDriverWriteToGotValueFaults$")
+	cmd.Env = append(os.Environ(), "GRAY_TEST_DRIVER_WRITE=1")
+	out, err := cmd.CombinedOutput()
+	_, _ = objstore.CleanStale("/dev/shm") // the crashed child's store
+	if err == nil || strings.Contains(string(out), "CHILD-WROTE") || !strings.Contains(string(out), "unexpected fault address") {
+		t.Fatalf("a write in the driver: err %v, output:\n%s", err, out)
 	}
 }
 
