@@ -202,7 +202,10 @@ func (s *Store) endDrainLocked(d *drain) {
 // reclaimLocked ends the drains whose windows the collector has found
 // unreachable: nothing can read them any more, so their pages may be reused
 // at once, before the finalizers (which only give the ranges back to the Go
-// heap) have run. It reports whether it ended any.
+// heap) have run. The runtime clears an object's weak pointers when it
+// finds it unreachable, before it queues (and resurrects the object for)
+// its finalizer, as the weak package specifies (runtime/mgcsweep.go). It
+// reports whether it ended any.
 func (s *Store) reclaimLocked() bool {
 	var done []*drain
 	for _, d := range s.drains {
