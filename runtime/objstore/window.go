@@ -204,9 +204,8 @@ func (s *Store) endDrainLocked(d *drain) {
 // at once, before the finalizers (which only give the ranges back to the Go
 // heap) have run. The runtime clears an object's weak pointers when it
 // finds it unreachable, before it queues (and resurrects the object for)
-// its finalizer, as the weak package specifies (runtime/mgcsweep.go). It
-// reports whether it ended any.
-func (s *Store) reclaimLocked() bool {
+// its finalizer, as the weak package specifies (runtime/mgcsweep.go).
+func (s *Store) reclaimLocked() {
 	var done []*drain
 	for _, d := range s.drains {
 		if d.win.wp.Value() == nil {
@@ -216,7 +215,6 @@ func (s *Store) reclaimLocked() bool {
 	for _, d := range done {
 		s.endDrainLocked(d)
 	}
-	return len(done) > 0
 }
 
 // collect runs a garbage collection so that windows that nothing points
