@@ -313,9 +313,15 @@ func putValue(s *session, id ObjectID, v any) error {
 // (wrapping objstore.ErrReadOnly); in the driver, it stops the program with
 // "unexpected fault address" (SIGSEGV), never silently changing the object.
 //
-// Lifetime: in the driver, the slices stay valid while any Ref to the
-// object is reachable (keep the Ref beside the value, or copy); in a
-// remote function, until the function returns. Actors receive private
+// Lifetime: in the driver, the value stays valid for as long as it (any
+// slice pointing into it) is reachable, whether or not a Ref to the object
+// is: v, _ := gray.Get(ctx, f.Remote(x)) is safe. The driver maps each
+// object over a Go heap allocation, so Go's garbage collector keeps the
+// mapping while a slice points into it; the store reuses the object's
+// memory only once the collector finds none does (objstore package doc,
+// "Lifetime of the owner's slices"). Holding such values after their
+// objects are freed still holds their memory in the store. In a remote
+// function, the slices are valid until the function returns. Actors receive private
 // copies of large arguments and Get results, so they may keep them across
 // calls; a parameter of type Shared[T] keeps its object without a copy
 // for the actor's lifetime instead. An evicted object that a remote function made is rebuilt by

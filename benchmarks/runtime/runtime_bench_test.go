@@ -172,6 +172,32 @@ func BenchmarkPut64MiBFreed(b *testing.B) { benchPut64MiB(b, true) }
 // BenchmarkPut64MiBDropped leaves freeing to the garbage collector.
 func BenchmarkPut64MiBDropped(b *testing.B) { benchPut64MiB(b, false) }
 
+// BenchmarkPutGetFree64MiB puts a 64 MiB array, gets it (zero-copy: the
+// value points into the store's mapping), reads it, and frees it: the
+// loop of a program that reads back what it put. The value is dropped
+// before the next put, so the store may reuse its pages, once a garbage
+// collection has shown that nothing points into them any more.
+func BenchmarkPutGetFree64MiB(b *testing.B) {
+	ctx := setup(b)
+	buf := make([]float64, 8<<20)
+	b.SetBytes(64 << 20)
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		buf[0] = float64(i)
+		r, err := gray.Put(ctx, buf)
+		if err != nil {
+			b.Fatal(err)
+		}
+		v, err := gray.Get(ctx, r)
+		if err != nil || v[0] != float64(i) {
+			b.Fatalf("get: %v", err)
+		}
+		if err := gray.Free(ctx, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // result64MiB is the array bigResult returns: made once per worker, so
 // the benchmark measures storing the result, not allocating it.
 var result64MiB = make([]byte, 64<<20)

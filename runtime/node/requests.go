@@ -183,8 +183,12 @@ func (n *Node) Get(ctx context.Context, oids []ids.ObjectID) ([]task.Object, err
 				}
 				return n.Get(ctx, oids)
 			}
-			// Map it (once per object) and pin it until the program drops
-			// its last reference: the decoded slices point into the mapping.
+			// Map it (once per object) and pin it against eviction until
+			// the program drops its last reference. The decoded slices
+			// point into the mapping, which the store lays over a Go heap
+			// allocation: they keep it valid on their own, after the
+			// object is freed too (objstore, "Lifetime of the owner's
+			// slices").
 			b, err := n.shared.Get(storeID(id))
 			if err != nil {
 				if errors.Is(err, objstore.ErrEvicted) || errors.Is(err, objstore.ErrNotFound) {

@@ -1,73 +1,3 @@
-// Package objstore is the per-node object store: immutable objects kept in
-// shared memory so that every process on the node reads them without a copy.
-//
-// # Layout
-//
-// An object is one file in the store's directory (by default
-// /dev/shm/gray-<session>, a tmpfs, so the "file" is shared memory). A writer
-// fills "<id>.tmp" and seals it by renaming it to "<id>": a name without the
-// suffix is therefore always complete and immutable, and any process that
-// knows the directory and the id can map it read-only with [Map]. The
-// directory also holds ".owner", naming the process that owns the store, so
-// that directories left behind by killed drivers can be found and removed
-// with [CleanStale] (or by hand: rm -rf /dev/shm/gray-*).
-//
-// # Ownership
-//
-// One process per node (the driver) owns the [Store]: it alone keeps the
-// bookkeeping (capacity, reference counts, pins, LRU order) and is the only
-// one that deletes objects. Other processes use the pure functions [Map],
-// [CreateFile] and [Path], and tell the owner over the runtime's own IPC what
-// they did (for example "I sealed object X", which the owner records with
-// [Store.Adopt]) or need ("pin X while my task reads it").
-//
-// Small objects need not touch the file system at all: [Store.PutInline]
-// keeps them in the owner's memory under the same accounting.
-//
-// # How the runtime uses it
-//
-//   - Init (driver): CleanStale("/dev/shm"), then Open with the session id,
-//     the capacity option and OnEvict (mark the object lost for lineage).
-//     Workers learn Dir() at start. Shutdown: Close.
-//   - Put / task results: enc := codec.Prepare(v). Below
-//     codec.InlineThreshold the bytes travel inline (the driver may keep them
-//     with PutInline). Otherwise the driver does Create(id, enc.Size()),
-//     enc.EncodeTo(w.Bytes()), w.Seal(). A worker (a task's result or
-//     Put) asks the driver to Reserve(id, size), which reuses freed pages,
-//     fills OpenReserved(dir, id) and Finishes; the driver Seals when the
-//     result or Put arrives, and Aborts if the task failed or the worker
-//     died. (CreateFile then Adopt also works, but must allocate fresh
-//     pages: several times slower for large objects.) An error from
-//     Reserve or Adopt becomes the object's value.
-//   - References: each object starts with one store reference; the runtime
-//     calls Release when its own count of references (driver handles,
-//     queued tasks, actor state) reaches zero. AddRef exists for runtimes
-//     that mirror every reference.
-//   - Pins: Pin each store argument when its task is queued and Unpin when
-//     the task finishes or its worker dies; a driver-side Get pins (it is a
-//     Get) until the value's reference is released.
-//   - Workers read arguments through one Reader per process (NewReader(dir,
-//     n); Get, codec.DecodeZeroCopy, View.Done when the task returns), which
-//     keeps mappings of objects read again (weights, noise tables), and run
-//     the task under Guard. Decoded slices are valid during the call (actors
-//     copy what they keep). Map is the one-shot form.
-//   - Objects received from another node: [Store.CreateUnmapped] (the
-//     owner) or [CreateFileUnmapped] (a worker), filled with WriteAt at
-//     their offsets: fresh pages are written through the file, which
-//     allocates them as it copies, much cheaper than mapping fresh pages;
-//     a freed object's pages come mapped (Bytes), cheaper still.
-//   - Get returning ErrEvicted: rebuild by re-running the creating task,
-//     which creates the same id again (its reference count is kept); an
-//     object made by a driver's Put cannot be rebuilt and says so.
-//
-// # Read-only rule
-//
-// Slices returned by [Store.Get] and [Mapping.Bytes], and every slice the
-// codec decodes from them, point into a PROT_READ mapping: they are
-// read-only. Copy before writing. A write faults; run code that touches such
-// slices under [Guard] to turn the fault into an error naming this rule,
-// otherwise the Go runtime stops the process with "unexpected fault address"
-// (SIGSEGV), which a worker's supervisor reports as a crashed task.
 package objstore
 
 import (
@@ -159,8 +89,8 @@ type entry struct {
 	pins   int
 	state  state
 	inline bool
-	data   []byte   // inline bytes, or the owner's read-only mapping (made by the first Get)
-	mapped bool     // data is an mmap that must be unmapped
+	data   []byte   // inline bytes, or the owner's view of the object (made by the first Get)
+	win    *window  // data's window, for a large object in a file (nil: data is ordinary memory)
 	wmap   []byte   // the owner's read-write mapping of an object it created (len >= size)
 	wfile  *os.File // while creating an unmapped object (CreateUnmapped): its file
 	recv   bool     // made by CreateUnmapped: its pages are worth keeping as a spare without a mapping
@@ -168,23 +98,6 @@ type entry struct {
 	spare  *spare // while reserved: the spare whose pages this object reuses
 	isNew  bool   // while reserved: made by this reservation (not a rebuild)
 }
-
-// A spare is the file of a freed object, kept (renamed) so that its
-// already-allocated shared-memory pages can be reused by the next Create of
-// about its size. Allocating fresh tmpfs pages costs far more than copying
-// into them (see benchmarks/README.md), so recycling is what lets a put of a
-// large array run near memcpy speed. Spares count against the capacity and
-// are the first thing dropped when room is needed.
-type spare struct {
-	name string
-	size int64
-	wmap []byte // kept mapped, page tables populated: reuse costs no mmap (nil: not mapped)
-}
-
-const (
-	recycleMin = 64 << 10 // smaller objects are cheap to allocate afresh
-	maxSpares  = 8
-)
 
 // Store is the node's object store, owned by one process. It is safe for
 // concurrent use.
@@ -200,6 +113,9 @@ type Store struct {
 	spareSeq  uint64
 	spareUsed int64 // bytes of spare files
 	pinned    int64 // bytes of pinned or in-progress objects
+	drains    []*drain
+	drained   int64  // bytes of drains: freed objects whose windows may still be referenced
+	collects  uint64 // garbage collections run by reserve
 	objects   map[ID]*entry
 	lru       list.List // sealed, unpinned objects; front = most recently used
 	evictions int64
@@ -215,8 +131,12 @@ type Stats struct {
 	Objects     int   // live objects, excluding evicted ones
 	Evictions   int64 // objects evicted since Open
 	SpareBytes  int64 // freed pages kept for reuse (dropped first when room is needed)
-	ReusedBytes int64 // bytes created since Open in the pages of freed objects
-	FreshBytes  int64 // bytes created since Open in freshly allocated pages
+	// DrainingBytes: objects that left the store (freed or evicted) while
+	// the owner's slices of them may still be in use; their pages are
+	// reused once the garbage collector finds those slices gone.
+	DrainingBytes int64
+	ReusedBytes   int64 // bytes created since Open in the pages of freed objects
+	FreshBytes    int64 // bytes created since Open in freshly allocated pages
 }
 
 // Open creates the store's directory and returns the store that owns it.
@@ -251,17 +171,19 @@ func (s *Store) Dir() string { return s.dir }
 // Capacity returns the store's capacity in bytes.
 func (s *Store) Capacity() int64 { return s.capacity }
 
-// Stats returns a snapshot of the bookkeeping.
+// Stats returns a snapshot of the bookkeeping (after ending the drains
+// whose windows the last garbage collection found unreachable).
 func (s *Store) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.reclaimLocked()
 	n := 0
 	for _, e := range s.objects {
 		if e.state != evicted {
 			n++
 		}
 	}
-	return Stats{Capacity: s.capacity, Used: s.used, PinnedBytes: s.pinned, Objects: n, Evictions: s.evictions, SpareBytes: s.spareUsed, ReusedBytes: s.reused, FreshBytes: s.fresh}
+	return Stats{Capacity: s.capacity, Used: s.used, PinnedBytes: s.pinned, Objects: n, Evictions: s.evictions, SpareBytes: s.spareUsed, DrainingBytes: s.drained, ReusedBytes: s.reused, FreshBytes: s.fresh}
 }
 
 // Writer is an object being written by the owner. Fill Bytes, then Seal or
@@ -430,8 +352,28 @@ func (s *Store) Adopt(id ID) error {
 	return nil
 }
 
-// reserve makes room for size bytes and registers id as creating (or inline).
+// reserve makes room for size bytes and registers id as creating (or
+// inline). Where drains (see window) hold the room or the pages it could
+// reuse, it first runs one garbage collection, which ends those whose
+// windows nothing references any more: cheaper than an eviction, and than
+// filling fresh pages.
 func (s *Store) reserve(id ID, size int64, inline bool) (*entry, []*entry, error) {
+	e, victims, err := s.tryReserve(id, size, inline, true)
+	if err == errCollect {
+		s.collect()
+		var more []*entry
+		e, more, err = s.tryReserve(id, size, inline, false)
+		victims = append(victims, more...)
+	}
+	return e, victims, err
+}
+
+// tryReserve is one attempt of reserve; with mayCollect, it returns
+// errCollect where a collection could avoid an ErrFull, fresh pages
+// (shouldCollectLocked), an eviction while new drains hold room, or where
+// the objects it evicted drain, having reserved nothing (the objects it
+// evicted, if any, stay evicted).
+func (s *Store) tryReserve(id ID, size int64, inline, mayCollect bool) (*entry, []*entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -445,28 +387,55 @@ func (s *Store) reserve(id ID, size int64, inline bool) (*entry, []*entry, error
 		return nil, nil, fmt.Errorf("objstore: object %s is %s but the store's capacity is %s; raise the object store capacity or send a smaller object: %w",
 			id, human(size), human(s.capacity), ErrTooLarge)
 	}
-	if s.pinned+size > s.capacity {
-		return nil, nil, fmt.Errorf("objstore: object %s needs %s but %s of the store's %s are pinned or being written (%s free); release or unpin objects, or raise the capacity: %w",
-			id, human(size), human(s.pinned), human(s.capacity), human(s.capacity-s.used), ErrFull)
+	if len(s.drains) > 0 {
+		s.reclaimLocked()
+		if mayCollect && s.shouldCollectLocked(size, inline) {
+			return nil, nil, errCollect
+		}
+	}
+	if s.pinned+s.drained+size > s.capacity {
+		return nil, nil, s.fullLocked(id, size)
+	}
+	if mayCollect && s.used+s.drained+size > s.capacity && s.newDrainsLocked() {
+		return nil, nil, errCollect // objects would be evicted for room that drains may hold
 	}
 	var reuse *spare
 	if !inline && size >= recycleMin {
-		reuse = s.takeSpareLocked(size)
+		reuse = s.takeSpareLocked(size) // before dropping spares for room
+	}
+	// Evicting an object that has a window makes it a drain, which frees
+	// no room until a collection finds the window unreferenced: evict as
+	// if those drains were free, then check.
+	var victims []*entry
+	var started int64 // bytes of the drains these evictions started
+	for s.used+s.spareUsed+s.drained-started+size > s.capacity {
+		if len(s.spares) > 0 { // free pages first
+			s.dropSpareLocked(0)
+			continue
+		}
+		if s.lru.Len() == 0 {
+			break
+		}
+		v := s.lru.Back().Value.(*entry)
+		d := s.drained
+		s.evictLocked(v)
+		started += s.drained - d
+		victims = append(victims, v)
+	}
+	if s.used+s.spareUsed+s.drained+size > s.capacity {
+		if reuse != nil {
+			s.spares = append(s.spares, reuse)
+			s.spareUsed += reuse.size
+		}
+		if mayCollect && s.drained > 0 {
+			return nil, victims, errCollect
+		}
+		return nil, victims, s.fullLocked(id, size)
 	}
 	if reuse != nil {
 		s.reused += size
 	} else if !inline {
 		s.fresh += size
-	}
-	var victims []*entry
-	for s.used+s.spareUsed+size > s.capacity {
-		if len(s.spares) > 0 { // free pages first
-			s.dropSpareLocked(0)
-			continue
-		}
-		v := s.lru.Back().Value.(*entry) // non-nil: unpinned bytes = used - pinned exceed the shortfall
-		s.evictLocked(v)
-		victims = append(victims, v)
 	}
 	if e == nil {
 		e = &entry{id: id, refs: 1, isNew: true}
@@ -476,6 +445,12 @@ func (s *Store) reserve(id ID, size int64, inline bool) (*entry, []*entry, error
 	s.used += size
 	s.pinned += size
 	return e, victims, nil
+}
+
+// fullLocked is the ErrFull error for an object id of size bytes.
+func (s *Store) fullLocked(id ID, size int64) error {
+	return fmt.Errorf("objstore: object %s needs %s but %s of the store's %s are pinned or being written and %s are freed or evicted objects whose slices the program still holds (%s free); release or unpin objects, drop those slices, or raise the capacity: %w",
+		id, human(size), human(s.pinned), human(s.capacity), human(s.drained), human(s.capacity-s.used-s.drained), ErrFull)
 }
 
 func (s *Store) notify(victims []*entry) {
@@ -497,73 +472,28 @@ func (s *Store) evictLocked(e *entry) {
 	s.evictions++
 }
 
+// releaseMemory frees the memory of an object that leaves the store. A
+// window the program may still read starts a drain instead (window.go).
 func (s *Store) releaseMemory(e *entry) {
-	if e.mapped {
-		_ = unix.Munmap(e.data)
-	}
-	e.data, e.mapped = nil, false
+	win := e.win
+	e.data, e.win = nil, nil
 	s.used -= e.size
 	if e.inline {
 		return
 	}
-	p := Path(s.dir, e.id)
 	wmap := e.wmap
 	e.wmap = nil
-	if (wmap != nil || e.recv) && e.size >= recycleMin && e.size <= s.capacity/4 && s.spareUsed+e.size <= s.capacity/4 {
-		if len(s.spares) == maxSpares {
-			s.dropSpareLocked(0)
-		}
-		s.spareSeq++
-		name := filepath.Join(s.dir, ".spare-"+strconv.FormatUint(s.spareSeq, 10))
-		if os.Rename(p, name) == nil {
-			s.spares = append(s.spares, &spare{name: name, size: e.size, wmap: wmap})
-			s.spareUsed += e.size
-			return
-		}
+	if win != nil {
+		s.startDrainLocked(e, win, wmap)
+		return
 	}
-	unmap(wmap)
-	_ = os.Remove(p)
+	s.retireFileLocked(Path(s.dir, e.id), e.size, wmap, wmap != nil || e.recv)
 }
 
 func unmap(b []byte) {
 	if len(b) > 0 {
 		_ = unix.Munmap(b)
 	}
-}
-
-// takeSpareLocked removes and returns the smallest spare file that holds
-// size bytes without wasting more than a quarter, or nil. Among those,
-// a spare that is still mapped comes first: one without a mapping (a
-// received object's) must be mapped, a page-table entry per 4 KiB, before
-// it is filled.
-func (s *Store) takeSpareLocked(size int64) *spare {
-	best := -1
-	better := func(a, b *spare) bool {
-		if (a.wmap != nil) != (b.wmap != nil) {
-			return a.wmap != nil
-		}
-		return a.size < b.size
-	}
-	for i, sp := range s.spares {
-		if sp.size >= size && sp.size <= size+size/4 && (best < 0 || better(sp, s.spares[best])) {
-			best = i
-		}
-	}
-	if best < 0 {
-		return nil
-	}
-	sp := s.spares[best]
-	s.spares = append(s.spares[:best], s.spares[best+1:]...)
-	s.spareUsed -= sp.size
-	return sp
-}
-
-func (s *Store) dropSpareLocked(i int) {
-	sp := s.spares[i]
-	s.spares = append(s.spares[:i], s.spares[i+1:]...)
-	s.spareUsed -= sp.size
-	unmap(sp.wmap)
-	_ = os.Remove(sp.name)
 }
 
 func (s *Store) dropReserved(e *entry) {
@@ -653,12 +583,16 @@ func (s *Store) Get(id ID) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !e.inline && !e.mapped && e.size > 0 {
-		m, err := Map(s.dir, id)
-		if err != nil {
-			return nil, err
+	if !e.inline && e.data == nil {
+		if e.size == 0 {
+			e.data = []byte{}
+		} else {
+			data, win, err := s.mapWindow(id, e.size)
+			if err != nil {
+				return nil, err
+			}
+			e.data, e.win = data, win
 		}
-		e.data, e.mapped = m.data, true
 	}
 	s.pinLocked(e)
 	return e.data, nil
@@ -801,8 +735,10 @@ func (s *Store) freeLocked(e *entry) {
 	delete(s.objects, e.id)
 }
 
-// Close unmaps every object and removes the store's directory. Slices from
-// Get must not be used afterwards.
+// Close removes the store's directory and unmaps the owner's writable
+// mappings. Slices from Get stay valid while they are referenced: their
+// windows keep the removed files' pages until the garbage collector finds
+// them unreachable (see the package doc).
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -811,17 +747,19 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	for _, e := range s.objects {
-		if e.mapped {
-			_ = unix.Munmap(e.data)
-		}
 		unmap(e.wmap)
 		e.closeFile()
-		e.data, e.wmap = nil, nil
+		e.data, e.win, e.wmap = nil, nil, nil
 	}
 	for _, sp := range s.spares {
 		unmap(sp.wmap)
 	}
+	for _, d := range s.drains {
+		unmap(d.wmap)
+		d.win.drain = nil
+	}
 	s.objects, s.spares, s.spareUsed = nil, nil, 0
+	s.drains, s.drained = nil, 0
 	s.used, s.pinned = 0, 0
 	if err := os.RemoveAll(s.dir); err != nil {
 		return fmt.Errorf("objstore: removing %s: %w", s.dir, err)
