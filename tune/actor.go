@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -289,11 +288,9 @@ func (r *remoteTrainable) Step(ctx context.Context) (map[string]any, error) {
 // Save has the actor write a checkpoint on its node and unpacks it into
 // dir, on this machine.
 func (r *remoteTrainable) Save(ctx context.Context, dir string) error {
-	ref := trialSave.Remote(r.h)
-	// A large reply is read straight from shared memory, valid while its
-	// Ref is reachable: ref must outlive the unpacking.
-	defer runtime.KeepAlive(ref)
-	rep, err := call(ctx, r, ref)
+	// A large reply is read straight from shared memory; it stays valid
+	// while rep is in use, whatever becomes of its Ref.
+	rep, err := call(ctx, r, trialSave.Remote(r.h))
 	if err != nil {
 		return err
 	}
@@ -307,7 +304,7 @@ func (r *remoteTrainable) Save(ctx context.Context, dir string) error {
 }
 
 // afterSaveReply, set by tests, runs between Save's reply and its
-// unpacking (a garbage collection there must not free the reply).
+// unpacking (a garbage collection there must not unmap the reply).
 var afterSaveReply func()
 
 // keepFiles unpacks files the trainable wrote on its node into the
@@ -345,12 +342,10 @@ func (r *remoteTrainable) Stop() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
-	ref := trialStop.Remote(r.h)
-	files, err := call(ctx, r, ref)
+	files, err := call(ctx, r, trialStop.Remote(r.h))
 	if err == nil {
 		err = r.keepFiles(files)
 	}
-	runtime.KeepAlive(ref) // files may be in shared memory (see Save)
 	if r.dead {
 		// It died while stopping (its node, say): a trial that was ending
 		// has all its results, so that is no failure.
