@@ -14,6 +14,7 @@ func (c *Core[T]) schedule() {
 	if c.closed {
 		return
 	}
+	c.payOwed() // a reclaim takes freed resources before queued work does
 	for len(c.resumeQ) > 0 {
 		x := c.pool[c.resumeQ[0]]
 		need := task.Resources{CPU: x.held.CPU}
