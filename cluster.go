@@ -85,21 +85,25 @@ func dialCluster(ctx context.Context, opts Options, cfg *node.Config) (*clusterC
 		r.Close()
 		return nil, fmt.Errorf("gray: Init: %w", err)
 	}
+	var localCap *task.Resources
 	if c.self != "" {
 		// The node of this machine counts what the driver's own workers
 		// may use, so that drivers sharing it never oversubscribe it.
-		granted, err := c.drv.LeaseLocal(ctx, self, cfg.Resources)
+		// The grant there follows demand (runtime/cluster/grant.go): it
+		// starts with what the node has free and grows up to capacity
+		// (what the options allow) while other jobs leave room.
+		capacity := cfg.Resources
+		granted, err := c.drv.LeaseLocal(ctx, self, capacity)
 		if err != nil {
 			c.drv.Close()
 			r.Close()
 			return nil, fmt.Errorf("gray: Init: leasing the resources of node %s on this machine: %w", c.self, err)
 		}
-		if granted.CPU < cfg.Resources.CPU || granted.GPU < cfg.Resources.GPU {
-			fmt.Fprintf(os.Stderr, "gray: other jobs hold part of node %s on this machine: this job runs %s there\n", c.self, granted)
-		}
 		cfg.Resources = granted
+		localCap = &capacity
 	}
-	cfg.Cluster = &node.ClusterConfig{Remote: c.drv, Token: []byte(tok), Listen: net.JoinHostPort(ip, "0"), Locations: r}
+	cfg.Cluster = &node.ClusterConfig{Remote: c.drv, Token: []byte(tok), Listen: net.JoinHostPort(ip, "0"), Locations: r,
+		LocalCapacity: localCap}
 	return c, nil
 }
 

@@ -135,6 +135,7 @@ type daemon struct {
 	mu     sync.Mutex
 	free   task.Resources // what no lease holds
 	leases map[*lease]bool
+	nextN  uint64     // numbers the leases, oldest first (grant.go)
 	exeMu  sync.Mutex // one executable written at a time
 }
 
@@ -185,11 +186,16 @@ func (d *daemon) closeAll() {
 
 // lease is one driver's connection and the workers it started.
 type lease struct {
-	d       *daemon
-	conn    *wire.Conn
-	job     string
-	exe     string
-	granted task.Resources
+	d    *daemon
+	conn *wire.Conn
+	job  string
+	exe  string
+	want task.Resources // asked for in the hello
+
+	// Under d.mu: its grant (grant.go), its number, and how many grants
+	// were sent to it.
+	share
+	n, seq uint64
 
 	mu      sync.Mutex
 	workers map[uint64]*os.Process
@@ -211,23 +217,29 @@ func (d *daemon) serve(ctx context.Context, c net.Conn) {
 		return
 	}
 	d.mu.Lock()
-	l.granted = grant(l.granted, d.free)
-	d.free = add(d.free, l.granted, -1)
+	granted := grant(l.want, d.free)
+	l.held, l.desired = granted, granted
+	d.free = add(d.free, granted, -1)
+	d.nextN++
+	l.n = d.nextN
 	d.leases[l] = true
+	// The welcome goes out before any grant rebalancing sends.
+	err := conn.Send(msgWelcome, func(b []byte) []byte {
+		b = append(b, 0)
+		b = wire.AppendString(b, d.cfg.ID)
+		return appendRes(b, granted)
+	})
 	d.mu.Unlock()
 	defer func() {
 		l.killAll()
 		l.wg.Wait()
 		d.mu.Lock()
 		delete(d.leases, l)
-		d.free = add(d.free, l.granted, 1)
+		d.free = add(d.free, l.held, 1)
+		d.rebalanceLocked() // the others may grow into what it held
 		d.mu.Unlock()
 	}()
-	if err := conn.Send(msgWelcome, func(b []byte) []byte {
-		b = append(b, 0)
-		b = wire.AppendString(b, d.cfg.ID)
-		return appendRes(b, l.granted)
-	}); err != nil {
+	if err != nil {
 		return
 	}
 	go func() { // the lease ends with the daemon
@@ -263,6 +275,18 @@ func (d *daemon) serve(ctx context.Context, c net.Conn) {
 			if d.objs.handleRelease(&dec) != nil {
 				return
 			}
+		case msgWant:
+			seq, desired := dec.Uvarint(), decodeRes(&dec)
+			if dec.Err != nil {
+				return
+			}
+			d.want(l, seq, desired)
+		case msgReturn:
+			r := decodeRes(&dec)
+			if dec.Err != nil {
+				return
+			}
+			d.giveBack(l, r)
 		default:
 			return
 		}
@@ -270,7 +294,7 @@ func (d *daemon) serve(ctx context.Context, c net.Conn) {
 }
 
 // hello reads the driver's hello and makes sure the node holds its
-// executable; the resources wanted are left in l.granted.
+// executable; the resources wanted are left in l.want.
 func (l *lease) hello() error {
 	typ, payload, err := l.conn.Recv()
 	if err != nil {
@@ -285,7 +309,7 @@ func (l *lease) hello() error {
 	var sum [32]byte
 	dec.Fixed(sum[:])
 	size := dec.Uvarint()
-	l.granted = decodeRes(&dec)
+	l.want = decodeRes(&dec)
 	if dec.Err != nil {
 		return fmt.Errorf("malformed hello: %w", dec.Err)
 	}

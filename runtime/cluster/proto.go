@@ -15,10 +15,16 @@
 //	driver → node  stop     kill worker W
 //	node → driver  exited   worker W ended (or did not start), and why
 //	driver → node  release  the driver freed these objects (hex IDs): drop the node's copies
+//	driver → node  want     the last grant seen, what the driver would like to hold
+//	driver → node  return   resources the driver gives back (idle, or asked for)
+//	node → driver  grant    resources added to the grant (numbered)
+//	node → driver  reclaim  resources to give back as running tasks end
 //
-// The node grants what it has free (its resources less other jobs'
-// grants) and keeps the grant until the lease ends; the driver's scheduler
-// places tasks within it. A hello whose executable sum is all zeros (size
+// The welcome grants what the node has free, up to what the hello asks;
+// from then on the grant follows demand (grant.go): the driver asks for
+// more when its queued work could use it, gives back what it held idle,
+// and the node divides itself fairly among the drivers that want it. The
+// driver's scheduler places tasks within its grant. A hello whose executable sum is all zeros (size
 // 0) is a resources-only lease, taken by a driver on the node's own
 // machine for the workers it starts itself (Driver.LeaseLocal): the grant
 // counts, and the node starts no workers for it. When the lease's connection ends (the driver
@@ -44,6 +50,10 @@ const (
 	msgStop
 	msgExited
 	msgRelease
+	msgWant    // driver → node: seq of the last grant applied, the resources it would like to hold
+	msgReturn  // driver → node: resources it gives back
+	msgGrant   // node → driver: seq, resources added to its grant
+	msgReclaim // node → driver: resources to give back as its tasks end
 )
 
 func appendRes(b []byte, r task.Resources) []byte {

@@ -301,3 +301,15 @@ func (c *Core[T]) checkGrant() error {
 	}
 	return nil
 }
+
+// Capacity returns the resources of all nodes together (what the grants
+// can grow to).
+func (cl *Cluster[T]) Capacity() task.Resources { return cl.sum((*Core[T]).Capacity) }
+
+// Unused returns what this job leaves unused of all nodes together: their
+// capacity less what its running tasks and live actors hold.
+func (cl *Cluster[T]) Unused() task.Resources {
+	return cl.sum(func(c *Core[T]) task.Resources {
+		return addRes(c.Available(), addRes(c.capacity, c.total, -1), 1)
+	})
+}
