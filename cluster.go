@@ -80,7 +80,7 @@ func dialCluster(ctx context.Context, opts Options, cfg *node.Config) (*clusterC
 	}
 	host, _ := os.Hostname()
 	_ = r.RegisterJob(ctx, control.JobInfo{ID: job, Driver: fmt.Sprintf("%s pid %d", host, os.Getpid()), Node: c.self, Started: time.Now()})
-	c.drv, err = cluster.NewDriver(cluster.DriverConfig{Token: []byte(tok), Job: job, Args: cfg.Args, Skip: c.self})
+	c.drv, err = cluster.NewDriver(cluster.DriverConfig{Token: []byte(tok), Job: job, Args: cfg.Args, Skip: c.self, Listen: ip})
 	if err != nil {
 		r.Close()
 		return nil, fmt.Errorf("gray: Init: %w", err)

@@ -59,6 +59,9 @@ type DriverConfig struct {
 	// IdleReturn is how long resources stay granted and unused before
 	// the driver gives them back; 0: DefaultIdleReturn.
 	IdleReturn time.Duration
+	// Listen is the host the driver serves its executable on, for the
+	// nodes to pull (exe.go); "": 127.0.0.1.
+	Listen string
 }
 
 // Driver is a driver's side of its leases: it implements node.Remote for
@@ -76,6 +79,7 @@ type Driver struct {
 	next   sched.NodeID
 	closed bool
 	stop   chan struct{} // closed by Close: ends the grant loop
+	exe    *exeServer    // serves the executable; started by the first lease that needs it
 	wg     sync.WaitGroup
 }
 
@@ -223,6 +227,12 @@ func (d *Driver) hello(ctx context.Context, k sched.NodeID, n control.NodeInfo, 
 		conn.Close()
 		return nil, task.Resources{}, fmt.Errorf("cluster: joining node %s at %s: %w", n.ID, n.NodeAddr, err)
 	}
+	var sources []string
+	if withExe {
+		if sources, err = d.exeSources(); err != nil {
+			return fail(err)
+		}
+	}
 	stop := context.AfterFunc(ctx, func() { conn.Abort() })
 	defer stop()
 	if err := conn.Send(msgHello, func(b []byte) []byte {
@@ -232,29 +242,17 @@ func (d *Driver) hello(ctx context.Context, k sched.NodeID, n control.NodeInfo, 
 		if !withExe {
 			var none [32]byte
 			b = append(b, none[:]...)
-			return appendRes(wire.AppendUvarint(b, 0), want)
+			return appendStrings(appendRes(wire.AppendUvarint(b, 0), want), nil)
 		}
 		b = append(b, d.sum[:]...)
 		b = wire.AppendUvarint(b, uint64(d.size))
-		return appendRes(b, want)
+		return appendStrings(appendRes(b, want), sources)
 	}); err != nil {
 		return fail(err)
 	}
 	typ, payload, err := conn.Recv()
 	if err != nil {
 		return fail(err)
-	}
-	if typ == msgNeedExe {
-		exe, err := os.ReadFile(d.cfg.Executable)
-		if err != nil {
-			return fail(err)
-		}
-		if err := conn.Send(msgExe, func(b []byte) []byte { return append(b, exe...) }); err != nil {
-			return fail(err)
-		}
-		if typ, payload, err = conn.Recv(); err != nil {
-			return fail(err)
-		}
 	}
 	if typ != msgWelcome {
 		return fail(fmt.Errorf("expected a welcome, got message %d", typ))
@@ -431,5 +429,11 @@ func (d *Driver) Close() error {
 		l.conn.Abort()
 	}
 	d.wg.Wait()
+	d.mu.Lock()
+	exe := d.exe
+	d.mu.Unlock()
+	if exe != nil {
+		exe.close()
+	}
 	return nil
 }

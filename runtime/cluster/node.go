@@ -1,10 +1,7 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -68,12 +65,16 @@ func ServeNode(ctx context.Context, cfg NodeConfig) error {
 		ip = "127.0.0.1"
 	}
 	d := &daemon{cfg: cfg, free: add(cfg.Resources, task.Resources{}, 1), leases: map[*lease]bool{},
-		cache: filepath.Join(cfg.TempDir, "exe"), logs: filepath.Join(cfg.TempDir, "logs")}
-	for _, dir := range []string{d.cache, d.logs} {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return fmt.Errorf("cluster: node %s: %w", cfg.ID, err)
-		}
+		logs: filepath.Join(cfg.TempDir, "logs")}
+	if err := os.MkdirAll(d.logs, 0o700); err != nil {
+		return fmt.Errorf("cluster: node %s: %w", cfg.ID, err)
 	}
+	exes, err := newExeCache(filepath.Join(cfg.TempDir, "exe"), cfg.Token)
+	if err != nil {
+		return fmt.Errorf("cluster: node %s: %w", cfg.ID, err)
+	}
+	defer exes.close()
+	d.exes = exes
 	ln, err := transfer.Listen(net.JoinHostPort(ip, strconv.Itoa(cfg.Port)), cfg.Token)
 	if err != nil {
 		return fmt.Errorf("cluster: node %s: %w", cfg.ID, err)
@@ -81,7 +82,7 @@ func ServeNode(ctx context.Context, cfg NodeConfig) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	if d.objs, err = startObjects(ctx, &wg, cfg, ip); err != nil {
+	if d.objs, err = startObjects(ctx, &wg, cfg, ip, exes.blobs); err != nil {
 		ln.Close()
 		return err
 	}
@@ -128,15 +129,15 @@ func ServeNode(ctx context.Context, cfg NodeConfig) error {
 
 // daemon is a running node.
 type daemon struct {
-	cfg         NodeConfig
-	cache, logs string
-	objs        *nodeObjects
+	cfg  NodeConfig
+	logs string
+	objs *nodeObjects
 
 	mu     sync.Mutex
 	free   task.Resources // what no lease holds
 	leases map[*lease]bool
-	nextN  uint64     // numbers the leases, oldest first (grant.go)
-	exeMu  sync.Mutex // one executable written at a time
+	nextN  uint64 // numbers the leases, oldest first (grant.go)
+	exes   *exeCache
 }
 
 // load is the node's load for its heartbeat.
@@ -208,7 +209,7 @@ func (d *daemon) serve(ctx context.Context, c net.Conn) {
 	conn := wire.New(c)
 	defer conn.Close()
 	l := &lease{d: d, conn: conn, workers: map[uint64]*os.Process{}}
-	if err := l.hello(); err != nil {
+	if err := l.hello(ctx); err != nil {
 		_ = conn.Send(msgWelcome, func(b []byte) []byte {
 			b = append(b, 1)
 			b = wire.AppendString(b, err.Error())
@@ -294,8 +295,8 @@ func (d *daemon) serve(ctx context.Context, c net.Conn) {
 }
 
 // hello reads the driver's hello and makes sure the node holds its
-// executable; the resources wanted are left in l.want.
-func (l *lease) hello() error {
+// executable (exe.go); the resources wanted are left in l.want.
+func (l *lease) hello(ctx context.Context) error {
 	typ, payload, err := l.conn.Recv()
 	if err != nil {
 		return err
@@ -310,6 +311,7 @@ func (l *lease) hello() error {
 	dec.Fixed(sum[:])
 	size := dec.Uvarint()
 	l.want = decodeRes(&dec)
+	sources := decodeStrings(&dec)
 	if dec.Err != nil {
 		return fmt.Errorf("malformed hello: %w", dec.Err)
 	}
@@ -323,34 +325,10 @@ func (l *lease) hello() error {
 		// from counting the same resources.
 		return nil
 	}
-	path := filepath.Join(l.d.cache, hex.EncodeToString(sum[:]))
-	l.exe = path
-	if st, err := os.Stat(path); err == nil && st.Size() == int64(size) {
-		return nil
+	if err := l.d.exes.ensure(ctx, sum, int64(size), sources); err != nil {
+		return fmt.Errorf("node %s: %w", l.d.cfg.ID, err)
 	}
-	if err := l.conn.Send(msgNeedExe, nil); err != nil {
-		return err
-	}
-	typ, payload, err = l.conn.Recv()
-	if err != nil {
-		return err
-	}
-	if typ != msgExe {
-		return fmt.Errorf("expected the executable, got message %d", typ)
-	}
-	if got := sha256.Sum256(payload); !bytes.Equal(got[:], sum[:]) {
-		return fmt.Errorf("the executable sent does not match its sha256 %x", sum)
-	}
-	l.d.exeMu.Lock()
-	defer l.d.exeMu.Unlock()
-	tmp := path + ".part" + strconv.Itoa(os.Getpid())
-	if err := os.WriteFile(tmp, payload, 0o700); err != nil {
-		return fmt.Errorf("caching the executable: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("caching the executable: %w", err)
-	}
+	l.exe = l.d.exes.blobs.Path(sum)
 	return nil
 }
 

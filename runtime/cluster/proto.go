@@ -7,9 +7,8 @@
 // hold the cluster token) and keeps that connection, the lease, for the
 // job's life:
 //
-//	driver → node  hello    job, GOOS/GOARCH, the executable's sha256 and size, the resources wanted
-//	node → driver  needExe  the node has no executable with that sum in its cache
-//	driver → node  exe      the executable's bytes (checked against the sum, cached by it)
+//	driver → node  hello    job, GOOS/GOARCH, the executable's sha256 and size, the resources wanted,
+//	                        where to pull the executable from (exe.go) if the node's cache lacks it
 //	node → driver  welcome  ok or why not, the resources granted, the node's ID
 //	driver → node  start    start worker W: arguments, environment
 //	driver → node  stop     kill worker W
@@ -43,8 +42,8 @@ import (
 // The lease's messages (see the package comment).
 const (
 	msgHello byte = 1 + iota
-	msgNeedExe
-	msgExe
+	_             // was needExe: the executable is pulled now (exe.go)
+	_             // was exe
 	msgWelcome
 	msgStart
 	msgStop
