@@ -149,8 +149,9 @@ func (d *Driver) Attach(s Scheduler) {
 }
 
 // Join leases the node n describes (its lease address, NodeAddr): the node
-// caches the executable, grants what it has free, and the scheduler gets
-// the node. Joining a node twice does nothing.
+// pulls the executable unless it has it cached (exe.go), grants what it
+// has free, and the scheduler gets the node, its grant following demand
+// from then on (grant.go). Joining a node twice does nothing.
 func (d *Driver) Join(ctx context.Context, n control.NodeInfo) error {
 	d.mu.Lock()
 	if _, dup := d.byID[n.ID]; dup || d.closed || n.ID == d.cfg.Skip {
@@ -188,9 +189,11 @@ func (d *Driver) Join(ctx context.Context, n control.NodeInfo) error {
 
 // LeaseLocal takes a resources-only lease on n, the node on the driver's
 // own machine, whose workers the driver starts itself: the node counts
-// what it grants (at most want) as used by this job until the driver
-// ends or dies, so drivers sharing the node never oversubscribe it. It
-// returns the grant, which the driver's node must not exceed.
+// what it grants (at first what it has free, at most want) as used by
+// this job, so drivers sharing the node never oversubscribe it. It returns
+// the first grant, which the driver's node must not exceed; from Attach
+// on the grant follows demand (grant.go) as sched.Local's, and the driver
+// ending or dying returns it.
 func (d *Driver) LeaseLocal(ctx context.Context, n control.NodeInfo, want task.Resources) (task.Resources, error) {
 	l, granted, err := d.hello(ctx, 0, n, want, false)
 	if err != nil {

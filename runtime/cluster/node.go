@@ -49,8 +49,9 @@ type NodeConfig struct {
 }
 
 // ServeNode runs a node daemon until ctx ends: it listens for drivers'
-// leases (token-authenticated), starts their workers from their
-// executable (fetched once, cached by its sha256 under TempDir), registers
+// leases (token-authenticated), divides its resources among them as their
+// demand changes (grant.go), starts their workers from their executable
+// (pulled once, cached by its sha256 under TempDir: exe.go), registers
 // the node in the control store and heartbeats. When ctx ends, or the
 // cluster declares the node dead, every worker it started is killed.
 func ServeNode(ctx context.Context, cfg NodeConfig) error {
