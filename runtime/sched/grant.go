@@ -99,6 +99,19 @@ func (c *Core[T]) payOwed() {
 	addTo(&c.returned, pay, 1)
 	c.owed = nonNegative(c.owed)
 	c.owing = !isZero(c.owed)
+	if !c.owing {
+		return
+	}
+	// A worker keeps its resources while tasks are queued behind the one
+	// it runs: recall them (they go back to the queues), so that what it
+	// holds is freed when its running task ends, not after its whole
+	// pipeline. While owing, schedule queues no more behind busy workers.
+	for _, id := range c.order {
+		if w := c.pool[id]; len(w.tasks) > 1 && !w.recalled && !w.retiring {
+			w.recalled = true
+			c.emit(Effect[T]{Kind: Recall, Worker: id})
+		}
+	}
 }
 
 // lentCPU returns the CPUs that workers blocked in Get lent out.

@@ -60,6 +60,13 @@ func TestGrantView(t *testing.T) {
 			{do: "finish", want: res(1, 0), spare: res(0, 0), held: res(1, 0), returned: res(1, 0)},
 			{do: "finish", want: res(1, 0), spare: res(0, 0), held: res(1, 0)},
 		}},
+		{"reclaim of a worker with tasks queued behind it recalls them", res(1, 0), res(1, 0), []step{
+			{do: "pipeline 3", want: res(0, 0), spare: res(0, 0), held: res(1, 0)},
+			{do: "reclaim 1", want: res(0, 0), spare: res(0, 0), held: res(1, 0)},
+			{do: "give back", want: res(0, 0), spare: res(0, 0), held: res(1, 0)},
+			// Freed when the running task ends, not after the other two.
+			{do: "finish", want: res(1, 0), spare: res(0, 0), held: res(0, 0), returned: res(1, 0)},
+		}},
 		{"a blocked worker's lent CPU is neither spare nor reclaimed", res(1, 0), res(1, 0), []step{
 			{do: "submit 1", want: res(0, 0), spare: res(0, 0), held: res(1, 0)},
 			{do: "block", want: res(0, 0), spare: res(0, 0), held: res(1, 0)},
@@ -80,6 +87,7 @@ func TestGrantView(t *testing.T) {
 			}
 			next := 0
 			var running []WorkerID
+			recalled := map[WorkerID]bool{}
 			settle := func() {
 				for cl.Pending() {
 					for _, e := range cl.Effects() {
@@ -88,6 +96,8 @@ func TestGrantView(t *testing.T) {
 							cl.WorkerReady(e.Worker)
 						case Run:
 							running = append(running, e.Worker)
+						case Recall:
+							recalled[e.Worker] = true
 						}
 					}
 				}
@@ -102,6 +112,15 @@ func TestGrantView(t *testing.T) {
 					cl.TaskDone(w, false)
 				case s.do == "block":
 					cl.Block(running[0], cl.Epoch(running[0]))
+				case s.do == "give back":
+					if len(recalled) == 0 {
+						t.Fatal("nothing recalled")
+					}
+					for w := range recalled {
+						cl.GiveBack(w, func(int) bool { return true })
+						running = running[:1] // the worker keeps only the task it runs
+					}
+					clear(recalled)
 				default:
 					var verb string
 					n, _ := fmt.Sscan(s.do, &verb, &a, &b)
@@ -109,10 +128,10 @@ func TestGrantView(t *testing.T) {
 						t.Fatalf("bad step %q", s.do)
 					}
 					switch verb {
-					case "submit":
+					case "submit", "pipeline":
 						for range int(a) {
 							next++
-							cl.Submit(next, cpus(1), false)
+							cl.Submit(next, cpus(1), verb == "pipeline")
 						}
 					case "grow":
 						cl.Grow(1, res(a, b))
