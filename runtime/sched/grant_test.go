@@ -67,6 +67,11 @@ func TestGrantView(t *testing.T) {
 			// Freed when the running task ends, not after the other two.
 			{do: "finish", want: res(1, 0), spare: res(0, 0), held: res(0, 0), returned: res(1, 0)},
 		}},
+		{"a worker recalled between two tasks gives them all back: what it held is paid at once", res(1, 0), res(1, 0), []step{
+			{do: "pipeline 3", want: res(0, 0), spare: res(0, 0), held: res(1, 0)},
+			{do: "reclaim 1", want: res(0, 0), spare: res(0, 0), held: res(1, 0)},
+			{do: "give back all", want: res(1, 0), spare: res(0, 0), held: res(0, 0), returned: res(1, 0)},
+		}},
 		{"a blocked worker's lent CPU is neither spare nor reclaimed", res(1, 0), res(1, 0), []step{
 			{do: "submit 1", want: res(0, 0), spare: res(0, 0), held: res(1, 0)},
 			{do: "block", want: res(0, 0), spare: res(0, 0), held: res(1, 0)},
@@ -88,6 +93,8 @@ func TestGrantView(t *testing.T) {
 			next := 0
 			var running []WorkerID
 			recalled := map[WorkerID]bool{}
+			first := map[WorkerID]int{} // the task each worker started first
+
 			settle := func() {
 				for cl.Pending() {
 					for _, e := range cl.Effects() {
@@ -96,6 +103,9 @@ func TestGrantView(t *testing.T) {
 							cl.WorkerReady(e.Worker)
 						case Run:
 							running = append(running, e.Worker)
+							if _, ok := first[e.Worker]; !ok {
+								first[e.Worker] = e.Task
+							}
 						case Recall:
 							recalled[e.Worker] = true
 						}
@@ -112,13 +122,19 @@ func TestGrantView(t *testing.T) {
 					cl.TaskDone(w, false)
 				case s.do == "block":
 					cl.Block(running[0], cl.Epoch(running[0]))
+				case s.do == "give back all":
+					for w := range recalled {
+						cl.GiveBack(w, func(int) bool { return true })
+					}
+					running = nil
+					clear(recalled)
 				case s.do == "give back":
 					if len(recalled) == 0 {
 						t.Fatal("nothing recalled")
 					}
 					for w := range recalled {
-						cl.GiveBack(w, func(int) bool { return true })
-						running = running[:1] // the worker keeps only the task it runs
+						cl.GiveBack(w, func(x int) bool { return x != first[w] }) // it runs the first
+						running = running[:1]
 					}
 					clear(recalled)
 				default:

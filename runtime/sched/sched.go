@@ -456,7 +456,10 @@ func (c *Core[T]) Unblock(w WorkerID, epoch uint64) bool {
 }
 
 // GiveBack records that worker w returned the queued tasks for which back
-// is true (after a Recall): they go to the front of their queues.
+// is true (after a Recall): they go to the front of their queues. A worker
+// that was not blocked may give back its first task too (recalled by a
+// reclaim between two tasks, it had started none): it is then idle, and
+// what it held is free.
 func (c *Core[T]) GiveBack(w WorkerID, back func(T) bool) {
 	x := c.pool[w]
 	if x == nil {
@@ -466,13 +469,21 @@ func (c *Core[T]) GiveBack(w WorkerID, back func(T) bool) {
 	var ps []item[T]
 	keep := x.tasks[:0]
 	for i, it := range x.tasks {
-		if i > 0 && back(it.t) {
+		if (i > 0 || x.blocked == 0 && !x.lent) && back(it.t) {
 			ps = append(ps, it)
 		} else {
 			keep = append(keep, it)
 		}
 	}
 	x.tasks = keep
+	if len(keep) == 0 && len(ps) > 0 {
+		c.release(&x.held, true, x.gpus)
+		x.held, x.gpus, x.shape = task.Resources{}, nil, ""
+		x.tasks = nil
+		if !x.retiring {
+			c.idle = append(c.idle, w)
+		}
+	}
 	c.requeue(ps)
 	c.schedule()
 }
