@@ -242,8 +242,11 @@ func (s *sim) step() {
 			s.recalled[w] = false
 			back := map[int]bool{}
 			var keep []int
+			// A worker recalled between two tasks (not blocked, not
+			// lending) may not have started its first: it gives all back.
+			all := len(s.blocks[w]) == 0 && !s.c.Lending(w) && s.rng.IntN(4) == 0
 			for i, x := range s.on[w] {
-				if i == 0 { // started: not given back
+				if i == 0 && !all { // started: not given back
 					keep = append(keep, x)
 					continue
 				}
