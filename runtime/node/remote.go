@@ -69,7 +69,7 @@ type remoteState struct {
 	addr      string // what workers dial
 	names     map[sched.NodeID]string
 	badStarts map[sched.NodeID]int // workers in a row that ended before connecting
-	retries   map[*pending]int
+	retries   map[*pending]int // tasks run again (rerun, retryPull) until they end (forgetRetries)
 	warned    map[string]bool // functions told to wait for a node that can hold them
 	objs      *objectsState   // objects on other nodes (remote_objects.go)
 }
@@ -180,6 +180,14 @@ func (n *Node) rerun(p *pending, why string) {
 		return
 	}
 	n.core.Submit(p, &p.entry.Res, false)
+}
+
+// forgetRetries drops p's count of runs (rerun, retryPull) once it ended:
+// stored its results or failed.
+func (n *Node) forgetRetries(p *pending) {
+	if n.remote != nil {
+		delete(n.remote.retries, p)
+	}
 }
 
 // WorkerExited reports the end of remote worker w (or that it could not

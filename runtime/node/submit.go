@@ -319,6 +319,7 @@ func (n *Node) pump(a *actor) {
 
 // finishErr fails every return of p with e.
 func (n *Node) finishErr(p *pending, e *task.TaskError) {
+	n.forgetRetries(p)
 	n.unpinArgs(p)
 	n.releaseLineage(p)
 	if n.rebuilding[p.spec.ID] {
