@@ -69,9 +69,9 @@ type remoteState struct {
 	addr      string // what workers dial
 	names     map[sched.NodeID]string
 	badStarts map[sched.NodeID]int // workers in a row that ended before connecting
-	retries   map[*pending]int // tasks run again (rerun, retryPull) until they end (forgetRetries)
-	warned    map[string]bool // functions told to wait for a node that can hold them
-	objs      *objectsState   // objects on other nodes (remote_objects.go)
+	retries   map[*pending]int     // tasks run again (rerun, retryPull) until they end (forgetRetries)
+	warned    map[string]bool      // functions told to wait for a node that can hold them
+	objs      *objectsState        // objects on other nodes (remote_objects.go)
 }
 
 // listenTCP starts the listener for leased workers.
