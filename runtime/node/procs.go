@@ -510,6 +510,7 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 		n.step()
 		return
 	}
+	n.forgetRetries(p)
 	rebuilt := n.rebuilding[tid]
 	delete(n.rebuilding, tid)
 	var failed *task.TaskError
