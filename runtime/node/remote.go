@@ -200,7 +200,11 @@ func (n *Node) WorkerExited(w sched.WorkerID, why error) {
 		return
 	}
 	x.exitOnce.Do(func() {
+		// Under the lock: died reads it when the connection's reader
+		// reports the death, which does not wait for this call.
+		n.mu.Lock()
 		x.exitErr = why
+		n.mu.Unlock()
 		close(x.exited)
 	})
 	n.mu.Lock()
