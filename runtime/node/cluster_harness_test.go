@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/gray-ml/gray/runtime/objstore"
 	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
 	"github.com/gray-ml/gray/runtime/transfer"
@@ -33,7 +34,11 @@ func newClusterHarness(t *testing.T) (*harness, *fakeRemote) {
 	t.Helper()
 	r := &fakeRemote{token: bytes.Repeat([]byte{7}, 32), conns: map[sched.WorkerID]net.Conn{}}
 	t.Cleanup(r.wg.Wait) // after the node's shutdown ended every worker
-	h := newHarnessWith(t, Config{Cluster: &ClusterConfig{Remote: r, Token: r.token, Listen: "127.0.0.1:0"}})
+	st, err := objstore.Open(objstore.Options{Dir: t.TempDir(), Capacity: 16 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarnessWith(t, Config{Shared: st, Cluster: &ClusterConfig{Remote: r, Token: r.token, Listen: "127.0.0.1:0"}})
 	r.h = h
 	h.worker() // the local pool's (at least one): it idles, with no CPU to run tasks
 	return h, r
