@@ -122,3 +122,71 @@ func TestPipelinedTaskWithLostArgument(t *testing.T) {
 		})
 	}
 }
+
+// An actor's call queued (behind a call waiting for its argument) when
+// its own argument's only node died is not sent until the argument is
+// rebuilt.
+func TestQueuedActorCallWithLostArgument(t *testing.T) {
+	h, _ := newClusterHarness(t)
+	if err := h.n.AddNode(1, "node 1", task.Resources{CPU: 1}); err != nil {
+		t.Fatal(err)
+	}
+	actor, aw := h.createActor(t)
+	if err := h.n.AddNode(2, "node 2", task.Resources{CPU: 1, Custom: map[string]float64{"mk": 1}}); err != nil {
+		t.Fatal(err)
+	}
+	mk := h.submitFunc(makeFunc, value("x"))
+	fw2 := h.worker()
+	fw2.resultShared(t, fw2.exec(t), 1<<20)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if ready, err := h.n.Wait(ctx, []ids.ObjectID{mk.Return(0)}, 1, wait); err != nil || !ready[0] {
+		t.Fatalf("waiting for the argument's task: %v %v", ready, err)
+	}
+	y := ids.Put(h.n.NewTaskID(), 1) // not stored yet: the first call waits for it
+	first := h.callWith(t, actor, ref(y))
+	second := h.callWith(t, actor, ref(mk.Return(0)))
+	h.n.NodeGone(2, "killed by the test")
+	h.check("the node's death")
+	if err := h.n.Put(y, task.Object{Data: []byte("y")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := aw.exec(t); got.ID != first.ID {
+		t.Fatalf("the actor got %s, want its first call %s", got.ID, first.ID)
+	}
+	aw.result(t, first, "1")
+	if err := h.n.AddNode(3, "node 3", task.Resources{CPU: 1, Custom: map[string]float64{"mk": 1}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case f := <-aw.in:
+		t.Fatalf("the actor was sent message type %d before the lost argument of its second call was rebuilt", f.typ)
+	default:
+	}
+	fw3 := h.worker() // the argument's rebuild: no worker comes if nothing asks for it
+	if got := fw3.exec(t); got.ID != mk.ID {
+		t.Fatalf("node 3's worker got %s, want the rebuild of %s", got.ID, mk.ID)
+	}
+	fw3.resultShared(t, mk, 1<<20)
+	if got := aw.exec(t); got.ID != second.ID {
+		t.Fatalf("the actor got %s, want its second call %s once its argument was rebuilt", got.ID, second.ID)
+	}
+	aw.result(t, second, "2")
+	if o := h.get(second.Return(0)); string(o.Data) != "2" {
+		t.Fatalf("the second call: %q (%v), want %q", o.Data, o.Err, "2")
+	}
+}
+
+// callWith submits a method call of actor a with one argument.
+func (h *harness) callWith(t *testing.T, a *task.Spec, arg task.Arg) *task.Spec {
+	t.Helper()
+	s := task.NewSpec(1)
+	s.ID, s.Kind, s.Func, s.NumReturns = h.n.NewTaskID(), task.KindActorMethod, counterInc, 1
+	s.Args[0] = arg
+	s.SetActor(a.ID)
+	if err := h.n.Submit(s); err != nil {
+		t.Fatalf("calling the actor: %v", err)
+	}
+	h.check("call")
+	return s
+}
