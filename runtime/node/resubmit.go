@@ -1,7 +1,7 @@
 package node
 
 import (
-	"fmt"
+	"errors"
 
 	"github.com/gray-ml/gray/runtime/task"
 )
@@ -27,20 +27,20 @@ import (
 //     the actor is kept, its resources are not taken twice. One that died
 //     with a node comes back through its own restart (restartActor), not
 //     through a second creation.
-//   - A method call or task whose first result is stored: it ran.
+//   - A method call or task whose first result is stored: it ran (a
+//     call's result lost with its node does not count: the call is made
+//     again, as before a first run's result was lost).
 //   - A task being rebuilt: it runs now.
-//   - A method call the target actor holds (queued, running, or in its
-//     replay log) when w's call runs again: a call its actor replays
-//     itself after dying with the same node is not made twice. One of its
-//     log whose result was freed since fails the second run's Get with
-//     ErrLostActorMethod instead of waiting forever (the call is not made
-//     twice).
+//   - A method call the target actor holds, queued or running, when w's
+//     call runs again: a call its actor replays itself after dying with
+//     the same node is not made twice.
 //
 // A task not found runs: the first run did not submit it, or its results
-// were freed since (a function task runs again; an actor call on an actor
-// that keeps no replay log, or whose checkpoint trimmed it, is made
-// again). A function task submitted again while its first run is still
-// queued or running runs twice; result keeps the first result stored.
+// were freed since. A function task then runs again; so does a call to an
+// actor (at least once, as the seeds' replay promises no more: a task
+// rebuilt from lineage that reads an actor asks it again). A function
+// task submitted again while its first run is still queued or running
+// runs twice; result keeps the first result stored.
 func (n *Node) submittedBefore(w *proc, s *task.Spec) bool {
 	switch s.Kind {
 	case task.KindActorCreate:
@@ -59,8 +59,8 @@ func (n *Node) submittedBefore(w *proc, s *task.Spec) bool {
 			return true
 		}
 	case task.KindActorMethod:
-		if _, ok := n.store.Get(s.Return(0)); ok {
-			return true
+		if o, ok := n.store.Get(s.Return(0)); ok && !errors.Is(o.Err, task.ErrObjectLost) {
+			return true // (a result lost with its node is asked for again)
 		}
 		if a := n.actors[s.Actor()]; a != nil && n.reexecuting(w) {
 			return n.callKnown(a, s)
@@ -93,28 +93,14 @@ func (n *Node) reexecuting(w *proc) bool {
 	return n.rebuilding[p.spec.ID] || n.remote != nil && n.remote.retries[p] > 0
 }
 
-// callKnown reports whether actor a holds call s already: queued, running,
-// or run and in its replay log. For one of the log, whose result is gone,
-// it stores a lost-object error as the result.
+// callKnown reports whether actor a holds call s already, queued or
+// running (one its restart queued again, say).
 func (n *Node) callKnown(a *actor, s *task.Spec) bool {
 	for _, ps := range [][]*pending{a.queue, a.inflight} {
 		for _, p := range ps {
 			if p.spec.ID == s.ID {
 				return true
 			}
-		}
-	}
-	if a.ft == nil {
-		return false
-	}
-	for _, c := range a.ft.log {
-		if c.ID == s.ID {
-			for i := range max(s.NumReturns, 1) {
-				id := s.Return(i)
-				n.putLocked(id, task.Object{Err: task.Lost(id, task.ErrLostActorMethod,
-					fmt.Sprintf("the result of %s, freed since, is asked for again by a replayed call; the call is not made twice", s.Func), nil)})
-			}
-			return true
 		}
 	}
 	return false
