@@ -190,6 +190,33 @@ func (n *Node) forgetRetries(p *pending) {
 	}
 }
 
+// checkRetries reports a run count kept for a task that is no longer
+// queued, sent to a worker or waiting for an argument (it ended: the count
+// leaked). For tests (Check): it visits every live task.
+func (n *Node) checkRetries() error {
+	if n.remote == nil || len(n.remote.retries) == 0 {
+		return nil
+	}
+	live := map[*pending]bool{}
+	n.core.EachQueued(func(p *pending) { live[p] = true })
+	for id := range n.workers {
+		for _, p := range n.core.Sent(id) {
+			live[p] = true
+		}
+	}
+	for _, ws := range n.waiters {
+		for _, w := range ws {
+			live[w.p] = true
+		}
+	}
+	for p := range n.remote.retries {
+		if !live[p] {
+			return fmt.Errorf("task %s (%s) ended but its run count is still kept", p.spec.ID, p.spec.Func)
+		}
+	}
+	return nil
+}
+
 // WorkerExited reports the end of remote worker w (or that it could not
 // start: why says so).
 func (n *Node) WorkerExited(w sched.WorkerID, why error) {
