@@ -59,7 +59,7 @@ func (n *Node) submittedBefore(w *proc, s *task.Spec) bool {
 			return true
 		}
 	case task.KindActorMethod:
-		if o, ok := n.store.Get(s.Return(0)); ok && !errors.Is(o.Err, task.ErrObjectLost) {
+		if o, ok := n.store.Get(s.Return(0)); ok && (o.Err == nil || !errors.Is(o.Err, task.ErrObjectLost)) {
 			return true // (a result lost with its node is asked for again)
 		}
 		if a := n.actors[s.Actor()]; a != nil && n.reexecuting(w) {
