@@ -2,6 +2,7 @@ package node
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/gray-ml/gray/runtime/task"
 )
@@ -27,20 +28,24 @@ import (
 //     the actor is kept, its resources are not taken twice. One that died
 //     with a node comes back through its own restart (restartActor), not
 //     through a second creation.
-//   - A method call or task whose first result is stored: it ran (a
-//     call's result lost with its node does not count: the call is made
-//     again, as before a first run's result was lost).
+//   - A method call or task whose first result is stored: it ran. (A
+//     call's result lost with its node counts as gone, below.)
 //   - A task being rebuilt: it runs now.
 //   - A method call the target actor holds, queued or running, when w's
 //     call runs again: a call its actor replays itself after dying with
 //     the same node is not made twice.
+//   - A method call that a replaying actor's call makes and that ran (it
+//     is in its target's replay log) but whose result is gone: made again,
+//     it would change the target's state twice. The replayed call's Get
+//     fails with ErrLostActorMethod instead (its result is dropped
+//     anyway; the state it rebuilds misses what it did with the value).
 //
-// A task not found runs: the first run did not submit it, or its results
-// were freed since. A function task then runs again; so does a call to an
-// actor (at least once, as the seeds' replay promises no more: a task
-// rebuilt from lineage that reads an actor asks it again). A function
-// task submitted again while its first run is still queued or running
-// runs twice; result keeps the first result stored.
+// Anything else runs: the first run did not submit it, or its results are
+// gone. A function task then runs again; so does an actor call made by a
+// task run again (a task rebuilt from lineage that reads an actor asks it
+// again, as before its result was lost). A function task submitted again
+// while its first run is still queued or running runs twice; result keeps
+// the first result stored.
 func (n *Node) submittedBefore(w *proc, s *task.Spec) bool {
 	switch s.Kind {
 	case task.KindActorCreate:
@@ -59,14 +64,52 @@ func (n *Node) submittedBefore(w *proc, s *task.Spec) bool {
 			return true
 		}
 	case task.KindActorMethod:
-		if o, ok := n.store.Get(s.Return(0)); ok && (o.Err == nil || !errors.Is(o.Err, task.ErrObjectLost)) {
-			return true // (a result lost with its node is asked for again)
+		o, stored := n.store.Get(s.Return(0))
+		if stored && (o.Err == nil || !errors.Is(o.Err, task.ErrObjectLost)) {
+			return true
 		}
-		if a := n.actors[s.Actor()]; a != nil && n.reexecuting(w) {
-			return n.callKnown(a, s)
+		a := n.actors[s.Actor()]
+		if a == nil || !n.reexecuting(w) {
+			return false
+		}
+		if n.callKnown(a, s) {
+			return true
+		}
+		if w.actor != nil && n.callLogged(a, s) {
+			// A replaying actor's call made this one, which ran (the
+			// target's log says so) but whose result is gone: made
+			// again, it would change the target's state twice.
+			if !stored {
+				n.failGone(s)
+			}
+			return true
 		}
 	}
 	return false
+}
+
+// callLogged reports whether call s is in actor a's replay log: it ran
+// since a's last checkpoint.
+func (n *Node) callLogged(a *actor, s *task.Spec) bool {
+	if a.ft == nil {
+		return false
+	}
+	for _, c := range a.ft.log {
+		if c.ID == s.ID {
+			return true
+		}
+	}
+	return false
+}
+
+// failGone stores, as the results of call s, which ran once and whose
+// results were freed since, a lost-object error saying so.
+func (n *Node) failGone(s *task.Spec) {
+	for i := range max(s.NumReturns, 1) {
+		id := s.Return(i)
+		n.putLocked(id, task.Object{Err: task.Lost(id, task.ErrLostActorMethod,
+			fmt.Sprintf("a replayed call asks again for the result of %s, freed since; the call is not made twice", s.Func), nil)})
+	}
 }
 
 // constructing reports whether a's constructor has yet to finish.

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/gray-ml/gray/runtime/control"
@@ -44,6 +45,20 @@ func TestReplayedCallDoesNotSubmitAgain(t *testing.T) {
 		t.Fatalf("the child's worker got %s, want its constructor %s", got.ID, child.ID)
 	}
 	cw.result(t, child, "")
+	// A call of the child whose result the parent's call dropped: its
+	// replay must not call the child again.
+	poke := task.NewSpec(0)
+	poke.ID, poke.Kind, poke.Func, poke.NumReturns = ids.Child(call.ID, 3), task.KindActorMethod, counterInc, 1
+	poke.SetActor(child.ID)
+	aw.submitFrom(t, poke)
+	if got := cw.exec(t); got.ID != poke.ID {
+		t.Fatalf("the child got %s, want the call %s", got.ID, poke.ID)
+	}
+	cw.result(t, poke, "poked")
+	if o := h.get(poke.Return(0)); string(o.Data) != "poked" {
+		t.Fatalf("the child's call: %q (%v)", o.Data, o.Err)
+	}
+	aw.objects(t, task.MsgDrop, 0, poke.Return(0)) // freed: nothing else holds it
 	aw.submitFrom(t, job)
 	jw := h.worker()
 	if got := jw.exec(t); got.ID != job.ID {
@@ -71,6 +86,7 @@ func TestReplayedCallDoesNotSubmitAgain(t *testing.T) {
 		t.Fatalf("the recreated parent got %s, want its call %s replayed", got.ID, call.ID)
 	}
 	aw2.submitFrom(t, child)
+	aw2.submitFrom(t, poke)
 	aw2.submitFrom(t, job)
 	aw2.result(t, call, "c again")
 	// A new call: once it is answered, the replay's submissions were
@@ -83,11 +99,19 @@ func TestReplayedCallDoesNotSubmitAgain(t *testing.T) {
 	if o := h.get(next.Return(0)); string(o.Data) != "n" {
 		t.Fatalf("the new call: %q (%v)", o.Data, o.Err)
 	}
+	if o := h.get(poke.Return(0)); !errors.Is(o.Err, task.ErrLostActorMethod) {
+		t.Fatalf("the replayed call's call of the child, whose result was freed: %q (%v), want ErrLostActorMethod", o.Data, o.Err)
+	}
+	direct := h.call(t, child)
+	if got := cw.exec(t); got.ID != direct.ID {
+		t.Fatalf("the child got %s, want the driver's call %s: the replayed call called it again", got.ID, direct.ID)
+	}
+	cw.result(t, direct, "d")
 	if errs := ctrl.Errors(); len(errs) != 0 {
 		t.Fatalf("the replay failed: %v", errs[0])
 	}
-	if now, _ := ctrl.Tasks(); now != submitted+1 { // the new call (a replay submits nothing)
-		t.Fatalf("%d tasks submitted since the replay began, want 1: what the replayed call submitted was submitted again", now-submitted)
+	if now, _ := ctrl.Tasks(); now != submitted+2 { // the new calls of parent and child (a replay submits nothing)
+		t.Fatalf("%d tasks submitted since the replay began, want 2: what the replayed call submitted was submitted again", now-submitted)
 	}
 	if o := h.get(job.Return(0)); string(o.Data) != "first" {
 		t.Fatalf("the call's task after the replay: %q (%v), want the first result", o.Data, o.Err)
