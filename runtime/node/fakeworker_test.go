@@ -78,13 +78,18 @@ func newHarnessWith(t *testing.T, cfg Config) *harness {
 	return h
 }
 
-// start is Config.startWorker: it connects as worker id and forwards what
-// the node sends until the connection ends.
+// start is Config.startWorker: it connects as worker id and plays it.
 func (h *harness) start(sock string, id int) error {
 	c, err := net.Dial("unix", sock)
 	if err != nil {
 		return err
 	}
+	return h.play(c, id)
+}
+
+// play plays worker id on connection c (its process's life): hello, then
+// forward what the node sends until the connection ends.
+func (h *harness) play(c net.Conn, id int) error {
 	conn := wire.New(c)
 	if err := conn.Send(task.MsgHello, func(b []byte) []byte { return wire.AppendUvarint(b, uint64(id)) }); err != nil {
 		c.Close()

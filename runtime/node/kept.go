@@ -82,7 +82,8 @@ func (n *Node) KeptBy(id ids.ActorID) int {
 // no negative count, no release without a claim (nothing unpinned twice), no
 // claim or pin held by a worker or an actor that is gone, and every pin the
 // table records held by the store (so nothing pinned can be evicted); and
-// the Get/Wait matching's invariants (sched.Waits.Check). A
+// the Get/Wait matching's invariants (sched.Waits.Check); and on a cluster
+// no run count kept for a task that ended (checkRetries). A
 // task's argument pins end with the task; Recorded counts them until then.
 // Tests call it.
 func (n *Node) Check() error {
@@ -92,7 +93,7 @@ func (n *Node) Check() error {
 	if n.shared != nil {
 		pins = n.objs.CheckPins(n.storePins)
 	}
-	return errors.Join(pins, n.waits.Check(), n.objs.Check(func(h objtable.Holder) bool {
+	return errors.Join(pins, n.waits.Check(), n.checkRetries(), n.objs.Check(func(h objtable.Holder) bool {
 		switch h.Kind {
 		case objtable.Worker:
 			for id, w := range n.workers {

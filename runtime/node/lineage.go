@@ -90,16 +90,12 @@ func (n *Node) unkeep(id ids.ObjectID) {
 }
 
 // argsLost reports whether a reference argument of task p, about to be
-// sent to worker w as its running task, was lost since p got it (on a
-// cluster: its only holder died while p was queued). have starts rebuilding
-// each such argument, and p waits for it again as at Submit (its claims and
-// pins are still held); an argument lost for good (a Put) fails p, as at
-// Submit. A task pipelined behind another on a busy worker
-// is not checked (the core queued it there; it is sent as it is).
-func (n *Node) argsLost(p *pending, w *proc) bool {
-	if run, ok := n.core.Running(w.id); !ok || run != p {
-		return false
-	}
+// sent to a worker (as its running task, pipelined behind it, or as an
+// actor's call), was lost since p got it (on a cluster: its only holder
+// died while p was queued). have starts rebuilding each such argument, and
+// p waits for it again as at Submit (its claims and pins are still held);
+// an argument lost for good (a Put) fails p, as at Submit.
+func (n *Node) argsLost(p *pending) bool {
 	for _, a := range p.spec.Args {
 		if !a.IsRef {
 			continue

@@ -343,7 +343,10 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 			return d.Err
 		}
 		n.mu.Lock()
-		if n.submitLocked(s) == nil { // errors are stored in the task's returns
+		if n.submittedBefore(w, s) {
+			// Submitted by an earlier run of w's call (resubmit.go): the
+			// first submission stands.
+		} else if n.submitLocked(s) == nil { // errors are stored in the task's returns
 			n.adoptChild(w, s)
 		}
 		n.unlockFor(w)
@@ -510,6 +513,7 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 		n.step()
 		return
 	}
+	n.forgetRetries(p)
 	rebuilt := n.rebuilding[tid]
 	delete(n.rebuilding, tid)
 	var failed *task.TaskError
@@ -521,8 +525,11 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 			continue
 		}
 		id := p.spec.Return(i)
-		if _, exists := n.store.Get(id); exists && rebuilt {
-			continue // a return that was not evicted: keep the original
+		if _, exists := n.store.Get(id); exists && (rebuilt || p.spec.Kind == task.KindFunc) {
+			// A return that was not evicted, or one that an earlier run
+			// of the same task stored (submitted again by a call run a
+			// second time, resubmit.go): keep the original.
+			continue
 		}
 		if w.reserved[id] {
 			delete(w.reserved, id)

@@ -73,9 +73,9 @@ type remoteState struct {
 	addr      string // what workers dial
 	names     map[sched.NodeID]string
 	badStarts map[sched.NodeID]int // workers in a row that ended before connecting
-	retries   map[*pending]int
-	warned    map[string]bool // functions told to wait for a node that can hold them
-	objs      *objectsState   // objects on other nodes (remote_objects.go)
+	retries   map[*pending]int     // tasks run again (rerun, retryPull) until they end (forgetRetries)
+	warned    map[string]bool      // functions told to wait for a node that can hold them
+	objs      *objectsState        // objects on other nodes (remote_objects.go)
 }
 
 // listenTCP starts the listener for leased workers.
@@ -190,6 +190,41 @@ func (n *Node) rerun(p *pending, why string) {
 	n.core.Submit(p, &p.entry.Res, false)
 }
 
+// forgetRetries drops p's count of runs (rerun, retryPull) once it ended:
+// stored its results or failed.
+func (n *Node) forgetRetries(p *pending) {
+	if n.remote != nil {
+		delete(n.remote.retries, p)
+	}
+}
+
+// checkRetries reports a run count kept for a task that is no longer
+// queued, sent to a worker or waiting for an argument (it ended: the count
+// leaked). For tests (Check): it visits every live task.
+func (n *Node) checkRetries() error {
+	if n.remote == nil || len(n.remote.retries) == 0 {
+		return nil
+	}
+	live := map[*pending]bool{}
+	n.core.EachQueued(func(p *pending) { live[p] = true })
+	for id := range n.workers {
+		for _, p := range n.core.Sent(id) {
+			live[p] = true
+		}
+	}
+	for _, ws := range n.waiters {
+		for _, w := range ws {
+			live[w.p] = true
+		}
+	}
+	for p := range n.remote.retries {
+		if !live[p] {
+			return fmt.Errorf("task %s (%s) ended but its run count is still kept", p.spec.ID, p.spec.Func)
+		}
+	}
+	return nil
+}
+
 // WorkerExited reports the end of remote worker w (or that it could not
 // start: why says so).
 func (n *Node) WorkerExited(w sched.WorkerID, why error) {
@@ -200,7 +235,11 @@ func (n *Node) WorkerExited(w sched.WorkerID, why error) {
 		return
 	}
 	x.exitOnce.Do(func() {
+		// Under the lock: died reads it when the connection's reader
+		// reports the death, which does not wait for this call.
+		n.mu.Lock()
 		x.exitErr = why
+		n.mu.Unlock()
 		close(x.exited)
 	})
 	n.mu.Lock()

@@ -221,11 +221,15 @@ func (n *Node) apply(e sched.Effect[*pending]) {
 // send queues p at pool worker w, which may use the GPUs gpus.
 func (n *Node) send(w *proc, p *pending, gpus []int) {
 	s := p.spec
-	if n.objects() != nil && n.argsLost(p, w) {
-		// It waits for them again, or fails (argsLost), and gives the
-		// worker back. (A task queued behind a busy worker is sent as it
-		// is.)
-		n.core.TaskDone(w.id, false)
+	if n.objects() != nil && n.argsLost(p) {
+		// It waits for them again, or fails (argsLost), and leaves the
+		// worker: given back if p was to run now, else taken back from
+		// behind its running task.
+		if run, ok := n.core.Running(w.id); ok && run == p {
+			n.core.TaskDone(w.id, false)
+		} else {
+			n.core.Withdraw(w.id, func(q *pending) bool { return q == p })
+		}
 		if p.missing == 0 {
 			n.finishErr(p, argErr(p))
 		}
@@ -287,6 +291,9 @@ func (n *Node) pump(a *actor) {
 		if p.missing > 0 {
 			return
 		}
+		if n.objects() != nil && p.failed == nil && n.argsLost(p) && p.missing > 0 {
+			return // an argument lost with its node since: sent once rebuilt
+		}
 		a.queue = a.queue[1:]
 		if p.failed != nil {
 			if p.spec.Kind == task.KindActorCreate {
@@ -319,6 +326,7 @@ func (n *Node) pump(a *actor) {
 
 // finishErr fails every return of p with e.
 func (n *Node) finishErr(p *pending, e *task.TaskError) {
+	n.forgetRetries(p)
 	n.unpinArgs(p)
 	n.releaseLineage(p)
 	if n.rebuilding[p.spec.ID] {

@@ -389,6 +389,13 @@ func (cl *Cluster[T]) GiveBack(w WorkerID, back func(T) bool) {
 	}
 }
 
+// Withdraw: see Core.Withdraw.
+func (cl *Cluster[T]) Withdraw(w WorkerID, which func(T) bool) {
+	if c := cl.on(w); c != nil {
+		c.Withdraw(w, which)
+	}
+}
+
 // WorkerDied: see Core.WorkerDied.
 func (cl *Cluster[T]) WorkerDied(w WorkerID) (running T, ok bool) {
 	if c := cl.on(w); c != nil {

@@ -488,6 +488,25 @@ func (c *Core[T]) GiveBack(w WorkerID, back func(T) bool) {
 	c.schedule()
 }
 
+// Withdraw takes back the tasks for which which is true among those
+// pipelined behind the running task of pool worker w, which the caller
+// has not sent to it (a task whose argument was lost, say): they leave the
+// core, as if never submitted, for the caller to submit again or fail.
+func (c *Core[T]) Withdraw(w WorkerID, which func(T) bool) {
+	x := c.pool[w]
+	if x == nil {
+		return
+	}
+	keep := x.tasks[:0]
+	for i, it := range x.tasks {
+		if i == 0 || !which(it.t) {
+			keep = append(keep, it)
+		}
+	}
+	clear(x.tasks[len(keep):])
+	x.tasks = keep
+}
+
 // WorkerDied records the end of pool worker w (connected or not). It
 // returns the task w was running, which the caller fails; those queued
 // behind it never started and run elsewhere.

@@ -136,6 +136,18 @@ func TestTransitions(t *testing.T) {
 			c.GiveBack(1, func(int) bool { return true })
 			return append(es, c.Effects()...)
 		}, "recall(1) spawn(3)"},
+		{"a withdrawn pipelined task leaves the core; the next runs after the running one", func(c *Core[int]) []Effect[int] {
+			for i := 1; i <= 4; i++ {
+				c.Submit(i, cpus(1), true)
+			}
+			c.Effects() // 3 waits behind 2 on worker 1
+			c.Withdraw(1, func(t int) bool { return t == 3 })
+			if got := c.Sent(1); !slices.Equal(got, []int{2}) {
+				panic("worker 1 still holds the withdrawn task")
+			}
+			c.TaskDone(1, false)
+			return c.Effects()
+		}, "run(1,4)"},
 		{"a dead worker's queued tasks run elsewhere and it is replaced", func(c *Core[int]) []Effect[int] {
 			for i := 1; i <= 4; i++ {
 				c.Submit(i, cpus(1), true)
