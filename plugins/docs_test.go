@@ -44,6 +44,16 @@ func TestReadmePluginModuleBuilds(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := readmeGoExample(t)
+	// The offline builds below need the go.mod of every module in Gray's
+	// graph in the module cache, as a user's earlier build of Gray leaves
+	// them. A fresh machine's cache holds only what its own builds
+	// needed (a module imported only on Windows is missing), so list the
+	// graph first, through the configured proxy.
+	prime := exec.Command("go", "list", "-m", "all")
+	prime.Dir = gray
+	if out, err := prime.CombinedOutput(); err != nil {
+		t.Fatalf("go list -m all: %v\n%s", err, out)
+	}
 	run := func(dir string, env []string, args ...string) {
 		t.Helper()
 		cmd := exec.Command(args[0], args[1:]...)

@@ -3,10 +3,13 @@ package node
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/gray-ml/gray/runtime/ids"
@@ -381,12 +384,21 @@ func (n *Node) pullLocal(id ids.ObjectID) <-chan struct{} {
 		n.mu.Lock()
 		delete(o.pulls, id)
 		if err != nil && !n.closed && !n.shared.Contains(sid) {
-			n.dropHolder(id, k, fmt.Sprintf("pulling it from node %s failed: %v", n.remote.names[k], err))
+			n.dropHolder(id, k, fmt.Sprintf("pulling it from node %s failed: %v", n.remote.names[k], err), serverGone(err))
 		}
 		close(ch)
 		n.unlock()
 	}()
 	return ch
+}
+
+// serverGone reports whether a failed pull says that nothing serves the
+// node's objects any more (refused, or the connection cut by the peer):
+// its process, and the worker that made the object, are gone, whether or
+// not the node's death is known yet.
+func serverGone(err error) bool {
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // adoptPulled waits while another process of the driver's node (one of its
@@ -408,8 +420,9 @@ func (n *Node) adoptPulled(ctx context.Context, sid objstore.ID) bool {
 const pullWaitTimeout = 2 * time.Minute
 
 // dropHolder records that node k no longer holds object id (it died, or a
-// pull from it failed); an object nobody holds any more is lost.
-func (n *Node) dropHolder(id ids.ObjectID, k sched.NodeID, why string) {
+// pull from it failed; gone: its process is known to be gone); an object
+// nobody holds any more is lost.
+func (n *Node) dropHolder(id ids.ObjectID, k sched.NodeID, why string, gone bool) {
 	o := n.objects()
 	hs := o.holders[id]
 	for i, h := range hs {
@@ -443,9 +456,9 @@ func (n *Node) dropHolder(id ids.ObjectID, k sched.NodeID, why string) {
 	var cause error
 	if id.Index() < 1<<31 {
 		reason = task.ErrLostActorMethod
-	} else if n.remote.names[k] == "" {
-		// The node left the job (NodeGone): the worker there that put it,
-		// its owner, died with it.
+	} else if gone || n.remote.names[k] == "" {
+		// The node left the job (NodeGone) or nothing answers there: the
+		// worker there that put it, its owner, died with it.
 		cause = task.ErrLostOwnerDied
 	}
 	lost := task.Lost(id, reason, detail, cause)
@@ -476,7 +489,7 @@ func (n *Node) objectsGone(k sched.NodeID, name, why string) {
 		}
 	}
 	for _, id := range held {
-		n.dropHolder(id, k, fmt.Sprintf("node %s died (%s)", name, why))
+		n.dropHolder(id, k, fmt.Sprintf("node %s died (%s)", name, why), true)
 	}
 }
 
@@ -551,7 +564,7 @@ func (n *Node) retryPull(w *proc, p *pending, objs []task.Object) bool {
 	why := fmt.Sprintf("%s could not pull it: %s", w.name, firstLine(objs[0].Err.Message))
 	if hs := o.holders[id]; len(hs) > 0 && (n.shared == nil || !n.shared.Contains(storeID(id))) {
 		// The holder the worker was sent to (see sourceFor).
-		n.dropHolder(id, hs[0], why)
+		n.dropHolder(id, hs[0], why, false)
 	}
 	n.refetchArgs(p, true)
 	return true
