@@ -289,7 +289,7 @@ func (s *sim) step() {
 		granted.CPU *= float64(s.rng.IntN(3)) / 2
 		granted.GPU = float64(s.rng.IntN(int(capa.GPU) + 1))
 		k := NodeID(s.rng.IntN(4) + 1)
-		gpus := s.pickGPUs(nil, int(granted.GPU), int(capa.GPU))
+		gpus := s.pickGPUs(nil, int(granted.GPU))
 		if s.cl.AddNodeGrant(k, granted, gpus, capa) == nil {
 			s.granted[k] = granted.Clone()
 			s.gpus[k] = map[int]bool{}
@@ -396,11 +396,13 @@ func (s *sim) view(k NodeID) GrantView {
 	return v
 }
 
-// pickGPUs returns n random indices below capacity, none in held: what a
-// daemon that owns the node's GPUs grants.
-func (s *sim) pickGPUs(held map[int]bool, n, capacity int) []int {
+// pickGPUs returns n random GPU indices, none in held: what a daemon that
+// owns the node's GPUs grants, other drivers holding the others (so not
+// necessarily from 0).
+func (s *sim) pickGPUs(held map[int]bool, n int) []int {
+	const indices = 4 // more than any shape's GPUs
 	out := []int{}
-	for _, i := range s.rng.Perm(capacity) {
+	for _, i := range s.rng.Perm(indices) {
 		if len(out) < n && !held[i] {
 			out = append(out, i)
 		}
@@ -415,7 +417,7 @@ func (s *sim) grow(k NodeID, r task.Resources) {
 	s.granted[k] = g
 	var gpus []int
 	if set := s.gpus[k]; set != nil {
-		gpus = s.pickGPUs(set, int(r.GPU), int(s.cl.cores[k].capacity.GPU))
+		gpus = s.pickGPUs(set, int(r.GPU))
 		for _, i := range gpus {
 			set[i] = true
 		}
