@@ -82,7 +82,6 @@ func (b *books) giveBack(s *share, r task.Resources, ids []int) {
 	r = r.NonNegative().Min(s.held)
 	var back []int
 	for _, i := range slices.Clone(ids) { // ids may be s.gpus itself
-
 		if j, ok := slices.BinarySearch(s.gpus, i); ok {
 			s.gpus = slices.Delete(s.gpus, j, j+1)
 			back = append(back, i)
