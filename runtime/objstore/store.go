@@ -243,28 +243,44 @@ func (w *Writer) Abort() error {
 // reference (the creator's) and counts as pinned until sealed. Creating an id
 // that was evicted (a lineage rebuild) keeps its reference count.
 func (s *Store) Create(id ID, size int64) (*Writer, error) {
-	if err := id.check(); err != nil {
-		return nil, err
-	}
-	if size < 0 {
-		return nil, fmt.Errorf("objstore: object %s: negative size %d", id, size)
-	}
-	e, victims, err := s.reserve(id, size, false)
-	s.notify(victims)
+	e, sp, err := s.begin(id, size)
 	if err != nil {
 		return nil, err
 	}
-	sp := e.spare
-	e.spare = nil
 	wmap, err := createMapped(s.dir, id, size, sp)
 	if err != nil {
-		s.mu.Lock()
-		s.dropReserved(e)
-		s.mu.Unlock()
+		s.cancelReserved(e)
 		return nil, err
 	}
 	e.wmap = wmap
 	return &Writer{s: s, e: e}, nil
+}
+
+// begin checks a new object's id and size and reserves its room, taking
+// the spare whose pages it will reuse, if any.
+func (s *Store) begin(id ID, size int64) (*entry, *spare, error) {
+	if err := id.check(); err != nil {
+		return nil, nil, err
+	}
+	if size < 0 {
+		return nil, nil, fmt.Errorf("objstore: object %s: negative size %d", id, size)
+	}
+	e, victims, err := s.reserve(id, size, false)
+	s.notify(victims)
+	if err != nil {
+		return nil, nil, err
+	}
+	sp := e.spare
+	e.spare = nil
+	return e, sp, nil
+}
+
+// cancelReserved gives back the room begin reserved, when the object's
+// file could not be made.
+func (s *Store) cancelReserved(e *entry) {
+	s.mu.Lock()
+	s.dropReserved(e)
+	s.mu.Unlock()
 }
 
 // CreateUnmapped is Create for an object written with Writer.WriteAt, such
@@ -275,24 +291,13 @@ func (s *Store) Create(id ID, size int64) (*Writer, error) {
 // mapping, Bytes returns it (reading straight into it is cheaper still).
 // Freed, its pages are kept for reuse like a mapped object's.
 func (s *Store) CreateUnmapped(id ID, size int64) (*Writer, error) {
-	if err := id.check(); err != nil {
-		return nil, err
-	}
-	if size < 0 {
-		return nil, fmt.Errorf("objstore: object %s: negative size %d", id, size)
-	}
-	e, victims, err := s.reserve(id, size, false)
-	s.notify(victims)
+	e, sp, err := s.begin(id, size)
 	if err != nil {
 		return nil, err
 	}
-	sp := e.spare
-	e.spare = nil
 	f, wmap, err := createUnmapped(s.dir, id, size, sp)
 	if err != nil {
-		s.mu.Lock()
-		s.dropReserved(e)
-		s.mu.Unlock()
+		s.cancelReserved(e)
 		return nil, err
 	}
 	e.wmap, e.wfile, e.recv = wmap, f, true
