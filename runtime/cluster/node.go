@@ -65,7 +65,7 @@ func ServeNode(ctx context.Context, cfg NodeConfig) error {
 	if ip == "" {
 		ip = "127.0.0.1"
 	}
-	d := &daemon{cfg: cfg, books: newBooks(cfg.Resources), leases: map[*lease]bool{},
+	d := &daemon{cfg: cfg, free: cfg.Resources.Clone(), leases: map[*lease]bool{},
 		logs: filepath.Join(cfg.TempDir, "logs")}
 	if err := os.MkdirAll(d.logs, 0o700); err != nil {
 		return fmt.Errorf("cluster: node %s: %w", cfg.ID, err)
@@ -135,7 +135,7 @@ type daemon struct {
 	objs *nodeObjects
 
 	mu     sync.Mutex
-	books  // what no lease holds (grant.go)
+	free   task.Resources // what no lease holds
 	leases map[*lease]bool
 	nextN  uint64 // numbers the leases, oldest first (grant.go)
 	exes   *exeCache
@@ -214,13 +214,14 @@ func (d *daemon) serve(ctx context.Context, c net.Conn) {
 		_ = conn.Send(msgWelcome, func(b []byte) []byte {
 			b = append(b, 1)
 			b = wire.AppendString(b, err.Error())
-			return appendInts(appendRes(b, task.Resources{}), nil)
+			return appendRes(b, task.Resources{})
 		})
 		return
 	}
 	d.mu.Lock()
-	granted, gpus := d.books.grant(&l.share, grant(l.want, d.free))
-	l.desired = granted
+	granted := grant(l.want, d.free)
+	l.held, l.desired = granted, granted
+	d.free = d.free.Sub(granted)
 	d.nextN++
 	l.n = d.nextN
 	d.leases[l] = true
@@ -228,7 +229,7 @@ func (d *daemon) serve(ctx context.Context, c net.Conn) {
 	err := conn.Send(msgWelcome, func(b []byte) []byte {
 		b = append(b, 0)
 		b = wire.AppendString(b, d.cfg.ID)
-		return appendInts(appendRes(b, granted), gpus)
+		return appendRes(b, granted)
 	})
 	d.mu.Unlock()
 	defer func() {
@@ -236,7 +237,7 @@ func (d *daemon) serve(ctx context.Context, c net.Conn) {
 		l.wg.Wait()
 		d.mu.Lock()
 		delete(d.leases, l)
-		d.books.giveBack(&l.share, l.held, l.gpus)
+		d.free = d.free.Add(l.held)
 		d.rebalanceLocked() // the others may grow into what it held
 		d.mu.Unlock()
 	}()
@@ -283,11 +284,11 @@ func (d *daemon) serve(ctx context.Context, c net.Conn) {
 			}
 			d.want(l, seq, desired)
 		case msgReturn:
-			r, gpus := decodeRes(&dec), decodeInts(&dec)
+			r := decodeRes(&dec)
 			if dec.Err != nil {
 				return
 			}
-			d.giveBack(l, r, gpus)
+			d.giveBack(l, r)
 		default:
 			return
 		}
