@@ -288,10 +288,10 @@ func (cl *Cluster[T]) WaitActor(id ids.ActorID, res task.Resources) {
 func (cl *Cluster[T]) Waiting() []task.Resources {
 	var out []task.Resources
 	for _, it := range cl.waiting {
-		out = append(out, it.res.Clone())
+		out = append(out, Clone(*it.res))
 	}
 	for _, a := range cl.actorQ {
-		out = append(out, a.res.Clone())
+		out = append(out, Clone(a.res))
 	}
 	return out
 }
