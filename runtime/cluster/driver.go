@@ -10,8 +10,6 @@ import (
 	"os"
 	"runtime"
 	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/gray-ml/gray/runtime/control"
 	"github.com/gray-ml/gray/runtime/sched"
@@ -23,24 +21,10 @@ import (
 // Scheduler is what a Driver tells about the cluster's nodes: the driver's
 // node (runtime/node.Node implements it).
 type Scheduler interface {
-	// AddNodeGrant adds node k, whose resources are capacity, of which
-	// the job holds granted for now.
-	AddNodeGrant(k sched.NodeID, name string, granted, capacity task.Resources) error
+	AddNode(k sched.NodeID, name string, res task.Resources) error
 	NodeGone(k sched.NodeID, why string)
 	WorkerExited(w sched.WorkerID, why error)
-	// GrantView, GrowGrant and ReclaimGrant follow node k's grant
-	// (sched.GrantView; grant.go): k is sched.Local for the lease on the
-	// driver's own machine.
-	GrantView(k sched.NodeID) (sched.GrantView, bool)
-	GrowGrant(k sched.NodeID, r task.Resources)
-	ReclaimGrant(k sched.NodeID, r task.Resources)
 }
-
-// Defaults of DriverConfig.
-const (
-	DefaultGrantEvery = 50 * time.Millisecond
-	DefaultIdleReturn = time.Second
-)
 
 // DriverConfig configures a Driver.
 type DriverConfig struct {
@@ -53,15 +37,6 @@ type DriverConfig struct {
 	// Skip is the ID of a node not to lease: the one on the driver's own
 	// machine, whose resources the driver's node schedules itself.
 	Skip string
-	// GrantEvery is how often the driver looks at its grants (asks for
-	// more, gives back what idles); 0: DefaultGrantEvery.
-	GrantEvery time.Duration
-	// IdleReturn is how long resources stay granted and unused before
-	// the driver gives them back; 0: DefaultIdleReturn.
-	IdleReturn time.Duration
-	// Listen is the host the driver serves its executable on, for the
-	// nodes to pull (exe.go); "": 127.0.0.1.
-	Listen string
 }
 
 // Driver is a driver's side of its leases: it implements node.Remote for
@@ -78,8 +53,6 @@ type Driver struct {
 	byID   map[string]sched.NodeID
 	next   sched.NodeID
 	closed bool
-	stop   chan struct{} // closed by Close: ends the grant loop
-	exe    *exeServer    // serves the executable; started by the first lease that needs it
 	wg     sync.WaitGroup
 }
 
@@ -90,14 +63,6 @@ type dlease struct {
 	conn *wire.Conn
 	// objAddr is the node's object transfer address (driver_objects.go).
 	objAddr string
-	// seq is the number of the last grant applied (set by read).
-	seq atomic.Uint64
-	// The grant loop's own (grant.go): what it last asked for, and what
-	// has idled.
-	sentSeq     uint64
-	sentDesired task.Resources
-	asked       bool
-	idle        idleTracker
 }
 
 // NewDriver hashes the executable the nodes will run.
@@ -119,39 +84,21 @@ func NewDriver(cfg DriverConfig) (*Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: hashing %s: %w", cfg.Executable, err)
 	}
-	if cfg.GrantEvery <= 0 {
-		cfg.GrantEvery = DefaultGrantEvery
-	}
-	if cfg.IdleReturn <= 0 {
-		cfg.IdleReturn = DefaultIdleReturn
-	}
-	d := &Driver{cfg: cfg, size: size, leases: map[sched.NodeID]*dlease{}, byID: map[string]sched.NodeID{},
-		stop: make(chan struct{})}
+	d := &Driver{cfg: cfg, size: size, leases: map[sched.NodeID]*dlease{}, byID: map[string]sched.NodeID{}}
 	h.Sum(d.sum[:0])
 	return d, nil
 }
 
-// Attach sets the scheduler the driver reports to and starts following
-// the grants (grant.go); call it once, before Join.
+// Attach sets the scheduler the driver reports to; call it before Join.
 func (d *Driver) Attach(s Scheduler) {
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	d.sched = s
-	if d.closed {
-		return
-	}
-	if d.local != nil {
-		d.wg.Add(1)
-		go d.read(d.local)
-	}
-	d.wg.Add(1)
-	go d.grantLoop()
+	d.mu.Unlock()
 }
 
 // Join leases the node n describes (its lease address, NodeAddr): the node
-// pulls the executable unless it has it cached (exe.go), grants what it
-// has free, and the scheduler gets the node, its grant following demand
-// from then on (grant.go). Joining a node twice does nothing.
+// caches the executable, grants what it has free, and the scheduler gets
+// the node. Joining a node twice does nothing.
 func (d *Driver) Join(ctx context.Context, n control.NodeInfo) error {
 	d.mu.Lock()
 	if _, dup := d.byID[n.ID]; dup || d.closed || n.ID == d.cfg.Skip {
@@ -180,7 +127,7 @@ func (d *Driver) Join(ctx context.Context, n control.NodeInfo) error {
 	d.wg.Add(1)
 	d.mu.Unlock()
 	go d.read(l)
-	if err := s.AddNodeGrant(k, n.ID, granted, n.Resources); err != nil {
+	if err := s.AddNode(k, n.ID, granted); err != nil {
 		l.conn.Abort()
 		return err
 	}
@@ -189,11 +136,9 @@ func (d *Driver) Join(ctx context.Context, n control.NodeInfo) error {
 
 // LeaseLocal takes a resources-only lease on n, the node on the driver's
 // own machine, whose workers the driver starts itself: the node counts
-// what it grants (at first what it has free, at most want) as used by
-// this job, so drivers sharing the node never oversubscribe it. It returns
-// the first grant, which the driver's node must not exceed; from Attach
-// on the grant follows demand (grant.go) as sched.Local's, and the driver
-// ending or dying returns it.
+// what it grants (at most want) as used by this job until the driver
+// ends or dies, so drivers sharing the node never oversubscribe it. It
+// returns the grant, which the driver's node must not exceed.
 func (d *Driver) LeaseLocal(ctx context.Context, n control.NodeInfo, want task.Resources) (task.Resources, error) {
 	l, granted, err := d.hello(ctx, 0, n, want, false)
 	if err != nil {
@@ -230,12 +175,6 @@ func (d *Driver) hello(ctx context.Context, k sched.NodeID, n control.NodeInfo, 
 		conn.Close()
 		return nil, task.Resources{}, fmt.Errorf("cluster: joining node %s at %s: %w", n.ID, n.NodeAddr, err)
 	}
-	var sources []string
-	if withExe {
-		if sources, err = d.exeSources(); err != nil {
-			return fail(err)
-		}
-	}
 	stop := context.AfterFunc(ctx, func() { conn.Abort() })
 	defer stop()
 	if err := conn.Send(msgHello, func(b []byte) []byte {
@@ -245,17 +184,29 @@ func (d *Driver) hello(ctx context.Context, k sched.NodeID, n control.NodeInfo, 
 		if !withExe {
 			var none [32]byte
 			b = append(b, none[:]...)
-			return appendStrings(appendRes(wire.AppendUvarint(b, 0), want), nil)
+			return appendRes(wire.AppendUvarint(b, 0), want)
 		}
 		b = append(b, d.sum[:]...)
 		b = wire.AppendUvarint(b, uint64(d.size))
-		return appendStrings(appendRes(b, want), sources)
+		return appendRes(b, want)
 	}); err != nil {
 		return fail(err)
 	}
 	typ, payload, err := conn.Recv()
 	if err != nil {
 		return fail(err)
+	}
+	if typ == msgNeedExe {
+		exe, err := os.ReadFile(d.cfg.Executable)
+		if err != nil {
+			return fail(err)
+		}
+		if err := conn.Send(msgExe, func(b []byte) []byte { return append(b, exe...) }); err != nil {
+			return fail(err)
+		}
+		if typ, payload, err = conn.Recv(); err != nil {
+			return fail(err)
+		}
 	}
 	if typ != msgWelcome {
 		return fail(fmt.Errorf("expected a welcome, got message %d", typ))
@@ -273,61 +224,37 @@ func (d *Driver) hello(ctx context.Context, k sched.NodeID, n control.NodeInfo, 
 }
 
 // read takes a lease's messages until its connection ends, which takes the
-// node out of the job (the local lease's end leaves the driver's grant on
-// its own node as it was).
+// node out of the job.
 func (d *Driver) read(l *dlease) {
 	defer d.wg.Done()
-	err := d.readLoop(l)
+	var err error
+	for {
+		var typ byte
+		var payload []byte
+		typ, payload, err = l.conn.Recv()
+		if err != nil {
+			break
+		}
+		if typ != msgExited {
+			err = fmt.Errorf("unexpected message %d", typ)
+			break
+		}
+		dec := wire.Dec{B: payload}
+		w, why := sched.WorkerID(dec.Uvarint()), dec.String()
+		if dec.Err != nil {
+			err = dec.Err
+			break
+		}
+		d.sched.WorkerExited(w, errors.New(why))
+	}
 	l.conn.Close()
 	d.mu.Lock()
 	closed := d.closed
-	if l.k != sched.Local {
-		delete(d.leases, l.k)
-		delete(d.byID, l.id)
-	}
+	delete(d.leases, l.k)
+	delete(d.byID, l.id)
 	d.mu.Unlock()
-	switch {
-	case closed:
-	case l.k == sched.Local:
-		log.Printf("gray: lost the lease on node %s of this machine (%v): this job keeps what it holds there", l.id, err)
-	default:
+	if !closed {
 		d.sched.NodeGone(l.k, fmt.Sprintf("lost the connection to it: %v", err))
-	}
-}
-
-func (d *Driver) readLoop(l *dlease) error {
-	for {
-		typ, payload, err := l.conn.Recv()
-		if err != nil {
-			return err
-		}
-		dec := wire.Dec{B: payload}
-		switch typ {
-		case msgExited:
-			w, why := sched.WorkerID(dec.Uvarint()), dec.String()
-			if dec.Err != nil {
-				return dec.Err
-			}
-			d.sched.WorkerExited(w, errors.New(why))
-		case msgGrant:
-			seq, r := dec.Uvarint(), decodeRes(&dec)
-			if dec.Err != nil {
-				return dec.Err
-			}
-			d.sched.GrowGrant(l.k, r)
-			// Seen only once applied: a want sent with it counts the grant.
-			if seq > l.seq.Load() {
-				l.seq.Store(seq)
-			}
-		case msgReclaim:
-			r := decodeRes(&dec)
-			if dec.Err != nil {
-				return dec.Err
-			}
-			d.sched.ReclaimGrant(l.k, r)
-		default:
-			return fmt.Errorf("unexpected message %d", typ)
-		}
 	}
 }
 
@@ -415,9 +342,6 @@ func (d *Driver) Watch(ctx context.Context, store *control.Redis) error {
 // the driver's goroutines; the context given to Watch must end too.
 func (d *Driver) Close() error {
 	d.mu.Lock()
-	if !d.closed {
-		close(d.stop)
-	}
 	d.closed = true
 	ls := make([]*dlease, 0, len(d.leases))
 	for _, l := range d.leases {
@@ -432,11 +356,5 @@ func (d *Driver) Close() error {
 		l.conn.Abort()
 	}
 	d.wg.Wait()
-	d.mu.Lock()
-	exe := d.exe
-	d.mu.Unlock()
-	if exe != nil {
-		exe.close()
-	}
 	return nil
 }
