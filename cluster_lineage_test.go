@@ -270,17 +270,9 @@ var linUse = gray.Func1("test.cluster.linUse", func(ctx context.Context, x []flo
 // with its node) is rebuilt from lineage, and the task runs again, its
 // result exact.
 func TestClusterTaskRerunWhenItsArgumentsNodeDiesMidPull(t *testing.T) {
-	c := clustertest.Start(t, clustertest.Options{Nodes: 1, CPUsPerNode: 1, NodeResources: map[int]map[string]float64{
-		1: {"lin": 1}, 2: {"lin": 1, "use": 1},
-	}})
-	initCluster(t, c)
-	waitResources(t, 2)
+	c, x := argumentOnNode1(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	x, w := linStep.Remote(linInput(), 1.0)
-	if where, err := gray.Get(ctx, w); err != nil || where != c.Node(1).ID {
-		t.Fatalf("the argument was made on %q (%v), want node 1 (%s)", where, err, c.Node(1).ID)
-	}
 	c.AddNode()
 	waitResources(t, 3)
 	freeze(t, c.NodePID(1))
@@ -359,17 +351,9 @@ func TestClusterActorResultLostWithItsNode(t *testing.T) {
 // rebuilt first and the task runs on it, instead of its worker being sent
 // an argument nobody holds any more.
 func TestClusterQueuedTaskWaitsForItsLostArgument(t *testing.T) {
-	c := clustertest.Start(t, clustertest.Options{Nodes: 1, CPUsPerNode: 1, NodeResources: map[int]map[string]float64{
-		1: {"lin": 1}, 2: {"lin": 1, "use": 1},
-	}})
-	initCluster(t, c)
-	waitResources(t, 2)
+	c, x := argumentOnNode1(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	x, w := linStep.Remote(linInput(), 1.0)
-	if where, err := gray.Get(ctx, w); err != nil || where != c.Node(1).ID {
-		t.Fatalf("the argument was made on %q (%v), want node 1 (%s)", where, err, c.Node(1).ID)
-	}
 	y := linUse.Remote(x) // waits: no node has "use" yet
 	c.KillNode(1)
 	clustertest.WaitFor(t, 10*time.Second, "the driver to count the argument lost", func() bool {
@@ -410,4 +394,23 @@ func TestClusterQueuedTaskFailsWithItsLostPut(t *testing.T) {
 	if !errors.Is(err, gray.ErrObjectLost) || !errors.Is(err, gray.ErrLostPut) {
 		t.Fatalf("a task queued while its Put argument's node died: %v; want ErrObjectLost and ErrLostPut", err)
 	}
+}
+
+// argumentOnNode1 starts a cluster whose node 1 alone can make linStep's
+// results (node 2, which may also use them, joins when the test adds it)
+// and returns the result of one linStep, made on node 1.
+func argumentOnNode1(t *testing.T) (*clustertest.Cluster, gray.Ref[[]float64]) {
+	t.Helper()
+	c := clustertest.Start(t, clustertest.Options{Nodes: 1, CPUsPerNode: 1, NodeResources: map[int]map[string]float64{
+		1: {"lin": 1}, 2: {"lin": 1, "use": 1},
+	}})
+	initCluster(t, c)
+	waitResources(t, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	x, w := linStep.Remote(linInput(), 1.0)
+	if where, err := gray.Get(ctx, w); err != nil || where != c.Node(1).ID {
+		t.Fatalf("the argument was made on %q (%v), want node 1 (%s)", where, err, c.Node(1).ID)
+	}
+	return c, x
 }
