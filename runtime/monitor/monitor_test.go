@@ -204,6 +204,14 @@ func TestDeadNodesObjectsLeaveTheLocationTable(t *testing.T) {
 	}
 	stopA := beat(t, store, "a")
 	beat(t, store, "b")
+	// A node stopped before its first heartbeat registered it was never
+	// there to die: wait until both are registered.
+	for _, id := range []string{"a", "b"} {
+		clustertest.WaitFor(t, 20*time.Second, "node "+id+" to register", func() bool {
+			_, ok, _ := store.Node(ctx, id)
+			return ok
+		})
+	}
 	obj := ids.Return(ids.Child(ids.Root(5, true), 1), 0)
 	job.AddLocation(obj, "a")
 	job.AddLocation(obj, "b")
