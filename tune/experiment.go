@@ -219,6 +219,6 @@ func (e *Experiment) meta() (*experimentMeta, error) {
 	return &experimentMeta{
 		Format: formatVersion, Name: e.Name, Space: []byte(fp), NumSamples: e.NumSamples,
 		Metric: e.Metric, Mode: e.Mode, Searcher: typeName(e.Searcher), Scheduler: typeName(e.Scheduler),
-		Created: time.Now().UTC(),
+		Stop: e.Stop, Created: time.Now().UTC(),
 	}, nil
 }

@@ -33,7 +33,10 @@ type experimentMeta struct {
 	Mode       Mode            `json:"mode,omitempty"`
 	Searcher   string          `json:"searcher"`
 	Scheduler  string          `json:"scheduler"`
-	Created    time.Time       `json:"created"`
+	// Stop is the experiment's stop criterion, so that readers (the
+	// dashboard) can tell a trial that met it from one a scheduler cut.
+	Stop    map[string]float64 `json:"stop,omitempty"`
+	Created time.Time          `json:"created"`
 }
 
 // Journal event kinds.

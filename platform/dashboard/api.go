@@ -1,15 +1,12 @@
 package dashboard
 
 import (
-	"bytes"
-	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -137,8 +134,11 @@ func (s *Server) trialStatuses() map[string]string {
 // joined to paths, so no ID reaches a file the index did not list.
 func (s *Server) lookupRun(w http.ResponseWriter, id string) *run {
 	run := s.idx.runs[id]
-	if run == nil {
+	if run == nil || !run.present() {
+		// present: the folder may have gone, or been swapped for a link out
+		// of the log dir, since the index last looked.
 		http.Error(w, fmt.Sprintf("dashboard: no run %q under the log dir", id), http.StatusNotFound)
+		return nil
 	}
 	return run
 }
@@ -156,120 +156,11 @@ func (s *Server) apiRun(w http.ResponseWriter, r *http.Request) {
 	if ts, ok := s.trialStatuses()[run.dir]; ok {
 		st = ts
 	}
-	keys := append([]string(nil), run.series.keys...)
-	sort.Strings(keys)
 	writeJSON(w, map[string]any{
 		"id": run.id, "name": run.name, "exp": run.exp, "dir": run.dir, "status": st,
-		"config": string(cfg), "keys": keys, "results": run.series.n, "bad": run.bad,
-		"version": s.idx.version,
+		"config": string(cfg), "keys": run.series.sortedKeys(), "keys_dropped": len(run.series.dropped),
+		"results": run.series.n, "bad": run.bad, "version": s.idx.version,
 	})
-}
-
-// seriesRun is one run's part of /api/series.
-type seriesRun struct {
-	ID   string            `json:"id"`
-	Name string            `json:"name"`
-	N    int               `json:"n"`
-	X    floats            `json:"x"`
-	Y    map[string]floats `json:"y"`
-}
-
-// xColumn returns the x values of a run's results for the axis named x:
-// a result key, or "wall" for seconds since the run's first result.
-func xColumn(se *series, x string) floats {
-	if x == "wall" {
-		ts := se.column("timestamp")
-		if ts == nil {
-			return nil
-		}
-		out := make(floats, len(ts))
-		for i, v := range ts {
-			out[i] = v - ts[0]
-		}
-		return out
-	}
-	col := se.column(x)
-	if col == nil {
-		out := make(floats, se.n)
-		for i := range out {
-			out[i] = float64(i + 1)
-		}
-		return out
-	}
-	return floats(col)
-}
-
-func (s *Server) apiSeries(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	ids := q["run"]
-	if len(ids) == 0 {
-		badRequest(w, "name at least one run: /api/series?run=ID")
-		return
-	}
-	x := q.Get("x")
-	if x == "" {
-		x = "training_iteration"
-	}
-	var keyRE *regexp.Regexp
-	if k := q.Get("keys"); k != "" {
-		var err error
-		if keyRE, err = regexp.Compile(k); err != nil {
-			badRequest(w, "keys %q is not a regular expression: %v", k, err)
-			return
-		}
-	}
-	unlock := s.current()
-	defer unlock()
-	out := make([]seriesRun, 0, len(ids))
-	for _, id := range ids {
-		run := s.lookupRun(w, id)
-		if run == nil {
-			return
-		}
-		run.load()
-		se := run.series
-		sr := seriesRun{ID: run.id, Name: run.name, N: se.n, X: xColumn(se, x), Y: map[string]floats{}}
-		for i, k := range se.keys {
-			if keyRE == nil || keyRE.MatchString(k) {
-				sr.Y[k] = floats(se.data[i])
-			}
-		}
-		out = append(out, sr)
-	}
-	writeJSON(w, map[string]any{"x": x, "version": s.idx.version, "runs": out})
-}
-
-func (s *Server) apiCSV(w http.ResponseWriter, r *http.Request) {
-	unlock := s.current()
-	run := s.lookupRun(w, r.URL.Query().Get("run"))
-	if run == nil {
-		unlock()
-		return
-	}
-	run.load()
-	se := run.series
-	keys := append([]string(nil), se.keys...)
-	sort.Strings(keys)
-	var buf bytes.Buffer
-	cw := csv.NewWriter(&buf)
-	_ = cw.Write(keys)
-	row := make([]string, len(keys))
-	for i := 0; i < se.n; i++ {
-		for j, k := range keys {
-			v := se.data[se.col[k]][i]
-			row[j] = ""
-			if !math.IsNaN(v) {
-				row[j] = strconv.FormatFloat(v, 'g', -1, 64)
-			}
-		}
-		_ = cw.Write(row)
-	}
-	cw.Flush()
-	name := safeFileName(run.name)
-	unlock()
-	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
-	w.Header().Set("Content-Disposition", `attachment; filename="`+name+`.csv"`)
-	_, _ = w.Write(buf.Bytes())
 }
 
 // safeFileName keeps the characters of a run's name that are safe in a

@@ -33,8 +33,12 @@ var staticFS embed.FS
 // DefaultPort is the port the dashboard listens on unless told otherwise.
 const DefaultPort = 8265
 
-// tokenCookie carries the token after the first visit with ?token=.
-const tokenCookie = "gray_dashboard_token"
+// tokenCookie names the cookie that carries the token after the first
+// visit with ?token=. Cookies are shared by every port of a host, so the
+// name holds the port: two dashboards on one host keep their own.
+func (s *Server) tokenCookie() string {
+	return "gray_dashboard_token_" + strconv.Itoa(s.ln.Addr().(*net.TCPAddr).Port)
+}
 
 // Options configure a dashboard.
 type Options struct {
@@ -208,8 +212,8 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		}
 		if s.token != "" {
 			if q := r.URL.Query().Get("token"); q != "" && s.tokenOK(q) {
-				http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: q, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
-			} else if c, err := r.Cookie(tokenCookie); err != nil || !s.tokenOK(c.Value) {
+				http.SetCookie(w, &http.Cookie{Name: s.tokenCookie(), Value: q, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+			} else if c, err := r.Cookie(s.tokenCookie()); err != nil || !s.tokenOK(c.Value) {
 				if !s.tokenOK(r.Header.Get("X-Gray-Token")) {
 					http.Error(w, "dashboard: a token is needed: open the URL the dashboard printed (it ends in ?token=...)", http.StatusUnauthorized)
 					return

@@ -101,9 +101,8 @@ func TestSeriesFollowAppendsIncrementally(t *testing.T) {
 	srv := testServer(t, Options{LogDir: logdir})
 	type series struct {
 		Runs []struct {
-			N int                  `json:"n"`
-			X []float64            `json:"x"`
-			Y map[string][]float64 `json:"y"`
+			N      int               `json:"n"`
+			Series map[string]points `json:"series"`
 		} `json:"runs"`
 	}
 	n := func() int {
@@ -125,7 +124,7 @@ func TestSeriesFollowAppendsIncrementally(t *testing.T) {
 		t.Fatalf("%d results once the half line is whole, want 4", got)
 	}
 	s := decode[series](t, get(t, srv.Handler(), "/api/series?run=exp/run1&x=timesteps_total&keys=kl"))
-	if r := s.Runs[0]; len(r.Y) != 1 || len(r.Y["info/learner/kl"]) != 4 || r.X[2] != 300 {
+	if r := s.Runs[0]; len(r.Series) != 1 || len(r.Series["info/learner/kl"].Y) != 3 || r.Series["info/learner/kl"].X[2] != 300 {
 		t.Errorf("series %+v", r)
 	}
 	// The tail is at the end of the file: later refreshes read nothing old.
@@ -191,8 +190,8 @@ func TestTokenNeededOffLoopback(t *testing.T) {
 		{"page without token", "/", nil, http.StatusUnauthorized},
 		{"wrong token", "/api/runs?token=00", nil, http.StatusUnauthorized},
 		{"token in URL", "/?token=" + tok, nil, http.StatusOK},
-		{"token cookie", "/api/runs", []string{"Cookie", tokenCookie + "=" + tok}, http.StatusOK},
-		{"wrong cookie", "/api/runs", []string{"Cookie", tokenCookie + "=x"}, http.StatusUnauthorized},
+		{"token cookie", "/api/runs", []string{"Cookie", srv.tokenCookie() + "=" + tok}, http.StatusOK},
+		{"wrong cookie", "/api/runs", []string{"Cookie", srv.tokenCookie() + "=x"}, http.StatusUnauthorized},
 		{"token header", "/api/runs", []string{"X-Gray-Token", tok}, http.StatusOK},
 	}
 	for _, c := range cases {
@@ -277,7 +276,7 @@ func TestSweepTableSaysWhyTrialsStopped(t *testing.T) {
 	if strings.Join(r.Params, ",") != "batch,lr" {
 		t.Errorf("searched params %v, want batch,lr (fixed is not searched)", r.Params)
 	}
-	want := []string{"completed at iteration 8", "stopped by ASHA at a rung: iteration 4 of 8", "completed at iteration 8", "error after 1 failure(s): panic: boom"}
+	want := []string{"completed at iteration 8", "stopped early by ASHA at iteration 4 (others reached 8)", "completed at iteration 8", "error after 1 failure(s): panic: boom"}
 	for i, tr := range r.Trials {
 		if tr.Reason != want[i] {
 			t.Errorf("trial %s: reason %q, want %q", tr.ID, tr.Reason, want[i])

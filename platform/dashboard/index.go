@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"path/filepath"
 	"sync"
 	"time"
 )
@@ -42,20 +43,39 @@ func (x *index) update(now time.Time) {
 		x.lastScan = now
 		changed = x.scan()
 	}
+	kept := x.runOrder[:0]
 	for _, r := range x.runOrder {
 		size, mtime := r.size, r.mtime
-		r.refresh()
+		if !r.refresh() {
+			// Deleted, or swapped for a link out of the log dir: forget it
+			// (a later scan adds it again if it comes back).
+			delete(x.runs, r.id)
+			changed = true
+			continue
+		}
+		kept = append(kept, r)
 		if r.size != size || !r.mtime.Equal(mtime) {
 			changed = true
 		}
 	}
+	clear(x.runOrder[len(kept):])
+	x.runOrder = kept
+	sweeps := x.sweepOrder[:0]
 	for _, s := range x.sweepOrder {
+		if !fileInside(x.root, filepath.Join(s.dir, experimentFile)) {
+			delete(x.sweeps, s.id)
+			changed = true
+			continue
+		}
+		sweeps = append(sweeps, s)
 		off := s.journal.off
 		s.refresh(x.root)
 		if s.journal.off != off {
 			changed = true
 		}
 	}
+	clear(x.sweepOrder[len(sweeps):])
+	x.sweepOrder = sweeps
 	if changed {
 		x.version++
 	}
@@ -69,7 +89,7 @@ func (x *index) scan() bool {
 		if x.runs[f.rel] != nil {
 			continue
 		}
-		r := &run{id: f.rel, dir: f.dir, name: baseName(f.rel), exp: parentName(f.rel)}
+		r := newRun(x.root, f.dir, f.rel)
 		x.runs[f.rel] = r
 		x.runOrder = append(x.runOrder, r)
 		added = true

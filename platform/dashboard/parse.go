@@ -21,14 +21,33 @@ func parseResult(line []byte) (flat map[string]float64, done, ok bool) {
 		return nil, false, false
 	}
 	s := resultScanner{b: line, out: make(map[string]float64, 32)}
-	if !s.object("", 0) {
-		return nil, false, false
-	}
-	s.space()
-	if s.i != len(s.b) {
+	if !s.whole() {
 		return nil, false, false
 	}
 	return s.out, s.done, true
+}
+
+// parseResultAll is parseResult that also keeps the string and boolean
+// values (as text), for the CSV download.
+func parseResultAll(line []byte) (nums map[string]float64, strs map[string]string, ok bool) {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 || line[0] != '{' {
+		return nil, nil, false
+	}
+	s := resultScanner{b: line, out: make(map[string]float64, 32), strs: map[string]string{}}
+	if !s.whole() {
+		return nil, nil, false
+	}
+	return s.out, s.strs, true
+}
+
+// whole reads one object that must fill the line.
+func (s *resultScanner) whole() bool {
+	if !s.object("", 0) {
+		return false
+	}
+	s.space()
+	return s.i == len(s.b)
 }
 
 // maxDepth bounds the nesting of objects and arrays a result may have.
@@ -38,7 +57,15 @@ type resultScanner struct {
 	b    []byte
 	i    int
 	out  map[string]float64
+	strs map[string]string // nil: strings are not kept
 	done bool
+}
+
+// text records a string or boolean value under key when strings are kept.
+func (s *resultScanner) text(key, v string) {
+	if key != "" && s.strs != nil {
+		s.strs[key] = v
+	}
 }
 
 func (s *resultScanner) space() {
@@ -133,17 +160,20 @@ func (s *resultScanner) value(key string, depth int) bool {
 			s.i++
 		}
 	case c == '"':
-		_, ok := s.str()
+		v, ok := s.str()
+		s.text(key, v)
 		return ok
 	case c == 't':
 		if key == "done" {
 			s.done = true
 		}
+		s.text(key, "true")
 		return s.literal("true")
 	case c == 'f':
 		if key == "done" {
 			s.done = false
 		}
+		s.text(key, "false")
 		return s.literal("false")
 	case c == 'n':
 		return s.literal("null")
@@ -172,10 +202,10 @@ func (s *resultScanner) value(key string, depth int) bool {
 // skip reads a value inside an array, keeping nothing from it.
 func (s *resultScanner) skip(depth int) bool {
 	if s.i < len(s.b) && s.b[s.i] == '{' {
-		saved := s.out
-		s.out = map[string]float64{}
+		saved, strs := s.out, s.strs
+		s.out, s.strs = map[string]float64{}, nil
 		ok := s.object("", depth)
-		s.out = saved
+		s.out, s.strs = saved, strs
 		return ok
 	}
 	return s.value("", depth)

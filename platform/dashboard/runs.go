@@ -2,9 +2,7 @@ package dashboard
 
 import (
 	"bytes"
-	"errors"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -49,128 +47,38 @@ type run struct {
 	done  bool
 	bad   int // malformed result lines seen
 
+	// summary follows result.json for the runs table: the last result
+	// and the count of malformed lines, holding nothing else.
+	summary tailer
 	// series is nil until a chart asks for the run; then it is kept
 	// current by tailing result.json.
 	series *series
 }
 
-// series is a run's numeric results as columns: data[c][i] is key keys[c]
-// of result i, NaN where result i lacks it.
-type series struct {
-	tail tailer
-	keys []string
-	col  map[string]int
-	data [][]float64
-	n    int
+func newRun(root, dir, id string) *run {
+	return &run{id: id, dir: dir, name: baseName(id), exp: parentName(id),
+		summary: tailer{root: root, path: filepath.Join(dir, resultFile)}}
 }
 
-func newSeries(path string) *series {
-	return &series{tail: tailer{path: path}, col: map[string]int{}}
+// present reports whether the run's result.json still exists inside the
+// log dir (links are resolved on every look, not only when indexing).
+func (r *run) present() bool {
+	return fileInside(r.summary.root, r.summary.path)
 }
 
-// add appends one result.
-func (s *series) add(flat map[string]float64) {
-	for k, v := range flat {
-		c, ok := s.col[k]
-		if !ok {
-			c = len(s.keys)
-			s.col[k] = c
-			s.keys = append(s.keys, k)
-			col := make([]float64, s.n, s.n+16)
-			for i := range col {
-				col[i] = math.NaN()
-			}
-			s.data = append(s.data, col)
-		}
-		s.data[c] = append(s.data[c], v)
-	}
-	s.n++
-	for c := range s.data {
-		if len(s.data[c]) < s.n {
-			s.data[c] = append(s.data[c], math.NaN())
-		}
-	}
-}
-
-func (s *series) reset() {
-	s.keys, s.col, s.data, s.n = nil, map[string]int{}, nil, 0
-}
-
-// column returns key's values, nil when the run never logged it.
-func (s *series) column(key string) []float64 {
-	if c, ok := s.col[key]; ok {
-		return s.data[c]
-	}
-	return nil
-}
-
-// lastResult reads the last whole, well-formed line of a result.json
-// without reading the file from its start.
-func lastResult(path string, size int64) (map[string]float64, bool, bool) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, false, false
-	}
-	defer f.Close()
-	for _, window := range []int64{64 << 10, 4 << 20} {
-		start := max(size-window, 0)
-		buf := make([]byte, size-start)
-		if _, err := f.ReadAt(buf, start); err != nil && !errors.Is(err, io.EOF) {
-			return nil, false, false
-		}
-		// Drop a last line still being written.
-		if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
-			buf = buf[:i]
-		} else {
-			buf = nil
-		}
-		for len(buf) > 0 {
-			i := bytes.LastIndexByte(buf, '\n')
-			if i < 0 && start > 0 {
-				break // the line may begin before the window
-			}
-			if flat, done, ok := parseResult(buf[i+1:]); ok {
-				return flat, done, true
-			}
-			if i < 0 {
-				break
-			}
-			buf = buf[:i]
-		}
-		if start == 0 {
-			break
-		}
-	}
-	return nil, false, false
-}
-
-// refresh brings r up to date with its result.json.
-func (r *run) refresh() {
-	path := filepath.Join(r.dir, resultFile)
+// refresh brings r up to date with its result.json. It reports false
+// when the file is gone or no longer inside the log dir.
+func (r *run) refresh() bool {
+	path := r.summary.path
 	st, err := os.Stat(path)
-	if err != nil {
-		return
+	if err != nil || !r.present() {
+		return false
 	}
 	if st.Size() == r.size && st.ModTime().Equal(r.mtime) {
-		return
+		return true
 	}
 	r.size, r.mtime = st.Size(), st.ModTime()
-	if r.series != nil {
-		r.load()
-		return
-	}
-	if flat, done, ok := lastResult(path, r.size); ok {
-		r.last, r.done = flat, done
-	}
-}
-
-// load reads what result.json gained since the last load into r.series.
-func (r *run) load() {
-	if r.series == nil {
-		r.series = newSeries(filepath.Join(r.dir, resultFile))
-	}
-	s := r.series
-	reset, err := s.tail.next(func(line []byte) {
+	reset, _ := r.summary.next(func(line []byte) {
 		flat, done, ok := parseResult(line)
 		if !ok {
 			if len(bytes.TrimSpace(line)) > 0 {
@@ -178,18 +86,39 @@ func (r *run) load() {
 			}
 			return
 		}
-		s.add(flat)
 		r.last, r.done = flat, done
 	})
 	if reset {
 		// The file was rewritten (a trial restored from a checkpoint drops
-		// later results): read it all again.
-		s.reset()
-		r.bad = 0
-		s.tail = tailer{path: s.tail.path}
+		// later results): count again from its start.
+		r.bad, r.last, r.done = 0, nil, false
+		r.summary = tailer{root: r.summary.root, path: path}
+		r.size = -1
+		return r.refresh()
+	}
+	if r.series != nil {
 		r.load()
 	}
-	_ = err // a vanished file keeps what was read
+	return true
+}
+
+// load reads what result.json gained since the last load into r.series.
+func (r *run) load() {
+	if r.series == nil {
+		r.series = newSeries(r.summary.root, r.summary.path)
+	}
+	s := r.series
+	reset, _ := s.tail.next(func(line []byte) {
+		if flat, _, ok := parseResult(line); ok {
+			s.add(flat)
+		}
+	})
+	if reset {
+		s.reset()
+		s.tail = tailer{root: s.tail.root, path: s.tail.path}
+		r.load()
+	}
+	// An error (the file vanished or left the log dir) keeps what was read.
 }
 
 // status is the run's state as the runs table shows it.

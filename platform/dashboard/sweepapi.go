@@ -78,6 +78,7 @@ func (s *Server) apiSweep(w http.ResponseWriter, r *http.Request) {
 	}
 	params := searchedParams(flat)
 	rows := make([]trialRow, len(sw.trials))
+	lasts := make([]map[string]float64, len(sw.trials))
 	maxIter := 0.0
 	for i, t := range sw.trials {
 		row := trialRow{ID: t.id, Status: t.status, Params: map[string]any{}}
@@ -85,6 +86,7 @@ func (s *Server) apiSweep(w http.ResponseWriter, r *http.Request) {
 			row.Params[p] = flat[i][p]
 		}
 		if run := byDir[t.dir]; run != nil {
+			lasts[i] = run.last
 			row.Run = run.id
 			row.Metric = num(run.last, metric)
 			row.Iter = num(run.last, "training_iteration")
@@ -98,7 +100,7 @@ func (s *Server) apiSweep(w http.ResponseWriter, r *http.Request) {
 		rows[i] = row
 	}
 	for i, t := range sw.trials {
-		rows[i].Reason = stopReason(sw, t, rows[i], maxIter)
+		rows[i].Reason = stopReason(sw, t, lasts[i], maxIter)
 	}
 	best := bestTrial(rows, sw.meta.Mode)
 	writeJSON(w, map[string]any{
@@ -109,9 +111,10 @@ func (s *Server) apiSweep(w http.ResponseWriter, r *http.Request) {
 }
 
 // stopReason says why a trial is no longer running, as far as the files
-// tell: its error, the end of the sweep, an early stop by the scheduler
-// (it stopped at fewer iterations than others reached), or completion.
-func stopReason(sw *sweep, t *trial, row trialRow, maxIter float64) string {
+// tell: its error, its last result meeting the stop criterion, the end of
+// the sweep, an early stop by the scheduler (it stopped at fewer
+// iterations than others reached), or completion.
+func stopReason(sw *sweep, t *trial, last map[string]float64, maxIter float64) string {
 	switch t.status {
 	case "ERROR":
 		msg, _, _ := strings.Cut(t.err, "\n")
@@ -120,21 +123,35 @@ func stopReason(sw *sweep, t *trial, row trialRow, maxIter float64) string {
 	default:
 		return ""
 	}
-	iter := 0.0
-	if row.Iter != nil {
-		iter = *row.Iter
+	iter := last["training_iteration"]
+	if met := metStop(sw.meta.Stop, last); met != "" {
+		return fmt.Sprintf("met the stop criterion %s at iteration %g", met, iter)
 	}
 	sched := typeName(sw.meta.Scheduler)
 	early := sched != "" && sched != "FIFO" && iter < maxIter
 	switch {
-	case early && strings.Contains(strings.ToUpper(sched), "ASHA"):
-		return fmt.Sprintf("stopped by ASHA at a rung: iteration %g of %g", iter, maxIter)
 	case early:
-		return fmt.Sprintf("stopped by %s at iteration %g of %g", sched, iter, maxIter)
+		return fmt.Sprintf("stopped early by %s at iteration %g (others reached %g)", sched, iter, maxIter)
 	case sw.ended != "":
 		return "sweep ended: " + sw.ended
 	}
 	return fmt.Sprintf("completed at iteration %g", iter)
+}
+
+// metStop names the first (by key) stop criterion the result reaches, as
+// "key v ≥ target", or "" when it reaches none.
+func metStop(stop map[string]float64, last map[string]float64) string {
+	keys := make([]string, 0, len(stop))
+	for k := range stop {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if v, ok := last[k]; ok && v >= stop[k] {
+			return fmt.Sprintf("%s %g ≥ %g", k, v, stop[k])
+		}
+	}
+	return ""
 }
 
 // bestTrial is the trial with the best metric (mode "min" or max).

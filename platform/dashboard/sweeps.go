@@ -29,6 +29,9 @@ type sweepMeta struct {
 	Mode       string          `json:"mode"`
 	Searcher   string          `json:"searcher"`
 	Scheduler  string          `json:"scheduler"`
+	// Stop is the stop criterion (tune writes it since the dashboard
+	// needed it; older files lack it).
+	Stop map[string]float64 `json:"stop"`
 }
 
 // trial is one trial as the journal records it.

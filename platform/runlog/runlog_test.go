@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gray-ml/gray/platform/tensorboard"
 	"github.com/gray-ml/gray/rllib"
@@ -267,5 +268,24 @@ func BenchmarkLog(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// The timestamp has sub-second resolution: a fast run's results would
+// otherwise share whole seconds and stack on a wall-time axis.
+func TestTimestampHasSubsecondResolution(t *testing.T) {
+	r := newRun(t)
+	before := float64(time.Now().UnixMicro()) / 1e6
+	if _, err := r.Log(ResultMap(result(1, 1))); err != nil {
+		t.Fatal(err)
+	}
+	after := float64(time.Now().UnixMicro()) / 1e6
+	results, err := ReadResults(r.Dir())
+	if err != nil || len(results) != 1 {
+		t.Fatalf("results: %v %v", results, err)
+	}
+	ts, ok := Numeric(results[0]["timestamp"])
+	if !ok || ts < before || ts > after {
+		t.Errorf("timestamp %v, want between %f and %f", results[0]["timestamp"], before, after)
 	}
 }
