@@ -281,3 +281,16 @@ func TestCSVKeepsIntegersAndStrings(t *testing.T) {
 		}
 	}
 }
+
+func TestErrorsSayTheirPrefixOnce(t *testing.T) {
+	// A dashboard showing another's session, which is not there.
+	gone := serve(t, Options{LogDir: t.TempDir()})
+	base := gone.URL()
+	srv := testServer(t, Options{LogDir: t.TempDir(), Runtime: RemoteRuntime{Base: base + "nothing-here/"}})
+	for _, u := range []string{"/api/runtime/summary", "/api/timeline"} {
+		rec := get(t, srv.Handler(), u)
+		if body := rec.Body.String(); rec.Code != http.StatusBadGateway || strings.Count(body, "dashboard:") != 1 {
+			t.Errorf("GET %s: %d %q, want 502 saying \"dashboard:\" once", u, rec.Code, body)
+		}
+	}
+}

@@ -3,7 +3,6 @@ package dashboard
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"sort"
 	"strconv"
@@ -139,7 +138,7 @@ func (s *Server) runtimeRoutes(mux *http.ServeMux) {
 		return func(w http.ResponseWriter, r *http.Request) {
 			snap, err := c.get(r.Context())
 			if err != nil {
-				http.Error(w, fmt.Sprintf("dashboard: reading the runtime's state: %v", err), http.StatusBadGateway)
+				upstreamError(w, "reading the runtime's state", err)
 				return
 			}
 			fn(w, r, snap)
@@ -154,6 +153,13 @@ func (s *Server) runtimeRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/runtime/object", s.runtimeObject)
 	mux.HandleFunc("GET /api/timeline", s.apiTimeline)
 	mux.HandleFunc("GET /api/timeline/trace", s.apiTrace)
+}
+
+// upstreamError answers 502 for a runtime that failed. A RemoteRuntime's
+// errors already start with "dashboard: "; the answer says it once.
+func upstreamError(w http.ResponseWriter, doing string, err error) {
+	msg := strings.TrimPrefix(err.Error(), "dashboard: ")
+	http.Error(w, "dashboard: "+doing+": "+msg, http.StatusBadGateway)
 }
 
 // pageBounds reads offset and limit (default 0 and 100, limit at most 1000).
@@ -291,7 +297,7 @@ const maxTimeline = 20000
 func (s *Server) apiTimeline(w http.ResponseWriter, r *http.Request) {
 	evs, err := s.opts.Runtime.Timeline(r.Context())
 	if err != nil {
-		http.Error(w, fmt.Sprintf("dashboard: reading the task timeline: %v", err), http.StatusBadGateway)
+		upstreamError(w, "reading the task timeline", err)
 		return
 	}
 	if len(evs) > maxTimeline {
@@ -305,7 +311,7 @@ func (s *Server) apiTimeline(w http.ResponseWriter, r *http.Request) {
 func (s *Server) apiTrace(w http.ResponseWriter, r *http.Request) {
 	evs, err := s.opts.Runtime.Timeline(r.Context())
 	if err != nil {
-		http.Error(w, fmt.Sprintf("dashboard: reading the task timeline: %v", err), http.StatusBadGateway)
+		upstreamError(w, "reading the task timeline", err)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
