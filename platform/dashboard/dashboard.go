@@ -189,6 +189,8 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/run", s.apiRun)
 	mux.HandleFunc("GET /api/series", s.apiSeries)
 	mux.HandleFunc("GET /api/csv", s.apiCSV)
+	mux.HandleFunc("GET /api/logs", s.apiLogs)
+	mux.HandleFunc("GET /api/log", s.apiLog)
 	mux.HandleFunc("GET /api/sweeps", s.apiSweeps)
 	mux.HandleFunc("GET /api/sweep", s.apiSweep)
 	mux.HandleFunc("GET /api/events", s.apiEvents)

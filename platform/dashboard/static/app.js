@@ -1,14 +1,14 @@
 // Gray dashboard: routing between pages and live updates. Loaded last.
 "use strict";
 
-const views = { runs: runsView, chart: chartView, sweeps: sweepsView, sweep: sweepView, timeline: timelineView, runtime: runtimeView };
+const views = { runs: runsView, chart: chartView, sweeps: sweepsView, sweep: sweepView, logs: logsView, timeline: timelineView, runtime: runtimeView };
 let busy = false, again = false;
 async function show(refresh) {
   if (busy) { again = true; return; }
   busy = true;
   const { page, q } = params();
   const view = views[page] || runsView;
-  for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("on", a.dataset.page === page || (page === "chart" && a.dataset.page === "runs") || (page === "sweep" && a.dataset.page === "sweeps"));
+  for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("on", a.dataset.page === page || ((page === "chart" || page === "logs") && a.dataset.page === "runs") || (page === "sweep" && a.dataset.page === "sweeps"));
   try {
     await view.render(document.getElementById("main"), q, refresh);
     problem(null);
