@@ -197,3 +197,27 @@ func TestBrowserAxesAreReadable(t *testing.T) {
 		}
 	}
 }
+
+func TestBrowserLongTablesDrawMoreOnScroll(t *testing.T) {
+	browserCtx(t)
+	logdir := t.TempDir()
+	for i := 0; i < 450; i++ {
+		writeRun(t, logdir, fmt.Sprintf("exp/run%03d", i), resultLine(1, float64(i)))
+	}
+	srv := serve(t, Options{LogDir: logdir})
+	ctx, _ := newTab(t)
+	open(t, ctx, srv.URL()+"#/runs", "runs")
+	rows := `document.querySelectorAll("#runtable tbody tr").length`
+	if n := eval[int](t, ctx, rows); n != 200 {
+		t.Errorf("%d rows drawn at first, want 200", n)
+	}
+	for _, want := range []int{400, 450} {
+		eval[bool](t, ctx, `(() => { const w = document.querySelector("#runtable .tablewrap"); w.scrollTop = w.scrollHeight; w.dispatchEvent(new Event("scroll")); return true })()`)
+		waitJS(t, ctx, fmt.Sprintf(`%s === %d`, rows, want))
+	}
+	// Sorting keeps what was drawn, and sorts all rows, not the drawn ones.
+	eval[bool](t, ctx, `(() => { [...document.querySelectorAll("#runtable th")].find(th => th.textContent === "Run").click(); [...document.querySelectorAll("#runtable th")].find(th => th.textContent === "Run").click(); return true })()`)
+	if n, first := eval[int](t, ctx, rows), eval[string](t, ctx, `document.querySelector("#runtable tbody tr").dataset.run`); n != 450 || first != "exp/run449" {
+		t.Errorf("after sorting by name, descending: %d rows, first %q; want 450, exp/run449", n, first)
+	}
+}

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -78,16 +79,26 @@ func (r *run) refresh() bool {
 		return true
 	}
 	r.size, r.mtime = st.Size(), st.ModTime()
+	// Every new line is checked (json.Valid, no allocation) to count the
+	// malformed ones; only the last good one is decoded.
+	var good []byte
 	reset, _ := r.summary.next(func(line []byte) {
-		flat, done, ok := parseResult(line)
-		if !ok {
-			if len(bytes.TrimSpace(line)) > 0 {
-				r.bad++
-			}
-			return
+		line = bytes.TrimSpace(line)
+		switch {
+		case len(line) == 0:
+		case line[0] == '{' && json.Valid(line):
+			good = append(good[:0], line...)
+		default:
+			r.bad++
 		}
-		r.last, r.done = flat, done
 	})
+	if good != nil {
+		if flat, done, ok := parseResult(good); ok {
+			r.last, r.done = flat, done
+		} else {
+			r.bad++ // valid JSON the scanner refuses (nested too deep)
+		}
+	}
 	if reset {
 		// The file was rewritten (a trial restored from a checkpoint drops
 		// later results): count again from its start.

@@ -60,10 +60,16 @@ function regex(input) {
 }
 function status(s) { return el("span", { class: "st st-" + s }, s); }
 
+// tableChunk is how many rows a table draws at first and per scroll to
+// its end: laying out a thousand rows took most of a page's time.
+const tableChunk = 200;
+
 // sortableTable puts a table whose headers sort its rows (numbers as
-// numbers, blanks last) into holder. rows: [{tr, key: [values]}]. When
-// holder already has one, its scroll box is kept and only the rows
-// change, so a live update does not move what the user is looking at.
+// numbers, blanks last) into holder. rows: [{tr or make(), key: [values]}]
+// (make builds the row when it is first drawn). When
+// holder already has one, its scroll box is kept, with at least as many
+// rows drawn as before, and only the rows change: a live update does not
+// move what the user is looking at.
 function sortableTable(holder, cols, rows, onSort, sort) {
   const tr = el("tr");
   cols.forEach((c, i) => {
@@ -81,9 +87,28 @@ function sortableTable(holder, cols, rows, onSort, sort) {
       return sort.desc ? -c : c;
     });
   }
-  const table = el("table", {}, el("thead", {}, tr), el("tbody", {}, ...sorted.map(r => r.tr)));
-  const wrap = holder.querySelector(":scope > .tablewrap");
-  if (wrap) wrap.replaceChildren(table); else holder.replaceChildren(el("div", { class: "tablewrap" }, table));
+  let wrap = holder.querySelector(":scope > .tablewrap");
+  if (!wrap) {
+    wrap = el("div", { class: "tablewrap" });
+    holder.replaceChildren(wrap);
+    wrap.addEventListener("scroll", () => { if (wrap.scrollTop + wrap.clientHeight > wrap.scrollHeight - 300) wrap.more(); });
+  }
+  const body = el("tbody");
+  let shown = 0;
+  const note = el("div", { class: "muted more" });
+  wrap.more = () => {
+    if (shown >= sorted.length) return;
+    const next = Math.min(sorted.length, shown + tableChunk);
+    body.append(...sorted.slice(shown, next).map(r => r.tr || (r.tr = r.make())));
+    shown = next;
+    note.textContent = shown < sorted.length ? `${shown} of ${sorted.length} rows drawn: scroll for more` : "";
+  };
+  const before = wrap.shown || 0;
+  while (shown < Math.min(Math.max(before, tableChunk), sorted.length)) wrap.more();
+  wrap.shown = shown;
+  const more = wrap.more;
+  wrap.more = () => { more(); wrap.shown = shown; };
+  wrap.replaceChildren(el("table", {}, el("thead", {}, tr), body), note);
 }
 function table(cols, rows) {
   return el("div", { class: "tablewrap" }, el("table", {}, el("thead", {}, el("tr", {}, ...cols.map(c => el("th", {}, c)))),

@@ -36,16 +36,15 @@ const runsView = {
     const metric = this.data.metric;
     this.shown = this.data.runs.filter(r => !re || re.test(r.id));
     document.getElementById("runcount").textContent = this.shown.length + " of " + this.data.runs.length + " runs";
-    const rows = this.shown.map(r => {
+    const rows = this.shown.map(r => ({ key: [null, r.exp, r.name, r.status, r.iter, r.timesteps, r.metric, r.elapsed], make: () => {
       const box = el("input", { type: "checkbox", checked: this.sel.has(r.id) });
       box.addEventListener("change", () => { box.checked ? this.sel.add(r.id) : this.sel.delete(r.id); });
       const link = el("a", { href: "#/chart?run=" + encodeURIComponent(r.id), class: "runname" }, r.name);
-      const tr = el("tr", { "data-run": r.id }, el("td", {}, box), el("td", {}, r.exp), el("td", {}, link,
+      return el("tr", { "data-run": r.id }, el("td", {}, box), el("td", {}, r.exp), el("td", {}, link,
         r.bad ? el("span", { class: "muted bad", title: "malformed lines in result.json were skipped" }, " (" + r.bad + " bad lines)") : null),
         el("td", {}, status(r.status)), el("td", { class: "num" }, fmt(r.iter)), el("td", { class: "num" }, fmt(r.timesteps)),
         el("td", { class: "num metric" }, fmt(r.metric)), el("td", { class: "num" }, fmtTime(r.elapsed)));
-      return { tr, key: [null, r.exp, r.name, r.status, r.iter, r.timesteps, r.metric, r.elapsed] };
-    });
+    } }));
     const onSort = i => { this.sort = { col: i, desc: this.sort.col === i ? !this.sort.desc : false }; this.table(holder, input); };
     sortableTable(holder, ["", "Experiment", "Run", "Status", "Iter", "Timesteps", metric, "Elapsed"], rows, onSort, this.sort);
   },

@@ -56,11 +56,11 @@ const sweepView = {
     for (const t of d.trials) {
       const vals = [t.id, t.status, ...d.params.map(p => t.params[p]), t.metric, t.iter, t.reason, t.checkpoint];
       if (re && !vals.some(v => re.test(fmt(v)))) continue;
-      const tr = el("tr", { "data-trial": t.id },
+      const make = () => el("tr", { "data-trial": t.id },
         el("td", {}, t.run ? el("a", { href: "#/chart?run=" + encodeURIComponent(t.run) }, t.id) : t.id), el("td", {}, status(t.status)),
         ...d.params.map(p => el("td", { class: typeof t.params[p] === "number" ? "num" : null }, fmt(t.params[p]))),
         el("td", { class: "num metric" }, fmt(t.metric)), el("td", { class: "num" }, fmt(t.iter)), el("td", {}, t.reason), el("td", {}, el("code", {}, t.checkpoint)));
-      rows.push({ tr, key: vals.map(v => v === undefined ? null : v) });
+      rows.push({ make, key: vals.map(v => v === undefined ? null : v) });
     }
     document.getElementById("trialcount").textContent = rows.length + " of " + d.trials.length;
     const onSort = i => { this.sort = { col: i, desc: this.sort.col === i ? !this.sort.desc : false }; this.table(); };
