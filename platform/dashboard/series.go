@@ -11,6 +11,10 @@ import (
 // limit are counted, and the answers say how many were left out.
 const maxKeysPerRun = 1000
 
+// maxDroppedKeys bounds the names of left-out keys a run remembers (to
+// count each once): past it the count stops growing, and memory with it.
+const maxDroppedKeys = 10 * maxKeysPerRun
+
 // column is one result key's values, stored from the first result that
 // has the key: vals[i] is result start+i, and results past the end of
 // vals lack the key. A key logged once costs one number, not one per
@@ -46,7 +50,7 @@ type series struct {
 	tail    tailer
 	keys    []string
 	cols    map[string]*column
-	dropped map[string]bool // keys past maxKeysPerRun
+	dropped map[string]bool // keys past maxKeysPerRun, at most maxDroppedKeys
 	n       int
 }
 
@@ -60,7 +64,9 @@ func (s *series) add(flat map[string]float64) {
 		c := s.cols[k]
 		if c == nil {
 			if len(s.keys) >= maxKeysPerRun {
-				s.dropped[k] = true
+				if len(s.dropped) < maxDroppedKeys {
+					s.dropped[k] = true
+				}
 				continue
 			}
 			c = &column{start: s.n}
