@@ -80,27 +80,54 @@ func dialCluster(ctx context.Context, opts Options, cfg *node.Config) (*clusterC
 	}
 	host, _ := os.Hostname()
 	_ = r.RegisterJob(ctx, control.JobInfo{ID: job, Driver: fmt.Sprintf("%s pid %d", host, os.Getpid()), Node: c.self, Started: time.Now()})
-	c.drv, err = cluster.NewDriver(cluster.DriverConfig{Token: []byte(tok), Job: job, Args: cfg.Args, Skip: c.self})
+	idle, err := idleReturn()
 	if err != nil {
 		r.Close()
 		return nil, fmt.Errorf("gray: Init: %w", err)
 	}
+	c.drv, err = cluster.NewDriver(cluster.DriverConfig{Token: []byte(tok), Job: job, Args: cfg.Args, Skip: c.self, Listen: ip,
+		IdleReturn: idle})
+	if err != nil {
+		r.Close()
+		return nil, fmt.Errorf("gray: Init: %w", err)
+	}
+	var localCap *task.Resources
 	if c.self != "" {
 		// The node of this machine counts what the driver's own workers
 		// may use, so that drivers sharing it never oversubscribe it.
-		granted, err := c.drv.LeaseLocal(ctx, self, cfg.Resources)
+		// The grant there follows demand (runtime/cluster/grant.go): it
+		// starts with what the node has free and grows up to capacity
+		// (what the options allow) while other jobs leave room.
+		capacity := cfg.Resources
+		granted, err := c.drv.LeaseLocal(ctx, self, capacity)
 		if err != nil {
 			c.drv.Close()
 			r.Close()
 			return nil, fmt.Errorf("gray: Init: leasing the resources of node %s on this machine: %w", c.self, err)
 		}
-		if granted.CPU < cfg.Resources.CPU || granted.GPU < cfg.Resources.GPU {
-			fmt.Fprintf(os.Stderr, "gray: other jobs hold part of node %s on this machine: this job runs %s there\n", c.self, granted)
-		}
 		cfg.Resources = granted
+		localCap = &capacity
 	}
-	cfg.Cluster = &node.ClusterConfig{Remote: c.drv, Token: []byte(tok), Listen: net.JoinHostPort(ip, "0"), Locations: r}
+	cfg.Cluster = &node.ClusterConfig{Remote: c.drv, Token: []byte(tok), Listen: net.JoinHostPort(ip, "0"), Locations: r,
+		LocalCapacity: localCap}
 	return c, nil
+}
+
+// EnvIdleReturn, when set (a duration: "1s", "250ms"), is how long a
+// cluster driver keeps resources granted on a node unused before it gives
+// them back for other drivers (default cluster.DefaultIdleReturn).
+const EnvIdleReturn = "GRAY_IDLE_RETURN"
+
+func idleReturn() (time.Duration, error) {
+	v := os.Getenv(EnvIdleReturn)
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s=%q: want a positive duration such as 1s or 250ms", EnvIdleReturn, v)
+	}
+	return d, nil
 }
 
 // localIP returns the IP address this machine reaches addr from.

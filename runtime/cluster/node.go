@@ -1,10 +1,7 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -52,8 +49,9 @@ type NodeConfig struct {
 }
 
 // ServeNode runs a node daemon until ctx ends: it listens for drivers'
-// leases (token-authenticated), starts their workers from their
-// executable (fetched once, cached by its sha256 under TempDir), registers
+// leases (token-authenticated), divides its resources among them as their
+// demand changes (grant.go), starts their workers from their executable
+// (pulled once, cached by its sha256 under TempDir: exe.go), registers
 // the node in the control store and heartbeats. When ctx ends, or the
 // cluster declares the node dead, every worker it started is killed.
 func ServeNode(ctx context.Context, cfg NodeConfig) error {
@@ -68,12 +66,16 @@ func ServeNode(ctx context.Context, cfg NodeConfig) error {
 		ip = "127.0.0.1"
 	}
 	d := &daemon{cfg: cfg, free: add(cfg.Resources, task.Resources{}, 1), leases: map[*lease]bool{},
-		cache: filepath.Join(cfg.TempDir, "exe"), logs: filepath.Join(cfg.TempDir, "logs")}
-	for _, dir := range []string{d.cache, d.logs} {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return fmt.Errorf("cluster: node %s: %w", cfg.ID, err)
-		}
+		logs: filepath.Join(cfg.TempDir, "logs")}
+	if err := os.MkdirAll(d.logs, 0o700); err != nil {
+		return fmt.Errorf("cluster: node %s: %w", cfg.ID, err)
 	}
+	exes, err := newExeCache(filepath.Join(cfg.TempDir, "exe"), cfg.Token)
+	if err != nil {
+		return fmt.Errorf("cluster: node %s: %w", cfg.ID, err)
+	}
+	defer exes.close()
+	d.exes = exes
 	ln, err := transfer.Listen(net.JoinHostPort(ip, strconv.Itoa(cfg.Port)), cfg.Token)
 	if err != nil {
 		return fmt.Errorf("cluster: node %s: %w", cfg.ID, err)
@@ -81,7 +83,7 @@ func ServeNode(ctx context.Context, cfg NodeConfig) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	if d.objs, err = startObjects(ctx, &wg, cfg, ip); err != nil {
+	if d.objs, err = startObjects(ctx, &wg, cfg, ip, exes.blobs); err != nil {
 		ln.Close()
 		return err
 	}
@@ -128,14 +130,15 @@ func ServeNode(ctx context.Context, cfg NodeConfig) error {
 
 // daemon is a running node.
 type daemon struct {
-	cfg         NodeConfig
-	cache, logs string
-	objs        *nodeObjects
+	cfg  NodeConfig
+	logs string
+	objs *nodeObjects
 
 	mu     sync.Mutex
 	free   task.Resources // what no lease holds
 	leases map[*lease]bool
-	exeMu  sync.Mutex // one executable written at a time
+	nextN  uint64 // numbers the leases, oldest first (grant.go)
+	exes   *exeCache
 }
 
 // load is the node's load for its heartbeat.
@@ -185,11 +188,16 @@ func (d *daemon) closeAll() {
 
 // lease is one driver's connection and the workers it started.
 type lease struct {
-	d       *daemon
-	conn    *wire.Conn
-	job     string
-	exe     string
-	granted task.Resources
+	d    *daemon
+	conn *wire.Conn
+	job  string
+	exe  string
+	want task.Resources // asked for in the hello
+
+	// Under d.mu: its grant (grant.go), its number, and how many grants
+	// were sent to it.
+	share
+	n, seq uint64
 
 	mu      sync.Mutex
 	workers map[uint64]*os.Process
@@ -202,7 +210,7 @@ func (d *daemon) serve(ctx context.Context, c net.Conn) {
 	conn := wire.New(c)
 	defer conn.Close()
 	l := &lease{d: d, conn: conn, workers: map[uint64]*os.Process{}}
-	if err := l.hello(); err != nil {
+	if err := l.hello(ctx); err != nil {
 		_ = conn.Send(msgWelcome, func(b []byte) []byte {
 			b = append(b, 1)
 			b = wire.AppendString(b, err.Error())
@@ -211,23 +219,29 @@ func (d *daemon) serve(ctx context.Context, c net.Conn) {
 		return
 	}
 	d.mu.Lock()
-	l.granted = grant(l.granted, d.free)
-	d.free = add(d.free, l.granted, -1)
+	granted := grant(l.want, d.free)
+	l.held, l.desired = granted, granted
+	d.free = add(d.free, granted, -1)
+	d.nextN++
+	l.n = d.nextN
 	d.leases[l] = true
+	// The welcome goes out before any grant rebalancing sends.
+	err := conn.Send(msgWelcome, func(b []byte) []byte {
+		b = append(b, 0)
+		b = wire.AppendString(b, d.cfg.ID)
+		return appendRes(b, granted)
+	})
 	d.mu.Unlock()
 	defer func() {
 		l.killAll()
 		l.wg.Wait()
 		d.mu.Lock()
 		delete(d.leases, l)
-		d.free = add(d.free, l.granted, 1)
+		d.free = add(d.free, l.held, 1)
+		d.rebalanceLocked() // the others may grow into what it held
 		d.mu.Unlock()
 	}()
-	if err := conn.Send(msgWelcome, func(b []byte) []byte {
-		b = append(b, 0)
-		b = wire.AppendString(b, d.cfg.ID)
-		return appendRes(b, l.granted)
-	}); err != nil {
+	if err != nil {
 		return
 	}
 	go func() { // the lease ends with the daemon
@@ -263,6 +277,18 @@ func (d *daemon) serve(ctx context.Context, c net.Conn) {
 			if d.objs.handleRelease(&dec) != nil {
 				return
 			}
+		case msgWant:
+			seq, desired := dec.Uvarint(), decodeRes(&dec)
+			if dec.Err != nil {
+				return
+			}
+			d.want(l, seq, desired)
+		case msgReturn:
+			r := decodeRes(&dec)
+			if dec.Err != nil {
+				return
+			}
+			d.giveBack(l, r)
 		default:
 			return
 		}
@@ -270,8 +296,8 @@ func (d *daemon) serve(ctx context.Context, c net.Conn) {
 }
 
 // hello reads the driver's hello and makes sure the node holds its
-// executable; the resources wanted are left in l.granted.
-func (l *lease) hello() error {
+// executable (exe.go); the resources wanted are left in l.want.
+func (l *lease) hello(ctx context.Context) error {
 	typ, payload, err := l.conn.Recv()
 	if err != nil {
 		return err
@@ -285,7 +311,8 @@ func (l *lease) hello() error {
 	var sum [32]byte
 	dec.Fixed(sum[:])
 	size := dec.Uvarint()
-	l.granted = decodeRes(&dec)
+	l.want = decodeRes(&dec)
+	sources := decodeStrings(&dec)
 	if dec.Err != nil {
 		return fmt.Errorf("malformed hello: %w", dec.Err)
 	}
@@ -299,34 +326,10 @@ func (l *lease) hello() error {
 		// from counting the same resources.
 		return nil
 	}
-	path := filepath.Join(l.d.cache, hex.EncodeToString(sum[:]))
-	l.exe = path
-	if st, err := os.Stat(path); err == nil && st.Size() == int64(size) {
-		return nil
+	if err := l.d.exes.ensure(ctx, sum, int64(size), sources); err != nil {
+		return fmt.Errorf("node %s: %w", l.d.cfg.ID, err)
 	}
-	if err := l.conn.Send(msgNeedExe, nil); err != nil {
-		return err
-	}
-	typ, payload, err = l.conn.Recv()
-	if err != nil {
-		return err
-	}
-	if typ != msgExe {
-		return fmt.Errorf("expected the executable, got message %d", typ)
-	}
-	if got := sha256.Sum256(payload); !bytes.Equal(got[:], sum[:]) {
-		return fmt.Errorf("the executable sent does not match its sha256 %x", sum)
-	}
-	l.d.exeMu.Lock()
-	defer l.d.exeMu.Unlock()
-	tmp := path + ".part" + strconv.Itoa(os.Getpid())
-	if err := os.WriteFile(tmp, payload, 0o700); err != nil {
-		return fmt.Errorf("caching the executable: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("caching the executable: %w", err)
-	}
+	l.exe = l.d.exes.blobs.Path(sum)
 	return nil
 }
 

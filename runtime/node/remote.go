@@ -47,6 +47,10 @@ type ClusterConfig struct {
 	// Locations, if set, is told which nodes hold which objects (the
 	// cluster's object-location table, for `gray status` and debugging).
 	Locations LocationTable
+	// LocalCapacity, if set, is the most the driver's own node's grant
+	// (Config.Resources) can grow to: the resources of the cluster's node
+	// on this machine (grants.go).
+	LocalCapacity *task.Resources
 }
 
 // LocationTable records where objects live (control.Redis implements it).
@@ -107,6 +111,10 @@ func (n *Node) WorkerAddress() string {
 // AddNode adds node k (name for messages) with the resources this job may
 // use there; tasks spill to it when the local node is full.
 func (n *Node) AddNode(k sched.NodeID, name string, res task.Resources) error {
+	return n.addNode(k, name, res, res)
+}
+
+func (n *Node) addNode(k sched.NodeID, name string, res, capacity task.Resources) error {
 	n.mu.Lock()
 	defer n.unlock()
 	if n.remote == nil {
@@ -115,7 +123,7 @@ func (n *Node) AddNode(k sched.NodeID, name string, res task.Resources) error {
 	if n.closed {
 		return ErrShutdown
 	}
-	if err := n.core.AddNode(k, res); err != nil {
+	if err := n.core.AddNodeGrant(k, res, capacity); err != nil {
 		return err
 	}
 	n.remote.names[k] = name

@@ -50,13 +50,14 @@ func (c *Core[T]) Headroom(r *task.Resources) bool {
 	return true
 }
 
-// fitsTotal reports whether r fits the node when nothing else runs.
+// fitsTotal reports whether r fits the node when nothing else runs and
+// the grant has grown to the node's capacity.
 func (c *Core[T]) fitsTotal(r task.Resources) bool {
-	if r.CPU > c.total.CPU+eps || r.GPU > c.total.GPU+eps {
+	if r.CPU > c.capacity.CPU+eps || r.GPU > c.capacity.GPU+eps {
 		return false
 	}
 	for k, v := range r.Custom {
-		if v > c.total.Custom[k]+eps {
+		if v > c.capacity.Custom[k]+eps {
 			return false
 		}
 	}
@@ -139,10 +140,16 @@ func (cl *Cluster[T]) add(id NodeID, c *Core[T]) {
 // AddNode adds node id (not Local, not present) with total resources. Its
 // pool starts empty and grows as tasks are placed there.
 func (cl *Cluster[T]) AddNode(id NodeID, total task.Resources) error {
+	return cl.AddNodeGrant(id, total, total)
+}
+
+// AddNodeGrant adds node id (not Local, not present) whose resources are
+// capacity, of which granted is this job's for now (see grant.go).
+func (cl *Cluster[T]) AddNodeGrant(id NodeID, granted, capacity task.Resources) error {
 	if id <= Local || cl.cores[id] != nil {
 		return fmt.Errorf("sched: node %d exists already or is not a remote node", id)
 	}
-	c := New[T](Config{Total: total, Workers: 1, Node: id})
+	c := New[T](Config{Total: granted, Capacity: capacity, Workers: 1, Node: id})
 	if cl.closed {
 		c.Close()
 	}

@@ -53,6 +53,9 @@ type sim struct {
 	started  map[ids.ActorID]bool
 	last     string    // the last event, for failures
 	w        *simWaits // the Gets and Waits (waits_random_test.go)
+	// granted is each node's grant as its daemon counts it: set when the
+	// node joins, grown by Grow, less what views report Returned.
+	granted map[NodeID]task.Resources
 }
 
 var shapes = []task.Resources{
@@ -187,7 +190,7 @@ func (s *sim) die(w WorkerID) {
 func (s *sim) step() {
 	n := 11
 	if s.cl != nil {
-		n = 13
+		n = 15
 	}
 	if s.rng.IntN(3) == 0 {
 		s.last = "a Waits event"
@@ -239,8 +242,11 @@ func (s *sim) step() {
 			s.recalled[w] = false
 			back := map[int]bool{}
 			var keep []int
+			// A worker recalled between two tasks (not blocked, not
+			// lending) may not have started its first: it gives all back.
+			all := len(s.blocks[w]) == 0 && !s.c.Lending(w) && s.rng.IntN(4) == 0
 			for i, x := range s.on[w] {
-				if i == 0 { // started: not given back
+				if i == 0 && !all { // started: not given back
 					keep = append(keep, x)
 					continue
 				}
@@ -275,17 +281,41 @@ func (s *sim) step() {
 			s.c.WaitActor(id, task.Resources{CPU: float64(s.rng.IntN(2)), GPU: float64(s.rng.IntN(2))})
 		}
 	case 11:
-		s.cl.AddNode(NodeID(s.rng.IntN(4)+1), shapes[s.rng.IntN(len(shapes))])
+		capa := shapes[s.rng.IntN(len(shapes))]
+		granted := Clone(capa)
+		granted.CPU *= float64(s.rng.IntN(3)) / 2
+		granted.GPU = float64(s.rng.IntN(int(capa.GPU) + 1))
+		k := NodeID(s.rng.IntN(4) + 1)
+		if s.cl.AddNodeGrant(k, granted, capa) == nil {
+			s.granted[k] = Clone(granted)
+		}
 	case 12:
 		s.removeNode(NodeID(s.rng.IntN(4) + 1))
+	case 13, 14: // the node's daemon grows or reclaims the grant
+		nodes := s.cl.Nodes()
+		k := nodes[s.rng.IntN(len(nodes))]
+		v := s.view(k)
+		if s.rng.IntN(2) == 0 {
+			room := addRes(v.Capacity, v.Held, -1)
+			s.grow(k, task.Resources{CPU: room.CPU * float64(s.rng.IntN(3)) / 2, GPU: float64(s.rng.IntN(int(room.GPU) + 1))})
+		} else {
+			s.cl.Reclaim(k, task.Resources{CPU: v.Held.CPU * float64(s.rng.IntN(3)) / 2, GPU: float64(s.rng.IntN(int(v.Held.GPU) + 1)),
+				Custom: map[string]float64{"disk": float64(s.rng.IntN(2))}})
+		}
 	}
 	s.effects()
+	if s.cl != nil {
+		for _, k := range s.cl.Nodes() {
+			s.view(k)
+		}
+	}
 }
 
 // removeNode drops node k as its death would: its workers are gone, the
 // tasks it held are submitted again, its actors are forgotten.
 func (s *sim) removeNode(k NodeID) {
 	tasks, actors := s.cl.RemoveNode(k)
+	delete(s.granted, k)
 	for w := range s.on {
 		if NodeOf(w) == k {
 			s.workerGone(w)
@@ -310,6 +340,44 @@ func (s *sim) removeNode(k NodeID) {
 		}
 		s.actors = slices.Delete(s.actors, i, i+1)
 	}
+}
+
+// growAll grows every node's grant to its capacity, as the daemons would
+// for a job alone on them; it reports whether any grew.
+func (s *sim) growAll() bool {
+	grew := false
+	for _, k := range s.cl.Nodes() {
+		v := s.view(k)
+		if room := addRes(v.Capacity, v.Held, -1); !isZero(nonNegative(room)) {
+			s.grow(k, room)
+			grew = true
+		}
+	}
+	return grew
+}
+
+// view takes node k's grant view, counting what it returned, and checks
+// that the core holds exactly what the daemon granted it.
+func (s *sim) view(k NodeID) GrantView {
+	v, ok := s.cl.Grant(k)
+	if !ok {
+		return v
+	}
+	g := Clone(s.granted[k])
+	addTo(&g, v.Returned, -1)
+	s.granted[k] = g
+	if !sameRes(nonNegative(g), nonNegative(v.Held)) {
+		s.t.Fatalf("node %d holds %s, its daemon granted %s (after %s)", k, v.Held, g, s.last)
+	}
+	return v
+}
+
+func (s *sim) grow(k NodeID, r task.Resources) {
+	r.GPU = float64(int(r.GPU))
+	g := Clone(s.granted[k])
+	addTo(&g, r, 1)
+	s.granted[k] = g
+	s.cl.Grow(k, r)
 }
 
 // drain lets every worker connect and finish and every actor go.
@@ -338,6 +406,8 @@ func (s *sim) drain() {
 			s.die(w)
 		} else if s.c.Queued() == 0 {
 			return
+		} else if s.cl != nil && s.growAll() {
+			// The daemons grant what the queued tasks wait for.
 		} else {
 			if s.cl != nil {
 				for _, k := range s.cl.Nodes() {
@@ -408,10 +478,12 @@ func TestRandomEventsCluster(t *testing.T) {
 			started: map[ids.ActorID]bool{},
 		}
 		s.w = newSimWaits(cl)
+		s.granted = map[NodeID]task.Resources{Local: Clone(total)}
 		big := task.Resources{CPU: 4, GPU: 2, Custom: map[string]float64{"disk": 2}}
 		if err := cl.AddNode(1, big); err != nil {
 			t.Fatal(err)
 		}
+		s.granted[1] = Clone(big)
 		cl.Boot()
 		s.effects()
 		for range 150 {
@@ -421,6 +493,7 @@ func TestRandomEventsCluster(t *testing.T) {
 		if err := cl.AddNode(9, big); err != nil {
 			t.Fatal(err)
 		}
+		s.granted[9] = Clone(big)
 		s.effects()
 		s.drain()
 		s.checkWaits(true)

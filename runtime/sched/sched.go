@@ -90,6 +90,10 @@ type Config struct {
 	// Node names the node in effects; its workers are numbered from
 	// FirstWorker(Node) on, so the cores of a Cluster never share an ID.
 	Node NodeID
+	// Capacity is the most Total can grow to (Grow): on a cluster, Total
+	// is the driver's grant on the node and Capacity the node's resources
+	// (grant.go). Zero: Total.
+	Capacity task.Resources
 }
 
 // MaxPipeline bounds the tasks queued at one worker, so a long task holds
@@ -127,6 +131,13 @@ type Core[T any] struct {
 
 	node   NodeID
 	demand task.Resources // what the queued tasks ask for, in all
+
+	// The grant (grant.go): total is what is granted, capacity the most
+	// it can grow to, owed what a reclaim still waits for (paid as
+	// resources are freed), returned what was given back and not yet
+	// reported.
+	capacity, owed, returned task.Resources
+	owing                    bool
 }
 
 // item is a task with the resources it needs.
@@ -172,6 +183,7 @@ func New[T any](cfg Config) *Core[T] {
 		next:    FirstWorker(cfg.Node) - 1,
 		demand:  task.Resources{Custom: map[string]float64{}},
 	}
+	c.capacity = maxRes(cfg.Capacity, c.total)
 	c.sink = &c.effects
 	for i := 0; i < int(cfg.Total.GPU); i++ {
 		c.gpuFree = append(c.gpuFree, i)
@@ -225,7 +237,8 @@ func (c *Core[T]) Queued() int {
 func (c *Core[T]) PoolSize() int { return max(c.workers, int(math.Ceil(c.total.CPU))) }
 
 // Feasible reports why a request for r by name can never be met on this
-// node, or nil.
+// node, or nil. It goes by the node's capacity: a request that fits it
+// waits for the grant to grow.
 func (c *Core[T]) Feasible(name string, r task.Resources) error {
 	check := func(res string, want, have float64) error {
 		if want > have {
@@ -233,10 +246,10 @@ func (c *Core[T]) Feasible(name string, r task.Resources) error {
 		}
 		return nil
 	}
-	if err := check("CPU", r.CPU, c.total.CPU); err != nil {
+	if err := check("CPU", r.CPU, c.capacity.CPU); err != nil {
 		return err
 	}
-	if err := check("GPU", r.GPU, c.total.GPU); err != nil {
+	if err := check("GPU", r.GPU, c.capacity.GPU); err != nil {
 		return err
 	}
 	if r.GPU != math.Trunc(r.GPU) {
@@ -246,7 +259,7 @@ func (c *Core[T]) Feasible(name string, r task.Resources) error {
 		return nil
 	}
 	for _, k := range slices.Sorted(maps.Keys(r.Custom)) { // the first by name, for a stable message
-		if err := check(k, r.Custom[k], c.total.Custom[k]); err != nil {
+		if err := check(k, r.Custom[k], c.capacity.Custom[k]); err != nil {
 			return err
 		}
 	}
@@ -443,7 +456,10 @@ func (c *Core[T]) Unblock(w WorkerID, epoch uint64) bool {
 }
 
 // GiveBack records that worker w returned the queued tasks for which back
-// is true (after a Recall): they go to the front of their queues.
+// is true (after a Recall): they go to the front of their queues. A worker
+// that was not blocked may give back its first task too (recalled by a
+// reclaim between two tasks, it had started none): it is then idle, and
+// what it held is free.
 func (c *Core[T]) GiveBack(w WorkerID, back func(T) bool) {
 	x := c.pool[w]
 	if x == nil {
@@ -453,13 +469,21 @@ func (c *Core[T]) GiveBack(w WorkerID, back func(T) bool) {
 	var ps []item[T]
 	keep := x.tasks[:0]
 	for i, it := range x.tasks {
-		if i > 0 && back(it.t) {
+		if (i > 0 || x.blocked == 0 && !x.lent) && back(it.t) {
 			ps = append(ps, it)
 		} else {
 			keep = append(keep, it)
 		}
 	}
 	x.tasks = keep
+	if len(keep) == 0 && len(ps) > 0 {
+		c.release(&x.held, true, x.gpus)
+		x.held, x.gpus, x.shape = task.Resources{}, nil, ""
+		x.tasks = nil
+		if !x.retiring {
+			c.idle = append(c.idle, w)
+		}
+	}
 	c.requeue(ps)
 	c.schedule()
 }
@@ -684,12 +708,15 @@ func (c *Core[T]) Check() error {
 	}
 	slices.Sort(gpus)
 	for i, g := range gpus {
-		if g != i {
+		if g < 0 || i > 0 && g == gpus[i-1] {
 			return fmt.Errorf("GPUs %v: lost or handed out twice", gpus)
 		}
 	}
 	if len(gpus) != int(c.total.GPU) {
 		return fmt.Errorf("GPUs %v accounted for, the node has %g", gpus, c.total.GPU)
+	}
+	if err := c.checkGrant(); err != nil {
+		return err
 	}
 	return c.checkDemand()
 }
