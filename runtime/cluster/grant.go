@@ -95,87 +95,47 @@ func rebalance(capacity, free task.Resources, ss []*share) (task.Resources, []mo
 	}
 	targets := divide(capacity, flat)
 	moves := make([]move, len(ss))
-	free = add(free, task.Resources{}, 1)
+	free = free.Clone()
 	short := task.Resources{Custom: map[string]float64{}} // what shares still lack after the grants
 	for i, s := range ss {
 		t := targets[i]
 		g := task.Resources{Custom: map[string]float64{}}
-		g.CPU = pos(min(t.CPU-s.held.CPU, free.CPU))
-		g.GPU = math.Floor(pos(min(t.GPU-s.held.GPU, free.GPU)))
+		g.CPU = task.AtLeastZero(min(t.CPU-s.held.CPU, free.CPU))
+		g.GPU = math.Floor(task.AtLeastZero(min(t.GPU-s.held.GPU, free.GPU)))
 		for k, v := range t.Custom {
-			if x := pos(min(v-s.held.Custom[k], free.Custom[k])); x > 0 {
+			if x := task.AtLeastZero(min(v-s.held.Custom[k], free.Custom[k])); x > 0 {
 				g.Custom[k] = x
 			}
 		}
-		free = add(free, g, -1)
-		s.held = add(s.held, g, 1)
+		free = free.Sub(g)
+		s.held = s.held.Add(g)
 		moves[i].grant = g
-		lack := add(t, s.held, -1)
-		short.CPU += pos(lack.CPU)
-		short.GPU += pos(lack.GPU)
+		lack := t.Sub(s.held)
+		short.CPU += task.AtLeastZero(lack.CPU)
+		short.GPU += task.AtLeastZero(lack.GPU)
 		for k, v := range lack.Custom {
-			short.Custom[k] += pos(v)
+			short.Custom[k] += task.AtLeastZero(v)
 		}
 	}
 	for i, s := range ss {
 		t := targets[i]
-		over := add(add(s.held, s.owed, -1), t, -1)
+		over := s.held.Sub(s.owed).Sub(t)
 		r := task.Resources{Custom: map[string]float64{}}
 		if short.CPU > 1e-9 {
-			r.CPU = pos(over.CPU)
+			r.CPU = task.AtLeastZero(over.CPU)
 		}
 		if short.GPU > 1e-9 {
-			r.GPU = math.Floor(pos(over.GPU))
+			r.GPU = math.Floor(task.AtLeastZero(over.GPU))
 		}
 		for k, v := range over.Custom {
-			if short.Custom[k] > 1e-9 && pos(v) > 0 {
-				r.Custom[k] = pos(v)
+			if short.Custom[k] > 1e-9 && task.AtLeastZero(v) > 0 {
+				r.Custom[k] = task.AtLeastZero(v)
 			}
 		}
-		s.owed = add(s.owed, r, 1)
+		s.owed = s.owed.Add(r)
 		moves[i].reclaim = r
 	}
 	return free, moves
-}
-
-func pos(x float64) float64 {
-	if x < 1e-9 {
-		return 0
-	}
-	return x
-}
-
-func isZero(r task.Resources) bool {
-	if r.CPU > 1e-9 || r.GPU > 1e-9 {
-		return false
-	}
-	for _, v := range r.Custom {
-		if v > 1e-9 {
-			return false
-		}
-	}
-	return true
-}
-
-func minRes(a, b task.Resources) task.Resources {
-	out := task.Resources{CPU: min(a.CPU, b.CPU), GPU: min(a.GPU, b.GPU), Custom: map[string]float64{}}
-	for k, v := range a.Custom {
-		out.Custom[k] = min(v, b.Custom[k])
-	}
-	return out
-}
-
-func sameRes(a, b task.Resources) bool {
-	d := add(a, b, -1)
-	if math.Abs(d.CPU) > 1e-9 || math.Abs(d.GPU) > 1e-9 {
-		return false
-	}
-	for _, v := range d.Custom {
-		if math.Abs(v) > 1e-9 {
-			return false
-		}
-	}
-	return true
 }
 
 // rebalanceLocked runs rebalance over the daemon's leases (oldest first)
@@ -191,12 +151,12 @@ func (d *daemon) rebalanceLocked() {
 	d.free = free
 	for i, m := range moves {
 		l := ls[i]
-		if !isZero(m.grant) {
+		if !m.grant.IsZero() {
 			l.seq++
 			seq := l.seq
 			_ = l.conn.Send(msgGrant, func(b []byte) []byte { return appendRes(wire.AppendUvarint(b, seq), m.grant) })
 		}
-		if !isZero(m.reclaim) {
+		if !m.reclaim.IsZero() {
 			_ = l.conn.Send(msgReclaim, func(b []byte) []byte { return appendRes(b, m.reclaim) })
 		}
 	}
@@ -218,22 +178,12 @@ func (d *daemon) want(l *lease, seq uint64, desired task.Resources) {
 func (d *daemon) giveBack(l *lease, r task.Resources) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	r = minRes(nonNeg(r), l.held) // never more than it holds
-	l.held = add(l.held, r, -1)
-	l.owed = nonNeg(add(l.owed, r, -1))
-	l.desired = minRes(l.desired, l.held) // its next want says what it needs now
-	d.free = add(d.free, r, 1)
+	r = r.NonNegative().Min(l.held) // never more than it holds
+	l.held = l.held.Sub(r)
+	l.owed = l.owed.Sub(r).NonNegative()
+	l.desired = l.desired.Min(l.held) // its next want says what it needs now
+	d.free = d.free.Add(r)
 	d.rebalanceLocked()
-}
-
-func nonNeg(r task.Resources) task.Resources {
-	out := task.Resources{CPU: pos(r.CPU), GPU: pos(r.GPU), Custom: map[string]float64{}}
-	for k, v := range r.Custom {
-		if v = pos(v); v > 0 {
-			out.Custom[k] = v
-		}
-	}
-	return out
 }
 
 // idleTracker finds what a grant held idle for a while: the least spare
@@ -247,7 +197,7 @@ type idleTracker struct {
 // observe records the spare resources seen at now and returns what was
 // spare all along for at least after (then starts over), else nothing.
 func (t *idleTracker) observe(now time.Time, spare task.Resources, after time.Duration) task.Resources {
-	if isZero(spare) {
+	if spare.IsZero() {
 		t.on = false
 		return task.Resources{}
 	}
@@ -255,7 +205,7 @@ func (t *idleTracker) observe(now time.Time, spare task.Resources, after time.Du
 		t.on, t.since, t.low = true, now, spare
 		return task.Resources{}
 	}
-	t.low = minRes(t.low, spare)
+	t.low = t.low.Min(spare)
 	if now.Sub(t.since) < after {
 		return task.Resources{}
 	}
@@ -301,20 +251,20 @@ func (d *Driver) followGrant(s Scheduler, l *dlease, now time.Time) {
 	if !ok {
 		return
 	}
-	if idle := l.idle.observe(now, v.Spare, d.cfg.IdleReturn); !isZero(idle) {
+	if idle := l.idle.observe(now, v.Spare, d.cfg.IdleReturn); !idle.IsZero() {
 		s.ReclaimGrant(l.k, idle)
 		if w, ok := s.GrantView(l.k); ok {
-			w.Returned = add(v.Returned, w.Returned, 1)
+			w.Returned = v.Returned.Add(w.Returned)
 			v = w
 		}
 	}
-	if !isZero(v.Returned) {
+	if !v.Returned.IsZero() {
 		r := v.Returned
 		_ = l.conn.Send(msgReturn, func(b []byte) []byte { return appendRes(b, r) })
 		l.asked = false // the node lowered what it thinks the job wants: say it again
 	}
-	desired := add(v.Held, v.Want, 1)
-	if l.asked && seq == l.sentSeq && sameRes(desired, l.sentDesired) {
+	desired := v.Held.Add(v.Want)
+	if l.asked && seq == l.sentSeq && desired.Equal(l.sentDesired) {
 		return
 	}
 	l.asked, l.sentSeq, l.sentDesired = true, seq, desired

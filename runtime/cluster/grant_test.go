@@ -37,7 +37,7 @@ func TestDivide(t *testing.T) {
 			}
 			got := divide(tc.capacity, ss)
 			for i := range got {
-				if !sameRes(got[i], tc.want[i]) {
+				if !(got[i]).Equal(tc.want[i]) {
 					t.Errorf("lease %d gets %s, want %s (all %v)", i, got[i], tc.want[i], got)
 				}
 			}

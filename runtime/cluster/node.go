@@ -65,7 +65,7 @@ func ServeNode(ctx context.Context, cfg NodeConfig) error {
 	if ip == "" {
 		ip = "127.0.0.1"
 	}
-	d := &daemon{cfg: cfg, free: add(cfg.Resources, task.Resources{}, 1), leases: map[*lease]bool{},
+	d := &daemon{cfg: cfg, free: cfg.Resources.Clone(), leases: map[*lease]bool{},
 		logs: filepath.Join(cfg.TempDir, "logs")}
 	if err := os.MkdirAll(d.logs, 0o700); err != nil {
 		return fmt.Errorf("cluster: node %s: %w", cfg.ID, err)
@@ -146,7 +146,7 @@ func (d *daemon) load() control.NodeLoad {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	st := d.objs.store.Stats()
-	l := control.NodeLoad{Used: add(d.cfg.Resources, d.free, -1), StoreUsed: st.Used, StoreCapacity: st.Capacity,
+	l := control.NodeLoad{Used: d.cfg.Resources.Sub(d.free), StoreUsed: st.Used, StoreCapacity: st.Capacity,
 		ObjectsServed: d.objs.srv.Served()}
 	for ls := range d.leases {
 		ls.mu.Lock()
@@ -221,7 +221,7 @@ func (d *daemon) serve(ctx context.Context, c net.Conn) {
 	d.mu.Lock()
 	granted := grant(l.want, d.free)
 	l.held, l.desired = granted, granted
-	d.free = add(d.free, granted, -1)
+	d.free = d.free.Sub(granted)
 	d.nextN++
 	l.n = d.nextN
 	d.leases[l] = true
@@ -237,7 +237,7 @@ func (d *daemon) serve(ctx context.Context, c net.Conn) {
 		l.wg.Wait()
 		d.mu.Lock()
 		delete(d.leases, l)
-		d.free = add(d.free, l.held, 1)
+		d.free = d.free.Add(l.held)
 		d.rebalanceLocked() // the others may grow into what it held
 		d.mu.Unlock()
 	}()

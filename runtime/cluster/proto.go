@@ -104,13 +104,3 @@ func grant(want, free task.Resources) task.Resources {
 	g.CPU, g.GPU = max(g.CPU, 0), max(g.GPU, 0)
 	return g
 }
-
-// add returns a + sign*b.
-func add(a, b task.Resources, sign float64) task.Resources {
-	out := task.Resources{CPU: a.CPU + sign*b.CPU, GPU: a.GPU + sign*b.GPU, Custom: map[string]float64{}}
-	maps.Copy(out.Custom, a.Custom)
-	for k, v := range b.Custom {
-		out.Custom[k] += sign * v
-	}
-	return out
-}

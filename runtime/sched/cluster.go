@@ -288,10 +288,10 @@ func (cl *Cluster[T]) WaitActor(id ids.ActorID, res task.Resources) {
 func (cl *Cluster[T]) Waiting() []task.Resources {
 	var out []task.Resources
 	for _, it := range cl.waiting {
-		out = append(out, Clone(*it.res))
+		out = append(out, it.res.Clone())
 	}
 	for _, a := range cl.actorQ {
-		out = append(out, Clone(a.res))
+		out = append(out, a.res.Clone())
 	}
 	return out
 }

@@ -41,12 +41,12 @@ type GrantView struct {
 }
 
 // Capacity returns the most the node's grant can grow to.
-func (c *Core[T]) Capacity() task.Resources { return Clone(c.capacity) }
+func (c *Core[T]) Capacity() task.Resources { return c.capacity.Clone() }
 
 // Grow adds r to the node's grant (the daemon granted more): it is free
 // at once, and queued work starts on it.
 func (c *Core[T]) Grow(r task.Resources) {
-	r = nonNegative(r)
+	r = r.NonNegative()
 	if g := int(r.GPU); g > 0 {
 		c.gpuFree = append(c.gpuFree, c.unusedGPUs(g)...)
 		slices.Sort(c.gpuFree)
@@ -54,7 +54,7 @@ func (c *Core[T]) Grow(r task.Resources) {
 	}
 	addTo(&c.total, r, 1)
 	addTo(&c.avail, r, 1)
-	c.capacity = maxRes(c.capacity, c.total)
+	c.capacity = c.capacity.Max(c.total)
 	c.schedule()
 }
 
@@ -63,11 +63,11 @@ func (c *Core[T]) Grow(r task.Resources) {
 // it). What was given back shows in the next GrantView's Returned. Asking
 // for more than the grant asks for all of it.
 func (c *Core[T]) Reclaim(r task.Resources) {
-	r = nonNegative(r)
+	r = r.NonNegative()
 	r.GPU = math.Floor(r.GPU)
 	addTo(&c.owed, r, 1)
-	c.owed = minRes(c.owed, c.total)
-	c.owing = !isZero(c.owed)
+	c.owed = c.owed.Min(c.total)
+	c.owing = !c.owed.IsZero()
 	c.payOwed()
 	c.schedule()
 }
@@ -80,13 +80,13 @@ func (c *Core[T]) payOwed() {
 		return
 	}
 	var pay task.Resources
-	pay.CPU = clampPos(min(c.owed.CPU, c.avail.CPU-c.lentCPU()))
+	pay.CPU = task.AtLeastZero(min(c.owed.CPU, c.avail.CPU-c.lentCPU()))
 	if g := min(int(c.owed.GPU), len(c.gpuFree)); g > 0 {
 		pay.GPU = float64(g)
 		c.gpuFree = c.gpuFree[:len(c.gpuFree)-g] // the highest indices go back
 	}
 	for k, v := range c.owed.Custom {
-		if p := clampPos(min(v, c.avail.Custom[k])); p > 0 {
+		if p := task.AtLeastZero(min(v, c.avail.Custom[k])); p > 0 {
 			if pay.Custom == nil {
 				pay.Custom = map[string]float64{}
 			}
@@ -97,8 +97,8 @@ func (c *Core[T]) payOwed() {
 	addTo(&c.avail, pay, -1)
 	addTo(&c.owed, pay, -1)
 	addTo(&c.returned, pay, 1)
-	c.owed = nonNegative(c.owed)
-	c.owing = !isZero(c.owed)
+	c.owed = c.owed.NonNegative()
+	c.owing = !c.owed.IsZero()
 	if !c.owing {
 		return
 	}
@@ -131,7 +131,7 @@ func (c *Core[T]) lentCPU() float64 {
 // need is what the queued work asks for: tasks, actors waiting for their
 // resources, blocked workers waiting for their CPUs back.
 func (c *Core[T]) need() task.Resources {
-	n := Clone(c.demand)
+	n := c.demand.Clone()
 	for _, id := range c.actorWait {
 		addTo(&n, c.actors[id].res, 1)
 	}
@@ -145,22 +145,22 @@ func (c *Core[T]) need() task.Resources {
 // Returned.
 func (c *Core[T]) View() GrantView {
 	need := c.need()
-	free := Clone(c.avail)
+	free := c.avail.Clone()
 	free.CPU -= c.lentCPU()
 	free.GPU = float64(len(c.gpuFree))
-	v := GrantView{Held: Clone(c.total), Capacity: Clone(c.capacity), Returned: c.returned,
+	v := GrantView{Held: c.total.Clone(), Capacity: c.capacity.Clone(), Returned: c.returned,
 		Want: task.Resources{Custom: map[string]float64{}}, Spare: task.Resources{Custom: map[string]float64{}}}
 	c.returned = task.Resources{}
-	room := addRes(c.capacity, c.total, -1)
-	v.Want.CPU = clampPos(min(need.CPU-free.CPU, room.CPU))
-	v.Want.GPU = clampPos(min(math.Ceil(need.GPU-free.GPU-eps), room.GPU))
-	v.Spare.CPU = clampPos(free.CPU - need.CPU - c.owed.CPU)
-	v.Spare.GPU = clampPos(math.Floor(free.GPU - need.GPU - c.owed.GPU + eps))
+	room := c.capacity.Sub(c.total)
+	v.Want.CPU = task.AtLeastZero(min(need.CPU-free.CPU, room.CPU))
+	v.Want.GPU = task.AtLeastZero(min(math.Ceil(need.GPU-free.GPU-eps), room.GPU))
+	v.Spare.CPU = task.AtLeastZero(free.CPU - need.CPU - c.owed.CPU)
+	v.Spare.GPU = task.AtLeastZero(math.Floor(free.GPU - need.GPU - c.owed.GPU + eps))
 	for _, k := range slices.Sorted(maps.Keys(union(need.Custom, c.total.Custom))) {
-		if w := clampPos(min(need.Custom[k]-free.Custom[k], room.Custom[k])); w > 0 {
+		if w := task.AtLeastZero(min(need.Custom[k]-free.Custom[k], room.Custom[k])); w > 0 {
 			v.Want.Custom[k] = w
 		}
-		if s := clampPos(free.Custom[k] - need.Custom[k] - c.owed.Custom[k]); s > 0 {
+		if s := task.AtLeastZero(free.Custom[k] - need.Custom[k] - c.owed.Custom[k]); s > 0 {
 			v.Spare.Custom[k] = s
 		}
 	}
@@ -227,57 +227,6 @@ func addTo(a *task.Resources, b task.Resources, sign float64) {
 	}
 }
 
-func addRes(a, b task.Resources, sign float64) task.Resources {
-	out := Clone(a)
-	addTo(&out, b, sign)
-	return out
-}
-
-func clampPos(x float64) float64 {
-	if x < eps {
-		return 0
-	}
-	return x
-}
-
-func nonNegative(r task.Resources) task.Resources {
-	out := task.Resources{CPU: clampPos(r.CPU), GPU: clampPos(r.GPU), Custom: map[string]float64{}}
-	for k, v := range r.Custom {
-		if v = clampPos(v); v > 0 {
-			out.Custom[k] = v
-		}
-	}
-	return out
-}
-
-func isZero(r task.Resources) bool {
-	if r.CPU > eps || r.GPU > eps {
-		return false
-	}
-	for _, v := range r.Custom {
-		if v > eps {
-			return false
-		}
-	}
-	return true
-}
-
-func minRes(a, b task.Resources) task.Resources {
-	out := task.Resources{CPU: min(a.CPU, b.CPU), GPU: min(a.GPU, b.GPU), Custom: map[string]float64{}}
-	for k, v := range a.Custom {
-		out.Custom[k] = min(v, b.Custom[k])
-	}
-	return out
-}
-
-func maxRes(a, b task.Resources) task.Resources {
-	out := task.Resources{CPU: max(a.CPU, b.CPU), GPU: max(a.GPU, b.GPU), Custom: map[string]float64{}}
-	for k := range union(a.Custom, b.Custom) {
-		out.Custom[k] = max(a.Custom[k], b.Custom[k])
-	}
-	return out
-}
-
 func union(a, b map[string]float64) map[string]float64 {
 	out := map[string]float64{}
 	for k := range a {
@@ -309,7 +258,7 @@ func (c *Core[T]) checkGrant() error {
 			return fmt.Errorf("%s: %g owed to a reclaim of a grant of %g", k, v, c.total.Custom[k])
 		}
 	}
-	if c.owing != !isZero(c.owed) {
+	if c.owing != !c.owed.IsZero() {
 		return fmt.Errorf("owing is %v with %s owed", c.owing, c.owed)
 	}
 	return nil
@@ -323,6 +272,6 @@ func (cl *Cluster[T]) Capacity() task.Resources { return cl.sum((*Core[T]).Capac
 // capacity less what its running tasks and live actors hold.
 func (cl *Cluster[T]) Unused() task.Resources {
 	return cl.sum(func(c *Core[T]) task.Resources {
-		return addRes(c.Available(), addRes(c.capacity, c.total, -1), 1)
+		return c.Available().Add(c.capacity.Sub(c.total))
 	})
 }

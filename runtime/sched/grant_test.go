@@ -12,18 +12,6 @@ func res(cpu, gpu float64) task.Resources {
 	return task.Resources{CPU: cpu, GPU: gpu, Custom: map[string]float64{}}
 }
 
-func sameRes(a, b task.Resources) bool {
-	if !near(a.CPU, b.CPU) || !near(a.GPU, b.GPU) {
-		return false
-	}
-	for k := range union(a.Custom, b.Custom) {
-		if !near(a.Custom[k], b.Custom[k]) {
-			return false
-		}
-	}
-	return true
-}
-
 // A node's grant as the driver sees it: what queued work wants beyond the
 // grant (within the node's capacity), what is spare, and what a reclaim
 // gave back, step by step.
@@ -169,7 +157,7 @@ func TestGrantView(t *testing.T) {
 					what      string
 					got, want task.Resources
 				}{{"want", v.Want, s.want}, {"spare", v.Spare, s.spare}, {"held", v.Held, s.held}, {"returned", v.Returned, s.returned}} {
-					if !sameRes(c.got, c.want) {
+					if !c.got.Equal(c.want) {
 						t.Errorf("step %d (%s): %s %s, want %s", i, s.do, c.what, c.got, c.want)
 					}
 				}

@@ -282,12 +282,12 @@ func (s *sim) step() {
 		}
 	case 11:
 		capa := shapes[s.rng.IntN(len(shapes))]
-		granted := Clone(capa)
+		granted := capa.Clone()
 		granted.CPU *= float64(s.rng.IntN(3)) / 2
 		granted.GPU = float64(s.rng.IntN(int(capa.GPU) + 1))
 		k := NodeID(s.rng.IntN(4) + 1)
 		if s.cl.AddNodeGrant(k, granted, capa) == nil {
-			s.granted[k] = Clone(granted)
+			s.granted[k] = granted.Clone()
 		}
 	case 12:
 		s.removeNode(NodeID(s.rng.IntN(4) + 1))
@@ -296,7 +296,7 @@ func (s *sim) step() {
 		k := nodes[s.rng.IntN(len(nodes))]
 		v := s.view(k)
 		if s.rng.IntN(2) == 0 {
-			room := addRes(v.Capacity, v.Held, -1)
+			room := v.Capacity.Sub(v.Held)
 			s.grow(k, task.Resources{CPU: room.CPU * float64(s.rng.IntN(3)) / 2, GPU: float64(s.rng.IntN(int(room.GPU) + 1))})
 		} else {
 			s.cl.Reclaim(k, task.Resources{CPU: v.Held.CPU * float64(s.rng.IntN(3)) / 2, GPU: float64(s.rng.IntN(int(v.Held.GPU) + 1)),
@@ -348,7 +348,7 @@ func (s *sim) growAll() bool {
 	grew := false
 	for _, k := range s.cl.Nodes() {
 		v := s.view(k)
-		if room := addRes(v.Capacity, v.Held, -1); !isZero(nonNegative(room)) {
+		if room := v.Capacity.Sub(v.Held); !room.NonNegative().IsZero() {
 			s.grow(k, room)
 			grew = true
 		}
@@ -363,10 +363,10 @@ func (s *sim) view(k NodeID) GrantView {
 	if !ok {
 		return v
 	}
-	g := Clone(s.granted[k])
+	g := s.granted[k].Clone()
 	addTo(&g, v.Returned, -1)
 	s.granted[k] = g
-	if !sameRes(nonNegative(g), nonNegative(v.Held)) {
+	if !g.NonNegative().Equal(v.Held.NonNegative()) {
 		s.t.Fatalf("node %d holds %s, its daemon granted %s (after %s)", k, v.Held, g, s.last)
 	}
 	return v
@@ -374,7 +374,7 @@ func (s *sim) view(k NodeID) GrantView {
 
 func (s *sim) grow(k NodeID, r task.Resources) {
 	r.GPU = float64(int(r.GPU))
-	g := Clone(s.granted[k])
+	g := s.granted[k].Clone()
 	addTo(&g, r, 1)
 	s.granted[k] = g
 	s.cl.Grow(k, r)
@@ -478,12 +478,12 @@ func TestRandomEventsCluster(t *testing.T) {
 			started: map[ids.ActorID]bool{},
 		}
 		s.w = newSimWaits(cl)
-		s.granted = map[NodeID]task.Resources{Local: Clone(total)}
+		s.granted = map[NodeID]task.Resources{Local: total.Clone()}
 		big := task.Resources{CPU: 4, GPU: 2, Custom: map[string]float64{"disk": 2}}
 		if err := cl.AddNode(1, big); err != nil {
 			t.Fatal(err)
 		}
-		s.granted[1] = Clone(big)
+		s.granted[1] = big.Clone()
 		cl.Boot()
 		s.effects()
 		for range 150 {
@@ -493,7 +493,7 @@ func TestRandomEventsCluster(t *testing.T) {
 		if err := cl.AddNode(9, big); err != nil {
 			t.Fatal(err)
 		}
-		s.granted[9] = Clone(big)
+		s.granted[9] = big.Clone()
 		s.effects()
 		s.drain()
 		s.checkWaits(true)

@@ -173,8 +173,8 @@ type actor struct {
 // start the pool.
 func New[T any](cfg Config) *Core[T] {
 	c := &Core[T]{
-		total:   Clone(cfg.Total),
-		avail:   Clone(cfg.Total),
+		total:   cfg.Total.Clone(),
+		avail:   cfg.Total.Clone(),
 		workers: max(cfg.Workers, 1),
 		queues:  map[string]*fifo[T]{},
 		pool:    map[WorkerID]*worker[T]{},
@@ -183,18 +183,11 @@ func New[T any](cfg Config) *Core[T] {
 		next:    FirstWorker(cfg.Node) - 1,
 		demand:  task.Resources{Custom: map[string]float64{}},
 	}
-	c.capacity = maxRes(cfg.Capacity, c.total)
+	c.capacity = cfg.Capacity.Max(c.total)
 	c.sink = &c.effects
 	for i := 0; i < int(cfg.Total.GPU); i++ {
 		c.gpuFree = append(c.gpuFree, i)
 	}
-	return c
-}
-
-// Clone returns a deep copy of r.
-func Clone(r task.Resources) task.Resources {
-	c := task.Resources{CPU: r.CPU, GPU: r.GPU, Custom: map[string]float64{}}
-	maps.Copy(c.Custom, r.Custom)
 	return c
 }
 
@@ -215,10 +208,10 @@ func (c *Core[T]) emit(e Effect[T]) {
 }
 
 // Total returns the node's resources.
-func (c *Core[T]) Total() task.Resources { return Clone(c.total) }
+func (c *Core[T]) Total() task.Resources { return c.total.Clone() }
 
 // Available returns the resources not reserved now.
-func (c *Core[T]) Available() task.Resources { return Clone(c.avail) }
+func (c *Core[T]) Available() task.Resources { return c.avail.Clone() }
 
 // Starting returns how many pool workers were spawned but have not connected.
 func (c *Core[T]) Starting() int { return c.starting }
