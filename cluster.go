@@ -92,6 +92,7 @@ func dialCluster(ctx context.Context, opts Options, cfg *node.Config) (*clusterC
 		return nil, fmt.Errorf("gray: Init: %w", err)
 	}
 	var localCap *task.Resources
+	var localGPUs []int
 	if c.self != "" {
 		// The node of this machine counts what the driver's own workers
 		// may use, so that drivers sharing it never oversubscribe it.
@@ -99,17 +100,17 @@ func dialCluster(ctx context.Context, opts Options, cfg *node.Config) (*clusterC
 		// starts with what the node has free and grows up to capacity
 		// (what the options allow) while other jobs leave room.
 		capacity := cfg.Resources
-		granted, err := c.drv.LeaseLocal(ctx, self, capacity)
+		granted, gpus, err := c.drv.LeaseLocal(ctx, self, capacity)
 		if err != nil {
 			c.drv.Close()
 			r.Close()
 			return nil, fmt.Errorf("gray: Init: leasing the resources of node %s on this machine: %w", c.self, err)
 		}
 		cfg.Resources = granted
-		localCap = &capacity
+		localCap, localGPUs = &capacity, gpus
 	}
 	cfg.Cluster = &node.ClusterConfig{Remote: c.drv, Token: []byte(tok), Listen: net.JoinHostPort(ip, "0"), Locations: r,
-		LocalCapacity: localCap}
+		LocalCapacity: localCap, LocalGPUs: localGPUs}
 	return c, nil
 }
 

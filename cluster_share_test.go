@@ -59,6 +59,10 @@ var (
 			time.Sleep(5 * time.Millisecond)
 		}
 	})
+	// gpuHold takes a GPU (gpuHoldThere one of a node with the resource
+	// "there"): see holdGPU.
+	gpuHold      = gray.Func2("test.share.gpuHold", holdGPU, gray.GPUs(1))
+	gpuHoldThere = gray.Func2("test.share.gpuHoldThere", holdGPU, gray.GPUs(1), gray.Resource("there", 1))
 	// tick takes a CPU for 100 ms, then marks dir/done-<i>.
 	tick = gray.Func2("test.share.tick", func(ctx context.Context, dir string, i int) (int, error) {
 		time.Sleep(100 * time.Millisecond)
@@ -72,6 +76,26 @@ var (
 		return len(done), err
 	})
 )
+
+// holdGPU writes the GPU IDs its task was given and its
+// CUDA_VISIBLE_DEVICES to dir/gpu-<name>, and runs until two tasks of dir
+// have done so: both hold their GPUs at once.
+func holdGPU(ctx context.Context, dir, name string) (string, error) {
+	got := fmt.Sprintf("%v %s", gray.GPUIDs(ctx), os.Getenv("CUDA_VISIBLE_DEVICES"))
+	if err := os.WriteFile(filepath.Join(dir, "gpu-"+name), []byte(got), 0o600); err != nil {
+		return "", err
+	}
+	for {
+		if ps, _ := filepath.Glob(filepath.Join(dir, "gpu-*")); len(ps) >= 2 {
+			return got, nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
 
 // jobNodes returns the per-node load a job published, if any.
 func jobNodes(j control.JobInfo) []control.JobNodeLoad {
@@ -89,7 +113,8 @@ func exists(path string) bool {
 // TestHelperDriver is not a test on its own: run by the tests of drivers
 // sharing a node, it connects to the cluster as a driver, says "ready",
 // then follows commands, one per line of its standard input, until it
-// ends: "hold DIR N" submits N hold tasks, "ticks DIR N" N tick tasks
+// ends: "hold DIR N" submits N hold tasks, "ticks DIR N" N tick tasks,
+// "gpu DIR N" N gpuHold tasks, "gputhere DIR N" N gpuHoldThere tasks
 // (each answered "submitted"), "wait" waits for them all ("done").
 func TestHelperDriver(t *testing.T) {
 	if os.Getenv(envHelperDriver) == "" {
@@ -104,6 +129,7 @@ func TestHelperDriver(t *testing.T) {
 	fmt.Printf("ready CPU=%g\n", gray.ClusterResources()["CPU"])
 	var holds []gray.Ref[string]
 	var ticks []gray.Ref[int]
+	var gpus []gray.Ref[string]
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
 		var cmd, dir string
@@ -120,6 +146,12 @@ func TestHelperDriver(t *testing.T) {
 				ticks = append(ticks, tick.Remote(dir, i))
 			}
 			fmt.Println("submitted")
+		case "gpu", "gputhere":
+			f := map[string]*gray.Function2[string, string, string]{"gpu": gpuHold, "gputhere": gpuHoldThere}[cmd]
+			for i := range n {
+				gpus = append(gpus, f.Remote(dir, "A"+strconv.Itoa(i)))
+			}
+			fmt.Println("submitted")
 		case "wait":
 			if _, err := gray.GetAll(ctx, holds); err != nil {
 				t.Fatal(err)
@@ -127,7 +159,10 @@ func TestHelperDriver(t *testing.T) {
 			if _, err := gray.GetAll(ctx, ticks); err != nil {
 				t.Fatal(err)
 			}
-			holds, ticks = nil, nil
+			if _, err := gray.GetAll(ctx, gpus); err != nil {
+				t.Fatal(err)
+			}
+			holds, ticks, gpus = nil, nil, nil
 			fmt.Println("done")
 		}
 	}
@@ -330,4 +365,46 @@ func TestClusterDriversShareABusyNode(t *testing.T) {
 	}
 	a.do("wait", "done")
 	c.WaitStatus(20*time.Second, "both idle drivers to give the node back", leased(head, 0))
+}
+
+// Two drivers sharing a node with 2 GPUs, each running a GPU task at the
+// same time, get different GPUs: the node owns the GPU indices and grants
+// each driver its own, so CUDA_VISIBLE_DEVICES never names the same
+// device to both while the other one idles. The node is the drivers' own
+// (their resources-only leases) or another machine's (their leases of it).
+func TestClusterDriversGetDifferentGPUs(t *testing.T) {
+	for _, tc := range []struct {
+		name, cmd string
+		task      *gray.Function2[string, string, string]
+	}{
+		{"the drivers' own node", "gpu", gpuHold},
+		{"a node of another machine", "gputhere", gpuHoldThere},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := clustertest.Start(t, clustertest.Options{Nodes: 1, CPUsPerNode: 2, GPUsPerNode: 2,
+				NodeResources: map[int]map[string]float64{1: {"there": 2}}})
+			dir := t.TempDir()
+			a := startHelper(t, c)
+			a.expect("ready")
+			a.do(tc.cmd+" "+dir+" 1", "submitted")
+			clustertest.WaitFor(t, time.Minute, "the other driver's GPU task to start", func() bool {
+				return exists(filepath.Join(dir, "gpu-A0"))
+			})
+			initCluster(t, c)
+			mine := getAll(t, "this driver's GPU task beside the other driver's", []gray.Ref[string]{tc.task.Remote(dir, "B0")})[0]
+			a.do("wait", "done")
+			theirs, err := os.ReadFile(filepath.Join(dir, "gpu-A0"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, got := range []string{mine, string(theirs)} {
+				if got != "[0] 0" && got != "[1] 1" {
+					t.Fatalf("a GPU task saw GPU IDs and CUDA_VISIBLE_DEVICES %q, want one of the node's 2 GPUs", got)
+				}
+			}
+			if mine == string(theirs) {
+				t.Fatalf("both drivers' GPU tasks ran at once on GPU %q of a node with 2: the indices must differ", mine)
+			}
+		})
+	}
 }

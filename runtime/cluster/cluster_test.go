@@ -86,12 +86,12 @@ func newScheduler() *scheduler {
 	return &scheduler{added: make(chan task.Resources, 4), gone: make(chan string, 4), exited: make(chan string, 4)}
 }
 
-func (s *scheduler) AddNodeGrant(_ sched.NodeID, _ string, res, _ task.Resources) error {
+func (s *scheduler) AddNodeGrant(_ sched.NodeID, _ string, res task.Resources, _ []int, _ task.Resources) error {
 	s.added <- res
 	return nil
 }
 func (s *scheduler) GrantView(sched.NodeID) (sched.GrantView, bool) { return sched.GrantView{}, false }
-func (s *scheduler) GrowGrant(sched.NodeID, task.Resources)         {}
+func (s *scheduler) GrowGrant(sched.NodeID, task.Resources, []int)  {}
 func (s *scheduler) ReclaimGrant(sched.NodeID, task.Resources)      {}
 func (s *scheduler) NodeGone(_ sched.NodeID, why string)            { s.gone <- why }
 func (s *scheduler) WorkerExited(_ sched.WorkerID, why error)       { s.exited <- why.Error() }

@@ -25,14 +25,15 @@ import (
 type Scheduler interface {
 	// AddNodeGrant adds node k, whose resources are capacity, of which
 	// the job holds granted for now.
-	AddNodeGrant(k sched.NodeID, name string, granted, capacity task.Resources) error
+	// gpus are the indices of granted's GPUs (the node owns them).
+	AddNodeGrant(k sched.NodeID, name string, granted task.Resources, gpus []int, capacity task.Resources) error
 	NodeGone(k sched.NodeID, why string)
 	WorkerExited(w sched.WorkerID, why error)
 	// GrantView, GrowGrant and ReclaimGrant follow node k's grant
 	// (sched.GrantView; grant.go): k is sched.Local for the lease on the
 	// driver's own machine.
 	GrantView(k sched.NodeID) (sched.GrantView, bool)
-	GrowGrant(k sched.NodeID, r task.Resources)
+	GrowGrant(k sched.NodeID, r task.Resources, gpus []int)
 	ReclaimGrant(k sched.NodeID, r task.Resources)
 }
 
@@ -163,7 +164,7 @@ func (d *Driver) Join(ctx context.Context, n control.NodeInfo) error {
 	d.byID[n.ID] = k
 	s := d.sched
 	d.mu.Unlock()
-	l, granted, err := d.dial(ctx, k, n)
+	l, granted, gpus, err := d.dial(ctx, k, n)
 	if err != nil {
 		d.mu.Lock()
 		delete(d.byID, n.ID)
@@ -180,7 +181,7 @@ func (d *Driver) Join(ctx context.Context, n control.NodeInfo) error {
 	d.wg.Add(1)
 	d.mu.Unlock()
 	go d.read(l)
-	if err := s.AddNodeGrant(k, n.ID, granted, n.Resources); err != nil {
+	if err := s.AddNodeGrant(k, n.ID, granted, gpus, n.Resources); err != nil {
 		l.conn.Abort()
 		return err
 	}
@@ -191,44 +192,46 @@ func (d *Driver) Join(ctx context.Context, n control.NodeInfo) error {
 // own machine, whose workers the driver starts itself: the node counts
 // what it grants (at first what it has free, at most want) as used by
 // this job, so drivers sharing the node never oversubscribe it. It returns
-// the first grant, which the driver's node must not exceed; from Attach
-// on the grant follows demand (grant.go) as sched.Local's, and the driver
-// ending or dying returns it.
-func (d *Driver) LeaseLocal(ctx context.Context, n control.NodeInfo, want task.Resources) (task.Resources, error) {
-	l, granted, err := d.hello(ctx, 0, n, want, false)
+// the first grant, which the driver's node must not exceed, and the
+// indices of its GPUs, the only ones the driver's node may hand out; from
+// Attach on the grant follows demand (grant.go) as sched.Local's, and the
+// driver ending or dying returns it.
+func (d *Driver) LeaseLocal(ctx context.Context, n control.NodeInfo, want task.Resources) (task.Resources, []int, error) {
+	l, granted, gpus, err := d.hello(ctx, 0, n, want, false)
 	if err != nil {
-		return task.Resources{}, err
+		return task.Resources{}, nil, err
 	}
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
 		l.conn.Close()
-		return task.Resources{}, errors.New("cluster: the driver is closed")
+		return task.Resources{}, nil, errors.New("cluster: the driver is closed")
 	}
 	d.local = l
 	d.mu.Unlock()
-	return granted, nil
+	return granted, gpus, nil
 }
 
 // dial opens the lease and says hello.
-func (d *Driver) dial(ctx context.Context, k sched.NodeID, n control.NodeInfo) (*dlease, task.Resources, error) {
+func (d *Driver) dial(ctx context.Context, k sched.NodeID, n control.NodeInfo) (*dlease, task.Resources, []int, error) {
 	return d.hello(ctx, k, n, n.Resources, true)
 }
 
 // hello opens a lease on n asking for want; withExe offers the
-// executable (a lease whose workers the node starts).
-func (d *Driver) hello(ctx context.Context, k sched.NodeID, n control.NodeInfo, want task.Resources, withExe bool) (*dlease, task.Resources, error) {
+// executable (a lease whose workers the node starts). It returns the
+// lease, the first grant and the indices of its GPUs.
+func (d *Driver) hello(ctx context.Context, k sched.NodeID, n control.NodeInfo, want task.Resources, withExe bool) (*dlease, task.Resources, []int, error) {
 	if n.NodeAddr == "" {
-		return nil, task.Resources{}, fmt.Errorf("cluster: node %s has no lease address", n.ID)
+		return nil, task.Resources{}, nil, fmt.Errorf("cluster: node %s has no lease address", n.ID)
 	}
 	c, err := transfer.Dial(ctx, n.NodeAddr, d.cfg.Token)
 	if err != nil {
-		return nil, task.Resources{}, fmt.Errorf("cluster: joining node %s: %w", n.ID, err)
+		return nil, task.Resources{}, nil, fmt.Errorf("cluster: joining node %s: %w", n.ID, err)
 	}
 	conn := wire.New(c)
-	fail := func(err error) (*dlease, task.Resources, error) {
+	fail := func(err error) (*dlease, task.Resources, []int, error) {
 		conn.Close()
-		return nil, task.Resources{}, fmt.Errorf("cluster: joining node %s at %s: %w", n.ID, n.NodeAddr, err)
+		return nil, task.Resources{}, nil, fmt.Errorf("cluster: joining node %s at %s: %w", n.ID, n.NodeAddr, err)
 	}
 	var sources []string
 	if withExe {
@@ -262,14 +265,14 @@ func (d *Driver) hello(ctx context.Context, k sched.NodeID, n control.NodeInfo, 
 	}
 	dec := wire.Dec{B: payload}
 	status, msg := dec.Byte(), dec.String()
-	granted := decodeRes(&dec)
+	granted, gpus := decodeRes(&dec), decodeInts(&dec)
 	if dec.Err != nil {
 		return fail(dec.Err)
 	}
 	if status != 0 {
 		return fail(errors.New(msg))
 	}
-	return &dlease{k: k, id: n.ID, conn: conn, objAddr: n.ObjectAddr}, granted, nil
+	return &dlease{k: k, id: n.ID, conn: conn, objAddr: n.ObjectAddr}, granted, gpus, nil
 }
 
 // read takes a lease's messages until its connection ends, which takes the
@@ -310,11 +313,11 @@ func (d *Driver) readLoop(l *dlease) error {
 			}
 			d.sched.WorkerExited(w, errors.New(why))
 		case msgGrant:
-			seq, r := dec.Uvarint(), decodeRes(&dec)
+			seq, r, gpus := dec.Uvarint(), decodeRes(&dec), decodeInts(&dec)
 			if dec.Err != nil {
 				return dec.Err
 			}
-			d.sched.GrowGrant(l.k, r)
+			d.sched.GrowGrant(l.k, r, gpus)
 			// Seen only once applied: a want sent with it counts the grant.
 			if seq > l.seq.Load() {
 				l.seq.Store(seq)

@@ -30,12 +30,73 @@ import (
 // that a want computed before a grant arrived is not taken for a new one.
 // None of this is on a task's path: a driver asks at most once per
 // DriverConfig.GrantEvery per node, and only when its wish changed.
+//
+// GPUs are owned by the node, by index: a grant of GPUs names the indices
+// (the smallest free ones), a driver's scheduler hands its tasks and
+// actors only the indices it holds (CUDA_VISIBLE_DEVICES), and a return
+// names the indices given back, so two drivers sharing a node never run
+// on the same GPU while another idles. A reclaim asks for a count; the
+// driver picks which of its idle GPUs go back.
 
 // share is one lease's standing in its node's division.
 type share struct {
 	held    task.Resources // granted and not returned
+	gpus    []int          // the indices of held's GPUs, sorted
 	desired task.Resources // the most it asked to hold (msgWant)
 	owed    task.Resources // asked back (msgReclaim), not returned yet
+}
+
+// books is what of a node no lease holds: its free resources and, of
+// them, the GPU indices (sorted).
+type books struct {
+	free task.Resources
+	gpus []int
+}
+
+// newBooks returns the books of a node with resources r, all free.
+func newBooks(r task.Resources) books {
+	b := books{free: r.Clone()}
+	for i := range int(r.GPU) {
+		b.gpus = append(b.gpus, i)
+	}
+	return b
+}
+
+// grant moves r (whole GPUs, no more than is free) from the books to s,
+// the smallest free GPU indices with it, and returns what it moved and
+// those indices.
+func (b *books) grant(s *share, r task.Resources) (task.Resources, []int) {
+	r.GPU = float64(min(max(int(r.GPU), 0), len(b.gpus)))
+	ids := slices.Clone(b.gpus[:int(r.GPU)])
+	b.gpus = slices.Delete(b.gpus, 0, len(ids))
+	b.free = b.free.Sub(r)
+	s.held = s.held.Add(r)
+	s.gpus = merge(s.gpus, ids)
+	return r, ids
+}
+
+// giveBack moves r back from s to the books: never more than s holds,
+// and of GPUs exactly the indices in ids that s holds (whatever r's count
+// says), so no index is ever free and held, or held twice.
+func (b *books) giveBack(s *share, r task.Resources, ids []int) {
+	r = r.NonNegative().Min(s.held)
+	var back []int
+	for _, i := range slices.Clone(ids) { // ids may be s.gpus itself
+		if j, ok := slices.BinarySearch(s.gpus, i); ok {
+			s.gpus = slices.Delete(s.gpus, j, j+1)
+			back = append(back, i)
+		}
+	}
+	r.GPU = float64(len(back))
+	s.held = s.held.Sub(r)
+	s.owed = s.owed.Sub(r).NonNegative()
+	b.free = b.free.Add(r)
+	b.gpus = merge(b.gpus, back)
+}
+
+// merge returns sorted a with ids added.
+func merge(a, ids []int) []int {
+	return slices.Sorted(slices.Values(append(slices.Clone(a), ids...)))
 }
 
 // divide returns each share's fair target: per resource of capacity,
@@ -77,39 +138,37 @@ func divide(capacity task.Resources, ss []share) []task.Resources {
 	return out
 }
 
-// move is what rebalance decided for one lease: grant it more, ask some
-// back.
+// move is what rebalance decided for one lease: grant it more (gpus: the
+// indices of grant's GPUs), ask some back.
 type move struct {
 	grant, reclaim task.Resources
+	gpus           []int
 }
 
 // rebalance decides, for shares ss of a node with capacity and free
-// resources, what to grant each (from free, up to its target) and what to
-// ask back (above its target, less what is owed already, only in the
-// resources some other share is below its target in). It updates ss and
-// returns the new free.
-func rebalance(capacity, free task.Resources, ss []*share) (task.Resources, []move) {
+// resources (b), what to grant each (from free, up to its target) and
+// what to ask back (above its target, less what is owed already, only in
+// the resources some other share is below its target in). It updates ss
+// and b.
+func rebalance(capacity task.Resources, b *books, ss []*share) []move {
 	flat := make([]share, len(ss))
 	for i, s := range ss {
 		flat[i] = *s
 	}
 	targets := divide(capacity, flat)
 	moves := make([]move, len(ss))
-	free = free.Clone()
 	short := task.Resources{Custom: map[string]float64{}} // what shares still lack after the grants
 	for i, s := range ss {
 		t := targets[i]
 		g := task.Resources{Custom: map[string]float64{}}
-		g.CPU = task.AtLeastZero(min(t.CPU-s.held.CPU, free.CPU))
-		g.GPU = math.Floor(task.AtLeastZero(min(t.GPU-s.held.GPU, free.GPU)))
+		g.CPU = task.AtLeastZero(min(t.CPU-s.held.CPU, b.free.CPU))
+		g.GPU = math.Floor(task.AtLeastZero(min(t.GPU-s.held.GPU, b.free.GPU)))
 		for k, v := range t.Custom {
-			if x := task.AtLeastZero(min(v-s.held.Custom[k], free.Custom[k])); x > 0 {
+			if x := task.AtLeastZero(min(v-s.held.Custom[k], b.free.Custom[k])); x > 0 {
 				g.Custom[k] = x
 			}
 		}
-		free = free.Sub(g)
-		s.held = s.held.Add(g)
-		moves[i].grant = g
+		moves[i].grant, moves[i].gpus = b.grant(s, g)
 		lack := t.Sub(s.held)
 		short.CPU += task.AtLeastZero(lack.CPU)
 		short.GPU += task.AtLeastZero(lack.GPU)
@@ -135,7 +194,7 @@ func rebalance(capacity, free task.Resources, ss []*share) (task.Resources, []mo
 		s.owed = s.owed.Add(r)
 		moves[i].reclaim = r
 	}
-	return free, moves
+	return moves
 }
 
 // rebalanceLocked runs rebalance over the daemon's leases (oldest first)
@@ -147,14 +206,15 @@ func (d *daemon) rebalanceLocked() {
 	for i, l := range ls {
 		ss[i] = &l.share
 	}
-	free, moves := rebalance(d.cfg.Resources, d.free, ss)
-	d.free = free
+	moves := rebalance(d.cfg.Resources, &d.books, ss)
 	for i, m := range moves {
 		l := ls[i]
 		if !m.grant.IsZero() {
 			l.seq++
 			seq := l.seq
-			_ = l.conn.Send(msgGrant, func(b []byte) []byte { return appendRes(wire.AppendUvarint(b, seq), m.grant) })
+			_ = l.conn.Send(msgGrant, func(b []byte) []byte {
+				return appendInts(appendRes(wire.AppendUvarint(b, seq), m.grant), m.gpus)
+			})
 		}
 		if !m.reclaim.IsZero() {
 			_ = l.conn.Send(msgReclaim, func(b []byte) []byte { return appendRes(b, m.reclaim) })
@@ -174,15 +234,13 @@ func (d *daemon) want(l *lease, seq uint64, desired task.Resources) {
 	d.rebalanceLocked()
 }
 
-// giveBack records a lease's msgReturn: the resources are free again.
-func (d *daemon) giveBack(l *lease, r task.Resources) {
+// giveBack records a lease's msgReturn (r, of GPUs the indices gpus):
+// the resources are free again.
+func (d *daemon) giveBack(l *lease, r task.Resources, gpus []int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	r = r.NonNegative().Min(l.held) // never more than it holds
-	l.held = l.held.Sub(r)
-	l.owed = l.owed.Sub(r).NonNegative()
+	d.books.giveBack(&l.share, r, gpus)
 	l.desired = l.desired.Min(l.held) // its next want says what it needs now
-	d.free = d.free.Add(r)
 	d.rebalanceLocked()
 }
 
@@ -255,12 +313,13 @@ func (d *Driver) followGrant(s Scheduler, l *dlease, now time.Time) {
 		s.ReclaimGrant(l.k, idle)
 		if w, ok := s.GrantView(l.k); ok {
 			w.Returned = v.Returned.Add(w.Returned)
+			w.ReturnedGPUs = append(v.ReturnedGPUs, w.ReturnedGPUs...)
 			v = w
 		}
 	}
 	if !v.Returned.IsZero() {
-		r := v.Returned
-		_ = l.conn.Send(msgReturn, func(b []byte) []byte { return appendRes(b, r) })
+		r, gpus := v.Returned, v.ReturnedGPUs
+		_ = l.conn.Send(msgReturn, func(b []byte) []byte { return appendInts(appendRes(b, r), gpus) })
 		l.asked = false // the node lowered what it thinks the job wants: say it again
 	}
 	desired := v.Held.Add(v.Want)

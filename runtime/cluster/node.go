@@ -65,7 +65,7 @@ func ServeNode(ctx context.Context, cfg NodeConfig) error {
 	if ip == "" {
 		ip = "127.0.0.1"
 	}
-	d := &daemon{cfg: cfg, free: cfg.Resources.Clone(), leases: map[*lease]bool{},
+	d := &daemon{cfg: cfg, books: newBooks(cfg.Resources), leases: map[*lease]bool{},
 		logs: filepath.Join(cfg.TempDir, "logs")}
 	if err := os.MkdirAll(d.logs, 0o700); err != nil {
 		return fmt.Errorf("cluster: node %s: %w", cfg.ID, err)
@@ -135,7 +135,7 @@ type daemon struct {
 	objs *nodeObjects
 
 	mu     sync.Mutex
-	free   task.Resources // what no lease holds
+	books  // what no lease holds (grant.go)
 	leases map[*lease]bool
 	nextN  uint64 // numbers the leases, oldest first (grant.go)
 	exes   *exeCache
@@ -214,14 +214,13 @@ func (d *daemon) serve(ctx context.Context, c net.Conn) {
 		_ = conn.Send(msgWelcome, func(b []byte) []byte {
 			b = append(b, 1)
 			b = wire.AppendString(b, err.Error())
-			return appendRes(b, task.Resources{})
+			return appendInts(appendRes(b, task.Resources{}), nil)
 		})
 		return
 	}
 	d.mu.Lock()
-	granted := grant(l.want, d.free)
-	l.held, l.desired = granted, granted
-	d.free = d.free.Sub(granted)
+	granted, gpus := d.books.grant(&l.share, grant(l.want, d.free))
+	l.desired = granted
 	d.nextN++
 	l.n = d.nextN
 	d.leases[l] = true
@@ -229,7 +228,7 @@ func (d *daemon) serve(ctx context.Context, c net.Conn) {
 	err := conn.Send(msgWelcome, func(b []byte) []byte {
 		b = append(b, 0)
 		b = wire.AppendString(b, d.cfg.ID)
-		return appendRes(b, granted)
+		return appendInts(appendRes(b, granted), gpus)
 	})
 	d.mu.Unlock()
 	defer func() {
@@ -237,7 +236,7 @@ func (d *daemon) serve(ctx context.Context, c net.Conn) {
 		l.wg.Wait()
 		d.mu.Lock()
 		delete(d.leases, l)
-		d.free = d.free.Add(l.held)
+		d.books.giveBack(&l.share, l.held, l.gpus)
 		d.rebalanceLocked() // the others may grow into what it held
 		d.mu.Unlock()
 	}()
@@ -284,11 +283,11 @@ func (d *daemon) serve(ctx context.Context, c net.Conn) {
 			}
 			d.want(l, seq, desired)
 		case msgReturn:
-			r := decodeRes(&dec)
+			r, gpus := decodeRes(&dec), decodeInts(&dec)
 			if dec.Err != nil {
 				return
 			}
-			d.giveBack(l, r)
+			d.giveBack(l, r, gpus)
 		default:
 			return
 		}

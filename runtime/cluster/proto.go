@@ -9,14 +9,14 @@
 //
 //	driver → node  hello    job, GOOS/GOARCH, the executable's sha256 and size, the resources wanted,
 //	                        where to pull the executable from (exe.go) if the node's cache lacks it
-//	node → driver  welcome  ok or why not, the resources granted, the node's ID
+//	node → driver  welcome  ok or why not, the resources granted and their GPU indices, the node's ID
 //	driver → node  start    start worker W: arguments, environment
 //	driver → node  stop     kill worker W
 //	node → driver  exited   worker W ended (or did not start), and why
 //	driver → node  release  the driver freed these objects (hex IDs): drop the node's copies
 //	driver → node  want     the last grant seen, what the driver would like to hold
-//	driver → node  return   resources the driver gives back (idle, or asked for)
-//	node → driver  grant    resources added to the grant (numbered)
+//	driver → node  return   resources the driver gives back (idle, or asked for), their GPU indices
+//	node → driver  grant    resources added to the grant (numbered), their GPU indices
 //	node → driver  reclaim  resources to give back as running tasks end
 //
 // The welcome grants what the node has free, up to what the hello asks;
@@ -50,8 +50,8 @@ const (
 	msgExited
 	msgRelease
 	msgWant    // driver → node: seq of the last grant applied, the resources it would like to hold
-	msgReturn  // driver → node: resources it gives back
-	msgGrant   // node → driver: seq, resources added to its grant
+	msgReturn  // driver → node: resources it gives back, their GPU indices
+	msgGrant   // node → driver: seq, resources added to its grant, their GPU indices
 	msgReclaim // node → driver: resources to give back as its tasks end
 )
 
@@ -74,6 +74,24 @@ func decodeRes(d *wire.Dec) task.Resources {
 		r.Custom[k] = d.Float()
 	}
 	return r
+}
+
+// appendInts appends GPU indices.
+func appendInts(b []byte, is []int) []byte {
+	b = wire.AppendUvarint(b, uint64(len(is)))
+	for _, i := range is {
+		b = wire.AppendUvarint(b, uint64(i))
+	}
+	return b
+}
+
+func decodeInts(d *wire.Dec) []int {
+	n := d.Count()
+	out := make([]int, 0, n)
+	for range n {
+		out = append(out, int(d.Uvarint()))
+	}
+	return out
 }
 
 func appendStrings(b []byte, ss []string) []byte {

@@ -20,10 +20,21 @@ func localCapacity(cfg Config) task.Resources {
 	return cfg.Resources
 }
 
+// localGPUs are the GPU indices the driver's own node may hand out: those
+// the cluster's node on this machine granted (ClusterConfig.LocalGPUs),
+// else nil (0 up: all of them are this driver's).
+func localGPUs(cfg Config) []int {
+	if cfg.Cluster != nil && cfg.Cluster.LocalCapacity != nil {
+		return append([]int{}, cfg.Cluster.LocalGPUs...)
+	}
+	return nil
+}
+
 // AddNodeGrant adds node k (name for messages) whose resources are
-// capacity, of which this job holds granted for now.
-func (n *Node) AddNodeGrant(k sched.NodeID, name string, granted, capacity task.Resources) error {
-	return n.addNode(k, name, granted, capacity)
+// capacity, of which this job holds granted for now; gpus are the indices
+// of granted's GPUs (the node owns them).
+func (n *Node) AddNodeGrant(k sched.NodeID, name string, granted task.Resources, gpus []int, capacity task.Resources) error {
+	return n.addNode(k, name, granted, gpus, capacity)
 }
 
 // GrantView returns node k's grant as the scheduler sees it (what queued
@@ -35,14 +46,15 @@ func (n *Node) GrantView(k sched.NodeID) (sched.GrantView, bool) {
 	return n.core.Grant(k)
 }
 
-// GrowGrant adds r to node k's grant: queued work starts on it.
-func (n *Node) GrowGrant(k sched.NodeID, r task.Resources) {
+// GrowGrant adds r, whose GPUs are the indices gpus, to node k's grant:
+// queued work starts on it.
+func (n *Node) GrowGrant(k sched.NodeID, r task.Resources, gpus []int) {
 	n.mu.Lock()
 	defer n.unlock()
 	if n.closed {
 		return
 	}
-	n.core.Grow(k, r)
+	n.core.Grow(k, r, gpus)
 	n.step()
 }
 

@@ -51,6 +51,11 @@ type ClusterConfig struct {
 	// (Config.Resources) can grow to: the resources of the cluster's node
 	// on this machine (grants.go).
 	LocalCapacity *task.Resources
+	// LocalGPUs are the indices of the GPUs that node granted
+	// (Config.Resources' GPUs): with LocalCapacity set, the driver's own
+	// node hands its tasks and actors only these, as other drivers may
+	// hold the rest.
+	LocalGPUs []int
 }
 
 // LocationTable records where objects live (control.Redis implements it).
@@ -111,10 +116,10 @@ func (n *Node) WorkerAddress() string {
 // AddNode adds node k (name for messages) with the resources this job may
 // use there; tasks spill to it when the local node is full.
 func (n *Node) AddNode(k sched.NodeID, name string, res task.Resources) error {
-	return n.addNode(k, name, res, res)
+	return n.addNode(k, name, res, nil, res)
 }
 
-func (n *Node) addNode(k sched.NodeID, name string, res, capacity task.Resources) error {
+func (n *Node) addNode(k sched.NodeID, name string, res task.Resources, gpus []int, capacity task.Resources) error {
 	n.mu.Lock()
 	defer n.unlock()
 	if n.remote == nil {
@@ -123,7 +128,7 @@ func (n *Node) addNode(k sched.NodeID, name string, res, capacity task.Resources
 	if n.closed {
 		return ErrShutdown
 	}
-	if err := n.core.AddNodeGrant(k, res, capacity); err != nil {
+	if err := n.core.AddNodeGrant(k, res, gpus, capacity); err != nil {
 		return err
 	}
 	n.remote.names[k] = name

@@ -140,16 +140,17 @@ func (cl *Cluster[T]) add(id NodeID, c *Core[T]) {
 // AddNode adds node id (not Local, not present) with total resources. Its
 // pool starts empty and grows as tasks are placed there.
 func (cl *Cluster[T]) AddNode(id NodeID, total task.Resources) error {
-	return cl.AddNodeGrant(id, total, total)
+	return cl.AddNodeGrant(id, total, nil, total)
 }
 
 // AddNodeGrant adds node id (not Local, not present) whose resources are
-// capacity, of which granted is this job's for now (see grant.go).
-func (cl *Cluster[T]) AddNodeGrant(id NodeID, granted, capacity task.Resources) error {
+// capacity, of which granted is this job's for now (see grant.go); gpus
+// are the indices of granted's GPUs (nil: 0 up).
+func (cl *Cluster[T]) AddNodeGrant(id NodeID, granted task.Resources, gpus []int, capacity task.Resources) error {
 	if id <= Local || cl.cores[id] != nil {
 		return fmt.Errorf("sched: node %d exists already or is not a remote node", id)
 	}
-	c := New[T](Config{Total: granted, Capacity: capacity, Workers: 1, Node: id})
+	c := New[T](Config{Total: granted, Capacity: capacity, Workers: 1, Node: id, GPUs: gpus})
 	if cl.closed {
 		c.Close()
 	}

@@ -36,22 +36,36 @@ type GrantView struct {
 	// resources owed to a reclaim excluded: what could be given back.
 	Spare task.Resources
 	// Returned is what was given back (Reclaim) since the last view: the
-	// daemon must hear of it.
-	Returned task.Resources
+	// daemon must hear of it. ReturnedGPUs are the GPU indices among it:
+	// the node owns its indices, so it must hear which ones came back.
+	Returned     task.Resources
+	ReturnedGPUs []int
 }
 
 // Capacity returns the most the node's grant can grow to.
 func (c *Core[T]) Capacity() task.Resources { return c.capacity.Clone() }
 
 // Grow adds r to the node's grant (the daemon granted more): it is free
-// at once, and queued work starts on it.
-func (c *Core[T]) Grow(r task.Resources) {
+// at once, and queued work starts on it. gpus are the indices of r's GPUs
+// (the node's daemon owns them, so drivers sharing a node never hand out
+// the same one); nil takes the smallest ones this core does not hold (a
+// node whose whole GPUs are this core's). Indices the core holds already
+// are not granted twice: they do not count.
+func (c *Core[T]) Grow(r task.Resources, gpus []int) {
 	r = r.NonNegative()
-	if g := int(r.GPU); g > 0 {
-		c.gpuFree = append(c.gpuFree, c.unusedGPUs(g)...)
-		slices.Sort(c.gpuFree)
-		r.GPU = float64(g)
+	if gpus == nil {
+		gpus = c.unusedGPUs(int(r.GPU))
 	}
+	r.GPU = 0
+	held := c.heldGPUs()
+	for _, i := range gpus {
+		if i >= 0 && !held[i] {
+			held[i] = true
+			c.gpuFree = append(c.gpuFree, i)
+			r.GPU++
+		}
+	}
+	slices.Sort(c.gpuFree)
 	addTo(&c.total, r, 1)
 	addTo(&c.avail, r, 1)
 	c.capacity = c.capacity.Max(c.total)
@@ -83,7 +97,9 @@ func (c *Core[T]) payOwed() {
 	pay.CPU = task.AtLeastZero(min(c.owed.CPU, c.avail.CPU-c.lentCPU()))
 	if g := min(int(c.owed.GPU), len(c.gpuFree)); g > 0 {
 		pay.GPU = float64(g)
-		c.gpuFree = c.gpuFree[:len(c.gpuFree)-g] // the highest indices go back
+		back := c.gpuFree[len(c.gpuFree)-g:] // the highest indices go back
+		c.returnedGPUs = append(c.returnedGPUs, back...)
+		c.gpuFree = slices.Clip(c.gpuFree[:len(c.gpuFree)-g])
 	}
 	for k, v := range c.owed.Custom {
 		if p := task.AtLeastZero(min(v, c.avail.Custom[k])); p > 0 {
@@ -148,9 +164,9 @@ func (c *Core[T]) View() GrantView {
 	free := c.avail.Clone()
 	free.CPU -= c.lentCPU()
 	free.GPU = float64(len(c.gpuFree))
-	v := GrantView{Held: c.total.Clone(), Capacity: c.capacity.Clone(), Returned: c.returned,
+	v := GrantView{Held: c.total.Clone(), Capacity: c.capacity.Clone(), Returned: c.returned, ReturnedGPUs: c.returnedGPUs,
 		Want: task.Resources{Custom: map[string]float64{}}, Spare: task.Resources{Custom: map[string]float64{}}}
-	c.returned = task.Resources{}
+	c.returned, c.returnedGPUs = task.Resources{}, nil
 	room := c.capacity.Sub(c.total)
 	v.Want.CPU = task.AtLeastZero(min(need.CPU-free.CPU, room.CPU))
 	v.Want.GPU = task.AtLeastZero(min(math.Ceil(need.GPU-free.GPU-eps), room.GPU))
@@ -169,6 +185,19 @@ func (c *Core[T]) View() GrantView {
 
 // unusedGPUs returns the g smallest GPU indices nobody holds.
 func (c *Core[T]) unusedGPUs(g int) []int {
+	used := c.heldGPUs()
+	var out []int
+	for i := 0; len(out) < g; i++ {
+		if !used[i] {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// heldGPUs returns the GPU indices the core holds: free, or held by a
+// worker or an actor.
+func (c *Core[T]) heldGPUs() map[int]bool {
 	used := map[int]bool{}
 	for _, i := range c.gpuFree {
 		used[i] = true
@@ -183,13 +212,7 @@ func (c *Core[T]) unusedGPUs(g int) []int {
 			used[i] = true
 		}
 	}
-	var out []int
-	for i := 0; len(out) < g; i++ {
-		if !used[i] {
-			out = append(out, i)
-		}
-	}
-	return out
+	return used
 }
 
 // Grant returns node id's grant view (see GrantView), forgetting what it
@@ -202,10 +225,10 @@ func (cl *Cluster[T]) Grant(id NodeID) (GrantView, bool) {
 	return c.View(), true
 }
 
-// Grow adds r to node id's grant (see Core.Grow).
-func (cl *Cluster[T]) Grow(id NodeID, r task.Resources) {
+// Grow adds r, whose GPUs are gpus, to node id's grant (see Core.Grow).
+func (cl *Cluster[T]) Grow(id NodeID, r task.Resources, gpus []int) {
 	if c := cl.cores[id]; c != nil {
-		c.Grow(r)
+		c.Grow(r, gpus)
 	}
 }
 

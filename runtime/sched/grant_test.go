@@ -75,7 +75,7 @@ func TestGrantView(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cl := NewCluster[int](Config{Total: res(0, 0), Workers: 1})
-			if err := cl.AddNodeGrant(1, tc.granted, tc.capVal); err != nil {
+			if err := cl.AddNodeGrant(1, tc.granted, nil, tc.capVal); err != nil {
 				t.Fatal(err)
 			}
 			next := 0
@@ -138,7 +138,7 @@ func TestGrantView(t *testing.T) {
 							cl.Submit(next, cpus(1), verb == "pipeline")
 						}
 					case "grow":
-						cl.Grow(1, res(a, b))
+						cl.Grow(1, res(a, b), nil)
 					case "reclaim":
 						cl.Reclaim(1, res(a, b))
 					case "actor":
@@ -170,7 +170,7 @@ func TestGrantView(t *testing.T) {
 // node for the grant to grow; one beyond every capacity waits for a node.
 func TestGrantPlacementByCapacity(t *testing.T) {
 	cl := NewCluster[int](Config{Total: res(0, 0), Capacity: res(1, 0), Workers: 1})
-	if err := cl.AddNodeGrant(1, res(0, 0), res(4, 0)); err != nil {
+	if err := cl.AddNodeGrant(1, res(0, 0), nil, res(4, 0)); err != nil {
 		t.Fatal(err)
 	}
 	if err := cl.Feasible("f", res(3, 0)); err != nil {
@@ -184,7 +184,7 @@ func TestGrantPlacementByCapacity(t *testing.T) {
 	if n := cl.Node(1).Queued(); n != 1 {
 		t.Fatalf("node 1 queues %d tasks, want the 3-CPU one", n)
 	}
-	cl.Grow(1, res(3, 0))
+	cl.Grow(1, res(3, 0), nil)
 	if got := runsOn(connectAll(t, cl)); got[1] != 1 {
 		t.Fatalf("after the grant grew, runs %v, want task 1 on node 1", got)
 	}

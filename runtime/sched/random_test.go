@@ -56,6 +56,9 @@ type sim struct {
 	// granted is each node's grant as its daemon counts it: set when the
 	// node joins, grown by Grow, less what views report Returned.
 	granted map[NodeID]task.Resources
+	// gpus are the GPU indices each node's daemon granted (it owns them;
+	// not necessarily the smallest), less those views report returned.
+	gpus map[NodeID]map[int]bool
 }
 
 var shapes = []task.Resources{
@@ -286,8 +289,13 @@ func (s *sim) step() {
 		granted.CPU *= float64(s.rng.IntN(3)) / 2
 		granted.GPU = float64(s.rng.IntN(int(capa.GPU) + 1))
 		k := NodeID(s.rng.IntN(4) + 1)
-		if s.cl.AddNodeGrant(k, granted, capa) == nil {
+		gpus := s.pickGPUs(nil, int(granted.GPU))
+		if s.cl.AddNodeGrant(k, granted, gpus, capa) == nil {
 			s.granted[k] = granted.Clone()
+			s.gpus[k] = map[int]bool{}
+			for _, i := range gpus {
+				s.gpus[k][i] = true
+			}
 		}
 	case 12:
 		s.removeNode(NodeID(s.rng.IntN(4) + 1))
@@ -316,6 +324,7 @@ func (s *sim) step() {
 func (s *sim) removeNode(k NodeID) {
 	tasks, actors := s.cl.RemoveNode(k)
 	delete(s.granted, k)
+	delete(s.gpus, k)
 	for w := range s.on {
 		if NodeOf(w) == k {
 			s.workerGone(w)
@@ -369,7 +378,36 @@ func (s *sim) view(k NodeID) GrantView {
 	if !g.NonNegative().Equal(v.Held.NonNegative()) {
 		s.t.Fatalf("node %d holds %s, its daemon granted %s (after %s)", k, v.Held, g, s.last)
 	}
+	if len(v.ReturnedGPUs) != int(v.Returned.GPU) {
+		s.t.Fatalf("node %d returned %g GPUs with indices %v (after %s)", k, v.Returned.GPU, v.ReturnedGPUs, s.last)
+	}
+	if set := s.gpus[k]; set != nil {
+		for _, i := range v.ReturnedGPUs {
+			if !set[i] {
+				s.t.Fatalf("node %d returned GPU %d, which its daemon did not grant it (after %s)", k, i, s.last)
+			}
+			delete(set, i)
+		}
+		held := s.cl.cores[k].heldGPUs()
+		if !maps.Equal(held, set) {
+			s.t.Fatalf("node %d holds GPUs %v, its daemon granted %v (after %s)", k, held, set, s.last)
+		}
+	}
 	return v
+}
+
+// pickGPUs returns n random GPU indices, none in held: what a daemon that
+// owns the node's GPUs grants, other drivers holding the others (so not
+// necessarily from 0).
+func (s *sim) pickGPUs(held map[int]bool, n int) []int {
+	const indices = 4 // more than any shape's GPUs
+	out := []int{}
+	for _, i := range s.rng.Perm(indices) {
+		if len(out) < n && !held[i] {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 func (s *sim) grow(k NodeID, r task.Resources) {
@@ -377,7 +415,14 @@ func (s *sim) grow(k NodeID, r task.Resources) {
 	g := s.granted[k].Clone()
 	addTo(&g, r, 1)
 	s.granted[k] = g
-	s.cl.Grow(k, r)
+	var gpus []int
+	if set := s.gpus[k]; set != nil {
+		gpus = s.pickGPUs(set, int(r.GPU))
+		for _, i := range gpus {
+			set[i] = true
+		}
+	}
+	s.cl.Grow(k, r, gpus)
 }
 
 // drain lets every worker connect and finish and every actor go.
@@ -479,6 +524,7 @@ func TestRandomEventsCluster(t *testing.T) {
 		}
 		s.w = newSimWaits(cl)
 		s.granted = map[NodeID]task.Resources{Local: total.Clone()}
+		s.gpus = map[NodeID]map[int]bool{}
 		big := task.Resources{CPU: 4, GPU: 2, Custom: map[string]float64{"disk": 2}}
 		if err := cl.AddNode(1, big); err != nil {
 			t.Fatal(err)

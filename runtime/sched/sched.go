@@ -94,6 +94,10 @@ type Config struct {
 	// is the driver's grant on the node and Capacity the node's resources
 	// (grant.go). Zero: Total.
 	Capacity task.Resources
+	// GPUs are the indices of Total's GPUs: on a cluster, those the
+	// node's daemon granted (it owns them, so drivers sharing a node never
+	// hand out the same one). Nil: 0 up to Total.GPU.
+	GPUs []int
 }
 
 // MaxPipeline bounds the tasks queued at one worker, so a long task holds
@@ -108,7 +112,8 @@ const MaxPool = 256
 type Core[T any] struct {
 	total, avail task.Resources
 	gpuFree      []int
-	workers      int // configured pool size
+	returnedGPUs []int // given back (Reclaim) since the last View
+	workers      int   // configured pool size
 
 	queues map[string]*fifo[T]
 	shapes []string // keys of queues, in creation order
@@ -187,6 +192,10 @@ func New[T any](cfg Config) *Core[T] {
 	c.sink = &c.effects
 	for i := 0; i < int(cfg.Total.GPU); i++ {
 		c.gpuFree = append(c.gpuFree, i)
+	}
+	if cfg.GPUs != nil { // the count is the indices'
+		c.gpuFree = slices.Compact(slices.Sorted(slices.Values(cfg.GPUs)))
+		c.total.GPU, c.avail.GPU = float64(len(c.gpuFree)), float64(len(c.gpuFree))
 	}
 	return c
 }
