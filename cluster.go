@@ -174,12 +174,14 @@ func (c *clusterConn) publish(ctx context.Context, n *node.Node) {
 	defer tick.Stop()
 	var last control.JobLoad
 	var sent time.Time
+	var stalled string
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 		}
+		stalled = reportStall(n, stalled)
 		l := jobLoad(n, c.self)
 		if time.Since(sent) < control.LoadTTL/2 && sameLoad(l, last) {
 			continue
@@ -202,7 +204,27 @@ func jobLoad(n *node.Node, self string) control.JobLoad {
 		l.Nodes = append(l.Nodes, control.JobNodeLoad{Node: a.Name, Granted: a.Total, Used: used, Tasks: a.Tasks, Actors: a.Actors})
 	}
 	l.Waiting = n.Waiting()
+	if st, ok := n.Stalled(); ok {
+		l.Waiting = append(l.Waiting, st.Need)
+	}
 	return l
+}
+
+// reportStall prints, once each time it changes, the line that says what
+// the job's actors wait for when only a node joining or an actor ending
+// can start them (a node died with every CPU in use: the run waits, and
+// says so, rather than hang in silence). last is the line printed before;
+// it returns the line now ("" when nothing waits so).
+func reportStall(n *node.Node, last string) string {
+	st, ok := n.Stalled()
+	if !ok {
+		return ""
+	}
+	line := st.String()
+	if line != last {
+		fmt.Fprintln(os.Stderr, "gray: "+line)
+	}
+	return line
 }
 
 func sameLoad(a, b control.JobLoad) bool {

@@ -328,3 +328,11 @@ func (n *Node) Waiting() []task.Resources {
 	defer n.mu.Unlock()
 	return n.core.Waiting()
 }
+
+// Stalled returns what actors wait for that only a node joining or an
+// actor ending can give them (sched.Stall); false when none waits so.
+func (n *Node) Stalled() (sched.Stall, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.core.Stalled()
+}

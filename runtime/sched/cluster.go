@@ -113,6 +113,8 @@ type Cluster[T any] struct {
 	// Requests no node can hold: they wait for a node that can to join.
 	waiting []item[T]
 	actorQ  []waitingActor
+	// gone is the capacity of the nodes removed (spread.go: Stalled).
+	gone task.Resources
 }
 
 type waitingActor struct {
@@ -163,6 +165,7 @@ func (cl *Cluster[T]) AddNodeGrant(id NodeID, granted task.Resources, gpus []int
 	for _, a := range aq {
 		cl.WaitActor(a.id, a.res)
 	}
+	cl.spread()
 	return nil
 }
 
@@ -176,6 +179,7 @@ func (cl *Cluster[T]) RemoveNode(id NodeID) (tasks []T, actors []ids.ActorID) {
 		return nil, nil
 	}
 	tasks, actors = c.drain()
+	cl.gone = cl.gone.Add(c.capacity)
 	delete(cl.cores, id)
 	cl.order = slices.DeleteFunc(cl.order, func(x NodeID) bool { return x == id })
 	for _, a := range actors {
@@ -313,6 +317,7 @@ func (cl *Cluster[T]) ActorGone(id ids.ActorID) {
 	delete(cl.actorAt, id)
 	if c := cl.cores[n]; c != nil {
 		c.ActorGone(id)
+		cl.spread()
 	}
 }
 
@@ -365,6 +370,7 @@ func (cl *Cluster[T]) Lending(w WorkerID) bool {
 func (cl *Cluster[T]) TaskDone(w WorkerID, retiring bool) {
 	if c := cl.on(w); c != nil {
 		c.TaskDone(w, retiring)
+		cl.spread()
 	}
 }
 
@@ -400,9 +406,10 @@ func (cl *Cluster[T]) Withdraw(w WorkerID, which func(T) bool) {
 // WorkerDied: see Core.WorkerDied.
 func (cl *Cluster[T]) WorkerDied(w WorkerID) (running T, ok bool) {
 	if c := cl.on(w); c != nil {
-		return c.WorkerDied(w)
+		running, ok = c.WorkerDied(w)
+		cl.spread()
 	}
-	return running, false
+	return running, ok
 }
 
 // SpawnFailed: see Core.SpawnFailed; it concerns the local node, whose

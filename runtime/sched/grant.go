@@ -229,6 +229,7 @@ func (cl *Cluster[T]) Grant(id NodeID) (GrantView, bool) {
 func (cl *Cluster[T]) Grow(id NodeID, r task.Resources, gpus []int) {
 	if c := cl.cores[id]; c != nil {
 		c.Grow(r, gpus)
+		cl.spread()
 	}
 }
 
@@ -236,6 +237,7 @@ func (cl *Cluster[T]) Grow(id NodeID, r task.Resources, gpus []int) {
 func (cl *Cluster[T]) Reclaim(id NodeID, r task.Resources) {
 	if c := cl.cores[id]; c != nil {
 		c.Reclaim(r)
+		cl.spread()
 	}
 }
 
