@@ -104,7 +104,10 @@ func dialCluster(ctx context.Context, opts Options, cfg *node.Config) (*clusterC
 		if err != nil {
 			c.drv.Close()
 			r.Close()
-			return nil, fmt.Errorf("gray: Init: leasing the resources of node %s on this machine: %w", c.self, err)
+			if self.Head {
+				return nil, fmt.Errorf("gray: Init: the head node %s on this machine does not answer (its daemon died?): %w; %s", c.self, err, cluster.HeadRestartHint)
+			}
+			return nil, fmt.Errorf("gray: Init: leasing the resources of node %s on this machine: %w (is its daemon running? `gray start --address ...` starts it again)", c.self, err)
 		}
 		cfg.Resources = granted
 		localCap, localGPUs = &capacity, gpus

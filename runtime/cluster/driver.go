@@ -88,6 +88,7 @@ type Driver struct {
 type dlease struct {
 	k    sched.NodeID
 	id   string // the node's ID
+	head bool   // the node is the cluster's head
 	conn *wire.Conn
 	// objAddr is the node's object transfer address (driver_objects.go).
 	objAddr string
@@ -180,8 +181,12 @@ func (d *Driver) Join(ctx context.Context, n control.NodeInfo) error {
 	d.leases[k] = l
 	d.wg.Add(1)
 	d.mu.Unlock()
+	// The scheduler has the node before the lease is read: a grant that
+	// follows the welcome at once must find its core, or the driver and
+	// the node would disagree on what the job holds there.
+	err = s.AddNodeGrant(k, n.ID, granted, gpus, n.Resources)
 	go d.read(l)
-	if err := s.AddNodeGrant(k, n.ID, granted, gpus, n.Resources); err != nil {
+	if err != nil {
 		l.conn.Abort()
 		return err
 	}
@@ -272,7 +277,7 @@ func (d *Driver) hello(ctx context.Context, k sched.NodeID, n control.NodeInfo, 
 	if status != 0 {
 		return fail(errors.New(msg))
 	}
-	return &dlease{k: k, id: n.ID, conn: conn, objAddr: n.ObjectAddr}, granted, gpus, nil
+	return &dlease{k: k, id: n.ID, head: n.Head, conn: conn, objAddr: n.ObjectAddr}, granted, gpus, nil
 }
 
 // read takes a lease's messages until its connection ends, which takes the
@@ -289,6 +294,9 @@ func (d *Driver) read(l *dlease) {
 		delete(d.byID, l.id)
 	}
 	d.mu.Unlock()
+	if !closed && l.head {
+		log.Printf("gray: the head node %s is gone (%v): this job goes on with the other nodes, but no node's death is detected and no driver can use the head's machine until a head runs again; %s", l.id, err, HeadRestartHint)
+	}
 	switch {
 	case closed:
 	case l.k == sched.Local:

@@ -41,6 +41,10 @@ type NodeConfig struct {
 	ObjectStoreMemory int64
 	Head              bool
 	HeartbeatInterval time.Duration // 0: monitor.DefaultInterval
+	// HeadTimeout is the head's silence after which this node (not the
+	// head) declares it dead and says so (headwatch.go); 0:
+	// monitor.DefaultTimeout.
+	HeadTimeout time.Duration
 	// Registry, when not nil, is used instead of dialling Redis.
 	Registry monitor.NodeRegistry
 	// Ready, when not nil, is called with the lease address once the node
@@ -117,6 +121,18 @@ func ServeNode(ctx context.Context, cfg NodeConfig) error {
 			store.Close()
 		}()
 		reg = store
+		if !cfg.Head {
+			hctx, stopWatch := context.WithCancel(ctx)
+			watched := make(chan struct{})
+			go func() {
+				defer close(watched)
+				watchHead(hctx, store, cfg.ID, cfg.HeadTimeout)
+			}()
+			defer func() { // before the store closes
+				stopWatch()
+				<-watched
+			}()
+		}
 	}
 	hb := &monitor.Heartbeater{
 		Store: reg,
