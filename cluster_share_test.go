@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -169,74 +167,31 @@ func TestHelperDriver(t *testing.T) {
 	_, _ = io.Copy(io.Discard, os.Stdin)
 }
 
-// helper is a second driver: TestHelperDriver in a process of its own.
-type helper struct {
-	t     *testing.T
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	lines chan string
-}
-
+// startHelper starts a second driver: TestHelperDriver in a process of
+// its own.
 func startHelper(t *testing.T, c *clustertest.Cluster) *helper {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run", "^TestHelperDriver$")
-	cmd.Env = append(c.Env(), session.EnvAddress+"=auto", envHelperDriver+"=1")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	h := &helper{t: t, cmd: cmd, stdin: stdin, lines: make(chan string, 16)}
-	t.Cleanup(h.kill)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			h.lines <- sc.Text()
-		}
-		close(h.lines)
-	}()
-	return h
+	return &helper{t: t, Helper: c.StartHelper("TestHelperDriver", session.EnvAddress+"=auto", envHelperDriver+"=1")}
 }
 
-// expect waits for a line starting with prefix and returns it.
+// helper is the second driver, answering within a minute.
+type helper struct {
+	t *testing.T
+	*clustertest.Helper
+}
+
 func (h *helper) expect(prefix string) string {
 	h.t.Helper()
-	deadline := time.After(time.Minute)
-	for {
-		select {
-		case line, ok := <-h.lines:
-			if !ok {
-				h.t.Fatalf("the other driver ended before saying %q", prefix)
-			}
-			if strings.HasPrefix(line, prefix) {
-				return line
-			}
-		case <-deadline:
-			h.t.Fatalf("the other driver did not say %q within a minute", prefix)
-		}
-	}
+	return h.Expect(prefix, time.Minute)
 }
 
 func (h *helper) do(cmd, answer string) {
 	h.t.Helper()
-	if _, err := fmt.Fprintln(h.stdin, cmd); err != nil {
-		h.t.Fatal(err)
-	}
+	h.Send(cmd)
 	h.expect(answer)
 }
 
-func (h *helper) kill() {
-	h.stdin.Close()
-	_ = h.cmd.Process.Kill()
-	_ = h.cmd.Wait()
-}
+func (h *helper) kill() { h.Kill() }
 
 func leased(head string, cpu float64) func(clustertest.Status) bool {
 	return func(st clustertest.Status) bool {

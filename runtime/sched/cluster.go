@@ -196,11 +196,17 @@ func (cl *Cluster[T]) Nodes() []NodeID { return slices.Clone(cl.order) }
 func (cl *Cluster[T]) Node(id NodeID) *Core[T] { return cl.cores[id] }
 
 // place picks the node for a request: the first (Local first) with room
-// beyond what is queued there, else the one that fits it whose queue is
-// shortest for its CPUs; nil when no node can ever hold it.
+// beyond what is queued there, else the first whose grant can grow to
+// hold it (GrowRoom), else the one that fits it whose queue is shortest
+// for its CPUs; nil when no node can ever hold it.
 func (cl *Cluster[T]) place(r *task.Resources) *Core[T] {
 	for _, id := range cl.order {
 		if c := cl.cores[id]; c.Headroom(r) {
+			return c
+		}
+	}
+	for _, id := range cl.order { // a grant that can grow to hold it (spread.go)
+		if c := cl.cores[id]; c.GrowRoom(r) {
 			return c
 		}
 	}

@@ -38,15 +38,50 @@ func (cl *Cluster[T]) spread() {
 	}
 }
 
-// roomFor returns the first node other than src with room for r beyond
-// what is queued there, or nil.
-func (cl *Cluster[T]) roomFor(r *task.Resources, src *Core[T]) *Core[T] {
+// roomFor returns where work waiting on src for r should go, or nil: the
+// first node other than src with room for r beyond what is queued there
+// (Headroom), else, with grow, when src's grant could never make room for
+// it, the first node whose grant could (GrowRoom): its queued work asks
+// the daemon. Only actors use grow: they hold what they get for good, so
+// an actor queued behind live actors waits for ever, while a task waits
+// at most for the running ones to end.
+func (cl *Cluster[T]) roomFor(r *task.Resources, src *Core[T], grow bool) *Core[T] {
 	for _, id := range cl.order {
 		if c := cl.cores[id]; c != src && !c.closed && c.Headroom(r) {
 			return c
 		}
 	}
+	if !grow || src.GrowRoom(r) {
+		return nil
+	}
+	for _, id := range cl.order {
+		if c := cl.cores[id]; c != src && !c.closed && c.GrowRoom(r) {
+			return c
+		}
+	}
 	return nil
+}
+
+// GrowRoom reports whether r fits what the node's capacity leaves beyond
+// the work this job runs there and the tasks queued there: a node whose
+// grant is smaller (it gave back what idled, or another driver holds
+// part of it) can hold r once its daemon grants more, which the queued
+// work asks for (View.Want). A node whose whole capacity this job's live
+// work holds cannot: work queued there would wait for that work to end,
+// and never ask the daemon for anything (Want is capped by capacity) —
+// the hang that made grants be reverted once (issue 27).
+func (c *Core[T]) GrowRoom(r *task.Resources) bool {
+	used := c.total.Sub(c.avail) // what running work and live actors hold
+	fits := func(want, capacity, used, queued float64) bool { return want <= capacity-used-queued+eps }
+	if !fits(r.CPU, c.capacity.CPU, used.CPU, c.demand.CPU) || !fits(r.GPU, c.capacity.GPU, used.GPU, c.demand.GPU) {
+		return false
+	}
+	for k, v := range r.Custom {
+		if !fits(v, c.capacity.Custom[k], used.Custom[k], c.demand.Custom[k]) {
+			return false
+		}
+	}
+	return true
 }
 
 // spreadActors moves src's waiting actors that do not fit there now.
@@ -56,7 +91,7 @@ func (cl *Cluster[T]) spreadActors(src *Core[T]) {
 		a := src.actors[id]
 		dst := (*Core[T])(nil)
 		if !src.fits(&a.res) {
-			dst = cl.roomFor(&a.res, src)
+			dst = cl.roomFor(&a.res, src, true)
 		}
 		if dst == nil {
 			i++
@@ -79,7 +114,7 @@ func (cl *Cluster[T]) spreadTasks(src *Core[T]) {
 			if src.fits(p.res) {
 				break // it starts here as soon as a worker is ready
 			}
-			dst := cl.roomFor(p.res, src)
+			dst := cl.roomFor(p.res, src, false)
 			if dst == nil {
 				break
 			}
@@ -140,7 +175,28 @@ func (cl *Cluster[T]) Stalled() (Stall, bool) {
 	}
 	st.Need = lack
 	st.Had = st.Alive.Add(cl.gone)
+	st.Alive, st.Had = only(st.Alive, lack), only(st.Had, lack)
 	return st, true
+}
+
+// only returns r's amounts of the resources that need names.
+func only(r, need task.Resources) task.Resources {
+	out := task.Resources{}
+	if need.CPU > 0 {
+		out.CPU = r.CPU
+	}
+	if need.GPU > 0 {
+		out.GPU = r.GPU
+	}
+	for k, v := range need.Custom {
+		if v > 0 {
+			if out.Custom == nil {
+				out.Custom = map[string]float64{}
+			}
+			out.Custom[k] = r.Custom[k]
+		}
+	}
+	return out
 }
 
 // resList writes r for people: "1 CPU", "2 CPUs, 1 GPU, w=2"; zeros

@@ -117,4 +117,36 @@ func TestSpread(t *testing.T) {
 			}
 		}
 	})
+	t.Run("an actor goes where a grant can grow, not behind live actors", func(t *testing.T) {
+		// Node 1's one "a" is held by a live actor; node 2's grant was
+		// given back (idle). An actor that needs "a" must wait on node 2,
+		// whose grant can grow (it asks its daemon), never on node 1,
+		// where it would wait for ever and ask for nothing.
+		a := task.Resources{Custom: map[string]float64{"a": 1}}
+		cl := NewCluster[int](Config{Total: task.Resources{CPU: 1}, Workers: 1})
+		if err := cl.AddNode(1, a); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.AddNodeGrant(2, task.Resources{}, nil, a); err != nil {
+			t.Fatal(err)
+		}
+		cl.Boot()
+		connectAll(t, cl)
+		cl.WaitActor(ids.ActorID{1}, a)
+		if on := startsOn(connectAll(t, cl)); on[ids.ActorID{1}] != 1 {
+			t.Fatalf("the first actor started on %v, want node 1", on)
+		}
+		cl.WaitActor(ids.ActorID{2}, a)
+		connectAll(t, cl)
+		if n, _ := cl.ActorNode(ids.ActorID{2}); n != 2 {
+			t.Fatalf("the second actor waits on node %d, want 2 (whose grant can grow)", n)
+		}
+		if v, _ := cl.Grant(2); v.Want.Custom["a"] != 1 {
+			t.Fatalf("node 2's grant view wants %v, want a=1", v.Want)
+		}
+		cl.Grow(2, a, nil)
+		if on := startsOn(connectAll(t, cl)); on[ids.ActorID{2}] != 2 {
+			t.Fatalf("once node 2's grant grew the second actor started on %v, want node 2", on)
+		}
+	})
 }
