@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand"
 	"os"
 	"slices"
@@ -16,9 +17,11 @@ import (
 	"github.com/gray-ml/gray/runtime/task"
 )
 
-// The chaos run (issue 12): a workload of chained tasks and actor calls on
-// a cluster of a head and 3 nodes while a random non-head node is killed
-// with kill -9 every period and a replacement joins. Every result must be
+// The chaos run (issues 12 and 27): a workload of chained tasks and actor
+// calls that holds every resource of a cluster of a head and 3 nodes while
+// a random non-head node is killed with kill -9 every period and a
+// replacement joins; before the second kill the head's daemon is killed
+// and started again. Every result must be
 // exact, and after each death the cluster's accounts must come back into
 // balance: the driver's scheduler drops the dead node and holds only what
 // its live work holds, and `gray status --json` shows the node dead and
@@ -157,7 +160,11 @@ func TestChaos(t *testing.T) {
 		}
 	}()
 	// Actors: every call's running sum is exact, across their restarts.
-	const actors = 2
+	// They hold every "a" of the killable nodes (one each), as the chains
+	// and arrays hold every "w": the cluster runs full, so a killed node's
+	// actor can start again only on the node that replaces it (issue 27:
+	// with room to spare a kill was survived, at full use the run hung).
+	const actors = 3
 	for i := range actors {
 		h, err := chaosCounterType.Remote(ctx)
 		if err != nil {
@@ -181,12 +188,24 @@ func TestChaos(t *testing.T) {
 		}()
 	}
 
+	// A second driver, a process of its own, runs chains on the same
+	// nodes all along: the nodes' grants split them between the two.
+	second := startChaosDriver(t, c)
+
 	rng := rand.New(rand.NewSource(1))
 	live := []int{1, 2, 3}
 	var balance []time.Duration
 	began := time.Now()
 	for k := 1; time.Duration(k)*cfg.period <= cfg.length; k++ {
 		time.Sleep(time.Until(began.Add(time.Duration(k) * cfg.period))) // a kill every period
+		if k == 2 {
+			// The head's daemon dies too, and is started again on its temp
+			// dir: the workload (on the other nodes) carries on exact, and
+			// the new head's monitor judges the next death.
+			c.KillNode(0)
+			c.RestartHead()
+			t.Logf("head killed and started again before kill %d", k)
+		}
 		i := rng.Intn(len(live))
 		victim := c.Node(live[i])
 		live = slices.Delete(live, i, i+1)
@@ -222,6 +241,7 @@ func TestChaos(t *testing.T) {
 		t.Fatal("the workload hangs: it did not finish within 2 minutes of the last kill")
 	}
 	t.Logf("workload drained %v after the run ended", time.Since(began)-cfg.length)
+	t.Logf("the second driver: %s", second.finish())
 	for _, b := range bad {
 		t.Error(b)
 	}
@@ -350,4 +370,73 @@ func statusBalanced(c *clustertest.Cluster, dead string) (bool, string) {
 		return false, fmt.Sprintf("gray status: total %v over the live nodes, reported %v used of %v", total, st.Used, st.Total)
 	}
 	return true, ""
+}
+
+// envChaosDriver makes TestChaosSecondDriver run (TestChaos sets it).
+const envChaosDriver = "GRAY_CHAOS_SECOND_DRIVER"
+
+// TestChaosSecondDriver is not a test on its own: TestChaos runs it in a
+// process of its own as a second driver of its cluster. It says "ready",
+// runs chains of chaosStep, each checked exact, until its standard input
+// closes, then says how many it checked ("exact N") and ends; a wrong
+// result fails it (a nonzero exit).
+func TestChaosSecondDriver(t *testing.T) {
+	if os.Getenv(envChaosDriver) == "" {
+		t.Skip("run by TestChaos as its second driver")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := Init(ctx, Options{ObjectStoreMemory: 64 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	defer Shutdown()
+	fmt.Println("ready")
+	stop := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		close(stop)
+	}()
+	const steps = 6
+	for round := 0; ; round++ {
+		select {
+		case <-stop:
+			fmt.Printf("exact %d\n", round)
+			return
+		default:
+		}
+		start := 9_000_000 + round*100
+		r := chaosStep.Remote(start)
+		for range steps - 1 {
+			r = chaosStep.Remote(r)
+		}
+		if got, err := Get(ctx, r); err != nil || got != start+steps {
+			t.Fatalf("the second driver's round %d: got %d, %v; want %d", round, got, err, start+steps)
+		}
+	}
+}
+
+// chaosDriver is TestChaosSecondDriver running.
+type chaosDriver struct {
+	t *testing.T
+	*clustertest.Helper
+}
+
+// startChaosDriver starts the second driver and waits until it is ready.
+func startChaosDriver(t *testing.T, c *clustertest.Cluster) *chaosDriver {
+	t.Helper()
+	d := &chaosDriver{t: t, Helper: c.StartHelper("TestChaosSecondDriver", "GRAY_ADDRESS=auto", envChaosDriver+"=1")}
+	d.Expect("ready", time.Minute)
+	return d
+}
+
+// finish stops the second driver's workload, checks that every result it
+// got was exact (it exits 0) and returns what it said.
+func (d *chaosDriver) finish() string {
+	d.t.Helper()
+	d.CloseInput()
+	line := d.Expect("exact", 2*time.Minute)
+	if err := d.Wait(); err != nil {
+		d.t.Fatalf("the second driver: %v (%s)", err, line)
+	}
+	return line
 }

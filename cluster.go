@@ -80,27 +80,58 @@ func dialCluster(ctx context.Context, opts Options, cfg *node.Config) (*clusterC
 	}
 	host, _ := os.Hostname()
 	_ = r.RegisterJob(ctx, control.JobInfo{ID: job, Driver: fmt.Sprintf("%s pid %d", host, os.Getpid()), Node: c.self, Started: time.Now()})
-	c.drv, err = cluster.NewDriver(cluster.DriverConfig{Token: []byte(tok), Job: job, Args: cfg.Args, Skip: c.self})
+	idle, err := idleReturn()
 	if err != nil {
 		r.Close()
 		return nil, fmt.Errorf("gray: Init: %w", err)
 	}
+	c.drv, err = cluster.NewDriver(cluster.DriverConfig{Token: []byte(tok), Job: job, Args: cfg.Args, Skip: c.self, Listen: ip,
+		IdleReturn: idle})
+	if err != nil {
+		r.Close()
+		return nil, fmt.Errorf("gray: Init: %w", err)
+	}
+	var localCap *task.Resources
+	var localGPUs []int
 	if c.self != "" {
 		// The node of this machine counts what the driver's own workers
 		// may use, so that drivers sharing it never oversubscribe it.
-		granted, err := c.drv.LeaseLocal(ctx, self, cfg.Resources)
+		// The grant there follows demand (runtime/cluster/grant.go): it
+		// starts with what the node has free and grows up to capacity
+		// (what the options allow) while other jobs leave room.
+		capacity := cfg.Resources
+		granted, gpus, err := c.drv.LeaseLocal(ctx, self, capacity)
 		if err != nil {
 			c.drv.Close()
 			r.Close()
-			return nil, fmt.Errorf("gray: Init: leasing the resources of node %s on this machine: %w", c.self, err)
-		}
-		if granted.CPU < cfg.Resources.CPU || granted.GPU < cfg.Resources.GPU {
-			fmt.Fprintf(os.Stderr, "gray: other jobs hold part of node %s on this machine: this job runs %s there\n", c.self, granted)
+			if self.Head {
+				return nil, fmt.Errorf("gray: Init: the head node %s on this machine does not answer (its daemon died?): %w; %s", c.self, err, cluster.HeadRestartHint)
+			}
+			return nil, fmt.Errorf("gray: Init: leasing the resources of node %s on this machine: %w (is its daemon running? `gray start --address ...` starts it again)", c.self, err)
 		}
 		cfg.Resources = granted
+		localCap, localGPUs = &capacity, gpus
 	}
-	cfg.Cluster = &node.ClusterConfig{Remote: c.drv, Token: []byte(tok), Listen: net.JoinHostPort(ip, "0"), Locations: r}
+	cfg.Cluster = &node.ClusterConfig{Remote: c.drv, Token: []byte(tok), Listen: net.JoinHostPort(ip, "0"), Locations: r,
+		LocalCapacity: localCap, LocalGPUs: localGPUs}
 	return c, nil
+}
+
+// EnvIdleReturn, when set (a duration: "1s", "250ms"), is how long a
+// cluster driver keeps resources granted on a node unused before it gives
+// them back for other drivers (default cluster.DefaultIdleReturn).
+const EnvIdleReturn = "GRAY_IDLE_RETURN"
+
+func idleReturn() (time.Duration, error) {
+	v := os.Getenv(EnvIdleReturn)
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s=%q: want a positive duration such as 1s or 250ms", EnvIdleReturn, v)
+	}
+	return d, nil
 }
 
 // localIP returns the IP address this machine reaches addr from.
@@ -146,12 +177,14 @@ func (c *clusterConn) publish(ctx context.Context, n *node.Node) {
 	defer tick.Stop()
 	var last control.JobLoad
 	var sent time.Time
+	var stalled string
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 		}
+		stalled = reportStall(n, stalled)
 		l := jobLoad(n, c.self)
 		if time.Since(sent) < control.LoadTTL/2 && sameLoad(l, last) {
 			continue
@@ -174,7 +207,27 @@ func jobLoad(n *node.Node, self string) control.JobLoad {
 		l.Nodes = append(l.Nodes, control.JobNodeLoad{Node: a.Name, Granted: a.Total, Used: used, Tasks: a.Tasks, Actors: a.Actors})
 	}
 	l.Waiting = n.Waiting()
+	if st, ok := n.Stalled(); ok {
+		l.Waiting = append(l.Waiting, st.Need)
+	}
 	return l
+}
+
+// reportStall prints, once each time it changes, the line that says what
+// the job's actors wait for when only a node joining or an actor ending
+// can start them (a node died with every CPU in use: the run waits, and
+// says so, rather than hang in silence). last is the line printed before;
+// it returns the line now ("" when nothing waits so).
+func reportStall(n *node.Node, last string) string {
+	st, ok := n.Stalled()
+	if !ok {
+		return ""
+	}
+	line := st.String()
+	if line != last {
+		fmt.Fprintln(os.Stderr, "gray: "+line)
+	}
+	return line
 }
 
 func sameLoad(a, b control.JobLoad) bool {

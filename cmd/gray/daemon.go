@@ -106,6 +106,9 @@ func runDaemon(ctx context.Context, s *session.Session) error {
 // startHead starts what only the head runs: redis-server, kept running,
 // and the monitor. The returned func stops them, the monitor first.
 func startHead(ctx context.Context, s *session.Session) (stop func(), err error) {
+	if s.ExternalRedis { // a standby head: the cluster's Redis runs elsewhere
+		return startMonitor(ctx, s, func() {})
+	}
 	_, portText, err := net.SplitHostPort(s.Address)
 	if err != nil {
 		return nil, fmt.Errorf("the session's address %q: %w", s.Address, err)
@@ -124,11 +127,18 @@ func startHead(ctx context.Context, s *session.Session) (stop func(), err error)
 	}
 	kctx, cancelKeeper := context.WithCancel(context.Background())
 	go k.keep(kctx)
-
-	store, err := control.DialRedisRetry(ctx, control.RedisConfig{Addr: s.Address, Password: s.Token}, "")
-	if err != nil {
+	return startMonitor(ctx, s, func() {
 		cancelKeeper()
 		<-k.done
+	})
+}
+
+// startMonitor starts the head's monitor on the cluster's Redis; the
+// returned func stops it, then calls after.
+func startMonitor(ctx context.Context, s *session.Session, after func()) (stop func(), err error) {
+	store, err := control.DialRedisRetry(ctx, control.RedisConfig{Addr: s.Address, Password: s.Token}, "")
+	if err != nil {
+		after()
 		return nil, err
 	}
 	mctx, cancelMonitor := context.WithCancel(ctx)
@@ -146,8 +156,7 @@ func startHead(ctx context.Context, s *session.Session) (stop func(), err error)
 		cancelMonitor()
 		<-mdone
 		store.Close()
-		cancelKeeper()
-		<-k.done
+		after()
 	}, nil
 }
 

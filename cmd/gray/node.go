@@ -29,6 +29,7 @@ func nodeConfigFrom(s *session.Session) (cluster.NodeConfig, error) {
 		ObjectStoreMemory: s.ObjectStoreMemory,
 		Head:              s.Head,
 		HeartbeatInterval: s.HeartbeatInterval,
+		HeadTimeout:       s.NodeTimeout,
 	}, nil
 }
 

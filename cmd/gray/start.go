@@ -29,6 +29,7 @@ import (
 type startOptions struct {
 	head              bool
 	address, token    string
+	redisAddress      string
 	port, nodePort    int
 	cpus, gpus        float64
 	resources         string
@@ -64,6 +65,7 @@ func newStart() *cobra.Command {
 	f := cmd.Flags()
 	f.BoolVar(&o.head, "head", false, "start a new cluster: its Redis and head node")
 	f.StringVar(&o.address, "address", "", "join the cluster whose head is at IP:PORT")
+	f.StringVar(&o.redisAddress, "redis-address", "", "with --head: take over as the head of the running cluster whose Redis is at IP:PORT (a standby head; this machine starts no Redis)")
 	f.StringVar(&o.token, "token", "", "the cluster token the head printed (default $GRAY_TOKEN, or found on the head's machine)")
 	f.IntVar(&o.port, "port", 6379, "the head's Redis port (0: any free port)")
 	f.IntVar(&o.nodePort, "node-port", 0, "the port of the node's own server (0: any free port)")
@@ -75,7 +77,7 @@ func newStart() *cobra.Command {
 	f.BoolVar(&o.block, "block", false, "run in the foreground until interrupted")
 	f.Int64Var(&o.objectStoreMemory, "object-store-memory", 0, "bytes of shared memory for the object store (0: the default)")
 	f.DurationVar(&o.heartbeat, "heartbeat-interval", 0, "how often the node reports alive (0: 200ms)")
-	f.DurationVar(&o.nodeTimeout, "node-timeout", 0, "on the head: silence after which a node is declared dead (0: 1.5s)")
+	f.DurationVar(&o.nodeTimeout, "node-timeout", 0, "silence after which a node is declared dead: by the head, or the head by the other nodes (0: 1.5s)")
 	f.DurationVar(&o.readyTimeout, "timeout", time.Minute, "how long to wait for the node to be up")
 	return cmd
 }
@@ -88,6 +90,8 @@ func newSessionFrom(o startOptions) (s, prev *session.Session, err error) {
 	switch {
 	case o.head && o.address != "":
 		return nil, nil, errors.New("give either --head (a new cluster) or --address (join one), not both")
+	case o.redisAddress != "" && !o.head:
+		return nil, nil, errors.New("--redis-address starts a standby head: give it with --head (nodes join with --address)")
 	case !o.head && o.address == "":
 		return nil, nil, errors.New("give --head to start a cluster, or --address IP:PORT --token TOKEN to join one")
 	case net.ParseIP(o.ip) == nil:
@@ -139,6 +143,15 @@ func newSessionFrom(o startOptions) (s, prev *session.Session, err error) {
 	if err == nil && old.Running() {
 		return nil, nil, fmt.Errorf("a node (%s) runs in %s already: give each node its own --temp-dir", old.NodeID, s.TempDir)
 	}
+	if o.head && o.redisAddress != "" {
+		// A standby head: the cluster's Redis runs elsewhere (kept with
+		// persistence or replication: docs/cluster.md).
+		if s.Address, s.Token, err = session.Resolve(o.redisAddress, o.token); err != nil {
+			return nil, nil, err
+		}
+		s.ExternalRedis = true
+		return s, nil, nil
+	}
 	if o.head && err == nil && old.Head {
 		s.NodeID, s.NodeIP, s.Address, s.Token = old.NodeID, old.NodeIP, old.Address, old.Token
 		return s, old, nil
@@ -178,7 +191,7 @@ func runStart(ctx context.Context, out io.Writer, o startOptions) error {
 			}
 		}
 	}
-	if !s.Head {
+	if !s.Head || s.ExternalRedis {
 		// Check the address and token now, rather than in the daemon's log.
 		c, err := control.DialRedis(ctx, control.RedisConfig{Addr: s.Address, Password: s.Token}, "")
 		if err != nil {

@@ -37,7 +37,9 @@ type Options struct {
 	// NodeResources, by node index (0 is the head), replace Resources for
 	// that node.
 	NodeResources map[int]map[string]float64
-	// NodeTimeout is the head's --node-timeout (0: the default, 1.5 s).
+	// NodeTimeout is every node's --node-timeout: the head's monitor
+	// declares nodes dead after it, the other nodes the head (0: the
+	// default, 1.5 s).
 	NodeTimeout time.Duration
 	// HeartbeatInterval is every node's --heartbeat-interval (0: 200 ms).
 	HeartbeatInterval time.Duration
@@ -143,7 +145,7 @@ func (c *Cluster) nodeFlags(i int) []string {
 	if c.opts.HeartbeatInterval > 0 {
 		f = append(f, "--heartbeat-interval", c.opts.HeartbeatInterval.String())
 	}
-	if i == 0 && c.opts.NodeTimeout > 0 {
+	if c.opts.NodeTimeout > 0 { // the head's monitor, and the other nodes' watch of the head
 		f = append(f, "--node-timeout", c.opts.NodeTimeout.String())
 	}
 	return f
@@ -178,6 +180,22 @@ func (c *Cluster) RestartHead() {
 	c.mu.Unlock()
 }
 
+// StartStandby starts a standby head on a machine of its own (the next
+// node index, its own temp dir and address): `gray start --head
+// --redis-address` pointed at the cluster's Redis, as after the head's
+// machine died. It returns the new head.
+func (c *Cluster) StartStandby() *Node {
+	c.t.Helper()
+	c.mu.Lock()
+	i := len(c.nodes)
+	c.mu.Unlock()
+	args := append([]string{"start", "--head", "--redis-address", c.Address(), "--token", c.Token()}, c.nodeFlags(i)...)
+	if out, err := c.Gray(args...); err != nil {
+		c.t.Fatalf("gray start --head --redis-address: %v\n%s", err, out)
+	}
+	return c.addStarted(i)
+}
+
 // addStarted records node i, which `gray start` started.
 func (c *Cluster) addStarted(i int) *Node {
 	c.t.Helper()
@@ -190,7 +208,7 @@ func (c *Cluster) addStarted(i int) *Node {
 	c.mu.Lock()
 	c.nodes = append(c.nodes, n)
 	c.pids = append(c.pids, s.PID(session.NodePIDFile))
-	if s.Head {
+	if s.Head && !s.ExternalRedis {
 		c.pids = append(c.pids, s.PID(session.RedisPIDFile))
 	}
 	c.mu.Unlock()
@@ -357,9 +375,10 @@ func (s Status) Node(id string) (NodeStatus, bool) {
 	return NodeStatus{}, false
 }
 
-// Status runs `gray status --json`.
+// Status runs `gray status --json` for the cluster's address (which
+// answers while no head runs: Redis outlives the head's daemon).
 func (c *Cluster) Status() (Status, error) {
-	out, err := c.Gray("status", "--json")
+	out, err := c.Gray("status", "--json", "--address", c.Address())
 	if err != nil {
 		return Status{}, fmt.Errorf("gray status: %w: %s", err, out)
 	}

@@ -44,11 +44,18 @@ func (r *registry) Heartbeat(context.Context, string, control.NodeLoad) error {
 // address.
 func startNode(t *testing.T, id string, res task.Resources) string {
 	t.Helper()
+	return startNodeIn(t, id, res, t.TempDir())
+}
+
+// startNodeIn is startNode with the node's temp dir (its executable cache
+// is dir/exe).
+func startNodeIn(t *testing.T, id string, res task.Resources, dir string) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	addr := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- ServeNode(ctx, NodeConfig{ID: id, IP: "127.0.0.1", TempDir: t.TempDir(), Resources: res, Token: token,
+		done <- ServeNode(ctx, NodeConfig{ID: id, IP: "127.0.0.1", TempDir: dir, Resources: res, Token: token,
 			Registry: &registry{}, HeartbeatInterval: 50 * time.Millisecond, Ready: func(a string) { addr <- a }})
 	}()
 	t.Cleanup(func() {
@@ -79,12 +86,15 @@ func newScheduler() *scheduler {
 	return &scheduler{added: make(chan task.Resources, 4), gone: make(chan string, 4), exited: make(chan string, 4)}
 }
 
-func (s *scheduler) AddNode(_ sched.NodeID, _ string, res task.Resources) error {
+func (s *scheduler) AddNodeGrant(_ sched.NodeID, _ string, res task.Resources, _ []int, _ task.Resources) error {
 	s.added <- res
 	return nil
 }
-func (s *scheduler) NodeGone(_ sched.NodeID, why string)      { s.gone <- why }
-func (s *scheduler) WorkerExited(_ sched.WorkerID, why error) { s.exited <- why.Error() }
+func (s *scheduler) GrantView(sched.NodeID) (sched.GrantView, bool) { return sched.GrantView{}, false }
+func (s *scheduler) GrowGrant(sched.NodeID, task.Resources, []int)  {}
+func (s *scheduler) ReclaimGrant(sched.NodeID, task.Resources)      {}
+func (s *scheduler) NodeGone(_ sched.NodeID, why string)            { s.gone <- why }
+func (s *scheduler) WorkerExited(_ sched.WorkerID, why error)       { s.exited <- why.Error() }
 
 func recv[T any](t *testing.T, ch chan T, what string) T {
 	t.Helper()
@@ -178,7 +188,7 @@ func TestLeaseRefusesAnotherPlatform(t *testing.T) {
 		b = wire.AppendString(b, "mips")
 		b = append(b, make([]byte, 32)...)
 		b = wire.AppendUvarint(b, 10)
-		return appendRes(b, task.Resources{CPU: 1})
+		return appendStrings(appendRes(b, task.Resources{CPU: 1}), nil)
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,8 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/gray-ml/gray/runtime/control"
 	"github.com/gray-ml/gray/runtime/sched"
@@ -21,10 +23,25 @@ import (
 // Scheduler is what a Driver tells about the cluster's nodes: the driver's
 // node (runtime/node.Node implements it).
 type Scheduler interface {
-	AddNode(k sched.NodeID, name string, res task.Resources) error
+	// AddNodeGrant adds node k, whose resources are capacity, of which
+	// the job holds granted for now.
+	// gpus are the indices of granted's GPUs (the node owns them).
+	AddNodeGrant(k sched.NodeID, name string, granted task.Resources, gpus []int, capacity task.Resources) error
 	NodeGone(k sched.NodeID, why string)
 	WorkerExited(w sched.WorkerID, why error)
+	// GrantView, GrowGrant and ReclaimGrant follow node k's grant
+	// (sched.GrantView; grant.go): k is sched.Local for the lease on the
+	// driver's own machine.
+	GrantView(k sched.NodeID) (sched.GrantView, bool)
+	GrowGrant(k sched.NodeID, r task.Resources, gpus []int)
+	ReclaimGrant(k sched.NodeID, r task.Resources)
 }
+
+// Defaults of DriverConfig.
+const (
+	DefaultGrantEvery = 50 * time.Millisecond
+	DefaultIdleReturn = time.Second
+)
 
 // DriverConfig configures a Driver.
 type DriverConfig struct {
@@ -37,6 +54,15 @@ type DriverConfig struct {
 	// Skip is the ID of a node not to lease: the one on the driver's own
 	// machine, whose resources the driver's node schedules itself.
 	Skip string
+	// GrantEvery is how often the driver looks at its grants (asks for
+	// more, gives back what idles); 0: DefaultGrantEvery.
+	GrantEvery time.Duration
+	// IdleReturn is how long resources stay granted and unused before
+	// the driver gives them back; 0: DefaultIdleReturn.
+	IdleReturn time.Duration
+	// Listen is the host the driver serves its executable on, for the
+	// nodes to pull (exe.go); "": 127.0.0.1.
+	Listen string
 }
 
 // Driver is a driver's side of its leases: it implements node.Remote for
@@ -53,6 +79,8 @@ type Driver struct {
 	byID   map[string]sched.NodeID
 	next   sched.NodeID
 	closed bool
+	stop   chan struct{} // closed by Close: ends the grant loop
+	exe    *exeServer    // serves the executable; started by the first lease that needs it
 	wg     sync.WaitGroup
 }
 
@@ -60,9 +88,18 @@ type Driver struct {
 type dlease struct {
 	k    sched.NodeID
 	id   string // the node's ID
+	head bool   // the node is the cluster's head
 	conn *wire.Conn
 	// objAddr is the node's object transfer address (driver_objects.go).
 	objAddr string
+	// seq is the number of the last grant applied (set by read).
+	seq atomic.Uint64
+	// The grant loop's own (grant.go): what it last asked for, and what
+	// has idled.
+	sentSeq     uint64
+	sentDesired task.Resources
+	asked       bool
+	idle        idleTracker
 }
 
 // NewDriver hashes the executable the nodes will run.
@@ -84,21 +121,39 @@ func NewDriver(cfg DriverConfig) (*Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: hashing %s: %w", cfg.Executable, err)
 	}
-	d := &Driver{cfg: cfg, size: size, leases: map[sched.NodeID]*dlease{}, byID: map[string]sched.NodeID{}}
+	if cfg.GrantEvery <= 0 {
+		cfg.GrantEvery = DefaultGrantEvery
+	}
+	if cfg.IdleReturn <= 0 {
+		cfg.IdleReturn = DefaultIdleReturn
+	}
+	d := &Driver{cfg: cfg, size: size, leases: map[sched.NodeID]*dlease{}, byID: map[string]sched.NodeID{},
+		stop: make(chan struct{})}
 	h.Sum(d.sum[:0])
 	return d, nil
 }
 
-// Attach sets the scheduler the driver reports to; call it before Join.
+// Attach sets the scheduler the driver reports to and starts following
+// the grants (grant.go); call it once, before Join.
 func (d *Driver) Attach(s Scheduler) {
 	d.mu.Lock()
+	defer d.mu.Unlock()
 	d.sched = s
-	d.mu.Unlock()
+	if d.closed {
+		return
+	}
+	if d.local != nil {
+		d.wg.Add(1)
+		go d.read(d.local)
+	}
+	d.wg.Add(1)
+	go d.grantLoop()
 }
 
 // Join leases the node n describes (its lease address, NodeAddr): the node
-// caches the executable, grants what it has free, and the scheduler gets
-// the node. Joining a node twice does nothing.
+// pulls the executable unless it has it cached (exe.go), grants what it
+// has free, and the scheduler gets the node, its grant following demand
+// from then on (grant.go). Joining a node twice does nothing.
 func (d *Driver) Join(ctx context.Context, n control.NodeInfo) error {
 	d.mu.Lock()
 	if _, dup := d.byID[n.ID]; dup || d.closed || n.ID == d.cfg.Skip {
@@ -110,7 +165,7 @@ func (d *Driver) Join(ctx context.Context, n control.NodeInfo) error {
 	d.byID[n.ID] = k
 	s := d.sched
 	d.mu.Unlock()
-	l, granted, err := d.dial(ctx, k, n)
+	l, granted, gpus, err := d.dial(ctx, k, n)
 	if err != nil {
 		d.mu.Lock()
 		delete(d.byID, n.ID)
@@ -126,8 +181,12 @@ func (d *Driver) Join(ctx context.Context, n control.NodeInfo) error {
 	d.leases[k] = l
 	d.wg.Add(1)
 	d.mu.Unlock()
+	// The scheduler has the node before the lease is read: a grant that
+	// follows the welcome at once must find its core, or the driver and
+	// the node would disagree on what the job holds there.
+	err = s.AddNodeGrant(k, n.ID, granted, gpus, n.Resources)
 	go d.read(l)
-	if err := s.AddNode(k, n.ID, granted); err != nil {
+	if err != nil {
 		l.conn.Abort()
 		return err
 	}
@@ -136,44 +195,54 @@ func (d *Driver) Join(ctx context.Context, n control.NodeInfo) error {
 
 // LeaseLocal takes a resources-only lease on n, the node on the driver's
 // own machine, whose workers the driver starts itself: the node counts
-// what it grants (at most want) as used by this job until the driver
-// ends or dies, so drivers sharing the node never oversubscribe it. It
-// returns the grant, which the driver's node must not exceed.
-func (d *Driver) LeaseLocal(ctx context.Context, n control.NodeInfo, want task.Resources) (task.Resources, error) {
-	l, granted, err := d.hello(ctx, 0, n, want, false)
+// what it grants (at first what it has free, at most want) as used by
+// this job, so drivers sharing the node never oversubscribe it. It returns
+// the first grant, which the driver's node must not exceed, and the
+// indices of its GPUs, the only ones the driver's node may hand out; from
+// Attach on the grant follows demand (grant.go) as sched.Local's, and the
+// driver ending or dying returns it.
+func (d *Driver) LeaseLocal(ctx context.Context, n control.NodeInfo, want task.Resources) (task.Resources, []int, error) {
+	l, granted, gpus, err := d.hello(ctx, 0, n, want, false)
 	if err != nil {
-		return task.Resources{}, err
+		return task.Resources{}, nil, err
 	}
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
 		l.conn.Close()
-		return task.Resources{}, errors.New("cluster: the driver is closed")
+		return task.Resources{}, nil, errors.New("cluster: the driver is closed")
 	}
 	d.local = l
 	d.mu.Unlock()
-	return granted, nil
+	return granted, gpus, nil
 }
 
 // dial opens the lease and says hello.
-func (d *Driver) dial(ctx context.Context, k sched.NodeID, n control.NodeInfo) (*dlease, task.Resources, error) {
+func (d *Driver) dial(ctx context.Context, k sched.NodeID, n control.NodeInfo) (*dlease, task.Resources, []int, error) {
 	return d.hello(ctx, k, n, n.Resources, true)
 }
 
 // hello opens a lease on n asking for want; withExe offers the
-// executable (a lease whose workers the node starts).
-func (d *Driver) hello(ctx context.Context, k sched.NodeID, n control.NodeInfo, want task.Resources, withExe bool) (*dlease, task.Resources, error) {
+// executable (a lease whose workers the node starts). It returns the
+// lease, the first grant and the indices of its GPUs.
+func (d *Driver) hello(ctx context.Context, k sched.NodeID, n control.NodeInfo, want task.Resources, withExe bool) (*dlease, task.Resources, []int, error) {
 	if n.NodeAddr == "" {
-		return nil, task.Resources{}, fmt.Errorf("cluster: node %s has no lease address", n.ID)
+		return nil, task.Resources{}, nil, fmt.Errorf("cluster: node %s has no lease address", n.ID)
 	}
 	c, err := transfer.Dial(ctx, n.NodeAddr, d.cfg.Token)
 	if err != nil {
-		return nil, task.Resources{}, fmt.Errorf("cluster: joining node %s: %w", n.ID, err)
+		return nil, task.Resources{}, nil, fmt.Errorf("cluster: joining node %s: %w", n.ID, err)
 	}
 	conn := wire.New(c)
-	fail := func(err error) (*dlease, task.Resources, error) {
+	fail := func(err error) (*dlease, task.Resources, []int, error) {
 		conn.Close()
-		return nil, task.Resources{}, fmt.Errorf("cluster: joining node %s at %s: %w", n.ID, n.NodeAddr, err)
+		return nil, task.Resources{}, nil, fmt.Errorf("cluster: joining node %s at %s: %w", n.ID, n.NodeAddr, err)
+	}
+	var sources []string
+	if withExe {
+		if sources, err = d.exeSources(); err != nil {
+			return fail(err)
+		}
 	}
 	stop := context.AfterFunc(ctx, func() { conn.Abort() })
 	defer stop()
@@ -184,11 +253,11 @@ func (d *Driver) hello(ctx context.Context, k sched.NodeID, n control.NodeInfo, 
 		if !withExe {
 			var none [32]byte
 			b = append(b, none[:]...)
-			return appendRes(wire.AppendUvarint(b, 0), want)
+			return appendStrings(appendRes(wire.AppendUvarint(b, 0), want), nil)
 		}
 		b = append(b, d.sum[:]...)
 		b = wire.AppendUvarint(b, uint64(d.size))
-		return appendRes(b, want)
+		return appendStrings(appendRes(b, want), sources)
 	}); err != nil {
 		return fail(err)
 	}
@@ -196,65 +265,80 @@ func (d *Driver) hello(ctx context.Context, k sched.NodeID, n control.NodeInfo, 
 	if err != nil {
 		return fail(err)
 	}
-	if typ == msgNeedExe {
-		exe, err := os.ReadFile(d.cfg.Executable)
-		if err != nil {
-			return fail(err)
-		}
-		if err := conn.Send(msgExe, func(b []byte) []byte { return append(b, exe...) }); err != nil {
-			return fail(err)
-		}
-		if typ, payload, err = conn.Recv(); err != nil {
-			return fail(err)
-		}
-	}
 	if typ != msgWelcome {
 		return fail(fmt.Errorf("expected a welcome, got message %d", typ))
 	}
 	dec := wire.Dec{B: payload}
 	status, msg := dec.Byte(), dec.String()
-	granted := decodeRes(&dec)
+	granted, gpus := decodeRes(&dec), decodeInts(&dec)
 	if dec.Err != nil {
 		return fail(dec.Err)
 	}
 	if status != 0 {
 		return fail(errors.New(msg))
 	}
-	return &dlease{k: k, id: n.ID, conn: conn, objAddr: n.ObjectAddr}, granted, nil
+	return &dlease{k: k, id: n.ID, head: n.Head, conn: conn, objAddr: n.ObjectAddr}, granted, gpus, nil
 }
 
 // read takes a lease's messages until its connection ends, which takes the
-// node out of the job.
+// node out of the job (the local lease's end leaves the driver's grant on
+// its own node as it was).
 func (d *Driver) read(l *dlease) {
 	defer d.wg.Done()
-	var err error
-	for {
-		var typ byte
-		var payload []byte
-		typ, payload, err = l.conn.Recv()
-		if err != nil {
-			break
-		}
-		if typ != msgExited {
-			err = fmt.Errorf("unexpected message %d", typ)
-			break
-		}
-		dec := wire.Dec{B: payload}
-		w, why := sched.WorkerID(dec.Uvarint()), dec.String()
-		if dec.Err != nil {
-			err = dec.Err
-			break
-		}
-		d.sched.WorkerExited(w, errors.New(why))
-	}
+	err := d.readLoop(l)
 	l.conn.Close()
 	d.mu.Lock()
 	closed := d.closed
-	delete(d.leases, l.k)
-	delete(d.byID, l.id)
+	if l.k != sched.Local {
+		delete(d.leases, l.k)
+		delete(d.byID, l.id)
+	}
 	d.mu.Unlock()
-	if !closed {
+	if !closed && l.head {
+		log.Printf("gray: the head node %s is gone (%v): this job goes on with the other nodes, but no node's death is detected and no driver can use the head's machine until a head runs again; %s", l.id, err, HeadRestartHint)
+	}
+	switch {
+	case closed:
+	case l.k == sched.Local:
+		log.Printf("gray: lost the lease on node %s of this machine (%v): this job keeps what it holds there", l.id, err)
+	default:
 		d.sched.NodeGone(l.k, fmt.Sprintf("lost the connection to it: %v", err))
+	}
+}
+
+func (d *Driver) readLoop(l *dlease) error {
+	for {
+		typ, payload, err := l.conn.Recv()
+		if err != nil {
+			return err
+		}
+		dec := wire.Dec{B: payload}
+		switch typ {
+		case msgExited:
+			w, why := sched.WorkerID(dec.Uvarint()), dec.String()
+			if dec.Err != nil {
+				return dec.Err
+			}
+			d.sched.WorkerExited(w, errors.New(why))
+		case msgGrant:
+			seq, r, gpus := dec.Uvarint(), decodeRes(&dec), decodeInts(&dec)
+			if dec.Err != nil {
+				return dec.Err
+			}
+			d.sched.GrowGrant(l.k, r, gpus)
+			// Seen only once applied: a want sent with it counts the grant.
+			if seq > l.seq.Load() {
+				l.seq.Store(seq)
+			}
+		case msgReclaim:
+			r := decodeRes(&dec)
+			if dec.Err != nil {
+				return dec.Err
+			}
+			d.sched.ReclaimGrant(l.k, r)
+		default:
+			return fmt.Errorf("unexpected message %d", typ)
+		}
 	}
 }
 
@@ -342,6 +426,9 @@ func (d *Driver) Watch(ctx context.Context, store *control.Redis) error {
 // the driver's goroutines; the context given to Watch must end too.
 func (d *Driver) Close() error {
 	d.mu.Lock()
+	if !d.closed {
+		close(d.stop)
+	}
 	d.closed = true
 	ls := make([]*dlease, 0, len(d.leases))
 	for _, l := range d.leases {
@@ -356,5 +443,11 @@ func (d *Driver) Close() error {
 		l.conn.Abort()
 	}
 	d.wg.Wait()
+	d.mu.Lock()
+	exe := d.exe
+	d.mu.Unlock()
+	if exe != nil {
+		exe.close()
+	}
 	return nil
 }

@@ -1,10 +1,7 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -44,6 +41,10 @@ type NodeConfig struct {
 	ObjectStoreMemory int64
 	Head              bool
 	HeartbeatInterval time.Duration // 0: monitor.DefaultInterval
+	// HeadTimeout is the head's silence after which this node (not the
+	// head) declares it dead and says so (headwatch.go); 0:
+	// monitor.DefaultTimeout.
+	HeadTimeout time.Duration
 	// Registry, when not nil, is used instead of dialling Redis.
 	Registry monitor.NodeRegistry
 	// Ready, when not nil, is called with the lease address once the node
@@ -52,8 +53,9 @@ type NodeConfig struct {
 }
 
 // ServeNode runs a node daemon until ctx ends: it listens for drivers'
-// leases (token-authenticated), starts their workers from their
-// executable (fetched once, cached by its sha256 under TempDir), registers
+// leases (token-authenticated), divides its resources among them as their
+// demand changes (grant.go), starts their workers from their executable
+// (pulled once, cached by its sha256 under TempDir: exe.go), registers
 // the node in the control store and heartbeats. When ctx ends, or the
 // cluster declares the node dead, every worker it started is killed.
 func ServeNode(ctx context.Context, cfg NodeConfig) error {
@@ -67,13 +69,17 @@ func ServeNode(ctx context.Context, cfg NodeConfig) error {
 	if ip == "" {
 		ip = "127.0.0.1"
 	}
-	d := &daemon{cfg: cfg, free: add(cfg.Resources, task.Resources{}, 1), leases: map[*lease]bool{},
-		cache: filepath.Join(cfg.TempDir, "exe"), logs: filepath.Join(cfg.TempDir, "logs")}
-	for _, dir := range []string{d.cache, d.logs} {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return fmt.Errorf("cluster: node %s: %w", cfg.ID, err)
-		}
+	d := &daemon{cfg: cfg, books: newBooks(cfg.Resources), leases: map[*lease]bool{},
+		logs: filepath.Join(cfg.TempDir, "logs")}
+	if err := os.MkdirAll(d.logs, 0o700); err != nil {
+		return fmt.Errorf("cluster: node %s: %w", cfg.ID, err)
 	}
+	exes, err := newExeCache(filepath.Join(cfg.TempDir, "exe"), cfg.Token)
+	if err != nil {
+		return fmt.Errorf("cluster: node %s: %w", cfg.ID, err)
+	}
+	defer exes.close()
+	d.exes = exes
 	ln, err := transfer.Listen(net.JoinHostPort(ip, strconv.Itoa(cfg.Port)), cfg.Token)
 	if err != nil {
 		return fmt.Errorf("cluster: node %s: %w", cfg.ID, err)
@@ -81,7 +87,7 @@ func ServeNode(ctx context.Context, cfg NodeConfig) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	if d.objs, err = startObjects(ctx, &wg, cfg, ip); err != nil {
+	if d.objs, err = startObjects(ctx, &wg, cfg, ip, exes.blobs); err != nil {
 		ln.Close()
 		return err
 	}
@@ -115,6 +121,18 @@ func ServeNode(ctx context.Context, cfg NodeConfig) error {
 			store.Close()
 		}()
 		reg = store
+		if !cfg.Head {
+			hctx, stopWatch := context.WithCancel(ctx)
+			watched := make(chan struct{})
+			go func() {
+				defer close(watched)
+				watchHead(hctx, store, cfg.ID, cfg.HeadTimeout)
+			}()
+			defer func() { // before the store closes
+				stopWatch()
+				<-watched
+			}()
+		}
 	}
 	hb := &monitor.Heartbeater{
 		Store: reg,
@@ -128,14 +146,15 @@ func ServeNode(ctx context.Context, cfg NodeConfig) error {
 
 // daemon is a running node.
 type daemon struct {
-	cfg         NodeConfig
-	cache, logs string
-	objs        *nodeObjects
+	cfg  NodeConfig
+	logs string
+	objs *nodeObjects
 
 	mu     sync.Mutex
-	free   task.Resources // what no lease holds
+	books  // what no lease holds (grant.go)
 	leases map[*lease]bool
-	exeMu  sync.Mutex // one executable written at a time
+	nextN  uint64 // numbers the leases, oldest first (grant.go)
+	exes   *exeCache
 }
 
 // load is the node's load for its heartbeat.
@@ -143,7 +162,7 @@ func (d *daemon) load() control.NodeLoad {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	st := d.objs.store.Stats()
-	l := control.NodeLoad{Used: add(d.cfg.Resources, d.free, -1), StoreUsed: st.Used, StoreCapacity: st.Capacity,
+	l := control.NodeLoad{Used: d.cfg.Resources.Sub(d.free), StoreUsed: st.Used, StoreCapacity: st.Capacity,
 		ObjectsServed: d.objs.srv.Served()}
 	for ls := range d.leases {
 		ls.mu.Lock()
@@ -185,11 +204,16 @@ func (d *daemon) closeAll() {
 
 // lease is one driver's connection and the workers it started.
 type lease struct {
-	d       *daemon
-	conn    *wire.Conn
-	job     string
-	exe     string
-	granted task.Resources
+	d    *daemon
+	conn *wire.Conn
+	job  string
+	exe  string
+	want task.Resources // asked for in the hello
+
+	// Under d.mu: its grant (grant.go), its number, and how many grants
+	// were sent to it.
+	share
+	n, seq uint64
 
 	mu      sync.Mutex
 	workers map[uint64]*os.Process
@@ -202,32 +226,37 @@ func (d *daemon) serve(ctx context.Context, c net.Conn) {
 	conn := wire.New(c)
 	defer conn.Close()
 	l := &lease{d: d, conn: conn, workers: map[uint64]*os.Process{}}
-	if err := l.hello(); err != nil {
+	if err := l.hello(ctx); err != nil {
 		_ = conn.Send(msgWelcome, func(b []byte) []byte {
 			b = append(b, 1)
 			b = wire.AppendString(b, err.Error())
-			return appendRes(b, task.Resources{})
+			return appendInts(appendRes(b, task.Resources{}), nil)
 		})
 		return
 	}
 	d.mu.Lock()
-	l.granted = grant(l.granted, d.free)
-	d.free = add(d.free, l.granted, -1)
+	granted, gpus := d.books.grant(&l.share, grant(l.want, d.free))
+	l.desired = granted
+	d.nextN++
+	l.n = d.nextN
 	d.leases[l] = true
+	// The welcome goes out before any grant rebalancing sends.
+	err := conn.Send(msgWelcome, func(b []byte) []byte {
+		b = append(b, 0)
+		b = wire.AppendString(b, d.cfg.ID)
+		return appendInts(appendRes(b, granted), gpus)
+	})
 	d.mu.Unlock()
 	defer func() {
 		l.killAll()
 		l.wg.Wait()
 		d.mu.Lock()
 		delete(d.leases, l)
-		d.free = add(d.free, l.granted, 1)
+		d.books.giveBack(&l.share, l.held, l.gpus)
+		d.rebalanceLocked() // the others may grow into what it held
 		d.mu.Unlock()
 	}()
-	if err := conn.Send(msgWelcome, func(b []byte) []byte {
-		b = append(b, 0)
-		b = wire.AppendString(b, d.cfg.ID)
-		return appendRes(b, l.granted)
-	}); err != nil {
+	if err != nil {
 		return
 	}
 	go func() { // the lease ends with the daemon
@@ -263,6 +292,18 @@ func (d *daemon) serve(ctx context.Context, c net.Conn) {
 			if d.objs.handleRelease(&dec) != nil {
 				return
 			}
+		case msgWant:
+			seq, desired := dec.Uvarint(), decodeRes(&dec)
+			if dec.Err != nil {
+				return
+			}
+			d.want(l, seq, desired)
+		case msgReturn:
+			r, gpus := decodeRes(&dec), decodeInts(&dec)
+			if dec.Err != nil {
+				return
+			}
+			d.giveBack(l, r, gpus)
 		default:
 			return
 		}
@@ -270,8 +311,8 @@ func (d *daemon) serve(ctx context.Context, c net.Conn) {
 }
 
 // hello reads the driver's hello and makes sure the node holds its
-// executable; the resources wanted are left in l.granted.
-func (l *lease) hello() error {
+// executable (exe.go); the resources wanted are left in l.want.
+func (l *lease) hello(ctx context.Context) error {
 	typ, payload, err := l.conn.Recv()
 	if err != nil {
 		return err
@@ -285,7 +326,8 @@ func (l *lease) hello() error {
 	var sum [32]byte
 	dec.Fixed(sum[:])
 	size := dec.Uvarint()
-	l.granted = decodeRes(&dec)
+	l.want = decodeRes(&dec)
+	sources := decodeStrings(&dec)
 	if dec.Err != nil {
 		return fmt.Errorf("malformed hello: %w", dec.Err)
 	}
@@ -299,34 +341,10 @@ func (l *lease) hello() error {
 		// from counting the same resources.
 		return nil
 	}
-	path := filepath.Join(l.d.cache, hex.EncodeToString(sum[:]))
-	l.exe = path
-	if st, err := os.Stat(path); err == nil && st.Size() == int64(size) {
-		return nil
+	if err := l.d.exes.ensure(ctx, sum, int64(size), sources); err != nil {
+		return fmt.Errorf("node %s: %w", l.d.cfg.ID, err)
 	}
-	if err := l.conn.Send(msgNeedExe, nil); err != nil {
-		return err
-	}
-	typ, payload, err = l.conn.Recv()
-	if err != nil {
-		return err
-	}
-	if typ != msgExe {
-		return fmt.Errorf("expected the executable, got message %d", typ)
-	}
-	if got := sha256.Sum256(payload); !bytes.Equal(got[:], sum[:]) {
-		return fmt.Errorf("the executable sent does not match its sha256 %x", sum)
-	}
-	l.d.exeMu.Lock()
-	defer l.d.exeMu.Unlock()
-	tmp := path + ".part" + strconv.Itoa(os.Getpid())
-	if err := os.WriteFile(tmp, payload, 0o700); err != nil {
-		return fmt.Errorf("caching the executable: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("caching the executable: %w", err)
-	}
+	l.exe = l.d.exes.blobs.Path(sum)
 	return nil
 }
 

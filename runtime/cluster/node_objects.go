@@ -34,9 +34,10 @@ type nodeObjects struct {
 
 // startObjects opens the node's store (in shared memory, /dev/shm,
 // removed when the daemon stops; CleanStale removes a killed daemon's) and
-// starts serving its objects on ip (token-checked). The server runs until
-// ctx ends; close releases the store.
-func startObjects(ctx context.Context, wg *sync.WaitGroup, cfg NodeConfig, ip string) (*nodeObjects, error) {
+// starts serving its objects on ip (token-checked), and its cached
+// executables (blobs: other nodes pull a driver's from here). The server
+// runs until ctx ends; close releases the store.
+func startObjects(ctx context.Context, wg *sync.WaitGroup, cfg NodeConfig, ip string, blobs *transfer.Blobs) (*nodeObjects, error) {
 	_, _ = objstore.CleanStale("/dev/shm") // stores of killed daemons and drivers
 	st, err := objstore.Open(objstore.Options{
 		Session:  "node-" + safe(cfg.ID) + "-" + strconv.Itoa(os.Getpid()),
@@ -50,7 +51,7 @@ func startObjects(ctx context.Context, wg *sync.WaitGroup, cfg NodeConfig, ip st
 		st.Close()
 		return nil, fmt.Errorf("cluster: node %s: listening for object transfers: %w", cfg.ID, err)
 	}
-	o := &nodeObjects{store: st, srv: transfer.NewServer(transfer.AdoptingSource(st)), ln: ln}
+	o := &nodeObjects{store: st, srv: transfer.NewServer(transfer.Chain(transfer.AdoptingSource(st), blobs)), ln: ln}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()

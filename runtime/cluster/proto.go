@@ -7,18 +7,23 @@
 // hold the cluster token) and keeps that connection, the lease, for the
 // job's life:
 //
-//	driver → node  hello    job, GOOS/GOARCH, the executable's sha256 and size, the resources wanted
-//	node → driver  needExe  the node has no executable with that sum in its cache
-//	driver → node  exe      the executable's bytes (checked against the sum, cached by it)
-//	node → driver  welcome  ok or why not, the resources granted, the node's ID
+//	driver → node  hello    job, GOOS/GOARCH, the executable's sha256 and size, the resources wanted,
+//	                        where to pull the executable from (exe.go) if the node's cache lacks it
+//	node → driver  welcome  ok or why not, the resources granted and their GPU indices, the node's ID
 //	driver → node  start    start worker W: arguments, environment
 //	driver → node  stop     kill worker W
 //	node → driver  exited   worker W ended (or did not start), and why
 //	driver → node  release  the driver freed these objects (hex IDs): drop the node's copies
+//	driver → node  want     the last grant seen, what the driver would like to hold
+//	driver → node  return   resources the driver gives back (idle, or asked for), their GPU indices
+//	node → driver  grant    resources added to the grant (numbered), their GPU indices
+//	node → driver  reclaim  resources to give back as running tasks end
 //
-// The node grants what it has free (its resources less other jobs'
-// grants) and keeps the grant until the lease ends; the driver's scheduler
-// places tasks within it. A hello whose executable sum is all zeros (size
+// The welcome grants what the node has free, up to what the hello asks;
+// from then on the grant follows demand (grant.go): the driver asks for
+// more when its queued work could use it, gives back what it held idle,
+// and the node divides itself fairly among the drivers that want it. The
+// driver's scheduler places tasks within its grant. A hello whose executable sum is all zeros (size
 // 0) is a resources-only lease, taken by a driver on the node's own
 // machine for the workers it starts itself (Driver.LeaseLocal): the grant
 // counts, and the node starts no workers for it. When the lease's connection ends (the driver
@@ -37,13 +42,17 @@ import (
 // The lease's messages (see the package comment).
 const (
 	msgHello byte = 1 + iota
-	msgNeedExe
-	msgExe
+	_             // was needExe: the executable is pulled now (exe.go)
+	_             // was exe
 	msgWelcome
 	msgStart
 	msgStop
 	msgExited
 	msgRelease
+	msgWant    // driver → node: seq of the last grant applied, the resources it would like to hold
+	msgReturn  // driver → node: resources it gives back, their GPU indices
+	msgGrant   // node → driver: seq, resources added to its grant, their GPU indices
+	msgReclaim // node → driver: resources to give back as its tasks end
 )
 
 func appendRes(b []byte, r task.Resources) []byte {
@@ -65,6 +74,24 @@ func decodeRes(d *wire.Dec) task.Resources {
 		r.Custom[k] = d.Float()
 	}
 	return r
+}
+
+// appendInts appends GPU indices.
+func appendInts(b []byte, is []int) []byte {
+	b = wire.AppendUvarint(b, uint64(len(is)))
+	for _, i := range is {
+		b = wire.AppendUvarint(b, uint64(i))
+	}
+	return b
+}
+
+func decodeInts(d *wire.Dec) []int {
+	n := d.Count()
+	out := make([]int, 0, n)
+	for range n {
+		out = append(out, int(d.Uvarint()))
+	}
+	return out
 }
 
 func appendStrings(b []byte, ss []string) []byte {
@@ -94,14 +121,4 @@ func grant(want, free task.Resources) task.Resources {
 	}
 	g.CPU, g.GPU = max(g.CPU, 0), max(g.GPU, 0)
 	return g
-}
-
-// add returns a + sign*b.
-func add(a, b task.Resources, sign float64) task.Resources {
-	out := task.Resources{CPU: a.CPU + sign*b.CPU, GPU: a.GPU + sign*b.GPU, Custom: map[string]float64{}}
-	maps.Copy(out.Custom, a.Custom)
-	for k, v := range b.Custom {
-		out.Custom[k] += sign * v
-	}
-	return out
 }

@@ -133,6 +133,13 @@ type Monitor struct {
 	// OnDeath, when set, is called after this monitor declared a node
 	// dead, with how long it had been silent.
 	OnDeath func(id, reason string, silent time.Duration)
+	// Watch, when set, limits the monitor to the nodes it accepts: the
+	// nodes other than the head watch the head this way, since the head's
+	// own monitor cannot declare it dead (HeadWatch).
+	Watch func(id string) bool
+	// OnSilent, when set, is called once per silence of a watched node
+	// past Timeout, whether this monitor or another declared it dead.
+	OnSilent func(id, reason string)
 	// Logf reports trouble; nil means log.Printf.
 	Logf func(format string, args ...any)
 }
@@ -178,6 +185,9 @@ func (m *Monitor) Run(ctx context.Context) error {
 			grace := lastPoll.IsZero() || now.Sub(lastPoll) > timeout/2
 			lastPoll = now
 			for id, st := range stamps {
+				if m.Watch != nil && !m.Watch(id) {
+					continue
+				}
 				if !st.Alive {
 					delete(last, id)
 					continue
@@ -192,6 +202,9 @@ func (m *Monitor) Run(ctx context.Context) error {
 					continue
 				}
 				reason := fmt.Sprintf("no heartbeat for %v (timeout %v)", silent.Round(time.Millisecond), timeout)
+				if m.OnSilent != nil {
+					m.OnSilent(id, reason)
+				}
 				did, err := m.Store.DeclareDead(ctx, id, reason)
 				if err != nil {
 					logf("gray: monitor: %v", err)

@@ -273,7 +273,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		store:   cfg.Store,
 		waiters: map[ids.ObjectID][]waiter{},
 		objs:    objtable.New(),
-		core:    sched.NewCluster[*pending](sched.Config{Total: cfg.Resources, Workers: cfg.NumWorkers}),
+		core:    sched.NewCluster[*pending](sched.Config{Total: cfg.Resources, Workers: cfg.NumWorkers, Capacity: localCapacity(cfg), GPUs: localGPUs(cfg)}),
 		workers: map[sched.WorkerID]*proc{},
 		actors:  map[ids.ActorID]*actor{},
 
@@ -317,19 +317,19 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 }
 
-// Total returns the node's resources (on a cluster, with those of the
-// nodes joined so far: AddNode changes them, hence the lock).
+// Total returns the node's resources (on a cluster, every node's, not
+// only what this job's grants hold now).
 func (n *Node) Total() task.Resources {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.core.Total()
+	return n.core.Capacity()
 }
 
-// Available returns the resources not in use now.
+// Available returns the resources this job does not use now.
 func (n *Node) Available() task.Resources {
 	n.mu.Lock()
-	defer n.unlock()
-	return n.core.Available()
+	defer n.mu.Unlock()
+	return n.core.Unused()
 }
 
 // Actor returns the control store's record of actor id.

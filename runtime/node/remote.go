@@ -47,6 +47,15 @@ type ClusterConfig struct {
 	// Locations, if set, is told which nodes hold which objects (the
 	// cluster's object-location table, for `gray status` and debugging).
 	Locations LocationTable
+	// LocalCapacity, if set, is the most the driver's own node's grant
+	// (Config.Resources) can grow to: the resources of the cluster's node
+	// on this machine (grants.go).
+	LocalCapacity *task.Resources
+	// LocalGPUs are the indices of the GPUs that node granted
+	// (Config.Resources' GPUs): with LocalCapacity set, the driver's own
+	// node hands its tasks and actors only these, as other drivers may
+	// hold the rest.
+	LocalGPUs []int
 }
 
 // LocationTable records where objects live (control.Redis implements it).
@@ -107,6 +116,10 @@ func (n *Node) WorkerAddress() string {
 // AddNode adds node k (name for messages) with the resources this job may
 // use there; tasks spill to it when the local node is full.
 func (n *Node) AddNode(k sched.NodeID, name string, res task.Resources) error {
+	return n.addNode(k, name, res, nil, res)
+}
+
+func (n *Node) addNode(k sched.NodeID, name string, res task.Resources, gpus []int, capacity task.Resources) error {
 	n.mu.Lock()
 	defer n.unlock()
 	if n.remote == nil {
@@ -115,7 +128,7 @@ func (n *Node) AddNode(k sched.NodeID, name string, res task.Resources) error {
 	if n.closed {
 		return ErrShutdown
 	}
-	if err := n.core.AddNode(k, res); err != nil {
+	if err := n.core.AddNodeGrant(k, res, gpus, capacity); err != nil {
 		return err
 	}
 	n.remote.names[k] = name
@@ -314,4 +327,12 @@ func (n *Node) Waiting() []task.Resources {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.core.Waiting()
+}
+
+// Stalled returns what actors wait for that only a node joining or an
+// actor ending can give them (sched.Stall); false when none waits so.
+func (n *Node) Stalled() (sched.Stall, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.core.Stalled()
 }

@@ -50,13 +50,14 @@ func (c *Core[T]) Headroom(r *task.Resources) bool {
 	return true
 }
 
-// fitsTotal reports whether r fits the node when nothing else runs.
+// fitsTotal reports whether r fits the node when nothing else runs and
+// the grant has grown to the node's capacity.
 func (c *Core[T]) fitsTotal(r task.Resources) bool {
-	if r.CPU > c.total.CPU+eps || r.GPU > c.total.GPU+eps {
+	if r.CPU > c.capacity.CPU+eps || r.GPU > c.capacity.GPU+eps {
 		return false
 	}
 	for k, v := range r.Custom {
-		if v > c.total.Custom[k]+eps {
+		if v > c.capacity.Custom[k]+eps {
 			return false
 		}
 	}
@@ -112,6 +113,8 @@ type Cluster[T any] struct {
 	// Requests no node can hold: they wait for a node that can to join.
 	waiting []item[T]
 	actorQ  []waitingActor
+	// gone is the capacity of the nodes removed (spread.go: Stalled).
+	gone task.Resources
 }
 
 type waitingActor struct {
@@ -139,10 +142,17 @@ func (cl *Cluster[T]) add(id NodeID, c *Core[T]) {
 // AddNode adds node id (not Local, not present) with total resources. Its
 // pool starts empty and grows as tasks are placed there.
 func (cl *Cluster[T]) AddNode(id NodeID, total task.Resources) error {
+	return cl.AddNodeGrant(id, total, nil, total)
+}
+
+// AddNodeGrant adds node id (not Local, not present) whose resources are
+// capacity, of which granted is this job's for now (see grant.go); gpus
+// are the indices of granted's GPUs (nil: 0 up).
+func (cl *Cluster[T]) AddNodeGrant(id NodeID, granted task.Resources, gpus []int, capacity task.Resources) error {
 	if id <= Local || cl.cores[id] != nil {
 		return fmt.Errorf("sched: node %d exists already or is not a remote node", id)
 	}
-	c := New[T](Config{Total: total, Workers: 1, Node: id})
+	c := New[T](Config{Total: granted, Capacity: capacity, Workers: 1, Node: id, GPUs: gpus})
 	if cl.closed {
 		c.Close()
 	}
@@ -155,6 +165,7 @@ func (cl *Cluster[T]) AddNode(id NodeID, total task.Resources) error {
 	for _, a := range aq {
 		cl.WaitActor(a.id, a.res)
 	}
+	cl.spread()
 	return nil
 }
 
@@ -168,6 +179,7 @@ func (cl *Cluster[T]) RemoveNode(id NodeID) (tasks []T, actors []ids.ActorID) {
 		return nil, nil
 	}
 	tasks, actors = c.drain()
+	cl.gone = cl.gone.Add(c.capacity)
 	delete(cl.cores, id)
 	cl.order = slices.DeleteFunc(cl.order, func(x NodeID) bool { return x == id })
 	for _, a := range actors {
@@ -184,11 +196,17 @@ func (cl *Cluster[T]) Nodes() []NodeID { return slices.Clone(cl.order) }
 func (cl *Cluster[T]) Node(id NodeID) *Core[T] { return cl.cores[id] }
 
 // place picks the node for a request: the first (Local first) with room
-// beyond what is queued there, else the one that fits it whose queue is
-// shortest for its CPUs; nil when no node can ever hold it.
+// beyond what is queued there, else the first whose grant can grow to
+// hold it (GrowRoom), else the one that fits it whose queue is shortest
+// for its CPUs; nil when no node can ever hold it.
 func (cl *Cluster[T]) place(r *task.Resources) *Core[T] {
 	for _, id := range cl.order {
 		if c := cl.cores[id]; c.Headroom(r) {
+			return c
+		}
+	}
+	for _, id := range cl.order { // a grant that can grow to hold it (spread.go)
+		if c := cl.cores[id]; c.GrowRoom(r) {
 			return c
 		}
 	}
@@ -281,10 +299,10 @@ func (cl *Cluster[T]) WaitActor(id ids.ActorID, res task.Resources) {
 func (cl *Cluster[T]) Waiting() []task.Resources {
 	var out []task.Resources
 	for _, it := range cl.waiting {
-		out = append(out, Clone(*it.res))
+		out = append(out, it.res.Clone())
 	}
 	for _, a := range cl.actorQ {
-		out = append(out, Clone(a.res))
+		out = append(out, a.res.Clone())
 	}
 	return out
 }
@@ -305,6 +323,7 @@ func (cl *Cluster[T]) ActorGone(id ids.ActorID) {
 	delete(cl.actorAt, id)
 	if c := cl.cores[n]; c != nil {
 		c.ActorGone(id)
+		cl.spread()
 	}
 }
 
@@ -357,6 +376,7 @@ func (cl *Cluster[T]) Lending(w WorkerID) bool {
 func (cl *Cluster[T]) TaskDone(w WorkerID, retiring bool) {
 	if c := cl.on(w); c != nil {
 		c.TaskDone(w, retiring)
+		cl.spread()
 	}
 }
 
@@ -392,9 +412,10 @@ func (cl *Cluster[T]) Withdraw(w WorkerID, which func(T) bool) {
 // WorkerDied: see Core.WorkerDied.
 func (cl *Cluster[T]) WorkerDied(w WorkerID) (running T, ok bool) {
 	if c := cl.on(w); c != nil {
-		return c.WorkerDied(w)
+		running, ok = c.WorkerDied(w)
+		cl.spread()
 	}
-	return running, false
+	return running, ok
 }
 
 // SpawnFailed: see Core.SpawnFailed; it concerns the local node, whose

@@ -53,6 +53,12 @@ type sim struct {
 	started  map[ids.ActorID]bool
 	last     string    // the last event, for failures
 	w        *simWaits // the Gets and Waits (waits_random_test.go)
+	// granted is each node's grant as its daemon counts it: set when the
+	// node joins, grown by Grow, less what views report Returned.
+	granted map[NodeID]task.Resources
+	// gpus are the GPU indices each node's daemon granted (it owns them;
+	// not necessarily the smallest), less those views report returned.
+	gpus map[NodeID]map[int]bool
 }
 
 var shapes = []task.Resources{
@@ -187,7 +193,7 @@ func (s *sim) die(w WorkerID) {
 func (s *sim) step() {
 	n := 11
 	if s.cl != nil {
-		n = 13
+		n = 15
 	}
 	if s.rng.IntN(3) == 0 {
 		s.last = "a Waits event"
@@ -239,8 +245,11 @@ func (s *sim) step() {
 			s.recalled[w] = false
 			back := map[int]bool{}
 			var keep []int
+			// A worker recalled between two tasks (not blocked, not
+			// lending) may not have started its first: it gives all back.
+			all := len(s.blocks[w]) == 0 && !s.c.Lending(w) && s.rng.IntN(4) == 0
 			for i, x := range s.on[w] {
-				if i == 0 { // started: not given back
+				if i == 0 && !all { // started: not given back
 					keep = append(keep, x)
 					continue
 				}
@@ -275,17 +284,47 @@ func (s *sim) step() {
 			s.c.WaitActor(id, task.Resources{CPU: float64(s.rng.IntN(2)), GPU: float64(s.rng.IntN(2))})
 		}
 	case 11:
-		s.cl.AddNode(NodeID(s.rng.IntN(4)+1), shapes[s.rng.IntN(len(shapes))])
+		capa := shapes[s.rng.IntN(len(shapes))]
+		granted := capa.Clone()
+		granted.CPU *= float64(s.rng.IntN(3)) / 2
+		granted.GPU = float64(s.rng.IntN(int(capa.GPU) + 1))
+		k := NodeID(s.rng.IntN(4) + 1)
+		gpus := s.pickGPUs(nil, int(granted.GPU))
+		if s.cl.AddNodeGrant(k, granted, gpus, capa) == nil {
+			s.granted[k] = granted.Clone()
+			s.gpus[k] = map[int]bool{}
+			for _, i := range gpus {
+				s.gpus[k][i] = true
+			}
+		}
 	case 12:
 		s.removeNode(NodeID(s.rng.IntN(4) + 1))
+	case 13, 14: // the node's daemon grows or reclaims the grant
+		nodes := s.cl.Nodes()
+		k := nodes[s.rng.IntN(len(nodes))]
+		v := s.view(k)
+		if s.rng.IntN(2) == 0 {
+			room := v.Capacity.Sub(v.Held)
+			s.grow(k, task.Resources{CPU: room.CPU * float64(s.rng.IntN(3)) / 2, GPU: float64(s.rng.IntN(int(room.GPU) + 1))})
+		} else {
+			s.cl.Reclaim(k, task.Resources{CPU: v.Held.CPU * float64(s.rng.IntN(3)) / 2, GPU: float64(s.rng.IntN(int(v.Held.GPU) + 1)),
+				Custom: map[string]float64{"disk": float64(s.rng.IntN(2))}})
+		}
 	}
 	s.effects()
+	if s.cl != nil {
+		for _, k := range s.cl.Nodes() {
+			s.view(k)
+		}
+	}
 }
 
 // removeNode drops node k as its death would: its workers are gone, the
 // tasks it held are submitted again, its actors are forgotten.
 func (s *sim) removeNode(k NodeID) {
 	tasks, actors := s.cl.RemoveNode(k)
+	delete(s.granted, k)
+	delete(s.gpus, k)
 	for w := range s.on {
 		if NodeOf(w) == k {
 			s.workerGone(w)
@@ -310,6 +349,80 @@ func (s *sim) removeNode(k NodeID) {
 		}
 		s.actors = slices.Delete(s.actors, i, i+1)
 	}
+}
+
+// growAll grows every node's grant to its capacity, as the daemons would
+// for a job alone on them; it reports whether any grew.
+func (s *sim) growAll() bool {
+	grew := false
+	for _, k := range s.cl.Nodes() {
+		v := s.view(k)
+		if room := v.Capacity.Sub(v.Held); !room.NonNegative().IsZero() {
+			s.grow(k, room)
+			grew = true
+		}
+	}
+	return grew
+}
+
+// view takes node k's grant view, counting what it returned, and checks
+// that the core holds exactly what the daemon granted it.
+func (s *sim) view(k NodeID) GrantView {
+	v, ok := s.cl.Grant(k)
+	if !ok {
+		return v
+	}
+	g := s.granted[k].Clone()
+	addTo(&g, v.Returned, -1)
+	s.granted[k] = g
+	if !g.NonNegative().Equal(v.Held.NonNegative()) {
+		s.t.Fatalf("node %d holds %s, its daemon granted %s (after %s)", k, v.Held, g, s.last)
+	}
+	if len(v.ReturnedGPUs) != int(v.Returned.GPU) {
+		s.t.Fatalf("node %d returned %g GPUs with indices %v (after %s)", k, v.Returned.GPU, v.ReturnedGPUs, s.last)
+	}
+	if set := s.gpus[k]; set != nil {
+		for _, i := range v.ReturnedGPUs {
+			if !set[i] {
+				s.t.Fatalf("node %d returned GPU %d, which its daemon did not grant it (after %s)", k, i, s.last)
+			}
+			delete(set, i)
+		}
+		held := s.cl.cores[k].heldGPUs()
+		if !maps.Equal(held, set) {
+			s.t.Fatalf("node %d holds GPUs %v, its daemon granted %v (after %s)", k, held, set, s.last)
+		}
+	}
+	return v
+}
+
+// pickGPUs returns n random GPU indices, none in held: what a daemon that
+// owns the node's GPUs grants, other drivers holding the others (so not
+// necessarily from 0).
+func (s *sim) pickGPUs(held map[int]bool, n int) []int {
+	const indices = 4 // more than any shape's GPUs
+	out := []int{}
+	for _, i := range s.rng.Perm(indices) {
+		if len(out) < n && !held[i] {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+func (s *sim) grow(k NodeID, r task.Resources) {
+	r.GPU = float64(int(r.GPU))
+	g := s.granted[k].Clone()
+	addTo(&g, r, 1)
+	s.granted[k] = g
+	var gpus []int
+	if set := s.gpus[k]; set != nil {
+		gpus = s.pickGPUs(set, int(r.GPU))
+		for _, i := range gpus {
+			set[i] = true
+		}
+	}
+	s.cl.Grow(k, r, gpus)
 }
 
 // drain lets every worker connect and finish and every actor go.
@@ -338,6 +451,8 @@ func (s *sim) drain() {
 			s.die(w)
 		} else if s.c.Queued() == 0 {
 			return
+		} else if s.cl != nil && s.growAll() {
+			// The daemons grant what the queued tasks wait for.
 		} else {
 			if s.cl != nil {
 				for _, k := range s.cl.Nodes() {
@@ -408,10 +523,13 @@ func TestRandomEventsCluster(t *testing.T) {
 			started: map[ids.ActorID]bool{},
 		}
 		s.w = newSimWaits(cl)
+		s.granted = map[NodeID]task.Resources{Local: total.Clone()}
+		s.gpus = map[NodeID]map[int]bool{}
 		big := task.Resources{CPU: 4, GPU: 2, Custom: map[string]float64{"disk": 2}}
 		if err := cl.AddNode(1, big); err != nil {
 			t.Fatal(err)
 		}
+		s.granted[1] = big.Clone()
 		cl.Boot()
 		s.effects()
 		for range 150 {
@@ -421,6 +539,7 @@ func TestRandomEventsCluster(t *testing.T) {
 		if err := cl.AddNode(9, big); err != nil {
 			t.Fatal(err)
 		}
+		s.granted[9] = big.Clone()
 		s.effects()
 		s.drain()
 		s.checkWaits(true)

@@ -90,6 +90,14 @@ type Config struct {
 	// Node names the node in effects; its workers are numbered from
 	// FirstWorker(Node) on, so the cores of a Cluster never share an ID.
 	Node NodeID
+	// Capacity is the most Total can grow to (Grow): on a cluster, Total
+	// is the driver's grant on the node and Capacity the node's resources
+	// (grant.go). Zero: Total.
+	Capacity task.Resources
+	// GPUs are the indices of Total's GPUs: on a cluster, those the
+	// node's daemon granted (it owns them, so drivers sharing a node never
+	// hand out the same one). Nil: 0 up to Total.GPU.
+	GPUs []int
 }
 
 // MaxPipeline bounds the tasks queued at one worker, so a long task holds
@@ -104,7 +112,8 @@ const MaxPool = 256
 type Core[T any] struct {
 	total, avail task.Resources
 	gpuFree      []int
-	workers      int // configured pool size
+	returnedGPUs []int // given back (Reclaim) since the last View
+	workers      int   // configured pool size
 
 	queues map[string]*fifo[T]
 	shapes []string // keys of queues, in creation order
@@ -127,6 +136,13 @@ type Core[T any] struct {
 
 	node   NodeID
 	demand task.Resources // what the queued tasks ask for, in all
+
+	// The grant (grant.go): total is what is granted, capacity the most
+	// it can grow to, owed what a reclaim still waits for (paid as
+	// resources are freed), returned what was given back and not yet
+	// reported.
+	capacity, owed, returned task.Resources
+	owing                    bool
 }
 
 // item is a task with the resources it needs.
@@ -162,8 +178,8 @@ type actor struct {
 // start the pool.
 func New[T any](cfg Config) *Core[T] {
 	c := &Core[T]{
-		total:   Clone(cfg.Total),
-		avail:   Clone(cfg.Total),
+		total:   cfg.Total.Clone(),
+		avail:   cfg.Total.Clone(),
 		workers: max(cfg.Workers, 1),
 		queues:  map[string]*fifo[T]{},
 		pool:    map[WorkerID]*worker[T]{},
@@ -172,17 +188,15 @@ func New[T any](cfg Config) *Core[T] {
 		next:    FirstWorker(cfg.Node) - 1,
 		demand:  task.Resources{Custom: map[string]float64{}},
 	}
+	c.capacity = cfg.Capacity.Max(c.total)
 	c.sink = &c.effects
 	for i := 0; i < int(cfg.Total.GPU); i++ {
 		c.gpuFree = append(c.gpuFree, i)
 	}
-	return c
-}
-
-// Clone returns a deep copy of r.
-func Clone(r task.Resources) task.Resources {
-	c := task.Resources{CPU: r.CPU, GPU: r.GPU, Custom: map[string]float64{}}
-	maps.Copy(c.Custom, r.Custom)
+	if cfg.GPUs != nil { // the count is the indices'
+		c.gpuFree = slices.Compact(slices.Sorted(slices.Values(cfg.GPUs)))
+		c.total.GPU, c.avail.GPU = float64(len(c.gpuFree)), float64(len(c.gpuFree))
+	}
 	return c
 }
 
@@ -203,10 +217,10 @@ func (c *Core[T]) emit(e Effect[T]) {
 }
 
 // Total returns the node's resources.
-func (c *Core[T]) Total() task.Resources { return Clone(c.total) }
+func (c *Core[T]) Total() task.Resources { return c.total.Clone() }
 
 // Available returns the resources not reserved now.
-func (c *Core[T]) Available() task.Resources { return Clone(c.avail) }
+func (c *Core[T]) Available() task.Resources { return c.avail.Clone() }
 
 // Starting returns how many pool workers were spawned but have not connected.
 func (c *Core[T]) Starting() int { return c.starting }
@@ -225,7 +239,8 @@ func (c *Core[T]) Queued() int {
 func (c *Core[T]) PoolSize() int { return max(c.workers, int(math.Ceil(c.total.CPU))) }
 
 // Feasible reports why a request for r by name can never be met on this
-// node, or nil.
+// node, or nil. It goes by the node's capacity: a request that fits it
+// waits for the grant to grow.
 func (c *Core[T]) Feasible(name string, r task.Resources) error {
 	check := func(res string, want, have float64) error {
 		if want > have {
@@ -233,10 +248,10 @@ func (c *Core[T]) Feasible(name string, r task.Resources) error {
 		}
 		return nil
 	}
-	if err := check("CPU", r.CPU, c.total.CPU); err != nil {
+	if err := check("CPU", r.CPU, c.capacity.CPU); err != nil {
 		return err
 	}
-	if err := check("GPU", r.GPU, c.total.GPU); err != nil {
+	if err := check("GPU", r.GPU, c.capacity.GPU); err != nil {
 		return err
 	}
 	if r.GPU != math.Trunc(r.GPU) {
@@ -246,7 +261,7 @@ func (c *Core[T]) Feasible(name string, r task.Resources) error {
 		return nil
 	}
 	for _, k := range slices.Sorted(maps.Keys(r.Custom)) { // the first by name, for a stable message
-		if err := check(k, r.Custom[k], c.total.Custom[k]); err != nil {
+		if err := check(k, r.Custom[k], c.capacity.Custom[k]); err != nil {
 			return err
 		}
 	}
@@ -443,7 +458,10 @@ func (c *Core[T]) Unblock(w WorkerID, epoch uint64) bool {
 }
 
 // GiveBack records that worker w returned the queued tasks for which back
-// is true (after a Recall): they go to the front of their queues.
+// is true (after a Recall): they go to the front of their queues. A worker
+// that was not blocked may give back its first task too (recalled by a
+// reclaim between two tasks, it had started none): it is then idle, and
+// what it held is free.
 func (c *Core[T]) GiveBack(w WorkerID, back func(T) bool) {
 	x := c.pool[w]
 	if x == nil {
@@ -453,13 +471,21 @@ func (c *Core[T]) GiveBack(w WorkerID, back func(T) bool) {
 	var ps []item[T]
 	keep := x.tasks[:0]
 	for i, it := range x.tasks {
-		if i > 0 && back(it.t) {
+		if (i > 0 || x.blocked == 0 && !x.lent) && back(it.t) {
 			ps = append(ps, it)
 		} else {
 			keep = append(keep, it)
 		}
 	}
 	x.tasks = keep
+	if len(keep) == 0 && len(ps) > 0 {
+		c.release(&x.held, true, x.gpus)
+		x.held, x.gpus, x.shape = task.Resources{}, nil, ""
+		x.tasks = nil
+		if !x.retiring {
+			c.idle = append(c.idle, w)
+		}
+	}
 	c.requeue(ps)
 	c.schedule()
 }
@@ -684,12 +710,15 @@ func (c *Core[T]) Check() error {
 	}
 	slices.Sort(gpus)
 	for i, g := range gpus {
-		if g != i {
+		if g < 0 || i > 0 && g == gpus[i-1] {
 			return fmt.Errorf("GPUs %v: lost or handed out twice", gpus)
 		}
 	}
 	if len(gpus) != int(c.total.GPU) {
 		return fmt.Errorf("GPUs %v accounted for, the node has %g", gpus, c.total.GPU)
+	}
+	if err := c.checkGrant(); err != nil {
+		return err
 	}
 	return c.checkDemand()
 }

@@ -14,6 +14,7 @@ func (c *Core[T]) schedule() {
 	if c.closed {
 		return
 	}
+	c.payOwed() // a reclaim takes freed resources before queued work does
 	for len(c.resumeQ) > 0 {
 		x := c.pool[c.resumeQ[0]]
 		need := task.Resources{CPU: x.held.CPU}
@@ -67,7 +68,7 @@ func (c *Core[T]) schedule() {
 			// With a backlog and no worker to be had, queue the task
 			// behind a busy worker running tasks of the same shape: the
 			// worker starts it the moment it is done, without a round trip.
-			if q.len() > 1 && p.pipe {
+			if q.len() > 1 && p.pipe && !c.owing {
 				if w := c.pipelineTarget(k); w != nil {
 					q.pop()
 					c.addDemand(p.res, -1)

@@ -58,6 +58,10 @@ type Session struct {
 	// monitor's defaults); NodeTimeout matters on the head only.
 	HeartbeatInterval, NodeTimeout time.Duration
 	Started                        time.Time
+	// ExternalRedis marks a head that uses a Redis it did not start (a
+	// standby head: gray start --head --redis-address): it runs the
+	// monitor but no redis-server, and `gray stop` leaves that Redis be.
+	ExternalRedis bool `json:",omitempty"`
 }
 
 // Base returns the per-user directory under which sessions live by

@@ -90,27 +90,7 @@ func (b *Blobs) Open(k Key) ([]byte, func(), error) {
 	if !ok {
 		return nil, nil, fmt.Errorf("%w: %q is not a blob key", ErrNotFound, k)
 	}
-	f, err := os.Open(b.Path(sum))
-	if err != nil {
-		if os.IsNotExist(err) {
-			return nil, nil, fmt.Errorf("%w: no blob %x in %s", ErrNotFound, sum, b.dir)
-		}
-		return nil, nil, fmt.Errorf("transfer: opening blob %x: %w", sum, err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, nil, fmt.Errorf("transfer: opening blob %x: %w", sum, err)
-	}
-	if fi.Size() == 0 {
-		return nil, func() {}, nil
-	}
-	data, err := unix.Mmap(int(f.Fd()), 0, int(fi.Size()), unix.PROT_READ, unix.MAP_SHARED)
-	if err != nil {
-		return nil, nil, fmt.Errorf("transfer: mapping blob %x: %w", sum, err)
-	}
-	var once sync.Once
-	return data, func() { once.Do(func() { _ = unix.Munmap(data) }) }, nil
+	return mapFile(b.Path(sum), sum)
 }
 
 // Create starts receiving the blob of k into a temporary file.
@@ -198,4 +178,48 @@ func (b *Blobs) Abort(k Key) {
 	if p := b.take(k); p != nil {
 		p.discard()
 	}
+}
+
+// FileBlob serves the file at path as the blob with this sum (a driver
+// serves its own executable this way, without copying it): Open maps it
+// read-only. The sum is the caller's word: a receiver checks it (Blobs'
+// Commit), so a file that changed since it was hashed is refused there.
+func FileBlob(path string, sum [32]byte) Source { return fileBlob{path: path, sum: sum} }
+
+type fileBlob struct {
+	path string
+	sum  [32]byte
+}
+
+func (fb fileBlob) Open(k Key) ([]byte, func(), error) {
+	if sum, ok := k.blobSum(); !ok || sum != fb.sum {
+		return nil, nil, fmt.Errorf("%w: %s is not blob %x", ErrNotFound, k, fb.sum)
+	}
+	return mapFile(fb.path, fb.sum)
+}
+
+// mapFile maps the file at path read-only until release (nil for an empty
+// file); sum names it in errors.
+func mapFile(path string, sum [32]byte) ([]byte, func(), error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, nil, fmt.Errorf("%w: no blob %x at %s", ErrNotFound, sum, path)
+		}
+		return nil, nil, fmt.Errorf("transfer: opening blob %x: %w", sum, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, fmt.Errorf("transfer: opening blob %x: %w", sum, err)
+	}
+	if fi.Size() == 0 {
+		return nil, func() {}, nil
+	}
+	data, err := unix.Mmap(int(f.Fd()), 0, int(fi.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return nil, nil, fmt.Errorf("transfer: mapping blob %x: %w", sum, err)
+	}
+	var once sync.Once
+	return data, func() { once.Do(func() { _ = unix.Munmap(data) }) }, nil
 }
