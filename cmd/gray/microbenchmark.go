@@ -98,6 +98,7 @@ func newMicrobenchmark() *cobra.Command {
 		token    string
 		scaling  bool
 		scaleOn  string
+		queued   int
 	)
 	cmd := &cobra.Command{
 		Use:   "microbenchmark",
@@ -134,6 +135,9 @@ func newMicrobenchmark() *cobra.Command {
 				return err
 			}
 			defer gray.Shutdown()
+			if queued > 0 {
+				return queuedProbe(ctx, cmd.OutOrStdout(), queued)
+			}
 			var rows []row
 			for _, b := range benchmarks() {
 				if !selected(b.name, filter) {
@@ -165,6 +169,7 @@ func newMicrobenchmark() *cobra.Command {
 	cmd.Flags().StringVar(&address, "address", "", "measure as a driver of the cluster at IP:PORT (\"auto\": the one on this machine; default $GRAY_ADDRESS)")
 	cmd.Flags().BoolVar(&scaling, "scaling", false, "run the async rows at 1, 2, 4, … CPUs up to this machine's (see --scaling-cpus), each in a fresh session, with each rate's ratio to linear and the CPU time per call")
 	cmd.Flags().StringVar(&scaleOn, "scaling-cpus", "", "the CPU counts of --scaling, comma-separated (default 1, 2, 4, … up to all logical CPUs)")
+	cmd.Flags().IntVar(&queued, "queued", 0, "instead of the rows: queue this many no-op tasks behind an actor holding every CPU, and print the time and the driver's heap per queued task")
 	cmd.Flags().StringVar(&token, "token", "", "the cluster's token (default $GRAY_TOKEN, or found on the head's machine)")
 	return cmd
 }
