@@ -17,13 +17,22 @@ import (
 // tasks on its workers and hands the short ones to the core as packed
 // (sched.Core.SubmitPacked): queued behind a worker that is already
 // running, up to about packBudget of work each, so a burst runs on as few
-// workers as keep up with it. The core stays clock-free: it only sees the
+// workers as keep up with it. Only tasks shorter than packShort are
+// packed: longer ones still run side by side on idle workers. The core stays clock-free: it only sees the
 // depth.
+
+// packShort is the longest mean run time of a function whose tasks are
+// packed: shorter than waking a sleeping worker costs, so a burst of them
+// is done sooner and cheaper by a worker that is already running. Longer
+// tasks are spread over idle workers as before, so they run side by side.
+const packShort = 50 * time.Microsecond
 
 // packBudget is how much queued work (by the function's mean run time) a
 // packed task may wait behind on a busy worker: the latency packing may
-// add, kept below the cost of waking a sleeping worker several times over.
-const packBudget = 250 * time.Microsecond
+// add, against the CPU a wake-up costs (a futex or socket token, a thread
+// scheduled, and the Go runtime's sysmon polling every 20 µs for a
+// millisecond in a process that leaves idleness).
+const packBudget = time.Millisecond
 
 // packSamples is how many of a function's tasks are timed before its
 // tasks are packed: until then they are spread as before.
@@ -86,9 +95,8 @@ func (n *Node) packDepth(e *task.Entry) int {
 	if r == nil || r.n < packSamples {
 		return 0
 	}
-	depth := int(float64(packBudget) / max(r.mean, 1))
-	if depth < 2 {
+	if r.mean > float64(packShort) {
 		return 0
 	}
-	return depth
+	return int(float64(packBudget) / max(r.mean, 1))
 }

@@ -100,7 +100,7 @@ const MaxPipeline = 16
 // caller knows them to be short: the depth it asks for (its budget of
 // queued work over a task's run time) bounds the latency, and this the
 // worker's queue.
-const MaxPack = 64
+const MaxPack = 255
 
 // MaxPool bounds the pool's processes, whatever the tasks ask for.
 const MaxPool = 256
