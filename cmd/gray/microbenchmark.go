@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -23,7 +25,54 @@ var (
 		c.n += d
 		return c.n, nil
 	})
+	// A process client: an actor that submits no-op tasks from its own
+	// worker process, as Ray's multi-client rows do.
+	mbClient    = gray.Actor0("microbenchmark.Client", func(ctx context.Context) (*benchCounter, error) { return &benchCounter{}, nil })
+	mbSubmitFor = gray.Method1(mbClient, "submitFor", func(c *benchCounter, ctx context.Context, d time.Duration) (int, error) {
+		n, err := until(d, func() (float64, error) {
+			return asyncBatch(ctx, func(i int) gray.Ref[int] { return mbNoop.Remote(i) })
+		})
+		return int(n), err
+	})
 )
+
+// processClients starts k client actors (reserving nothing, like the
+// driver's goroutines they stand in for), has each submit tasks for d from
+// its own process, and returns the tasks done and the seconds they took
+// (the actors' start left out).
+func processClients(ctx context.Context, k int, d time.Duration) (tasks, seconds float64, err error) {
+	hs := make([]gray.Handle[benchCounter], 0, k)
+	defer func() {
+		for _, h := range hs {
+			_ = gray.Kill(h)
+		}
+	}()
+	warm := make([]gray.Ref[int], 0, k)
+	for range k {
+		h, err := mbClient.RemoteWith(ctx, gray.ActorOptions{})
+		if err != nil {
+			return 0, 0, err
+		}
+		hs = append(hs, h)
+		warm = append(warm, mbSubmitFor.Remote(h, time.Duration(0)))
+	}
+	if _, err := gray.GetAll(ctx, warm); err != nil {
+		return 0, 0, err
+	}
+	refs := make([]gray.Ref[int], k)
+	t0 := time.Now()
+	for i, h := range hs {
+		refs[i] = mbSubmitFor.Remote(h, d)
+	}
+	counts, err := gray.GetAll(ctx, refs)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, n := range counts {
+		tasks += float64(n)
+	}
+	return tasks, time.Since(t0).Seconds(), nil
+}
 
 // row is one line of the report.
 type row struct {
@@ -31,6 +80,10 @@ type row struct {
 	Rate   float64 `json:"rate"`
 	Unit   string  `json:"unit"`
 	Spread float64 `json:"spread"` // half the range of the trials' rates
+	// CPUPerUnit is the CPU time of the driver and all its workers per
+	// unit (median over the trials, in seconds); 0 when not measured (a
+	// row that times itself, or no /proc).
+	CPUPerUnit float64 `json:"cpu_per_unit,omitempty"`
 }
 
 func newMicrobenchmark() *cobra.Command {
@@ -43,6 +96,9 @@ func newMicrobenchmark() *cobra.Command {
 		noTL     bool
 		address  string
 		token    string
+		scaling  bool
+		scaleOn  string
+		queued   int
 	)
 	cmd := &cobra.Command{
 		Use:   "microbenchmark",
@@ -61,10 +117,27 @@ func newMicrobenchmark() *cobra.Command {
 			if ctx == nil {
 				ctx = context.Background()
 			}
+			if scaling {
+				if address != "" {
+					return fmt.Errorf("--scaling measures sessions on this machine: drop --address")
+				}
+				counts, err := scalingCPUs(scaleOn, runtime.NumCPU())
+				if err != nil {
+					return err
+				}
+				child := []string{"--trials", strconv.Itoa(trials), "--duration", duration.String()}
+				if noTL {
+					child = append(child, "--no-timeline")
+				}
+				return runScaling(ctx, cmd.OutOrStdout(), counts, child, asJSON)
+			}
 			if err := gray.Init(ctx, gray.Options{NumCPUs: cpus, NoGPUs: true, NoTimeline: noTL, Address: address, Token: token}); err != nil {
 				return err
 			}
 			defer gray.Shutdown()
+			if queued > 0 {
+				return queuedProbe(ctx, cmd.OutOrStdout(), queued)
+			}
 			var rows []row
 			for _, b := range benchmarks() {
 				if !selected(b.name, filter) {
@@ -94,6 +167,9 @@ func newMicrobenchmark() *cobra.Command {
 	cmd.Flags().StringVar(&filter, "filter", "", "only rows whose name contains this (or one of these, comma-separated)")
 	cmd.Flags().BoolVar(&noTL, "no-timeline", false, "turn off task event recording (to measure what it costs)")
 	cmd.Flags().StringVar(&address, "address", "", "measure as a driver of the cluster at IP:PORT (\"auto\": the one on this machine; default $GRAY_ADDRESS)")
+	cmd.Flags().BoolVar(&scaling, "scaling", false, "run the async rows at 1, 2, 4, … CPUs up to this machine's (see --scaling-cpus), each in a fresh session, with each rate's ratio to linear and the CPU time per call")
+	cmd.Flags().StringVar(&scaleOn, "scaling-cpus", "", "the CPU counts of --scaling, comma-separated (default 1, 2, 4, … up to all logical CPUs)")
+	cmd.Flags().IntVar(&queued, "queued", 0, "instead of the rows: queue this many no-op tasks behind an actor holding every CPU, and print the time and the driver's heap per queued task")
 	cmd.Flags().StringVar(&token, "token", "", "the cluster's token (default $GRAY_TOKEN, or found on the head's machine)")
 	return cmd
 }
@@ -113,7 +189,11 @@ func selected(name, filter string) bool {
 }
 
 func printRow(w io.Writer, r row) {
-	fmt.Fprintf(w, "%-66s %14.2f %s  +- %.2f\n", r.Name, r.Rate, r.Unit, r.Spread)
+	fmt.Fprintf(w, "%-66s %14.2f %s  +- %.2f", r.Name, r.Rate, r.Unit, r.Spread)
+	if r.CPUPerUnit > 0 && strings.HasPrefix(r.Unit, "calls") {
+		fmt.Fprintf(w, "  (%.1f CPU-µs each)", r.CPUPerUnit*1e6)
+	}
+	fmt.Fprintln(w)
 }
 
 // bench runs once for about d and returns how many units it did, or with
@@ -123,23 +203,44 @@ type bench struct {
 	unit string
 	run  func(ctx context.Context, d time.Duration) (float64, error)
 	rate bool
+	// timed, when set instead of run, returns the units done and the
+	// seconds they took, its setup left out of both (and of the CPU time
+	// measured, up to the setup's own cost).
+	timed func(ctx context.Context, d time.Duration) (units, seconds float64, err error)
 }
 
 func measure(ctx context.Context, b bench, d time.Duration, trials int) (row, error) {
 	rates := make([]float64, 0, trials)
+	var perUnit []float64
 	for range trials {
 		t0 := time.Now()
-		n, err := b.run(ctx, d)
+		cpu0, cpuErr := sessionCPU()
+		var n, secs float64
+		var err error
+		if b.timed != nil {
+			n, secs, err = b.timed(ctx, d)
+		} else {
+			n, err = b.run(ctx, d)
+			secs = time.Since(t0).Seconds()
+		}
 		if err != nil {
 			return row{}, err
 		}
+		if cpu1, err := sessionCPU(); !b.rate && cpuErr == nil && err == nil && n > 0 {
+			perUnit = append(perUnit, (cpu1-cpu0).Seconds()/n)
+		}
 		if !b.rate {
-			n /= time.Since(t0).Seconds()
+			n /= secs
 		}
 		rates = append(rates, n)
 	}
 	sort.Float64s(rates)
-	return row{Name: b.name, Rate: rates[len(rates)/2], Unit: b.unit, Spread: (rates[len(rates)-1] - rates[0]) / 2}, nil
+	r := row{Name: b.name, Rate: rates[len(rates)/2], Unit: b.unit, Spread: (rates[len(rates)-1] - rates[0]) / 2}
+	if len(perUnit) > 0 {
+		sort.Float64s(perUnit)
+		r.CPUPerUnit = perUnit[len(perUnit)/2]
+	}
+	return r, nil
 }
 
 // until calls step until d has passed and returns the units counted.
@@ -230,6 +331,9 @@ func benchmarks() []bench {
 					return asyncBatch(ctx, func(i int) gray.Ref[int] { return mbNoop.Remote(i) })
 				})
 			})
+		}},
+		{name: fmt.Sprintf("multi client tasks async (%d process clients)", clients), unit: "calls/s", timed: func(ctx context.Context, d time.Duration) (float64, float64, error) {
+			return processClients(ctx, clients, d)
 		}},
 		{name: rowActorSync, unit: "calls/s", run: func(ctx context.Context, d time.Duration) (float64, error) {
 			h, err := mbCounter.Remote(ctx)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/gray-ml/gray/runtime/control"
+	"github.com/gray-ml/gray/runtime/node"
 	"github.com/gray-ml/gray/runtime/session"
 	"github.com/gray-ml/gray/runtime/task"
 	"github.com/redis/go-redis/v9"
@@ -39,6 +41,10 @@ type startOptions struct {
 	heartbeat         time.Duration
 	nodeTimeout       time.Duration
 	readyTimeout      time.Duration
+	// gpusSet: --num-gpus was given (else NVML's count is offered);
+	// detectGPUs counts them (node.ProbeGPUs; tests give a fake).
+	gpusSet    bool
+	detectGPUs func() (int, error)
 }
 
 func newStart() *cobra.Command {
@@ -59,6 +65,7 @@ func newStart() *cobra.Command {
 				ctx = context.Background()
 			}
 			quietRedisLog()
+			o.gpusSet = cmd.Flags().Changed("num-gpus")
 			return runStart(ctx, cmd.OutOrStdout(), o)
 		},
 	}
@@ -70,7 +77,7 @@ func newStart() *cobra.Command {
 	f.IntVar(&o.port, "port", 6379, "the head's Redis port (0: any free port)")
 	f.IntVar(&o.nodePort, "node-port", 0, "the port of the node's own server (0: any free port)")
 	f.Float64Var(&o.cpus, "num-cpus", float64(runtime.NumCPU()), "CPUs this node offers")
-	f.Float64Var(&o.gpus, "num-gpus", 0, "GPUs this node offers")
+	f.Float64Var(&o.gpus, "num-gpus", 0, "GPUs this node offers (default: the NVIDIA GPUs NVML finds; 0: none)")
 	f.StringVar(&o.resources, "resources", "", `custom resources this node offers, as JSON: '{"Custom": 2}'`)
 	f.StringVar(&o.ip, "node-ip-address", "127.0.0.1", "the address this node listens on and other machines reach it by")
 	f.StringVar(&o.tempDir, "temp-dir", "", "the node's directory: session file, logs, Redis data (default /tmp/gray-<uid>/node-<id>)")
@@ -80,6 +87,32 @@ func newStart() *cobra.Command {
 	f.DurationVar(&o.nodeTimeout, "node-timeout", 0, "silence after which a node is declared dead: by the head, or the head by the other nodes (0: 1.5s)")
 	f.DurationVar(&o.readyTimeout, "timeout", time.Minute, "how long to wait for the node to be up")
 	return cmd
+}
+
+// nodeGPUs returns the GPUs the node offers: NVML's count, or --num-gpus
+// when given (no more than NVML finds, where NVML is installed). A broken
+// NVML (installed, failing) is an error naming the way out, never a crash:
+// --num-gpus skips detection when it is 0.
+func nodeGPUs(o startOptions) (float64, error) {
+	if o.gpusSet && o.gpus == 0 {
+		return 0, nil
+	}
+	detect := o.detectGPUs
+	if detect == nil {
+		detect = node.ProbeGPUs
+	}
+	found, err := detect()
+	switch {
+	case errors.Is(err, node.ErrNoNVML):
+		return o.gpus, nil // no NVIDIA driver: nothing found, nothing to check against
+	case err != nil && !o.gpusSet:
+		return 0, fmt.Errorf("detecting GPUs: %v; or give --num-gpus N (0: none) to skip detection", err)
+	case err == nil && !o.gpusSet:
+		return float64(found), nil
+	case err == nil && o.gpus > float64(found):
+		return 0, fmt.Errorf("--num-gpus %g: NVML finds %d GPU(s) on this machine: give at most %d, or leave --num-gpus out", o.gpus, found, found)
+	}
+	return o.gpus, nil
 }
 
 // newSessionFrom checks the flags and builds the node's session. A head
@@ -96,14 +129,20 @@ func newSessionFrom(o startOptions) (s, prev *session.Session, err error) {
 		return nil, nil, errors.New("give --head to start a cluster, or --address IP:PORT --token TOKEN to join one")
 	case net.ParseIP(o.ip) == nil:
 		return nil, nil, fmt.Errorf("--node-ip-address %q is not an IP address", o.ip)
-	case o.cpus < 0 || o.gpus < 0:
-		return nil, nil, errors.New("--num-cpus and --num-gpus must not be negative")
+	case o.cpus < 0:
+		return nil, nil, errors.New("--num-cpus must not be negative")
+	case o.gpus < 0 || o.gpus != math.Trunc(o.gpus):
+		return nil, nil, fmt.Errorf("--num-gpus %g: give a whole number of GPUs, 0 or more (0: none), or leave it out to use those NVML finds", o.gpus)
 	case o.port < 0 || o.port > 65535 || o.nodePort < 0 || o.nodePort > 65535:
 		return nil, nil, errors.New("--port and --node-port must be TCP ports (0-65535)")
 	case o.objectStoreMemory < 0:
 		return nil, nil, errors.New("--object-store-memory must not be negative")
 	}
-	res := task.Resources{CPU: o.cpus, GPU: o.gpus}
+	gpus, err := nodeGPUs(o)
+	if err != nil {
+		return nil, nil, err
+	}
+	res := task.Resources{CPU: o.cpus, GPU: gpus}
 	if o.resources != "" {
 		if err := json.Unmarshal([]byte(o.resources), &res.Custom); err != nil {
 			return nil, nil, fmt.Errorf(`--resources must be a JSON object of names to amounts, e.g. '{"Custom": 2}': %w`, err)

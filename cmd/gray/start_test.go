@@ -1,15 +1,19 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gray-ml/gray/runtime/node"
 )
 
 func TestStartRefusesBadFlags(t *testing.T) {
 	t.Setenv("GRAY_SESSION_DIR", filepath.Join(t.TempDir(), "index"))
 	t.Setenv("GRAY_TOKEN", "")
-	base := startOptions{ip: "127.0.0.1", cpus: 1, port: 0}
+	base := startOptions{ip: "127.0.0.1", cpus: 1, port: 0, gpusSet: true}
 	for _, tc := range []struct {
 		name string
 		edit func(o *startOptions)
@@ -39,7 +43,7 @@ func TestStartRefusesBadFlags(t *testing.T) {
 
 func TestStartBuildsTheHeadSession(t *testing.T) {
 	t.Setenv("GRAY_SESSION_DIR", filepath.Join(t.TempDir(), "index"))
-	o := startOptions{head: true, ip: "127.0.0.1", cpus: 3, gpus: 1, resources: `{"Custom": 2}`, tempDir: t.TempDir()}
+	o := startOptions{head: true, ip: "127.0.0.1", cpus: 3, gpus: 1, gpusSet: true, resources: `{"Custom": 2}`, tempDir: t.TempDir()}
 	s, _, err := newSessionFrom(o)
 	if err != nil {
 		t.Fatal(err)
@@ -47,5 +51,51 @@ func TestStartBuildsTheHeadSession(t *testing.T) {
 	if !s.Head || len(s.Token) != 64 || !strings.HasPrefix(s.Address, "127.0.0.1:") || s.Resources.CPU != 3 ||
 		s.Resources.GPU != 1 || s.Resources.Custom["Custom"] != 2 || s.NodeID == "" {
 		t.Fatalf("session %+v", s)
+	}
+}
+
+// TestStartGPUs covers how `gray start` settles the GPUs a node offers,
+// with NVML faked: absent, broken, or finding some.
+func TestStartGPUs(t *testing.T) {
+	t.Setenv("GRAY_SESSION_DIR", filepath.Join(t.TempDir(), "index"))
+	noNVML := func() (int, error) { return 0, fmt.Errorf("GPU detection: %w", node.ErrNoNVML) }
+	broken := func() (int, error) { return 0, errors.New("NVML is installed but nvmlInit_v2 failed with code 9") }
+	found := func(n int) func() (int, error) { return func() (int, error) { return n, nil } }
+	for _, tc := range []struct {
+		name    string
+		detect  func() (int, error)
+		set     bool
+		flag    float64
+		want    float64
+		wantErr string
+	}{
+		{"no NVML: none", noNVML, false, 0, 0, ""},
+		{"NVML finds two", found(2), false, 0, 2, ""},
+		{"NVML finds none", found(0), false, 0, 0, ""},
+		{"--num-gpus overrides down", found(2), true, 1, 1, ""},
+		{"--num-gpus 0 skips a broken NVML", broken, true, 0, 0, ""},
+		{"--num-gpus without NVML is taken as given", noNVML, true, 2, 2, ""},
+		{"broken NVML names the way out", broken, false, 0, 0, "--num-gpus"},
+		{"more than NVML finds", found(1), true, 4, 0, "at most 1"},
+		{"negative", found(1), true, -1, 0, "0 or more"},
+		{"fractional", found(1), true, 0.5, 0, "whole number"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := startOptions{head: true, ip: "127.0.0.1", cpus: 1, tempDir: t.TempDir(),
+				gpus: tc.flag, gpusSet: tc.set, detectGPUs: tc.detect}
+			s, _, err := newSessionFrom(o)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || strings.Contains(err.Error(), "\n") {
+					t.Fatalf("err = %v, want one line saying %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Resources.GPU != tc.want {
+				t.Fatalf("offers %g GPUs, want %g", s.Resources.GPU, tc.want)
+			}
+		})
 	}
 }

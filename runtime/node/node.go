@@ -117,6 +117,10 @@ type Node struct {
 	// lastExec is the local worker the last task or actor call was sent
 	// to: a Get of its result reads the answer itself (helpFor).
 	lastExec *proc
+	// epoch and runTimes time function tasks on their workers, to pack
+	// short ones onto few workers (pack.go).
+	epoch    time.Time
+	runTimes map[*task.Entry]*runTime
 
 	wg sync.WaitGroup // every goroutine the node starts
 }
@@ -190,6 +194,8 @@ type proc struct {
 	exitOnce sync.Once // closes exited, for a remote worker
 	exitErr  error
 	reserved map[ids.ObjectID]bool // results of its running task it is writing into reserved room
+	lastDone int64                 // when its last function task's result came, in Node.now's clock
+	ran      int64                 // the run time its result being handled reports (ns), or -1
 }
 
 // actor is one actor and its dedicated worker.
@@ -264,6 +270,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	n := &Node{
 		cfg:     cfg,
+		epoch:   time.Now(),
 		ctrl:    cfg.Control,
 		ckpts:   cfg.Checkpoints,
 		dir:     dir,

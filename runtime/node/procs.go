@@ -328,6 +328,12 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 			objs[i] = task.DecodeObject(&d)
 		}
 		w.results = objs
+		// The task's run time on the worker, when the worker says (a
+		// trailing field: see worker.run).
+		w.ran = -1
+		if d.Err == nil && len(d.B) > 0 {
+			w.ran = int64(d.Uvarint())
+		}
 		if d.Err != nil {
 			clear(objs)
 			return d.Err
@@ -500,6 +506,7 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 		p = run
 		n.waits.TaskEnded(w.id) // a Get that outlived its task: nobody waits for an answer parked
 		n.core.TaskDone(w.id, retiring)
+		n.timeRun(w, p)
 	}
 	n.cfg.Events.Finished(int(w.id), tid, p.spec.Func, p.sent)
 	if p.discard {

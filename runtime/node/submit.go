@@ -238,7 +238,7 @@ func (n *Node) send(w *proc, p *pending, gpus []int) {
 	n.locateArgs(w, s)
 	n.resolveArgs(s)
 	s.SetGPUIDs(gpus)
-	p.sent = n.cfg.Events.Now()
+	p.sent = n.now()
 	n.lastExec = w
 	// A broken connection is noticed by the reader, which fails the task.
 	_ = n.append(w, task.MsgExec, func(b []byte) []byte { return task.AppendSpec(b, s) })
@@ -314,7 +314,7 @@ func (n *Node) pump(a *actor) {
 		n.resolveArgs(p.spec)
 		p.spec.SetGPUIDs(a.gpus)
 		a.inflight = append(a.inflight, p)
-		p.sent = n.cfg.Events.Now()
+		p.sent = n.now()
 		n.lastExec = a.w
 		s := p.spec
 		_ = n.append(a.w, task.MsgExec, func(b []byte) []byte { return task.AppendSpec(b, s) })

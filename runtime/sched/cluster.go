@@ -160,7 +160,7 @@ func (cl *Cluster[T]) AddNodeGrant(id NodeID, granted task.Resources, gpus []int
 	w, aq := cl.waiting, cl.actorQ
 	cl.waiting, cl.actorQ = nil, nil
 	for _, it := range w {
-		cl.Submit(it.t, it.res, it.pipe)
+		cl.submit(it)
 	}
 	for _, a := range aq {
 		cl.WaitActor(a.id, a.res)
@@ -257,12 +257,21 @@ func (cl *Cluster[T]) Feasible(name string, r task.Resources) error {
 // Submit queues t on the node place chooses (see Core.Submit). A request
 // no node can hold waits until one that can joins (see Waiting).
 func (cl *Cluster[T]) Submit(t T, res *task.Resources, pipelined bool) {
-	c := cl.place(res)
+	cl.submit(item[T]{t: t, res: res, pipe: pipelined})
+}
+
+// SubmitPacked is Core.SubmitPacked on the node place chooses.
+func (cl *Cluster[T]) SubmitPacked(t T, res *task.Resources, depth int) {
+	cl.submit(packed(t, res, depth))
+}
+
+func (cl *Cluster[T]) submit(p item[T]) {
+	c := cl.place(p.res)
 	if c == nil {
-		cl.waiting = append(cl.waiting, item[T]{t: t, res: res, pipe: pipelined})
+		cl.waiting = append(cl.waiting, p)
 		return
 	}
-	c.Submit(t, res, pipelined)
+	c.submit(p)
 }
 
 // SubmitNear is Submit for a task whose large arguments live on node near

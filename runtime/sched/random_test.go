@@ -17,6 +17,7 @@ type core interface {
 	Check() error
 	Feasible(string, task.Resources) error
 	Submit(int, *task.Resources, bool)
+	SubmitPacked(int, *task.Resources, int)
 	WorkerReady(WorkerID)
 	WorkerDied(WorkerID) (int, bool)
 	Running(WorkerID) (int, bool)
@@ -36,11 +37,14 @@ type core interface {
 // sim plays the node's part for a core: it carries out effects and makes up
 // events the way worker processes would, checking what a worker would see.
 type sim struct {
-	t        *testing.T
-	c        core
-	cl       *Cluster[int] // nil: c is a lone Core
-	res      map[int]*task.Resources
-	rng      *rand.Rand
+	t   *testing.T
+	c   core
+	cl  *Cluster[int] // nil: c is a lone Core
+	res map[int]*task.Resources
+	rng *rand.Rand
+	// pack, when set, decides which tasks are submitted packed (as short),
+	// drawn apart from rng so that the other events' draws stay as they were.
+	pack     *rand.Rand
 	starting []WorkerID
 	on       map[WorkerID][]int // tasks sent, in order
 	gone     map[WorkerID]bool  // told to exit, or retiring: it will die
@@ -139,7 +143,12 @@ func (s *sim) submit() {
 	}
 	s.next++
 	s.res[s.next] = r
-	s.c.Submit(s.next, r, s.rng.IntN(4) > 0)
+	pipe := s.rng.IntN(4) > 0
+	if s.pack != nil && pipe && s.pack.IntN(3) == 0 { // a short task: packed onto busy workers
+		s.c.SubmitPacked(s.next, r, 1+s.pack.IntN(MaxPack+8))
+		return
+	}
+	s.c.Submit(s.next, r, pipe)
 }
 
 func (s *sim) connect() {
@@ -481,7 +490,8 @@ func TestRandomEvents(t *testing.T) {
 		c := New[int](Config{Total: total, Workers: 1 + seq%3})
 		s := &sim{
 			t: t, c: c, res: map[int]*task.Resources{}, rng: rand.New(rand.NewPCG(uint64(seq), 7)),
-			on: map[WorkerID][]int{}, gone: map[WorkerID]bool{}, blocks: map[WorkerID][]uint64{},
+			pack: rand.New(rand.NewPCG(uint64(seq), 13)),
+			on:   map[WorkerID][]int{}, gone: map[WorkerID]bool{}, blocks: map[WorkerID][]uint64{},
 			parked: map[WorkerID]bool{}, recalled: map[WorkerID]bool{}, ended: map[int]string{},
 			started: map[ids.ActorID]bool{},
 		}

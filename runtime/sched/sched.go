@@ -104,6 +104,12 @@ type Config struct {
 // few others back.
 const MaxPipeline = 16
 
+// MaxPack bounds the tasks queued at one worker by SubmitPacked, whose
+// caller knows them to be short: the depth it asks for (its budget of
+// queued work over a task's run time) bounds the latency, and this the
+// worker's queue.
+const MaxPack = 255
+
 // MaxPool bounds the pool's processes, whatever the tasks ask for.
 const MaxPool = 256
 
@@ -150,6 +156,10 @@ type item[T any] struct {
 	t    T
 	res  *task.Resources
 	pipe bool // may queue behind a busy worker
+	// pack > 0: a short task (SubmitPacked), queued behind a busy worker
+	// of its shape holding fewer than pack tasks before an idle worker is
+	// woken for it.
+	pack uint8
 }
 
 type worker[T any] struct {
@@ -282,6 +292,28 @@ func (c *Core[T]) Boot() {
 // res (kept by reference: it must not change). A pipelined task may wait
 // behind a busy worker when no resources are free.
 func (c *Core[T]) Submit(t T, res *task.Resources, pipelined bool) {
+	c.submit(item[T]{t: t, res: res, pipe: pipelined})
+}
+
+// SubmitPacked queues t, a task the shell expects to be short, like a
+// pipelined Submit, but packed onto workers that are already running:
+// it goes behind a busy worker of its shape that holds fewer than depth
+// tasks (at most MaxPack) before an idle worker is woken for it. A
+// burst of tiny tasks then runs on as few workers as keep up with it,
+// instead of waking every idle worker for a task or two each (each
+// wake-up costing more than such a task).
+func (c *Core[T]) SubmitPacked(t T, res *task.Resources, depth int) {
+	c.submit(packed(t, res, depth))
+}
+
+// packed is the queue item of SubmitPacked, its depth clamped to
+// 0..MaxPack.
+func packed[T any](t T, res *task.Resources, depth int) item[T] {
+	return item[T]{t: t, res: res, pipe: true, pack: uint8(min(max(depth, 0), MaxPack))}
+}
+
+func (c *Core[T]) submit(p item[T]) {
+	res := p.res
 	k := shapeKey(res)
 	q := c.queues[k]
 	if q == nil {
@@ -289,7 +321,7 @@ func (c *Core[T]) Submit(t T, res *task.Resources, pipelined bool) {
 		c.queues[k] = q
 		c.shapes = append(c.shapes, k)
 	}
-	q.push(item[T]{t: t, res: res, pipe: pipelined})
+	q.push(p)
 	c.addDemand(res, 1)
 	c.schedule()
 }
@@ -656,8 +688,8 @@ func (c *Core[T]) Check() error {
 				return fmt.Errorf("worker %d has tasks before it connected", id)
 			}
 		}
-		if len(w.tasks) > MaxPipeline {
-			return fmt.Errorf("worker %d has %d tasks, more than %d", id, len(w.tasks), MaxPipeline)
+		if len(w.tasks) > MaxPack {
+			return fmt.Errorf("worker %d has %d tasks, more than %d", id, len(w.tasks), MaxPack)
 		}
 		if len(w.tasks) == 0 {
 			if w.lent || w.blocked > 0 || w.held.CPU != 0 || len(w.gpus) > 0 {

@@ -82,6 +82,26 @@ func TestTransitions(t *testing.T) {
 			}
 			return c.Effects()
 		}, "run(2,1) run(1,2) run(1,3)"},
+		{"short tasks pack onto the busy worker up to their depth before an idle one is woken", func(c *Core[int]) []Effect[int] {
+			for i := 1; i <= 4; i++ {
+				c.SubmitPacked(i, cpus(1), 3)
+			}
+			return c.Effects()
+		}, "run(2,1) run(2,2) run(2,3) run(1,4)"},
+		{"packed tasks go to the fullest worker below their depth, so the others drain", func(c *Core[int]) []Effect[int] {
+			for i := 1; i <= 4; i++ { // worker 2 full at 3: worker 1 is woken
+				c.SubmitPacked(i, cpus(1), 3)
+			}
+			c.TaskDone(2, false) // worker 2 holds two, worker 1 one
+			c.SubmitPacked(5, cpus(1), 3)
+			return c.Effects()
+		}, "run(2,1) run(2,2) run(2,3) run(1,4) run(2,5)"},
+		{"packing skips a worker blocked in Get", func(c *Core[int]) []Effect[int] {
+			c.SubmitPacked(1, cpus(1), 4)
+			c.Block(2, c.Epoch(2))
+			c.SubmitPacked(2, cpus(1), 4)
+			return c.Effects()
+		}, "run(2,1) run(1,2)"},
 		{"a task that may not be pipelined waits in the queue", func(c *Core[int]) []Effect[int] {
 			for i := 1; i <= 4; i++ {
 				c.Submit(i, cpus(1), false)

@@ -47,6 +47,14 @@ func (c *Core[T]) schedule() {
 		q := c.queues[k]
 		for q.len() > 0 {
 			p := q.front()
+			if p.pack > 0 {
+				if w := c.packTarget(k, int(p.pack)); w != nil {
+					q.pop()
+					c.addDemand(p.res, -1)
+					c.send(w, p)
+					continue
+				}
+			}
 			if c.fits(p.res) {
 				if w := c.popIdle(); w != nil {
 					q.pop()
@@ -105,6 +113,24 @@ func (c *Core[T]) pipelineTarget(k string) *worker[T] {
 			continue
 		}
 		if best == nil || len(w.tasks) < len(best.tasks) {
+			best = w
+		}
+	}
+	return best
+}
+
+// packTarget returns, among the busy pool workers running tasks of shape
+// k and holding fewer than depth, the one holding the most: load is
+// concentrated on as few workers as keep up, so the others drain and
+// sleep. Nil when every such worker is full (an idle one is woken then).
+func (c *Core[T]) packTarget(k string, depth int) *worker[T] {
+	var best *worker[T]
+	for _, id := range c.order {
+		w := c.pool[id]
+		if w.retiring || w.blocked > 0 || w.lent || w.parked || w.recalled || len(w.tasks) == 0 || len(w.tasks) >= depth || w.shape != k {
+			continue
+		}
+		if best == nil || len(w.tasks) > len(best.tasks) {
 			best = w
 		}
 	}

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# The scaling figures of a big host in one table (issue 22): the async rows
+# of `gray microbenchmark --scaling` at 1, 2, 4, ... CPUs up to all of them
+# (rate, ratio to linear, CPU time per call), actor creation beside process
+# starts, 1,000,000 queued tasks, and PixelPong PPO with 0, 4 and 14 rollout
+# workers. It builds nothing: give it a folder holding prebuilt `gray` and
+# `train` (go build -o DIR/ ./cmd/gray ./cmd/train on any machine of the
+# same OS and architecture).
+#
+#   benchmarks/scaling/run.sh BIN_DIR [PONG_ITERATIONS]
+#
+# PONG_ITERATIONS (default 5) is how many PPO iterations each PixelPong run
+# trains; its figure is environment steps per second over them. The table
+# goes to stdout (markdown), progress to stderr. Note `uptime` beside it.
+set -euo pipefail
+
+bin=${1:?usage: run.sh BIN_DIR [PONG_ITERATIONS]}
+iters=${2:-5}
+here=$(cd "$(dirname "$0")" && pwd)
+configs=$here/../../configs
+for exe in gray train; do
+	[[ -x $bin/$exe ]] || { echo "run.sh: $bin/$exe is missing: build it with go build -o $bin/ ./cmd/$exe" >&2; exit 2; }
+done
+cpus=$(nproc)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+rows=()
+row() { rows+=("| $1 | $2 | $3 |"); }
+
+echo "run.sh: load before: $(uptime)" >&2
+
+# 1. Scaling rows: the printed table, one markdown row per line.
+echo "run.sh: gray microbenchmark --scaling" >&2
+"$bin/gray" microbenchmark --scaling --trials 3 >"$work/scaling.txt"
+header=$(head -1 "$work/scaling.txt" | sed -E 's/^row \([^)]*\) *//; s/  +/ · /g')
+row "scaling" "row (columns: $header)" ""
+tail -n +2 "$work/scaling.txt" | while IFS= read -r line; do
+	name=$(cut -c1-48 <<<"$line" | sed -E 's/^ +//; s/ +$//')
+	cells=$(cut -c49- <<<"$line" | sed -E 's/^ +//; s/ {2,}/ · /g')
+	echo "| scaling | $name | $cells |"
+done >"$work/scaling.md"
+while IFS= read -r l; do rows+=("$l"); done <"$work/scaling.md"
+
+# 2. Actor creation beside process starts, at every CPU count of the scaling rows.
+n=1
+while :; do
+	echo "run.sh: actor creation at --cpus $n" >&2
+	ratio=$("$bin/gray" microbenchmark --cpus "$n" --filter "actor creation (each answers one call) / process starts" | awk '{print $(NF-5)}')
+	row "actor creation / process starts" "--cpus $n" "${ratio}×"
+	[[ $n -ge $cpus ]] && break
+	n=$((n * 2)); [[ $n -gt $cpus ]] && n=$cpus
+done
+
+# 3. One million queued tasks, at 2 CPUs and at all.
+for n in 2 "$cpus"; do
+	echo "run.sh: 1,000,000 queued tasks at --cpus $n" >&2
+	"$bin/gray" microbenchmark --cpus "$n" --queued 1000000 >"$work/queued.txt"
+	row "1,000,000 queued tasks" "--cpus $n: seconds to queue" "$(awk 'NR==1{print $(NF-3)}' "$work/queued.txt") s"
+	row "1,000,000 queued tasks" "--cpus $n: driver heap per task" "$(awk 'NR==2{print $(NF-1)}' "$work/queued.txt") bytes"
+	row "1,000,000 queued tasks" "--cpus $n: then all run" "$(awk 'NR==3{print $(NF-1)}' "$work/queued.txt") s"
+done
+
+# 4. PixelPong PPO: environment steps per second with 0, 4 and 14 rollout workers.
+for w in 0 4 14; do
+	if [[ $w -ge $cpus ]]; then
+		row "PixelPong PPO ($iters iterations)" "$w rollout workers" "skipped: needs more than $cpus CPUs"
+		continue
+	fi
+	echo "run.sh: PixelPong PPO, $w rollout workers" >&2
+	dir=$work/pong-$w
+	"$bin/train" -f "$configs/pixelpong-ppo.yaml" --local-dir "$dir" --config "{\"num_workers\": $w}" \
+		--stop "{\"training_iteration\": $iters}" >"$work/pong-$w.log" 2>&1
+	last=$(find "$dir" -name result.json -exec tail -n 1 {} \; | head -1)
+	steps=$(grep -o '"timesteps_total": *[0-9.e+]*' <<<"$last" | grep -o '[0-9.e+]*$')
+	secs=$(grep -o '"time_total_s": *[0-9.e+-]*' <<<"$last" | grep -o '[0-9.e+-]*$')
+	row "PixelPong PPO ($iters iterations)" "$w rollout workers: steps/s" "$(awk -v a="$steps" -v b="$secs" 'BEGIN{printf "%.0f (%d steps in %.1f s)", a/b, a, b}')"
+done
+
+echo "run.sh: load after: $(uptime)" >&2
+echo "| section | row | figure |"
+echo "| --- | --- | --- |"
+printf '%s\n' "${rows[@]}"
