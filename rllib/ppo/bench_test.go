@@ -133,12 +133,14 @@ func BenchmarkLearnerStep(b *testing.B) {
 					idx[i] = i
 				}
 				b.ResetTimer()
+				cpu0 := processCPUNanos()
 				for i := 0; i < b.N; i++ {
 					if _, err := l.step(&batch, idx, 0.2); err != nil {
 						b.Fatal(err)
 					}
 				}
 				b.ReportMetric(float64(b.Elapsed().Microseconds())/1e3/float64(b.N), "ms/step")
+				b.ReportMetric(float64(processCPUNanos()-cpu0)/1e6/float64(b.N), "cpu-ms/step")
 			})
 		}
 	}
