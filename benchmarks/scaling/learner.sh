@@ -19,14 +19,16 @@
 #   benchmarks/scaling/learner.sh [BIN]       # BIN defaults to bin
 #
 # Environment: WORKERS ("0 4 14"), ITERS (10), THREADS (1,2,4,8,16),
-# BENCHTIME (40x), SKIP_TABLE=1 or SKIP_STEP=1 to run one part only.
+# BENCHTIME (40x), PYTHON (/usr/bin/python3), SKIP_TABLE=1 or SKIP_STEP=1 to run one part only.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-BIN=${1:-bin}
+BIN=$(cd "${1:-bin}" && pwd) || { echo "learner.sh: no folder ${1:-bin}: build the binaries first (see the top of this script)" >&2; exit 2; }
 WORKERS=${WORKERS:-"0 4 14"}
 ITERS=${ITERS:-10}
 THREADS=${THREADS:-1,2,4,8,16}
 BENCHTIME=${BENCHTIME:-40x}
+# Debian's python3, where make bench-deps installs torch.
+PYTHON=${PYTHON:-/usr/bin/python3}
 for f in "$BIN/train" "$BIN/ppo.test"; do
 	[ -x "$f" ] || { echo "learner.sh: $f is missing: build it first (see the top of this script)" >&2; exit 2; }
 done
@@ -45,7 +47,7 @@ if [ "${SKIP_TABLE:-}" != 1 ]; then
 			--config "{\"num_workers\": $w}" --stop "{\"training_iteration\": $ITERS}" >"$out/w$w.log" 2>&1 ||
 			{ echo "num_workers $w failed: see $out/w$w.log" >&2; exit 1; }
 		result=$(find "$out/w$w" -name result.json | head -1)
-		row=$(python3 - "$result" "$w" "${base:-0}" <<'PY'
+		row=$("$PYTHON" - "$result" "$w" "${base:-0}" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 last = rows[-1]
@@ -66,10 +68,10 @@ if [ "${SKIP_STEP:-}" != 1 ]; then
 	echo
 	echo "## Learner step (BenchmarkLearnerStep), threads $THREADS"
 	pattern="LearnerStep/(PixelPong|CartPole)/threads=($(echo "$THREADS" | tr , '|'))\$"
-	(cd rllib/ppo && "../../$BIN/ppo.test" -test.run '^$' -test.bench "$pattern" -test.benchtime "$BENCHTIME") |
+	(cd rllib/ppo && "$BIN/ppo.test" -test.run '^$' -test.bench "$pattern" -test.benchtime "$BENCHTIME") |
 		grep '^Benchmark' | tee "$out/go.txt"
-	if python3 -c 'import torch' 2>/dev/null; then
-		env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python3 benchmarks/models/torch_ppo_step.py --threads "$THREADS" |
+	if "$PYTHON" -c 'import torch' 2>/dev/null; then
+		env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$PYTHON" benchmarks/models/torch_ppo_step.py --threads "$THREADS" |
 			tee "$out/torch.txt"
 	else
 		echo "PyTorch peer skipped: python3-torch is not installed (make bench-deps)"
