@@ -89,3 +89,20 @@ func TestAgentTrialsHoldTheirWorkersCPUs(t *testing.T) {
 		t.Error("an experiment file without resources_per_trial does not size trials by num_workers")
 	}
 }
+
+// AgentResources reserves the learner's threads and one CPU per worker.
+func TestAgentResourcesCountsLearnerThreads(t *testing.T) {
+	for _, tc := range []struct {
+		config map[string]any
+		want   Resources
+	}{
+		{map[string]any{}, Resources{CPU: 1}},
+		{map[string]any{"num_workers": 2}, Resources{CPU: 3, ExtraCPU: 2}},
+		{map[string]any{"num_learner_threads": 4}, Resources{CPU: 4}},
+		{map[string]any{"num_learner_threads": 4, "num_workers": 2, "num_gpus": 1}, Resources{CPU: 6, ExtraCPU: 2, GPU: 1}},
+	} {
+		if got := AgentResources(tc.config); got != tc.want {
+			t.Errorf("AgentResources(%v) = %+v, want %+v", tc.config, got, tc.want)
+		}
+	}
+}

@@ -206,13 +206,17 @@ func (f *funcTrainable) Stop() error {
 
 // AgentResources sizes a trial of an rllib agent from its config: 1 CPU
 // for the trial itself (its driver loop, learner and, with num_workers 0,
-// its sampling) plus one CPU per worker actor it starts (num_workers), and
-// num_gpus GPUs. Experiment files use it unless they set
+// its sampling), or num_learner_threads CPUs when that is set (the
+// learner's threads), plus one CPU per worker actor it starts
+// (num_workers), and num_gpus GPUs. Experiment files use it unless they set
 // resources_per_trial, so that trials with workers do not oversubscribe
 // the node. The workers' CPUs are ExtraCPU: a trial placed in a gray actor
 // reserves 1 CPU (and the GPUs) for it, its workers their own.
 func AgentResources(config map[string]any) Resources {
 	res := Resources{CPU: 1}
+	if n, ok := Float(config, "num_learner_threads"); ok && n > 1 {
+		res.CPU = n
+	}
 	if n, ok := Float(config, "num_workers"); ok && n > 0 {
 		res.CPU += n
 		res.ExtraCPU = n

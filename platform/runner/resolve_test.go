@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/gray-ml/gray/platform/config"
@@ -28,5 +29,29 @@ func TestResolveDecodesOnce(t *testing.T) {
 				t.Fatalf("decoded lr %v, config lr %v; want 0.01 in both", c.LR, r.Config["lr"])
 			}
 		})
+	}
+}
+
+// TestResolveChecksLearnerThreads checks that num_learner_threads beyond
+// the learner's CPUs (the runtime's num_cpus less one per worker) fails in
+// Resolve, which runs before any run folder is written, naming the limit.
+func TestResolveChecksLearnerThreads(t *testing.T) {
+	for _, tc := range []struct {
+		numCPUs int
+		user    map[string]any
+		want    string
+	}{
+		{4, map[string]any{"num_learner_threads": 0}, "num_learner_threads must be at least 1, got 0"},
+		{4, map[string]any{"num_learner_threads": 5}, "num_learner_threads 5 is more than the learner's 4 CPUs"},
+		{4, map[string]any{"num_learner_threads": 3, "num_workers": 2}, "set it to at most 2"},
+		{4, map[string]any{"num_learner_threads": 2, "num_workers": 2}, ""},
+	} {
+		_, err := Resolve(config.Experiment{Alg: "PPO", Env: "CartPole-v1", NumCPUs: tc.numCPUs, Config: tc.user})
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%v on %d CPUs: %v", tc.user, tc.numCPUs, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%v on %d CPUs: error %v, want one containing %q", tc.user, tc.numCPUs, err, tc.want)
+		}
 	}
 }

@@ -14,10 +14,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	goruntime "runtime"
 	"runtime/debug"
 	"strings"
 	"time"
 
+	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/envs"
 	"github.com/gray-ml/gray/platform/checkpoint"
 	"github.com/gray-ml/gray/platform/config"
@@ -95,6 +97,9 @@ func Resolve(exp config.Experiment) (Resolved, error) {
 	if err != nil {
 		return Resolved{}, err
 	}
+	if err := checkLearnerThreads(alg.Name, r.Decoded, exp.NumCPUs); err != nil {
+		return Resolved{}, err
+	}
 	if exp.Env == "" {
 		return Resolved{}, fmt.Errorf("no environment given: use --env NAME (known environments: %s)", strings.Join(envs.Names(), ", "))
 	}
@@ -108,6 +113,25 @@ func Resolve(exp config.Experiment) (Resolved, error) {
 	}
 	r.Env = envs.Canonical(exp.Env)
 	return r, nil
+}
+
+// checkLearnerThreads checks num_learner_threads, when the config has it,
+// against the CPUs of the runtime the run will use: the one already
+// running, else the one the train command starts (numCPUs, 0 meaning all
+// of this host's, as gray.Init counts them).
+func checkLearnerThreads(alg string, decoded rllib.Validator, numCPUs int) error {
+	c, ok := decoded.(rllib.LearnerThreadsConfig)
+	if !ok {
+		return nil
+	}
+	set, workers := c.LearnerThreads()
+	cpus := float64(numCPUs)
+	if res := gray.ClusterResources(); res != nil {
+		cpus = res["CPU"]
+	} else if numCPUs == 0 {
+		cpus = float64(goruntime.NumCPU())
+	}
+	return rllib.CheckLearnerThreads(alg, set, workers, cpus)
 }
 
 // CheckEnv makes one copy of the environment and closes it, so that an

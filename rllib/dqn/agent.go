@@ -84,7 +84,16 @@ func New(ctx context.Context, opts rllib.Options) (*Agent, error) {
 	if a.target, err = newQNetwork(pre.Shape(), nActions, cfg.Model, cfg.Dueling, seed); err != nil {
 		return nil, fmt.Errorf("DQN: %w", err)
 	}
-	a.learner = newLearner(&a.cfg, a.q, a.target)
+	threads, err := rllib.LearnerThreads("DQN", cfg.NumLearnerThreads, cfg.NumWorkers)
+	if err != nil {
+		return nil, err
+	}
+	a.learner, err = newLearner(&a.cfg, a.q, a.target, threads, func() (*qNetwork, error) {
+		return newQNetwork(pre.Shape(), nActions, cfg.Model, cfg.Dueling, seed)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("DQN: %w", err)
+	}
 	a.learner.syncTarget()
 	if a.buf, err = replay.New(replay.Config{
 		Capacity: cfg.BufferSize, ObsDim: pre.Size(), ActDim: 1,

@@ -23,6 +23,7 @@ import (
 	"math"
 
 	"github.com/gray-ml/gray/models"
+	"github.com/gray-ml/gray/rllib"
 	"github.com/gray-ml/gray/rllib/schedule"
 )
 
@@ -93,6 +94,11 @@ type Config struct {
 	// MetricsSmoothingEpisodes is the number of most recent episodes the
 	// reported episode statistics average over.
 	MetricsSmoothingEpisodes int `json:"metrics_smoothing_episodes"`
+	// NumLearnerThreads is the number of goroutines each gradient step is
+	// split over (fixed shards whose gradients are summed in a fixed
+	// order: a seed and a thread count give the same run anywhere). Unset,
+	// it is the CPUs the learner reserves (rllib.LearnerThreads).
+	NumLearnerThreads *int `json:"num_learner_threads"`
 	// Seed, when set, overrides the run's seed.
 	Seed *int64 `json:"seed"`
 }
@@ -182,6 +188,9 @@ func (c *Config) Validate() error {
 	if c.Model.FreeLogStd {
 		return fmt.Errorf("DQN config: model: free_log_std applies to Gaussian policies only; DQN's actions are Discrete")
 	}
+	if err := rllib.CheckLearnerThreads("DQN", c.NumLearnerThreads, c.NumWorkers, 0); err != nil {
+		return err
+	}
 	if err := c.Model.Validate(); err != nil {
 		return fmt.Errorf("DQN config: model: %w", err)
 	}
@@ -226,3 +235,6 @@ func (c *Config) roundSteps() int {
 	envs := c.samplers() * c.NumEnvsPerWorker
 	return (c.TrainFreq + envs - 1) / envs
 }
+
+// LearnerThreads implements rllib.LearnerThreadsConfig.
+func (c *Config) LearnerThreads() (*int, int) { return c.NumLearnerThreads, c.NumWorkers }

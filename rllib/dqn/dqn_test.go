@@ -132,6 +132,9 @@ func TestBadConfig(t *testing.T) {
 		{map[string]any{"model": map[string]any{"free_log_std": true}}, "free_log_std"},
 		{map[string]any{"model": map[string]any{"fcnet_hidens": []int{8}}}, "fcnet_hidens"},
 		{map[string]any{"model": map[string]any{"use_lstm": true}}, "model.use_lstm: DQN trains feed-forward policies only"},
+		{map[string]any{"num_learner_threads": 0}, "num_learner_threads must be at least 1, got 0"},
+		// The runtime's 4 CPUs are all the learner has with no workers.
+		{map[string]any{"num_learner_threads": 5}, "num_learner_threads 5 is more than the learner's 4 CPUs"},
 	}
 	// TestMain gives the runtime 4 CPUs and each rollout worker reserves one.
 	tests = append(tests, struct {
@@ -213,9 +216,13 @@ func TestRestoreRejectsOtherCheckpoints(t *testing.T) {
 }
 
 func TestSameSeedSameRun(t *testing.T) {
-	for _, workers := range []int{0, 2} {
+	for _, tc := range []struct{ workers, threads int }{{0, 1}, {0, 3}, {2, 2}} {
+		workers := tc.workers
 		cfg := smallCartPole()
 		cfg["num_workers"] = workers
+		// Each shard's gradient is summed in a fixed order: the same seed
+		// and thread count give the same weights.
+		cfg["num_learner_threads"] = tc.threads
 		var runs [2][]float64
 		for i := range runs {
 			a := newAgent(t, "CartPole-v1", cfg, 7)
@@ -223,7 +230,7 @@ func TestSameSeedSameRun(t *testing.T) {
 			runs[i] = a.Weights()
 		}
 		if !slices.Equal(runs[0], runs[1]) {
-			t.Errorf("num_workers %d: two runs with seed 7 differ", workers)
+			t.Errorf("num_workers %d, num_learner_threads %d: two runs with seed 7 differ", workers, tc.threads)
 		}
 	}
 }

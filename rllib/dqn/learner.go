@@ -10,26 +10,61 @@ import (
 )
 
 // learner takes gradient steps on the online network from replayed
-// transitions. Every buffer it uses is reused across steps: a step does
-// one batched forward and backward pass on the online network and two
-// batched forward passes without gradients (online and target on the next
-// observations) and allocates nothing.
+// transitions. Each batch is split into num_learner_threads fixed parts
+// (shards), each computed on its own copies of the online and target
+// networks and their gradients summed in a fixed order: a seed and a
+// thread count give the same weights on any machine. Every buffer it uses
+// is reused across steps: a shard's step does one batched forward and
+// backward pass on its online copy and two batched forward passes without
+// gradients (online and target on the next observations) and allocates
+// nothing.
 type learner struct {
 	cfg       *Config
 	q, target *qNetwork
 	opt       *models.Adam
-	tape      *models.Tape
-	batch     replay.Batch
-	y, tdAbs  []float64
-	nextAct   []float64
+	// shards are the per-thread network copies; shards[0] uses q and
+	// target themselves. grads holds their gradient vectors in shard
+	// order, for models.SumGrads.
+	shards  []*dqnShard
+	grads   [][]float64
+	batch   replay.Batch
+	y       []float64
+	tdAbs   []float64
+	qsa     []float64
+	nextAct []float64
 }
 
-func newLearner(cfg *Config, q, target *qNetwork) *learner {
+// dqnShard is one thread's networks and its part of a step.
+type dqnShard struct {
+	q, target *qNetwork
+	tape      *models.Tape
+	loss      float64
+}
+
+// newLearner builds the learner with threads shards; newNet makes a
+// network of the same shape for each shard after the first.
+func newLearner(cfg *Config, q, target *qNetwork, threads int, newNet func() (*qNetwork, error)) (*learner, error) {
 	n := cfg.TrainBatchSize
-	return &learner{
-		cfg: cfg, q: q, target: target, opt: models.NewAdam(cfg.LR), tape: models.NewTape(),
-		y: make([]float64, n), tdAbs: make([]float64, n), nextAct: make([]float64, n),
+	l := &learner{
+		cfg: cfg, q: q, target: target, opt: models.NewAdam(cfg.LR),
+		y: make([]float64, n), tdAbs: make([]float64, n), qsa: make([]float64, n), nextAct: make([]float64, n),
 	}
+	l.shards = append(l.shards, &dqnShard{q: q, target: target, tape: models.NewTape()})
+	for len(l.shards) < threads {
+		sq, err := newNet()
+		if err != nil {
+			return nil, err
+		}
+		st, err := newNet()
+		if err != nil {
+			return nil, err
+		}
+		l.shards = append(l.shards, &dqnShard{q: sq, target: st, tape: models.NewTape()})
+	}
+	for _, sh := range l.shards {
+		l.grads = append(l.grads, sh.q.params.Grads())
+	}
+	return l, nil
 }
 
 // syncTarget copies the online weights into the target network.
@@ -66,47 +101,29 @@ func (l *learner) step(buf *replay.Buffer, rng *rand.Rand, beta float64) (stepSt
 	if err := buf.Sample(rng, n, beta, b); err != nil {
 		return stepStats{}, err
 	}
-	na := l.q.nActions
-
-	// Targets, without gradients.
-	if cfg.DoubleQ {
-		online := l.q.values(b.NextObs, n)
-		for i := range n {
-			l.nextAct[i] = float64(argmax(online[i*na : (i+1)*na]))
-		}
-	}
-	tq := l.target.values(b.NextObs, n)
-	for i := range n {
-		row := tq[i*na : (i+1)*na]
-		next := row[argmax(row)]
-		if cfg.DoubleQ {
-			next = row[int(l.nextAct[i])]
-		}
-		l.y[i] = b.Rewards[i] + b.Discounts[i]*next
-	}
-
-	// The loss and its gradient.
-	t := l.tape
-	t.Reset()
-	qAll := l.q.forward(t, b.Obs, n)
-	qsa := t.Gather(qAll, t.Const(n, 1, b.Actions))
-	td := t.Sub(qsa, t.Const(n, 1, l.y))
-	loss := t.Mean(t.Mul(t.Huber(td, cfg.HuberDelta), t.Const(n, 1, b.Weights)))
+	// Shard k takes rows [k·n/shards, (k+1)·n/shards) and weighs its mean
+	// loss by its share of the rows, so the summed gradient is the whole
+	// batch's.
+	shards := l.shards[:min(len(l.shards), n)]
+	models.Parallel(len(shards), func(k int) {
+		lo, hi := models.ShardBounds(k, len(shards), n)
+		l.shardStep(shards[k], k, lo, hi, float64(hi-lo)/float64(n))
+	})
 	var s stepStats
-	s.loss = loss.Item()
+	for _, sh := range shards {
+		s.loss += sh.loss
+	}
 	if math.IsNaN(s.loss) || math.IsInf(s.loss, 0) {
 		return s, &nanError{what: "the loss"}
 	}
 	for i := range n {
-		s.meanQ += qsa.Data[i]
-		l.tdAbs[i] = math.Abs(td.Data[i])
+		s.meanQ += l.qsa[i]
 		s.meanTD += l.tdAbs[i]
 	}
 	s.meanQ /= float64(n)
 	s.meanTD /= float64(n)
 	p := l.q.params
-	p.ZeroGrad()
-	t.Backward(loss)
+	models.SumGrads(l.grads[:len(shards)], len(shards))
 	s.gradNorm = models.ClipByGlobalNorm(p.Grads(), cfg.GradClip)
 	if math.IsNaN(s.gradNorm) || math.IsInf(s.gradNorm, 0) {
 		return s, &nanError{what: "the gradient"}
@@ -123,4 +140,51 @@ func (l *learner) step(buf *replay.Buffer, rng *rand.Rand, beta float64) (stepSt
 		}
 	}
 	return s, nil
+}
+
+// shardStep computes the loss of batch rows [lo, hi) scaled by weight on
+// shard k's networks, leaving its gradient in the shard's online
+// parameters and each row's Q(s, a) and |TD error| in l.qsa and l.tdAbs.
+func (l *learner) shardStep(sh *dqnShard, k, lo, hi int, weight float64) {
+	cfg, b := l.cfg, &l.batch
+	if k > 0 {
+		// The master networks may have been set from outside (a target
+		// sync, a restored checkpoint): start from them every step.
+		copy(sh.q.params.Flat(), l.q.params.Flat())
+		copy(sh.target.params.Flat(), l.target.params.Flat())
+	}
+	n, od, na := hi-lo, sh.q.obsDim, sh.q.nActions
+	next := b.NextObs[lo*od : hi*od]
+
+	// Targets, without gradients.
+	if cfg.DoubleQ {
+		online := sh.q.values(next, n)
+		for i := range n {
+			l.nextAct[lo+i] = float64(argmax(online[i*na : (i+1)*na]))
+		}
+	}
+	tq := sh.target.values(next, n)
+	for i := range n {
+		row := tq[i*na : (i+1)*na]
+		v := row[argmax(row)]
+		if cfg.DoubleQ {
+			v = row[int(l.nextAct[lo+i])]
+		}
+		l.y[lo+i] = b.Rewards[lo+i] + b.Discounts[lo+i]*v
+	}
+
+	// The loss and its gradient.
+	t := sh.tape
+	t.Reset()
+	qAll := sh.q.forward(t, b.Obs[lo*od:hi*od], n)
+	qsa := t.Gather(qAll, t.Const(n, 1, b.Actions[lo:hi]))
+	td := t.Sub(qsa, t.Const(n, 1, l.y[lo:hi]))
+	loss := t.Scale(t.Mean(t.Mul(t.Huber(td, cfg.HuberDelta), t.Const(n, 1, b.Weights[lo:hi]))), weight)
+	sh.loss = loss.Item()
+	for i := range n {
+		l.qsa[lo+i] = qsa.Data[i]
+		l.tdAbs[lo+i] = math.Abs(td.Data[i])
+	}
+	sh.q.params.ZeroGrad()
+	t.Backward(loss)
 }

@@ -52,7 +52,12 @@ type Agent struct {
 
 // samplers is how the agent collects one iteration's experience.
 type samplers interface {
-	sample(ctx context.Context, a *Agent) ([]Samples, error)
+	// sample returns the next iteration's batches and the driver's time
+	// spent putting weights and submitting calls for them.
+	sample(ctx context.Context, a *Agent) ([]Samples, time.Duration, error)
+	// prefetch starts sampling the iteration after the next one with the
+	// current weights (sample_async), while the driver learns.
+	prefetch(ctx context.Context, a *Agent) error
 	// recycle hands back an iteration's batch after learning from it, for
 	// a sampler that can reuse its buffers.
 	recycle(b sample.Batch)
@@ -84,7 +89,11 @@ func New(ctx context.Context, opts rllib.Options) (*Agent, error) {
 		lr: cfg.lrSchedule(), klCoeff: cfg.KLCoeff, actSpace: actSpace,
 		window: sample.NewEpisodeWindow(cfg.MetricsSmoothingEpisodes),
 	}
-	a.learner, err = newLearner(&a.cfg, pol, func() (*policy, error) {
+	threads, err := rllib.LearnerThreads("PPO", cfg.NumLearnerThreads, cfg.NumWorkers)
+	if err != nil {
+		return nil, errors.Join(err, pol.close())
+	}
+	a.learner, err = newLearner(&a.cfg, pol, threads, func() (*policy, error) {
 		return newPolicy(proc.pre, actSpace, cfg.Model, seed)
 	})
 	if err != nil {
@@ -118,10 +127,13 @@ func (a *Agent) Train(ctx context.Context) (rllib.Result, error) {
 	}
 	start := time.Now()
 	iter := a.iteration + 1
-	parts, err := a.samplers.sample(ctx, a)
+	parts, putTime, err := a.samplers.sample(ctx, a)
 	if err != nil {
 		return rllib.Result{}, fmt.Errorf("PPO iteration %d: sampling: %w", iter, err)
 	}
+	// The driver's own share: gathering the batches (and, above, putting
+	// the weights), as opposed to waiting for samples or learning.
+	gatherStart := time.Now()
 	batches := make([]sample.Batch, len(parts))
 	for i, p := range parts {
 		batches[i] = p.Batch
@@ -145,7 +157,17 @@ func (a *Agent) Train(ctx context.Context) (rllib.Result, error) {
 	if a.cfg.NormalizeAdvantages {
 		sample.Standardize(b.Advantages)
 	}
+	gatherTime := time.Since(gatherStart)
 	sampleTime := time.Since(start)
+	if a.cfg.SampleAsync {
+		// The workers sample the next batch with the weights as they are
+		// now, one iteration old by the time it is learned from.
+		prefetchStart := time.Now()
+		if err := a.samplers.prefetch(ctx, a); err != nil {
+			return rllib.Result{}, fmt.Errorf("PPO iteration %d: starting the next sampling: %w", iter, err)
+		}
+		putTime += time.Since(prefetchStart)
+	}
 
 	// Keep the last good state: a NaN mid-SGD must not corrupt it.
 	learnStart := time.Now()
@@ -167,6 +189,8 @@ func (a *Agent) Train(ctx context.Context) (rllib.Result, error) {
 	a.window.Add(b.Episodes...)
 	ep := a.window.Stats()
 	learnerRows := float64(b.Len() * a.cfg.NumSGDIter)
+	iterTime := time.Since(start)
+	driverTime := putTime + gatherTime
 	return rllib.Result{
 		TrainingIteration: a.iteration,
 		TimestepsTotal:    a.timesteps,
@@ -177,7 +201,7 @@ func (a *Agent) Train(ctx context.Context) (rllib.Result, error) {
 		EpisodeRewardMin:  ep.RewardMin,
 		EpisodeRewardMax:  ep.RewardMax,
 		EpisodeLenMean:    ep.LenMean,
-		TimeThisIterS:     time.Since(start).Seconds(),
+		TimeThisIterS:     iterTime.Seconds(),
 		Learner: map[string]float64{
 			"policy_loss":        stats.policyLoss,
 			"vf_loss":            stats.vfLoss,
@@ -194,6 +218,12 @@ func (a *Agent) Train(ctx context.Context) (rllib.Result, error) {
 			"learn_time_s":       learnTime.Seconds(),
 			"sample_steps_per_s": float64(b.Len()) / math.Max(sampleTime.Seconds(), 1e-9),
 			"learn_steps_per_s":  learnerRows / math.Max(learnTime.Seconds(), 1e-9),
+			// The driver's work other than learning: putting the weights
+			// into the object store (once per iteration), submitting the
+			// workers' calls, joining their batches and merging filters.
+			"driver_time_s":   driverTime.Seconds(),
+			"driver_share":    driverTime.Seconds() / math.Max(iterTime.Seconds(), 1e-9),
+			"learner_threads": float64(len(a.learner.shards)),
 		},
 	}, nil
 }
@@ -300,13 +330,16 @@ func (a *Agent) Stop() error {
 // filter (num_workers 0).
 type localSampler struct{ w *RolloutWorker }
 
-func (s *localSampler) sample(ctx context.Context, a *Agent) ([]Samples, error) {
+func (s *localSampler) sample(ctx context.Context, a *Agent) ([]Samples, time.Duration, error) {
 	p, err := s.w.sample(ctx, a.iteration+1)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return []Samples{p}, nil
+	return []Samples{p}, 0, nil
 }
+
+// prefetch does nothing: Validate refuses sample_async without workers.
+func (s *localSampler) prefetch(context.Context, *Agent) error { return nil }
 
 func (s *localSampler) recycle(b sample.Batch) { s.w.worker.Recycle(b) }
 

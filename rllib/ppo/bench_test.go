@@ -2,6 +2,7 @@ package ppo
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/gray-ml/gray/rllib"
@@ -10,14 +11,19 @@ import (
 
 // benchAgent builds a CartPole agent and one batch with advantages.
 func benchAgent(b *testing.B, cfg map[string]any) (*Agent, sample.Batch) {
+	return benchAgentOn(b, "CartPole-v1", cfg)
+}
+
+// benchAgentOn builds an agent on env and one batch with advantages.
+func benchAgentOn(b *testing.B, env string, cfg map[string]any) (*Agent, sample.Batch) {
 	b.Helper()
 	ctx := context.Background()
-	a, err := New(ctx, rllib.Options{Env: "CartPole-v1", Seed: 1, Config: cfg})
+	a, err := New(ctx, rllib.Options{Env: env, Seed: 1, Config: cfg})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = a.Stop() })
-	parts, err := a.samplers.sample(ctx, a)
+	parts, _, err := a.samplers.sample(ctx, a)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -67,11 +73,75 @@ func BenchmarkSample(b *testing.B) {
 	b.ResetTimer()
 	rows := 0
 	for i := 0; i < b.N; i++ {
-		parts, err := a.samplers.sample(ctx, a)
+		parts, _, err := a.samplers.sample(ctx, a)
 		if err != nil {
 			b.Fatal(err)
 		}
 		rows += parts[0].Batch.Len()
 	}
 	b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "steps/s")
+}
+
+// pixelPongBenchCfg is configs/pixelpong-ppo.yaml's network and minibatch:
+// two 40×40 frame differences, conv 16 4×4 stride 4, 128 ReLU units, a
+// shared value head, minibatches of 256 rows (Adam).
+func pixelPongBenchCfg() map[string]any {
+	return map[string]any{
+		"num_envs_per_worker": 8, "train_batch_size": 512, "sgd_minibatch_size": 256,
+		"model": map[string]any{
+			"crop": []int{34, 16, 0, 0}, "dim": 40, "grayscale": true, "frame_diff": true, "framestack": 2,
+			"conv_filters": []any{[]any{16, []int{4, 4}, 4}}, "fcnet_hiddens": []int{128},
+			"fcnet_activation": "relu", "vf_share_layers": true,
+		},
+	}
+}
+
+// benchThreads are the learner thread counts the step benchmarks run at.
+// Counts above this host's cores still run (the goroutines take turns),
+// so a table from a small host shows where scaling stops.
+var benchThreads = []int{1, 2, 4, 8, 16}
+
+// BenchmarkLearnerStep times one PPO minibatch step (forward, loss,
+// backward, gradient sum, Adam) on PixelPong's conv net (256 rows) and
+// CartPole's 64×64 tanh net (128 rows) at several num_learner_threads.
+// benchmarks/scaling/learner.sh runs it beside the PyTorch peer
+// (benchmarks/models/torch_ppo_step.py), which times the same steps.
+func BenchmarkLearnerStep(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		env  string
+		cfg  map[string]any
+	}{
+		{"PixelPong", "PixelPong-v0", pixelPongBenchCfg()},
+		{"CartPole", "CartPole-v1", map[string]any{"train_batch_size": 512, "sgd_minibatch_size": 128}},
+	} {
+		for _, threads := range benchThreads {
+			b.Run(fmt.Sprintf("%s/threads=%d", bc.name, threads), func(b *testing.B) {
+				a, batch := benchAgentOn(b, bc.env, bc.cfg)
+				// The benchmark's own learner: the runtime TestMain starts
+				// has fewer CPUs than the largest thread counts.
+				l, err := newLearner(&a.cfg, a.pol, threads, func() (*policy, error) {
+					return newPolicy(a.proc.pre, a.actSpace, a.cfg.Model, a.seed)
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { _ = l.close() })
+				l.opt.LR = 1e-4
+				idx := make([]int, a.cfg.SGDMinibatchSize)
+				for i := range idx {
+					idx[i] = i
+				}
+				b.ResetTimer()
+				cpu0 := processCPUNanos()
+				for i := 0; i < b.N; i++ {
+					if _, err := l.step(&batch, idx, 0.2); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Microseconds())/1e3/float64(b.N), "ms/step")
+				b.ReportMetric(float64(processCPUNanos()-cpu0)/1e6/float64(b.N), "cpu-ms/step")
+			})
+		}
+	}
 }

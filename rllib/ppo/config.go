@@ -9,6 +9,7 @@ import (
 	"math"
 
 	"github.com/gray-ml/gray/models"
+	"github.com/gray-ml/gray/rllib"
 	"github.com/gray-ml/gray/rllib/schedule"
 )
 
@@ -68,6 +69,21 @@ type Config struct {
 	// MetricsSmoothingEpisodes is the number of most recent episodes the
 	// reported episode statistics average over.
 	MetricsSmoothingEpisodes int `json:"metrics_smoothing_episodes"`
+	// SampleAsync overlaps sampling with learning (RLlib's key): as soon
+	// as an iteration's batches are in, the rollout workers start on the
+	// next iteration's with the weights the learner has not yet updated,
+	// so each iteration learns from samples of weights one iteration old
+	// (slightly off-policy; PPO's ratio clip and KL term see the sampling
+	// distribution, as they do on-policy). Off by default: on-policy.
+	// Needs num_workers of 1 or more (the driver's own sampling would
+	// compete with the learner for its CPUs).
+	SampleAsync bool `json:"sample_async"`
+	// NumLearnerThreads is the number of goroutines each SGD minibatch is
+	// split over (fixed shards whose gradients are summed in a fixed
+	// order: a seed and a thread count give the same run anywhere). Unset,
+	// it is the CPUs the learner reserves: the runtime's less one per
+	// rollout worker (rllib.LearnerThreads).
+	NumLearnerThreads *int `json:"num_learner_threads"`
 	// Seed, when set, overrides the run's seed.
 	Seed *int64 `json:"seed"`
 }
@@ -136,11 +152,15 @@ func (c *Config) Validate() error {
 		{"grad_clip", finite(c.GradClip) && c.GradClip >= 0, "must be 0 (off) or positive"},
 		{"observation_filter", c.ObservationFilter == "NoFilter" || c.ObservationFilter == "MeanStdFilter", `must be "NoFilter" or "MeanStdFilter"`},
 		{"metrics_smoothing_episodes", c.MetricsSmoothingEpisodes >= 1, "must be at least 1"},
+		{"sample_async", !c.SampleAsync || c.NumWorkers >= 1, "needs num_workers of 1 or more (rollout worker actors to sample while the driver learns); set num_workers or drop sample_async"},
 	}
 	for _, r := range rules {
 		if !r.ok {
 			return fmt.Errorf("PPO config: %s %s", r.key, r.msg)
 		}
+	}
+	if err := rllib.CheckLearnerThreads("PPO", c.NumLearnerThreads, c.NumWorkers, 0); err != nil {
+		return err
 	}
 	if err := c.Model.Validate(); err != nil {
 		return fmt.Errorf("PPO config: model: %w", err)
@@ -164,6 +184,9 @@ func (c *Config) lrSchedule() schedule.Piecewise {
 	}
 	return schedule.Constant(c.LR)
 }
+
+// LearnerThreads implements rllib.LearnerThreadsConfig.
+func (c *Config) LearnerThreads() (*int, int) { return c.NumLearnerThreads, c.NumWorkers }
 
 // workers is the number of samplers: the local worker counts as one.
 func (c *Config) workers() int { return max(1, c.NumWorkers) }

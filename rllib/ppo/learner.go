@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"runtime"
-	"sync"
 
 	"github.com/gray-ml/gray/models"
 	"github.com/gray-ml/gray/rllib/sample"
@@ -15,11 +13,12 @@ import (
 
 // learner runs PPO's minibatch SGD on the policy's parameters.
 //
-// Each minibatch is split into two fixed halves (shards) whose gradients
-// are computed concurrently on two copies of the model and summed in a
-// fixed order. The arithmetic does not depend on how many cores run the
-// shards, so a seed gives the same run on any machine, and a two-core
-// machine computes a step in about half the time.
+// Each minibatch is split into num_learner_threads fixed parts (shards)
+// whose gradients are computed concurrently on copies of the model and
+// summed in a fixed order (models.SumGrads). The arithmetic depends on the
+// thread count but not on how many cores run the shards, so a seed and a
+// thread count give the same run on any machine, and n cores compute a
+// step in up to 1/n of the time.
 //
 // With a recurrent model the units of shuffling are the batch's sequences
 // rather than its rows: each minibatch holds sgd_minibatch_size /
@@ -31,7 +30,10 @@ type learner struct {
 	pol    *policy
 	shards []*shard
 	opt    *models.Adam
-	perm   []int
+	// grads holds each shard's gradient vector, shard 0's (the master's)
+	// first, for models.SumGrads.
+	grads [][]float64
+	perm  []int
 	// starts are the first rows of the batch's sequences (recurrent only).
 	starts []int
 }
@@ -54,29 +56,37 @@ type minibatch struct {
 	seq                                     sample.Padded
 }
 
-// numShards is the number of gradient shards per minibatch.
-const numShards = 2
+// minShardRows is the fewest rows a shard gets: a minibatch of fewer than
+// 2·minShardRows rows runs as one shard, and in general as at most
+// rows/minShardRows shards (goroutine hand-offs would cost more than they
+// save). The rule depends on the config alone, so the shard count, and
+// with it the arithmetic, is fixed for a config and a thread count.
+const minShardRows = 32
 
-// minShardRows is the minibatch size below which one shard does all the
-// work (goroutine hand-offs would cost more than they save).
-const minShardRows = 64
-
-// newLearner builds the learner; copyPolicy makes a model of the same shape
-// for the second shard.
-func newLearner(cfg *Config, pol *policy, copyPolicy func() (*policy, error)) (*learner, error) {
+// newLearner builds the learner with threads shards (num_learner_threads);
+// copyPolicy makes a model of the same shape for each shard after the
+// first, which uses pol itself.
+func newLearner(cfg *Config, pol *policy, threads int, copyPolicy func() (*policy, error)) (*learner, error) {
 	l := &learner{cfg: cfg, pol: pol, opt: models.NewAdam(cfg.LR)}
 	l.shards = append(l.shards, &shard{model: pol.model, rnn: pol.rnn, params: pol.params, tape: models.NewTape()})
-	for len(l.shards) < numShards {
+	for len(l.shards) < threads {
 		p, err := copyPolicy()
 		if err != nil {
+			_ = l.close()
 			return nil, err
 		}
 		// Every shard uses the first policy's distribution (l.pol.dist):
 		// release the copy's, a plugin process when it is one.
 		if err := models.CloseActionDist(p.dist); err != nil {
+			_ = models.CloseModel(p.model)
+			_ = l.close()
 			return nil, err
 		}
 		l.shards = append(l.shards, &shard{model: p.model, rnn: p.rnn, params: p.params, tape: models.NewTape()})
+	}
+	l.grads = make([][]float64, len(l.shards))
+	for k, sh := range l.shards {
+		l.grads[k] = sh.params.Grads()
 	}
 	return l, nil
 }
@@ -227,38 +237,24 @@ func (l *learner) step(b *sample.Batch, idx []int, klCoeff float64) (learnStats,
 			rows += b.SeqLens[s]
 		}
 	}
-	shards := l.shards
-	if rows < minShardRows || m < len(shards) {
-		shards = shards[:1]
-	}
+	n := min(len(l.shards), m, max(1, rows/minShardRows))
+	shards := l.shards[:n]
 	master := l.pol.params
-	for _, sh := range shards[1:] {
-		_ = sh.params.SetFlat(master.Flat())
-	}
 	// Shard k takes units [k·m/n, (k+1)·m/n) and weighs its means by its
 	// share of the real rows, so the summed gradient is the whole
-	// minibatch's.
-	run := func(k int) {
+	// minibatch's. Each shard but the first (the master) starts from a
+	// copy of the master's weights.
+	models.Parallel(n, func(k int) {
 		sh := shards[k]
-		sh.mb.gather(b, idx[k*m/len(shards):(k+1)*m/len(shards)], seq, l.starts)
+		if k > 0 {
+			copy(sh.params.Flat(), master.Flat())
+		}
+		lo, hi := models.ShardBounds(k, n, m)
+		sh.mb.gather(b, idx[lo:hi], seq, l.starts)
 		sh.stats = l.shardLoss(sh, float64(sh.mb.valid)/float64(rows), klCoeff)
-	}
-	if len(shards) > 1 && runtime.GOMAXPROCS(0) > 1 {
-		var wg sync.WaitGroup
-		for k := 1; k < len(shards); k++ {
-			wg.Add(1)
-			go func() { defer wg.Done(); run(k) }()
-		}
-		run(0)
-		wg.Wait()
-	} else {
-		for k := range shards {
-			run(k)
-		}
-	}
+	})
 	var s learnStats
-	grads := master.Grads()
-	for k, sh := range shards {
+	for _, sh := range shards {
 		if err := sh.tape.Err(); err != nil { // a custom model's failure
 			return s, err
 		}
@@ -267,12 +263,9 @@ func (l *learner) step(b *sample.Batch, idx []int, klCoeff float64) (learnStats,
 		s.totalLoss += sh.stats.totalLoss
 		s.entropy += sh.stats.entropy
 		s.kl += sh.stats.kl
-		if k > 0 {
-			for i, g := range sh.params.Grads() {
-				grads[i] += g
-			}
-		}
 	}
+	models.SumGrads(l.grads[:n], n)
+	grads := master.Grads()
 	if !finite(s.totalLoss) {
 		return s, &nanError{what: "the total loss"}
 	}

@@ -53,6 +53,44 @@ func TestLearnsCartPole(t *testing.T) {
 		cfg["num_workers"], cfg["num_envs_per_worker"] = 2, 4
 		learnsCartPole(t, cfg)
 	})
+	// Sampling the next batch while learning from this one (weights one
+	// iteration old) still learns.
+	t.Run("two actors, sample_async", func(t *testing.T) {
+		cfg := tunedCartPole()
+		cfg["num_workers"], cfg["num_envs_per_worker"], cfg["sample_async"] = 2, 4, true
+		learnsCartPole(t, cfg)
+	})
+}
+
+// TestSampleAsync checks the overlap of sampling and learning: each
+// iteration leaves the next one's sampling running, reports the driver's
+// share, and the same seed gives the same run.
+func TestSampleAsync(t *testing.T) {
+	cfg := fastCartPole()
+	cfg["num_workers"], cfg["num_envs_per_worker"], cfg["sample_async"] = 2, 4, true
+	var runs [2][]float64
+	for i := range runs {
+		a := newAgent(t, "CartPole-v1", cfg, 3)
+		for range 3 {
+			r := agenttest.Train(t, a, 1)
+			share, ok := r.Extra["driver_share"]
+			if !ok || share < 0 || share > 1 || r.Extra["driver_time_s"] > r.TimeThisIterS {
+				t.Fatalf("driver_share %v (present %v), driver_time_s %v of %v s: want a share in [0, 1]", share, ok, r.Extra["driver_time_s"], r.TimeThisIterS)
+			}
+		}
+		s := a.samplers.(*actorSamplers)
+		if s.pending == nil || s.pendingIter != a.iteration+1 {
+			t.Fatalf("after iteration %d the next sampling is not out (pending for %d)", a.iteration, s.pendingIter)
+		}
+		runs[i] = a.Weights()
+		// Its workers hold a CPU each: free them for the next agent.
+		if err := a.Stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slices.Equal(runs[0], runs[1]) {
+		t.Error("two sample_async runs with seed 3 differ")
+	}
 }
 
 func learnsCartPole(t *testing.T, cfg map[string]any) {
@@ -102,6 +140,29 @@ func TestSameSeedSameRun(t *testing.T) {
 		agenttest.Train(t, other, 3)
 		if slices.Equal(runs[0], other.Weights()) {
 			t.Errorf("num_workers %d: seeds 7 and 8 gave the same weights", workers)
+		}
+	}
+}
+
+// TestSameThreadsSameRun checks that the learner's result depends on the
+// seed and num_learner_threads alone: two runs with the same thread count
+// match bit for bit (goroutines finishing in any order), and every thread
+// count learns.
+func TestSameThreadsSameRun(t *testing.T) {
+	for _, threads := range []int{1, 3} {
+		cfg := fastCartPole()
+		cfg["num_learner_threads"] = threads
+		var runs [2][]float64
+		for i := range runs {
+			a := newAgent(t, "CartPole-v1", cfg, 5)
+			agenttest.Train(t, a, 3)
+			if got := len(a.learner.shards); got != threads {
+				t.Fatalf("num_learner_threads %d: the learner has %d shards", threads, got)
+			}
+			runs[i] = a.Weights()
+		}
+		if !slices.Equal(runs[0], runs[1]) {
+			t.Errorf("num_learner_threads %d: two runs with seed 5 differ", threads)
 		}
 	}
 }
@@ -180,6 +241,11 @@ func TestBadConfig(t *testing.T) {
 		// TestMain gives the runtime 4 CPUs and each rollout worker
 		// reserves one: a fifth would wait forever.
 		{map[string]any{"num_workers": 5}, "num_workers=5 needs 5 CPUs (each worker actor reserves one); the runtime has 4: set num_workers to at most 4"},
+		{map[string]any{"sample_async": true}, "sample_async needs num_workers of 1 or more"},
+		{map[string]any{"num_learner_threads": 0}, "num_learner_threads must be at least 1, got 0"},
+		{map[string]any{"num_learner_threads": -2}, "num_learner_threads must be at least 1, got -2"},
+		// Two workers leave the learner 2 of the runtime's 4 CPUs.
+		{map[string]any{"num_workers": 2, "num_learner_threads": 3}, "num_learner_threads 3 is more than the learner's 2 CPUs"},
 	}
 	for _, tc := range tests {
 		_, err := New(context.Background(), rllib.Options{Env: "CartPole-v1", Config: tc.cfg})

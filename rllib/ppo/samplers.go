@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/rllib"
@@ -35,9 +36,16 @@ func newSamplers(ctx context.Context, a *Agent) (samplers, error) {
 
 // actorSamplers drives num_workers rollout worker actors: each iteration it
 // puts the weights into the object store once and passes the reference to
-// every worker.
+// every worker, which reads them from shared memory.
 type actorSamplers struct {
 	hs []gray.Handle[RolloutWorker]
+	// pending are the calls prefetch started for iteration pendingIter
+	// (sample_async), nil when none are out.
+	pending     []gray.Ref[Samples]
+	pendingIter int
+	// putTime is the driver's time putting weights and submitting calls
+	// since the last sample returned.
+	putTime time.Duration
 	// held are the references to the batches sample returned last: a
 	// large batch is read in place from the object store (zero-copy), and
 	// stays there only while its reference is reachable, so they are kept
@@ -61,21 +69,50 @@ func newActorSamplers(ctx context.Context, a *Agent) (*actorSamplers, error) {
 	return s, nil
 }
 
-func (s *actorSamplers) sample(ctx context.Context, a *Agent) ([]Samples, error) {
+func (s *actorSamplers) sample(ctx context.Context, a *Agent) ([]Samples, time.Duration, error) {
+	iter := a.iteration + 1
+	if s.pending != nil && s.pendingIter != iter {
+		// The agent is not where prefetch left it (an iteration failed, or
+		// a checkpoint was restored): those samples are of other weights.
+		s.pending = nil
+	}
+	if s.pending == nil {
+		if err := s.submit(ctx, a, iter); err != nil {
+			return nil, 0, err
+		}
+	}
+	refs := s.pending
+	s.pending, s.held = nil, refs
+	out, err := gray.GetAll(ctx, refs)
+	if err != nil {
+		return nil, 0, fmt.Errorf("rollout workers: %w", err)
+	}
+	put := s.putTime
+	s.putTime = 0
+	return out, put, nil
+}
+
+// submit puts the agent's weights into the object store once and starts
+// every worker's Sample call for iteration iter with their reference.
+func (s *actorSamplers) submit(ctx context.Context, a *Agent, iter int) error {
+	start := time.Now()
 	ref, err := gray.Put(ctx, a.weights())
 	if err != nil {
-		return nil, fmt.Errorf("putting the weights: %w", err)
+		return fmt.Errorf("putting the weights: %w", err)
 	}
 	refs := make([]gray.Ref[Samples], len(s.hs))
 	for i, h := range s.hs {
-		refs[i] = sampleMethod.Remote(h, ref, a.iteration+1)
+		refs[i] = sampleMethod.Remote(h, ref, iter)
 	}
-	s.held = refs
-	out, err := gray.GetAll(ctx, refs)
-	if err != nil {
-		return nil, fmt.Errorf("rollout workers: %w", err)
-	}
-	return out, nil
+	s.pending, s.pendingIter = refs, iter
+	s.putTime += time.Since(start)
+	return nil
+}
+
+// prefetch starts the next iteration's sampling with the current weights
+// (sample_async), before the learner updates them.
+func (s *actorSamplers) prefetch(ctx context.Context, a *Agent) error {
+	return s.submit(ctx, a, a.iteration+2)
 }
 
 // recycle lets the batches of the last sample go: the agent copied what it

@@ -129,6 +129,19 @@ func Concat(batches ...Batch) (Batch, error) {
 	keepDist := has(func(b *Batch) []float64 { return b.DistInputs })
 	keepAdv := has(func(b *Batch) []float64 { return b.Advantages })
 	keepTarg := has(func(b *Batch) []float64 { return b.ValueTargets })
+	// The columns are sized once: growing them batch by batch would copy
+	// image observations (megabytes a batch) again at every doubling.
+	rows := 0
+	for i := range batches {
+		rows += batches[i].Len()
+	}
+	if rows > 0 {
+		out.Obs = make([]float64, 0, rows*out.ObsDim)
+		out.Actions = make([]float64, 0, rows*out.ActDim)
+		if keepDist {
+			out.DistInputs = make([]float64, 0, rows*out.DistDim)
+		}
+	}
 	for i := range batches {
 		b := &batches[i]
 		if err := b.Validate(); err != nil {
