@@ -74,7 +74,7 @@ func MaxRestarts(n int) Option {
 func NoRestarts() Option { return func(o *options) { o.noRestarts = true } }
 
 // CheckpointInterval makes the runtime save the actor's state every n
-// method calls (the seeds' checkpoint_interval): after the n-th call's
+// method calls (Ray 0.2's checkpoint_interval): after the n-th call's
 // result is sent, the actor's Checkpoint method runs before the next call,
 // and the driver keeps what it returns. A restarted actor (see
 // MaxRestarts) runs its constructor, then Restore with the last

@@ -46,7 +46,8 @@ var ErrObjectLost = task.ErrObjectLost
 // The reasons an object is lost; each is also ErrObjectLost.
 var (
 	// ErrLostPut: the object was made by Put and then evicted from the
-	// object store; no task can make it again (the seeds' 1.23.4).
+	// object store; no task can make it again (section 1.23.4 of Ray 0.2's
+	// documentation).
 	ErrLostPut = task.ErrLostPut
 	// ErrLostActorMethod: the object was returned by an actor method and
 	// then evicted; a method cannot be re-run on its own.

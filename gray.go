@@ -115,7 +115,7 @@ type Options struct {
 	// bytes; 0 means 30% of the memory available at Init (capped by the
 	// file system's free space).
 	ObjectStoreMemory int64
-	// ObjectStoreDir is where the store keeps its objects (the seeds'
+	// ObjectStoreDir is where the store keeps its objects (Ray 0.2's
 	// plasma_directory), a tmpfs for speed; "" means /dev/shm. Each session
 	// uses a gray-<pid>-<random> folder in it, removed at Shutdown; folders
 	// of drivers that died are removed by the next Init.
@@ -145,7 +145,7 @@ type session struct {
 	closed  atomic.Bool
 }
 
-// The process's session: gray's API is package-level, like the seeds', so
+// The process's session: gray's API is package-level, like Ray 0.2's, so
 // the runtime a process talks to is process-wide state. last keeps the
 // ended session's error log readable after Shutdown.
 var (

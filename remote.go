@@ -40,8 +40,8 @@ func Resource(name string, n float64) Option {
 	}
 }
 
-// MaxCalls restarts a worker after it has run n calls of the function (the
-// seeds' max_calls), releasing whatever the function leaked.
+// MaxCalls restarts a worker after it has run n calls of the function (Ray
+// 0.2's max_calls), releasing whatever the function leaked.
 func MaxCalls(n int) Option { return func(o *options) { o.maxCalls = n } }
 
 func buildOptions(name string, defCPU float64, opts []Option) options {

@@ -13,7 +13,7 @@ import (
 type Function0[R any] struct{ name string }
 
 // Func0 registers fn as the remote function name, taking 0 argument(s) and
-// returning 1 value(s) (the seeds' num_return_vals). Call it at package level so
+// returning 1 value(s) (Ray 0.2's num_return_vals). Call it at package level so
 // every worker registers it too. Options: CPUs (default 1), GPUs, Resource, MaxCalls.
 func Func0[R any](name string, fn func(context.Context) (R, error), opts ...Option) *Function0[R] {
 	o := buildOptions(name, 1, opts)
@@ -46,7 +46,7 @@ func (f *Function0[R]) Remote() Ref[R] {
 type Function0x2[R1 any, R2 any] struct{ name string }
 
 // Func0x2 registers fn as the remote function name, taking 0 argument(s) and
-// returning 2 value(s) (the seeds' num_return_vals). Call it at package level so
+// returning 2 value(s) (Ray 0.2's num_return_vals). Call it at package level so
 // every worker registers it too. Options: CPUs (default 1), GPUs, Resource, MaxCalls.
 func Func0x2[R1 any, R2 any](name string, fn func(context.Context) (R1, R2, error), opts ...Option) *Function0x2[R1, R2] {
 	o := buildOptions(name, 1, opts)
@@ -79,7 +79,7 @@ func (f *Function0x2[R1, R2]) Remote() (Ref[R1], Ref[R2]) {
 type Function0x3[R1 any, R2 any, R3 any] struct{ name string }
 
 // Func0x3 registers fn as the remote function name, taking 0 argument(s) and
-// returning 3 value(s) (the seeds' num_return_vals). Call it at package level so
+// returning 3 value(s) (Ray 0.2's num_return_vals). Call it at package level so
 // every worker registers it too. Options: CPUs (default 1), GPUs, Resource, MaxCalls.
 func Func0x3[R1 any, R2 any, R3 any](name string, fn func(context.Context) (R1, R2, R3, error), opts ...Option) *Function0x3[R1, R2, R3] {
 	o := buildOptions(name, 1, opts)
@@ -112,7 +112,7 @@ func (f *Function0x3[R1, R2, R3]) Remote() (Ref[R1], Ref[R2], Ref[R3]) {
 type Function0x4[R1 any, R2 any, R3 any, R4 any] struct{ name string }
 
 // Func0x4 registers fn as the remote function name, taking 0 argument(s) and
-// returning 4 value(s) (the seeds' num_return_vals). Call it at package level so
+// returning 4 value(s) (Ray 0.2's num_return_vals). Call it at package level so
 // every worker registers it too. Options: CPUs (default 1), GPUs, Resource, MaxCalls.
 func Func0x4[R1 any, R2 any, R3 any, R4 any](name string, fn func(context.Context) (R1, R2, R3, R4, error), opts ...Option) *Function0x4[R1, R2, R3, R4] {
 	o := buildOptions(name, 1, opts)
@@ -145,7 +145,7 @@ func (f *Function0x4[R1, R2, R3, R4]) Remote() (Ref[R1], Ref[R2], Ref[R3], Ref[R
 type Function1[A1 any, R any] struct{ name string }
 
 // Func1 registers fn as the remote function name, taking 1 argument(s) and
-// returning 1 value(s) (the seeds' num_return_vals). Call it at package level so
+// returning 1 value(s) (Ray 0.2's num_return_vals). Call it at package level so
 // every worker registers it too. Options: CPUs (default 1), GPUs, Resource, MaxCalls.
 func Func1[A1 any, R any](name string, fn func(context.Context, A1) (R, error), opts ...Option) *Function1[A1, R] {
 	o := buildOptions(name, 1, opts)
@@ -185,7 +185,7 @@ func (f *Function1[A1, R]) Remote(a1 any) Ref[R] {
 type Function1x2[A1 any, R1 any, R2 any] struct{ name string }
 
 // Func1x2 registers fn as the remote function name, taking 1 argument(s) and
-// returning 2 value(s) (the seeds' num_return_vals). Call it at package level so
+// returning 2 value(s) (Ray 0.2's num_return_vals). Call it at package level so
 // every worker registers it too. Options: CPUs (default 1), GPUs, Resource, MaxCalls.
 func Func1x2[A1 any, R1 any, R2 any](name string, fn func(context.Context, A1) (R1, R2, error), opts ...Option) *Function1x2[A1, R1, R2] {
 	o := buildOptions(name, 1, opts)
@@ -225,7 +225,7 @@ func (f *Function1x2[A1, R1, R2]) Remote(a1 any) (Ref[R1], Ref[R2]) {
 type Function1x3[A1 any, R1 any, R2 any, R3 any] struct{ name string }
 
 // Func1x3 registers fn as the remote function name, taking 1 argument(s) and
-// returning 3 value(s) (the seeds' num_return_vals). Call it at package level so
+// returning 3 value(s) (Ray 0.2's num_return_vals). Call it at package level so
 // every worker registers it too. Options: CPUs (default 1), GPUs, Resource, MaxCalls.
 func Func1x3[A1 any, R1 any, R2 any, R3 any](name string, fn func(context.Context, A1) (R1, R2, R3, error), opts ...Option) *Function1x3[A1, R1, R2, R3] {
 	o := buildOptions(name, 1, opts)
@@ -265,7 +265,7 @@ func (f *Function1x3[A1, R1, R2, R3]) Remote(a1 any) (Ref[R1], Ref[R2], Ref[R3])
 type Function1x4[A1 any, R1 any, R2 any, R3 any, R4 any] struct{ name string }
 
 // Func1x4 registers fn as the remote function name, taking 1 argument(s) and
-// returning 4 value(s) (the seeds' num_return_vals). Call it at package level so
+// returning 4 value(s) (Ray 0.2's num_return_vals). Call it at package level so
 // every worker registers it too. Options: CPUs (default 1), GPUs, Resource, MaxCalls.
 func Func1x4[A1 any, R1 any, R2 any, R3 any, R4 any](name string, fn func(context.Context, A1) (R1, R2, R3, R4, error), opts ...Option) *Function1x4[A1, R1, R2, R3, R4] {
 	o := buildOptions(name, 1, opts)
@@ -305,7 +305,7 @@ func (f *Function1x4[A1, R1, R2, R3, R4]) Remote(a1 any) (Ref[R1], Ref[R2], Ref[
 type Function2[A1 any, A2 any, R any] struct{ name string }
 
 // Func2 registers fn as the remote function name, taking 2 argument(s) and
-// returning 1 value(s) (the seeds' num_return_vals). Call it at package level so
+// returning 1 value(s) (Ray 0.2's num_return_vals). Call it at package level so
 // every worker registers it too. Options: CPUs (default 1), GPUs, Resource, MaxCalls.
 func Func2[A1 any, A2 any, R any](name string, fn func(context.Context, A1, A2) (R, error), opts ...Option) *Function2[A1, A2, R] {
 	o := buildOptions(name, 1, opts)
@@ -351,7 +351,7 @@ func (f *Function2[A1, A2, R]) Remote(a1, a2 any) Ref[R] {
 type Function2x2[A1 any, A2 any, R1 any, R2 any] struct{ name string }
 
 // Func2x2 registers fn as the remote function name, taking 2 argument(s) and
-// returning 2 value(s) (the seeds' num_return_vals). Call it at package level so
+// returning 2 value(s) (Ray 0.2's num_return_vals). Call it at package level so
 // every worker registers it too. Options: CPUs (default 1), GPUs, Resource, MaxCalls.
 func Func2x2[A1 any, A2 any, R1 any, R2 any](name string, fn func(context.Context, A1, A2) (R1, R2, error), opts ...Option) *Function2x2[A1, A2, R1, R2] {
 	o := buildOptions(name, 1, opts)
@@ -397,7 +397,7 @@ func (f *Function2x2[A1, A2, R1, R2]) Remote(a1, a2 any) (Ref[R1], Ref[R2]) {
 type Function2x3[A1 any, A2 any, R1 any, R2 any, R3 any] struct{ name string }
 
 // Func2x3 registers fn as the remote function name, taking 2 argument(s) and
-// returning 3 value(s) (the seeds' num_return_vals). Call it at package level so
+// returning 3 value(s) (Ray 0.2's num_return_vals). Call it at package level so
 // every worker registers it too. Options: CPUs (default 1), GPUs, Resource, MaxCalls.
 func Func2x3[A1 any, A2 any, R1 any, R2 any, R3 any](name string, fn func(context.Context, A1, A2) (R1, R2, R3, error), opts ...Option) *Function2x3[A1, A2, R1, R2, R3] {
 	o := buildOptions(name, 1, opts)
@@ -443,7 +443,7 @@ func (f *Function2x3[A1, A2, R1, R2, R3]) Remote(a1, a2 any) (Ref[R1], Ref[R2], 
 type Function2x4[A1 any, A2 any, R1 any, R2 any, R3 any, R4 any] struct{ name string }
 
 // Func2x4 registers fn as the remote function name, taking 2 argument(s) and
-// returning 4 value(s) (the seeds' num_return_vals). Call it at package level so
+// returning 4 value(s) (Ray 0.2's num_return_vals). Call it at package level so
 // every worker registers it too. Options: CPUs (default 1), GPUs, Resource, MaxCalls.
 func Func2x4[A1 any, A2 any, R1 any, R2 any, R3 any, R4 any](name string, fn func(context.Context, A1, A2) (R1, R2, R3, R4, error), opts ...Option) *Function2x4[A1, A2, R1, R2, R3, R4] {
 	o := buildOptions(name, 1, opts)
@@ -489,7 +489,7 @@ func (f *Function2x4[A1, A2, R1, R2, R3, R4]) Remote(a1, a2 any) (Ref[R1], Ref[R
 type Function3[A1 any, A2 any, A3 any, R any] struct{ name string }
 
 // Func3 registers fn as the remote function name, taking 3 argument(s) and
-// returning 1 value(s) (the seeds' num_return_vals). Call it at package level so
+// returning 1 value(s) (Ray 0.2's num_return_vals). Call it at package level so
 // every worker registers it too. Options: CPUs (default 1), GPUs, Resource, MaxCalls.
 func Func3[A1 any, A2 any, A3 any, R any](name string, fn func(context.Context, A1, A2, A3) (R, error), opts ...Option) *Function3[A1, A2, A3, R] {
 	o := buildOptions(name, 1, opts)
@@ -541,7 +541,7 @@ func (f *Function3[A1, A2, A3, R]) Remote(a1, a2, a3 any) Ref[R] {
 type Function3x2[A1 any, A2 any, A3 any, R1 any, R2 any] struct{ name string }
 
 // Func3x2 registers fn as the remote function name, taking 3 argument(s) and
-// returning 2 value(s) (the seeds' num_return_vals). Call it at package level so
+// returning 2 value(s) (Ray 0.2's num_return_vals). Call it at package level so
 // every worker registers it too. Options: CPUs (default 1), GPUs, Resource, MaxCalls.
 func Func3x2[A1 any, A2 any, A3 any, R1 any, R2 any](name string, fn func(context.Context, A1, A2, A3) (R1, R2, error), opts ...Option) *Function3x2[A1, A2, A3, R1, R2] {
 	o := buildOptions(name, 1, opts)
@@ -593,7 +593,7 @@ func (f *Function3x2[A1, A2, A3, R1, R2]) Remote(a1, a2, a3 any) (Ref[R1], Ref[R
 type Function3x3[A1 any, A2 any, A3 any, R1 any, R2 any, R3 any] struct{ name string }
 
 // Func3x3 registers fn as the remote function name, taking 3 argument(s) and
-// returning 3 value(s) (the seeds' num_return_vals). Call it at package level so
+// returning 3 value(s) (Ray 0.2's num_return_vals). Call it at package level so
 // every worker registers it too. Options: CPUs (default 1), GPUs, Resource, MaxCalls.
 func Func3x3[A1 any, A2 any, A3 any, R1 any, R2 any, R3 any](name string, fn func(context.Context, A1, A2, A3) (R1, R2, R3, error), opts ...Option) *Function3x3[A1, A2, A3, R1, R2, R3] {
 	o := buildOptions(name, 1, opts)
@@ -645,7 +645,7 @@ func (f *Function3x3[A1, A2, A3, R1, R2, R3]) Remote(a1, a2, a3 any) (Ref[R1], R
 type Function3x4[A1 any, A2 any, A3 any, R1 any, R2 any, R3 any, R4 any] struct{ name string }
 
 // Func3x4 registers fn as the remote function name, taking 3 argument(s) and
-// returning 4 value(s) (the seeds' num_return_vals). Call it at package level so
+// returning 4 value(s) (Ray 0.2's num_return_vals). Call it at package level so
 // every worker registers it too. Options: CPUs (default 1), GPUs, Resource, MaxCalls.
 func Func3x4[A1 any, A2 any, A3 any, R1 any, R2 any, R3 any, R4 any](name string, fn func(context.Context, A1, A2, A3) (R1, R2, R3, R4, error), opts ...Option) *Function3x4[A1, A2, A3, R1, R2, R3, R4] {
 	o := buildOptions(name, 1, opts)
@@ -697,7 +697,7 @@ func (f *Function3x4[A1, A2, A3, R1, R2, R3, R4]) Remote(a1, a2, a3 any) (Ref[R1
 type Function4[A1 any, A2 any, A3 any, A4 any, R any] struct{ name string }
 
 // Func4 registers fn as the remote function name, taking 4 argument(s) and
-// returning 1 value(s) (the seeds' num_return_vals). Call it at package level so
+// returning 1 value(s) (Ray 0.2's num_return_vals). Call it at package level so
 // every worker registers it too. Options: CPUs (default 1), GPUs, Resource, MaxCalls.
 func Func4[A1 any, A2 any, A3 any, A4 any, R any](name string, fn func(context.Context, A1, A2, A3, A4) (R, error), opts ...Option) *Function4[A1, A2, A3, A4, R] {
 	o := buildOptions(name, 1, opts)
@@ -755,7 +755,7 @@ func (f *Function4[A1, A2, A3, A4, R]) Remote(a1, a2, a3, a4 any) Ref[R] {
 type Function4x2[A1 any, A2 any, A3 any, A4 any, R1 any, R2 any] struct{ name string }
 
 // Func4x2 registers fn as the remote function name, taking 4 argument(s) and
-// returning 2 value(s) (the seeds' num_return_vals). Call it at package level so
+// returning 2 value(s) (Ray 0.2's num_return_vals). Call it at package level so
 // every worker registers it too. Options: CPUs (default 1), GPUs, Resource, MaxCalls.
 func Func4x2[A1 any, A2 any, A3 any, A4 any, R1 any, R2 any](name string, fn func(context.Context, A1, A2, A3, A4) (R1, R2, error), opts ...Option) *Function4x2[A1, A2, A3, A4, R1, R2] {
 	o := buildOptions(name, 1, opts)
@@ -813,7 +813,7 @@ func (f *Function4x2[A1, A2, A3, A4, R1, R2]) Remote(a1, a2, a3, a4 any) (Ref[R1
 type Function4x3[A1 any, A2 any, A3 any, A4 any, R1 any, R2 any, R3 any] struct{ name string }
 
 // Func4x3 registers fn as the remote function name, taking 4 argument(s) and
-// returning 3 value(s) (the seeds' num_return_vals). Call it at package level so
+// returning 3 value(s) (Ray 0.2's num_return_vals). Call it at package level so
 // every worker registers it too. Options: CPUs (default 1), GPUs, Resource, MaxCalls.
 func Func4x3[A1 any, A2 any, A3 any, A4 any, R1 any, R2 any, R3 any](name string, fn func(context.Context, A1, A2, A3, A4) (R1, R2, R3, error), opts ...Option) *Function4x3[A1, A2, A3, A4, R1, R2, R3] {
 	o := buildOptions(name, 1, opts)
@@ -871,7 +871,7 @@ func (f *Function4x3[A1, A2, A3, A4, R1, R2, R3]) Remote(a1, a2, a3, a4 any) (Re
 type Function4x4[A1 any, A2 any, A3 any, A4 any, R1 any, R2 any, R3 any, R4 any] struct{ name string }
 
 // Func4x4 registers fn as the remote function name, taking 4 argument(s) and
-// returning 4 value(s) (the seeds' num_return_vals). Call it at package level so
+// returning 4 value(s) (Ray 0.2's num_return_vals). Call it at package level so
 // every worker registers it too. Options: CPUs (default 1), GPUs, Resource, MaxCalls.
 func Func4x4[A1 any, A2 any, A3 any, A4 any, R1 any, R2 any, R3 any, R4 any](name string, fn func(context.Context, A1, A2, A3, A4) (R1, R2, R3, R4, error), opts ...Option) *Function4x4[A1, A2, A3, A4, R1, R2, R3, R4] {
 	o := buildOptions(name, 1, opts)

@@ -9,7 +9,7 @@ import (
 )
 
 // ReusableVar is a per-process value made once by an initializer and reused
-// by every task that runs in that process (the seeds' ray.reusables):
+// by every task that runs in that process (Ray 0.2's ray.reusables):
 // for values that cannot travel between processes or are slow to build.
 type ReusableVar[T any] struct {
 	name   string

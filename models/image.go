@@ -17,19 +17,19 @@ type ImageOptions struct {
 	Grayscale *bool `json:"grayscale,omitempty"`
 	// Dim is the side of the square the cropped frame is shrunk to by
 	// averaging the pixels each output pixel covers (0: 84, the size of the
-	// classic Atari conv net; 80 is the seeds' Pong example, 42 a quick
+	// classic Atari conv net; 80 is Ray 0.2's Pong example, 42 a quick
 	// conv net). A frame smaller than Dim keeps its size.
 	Dim int `json:"dim,omitempty"`
 	// Crop removes [top, bottom, left, right] pixels from each side before
 	// shrinking (empty: none). For PixelPong-v0, [34, 16, 0, 0] keeps only
-	// the playing field, as the seeds' example does.
+	// the playing field, as Ray 0.2's example does.
 	Crop []int `json:"crop,omitempty"`
 	// FrameStack stacks the last FrameStack processed frames as channels
 	// (0 or 1: no stacking). The first observation of an episode fills
 	// every slot.
 	FrameStack int `json:"framestack,omitempty"`
 	// FrameDiff replaces each processed frame by its difference from the
-	// previous one (zero on an episode's first observation), as the seeds'
+	// previous one (zero on an episode's first observation), as Ray 0.2's
 	// Pong example feeds its network. With FrameStack, the differences are
 	// stacked.
 	FrameDiff bool `json:"frame_diff,omitempty"`

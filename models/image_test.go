@@ -19,7 +19,7 @@ func TestImagePreprocessorShapes(t *testing.T) {
 		want []int
 	}{
 		{"default", ImageOptions{}, []int{84, 84, 1}},
-		{"seeds' Pong", ImageOptions{Dim: 80, Crop: []int{34, 16, 0, 0}, FrameDiff: true}, []int{80, 80, 1}},
+		{"Ray 0.2's Pong", ImageOptions{Dim: 80, Crop: []int{34, 16, 0, 0}, FrameDiff: true}, []int{80, 80, 1}},
 		{"colour", ImageOptions{Dim: 42, Grayscale: &no}, []int{42, 42, 3}},
 		{"stack of 4", ImageOptions{Dim: 42, FrameStack: 4}, []int{42, 42, 4}},
 		{"dim above the frame", ImageOptions{Dim: 500}, []int{210, 160, 1}},

@@ -1,4 +1,4 @@
-// Command actors runs the examples of the seeds' actors documentation (1.7)
+// Command actors runs the examples of Ray 0.2's actors documentation (1.7)
 // on gray and prints what the documentation says they print.
 package main
 

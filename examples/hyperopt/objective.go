@@ -1,12 +1,12 @@
 // Package hyperopt holds what the hyperparameter-search examples share: the
-// seeds' four hyperparameters (learning rate, batch size, dropout, weight
+// four hyperparameters of Ray 0.2's example (learning rate, batch size, dropout, weight
 // initialisation scale) and real training of a small convolutional network
 // on Fashion-MNIST with them.
 //
 // The network: 3×3 convolution to 8 channels, ReLU, 2×2 max pooling; 3×3
 // convolution to 16 channels, ReLU, 2×2 max pooling; dropout; a dense
 // layer to the 10 classes (9,098 weights, all drawn from N(0, stddev²) as
-// in the seeds' TensorFlow network), trained with Adam on softmax
+// in Ray 0.2's TensorFlow network), trained with Adam on softmax
 // cross-entropy. Training state (weights, Adam's moments, steps) is a
 // Model value, so a segment can continue where another stopped, in any
 // worker process.
@@ -21,7 +21,7 @@ import (
 	"github.com/gray-ml/gray/models"
 )
 
-// Hyperparameters are the four values the seeds search over.
+// Hyperparameters are the four values Ray 0.2's example searches over.
 type Hyperparameters struct {
 	LearningRate float64 `cbor:"learning_rate" json:"learning_rate"`
 	BatchSize    int     `cbor:"batch_size" json:"batch_size"`
@@ -51,11 +51,12 @@ type Space struct {
 	LogStdLo, LogStdHi float64
 }
 
-// Spaces by name: "seeds" is the seeds' generate_hyperparameters (learning
-// rate and stddev over 10^[-5, 5), batch size [1, 100), dropout [0, 1)),
-// where most draws diverge; "narrow" keeps to values that train.
+// Spaces by name: "wide" is the space of Ray 0.2's example
+// (generate_hyperparameters: learning rate and stddev over 10^[-5, 5),
+// batch size [1, 100), dropout [0, 1)), where most draws diverge; "narrow"
+// keeps to values that train.
 var Spaces = map[string]Space{
-	"seeds":  {LogLRLo: -5, LogLRHi: 5, BatchLo: 1, BatchHi: 100, DropoutHi: 1, LogStdLo: -5, LogStdHi: 5},
+	"wide":   {LogLRLo: -5, LogLRHi: 5, BatchLo: 1, BatchHi: 100, DropoutHi: 1, LogStdLo: -5, LogStdHi: 5},
 	"narrow": {LogLRLo: -4, LogLRHi: -1.5, BatchLo: 16, BatchHi: 129, DropoutHi: 0.6, LogStdLo: -2.5, LogStdHi: -0.5},
 }
 
@@ -69,8 +70,21 @@ func (s Space) Generate(rng *rand.Rand) Hyperparameters {
 	}
 }
 
-// Generate draws from the seeds' space.
-func Generate(rng *rand.Rand) Hyperparameters { return Spaces["seeds"].Generate(rng) }
+// Generate draws from the wide space, Ray 0.2's example's.
+func Generate(rng *rand.Rand) Hyperparameters { return Spaces["wide"].Generate(rng) }
+
+// SpaceHelp describes the spaces for a -space flag.
+const SpaceHelp = "search space: narrow (ranges where every draw trains) or wide (Ray 0.2's example's ranges, where most draws diverge)"
+
+// LookupSpace returns the space called name, or an error that names the
+// spaces there are.
+func LookupSpace(name string) (Space, error) {
+	s, ok := Spaces[name]
+	if !ok {
+		return Space{}, fmt.Errorf("unknown space %q; use narrow or wide", name)
+	}
+	return s, nil
+}
 
 // Model is the state a training segment continues from. The zero Model
 // means "from scratch".

@@ -1,4 +1,4 @@
-// Command lbfgs is the Go port of the seeds' batch L-BFGS example (section
+// Command lbfgs is the Go port of Ray 0.2's batch L-BFGS example (section
 // 1.17): multinomial logistic regression on Fashion-MNIST, fitted by
 // gonum's L-BFGS, with the full-batch loss and gradient computed in
 // parallel by actors that each hold a shard of the training set.

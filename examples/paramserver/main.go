@@ -1,4 +1,4 @@
-// Command paramserver is the Go port of the seeds' parameter-server
+// Command paramserver is the Go port of Ray 0.2's parameter-server
 // examples (sections 1.14.1 and 1.14.2): workers fit a linear regression
 // whose weights live in a parameter server sharded over several actors.
 //
@@ -111,7 +111,7 @@ func distance(w paramserver.Named) float64 {
 	return math.Sqrt(d)
 }
 
-// asyncWorker is the seeds' worker_task: pull, compute, push, repeatedly.
+// asyncWorker is Ray 0.2's worker_task: pull, compute, push, repeatedly.
 var asyncWorker = gray.Func3("paramserver-example.async_worker",
 	func(ctx context.Context, ps paramserver.Client, index, steps int) (float64, error) {
 		rng := rand.New(rand.NewPCG(uint64(index), 1))

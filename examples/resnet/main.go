@@ -1,4 +1,4 @@
-// Command resnet is the Go port of the seeds' ResNet example (section
+// Command resnet is the Go port of Ray 0.2's ResNet example (section
 // 1.15), on Fashion-MNIST: data-parallel training of a small residual
 // network (models.ResNet: a 3×3 stem, residual stages with batch
 // normalisation, global average pooling, a dense layer).

@@ -1,4 +1,4 @@
-// Command rl_pong is the Go port of the seeds' "Learning to Play Pong"
+// Command rl_pong is the Go port of Ray 0.2's "Learning to Play Pong"
 // example (Andrej Karpathy's policy-gradient Pong, distributed with remote
 // tasks): a two-layer network reads the difference of two preprocessed
 // 80×80 frames and outputs the probability of moving up; every batch of
@@ -8,8 +8,8 @@
 //	go run ./examples/rl_pong --batches 3 --batch-size 2 --max-steps 200
 //
 // The game is PixelPong-v0 (envs), Gray's Pong in the Atari frame format,
-// as the seeds' Pong-v0 is not available here. As in the seed, each game is
-// one remote task, compute_gradient, that plays an episode with the
+// as Ray 0.2's Pong-v0 is not available here. As in Ray 0.2's example,
+// each game is one remote task, compute_gradient, that plays an episode with the
 // weights the driver put into the object store once per batch (gray.Put)
 // and returns the episode's gradient and its total reward; the environment
 // is a reusable variable of each worker process (gray.Reusable), reset
@@ -68,7 +68,7 @@ type pixel struct {
 	value float64
 }
 
-// prepro turns a 210×160×3 frame into the seed's 80×80 binary image: crop
+// prepro turns a 210×160×3 frame into Ray 0.2's 80×80 binary image: crop
 // rows 35–194, keep every second row and column of the red channel, erase
 // the two background colours (144 and 109) and set everything else to 1.
 func prepro(frame []float64, dst []float64) {
@@ -135,7 +135,7 @@ type episodeEnv struct {
 	step envs.VectorStep
 }
 
-// env is the reusable Pong of each worker process (the seed's
+// env is the reusable Pong of each worker process (Ray 0.2's
 // ray.reusables.env). Every task resets it with its own seed, so its
 // reinitializer has nothing to do.
 var env = gray.Reusable("rl_pong.env",
@@ -224,7 +224,7 @@ func rollout(ctx context.Context, e *episodeEnv, m *Model, tk Task) (Model, floa
 			break
 		}
 	}
-	// Standardise the discounted returns (the seed's variance control),
+	// Standardise the discounted returns (Ray 0.2's variance control),
 	// then backpropagate through both layers.
 	adv := discountRewards(rewards)
 	mean, sq := 0.0, 0.0
@@ -272,7 +272,7 @@ type Options struct {
 	Hidden       int // hidden layer size
 }
 
-// train runs the driver loop and prints the seed's running reward.
+// train runs the driver loop and prints Ray 0.2's running reward.
 func train(ctx context.Context, o Options, out io.Writer) (Model, error) {
 	model := newModel(uint64(o.Seed), o.Hidden)
 	gradBuffer := Model{W1: make([]float64, len(model.W1)), W2: make([]float64, len(model.W2))}

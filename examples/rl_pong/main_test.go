@@ -60,7 +60,7 @@ func TestPrepro(t *testing.T) {
 	}
 }
 
-// The short mode runs a few batches of remote rollouts, prints the seed's
+// The short mode runs a few batches of remote rollouts, prints Ray 0.2's
 // lines and changes the weights.
 func TestShortRun(t *testing.T) {
 	if err := gray.Init(context.Background(), gray.Options{NumCPUs: 2, NoGPUs: true}); err != nil {

@@ -1,4 +1,4 @@
-// Command tutorial runs the examples of the seeds' tutorial (sections 1.5
+// Command tutorial runs the examples of Ray 0.2's tutorial (sections 1.5
 // and 1.6) on gray and prints what the documentation says they print.
 package main
 

@@ -128,7 +128,7 @@ func (g *gen) function(n, m int) {
 	g.line("type %s[%s] struct{ name string }", tname, tp)
 	g.line("")
 	g.line("// %s registers fn as the remote function name, taking %d argument(s) and", cname, n)
-	g.line("// returning %d value(s) (the seeds' num_return_vals). Call it at package level so", m)
+	g.line("// returning %d value(s) (Ray 0.2's num_return_vals). Call it at package level so", m)
 	g.line("// every worker registers it too. Options: CPUs (default 1), GPUs, Resource, MaxCalls.")
 	g.line("func %s[%s](name string, fn func(context.Context%s) (%s, error), opts ...Option) *%s[%s] {", cname, tp, leading(as), strings.Join(rs, ", "), tname, tu)
 	g.line("\to := buildOptions(name, 1, opts)")

@@ -45,7 +45,7 @@ type Gradient struct {
 }
 
 // Runner simulates its environments and computes gradients: the state of
-// the "a3c.Runner" actor (the seeds' Runner).
+// the "a3c.Runner" actor (Ray 0.2's Runner).
 type Runner struct {
 	spec   RunnerSpec
 	pol    *policy

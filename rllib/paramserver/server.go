@@ -64,7 +64,7 @@ func (n Named) Clone() Named {
 
 // Optimizer names accepted by ServerConfig.Optimizer.
 const (
-	// OptAdd adds each pushed vector to the weights (the seeds' asynchronous
+	// OptAdd adds each pushed vector to the weights (Ray 0.2's asynchronous
 	// server: workers push ready-made deltas).
 	OptAdd = "add"
 	// OptSGD treats pushes as gradients: w -= lr·g (with momentum when set).

@@ -2,7 +2,7 @@
 //
 // A task ID is 16 bytes. A child task's ID is derived from its parent's ID and
 // the child's index among the parent's submissions, so a program run with the
-// same seed produces the same IDs run after run (the seeds' object_id_seed),
+// same seed produces the same IDs run after run (Ray 0.2's object_id_seed),
 // and the derivation needs no coordination between processes: a worker can
 // name the tasks and objects it creates without asking the driver. An object
 // ID is the ID of the task that creates it plus a 4-byte index: return values

@@ -1,4 +1,4 @@
-// Package local is gray's local mode (the seeds' PYTHON_MODE): every task
+// Package local is gray's local mode (Ray 0.2's PYTHON_MODE): every task
 // runs serially in the driver when it is submitted, so a program can be
 // debugged with ordinary stack traces and breakpoints. It implements the
 // same backend contract as the driver's node and a worker's connection.

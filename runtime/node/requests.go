@@ -23,7 +23,7 @@ func (n *Node) newRequest(w *proc, id uint64, oids []ids.ObjectID, need int, wai
 	}
 	q := sched.Request[*request]{Payload: r, Worker: sched.NoWorker, Objects: oids, Ready: make([]bool, len(oids)), Need: need}
 	if w != nil {
-		// A pool worker's task lends its CPUs while it waits (the seeds'
+		// A pool worker's task lends its CPUs while it waits (Ray 0.2's
 		// nested example needs this to finish with one CPU); an actor
 		// keeps its resources.
 		q.Worker, q.Lends = w.id, w.actor == nil

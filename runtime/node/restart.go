@@ -10,7 +10,8 @@ import (
 )
 
 // Actors that are recreated when their process dies (gray.MaxRestarts),
-// with their calls replayed in order (the seeds' 1.23.3).
+// with their calls replayed in order (section 1.23.3 of Ray 0.2's
+// documentation).
 //
 // An actor whose type allows restarts keeps a log: its creation task as
 // submitted, and every method call it ran since its last checkpoint, as
@@ -56,10 +57,10 @@ func (n *Node) enableRestarts(a *actor, s *task.Spec, e *task.Entry) {
 	case e.MaxRestarts != 0:
 		a.ft = &restartState{max: e.MaxRestarts, starting: true, create: n.claimCall(s)}
 	case n.remote != nil && !e.NoRestarts:
-		// On a cluster every actor survives the loss of its node (the
-		// seeds' 1.23.3), up to maxRetries times; the death of its process
-		// alone still ends it, as on one machine, unless its type asks for
-		// restarts.
+		// On a cluster every actor survives the loss of its node (section
+		// 1.23.3 of Ray 0.2's documentation), up to maxRetries times; the
+		// death of its process alone still ends it, as on one machine,
+		// unless its type asks for restarts.
 		a.ft = &restartState{max: maxRetries, nodeLossOnly: true, starting: true, create: n.claimCall(s)}
 	}
 }

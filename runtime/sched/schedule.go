@@ -151,7 +151,7 @@ func (c *Core[T]) popIdle() *worker[T] {
 // grow starts pool workers for the tasks at the front of q that fit the
 // free resources (CPUs lent by workers blocked in Get included) but find no
 // idle worker, less the workers already starting: the pool grows to
-// whatever the resources allow, the seeds' "illusion of an infinite pool of
+// whatever the resources allow, Ray 0.2's "illusion of an infinite pool of
 // workers". Tasks that take no CPU are bounded by the pool's size instead,
 // counting only the workers not blocked in Get.
 func (c *Core[T]) grow(q *fifo[T]) {

@@ -1,4 +1,4 @@
-// Command adaptive is the Go port of the seeds' hyperopt_adaptive.py:
+// Command adaptive is the Go port of Ray 0.2's hyperopt_adaptive.py:
 // training a small CNN on Fashion-MNIST is divided into segments; whenever
 // a segment finishes (gray.Wait) the experiment continues from its saved
 // model if it still looks promising, and is otherwise dropped for a new
@@ -73,9 +73,9 @@ type experiment struct {
 
 func run(ctx context.Context, cfg config, w io.Writer) (summary, error) {
 	start := time.Now()
-	space, ok := hyperopt.Spaces[cfg.Space]
-	if !ok {
-		return summary{}, fmt.Errorf("unknown space %q; use seeds or narrow", cfg.Space)
+	space, err := hyperopt.LookupSpace(cfg.Space)
+	if err != nil {
+		return summary{}, err
 	}
 	data, err := cfg.Load()
 	if err != nil {
@@ -180,7 +180,7 @@ func main() {
 	flag.IntVar(&cfg.Starting, "num-starting-segments", 5, "experiments started at once")
 	flag.IntVar(&cfg.Segments, "num-segments", 10, "segments to run in all")
 	flag.IntVar(&cfg.StepsPer, "steps-per-segment", 20, "training steps (minibatches) per segment")
-	flag.StringVar(&cfg.Space, "space", "seeds", "search space: seeds (the seeds' ranges; most draws diverge) or narrow")
+	flag.StringVar(&cfg.Space, "space", "wide", hyperopt.SpaceHelp)
 	flag.Uint64Var(&cfg.Seed, "seed", 1, "random seed")
 	flag.Parse()
 	hyperopt.Main(func(ctx context.Context) (float64, error) {

@@ -1,4 +1,4 @@
-// Command asha runs the hyperparameter search of the seeds' example
+// Command asha runs the hyperparameter search of Ray 0.2's example
 // through tune: each trial trains the small Fashion-MNIST CNN one segment
 // per iteration and reports its validation accuracy; the ASHA scheduler
 // (asynchronous successive halving) stops the trials whose accuracy is not
@@ -91,9 +91,9 @@ func hpFrom(c map[string]any) (hyperopt.Hyperparameters, error) {
 
 func run(ctx context.Context, cfg config, w io.Writer) (summary, error) {
 	start := time.Now()
-	space, ok := hyperopt.Spaces[cfg.Space]
-	if !ok {
-		return summary{}, fmt.Errorf("unknown space %q; use seeds or narrow", cfg.Space)
+	space, err := hyperopt.LookupSpace(cfg.Space)
+	if err != nil {
+		return summary{}, err
 	}
 	data, err := cfg.Load()
 	if err != nil {
@@ -210,7 +210,7 @@ func main() {
 	flag.IntVar(&cfg.MaxIters, "max-iters", 9, "iterations (segments) of the longest trials")
 	flag.IntVar(&cfg.StepsPer, "steps-per-iter", 20, "training steps (minibatches) per iteration")
 	flag.IntVar(&cfg.Parallel, "parallel", 2, "trials running at once")
-	flag.StringVar(&cfg.Space, "space", "seeds", "search space: seeds (the seeds' ranges; most draws diverge) or narrow")
+	flag.StringVar(&cfg.Space, "space", "wide", hyperopt.SpaceHelp)
 	flag.Int64Var(&cfg.Seed, "seed", 1, "random seed")
 	flag.Parse()
 	s, err := run(context.Background(), cfg, os.Stdout)
