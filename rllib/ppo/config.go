@@ -70,6 +70,10 @@ type Config struct {
 	MetricsSmoothingEpisodes int `json:"metrics_smoothing_episodes"`
 	// Seed, when set, overrides the run's seed.
 	Seed *int64 `json:"seed"`
+	// NumGPUs is RLlib's num_gpus: 1 runs the learner on a GPU, in an
+	// actor that reserves it (the rollout workers stay on CPUs); 0, the
+	// default, learns in the driver on the CPU.
+	NumGPUs float64 `json:"num_gpus"`
 }
 
 // DefaultConfig returns PPO's defaults. They solve CartPole-v1 (a mean
@@ -136,6 +140,7 @@ func (c *Config) Validate() error {
 		{"grad_clip", finite(c.GradClip) && c.GradClip >= 0, "must be 0 (off) or positive"},
 		{"observation_filter", c.ObservationFilter == "NoFilter" || c.ObservationFilter == "MeanStdFilter", `must be "NoFilter" or "MeanStdFilter"`},
 		{"metrics_smoothing_episodes", c.MetricsSmoothingEpisodes >= 1, "must be at least 1"},
+		{"num_gpus", c.NumGPUs == 0 || c.NumGPUs == 1, fmt.Sprintf("(%g) must be 0 (learn on the CPU) or 1 (learn on one GPU)", c.NumGPUs)},
 	}
 	for _, r := range rules {
 		if !r.ok {
