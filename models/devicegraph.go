@@ -60,10 +60,19 @@ type DeviceGraph struct {
 
 // NoDeviceKernelError reports a model a device backend cannot compute,
 // naming the layer and the way out.
-type NoDeviceKernelError struct{ Layer string }
+type NoDeviceKernelError struct {
+	Layer string
+	// Fix is what to do instead; empty: set num_gpus: 0 (the algorithms'
+	// key).
+	Fix string
+}
 
 func (e *NoDeviceKernelError) Error() string {
-	return fmt.Sprintf("models: %s has no GPU kernel; set num_gpus: 0 to train this model on the CPU, or use the catalog's fully connected or convolutional network", e.Layer)
+	fix := e.Fix
+	if fix == "" {
+		fix = "set num_gpus: 0 to train this model on the CPU, or use the catalog's fully connected or convolutional network"
+	}
+	return fmt.Sprintf("models: %s has no GPU kernel; %s", e.Layer, fix)
 }
 
 // DeviceGraphOf describes m for a device backend. Only the catalog's
