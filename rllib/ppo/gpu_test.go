@@ -3,6 +3,7 @@ package ppo
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -107,5 +108,34 @@ func TestNumGPUsLearnerActor(t *testing.T) {
 	rg, rc = agenttest.Train(t, g2, 1), agenttest.Train(t, c2, 1)
 	if !slices.Equal(g2.Weights(), c2.Weights()) {
 		t.Fatalf("after Restore the learner actor went on from other weights (loss %v, in the driver %v)", rg.Learner["total_loss"], rc.Learner["total_loss"])
+	}
+}
+
+// On a GPU host: the CUDA learner's first iteration matches the CPU
+// learner's on the same batch (same seed, so same sampling) to float32
+// rounding, and training goes on without error.
+func TestNumGPUsLearnsOnGPU(t *testing.T) {
+	if d, err := cuda.Open(0); err != nil {
+		t.Skip(err)
+	} else {
+		_ = d.Close()
+	}
+	newA := func(gpus float64) *Agent {
+		return agenttest.New(t, func(ctx context.Context, o rllib.Options) (*Agent, error) {
+			return newWithBackend(ctx, o, BackendCUDA)
+		}, rllib.Options{Env: "CartPole-v1", Config: gpuCartPole(gpus), Seed: 5})
+	}
+	g, c := newA(1), newA(0)
+	t.Logf("learner: %+v", g.gpu.info)
+	rg, rc := agenttest.Train(t, g, 1), agenttest.Train(t, c, 1)
+	for _, k := range []string{"total_loss", "policy_loss", "vf_loss", "entropy", "kl"} {
+		got, want := rg.Learner[k], rc.Learner[k]
+		if math.Abs(got-want) > 1e-3*math.Max(1, math.Abs(want)) {
+			t.Errorf("%s on the GPU %.6g, on the CPU %.6g", k, got, want)
+		}
+	}
+	r := agenttest.Train(t, g, 3)
+	if math.IsNaN(r.Learner["total_loss"]) {
+		t.Fatal("GPU learner: NaN loss")
 	}
 }
