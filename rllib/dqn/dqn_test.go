@@ -132,6 +132,7 @@ func TestBadConfig(t *testing.T) {
 		{map[string]any{"model": map[string]any{"free_log_std": true}}, "free_log_std"},
 		{map[string]any{"model": map[string]any{"fcnet_hidens": []int{8}}}, "fcnet_hidens"},
 		{map[string]any{"model": map[string]any{"use_lstm": true}}, "model.use_lstm: DQN trains feed-forward policies only"},
+		{map[string]any{"num_gpus": 1}, "num_gpus (1): DQN learns on the CPU only for now; set num_gpus: 0"},
 	}
 	// TestMain gives the runtime 4 CPUs and each rollout worker reserves one.
 	tests = append(tests, struct {
