@@ -262,10 +262,16 @@ func (b *Buffer) Upload(off int, src []float64) error {
 
 // Upload32 copies src into the buffer from value off on.
 func (b *Buffer) Upload32(off int, src []float32) error {
-	if off < 0 || off+len(src) > b.n {
-		return fmt.Errorf("cuda: upload of %d values at %d into a buffer of %d", len(src), off, b.n)
+	return b.copyHost("upload", off, src, true)
+}
+
+// copyHost copies between host values h and the buffer from value off
+// on: up to the device (up), or down from it.
+func (b *Buffer) copyHost(what string, off int, h []float32, up bool) error {
+	if off < 0 || off+len(h) > b.n {
+		return fmt.Errorf("cuda: %s of %d values at %d with a buffer of %d", what, len(h), off, b.n)
 	}
-	if len(src) == 0 {
+	if len(h) == 0 {
 		return nil
 	}
 	d := b.d
@@ -273,7 +279,11 @@ func (b *Buffer) Upload32(off int, src []float32) error {
 		return err
 	}
 	defer d.leave()
-	return d.l.checkCU("cuMemcpyHtoD_v2", d.l.cuMemcpyHtoD(b.at(off), unsafe.Pointer(&src[0]), uint64(len(src))*4))
+	size := uint64(len(h)) * 4
+	if up {
+		return d.l.checkCU("cuMemcpyHtoD_v2", d.l.cuMemcpyHtoD(b.at(off), unsafe.Pointer(&h[0]), size))
+	}
+	return d.l.checkCU("cuMemcpyDtoH_v2", d.l.cuMemcpyDtoH(unsafe.Pointer(&h[0]), b.at(off), size))
 }
 
 // Download copies len(dst) values from value off on into dst, widened
@@ -292,18 +302,7 @@ func (b *Buffer) Download(off int, dst []float64) error {
 
 // Download32 is Download into float32 values.
 func (b *Buffer) Download32(off int, dst []float32) error {
-	if off < 0 || off+len(dst) > b.n {
-		return fmt.Errorf("cuda: download of %d values at %d from a buffer of %d", len(dst), off, b.n)
-	}
-	if len(dst) == 0 {
-		return nil
-	}
-	d := b.d
-	if err := d.enter(); err != nil {
-		return err
-	}
-	defer d.leave()
-	return d.l.checkCU("cuMemcpyDtoH_v2", d.l.cuMemcpyDtoH(unsafe.Pointer(&dst[0]), b.at(off), uint64(len(dst))*4))
+	return b.copyHost("download", off, dst, false)
 }
 
 // copyDtoD copies n values (device lock held).
@@ -337,14 +336,7 @@ func (d *Device) gemm(ta, tb bool, m, n, k int, alpha float32, a, b uintptr, bet
 	if m > math.MaxInt32 || n > math.MaxInt32 || k > math.MaxInt32 {
 		return fmt.Errorf("cuda: gemm %dx%dx%d exceeds cuBLAS's 32-bit sizes", m, n, k)
 	}
-	lda, opA := k, int32(0)
-	if ta {
-		lda, opA = m, 1
-	}
-	ldb, opB := n, int32(0)
-	if tb {
-		ldb, opB = k, 1
-	}
+	opA, lda, opB, ldb := operands(ta, tb, m, n, k)
 	d.scal[0], d.scal[1] = alpha, beta
 	return d.l.checkBLAS("cublasSgemm_v2", d.l.cublasSgemm(d.blas, opB, opA, int32(n), int32(m), int32(k),
 		unsafe.Pointer(&d.scal[0]), b, int32(ldb), a, int32(lda), unsafe.Pointer(&d.scal[1]), c, int32(n)))
@@ -356,16 +348,23 @@ func (d *Device) gemmBatched(ta, tb bool, m, n, k int, alpha float32, a uintptr,
 	if m == 0 || n == 0 || k == 0 || count == 0 {
 		return nil
 	}
-	lda, opA := k, int32(0)
-	if ta {
-		lda, opA = m, 1
-	}
-	ldb, opB := n, int32(0)
-	if tb {
-		ldb, opB = k, 1
-	}
+	opA, lda, opB, ldb := operands(ta, tb, m, n, k)
 	d.scal[0], d.scal[1] = alpha, beta
 	return d.l.checkBLAS("cublasSgemmStridedBatched", d.l.cublasSgemmSB(d.blas, opB, opA, int32(n), int32(m), int32(k),
 		unsafe.Pointer(&d.scal[0]), b, int32(ldb), int64(sb), a, int32(lda), int64(sa),
 		unsafe.Pointer(&d.scal[1]), c, int32(n), int64(sc), int32(count)))
+}
+
+// operands are cuBLAS's operation (0 CUBLAS_OP_N, 1 CUBLAS_OP_T) and
+// leading dimension for row-major A and B of gemm's shapes: a row-major
+// matrix's leading dimension is its row length.
+func operands(ta, tb bool, m, n, k int) (opA int32, lda int, opB int32, ldb int) {
+	lda, ldb = k, n
+	if ta {
+		opA, lda = 1, m
+	}
+	if tb {
+		opB, ldb = 1, k
+	}
+	return opA, lda, opB, ldb
 }

@@ -19,10 +19,11 @@ const kernelSource = `
 
 extern "C" {
 
-__global__ void im2col(const float* x, float* cols, long long total, int H, int W, int C,
-                       int KH, int KW, int S, int PT, int PL, int OH, int OW) {
-  long long i = IDX;
-  if (i >= total) return;
+// patch_source maps value i of the unfolded patches (row: image b,
+// output row oh, column ow; column: kernel row kh, kernel column kw,
+// channel c) to its image value's index, or -1 for padding.
+__device__ long long patch_source(long long i, int H, int W, int C, int KH, int KW, int S,
+                                  int PT, int PL, int OH, int OW) {
   long long t = i;
   int c = t % C; t /= C;
   int kw = t % KW; t /= KW;
@@ -30,9 +31,16 @@ __global__ void im2col(const float* x, float* cols, long long total, int H, int 
   int ow = t % OW; t /= OW;
   int oh = t % OH; long long b = t / OH;
   int y = oh * S - PT + kh, xx = ow * S - PL + kw;
-  float v = 0.0f;
-  if (y >= 0 && y < H && xx >= 0 && xx < W) v = x[((b * H + y) * W + xx) * C + c];
-  cols[i] = v;
+  if (y < 0 || y >= H || xx < 0 || xx >= W) return -1;
+  return ((b * H + y) * W + xx) * C + c;
+}
+
+__global__ void im2col(const float* x, float* cols, long long total, int H, int W, int C,
+                       int KH, int KW, int S, int PT, int PL, int OH, int OW) {
+  long long i = IDX;
+  if (i >= total) return;
+  long long src = patch_source(i, H, W, C, KH, KW, S, PT, PL, OH, OW);
+  cols[i] = src < 0 ? 0.0f : x[src];
 }
 
 // col2im adds the patch gradients back onto the image gradient dx.
@@ -40,14 +48,8 @@ __global__ void col2im(const float* dcols, float* dx, long long total, int H, in
                        int KH, int KW, int S, int PT, int PL, int OH, int OW) {
   long long i = IDX;
   if (i >= total) return;
-  long long t = i;
-  int c = t % C; t /= C;
-  int kw = t % KW; t /= KW;
-  int kh = t % KH; t /= KH;
-  int ow = t % OW; t /= OW;
-  int oh = t % OH; long long b = t / OH;
-  int y = oh * S - PT + kh, xx = ow * S - PL + kw;
-  if (y >= 0 && y < H && xx >= 0 && xx < W) atomicAdd(&dx[((b * H + y) * W + xx) * C + c], dcols[i]);
+  long long dst = patch_source(i, H, W, C, KH, KW, S, PT, PL, OH, OW);
+  if (dst >= 0) atomicAdd(&dx[dst], dcols[i]);
 }
 
 __global__ void add_bias(float* y, const float* b, long long total, int cols) {
