@@ -6,8 +6,9 @@ SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # protobuf-compiler and python3-grpc-tools are for `make proto` only;
 # dataset-fashion-mnist is the data of the supervised-learning examples;
 # chromium runs the dashboard's browser tests; redis-server is a cluster's control
-# store (gray start --head, the cluster tests).
-APT_PKGS := chromium protobuf-compiler python3-grpc-tools python3-grpcio dataset-fashion-mnist redis-server
+# store (gray start --head, the cluster tests); g++ compiles models/cuda's
+# kernels for the host, to check them without a GPU (TestKernelsEmulated).
+APT_PKGS := chromium protobuf-compiler python3-grpc-tools python3-grpcio dataset-fashion-mnist redis-server g++
 
 .PHONY: all build train test vet lint deps proto bench bench-deps bench-conv clean
 

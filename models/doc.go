@@ -30,6 +30,9 @@
 //     operation, backpropagation through time in Backward) and LSTMLayer
 //     its weights.
 //   - Adam, SGD and ClipByGlobalNorm work on the flat vectors.
+//   - DeviceGraphOf describes a catalog network (FullyConnected, ConvNet)
+//     as plain layers over its flat parameters, for the GPU backend in
+//     package models/cuda; other models give a NoDeviceKernelError.
 //   - ActionDist: Categorical, DiagGaussian, Deterministic. Tape methods
 //     (LogLikelihood, Entropy, KL) are differentiable; Sample, Mode and
 //     LogProb are the allocation-free rollout path on plain slices and

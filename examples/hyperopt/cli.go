@@ -7,6 +7,7 @@ import (
 	"log"
 
 	"github.com/gray-ml/gray"
+	"github.com/gray-ml/gray/models"
 )
 
 // DataFlags are the data options every search shares: where Fashion-MNIST
@@ -14,6 +15,8 @@ import (
 type DataFlags struct {
 	Dir                 string
 	TrainN, ValN, TestN int
+	// GPUs is -gpus: how many GPUs each trial trains on.
+	GPUs int
 }
 
 // Register adds the -data, -train, -val and -test flags to fs.
@@ -22,10 +25,20 @@ func (d *DataFlags) Register(fs *flag.FlagSet) {
 	fs.IntVar(&d.TrainN, "train", 10000, "training images (0: all but the validation ones)")
 	fs.IntVar(&d.ValN, "val", 2000, "validation images held out of the training set")
 	fs.IntVar(&d.TestN, "test", 0, "test images (0: all 10,000)")
+	fs.IntVar(&d.GPUs, "gpus", 0, "GPUs per trial (0: CPUs; the CNN's pooling has no GPU kernel yet)")
 }
 
-// Load reads the data the flags describe.
-func (d DataFlags) Load() (Data, error) { return LoadData(d.Dir, d.TrainN, d.ValN, d.TestN) }
+// Load reads the data the flags describe. With -gpus above 0 it fails,
+// naming the layer the GPU backend (models/cuda) lacks.
+func (d DataFlags) Load() (Data, error) {
+	if d.GPUs < 0 {
+		return Data{}, fmt.Errorf("-gpus %d: must be 0 or more", d.GPUs)
+	}
+	if d.GPUs > 0 {
+		return Data{}, &models.NoDeviceKernelError{Layer: "the CNN's max pooling and dropout", Fix: "run with -gpus 0 to train on the CPU"}
+	}
+	return LoadData(d.Dir, d.TrainN, d.ValN, d.TestN)
+}
 
 // Main runs a search in a gray session and ends the program's output with
 // the line every example prints: the test accuracy of the best model.

@@ -54,6 +54,7 @@ import (
 	"time"
 
 	"github.com/gray-ml/gray"
+	"github.com/gray-ml/gray/models"
 	"github.com/gray-ml/gray/platform/plot"
 )
 
@@ -80,7 +81,13 @@ func main() {
 	flag.IntVar(&cfg.LogEvery, "log-every", 20, "print the training loss every N steps")
 	flag.Uint64Var(&cfg.Seed, "seed", 1, "random seed")
 	plotFile := flag.String("plot", "", "also draw test accuracy against training time into this .png or .svg file")
+	gpus := flag.Int("gpus", 0, "GPUs to train on (0: CPUs; batch normalisation has no GPU kernel yet)")
 	flag.Parse()
+	if *gpus != 0 {
+		// The GPU backend (models/cuda) has dense and convolutional
+		// layers but not yet ResNet's batch normalisation and pooling.
+		log.Fatal(&models.NoDeviceKernelError{Layer: "ResNet's batch normalisation", Fix: "run with --gpus 0 to train on the CPU"})
+	}
 	cfg.Widths = nil
 	for _, f := range strings.Split(widths, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))

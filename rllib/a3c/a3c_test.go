@@ -133,6 +133,7 @@ func TestBadConfig(t *testing.T) {
 		{"no workers", map[string]any{"num_workers": 0}, "num_workers must be at least 1"},
 		{"bad gamma", map[string]any{"gamma": 1.5}, "gamma must be in [0, 1]"},
 		{"bad model", map[string]any{"model": map[string]any{"fcnet_hidens": []int{8}}}, "fcnet_hidens"},
+		{"a GPU", map[string]any{"num_gpus": 1}, "num_gpus (1): A3C learns on the CPU only for now; set num_gpus: 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -61,6 +61,10 @@ type Config struct {
 	MaxRunnerRestarts int `json:"max_runner_restarts"`
 	// Seed, when set, overrides the run's seed.
 	Seed *int64 `json:"seed"`
+	// NumGPUs is RLlib's num_gpus. A3C learns on the CPU: only 0 is
+	// accepted for now (PPO has a GPU learner; models/cuda has A3C's loss
+	// kernel, not yet its learner).
+	NumGPUs float64 `json:"num_gpus"`
 }
 
 // DefaultConfig returns A3C's defaults, tuned to solve CartPole-v1.
@@ -107,6 +111,7 @@ func (c *Config) Validate() error {
 		{"metrics_smoothing_episodes", c.MetricsSmoothingEpisodes >= 1, "must be at least 1"},
 		{"runner_start_timeout_s", finite(c.RunnerStartTimeoutS) && c.RunnerStartTimeoutS > 0, "must be positive"},
 		{"max_runner_restarts", c.MaxRunnerRestarts >= 0, "must be 0 or more"},
+		{"num_gpus", c.NumGPUs == 0, fmt.Sprintf("(%g): A3C learns on the CPU only for now; set num_gpus: 0 (PPO has a GPU learner)", c.NumGPUs)},
 	}
 	for _, r := range rules {
 		if !r.ok {

@@ -101,6 +101,10 @@ type Config struct {
 	NumLearnerThreads *int `json:"num_learner_threads"`
 	// Seed, when set, overrides the run's seed.
 	Seed *int64 `json:"seed"`
+	// NumGPUs is RLlib's num_gpus. DQN learns on the CPU: only 0 is
+	// accepted for now (PPO has a GPU learner; models/cuda has DQN's loss
+	// kernel, not yet its learner).
+	NumGPUs float64 `json:"num_gpus"`
 }
 
 // DefaultConfig returns DQN's defaults. They start from the published
@@ -179,6 +183,7 @@ func (c *Config) Validate() error {
 		{"exploration_initial_eps", prob(c.ExplorationInitialEps), "must be in [0, 1]"},
 		{"exploration_final_eps", prob(c.ExplorationFinalEps), "must be in [0, 1]"},
 		{"metrics_smoothing_episodes", c.MetricsSmoothingEpisodes >= 1, "must be at least 1"},
+		{"num_gpus", c.NumGPUs == 0, fmt.Sprintf("(%g): DQN learns on the CPU only for now; set num_gpus: 0 (PPO has a GPU learner)", c.NumGPUs)},
 	}
 	for _, r := range rules {
 		if !r.ok {

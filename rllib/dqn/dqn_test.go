@@ -135,6 +135,7 @@ func TestBadConfig(t *testing.T) {
 		{map[string]any{"num_learner_threads": 0}, "num_learner_threads must be at least 1, got 0"},
 		// The runtime's 4 CPUs are all the learner has with no workers.
 		{map[string]any{"num_learner_threads": 5}, "num_learner_threads 5 is more than the learner's 4 CPUs"},
+		{map[string]any{"num_gpus": 1}, "num_gpus (1): DQN learns on the CPU only for now; set num_gpus: 0"},
 	}
 	// TestMain gives the runtime 4 CPUs and each rollout worker reserves one.
 	tests = append(tests, struct {

@@ -34,7 +34,9 @@ type Agent struct {
 	pol     *policy
 	proc    *obsProcessor
 	learner *learner
-	lr      schedule.Piecewise
+	// gpu is the learner actor with num_gpus: 1 (nil: learner runs here).
+	gpu *remoteLearner
+	lr  schedule.Piecewise
 	// samplers collect experience: the local worker when num_workers is 0,
 	// else the actors.
 	samplers samplers
@@ -66,6 +68,12 @@ type samplers interface {
 
 // New creates a PPO agent for opts.Env with opts.Config over the defaults.
 func New(ctx context.Context, opts rllib.Options) (*Agent, error) {
+	return newWithBackend(ctx, opts, BackendCUDA)
+}
+
+// newWithBackend is New with the learner backend num_gpus uses (tests stand
+// the CPU learner in for CUDA on machines without a GPU).
+func newWithBackend(ctx context.Context, opts rllib.Options, gpuBackend string) (*Agent, error) {
 	cfg := DefaultConfig()
 	if err := rllib.DecodeConfig("PPO", opts, &cfg); err != nil {
 		return nil, err
@@ -99,8 +107,13 @@ func New(ctx context.Context, opts rllib.Options) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("PPO: %w", err)
 	}
+	if cfg.NumGPUs > 0 {
+		if a.gpu, err = newRemoteLearner(ctx, a, gpuBackend); err != nil {
+			return nil, errors.Join(err, a.learner.close(), pol.close())
+		}
+	}
 	if a.samplers, err = newSamplers(ctx, a); err != nil {
-		return nil, err
+		return nil, errors.Join(err, a.stopLearner())
 	}
 	return a, nil
 }
@@ -174,7 +187,12 @@ func (a *Agent) Train(ctx context.Context) (rllib.Result, error) {
 	goodWeights := a.pol.params.GetFlat(nil)
 	goodOpt := a.learner.opt.State()
 	lr := a.lr.Value(a.timesteps)
-	stats, err := a.learner.learn(ctx, &b, lr, a.klCoeff, shuffleRNG(a.seed, iter))
+	var stats learnStats
+	if a.gpu != nil {
+		stats, err = a.gpu.learn(ctx, a, &b, lr, a.klCoeff, iter)
+	} else {
+		stats, err = a.learner.learn(ctx, &b, lr, a.klCoeff, shuffleRNG(a.seed, iter))
+	}
 	if err != nil {
 		_ = a.pol.params.SetFlat(goodWeights)
 		_ = a.learner.opt.SetState(goodOpt)
@@ -320,10 +338,20 @@ func (a *Agent) Stop() error {
 		a.samplers = nil
 	}
 	if a.learner != nil {
-		// Closing twice is harmless: a closed model's Close does nothing.
-		errs = append(errs, a.learner.close(), a.pol.close())
+		errs = append(errs, a.stopLearner())
 	}
 	return errors.Join(errs...)
+}
+
+// stopLearner stops the GPU learner actor, if any, and releases the
+// models. Closing twice is harmless: a closed model's Close does nothing.
+func (a *Agent) stopLearner() error {
+	var errs []error
+	if a.gpu != nil {
+		errs = append(errs, a.gpu.close())
+		a.gpu = nil
+	}
+	return errors.Join(append(errs, a.learner.close(), a.pol.close())...)
 }
 
 // localSampler samples in the driver with the learner's own policy and

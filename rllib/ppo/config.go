@@ -86,6 +86,10 @@ type Config struct {
 	NumLearnerThreads *int `json:"num_learner_threads"`
 	// Seed, when set, overrides the run's seed.
 	Seed *int64 `json:"seed"`
+	// NumGPUs is RLlib's num_gpus: 1 runs the learner on a GPU, in an
+	// actor that reserves it (the rollout workers stay on CPUs); 0, the
+	// default, learns in the driver on the CPU.
+	NumGPUs float64 `json:"num_gpus"`
 }
 
 // DefaultConfig returns PPO's defaults. They solve CartPole-v1 (a mean
@@ -153,6 +157,7 @@ func (c *Config) Validate() error {
 		{"observation_filter", c.ObservationFilter == "NoFilter" || c.ObservationFilter == "MeanStdFilter", `must be "NoFilter" or "MeanStdFilter"`},
 		{"metrics_smoothing_episodes", c.MetricsSmoothingEpisodes >= 1, "must be at least 1"},
 		{"sample_async", !c.SampleAsync || c.NumWorkers >= 1, "needs num_workers of 1 or more (rollout worker actors to sample while the driver learns); set num_workers or drop sample_async"},
+		{"num_gpus", c.NumGPUs == 0 || c.NumGPUs == 1, fmt.Sprintf("(%g) must be 0 (learn on the CPU) or 1 (learn on one GPU)", c.NumGPUs)},
 	}
 	for _, r := range rules {
 		if !r.ok {

@@ -16,9 +16,12 @@ import (
 // Main is a test binary's TestMain: when the binary runs as a gray worker
 // it serves the package's actors; otherwise it starts the runtime with
 // cpus CPUs, runs the tests and shuts the runtime down.
-func Main(m *testing.M, cpus int) {
+func Main(m *testing.M, cpus int) { MainWith(m, gray.Options{NumCPUs: cpus}) }
+
+// MainWith is Main with the runtime's options (a declared GPU, say).
+func MainWith(m *testing.M, opts gray.Options) {
 	gray.ServeIfWorker()
-	if err := gray.Init(context.Background(), gray.Options{NumCPUs: cpus}); err != nil {
+	if err := gray.Init(context.Background(), opts); err != nil {
 		fmt.Fprintln(os.Stderr, "gray.Init:", err)
 		os.Exit(1)
 	}
