@@ -208,6 +208,10 @@ func cell(v any) string {
 			return "inf"
 		case math.IsInf(x, -1):
 			return "-inf"
+		case math.Abs(x) >= 1e6 && math.Abs(x) < 1e21:
+			// Large values in full: a timestamp reads 1795847230.25, not
+			// 1.79584723025e+09.
+			return strconv.FormatFloat(x, 'f', -1, 64)
 		}
 		return strconv.FormatFloat(x, 'g', -1, 64)
 	}

@@ -289,3 +289,16 @@ func TestTimestampHasSubsecondResolution(t *testing.T) {
 		t.Errorf("timestamp %v, want between %f and %f", results[0]["timestamp"], before, after)
 	}
 }
+
+func TestCSVCellsKeepLargeNumbersInFull(t *testing.T) {
+	for _, c := range []struct {
+		v    any
+		want string
+	}{
+		{1795847230.25, "1795847230.25"}, {float64(2e6), "2000000"}, {0.5, "0.5"}, {1e-7, "1e-07"}, {1e22, "1e+22"}, {int64(7), "7"},
+	} {
+		if got := cell(c.v); got != c.want {
+			t.Errorf("cell(%v) = %q, want %q", c.v, got, c.want)
+		}
+	}
+}
