@@ -92,6 +92,8 @@ func newSessionFrom(o startOptions) (s, prev *session.Session, err error) {
 		return nil, nil, errors.New("give --head to start a cluster, or --address IP:PORT --token TOKEN to join one")
 	case net.ParseIP(o.ip) == nil:
 		return nil, nil, fmt.Errorf("--node-ip-address %q is not an IP address", o.ip)
+	case usableIP(o.ip) != nil:
+		return nil, nil, usableIP(o.ip)
 	case o.cpus < 0 || o.gpus < 0:
 		return nil, nil, errors.New("--num-cpus and --num-gpus must not be negative")
 	case o.port < 0 || o.port > 65535 || o.nodePort < 0 || o.nodePort > 65535:
@@ -351,6 +353,24 @@ func quietRedisLog() { redis.SetLogger(discardLog{}) }
 type discardLog struct{}
 
 func (discardLog) Printf(context.Context, string, ...any) {}
+
+// usableIP checks that ip can be the address other machines reach this
+// node by: one address of this machine, not a wildcard ("every
+// interface" would also expose Redis everywhere), multicast or broadcast.
+func usableIP(ip string) error {
+	a := net.ParseIP(ip)
+	switch {
+	case a.IsUnspecified():
+		return fmt.Errorf("--node-ip-address %s means every interface, which other machines cannot dial and which would expose the node and Redis on all of them: give this machine's address on the cluster's network (e.g. 10.0.0.5), or 127.0.0.1 for one machine", ip)
+	case a.IsMulticast() || a.Equal(net.IPv4bcast):
+		return fmt.Errorf("--node-ip-address %s is a multicast or broadcast address: give this machine's address on the cluster's network", ip)
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	if err != nil {
+		return fmt.Errorf("--node-ip-address %s is not an address of this machine (`ip addr` lists them): %w", ip, err)
+	}
+	return ln.Close()
+}
 
 // freePort returns a TCP port of ip that was free a moment ago.
 func freePort(ip string) (int, error) {

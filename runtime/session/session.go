@@ -209,7 +209,10 @@ func (s *Session) Unindex() error {
 }
 
 // List returns the indexed sessions, heads last (the order to stop them
-// in). Entries whose session file is gone are removed from the index.
+// in). Stale entries are removed from the index: those whose session file
+// is gone, and those of an earlier node of a temp dir that a later `gray
+// start` reused (its session file names another node now), so that a
+// temp dir counts once.
 func List() ([]*Session, error) {
 	dir := IndexDir()
 	ents, err := os.ReadDir(dir)
@@ -237,6 +240,10 @@ func List() ([]*Session, error) {
 		s, err := Read(rec.TempDir)
 		if err != nil {
 			os.Remove(path) // its temp dir was removed
+			continue
+		}
+		if s.indexEntry() != path {
+			os.Remove(path) // the temp dir was reused by a later node
 			continue
 		}
 		out = append(out, s)
