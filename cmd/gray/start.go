@@ -21,7 +21,6 @@ import (
 	"github.com/gray-ml/gray/runtime/control"
 	"github.com/gray-ml/gray/runtime/session"
 	"github.com/gray-ml/gray/runtime/task"
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 )
 
@@ -29,6 +28,7 @@ import (
 type startOptions struct {
 	head              bool
 	address, token    string
+	tokenFile         string
 	port, nodePort    int
 	cpus, gpus        float64
 	resources         string
@@ -43,12 +43,14 @@ type startOptions struct {
 func newStart() *cobra.Command {
 	var o startOptions
 	cmd := &cobra.Command{
-		Use:   "start (--head | --address IP:PORT --token TOKEN)",
+		Use:   "start (--head | --address IP:PORT [--token-file FILE])",
 		Short: "Start a cluster's head node, or a node that joins one",
 		Long: "gray start --head starts a cluster on this machine: redis-server (the control\n" +
 			"store, password-protected with the cluster token) and the head's node daemon.\n" +
 			"It prints the command that joins another machine:\n\n" +
-			"  gray start --address IP:PORT --token TOKEN\n\n" +
+			"  gray start --address IP:PORT --token-file FILE\n\n" +
+			"where FILE holds the cluster token (the head writes it, 0600, into its temp dir;\n" +
+			"copy it, or set GRAY_TOKEN instead). On the head's machine neither is needed.\n\n" +
 			"Nodes run in the background (unless --block) until `gray stop`. Several nodes\n" +
 			"can run on one machine, each with its own --temp-dir (and --node-ip-address).",
 		Args: cobra.NoArgs,
@@ -57,14 +59,19 @@ func newStart() *cobra.Command {
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			quietRedisLog()
+			tok, err := session.TokenFromFlags(o.token, o.tokenFile, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			o.token = tok
 			return runStart(ctx, cmd.OutOrStdout(), o)
 		},
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.head, "head", false, "start a new cluster: its Redis and head node")
 	f.StringVar(&o.address, "address", "", "join the cluster whose head is at IP:PORT")
-	f.StringVar(&o.token, "token", "", "the cluster token the head printed (default $GRAY_TOKEN, or found on the head's machine)")
+	f.StringVar(&o.tokenFile, "token-file", "", "a file holding the cluster token: the head's <temp-dir>/token, or a 0600 copy (default $GRAY_TOKEN, or found on the head's machine)")
+	f.StringVar(&o.token, "token", "", "the cluster token itself (visible to every local user in ps: prefer --token-file or $GRAY_TOKEN)")
 	f.IntVar(&o.port, "port", 6379, "the head's Redis port (0: any free port)")
 	f.IntVar(&o.nodePort, "node-port", 0, "the port of the node's own server (0: any free port)")
 	f.Float64Var(&o.cpus, "num-cpus", float64(runtime.NumCPU()), "CPUs this node offers")
@@ -89,7 +96,7 @@ func newSessionFrom(o startOptions) (s, prev *session.Session, err error) {
 	case o.head && o.address != "":
 		return nil, nil, errors.New("give either --head (a new cluster) or --address (join one), not both")
 	case !o.head && o.address == "":
-		return nil, nil, errors.New("give --head to start a cluster, or --address IP:PORT --token TOKEN to join one")
+		return nil, nil, errors.New("give --head to start a cluster, or --address IP:PORT --token-file FILE to join one")
 	case net.ParseIP(o.ip) == nil:
 		return nil, nil, fmt.Errorf("--node-ip-address %q is not an IP address", o.ip)
 	case usableIP(o.ip) != nil:
@@ -334,9 +341,11 @@ func logTail(path string) string {
 func printStarted(out io.Writer, s *session.Session, logPath string) {
 	if s.Head {
 		fmt.Fprintf(out, "Started a Gray cluster: head node %s, Redis at %s.\n", s.NodeID, s.Address)
-		fmt.Fprintf(out, "To add a machine to it, run there:\n\n")
-		fmt.Fprintf(out, "gray start --address %s --token %s\n\n", s.Address, s.Token)
-		fmt.Fprintf(out, "Drivers connect with GRAY_ADDRESS=%s and GRAY_TOKEN (or Address \"auto\" on this machine).\n", s.Address)
+		fmt.Fprintf(out, "The cluster token is in %s (0600; whoever holds it can run code on every node).\n", s.TokenPath())
+		fmt.Fprintf(out, "To add a machine to it, copy that file there (keeping it 0600) and run there:\n\n")
+		fmt.Fprintf(out, "gray start --address %s --token-file %s\n\n", s.Address, s.TokenPath())
+		fmt.Fprintf(out, "(or set GRAY_TOKEN to the token in it). Drivers connect with GRAY_ADDRESS=%s and GRAY_TOKEN\n", s.Address)
+		fmt.Fprintf(out, "or --token-file, or with Address \"auto\" on this machine.\n")
 	} else {
 		fmt.Fprintf(out, "Node %s joined the cluster at %s.\n", s.NodeID, s.Address)
 	}
@@ -344,15 +353,6 @@ func printStarted(out io.Writer, s *session.Session, logPath string) {
 		fmt.Fprintf(out, "Its log: %s. Stop everything started here with `gray stop`.\n", logPath)
 	}
 }
-
-// quietRedisLog silences go-redis's own log: a command line polls Redis
-// while it starts, and reports what matters itself. (The node daemons
-// keep it: their logs show Redis going away.)
-func quietRedisLog() { redis.SetLogger(discardLog{}) }
-
-type discardLog struct{}
-
-func (discardLog) Printf(context.Context, string, ...any) {}
 
 // usableIP checks that ip can be the address other machines reach this
 // node by: one address of this machine, not a wildcard ("every

@@ -57,8 +57,11 @@ type Cluster struct {
 	dir   string // holds the index and every node's temp dir
 	index string
 	env   []string
-	// JoinCommand is the line `gray start --head` printed for joining.
+	// JoinCommand is the line `gray start --head` printed for joining
+	// (gray start --address IP:PORT --token-file FILE).
 	JoinCommand string
+	// HeadOutput is all that `gray start --head` printed.
+	HeadOutput string
 
 	mu       sync.Mutex
 	nodes    []*Node
@@ -109,11 +112,11 @@ func Start(t testing.TB, opts Options) *Cluster {
 	if err != nil {
 		t.Fatalf("gray start --head: %v\n%s", err, out)
 	}
-	m := regexp.MustCompile(`(?m)^gray start --address \S+ --token [0-9a-f]{64}$`).FindString(out)
+	m := regexp.MustCompile(`(?m)^gray start --address \S+ --token-file \S+$`).FindString(out)
 	if m == "" {
 		t.Fatalf("gray start --head printed no join command:\n%s", out)
 	}
-	c.JoinCommand = m
+	c.JoinCommand, c.HeadOutput = m, out
 	c.addStarted(0)
 	for i := 1; i <= opts.Nodes; i++ {
 		c.AddNode()
@@ -155,7 +158,7 @@ func (c *Cluster) AddNode() *Node {
 	c.mu.Lock()
 	i := len(c.nodes)
 	c.mu.Unlock()
-	args := append([]string{"start", "--address", c.Address(), "--token", c.Token()}, c.nodeFlags(i)...)
+	args := append([]string{"start", "--address", c.Address(), "--token-file", c.TokenFile()}, c.nodeFlags(i)...)
 	if out, err := c.Gray(args...); err != nil {
 		c.t.Fatalf("gray start --address: %v\n%s", err, out)
 	}
@@ -241,6 +244,9 @@ func (c *Cluster) Address() string { return c.head().Address }
 
 // Token returns the cluster token.
 func (c *Cluster) Token() string { return c.head().Token }
+
+// TokenFile returns the head's token file (0600), for --token-file.
+func (c *Cluster) TokenFile() string { return c.head().TokenPath() }
 
 // Dial connects a control-store client to the cluster for job.
 func (c *Cluster) Dial(job string) *control.Redis {

@@ -180,6 +180,11 @@ func (s *Session) Write() error {
 	if err := writePrivate(s.Path(), b); err != nil {
 		return err
 	}
+	if s.Head && s.Token != "" {
+		if err := writePrivate(s.TokenPath(), []byte(s.Token+"\n")); err != nil {
+			return err
+		}
+	}
 	ptr, _ := json.Marshal(indexRecord{TempDir: s.TempDir})
 	return writePrivate(s.indexEntry(), ptr)
 }
