@@ -37,6 +37,7 @@ type startOptions struct {
 	objectStoreMemory int64
 	heartbeat         time.Duration
 	nodeTimeout       time.Duration
+	keepEnded         time.Duration
 	readyTimeout      time.Duration
 }
 
@@ -83,6 +84,7 @@ func newStart() *cobra.Command {
 	f.Int64Var(&o.objectStoreMemory, "object-store-memory", 0, "bytes of shared memory for the object store (0: the default)")
 	f.DurationVar(&o.heartbeat, "heartbeat-interval", 0, "how often the node reports alive (0: 200ms)")
 	f.DurationVar(&o.nodeTimeout, "node-timeout", 0, "on the head: silence after which a node is declared dead (0: 1.5s)")
+	f.DurationVar(&o.keepEnded, "keep-ended", control.DefaultKeepEnded, "on the head: how long dead nodes and ended jobs (with their tasks) stay listed")
 	f.DurationVar(&o.readyTimeout, "timeout", time.Minute, "how long to wait for the node to be up")
 	return cmd
 }
@@ -107,6 +109,8 @@ func newSessionFrom(o startOptions) (s, prev *session.Session, err error) {
 		return nil, nil, errors.New("--port and --node-port must be TCP ports (0-65535)")
 	case o.objectStoreMemory < 0:
 		return nil, nil, errors.New("--object-store-memory must not be negative")
+	case o.keepEnded < 0:
+		return nil, nil, errors.New("--keep-ended must not be negative")
 	}
 	res := task.Resources{CPU: o.cpus, GPU: o.gpus}
 	if o.resources != "" {
@@ -135,6 +139,7 @@ func newSessionFrom(o startOptions) (s, prev *session.Session, err error) {
 		ObjectStoreMemory: o.objectStoreMemory,
 		HeartbeatInterval: o.heartbeat,
 		NodeTimeout:       o.nodeTimeout,
+		KeepEnded:         o.keepEnded,
 		Started:           time.Now(),
 	}
 	s.TempDir = o.tempDir

@@ -41,6 +41,9 @@ type Options struct {
 	NodeTimeout time.Duration
 	// HeartbeatInterval is every node's --heartbeat-interval (0: 200 ms).
 	HeartbeatInterval time.Duration
+	// KeepEnded is the head's --keep-ended: how long dead nodes and
+	// ended jobs stay listed (0: the default, 10 minutes).
+	KeepEnded time.Duration
 	// SameIP puts every node on 127.0.0.1; by default node i listens on
 	// 127.0.0.(i+1), as on separate machines.
 	SameIP bool
@@ -145,6 +148,9 @@ func (c *Cluster) nodeFlags(i int) []string {
 	}
 	if c.opts.HeartbeatInterval > 0 {
 		f = append(f, "--heartbeat-interval", c.opts.HeartbeatInterval.String())
+	}
+	if i == 0 && c.opts.KeepEnded > 0 {
+		f = append(f, "--keep-ended", c.opts.KeepEnded.String())
 	}
 	if i == 0 && c.opts.NodeTimeout > 0 {
 		f = append(f, "--node-timeout", c.opts.NodeTimeout.String())

@@ -1,14 +1,17 @@
 package clustertest_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gray-ml/gray/internal/clustertest"
+	"github.com/gray-ml/gray/runtime/control"
 	"github.com/gray-ml/gray/runtime/session"
 )
 
@@ -96,4 +99,28 @@ func TestStartRefusesWildcardAddress(t *testing.T) {
 			t.Errorf("--node-ip-address %s: %v\n%s", ip, err, out)
 		}
 	}
+}
+
+// A dead node leaves `gray status` once listed dead for --keep-ended, and
+// so does an ended job.
+func TestDeadNodesAndEndedJobsExpire(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{Nodes: 1, KeepEnded: time.Second})
+	victim := c.Node(1).ID
+	r := c.Dial("ended-job")
+	ctx := context.Background()
+	if err := r.RegisterJob(ctx, control.JobInfo{ID: "ended-job", Started: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.EndJob(ctx, "ended-job"); err != nil {
+		t.Fatal(err)
+	}
+	c.KillNode(1)
+	c.WaitStatus(20*time.Second, "the killed node listed dead", func(st clustertest.Status) bool {
+		n, ok := st.Node(victim)
+		return ok && !n.Alive
+	})
+	c.WaitStatus(20*time.Second, "the dead node and the ended job no longer listed", func(st clustertest.Status) bool {
+		_, listed := st.Node(victim)
+		return !listed && len(st.Jobs) == 0 && st.Alive == 1
+	})
 }

@@ -57,6 +57,9 @@ type Session struct {
 	// HeartbeatInterval and NodeTimeout tune failure detection (0:
 	// monitor's defaults); NodeTimeout matters on the head only.
 	HeartbeatInterval, NodeTimeout time.Duration
+	// KeepEnded is how long the cluster lists dead nodes and ended jobs
+	// (0: control.DefaultKeepEnded); it matters on the head only.
+	KeepEnded time.Duration
 	Started                        time.Time
 }
 
