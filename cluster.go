@@ -94,13 +94,29 @@ func dialCluster(ctx context.Context, opts Options, cfg *node.Config) (*clusterC
 			r.Close()
 			return nil, fmt.Errorf("gray: Init: leasing the resources of node %s on this machine: %w", c.self, err)
 		}
-		if granted.CPU < cfg.Resources.CPU || granted.GPU < cfg.Resources.GPU {
-			fmt.Fprintf(os.Stderr, "gray: other jobs hold part of node %s on this machine: this job runs %s there\n", c.self, granted)
+		if msg := leaseShortfall(c.self, self.Resources, cfg.Resources, granted); msg != "" {
+			fmt.Fprintln(os.Stderr, msg)
 		}
 		cfg.Resources = granted
 	}
 	cfg.Cluster = &node.ClusterConfig{Remote: c.drv, Token: []byte(tok), Listen: net.JoinHostPort(ip, "0"), Locations: r}
 	return c, nil
+}
+
+// leaseShortfall explains a local lease smaller than asked for ("" when
+// it is not): the node may have fewer CPUs or GPUs than the job asked
+// for, or other jobs may hold part of it.
+func leaseShortfall(node string, has, asked, granted task.Resources) string {
+	if granted.CPU >= asked.CPU && granted.GPU >= asked.GPU {
+		return ""
+	}
+	if has.CPU < asked.CPU || has.GPU < asked.GPU {
+		if granted.CPU >= has.CPU && granted.GPU >= has.GPU {
+			return fmt.Sprintf("gray: node %s on this machine has %s, less than the %s asked for (NumCPUs, NumGPUs): this job runs %s there, and more on other nodes when they are free",
+				node, has, asked, granted)
+		}
+	}
+	return fmt.Sprintf("gray: other jobs hold part of node %s on this machine: this job runs %s there", node, granted)
 }
 
 // localIP returns the IP address this machine reaches addr from.
