@@ -109,6 +109,9 @@ func dialCluster(ctx context.Context, opts Options, cfg *node.Config) (*clusterC
 			}
 			return nil, fmt.Errorf("gray: Init: leasing the resources of node %s on this machine: %w (is its daemon running? `gray start --address ...` starts it again)", c.self, err)
 		}
+		if msg := leaseShortfall(c.self, self.Resources, cfg.Resources, granted); msg != "" {
+			fmt.Fprintln(os.Stderr, msg)
+		}
 		cfg.Resources = granted
 		localCap, localGPUs = &capacity, gpus
 	}
@@ -132,6 +135,22 @@ func idleReturn() (time.Duration, error) {
 		return 0, fmt.Errorf("%s=%q: want a positive duration such as 1s or 250ms", EnvIdleReturn, v)
 	}
 	return d, nil
+}
+
+// leaseShortfall explains a local lease smaller than asked for ("" when
+// it is not): the node may have fewer CPUs or GPUs than the job asked
+// for, or other jobs may hold part of it.
+func leaseShortfall(node string, has, asked, granted task.Resources) string {
+	if granted.CPU >= asked.CPU && granted.GPU >= asked.GPU {
+		return ""
+	}
+	if has.CPU < asked.CPU || has.GPU < asked.GPU {
+		if granted.CPU >= has.CPU && granted.GPU >= has.GPU {
+			return fmt.Sprintf("gray: node %s on this machine has %s, less than the %s asked for (NumCPUs, NumGPUs): this job runs %s there, and more on other nodes when they are free",
+				node, has, asked, granted)
+		}
+	}
+	return fmt.Sprintf("gray: other jobs hold part of node %s on this machine: this job runs %s there", node, granted)
 }
 
 // localIP returns the IP address this machine reaches addr from.

@@ -152,12 +152,42 @@ func startMonitor(ctx context.Context, s *session.Session, after func()) (stop f
 		defer close(mdone)
 		m.Run(mctx)
 	}()
+	pdone := make(chan struct{})
+	go func() {
+		defer close(pdone)
+		prune(mctx, store, s.KeepEnded)
+	}()
 	return func() {
 		cancelMonitor()
 		<-mdone
+		<-pdone
 		store.Close()
 		after()
 	}, nil
+}
+
+// prune bounds the cluster's tables until ctx ends: dead nodes and ended
+// jobs leave them once listed for keep (0: the default).
+func prune(ctx context.Context, store *control.Redis, keep time.Duration) {
+	if keep <= 0 {
+		keep = control.DefaultKeepEnded
+	}
+	tick := time.NewTicker(min(max(keep/4, 100*time.Millisecond), 30*time.Second))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if st, err := store.Prune(ctx, keep); err != nil {
+			if ctx.Err() == nil {
+				log.Printf("pruning the cluster's tables: %v", err)
+			}
+		} else if st.Nodes+st.Jobs > 0 {
+			log.Printf("dropped %d dead nodes and %d ended jobs listed for over %v", st.Nodes, st.Jobs, keep)
+		}
+	}
 }
 
 // redisKeeper runs the head's redis-server and starts it again (on the

@@ -23,7 +23,6 @@ import (
 	"github.com/gray-ml/gray/runtime/node"
 	"github.com/gray-ml/gray/runtime/session"
 	"github.com/gray-ml/gray/runtime/task"
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 )
 
@@ -32,6 +31,7 @@ type startOptions struct {
 	head              bool
 	address, token    string
 	redisAddress      string
+	tokenFile         string
 	port, nodePort    int
 	cpus, gpus        float64
 	resources         string
@@ -40,6 +40,7 @@ type startOptions struct {
 	objectStoreMemory int64
 	heartbeat         time.Duration
 	nodeTimeout       time.Duration
+	keepEnded         time.Duration
 	readyTimeout      time.Duration
 	// gpusSet: --num-gpus was given (else NVML's count is offered);
 	// detectGPUs counts them (node.ProbeGPUs; tests give a fake).
@@ -50,12 +51,14 @@ type startOptions struct {
 func newStart() *cobra.Command {
 	var o startOptions
 	cmd := &cobra.Command{
-		Use:   "start (--head | --address IP:PORT --token TOKEN)",
+		Use:   "start (--head | --address IP:PORT [--token-file FILE])",
 		Short: "Start a cluster's head node, or a node that joins one",
 		Long: "gray start --head starts a cluster on this machine: redis-server (the control\n" +
 			"store, password-protected with the cluster token) and the head's node daemon.\n" +
 			"It prints the command that joins another machine:\n\n" +
-			"  gray start --address IP:PORT --token TOKEN\n\n" +
+			"  gray start --address IP:PORT --token-file FILE\n\n" +
+			"where FILE holds the cluster token (the head writes it, 0600, into its temp dir;\n" +
+			"copy it, or set GRAY_TOKEN instead). On the head's machine neither is needed.\n\n" +
 			"Nodes run in the background (unless --block) until `gray stop`. Several nodes\n" +
 			"can run on one machine, each with its own --temp-dir (and --node-ip-address).",
 		Args: cobra.NoArgs,
@@ -64,8 +67,12 @@ func newStart() *cobra.Command {
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			quietRedisLog()
 			o.gpusSet = cmd.Flags().Changed("num-gpus")
+			tok, err := session.TokenFromFlags(o.token, o.tokenFile, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			o.token = tok
 			return runStart(ctx, cmd.OutOrStdout(), o)
 		},
 	}
@@ -73,7 +80,8 @@ func newStart() *cobra.Command {
 	f.BoolVar(&o.head, "head", false, "start a new cluster: its Redis and head node")
 	f.StringVar(&o.address, "address", "", "join the cluster whose head is at IP:PORT")
 	f.StringVar(&o.redisAddress, "redis-address", "", "with --head: take over as the head of the running cluster whose Redis is at IP:PORT (a standby head; this machine starts no Redis)")
-	f.StringVar(&o.token, "token", "", "the cluster token the head printed (default $GRAY_TOKEN, or found on the head's machine)")
+	f.StringVar(&o.tokenFile, "token-file", "", "a file holding the cluster token: the head's <temp-dir>/token, or a 0600 copy (default $GRAY_TOKEN, or found on the head's machine)")
+	f.StringVar(&o.token, "token", "", "the cluster token itself (visible to every local user in ps: prefer --token-file or $GRAY_TOKEN)")
 	f.IntVar(&o.port, "port", 6379, "the head's Redis port (0: any free port)")
 	f.IntVar(&o.nodePort, "node-port", 0, "the port of the node's own server (0: any free port)")
 	f.Float64Var(&o.cpus, "num-cpus", float64(runtime.NumCPU()), "CPUs this node offers")
@@ -85,6 +93,7 @@ func newStart() *cobra.Command {
 	f.Int64Var(&o.objectStoreMemory, "object-store-memory", 0, "bytes of shared memory for the object store (0: the default)")
 	f.DurationVar(&o.heartbeat, "heartbeat-interval", 0, "how often the node reports alive (0: 200ms)")
 	f.DurationVar(&o.nodeTimeout, "node-timeout", 0, "silence after which a node is declared dead: by the head, or the head by the other nodes (0: 1.5s)")
+	f.DurationVar(&o.keepEnded, "keep-ended", control.DefaultKeepEnded, "on the head: how long dead nodes and ended jobs (with their tasks) stay listed")
 	f.DurationVar(&o.readyTimeout, "timeout", time.Minute, "how long to wait for the node to be up")
 	return cmd
 }
@@ -126,9 +135,11 @@ func newSessionFrom(o startOptions) (s, prev *session.Session, err error) {
 	case o.redisAddress != "" && !o.head:
 		return nil, nil, errors.New("--redis-address starts a standby head: give it with --head (nodes join with --address)")
 	case !o.head && o.address == "":
-		return nil, nil, errors.New("give --head to start a cluster, or --address IP:PORT --token TOKEN to join one")
+		return nil, nil, errors.New("give --head to start a cluster, or --address IP:PORT --token-file FILE to join one")
 	case net.ParseIP(o.ip) == nil:
 		return nil, nil, fmt.Errorf("--node-ip-address %q is not an IP address", o.ip)
+	case usableIP(o.ip) != nil:
+		return nil, nil, usableIP(o.ip)
 	case o.cpus < 0:
 		return nil, nil, errors.New("--num-cpus must not be negative")
 	case o.gpus < 0 || o.gpus != math.Trunc(o.gpus):
@@ -137,6 +148,8 @@ func newSessionFrom(o startOptions) (s, prev *session.Session, err error) {
 		return nil, nil, errors.New("--port and --node-port must be TCP ports (0-65535)")
 	case o.objectStoreMemory < 0:
 		return nil, nil, errors.New("--object-store-memory must not be negative")
+	case o.keepEnded < 0:
+		return nil, nil, errors.New("--keep-ended must not be negative")
 	}
 	gpus, err := nodeGPUs(o)
 	if err != nil {
@@ -169,6 +182,7 @@ func newSessionFrom(o startOptions) (s, prev *session.Session, err error) {
 		ObjectStoreMemory: o.objectStoreMemory,
 		HeartbeatInterval: o.heartbeat,
 		NodeTimeout:       o.nodeTimeout,
+		KeepEnded:         o.keepEnded,
 		Started:           time.Now(),
 	}
 	s.TempDir = o.tempDir
@@ -384,9 +398,11 @@ func logTail(path string) string {
 func printStarted(out io.Writer, s *session.Session, logPath string) {
 	if s.Head {
 		fmt.Fprintf(out, "Started a Gray cluster: head node %s, Redis at %s.\n", s.NodeID, s.Address)
-		fmt.Fprintf(out, "To add a machine to it, run there:\n\n")
-		fmt.Fprintf(out, "gray start --address %s --token %s\n\n", s.Address, s.Token)
-		fmt.Fprintf(out, "Drivers connect with GRAY_ADDRESS=%s and GRAY_TOKEN (or Address \"auto\" on this machine).\n", s.Address)
+		fmt.Fprintf(out, "The cluster token is in %s (0600; whoever holds it can run code on every node).\n", s.TokenPath())
+		fmt.Fprintf(out, "To add a machine to it, copy that file there (keeping it 0600) and run there:\n\n")
+		fmt.Fprintf(out, "gray start --address %s --token-file %s\n\n", s.Address, s.TokenPath())
+		fmt.Fprintf(out, "(or set GRAY_TOKEN to the token in it). Drivers connect with GRAY_ADDRESS=%s and GRAY_TOKEN\n", s.Address)
+		fmt.Fprintf(out, "or --token-file, or with Address \"auto\" on this machine.\n")
 	} else {
 		fmt.Fprintf(out, "Node %s joined the cluster at %s.\n", s.NodeID, s.Address)
 	}
@@ -395,14 +411,23 @@ func printStarted(out io.Writer, s *session.Session, logPath string) {
 	}
 }
 
-// quietRedisLog silences go-redis's own log: a command line polls Redis
-// while it starts, and reports what matters itself. (The node daemons
-// keep it: their logs show Redis going away.)
-func quietRedisLog() { redis.SetLogger(discardLog{}) }
-
-type discardLog struct{}
-
-func (discardLog) Printf(context.Context, string, ...any) {}
+// usableIP checks that ip can be the address other machines reach this
+// node by: one address of this machine, not a wildcard ("every
+// interface" would also expose Redis everywhere), multicast or broadcast.
+func usableIP(ip string) error {
+	a := net.ParseIP(ip)
+	switch {
+	case a.IsUnspecified():
+		return fmt.Errorf("--node-ip-address %s means every interface, which other machines cannot dial and which would expose the node and Redis on all of them: give this machine's address on the cluster's network (e.g. 10.0.0.5), or 127.0.0.1 for one machine", ip)
+	case a.IsMulticast() || a.Equal(net.IPv4bcast):
+		return fmt.Errorf("--node-ip-address %s is a multicast or broadcast address: give this machine's address on the cluster's network", ip)
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	if err != nil {
+		return fmt.Errorf("--node-ip-address %s is not an address of this machine (`ip addr` lists them): %w", ip, err)
+	}
+	return ln.Close()
+}
 
 // freePort returns a TCP port of ip that was free a moment ago.
 func freePort(ip string) (int, error) {

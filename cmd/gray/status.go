@@ -17,8 +17,8 @@ import (
 
 func newStatus() *cobra.Command {
 	var (
-		address, token string
-		asJSON         bool
+		address, token, tokenFile string
+		asJSON                    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "status",
@@ -29,11 +29,14 @@ func newStatus() *cobra.Command {
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			quietRedisLog()
 			if address == "" {
 				address = "auto"
 			}
-			addr, tok, err := session.Resolve(address, token)
+			tok, err := session.TokenFromFlags(token, tokenFile, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			addr, tok, err := session.Resolve(address, tok)
 			if err != nil {
 				return err
 			}
@@ -54,7 +57,8 @@ func newStatus() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&address, "address", "", "the cluster's IP:PORT (default $GRAY_ADDRESS, or the cluster started on this machine)")
-	f.StringVar(&token, "token", "", "the cluster token (default $GRAY_TOKEN, or found on the head's machine)")
+	f.StringVar(&tokenFile, "token-file", "", "a file holding the cluster token (default $GRAY_TOKEN, or found on the head's machine)")
+	f.StringVar(&token, "token", "", "the cluster token itself (visible to every local user in ps: prefer --token-file or $GRAY_TOKEN)")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }

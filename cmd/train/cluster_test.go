@@ -50,7 +50,7 @@ func newFiles(before, after map[string]bool) int {
 
 // clusterArgs are the flags that run train on c.
 func clusterArgs(c *clustertest.Cluster) []string {
-	return []string{"--address", c.Address(), "--token", c.Token()}
+	return []string{"--address", c.Address(), "--token-file", c.TokenFile()}
 }
 
 // checkIterations fails unless dir's result.json holds iterations 1..n,
@@ -108,11 +108,24 @@ func TestTrainOnClusterSpreadsWorkers(t *testing.T) {
 			}
 		})
 	}
-	// A wrong token (well formed) is named as such, with what to do.
-	o := train(t, "--env", "CartPole-v1", "--alg", "PPO", "--local-dir", t.TempDir(), "--stop", `{"training_iteration": 1}`,
+}
+
+// A wrong token (well formed) is named as such, with what to do, and
+// leaves no run folder behind. Given with --token, it is also warned
+// about (every local user can read it there).
+func TestTrainRefusedTokenLeavesNothing(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{})
+	local := t.TempDir()
+	o := train(t, "--env", "CartPole-v1", "--alg", "PPO", "--local-dir", local, "--stop", `{"training_iteration": 1}`,
 		"--address", c.Address(), "--token", strings.Repeat("ab", 32))
 	if o.code != exitError || !strings.Contains(o.stderr, "refused the password") || !strings.Contains(o.stderr, "--token") {
 		t.Errorf("wrong token: exit %d\n%s", o.code, o.stderr)
+	}
+	if !strings.Contains(o.stderr, "warning: --token on the command line") {
+		t.Errorf("--token on the command line gave no warning:\n%s", o.stderr)
+	}
+	if ents, _ := os.ReadDir(local); len(ents) != 0 {
+		t.Errorf("a refused token left %d entries in --local-dir (want none): %v", len(ents), ents)
 	}
 }
 

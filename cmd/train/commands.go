@@ -54,7 +54,7 @@ checkpoint.`,
 			if err := setPluginCallTimeout(exp.PluginCallTimeoutS); err != nil {
 				return err
 			}
-			if err := cl.check(cmd.Context()); err != nil {
+			if err := cl.check(cmd.Context(), stderr); err != nil {
 				return err
 			}
 			opts := runner.Options{
@@ -99,7 +99,8 @@ checkpoint.`,
 	dash.addFlags(root)
 	root.Flags().BoolVar(&resume, "resume", false, "continue the sweep in <local-dir>/<name> from where it stopped")
 	root.Flags().StringVar(&cl.address, "address", "", "run on the Gray cluster at IP:PORT (\"auto\": the one started on this machine; default $GRAY_ADDRESS): rollout workers and trials are placed across its nodes")
-	root.Flags().StringVar(&cl.token, "token", "", "the cluster's token (default $GRAY_TOKEN, or found on the head's machine)")
+	root.Flags().StringVar(&cl.tokenFile, "token-file", "", "a file holding the cluster's token: the head's <temp-dir>/token, or a 0600 copy (default $GRAY_TOKEN, or found on the head's machine)")
+	root.Flags().StringVar(&cl.token, "token", "", "the cluster's token itself (visible to every local user in ps: prefer --token-file or $GRAY_TOKEN)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())
 	})

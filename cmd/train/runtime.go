@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/signal"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/plugins"
+	"github.com/gray-ml/gray/runtime/control"
 	"github.com/gray-ml/gray/runtime/session"
 )
 
@@ -42,15 +44,20 @@ func serveIfWorker() {
 // clusterFlags are --address and --token: the cluster to run on (none: this
 // machine only).
 type clusterFlags struct {
-	address, token string
-	resolved       bool // check ran: address and token are final
+	address, token, tokenFile string
+	resolved                  bool // check ran: address and token are final
 }
 
 // check resolves the cluster the flags (or GRAY_ADDRESS and GRAY_TOKEN)
-// name and makes sure something answers at its address, before a run
-// folder is made: a typo fails at once, saying what to fix.
-func (cl *clusterFlags) check(ctx context.Context) error {
-	addr, tok, err := session.Resolve(cl.address, cl.token)
+// name and makes sure its Redis answers at its address and takes the
+// token, before a run folder is made: a typo or a wrong token fails at
+// once, saying what to fix, and leaves nothing behind.
+func (cl *clusterFlags) check(ctx context.Context, stderr io.Writer) error {
+	tok, err := session.TokenFromFlags(cl.token, cl.tokenFile, stderr)
+	if err != nil {
+		return fmt.Errorf("the cluster to run on: %w", err)
+	}
+	addr, tok, err := session.Resolve(cl.address, tok)
 	if err != nil {
 		return fmt.Errorf("the cluster to run on (--address, --token): %w", err)
 	}
@@ -58,6 +65,12 @@ func (cl *clusterFlags) check(ctx context.Context) error {
 		if err := reachable(ctx, addr); err != nil {
 			return err
 		}
+		// A refused token fails here too, before anything is written.
+		c, err := control.DialRedis(ctx, control.RedisConfig{Addr: addr, Password: tok}, "")
+		if err != nil {
+			return fmt.Errorf("the cluster to run on (--address, --token-file): %w", err)
+		}
+		c.Close()
 	}
 	cl.address, cl.token, cl.resolved = addr, tok, true
 	return nil
@@ -70,7 +83,7 @@ func (cl *clusterFlags) check(ctx context.Context) error {
 // cluster's nodes, so rollout workers run across them.
 func startRuntime(ctx context.Context, numCPUs int, logDir string, cl clusterFlags) (shutdown func(), err error) {
 	if !cl.resolved {
-		if err := cl.check(ctx); err != nil {
+		if err := cl.check(ctx, io.Discard); err != nil {
 			return nil, err
 		}
 	}

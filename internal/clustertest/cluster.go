@@ -43,6 +43,9 @@ type Options struct {
 	NodeTimeout time.Duration
 	// HeartbeatInterval is every node's --heartbeat-interval (0: 200 ms).
 	HeartbeatInterval time.Duration
+	// KeepEnded is the head's --keep-ended: how long dead nodes and
+	// ended jobs stay listed (0: the default, 10 minutes).
+	KeepEnded time.Duration
 	// SameIP puts every node on 127.0.0.1; by default node i listens on
 	// 127.0.0.(i+1), as on separate machines.
 	SameIP bool
@@ -59,8 +62,11 @@ type Cluster struct {
 	dir   string // holds the index and every node's temp dir
 	index string
 	env   []string
-	// JoinCommand is the line `gray start --head` printed for joining.
+	// JoinCommand is the line `gray start --head` printed for joining
+	// (gray start --address IP:PORT --token-file FILE).
 	JoinCommand string
+	// HeadOutput is all that `gray start --head` printed.
+	HeadOutput string
 
 	mu       sync.Mutex
 	nodes    []*Node
@@ -111,11 +117,11 @@ func Start(t testing.TB, opts Options) *Cluster {
 	if err != nil {
 		t.Fatalf("gray start --head: %v\n%s", err, out)
 	}
-	m := regexp.MustCompile(`(?m)^gray start --address \S+ --token [0-9a-f]{64}$`).FindString(out)
+	m := regexp.MustCompile(`(?m)^gray start --address \S+ --token-file \S+$`).FindString(out)
 	if m == "" {
 		t.Fatalf("gray start --head printed no join command:\n%s", out)
 	}
-	c.JoinCommand = m
+	c.JoinCommand, c.HeadOutput = m, out
 	c.addStarted(0)
 	for i := 1; i <= opts.Nodes; i++ {
 		c.AddNode()
@@ -145,6 +151,9 @@ func (c *Cluster) nodeFlags(i int) []string {
 	if c.opts.HeartbeatInterval > 0 {
 		f = append(f, "--heartbeat-interval", c.opts.HeartbeatInterval.String())
 	}
+	if i == 0 && c.opts.KeepEnded > 0 {
+		f = append(f, "--keep-ended", c.opts.KeepEnded.String())
+	}
 	if c.opts.NodeTimeout > 0 { // the head's monitor, and the other nodes' watch of the head
 		f = append(f, "--node-timeout", c.opts.NodeTimeout.String())
 	}
@@ -157,7 +166,7 @@ func (c *Cluster) AddNode() *Node {
 	c.mu.Lock()
 	i := len(c.nodes)
 	c.mu.Unlock()
-	args := append([]string{"start", "--address", c.Address(), "--token", c.Token()}, c.nodeFlags(i)...)
+	args := append([]string{"start", "--address", c.Address(), "--token-file", c.TokenFile()}, c.nodeFlags(i)...)
 	if out, err := c.Gray(args...); err != nil {
 		c.t.Fatalf("gray start --address: %v\n%s", err, out)
 	}
@@ -259,6 +268,9 @@ func (c *Cluster) Address() string { return c.head().Address }
 
 // Token returns the cluster token.
 func (c *Cluster) Token() string { return c.head().Token }
+
+// TokenFile returns the head's token file (0600), for --token-file.
+func (c *Cluster) TokenFile() string { return c.head().TokenPath() }
 
 // Dial connects a control-store client to the cluster for job.
 func (c *Cluster) Dial(job string) *control.Redis {

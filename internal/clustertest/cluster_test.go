@@ -56,8 +56,8 @@ func TestClusterStartsAndReportsItsNodes(t *testing.T) {
 	if out, err := c.Gray("status"); err != nil || !strings.Contains(out, "3 nodes alive, 0 dead") || !strings.Contains(out, "(head)") {
 		t.Errorf("gray status printed (%v):\n%s", err, out)
 	}
-	if !strings.HasSuffix(c.JoinCommand, c.Token()) || !strings.Contains(c.JoinCommand, c.Address()) {
-		t.Errorf("join command %q does not name the address and token", c.JoinCommand)
+	if !strings.HasSuffix(c.JoinCommand, "--token-file "+c.TokenFile()) || !strings.Contains(c.JoinCommand, c.Address()) {
+		t.Errorf("join command %q does not name the address and the token file", c.JoinCommand)
 	}
 }
 

@@ -19,6 +19,9 @@ import (
 type RedisConfig struct {
 	Addr     string // IP:PORT
 	Password string
+	// Logf receives the client's two messages about an outage: Redis is
+	// unreachable, Redis is back (nil: log.Printf).
+	Logf func(format string, args ...any)
 }
 
 // Redis is the control store of a cluster, kept in Redis. One value
@@ -149,6 +152,9 @@ func DialRedis(ctx context.Context, cfg RedisConfig, job string) (*Redis, error)
 		}
 		return nil, fmt.Errorf("control: Redis at %s does not answer (is the head started? `gray start --head`): %w", cfg.Addr, err)
 	}
+	// From here on an outage is reported as it starts and ends (DialRedis
+	// reported a failed first contact itself).
+	c.AddHook(healthHook{newHealth(cfg.Addr, cfg.Logf)})
 	go r.writer()
 	return r, nil
 }

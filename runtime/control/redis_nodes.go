@@ -97,7 +97,7 @@ return 1`)
 var markDeadScript = redis.NewScript(`
 local a = redis.call('HGET', KEYS[1], 'alive')
 if a ~= '1' then return 0 end
-redis.call('HSET', KEYS[1], 'alive', '0', 'death', ARGV[1])
+redis.call('HSET', KEYS[1], 'alive', '0', 'death', ARGV[1], 'died', ARGV[3])
 redis.call('PUBLISH', KEYS[2], ARGV[2])
 return 1`)
 
@@ -131,6 +131,7 @@ func (r *Redis) RegisterNode(ctx context.Context, n NodeInfo) error {
 	_, err = r.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.SAdd(ctx, keyNodes, n.ID)
 		p.HSet(ctx, nodeKey(n.ID), "info", info, "alive", "1", "death", "", "hb", hb)
+		p.HDel(ctx, nodeKey(n.ID), "died")
 		p.Publish(ctx, chanNodes, ev)
 		return nil
 	})
@@ -179,7 +180,7 @@ func (r *Redis) MarkDead(ctx context.Context, id, reason string) error {
 // monitors only one announces a death.
 func (r *Redis) DeclareDead(ctx context.Context, id, reason string) (bool, error) {
 	ev, _ := json.Marshal(wireEvent{Kind: NodeDied, ID: id, Reason: reason})
-	res, err := markDeadScript.Run(ctx, r.c, []string{nodeKey(id), chanNodes}, reason, ev).Int()
+	res, err := markDeadScript.Run(ctx, r.c, []string{nodeKey(id), chanNodes}, reason, ev, time.Now().UnixMilli()).Int()
 	if err != nil {
 		return false, fmt.Errorf("control: marking node %s dead: %w", id, err)
 	}

@@ -57,6 +57,9 @@ type Session struct {
 	// HeartbeatInterval and NodeTimeout tune failure detection (0:
 	// monitor's defaults); NodeTimeout matters on the head only.
 	HeartbeatInterval, NodeTimeout time.Duration
+	// KeepEnded is how long the cluster lists dead nodes and ended jobs
+	// (0: control.DefaultKeepEnded); it matters on the head only.
+	KeepEnded time.Duration
 	Started                        time.Time
 	// ExternalRedis marks a head that uses a Redis it did not start (a
 	// standby head: gray start --head --redis-address): it runs the
@@ -184,6 +187,11 @@ func (s *Session) Write() error {
 	if err := writePrivate(s.Path(), b); err != nil {
 		return err
 	}
+	if s.Head && s.Token != "" {
+		if err := writePrivate(s.TokenPath(), []byte(s.Token+"\n")); err != nil {
+			return err
+		}
+	}
 	ptr, _ := json.Marshal(indexRecord{TempDir: s.TempDir})
 	return writePrivate(s.indexEntry(), ptr)
 }
@@ -213,7 +221,10 @@ func (s *Session) Unindex() error {
 }
 
 // List returns the indexed sessions, heads last (the order to stop them
-// in). Entries whose session file is gone are removed from the index.
+// in). Stale entries are removed from the index: those whose session file
+// is gone, and those of an earlier node of a temp dir that a later `gray
+// start` reused (its session file names another node now), so that a
+// temp dir counts once.
 func List() ([]*Session, error) {
 	dir := IndexDir()
 	ents, err := os.ReadDir(dir)
@@ -241,6 +252,10 @@ func List() ([]*Session, error) {
 		s, err := Read(rec.TempDir)
 		if err != nil {
 			os.Remove(path) // its temp dir was removed
+			continue
+		}
+		if s.indexEntry() != path {
+			os.Remove(path) // the temp dir was reused by a later node
 			continue
 		}
 		out = append(out, s)

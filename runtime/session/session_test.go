@@ -138,3 +138,33 @@ func TestMkdirPrivateRefusesALink(t *testing.T) {
 		t.Fatalf("MkdirPrivate of an open dir: %v, mode %v", err, mode(t, open))
 	}
 }
+
+// A temp dir reused by a later `gray start` (a new node ID) is listed
+// once, and the earlier node's index entry is removed: `gray stop` counts
+// the nodes that ran, not every start there ever was.
+func TestReusedTempDirIsListedOnce(t *testing.T) {
+	t.Setenv(EnvIndexDir, filepath.Join(t.TempDir(), "index"))
+	first := newSession(t, false, "127.0.0.1:1")
+	for range 2 {
+		id, err := NewNodeID()
+		if err != nil {
+			t.Fatal(err)
+		}
+		again := *first
+		again.NodeID = id
+		if err := again.Write(); err != nil {
+			t.Fatal(err)
+		}
+		all, err := List()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(all) != 1 || all[0].NodeID != id {
+			t.Fatalf("List after reusing the temp dir: %d sessions, want only node %s", len(all), id)
+		}
+		ents, _ := os.ReadDir(IndexDir())
+		if len(ents) != 1 {
+			t.Fatalf("index holds %d entries, want 1", len(ents))
+		}
+	}
+}
