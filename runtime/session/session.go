@@ -60,7 +60,7 @@ type Session struct {
 	// KeepEnded is how long the cluster lists dead nodes and ended jobs
 	// (0: control.DefaultKeepEnded); it matters on the head only.
 	KeepEnded time.Duration
-	Started                        time.Time
+	Started   time.Time
 }
 
 // Base returns the per-user directory under which sessions live by
