@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/gray-ml/gray"
+	"github.com/gray-ml/gray/internal/owned"
 	"github.com/gray-ml/gray/runtime/cluster"
 )
 
@@ -62,6 +63,11 @@ func init() {
 		return AgentTrainable(alg, env, envCfg, int64(seed))(), nil
 	})
 }
+
+// TrialDirPrefix begins the name of a trial's run folder on its node,
+// in the temporary directory: gray-trial-<pid>.<start>-<random>, swept by
+// the next trial on the machine once its worker is gone.
+const TrialDirPrefix = owned.TrialDirPrefix
 
 // trialActor hosts one trial's trainable in its own worker process,
 // possibly on another node than the driver's. The trainable writes into a
@@ -118,7 +124,9 @@ var (
 		if err := json.Unmarshal([]byte(configJSON), &cfg); err != nil {
 			return "", err
 		}
-		dir, err := os.MkdirTemp("", "gray-trial-")
+		// Folders of trials whose worker was killed are swept here.
+		_, _ = owned.Sweep(os.TempDir(), TrialDirPrefix)
+		dir, err := owned.MkdirTemp("", TrialDirPrefix)
 		if err != nil {
 			return "", fmt.Errorf("tune: the trial's run folder on node %q: %w", a.node, err)
 		}

@@ -19,8 +19,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gray-ml/gray/internal/owned"
 	"github.com/gray-ml/gray/runtime/control"
 	"github.com/gray-ml/gray/runtime/node"
+	"github.com/gray-ml/gray/runtime/objstore"
 	"github.com/gray-ml/gray/runtime/session"
 	"github.com/gray-ml/gray/runtime/task"
 	"github.com/spf13/cobra"
@@ -235,6 +237,11 @@ func runStart(ctx context.Context, out io.Writer, o startOptions) error {
 	if err != nil {
 		return err
 	}
+	// What killed drivers, trials and nodes of this machine left behind
+	// (only what no live process owns): socket and trial folders, shared
+	// memory.
+	_, _ = owned.SweepTemp()
+	_, _ = objstore.CleanStale("/dev/shm")
 	if prev != nil {
 		// The dead head's redis-server may still run: stop it (it writes
 		// its append-only file) so the new head starts it again on it.

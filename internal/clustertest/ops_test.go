@@ -3,6 +3,7 @@ package clustertest_test
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gray-ml/gray/internal/clustertest"
+	"github.com/gray-ml/gray/internal/owned"
 	"github.com/gray-ml/gray/runtime/control"
 	"github.com/gray-ml/gray/runtime/session"
 )
@@ -123,4 +125,53 @@ func TestDeadNodesAndEndedJobsExpire(t *testing.T) {
 		_, listed := st.Node(victim)
 		return !listed && len(st.Jobs) == 0 && st.Alive == 1
 	})
+}
+
+// `gray start` sweeps what killed processes of this machine left in the
+// temporary directory (a driver's node.sock folder, a trial's folder) and
+// leaves the folders of live processes.
+func TestStartSweepsLeftoversOfDeadProcesses(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{})
+	// A real process, killed, owns the leftovers.
+	victim := exec.Command("sleep", "60")
+	if err := victim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := owned.StartTime(victim.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = victim.Process.Kill()
+	_ = victim.Wait()
+	owner := strconv.Itoa(victim.Process.Pid) + "." + st + "-test"
+	var left []string
+	for _, p := range []string{owned.SocketDirPrefix, owned.TrialDirPrefix} {
+		d := filepath.Join(os.TempDir(), p+owner)
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(d) })
+		if err := os.WriteFile(filepath.Join(d, "node.sock"), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		left = append(left, d)
+	}
+	live, err := owned.MkdirTemp("", owned.SocketDirPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(live) })
+	out, err := c.Gray("start", "--address", c.Address(), "--token-file", c.TokenFile(), "--num-cpus", "1",
+		"--temp-dir", filepath.Join(t.TempDir(), "n"), "--node-ip-address", "127.0.0.2")
+	if err != nil {
+		t.Fatalf("gray start: %v\n%s", err, out)
+	}
+	for _, d := range left {
+		if _, err := os.Stat(d); err == nil {
+			t.Errorf("%s (its owner is dead) was not swept", d)
+		}
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("the folder of a live process was swept: %v", err)
+	}
 }

@@ -28,6 +28,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gray-ml/gray/internal/owned"
 	"github.com/gray-ml/gray/runtime/control"
 	"github.com/gray-ml/gray/runtime/events"
 	"github.com/gray-ml/gray/runtime/ids"
@@ -76,6 +77,12 @@ type Config struct {
 
 // ErrShutdown is returned by calls on a node that was shut down.
 var ErrShutdown = errors.New("gray has been shut down (or was never initialised in this session): call gray.Init first")
+
+// SocketDirPrefix begins the name of a node's folder in the temporary
+// directory (its node.sock): gray-<pid>.<start>-<random>, named after
+// its process so that the next node on the machine sweeps it once that
+// process is gone.
+const SocketDirPrefix = owned.SocketDirPrefix
 
 // Node is the driver's runtime for one machine.
 type Node struct {
@@ -258,7 +265,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			return nil, fmt.Errorf("gray: creating the worker log folder: %w", err)
 		}
 	}
-	dir, err := os.MkdirTemp("", "gray-")
+	// Socket folders of killed drivers are swept here, by the next one.
+	_, _ = owned.Sweep(os.TempDir(), SocketDirPrefix)
+	dir, err := owned.MkdirTemp("", SocketDirPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("gray: creating the session folder: %w", err)
 	}

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gray-ml/gray/internal/owned"
 )
 
 // Path returns the file of the sealed object id in the store directory dir.
@@ -416,23 +418,8 @@ func writeOwner(dir string) error {
 	return nil
 }
 
-// procStart returns field 22 (start time in clock ticks) of /proc/pid/stat.
-func procStart(pid int) (string, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return "", err
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')') // the command name may hold spaces
-	if i < 0 {
-		return "", errors.New("malformed stat")
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return "", errors.New("malformed stat")
-	}
-	return f[19], nil
-}
+// procStart names a process together with its pid (owned.StartTime).
+func procStart(pid int) (string, error) { return owned.StartTime(pid) }
 
 // CleanStale removes store directories named gray-* under root (normally
 // /dev/shm) whose owning process is gone, as left by a driver that was

@@ -60,7 +60,7 @@ type Session struct {
 	// KeepEnded is how long the cluster lists dead nodes and ended jobs
 	// (0: control.DefaultKeepEnded); it matters on the head only.
 	KeepEnded time.Duration
-	Started                        time.Time
+	Started   time.Time
 	// ExternalRedis marks a head that uses a Redis it did not start (a
 	// standby head: gray start --head --redis-address): it runs the
 	// monitor but no redis-server, and `gray stop` leaves that Redis be.
