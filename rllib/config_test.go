@@ -1,7 +1,7 @@
 package rllib
 
 import (
-	"errors"
+	"context"
 	"strings"
 	"testing"
 
@@ -9,37 +9,58 @@ import (
 )
 
 type seededConfig struct {
-	Steps int    `json:"steps"`
-	Seed  *int64 `json:"seed"`
+	Common
+	Steps int `json:"steps"`
 }
 
 func (c *seededConfig) Validate() error {
-	if c.Steps < 1 {
-		return errors.New("TEST config: steps must be at least 1")
-	}
-	return nil
+	ck := NewCheck("TEST")
+	c.Common.Check(ck)
+	ck.Key("steps", c.Steps >= 1, "must be at least 1")
+	return ck.Err()
 }
 
-func TestDecodeConfigAndRunSeed(t *testing.T) {
-	cfg := seededConfig{Steps: 5}
-	if err := DecodeConfig("TEST", Options{Config: map[string]any{"steps": 0}}, &cfg); err == nil || !strings.Contains(err.Error(), "steps must be at least 1") {
-		t.Errorf("an out-of-range value: %v, want Validate's error", err)
+type seededAgent struct{ Agent }
+
+// testAlgorithm is an algorithm whose New returns the config it got.
+func testAlgorithm(got *seededConfig) Algorithm {
+	return Define("TEST", func() seededConfig { return seededConfig{Steps: 5} },
+		func(_ context.Context, _ Options, cfg seededConfig) (*seededAgent, error) {
+			*got = cfg
+			return &seededAgent{}, nil
+		})
+}
+
+// TestDecodeOnceAndRunSeed checks the one decoding: Decode names an
+// out-of-range value, an unknown key and a common key's range; New takes
+// the decoded config (the common keys included) as it is.
+func TestDecodeOnceAndRunSeed(t *testing.T) {
+	var got seededConfig
+	alg := testAlgorithm(&got)
+	for _, tc := range []struct {
+		keys map[string]any
+		want string
+	}{
+		{map[string]any{"steps": 0}, "TEST config: steps must be at least 1"},
+		{map[string]any{"stpes": 3}, `unknown key "stpes"`},
+		{map[string]any{"num_workers": -1}, "TEST config: num_workers must be 0 or more"},
+		{map[string]any{"num_workers": "two"}, `key "num_workers" must be an integer, got "two"`},
+	} {
+		if _, err := alg.Decode(tc.keys); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Decode(%v) = %v, want an error containing %s", tc.keys, err, tc.want)
+		}
 	}
-	cfg = seededConfig{Steps: 5}
-	if err := DecodeConfig("TEST", Options{Config: map[string]any{"stpes": 3}}, &cfg); err == nil || !strings.Contains(err.Error(), `unknown key "stpes"`) {
-		t.Errorf("an unknown key: %v, want Decode's error", err)
-	}
-	if err := DecodeConfig("TEST", Options{}, &cfg); err != nil || cfg.Steps != 5 {
-		t.Errorf("no keys: %v, steps %d, want the defaults", err, cfg.Steps)
-	}
-	if got := RunSeed(3, cfg.Seed); got != 3 {
-		t.Errorf("RunSeed without a seed key = %d, want the run's 3", got)
-	}
-	if err := DecodeConfig("TEST", Options{Config: map[string]any{"seed": 9}}, &cfg); err != nil {
+	if _, err := alg.Make(context.Background(), Options{}, map[string]any{"num_workers": 3, "seed": 9}); err != nil {
 		t.Fatal(err)
 	}
-	if got := RunSeed(3, cfg.Seed); got != 9 {
-		t.Errorf("RunSeed with seed 9 in the config = %d, want 9", got)
+	if got.Steps != 5 || got.NumWorkers != 3 || got.RunSeed(3) != 9 {
+		t.Errorf("New got %+v (run seed %d), want the defaults' steps 5, num_workers 3 and seed 9", got, got.RunSeed(3))
+	}
+	if _, err := alg.Make(context.Background(), Options{}, nil); err != nil || got.RunSeed(3) != 3 {
+		t.Errorf("no keys: %v, run seed %d, want the run's 3", err, got.RunSeed(3))
+	}
+	if _, err := alg.New(context.Background(), Options{}, MapConfig{}); err == nil || !strings.Contains(err.Error(), "Algorithm.Decode") {
+		t.Errorf("New with another algorithm's config: %v, want an error saying how to decode one", err)
 	}
 }
 
@@ -56,31 +77,5 @@ func TestEnvSpaces(t *testing.T) {
 	}
 	if _, _, err := EnvSpaces("TEST", Options{Env: "NoSuchEnv-v0"}); err == nil || !strings.HasPrefix(err.Error(), "TEST: ") {
 		t.Errorf("an unknown environment: %v, want an error starting with the algorithm", err)
-	}
-}
-
-// TestDecodeConfigTakesTheCallersDecoding checks that a config the caller
-// decoded and validated already (Options.Decoded) is taken as it is: Config
-// is not decoded again, and the agent gets a copy it may change freely.
-func TestDecodeConfigTakesTheCallersDecoding(t *testing.T) {
-	done := &seededConfig{Steps: 7}
-	cfg := seededConfig{Steps: 5}
-	// Config would fail to decode: it must not be read.
-	opts := Options{Config: map[string]any{"stpes": 3}, Decoded: done}
-	if err := DecodeConfig("TEST", opts, &cfg); err != nil {
-		t.Fatalf("with a decoded config: %v", err)
-	}
-	if cfg.Steps != 7 {
-		t.Fatalf("steps %d, want the decoded config's 7", cfg.Steps)
-	}
-	cfg.Steps = 1
-	if done.Steps != 7 {
-		t.Fatal("the agent's config aliases the caller's")
-	}
-	// A decoded config of another type is ignored: Config is decoded.
-	type other struct{ seededConfig }
-	opts.Decoded = &other{}
-	if err := DecodeConfig("TEST", opts, &cfg); err == nil || !strings.Contains(err.Error(), `unknown key "stpes"`) {
-		t.Fatalf("a decoded config of another type: %v, want Config decoded", err)
 	}
 }

@@ -12,7 +12,7 @@ import (
 func benchAgent(b *testing.B, cfg map[string]any) (*Agent, sample.Batch) {
 	b.Helper()
 	ctx := context.Background()
-	a, err := New(ctx, rllib.Options{Env: "CartPole-v1", Seed: 1, Config: cfg})
+	a, err := newFromKeys(ctx, rllib.Options{Env: "CartPole-v1", Seed: 1}, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func BenchmarkLearn(b *testing.B) {
 				if _, err := a.learner.learn(context.Background(), &batch, 3e-4, 0.2, shuffleRNG(1, i)); err != nil {
 					b.Fatal(err)
 				}
-				rows += batch.Len() * a.cfg.NumSGDIter
+				rows += batch.Len() * a.Cfg.NumSGDIter
 			}
 			b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "steps/s")
 		})
