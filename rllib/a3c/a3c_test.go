@@ -14,7 +14,7 @@ import (
 
 func newAgent(t *testing.T, cfg map[string]any, seed int64) *Agent {
 	t.Helper()
-	a, err := New(context.Background(), rllib.Options{Env: "CartPole-v1", Config: cfg, Seed: seed, LogDir: t.TempDir()})
+	a, err := newFromKeys(context.Background(), rllib.Options{Env: "CartPole-v1", Seed: seed, LogDir: t.TempDir()}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestRegistered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg, ok := alg.DefaultConfig().(Config); !ok || cfg.RolloutFragmentLength != 20 {
+	if cfg, ok := alg.DefaultConfig().(*Config); !ok || cfg.RolloutFragmentLength != 20 {
 		t.Errorf("DefaultConfig() = %#v, want the typed A3C defaults", alg.DefaultConfig())
 	}
 }
@@ -137,7 +137,7 @@ func TestBadConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := New(context.Background(), rllib.Options{Env: "CartPole-v1", Config: tt.cfg})
+			_, err := newFromKeys(context.Background(), rllib.Options{Env: "CartPole-v1"}, tt.cfg)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("got %v, want an error containing %q", err, tt.want)
 			}
@@ -148,9 +148,9 @@ func TestBadConfig(t *testing.T) {
 // More runners than the runtime has CPUs: a clear error, not a hang.
 func TestTooManyWorkers(t *testing.T) {
 	start := time.Now()
-	_, err := New(context.Background(), rllib.Options{Env: "CartPole-v1", Config: map[string]any{
+	_, err := newFromKeys(context.Background(), rllib.Options{Env: "CartPole-v1"}, map[string]any{
 		"num_workers": testCPUs + 2,
-	}})
+	})
 	if err == nil {
 		t.Fatal("New succeeded with more runners than CPUs")
 	}
