@@ -10,7 +10,7 @@ import (
 
 // TestResolveDecodesOnce checks that Resolve hands the run the config it
 // decoded and validated, as the algorithm's own struct, so that New does
-// not decode it again (rllib.Options.Decoded).
+// not decode it again (rllib.Options no longer carries the keys).
 func TestResolveDecodesOnce(t *testing.T) {
 	for name, user := range map[string]map[string]any{
 		"flat":              {"lr": 0.01},

@@ -134,6 +134,7 @@ func TestBadConfig(t *testing.T) {
 		{"bad gamma", map[string]any{"gamma": 1.5}, "gamma must be in [0, 1]"},
 		{"bad model", map[string]any{"model": map[string]any{"fcnet_hidens": []int{8}}}, "fcnet_hidens"},
 		{"a GPU", map[string]any{"num_gpus": 1}, "num_gpus (1): A3C learns on the CPU only for now; set num_gpus: 0"},
+		{"learner threads", map[string]any{"num_learner_threads": 2}, `unknown key "num_learner_threads"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
