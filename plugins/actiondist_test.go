@@ -187,7 +187,7 @@ func TestPPOStopsWhenDistributionPluginCrashes(t *testing.T) {
 	cfg["num_sgd_iter"] = 1
 	cfg["model"] = map[string]any{"custom_action_dist": Prefix + faultyDistBin, "custom_action_dist_options": map[string]any{"crash_after": 60}}
 	ctx := context.Background()
-	a, err := alg.New(ctx, rllib.Options{Env: Prefix + gridworldBin, Config: cfg, Seed: 1, LogDir: t.TempDir()})
+	a, err := alg.Make(ctx, rllib.Options{Env: Prefix + gridworldBin, Seed: 1, LogDir: t.TempDir()}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,11 +16,12 @@ import (
 func AgentAlgorithm(name, path string, opts Options) rllib.Algorithm {
 	return rllib.Algorithm{
 		Name: name,
-		New: func(ctx context.Context, o rllib.Options) (rllib.Agent, error) {
-			return NewAgent(ctx, path, o, opts)
+		New: func(ctx context.Context, o rllib.Options, cfg rllib.Config) (rllib.Agent, error) {
+			m, _ := cfg.(rllib.MapConfig)
+			return NewAgent(ctx, path, o, m, opts)
 		},
 		// A plugin's defaults live in the plugin; the host knows none.
-		DefaultConfig: func() any { return map[string]any{} },
+		DefaultConfig: func() rllib.Config { return rllib.MapConfig{} },
 	}
 }
 
@@ -34,13 +35,14 @@ type Agent struct {
 
 var _ rllib.Agent = (*Agent)(nil)
 
-// NewAgent starts the agent plugin at path and sets it up with o.
-func NewAgent(ctx context.Context, path string, o rllib.Options, opts Options) (*Agent, error) {
+// NewAgent starts the agent plugin at path and sets it up with o and the
+// user's config keys, which the plugin decodes.
+func NewAgent(ctx context.Context, path string, o rllib.Options, config map[string]any, opts Options) (*Agent, error) {
 	envCfg, err := json.Marshal(o.EnvConfig)
 	if err != nil {
 		return nil, fmt.Errorf("plugin %s: env config cannot be sent as JSON: %w", path, err)
 	}
-	cfg, err := json.Marshal(o.Config)
+	cfg, err := json.Marshal(config)
 	if err != nil {
 		return nil, fmt.Errorf("plugin %s: config cannot be sent as JSON: %w", path, err)
 	}

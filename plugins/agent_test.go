@@ -21,10 +21,9 @@ func TestAgentPluginTrainsThroughRllib(t *testing.T) {
 	}
 	ctx := context.Background()
 	dir := t.TempDir()
-	agent, err := alg.New(ctx, rllib.Options{
-		Env: Prefix + gridworldBin, Config: map[string]any{"directions": 8, "noise": 1.0, "step_size": 4.0, "max_episode_steps": 50},
-		LogDir: dir, Seed: 1,
-	})
+	agent, err := alg.Make(ctx, rllib.Options{
+		Env:    Prefix + gridworldBin,
+		LogDir: dir, Seed: 1}, map[string]any{"directions": 8, "noise": 1.0, "step_size": 4.0, "max_episode_steps": 50})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +72,7 @@ func TestAgentPluginRejectsBadConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = alg.New(context.Background(), rllib.Options{Env: Prefix + gridworldBin, Config: map[string]any{"directionz": 4}})
+	_, err = alg.Make(context.Background(), rllib.Options{Env: Prefix + gridworldBin}, map[string]any{"directionz": 4})
 	if err == nil || !strings.Contains(err.Error(), "directionz") || !strings.Contains(err.Error(), agentBin) {
 		t.Errorf("got %v, want an error naming the plugin and the unknown key", err)
 	}
@@ -81,7 +80,7 @@ func TestAgentPluginRejectsBadConfig(t *testing.T) {
 		t.Fatal(err) // resolving only checks the file; starting checks the kind
 	}
 	alg, _ = rllib.Lookup(Prefix + gridworldBin)
-	if _, err := alg.New(context.Background(), rllib.Options{}); err == nil || !strings.Contains(err.Error(), `"env" plugin`) {
+	if _, err := alg.Make(context.Background(), rllib.Options{}, nil); err == nil || !strings.Contains(err.Error(), `"env" plugin`) {
 		t.Errorf("an env plugin as an agent: %v, want a wrong-kind error", err)
 	}
 }

@@ -20,7 +20,7 @@ func trainPPO(t *testing.T, env string, cfg map[string]any, target float64, budg
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	a, err := alg.New(ctx, rllib.Options{Env: env, Config: cfg, Seed: 1, LogDir: t.TempDir()})
+	a, err := alg.Make(ctx, rllib.Options{Env: env, Seed: 1, LogDir: t.TempDir()}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,10 +129,8 @@ func TestUnknownCustomModelIsAClearError(t *testing.T) {
 		{"nosuch:thing", `custom_model "nosuch:thing": unknown prefix; known prefixes: plugin:`},
 		{Prefix + filepath.Join(t.TempDir(), "missing"), "no such file"},
 	} {
-		_, err := alg.New(context.Background(), rllib.Options{
-			Env: "CartPole-v1", Seed: 1, LogDir: t.TempDir(),
-			Config: map[string]any{"num_workers": 0, "model": map[string]any{"custom_model": tc.model}},
-		})
+		_, err := alg.Make(context.Background(), rllib.Options{
+			Env: "CartPole-v1", Seed: 1, LogDir: t.TempDir()}, map[string]any{"num_workers": 0, "model": map[string]any{"custom_model": tc.model}})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("custom_model %q: got %v, want an error containing %q", tc.model, err, tc.want)
 		}

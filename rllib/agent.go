@@ -1,20 +1,17 @@
-// Package rllib holds what every reinforcement-learning algorithm shares: the
-// agent contract and registry, results, configuration decoding, and (in
-// sub-packages beside the algorithms) rollouts, sample batches, replay
-// buffers, optimizers and parameter servers.
+// Package rllib holds what every reinforcement-learning algorithm shares,
+// so that each algorithm's package keeps only what is its own: the agent
+// contract (agent.go), the registry (registry.go), the typed config and its
+// decoding (config.go), checkpoint files (checkpoint.go), and the worker
+// actors' start and stop (workers.go). Rollouts, sample batches, replay
+// buffers, schedules and parameter servers are sub-packages beside the
+// algorithms.
 package rllib
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"sort"
-	"strings"
-	"sync"
 
 	"github.com/gray-ml/gray/envs"
-	"github.com/gray-ml/gray/internal/suggest"
 )
 
 // Agent is a trainable policy: one algorithm bound to one environment.
@@ -46,103 +43,16 @@ type EpisodeStarter interface {
 	StartEpisode()
 }
 
-// Options are the settings every agent receives besides its own config.
+// Options are the settings every agent receives besides its config.
 type Options struct {
 	// Env names the environment (a registered name or a plugin reference).
 	Env string
 	// EnvConfig is passed to the environment's creator.
 	EnvConfig map[string]any
-	// Config is the algorithm's configuration as given by the user (decoded
-	// JSON or YAML); keys not given take the algorithm's defaults.
-	Config map[string]any
 	// LogDir is the run folder; checkpoints go into it.
 	LogDir string
 	// Seed makes a run reproducible: same seed, same run.
 	Seed int64
-	// Decoded, when not nil, is Config already decoded over the
-	// algorithm's defaults and validated by the caller (the platform does
-	// this before it writes anything), as a pointer to the algorithm's
-	// config struct: DecodeConfig then takes it as it is instead of
-	// decoding Config a second time.
-	Decoded Validator
-}
-
-// Factory creates an agent.
-type Factory func(ctx context.Context, opts Options) (Agent, error)
-
-// Algorithm describes a registered algorithm.
-type Algorithm struct {
-	// Name is what users type after --alg, e.g. "PPO".
-	Name string
-	// New creates an agent.
-	New Factory
-	// DefaultConfig returns the default configuration, the value printed
-	// by `train --alg NAME --show-config`.
-	DefaultConfig func() any
-}
-
-var algorithms = struct {
-	sync.RWMutex
-	byName    map[string]Algorithm
-	resolvers map[string]func(name string) (Algorithm, error)
-}{byName: map[string]Algorithm{}, resolvers: map[string]func(string) (Algorithm, error){}}
-
-// Register adds an algorithm. Registering a name twice panics.
-func Register(a Algorithm) {
-	algorithms.Lock()
-	defer algorithms.Unlock()
-	if _, dup := algorithms.byName[a.Name]; dup {
-		panic(fmt.Sprintf("rllib: algorithm %q registered twice", a.Name))
-	}
-	algorithms.byName[a.Name] = a
-}
-
-// RegisterResolver routes every algorithm name starting with prefix (such
-// as "plugin:") to r.
-func RegisterResolver(prefix string, r func(name string) (Algorithm, error)) {
-	algorithms.Lock()
-	defer algorithms.Unlock()
-	algorithms.resolvers[prefix] = r
-}
-
-// Lookup finds an algorithm by name, case-insensitively.
-func Lookup(name string) (Algorithm, error) {
-	algorithms.RLock()
-	for prefix, r := range algorithms.resolvers {
-		if strings.HasPrefix(name, prefix) {
-			algorithms.RUnlock()
-			a, err := r(name)
-			if err != nil {
-				return a, err
-			}
-			return withNormalizedEnvConfig(a), nil
-		}
-	}
-	defer algorithms.RUnlock()
-	for n, a := range algorithms.byName {
-		if strings.EqualFold(n, name) {
-			return withNormalizedEnvConfig(a), nil
-		}
-	}
-	names := algorithmNames()
-	return Algorithm{}, fmt.Errorf("rllib: unknown algorithm %q%s; known algorithms: %s (or plugin:<path> for a plugin)",
-		name, suggest.DidYouMean(name, names), strings.Join(names, ", "))
-}
-
-// AlgorithmNames lists the registered algorithms, sorted.
-func AlgorithmNames() []string {
-	algorithms.RLock()
-	defer algorithms.RUnlock()
-	return algorithmNames()
-}
-
-func algorithmNames() []string {
-	names := make([]string, 0, len(algorithms.byName))
-	for n := range algorithms.byName {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
 }
 
 // Result is what one training iteration reports. The platform adds the
@@ -165,58 +75,15 @@ type Result struct {
 	Extra map[string]float64 `json:"extra,omitempty"`
 }
 
-// Decode fills dst, a pointer to an algorithm's config struct already set to
-// its defaults, from the user's config. Keys are matched against dst's json
-// tags; an unknown key or a value of the wrong type is an error that names
-// the key, what was given and what is expected.
-func Decode(alg string, cfg map[string]any, dst any) error {
-	if len(cfg) == 0 {
-		return nil
+// EnvSpaces builds opts.Env once, with opts.EnvConfig, to read its
+// observation and action spaces, and closes it again: the driver needs the
+// spaces to build its networks before any worker exists. Errors start with
+// "<alg>: ".
+func EnvSpaces(alg string, opts Options) (obs, act envs.Space, err error) {
+	env, err := envs.Make(opts.Env, envs.Config(opts.EnvConfig))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", alg, err)
 	}
-	known := jsonFields(dst)
-	for key := range cfg {
-		if _, ok := known[key]; !ok {
-			return fmt.Errorf("%s config: unknown key %q; known keys: %s", alg, key, strings.Join(sortedKeys(known), ", "))
-		}
-	}
-	for key, val := range cfg {
-		raw, err := json.Marshal(val)
-		if err != nil {
-			return fmt.Errorf("%s config: key %q: %w", alg, key, err)
-		}
-		field := known[key]
-		if err := json.Unmarshal(raw, field.ptr); err != nil {
-			var te *json.UnmarshalTypeError
-			switch {
-			case errors.As(err, &te) && te.Field != "" && te.Type != nil:
-				// A nested config (such as "model"): name the full key path.
-				return fmt.Errorf("%s config: key %q must be %s, got %s", alg, key+"."+te.Field, describeType(te.Type), te.Value)
-			case errors.As(err, &te) || isSyntaxOrType(err):
-				return fmt.Errorf("%s config: key %q must be %s, got %s", alg, key, describeType(field.typ), raw)
-			}
-			// A nested config's own check (such as an unknown model key).
-			return fmt.Errorf("%s config: key %q: %w", alg, key, err)
-		}
-	}
-	return nil
-}
-
-// withNormalizedEnvConfig makes a's New normalize Options.EnvConfig
-// (envs.NormalizeConfig) before the agent sees it, so that the config an
-// agent hands its worker processes holds only types that cross processes
-// unchanged: a json.Number, say, would reach a worker as a string.
-func withNormalizedEnvConfig(a Algorithm) Algorithm {
-	create := a.New
-	if create == nil {
-		return a
-	}
-	a.New = func(ctx context.Context, opts Options) (Agent, error) {
-		cfg, err := envs.NormalizeConfig(envs.Config(opts.EnvConfig))
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", a.Name, err)
-		}
-		opts.EnvConfig = cfg
-		return create(ctx, opts)
-	}
-	return a
+	defer func() { _ = env.Close() }()
+	return env.ObservationSpace(), env.ActionSpace(), nil
 }

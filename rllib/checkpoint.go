@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/gray-ml/gray/runtime/codec"
+	"github.com/fxamacker/cbor/v2"
 )
 
 // Files of a checkpoint folder, LogDir/checkpoint_<iteration>/.
@@ -48,8 +48,19 @@ type CheckpointMeta interface {
 	Header() CheckpointHeader
 }
 
+// stateDecoder reads state.cbor: weights are long arrays, beyond the CBOR
+// library's default limit of 131,072 elements.
+var stateDecoder = func() cbor.DecMode {
+	m, err := cbor.DecOptions{MaxNestedLevels: 64, MaxArrayElements: 1<<31 - 1, MaxMapPairs: 1 << 24}.DecMode()
+	if err != nil {
+		panic(err)
+	}
+	return m
+}()
+
 // SaveCheckpoint writes logDir/checkpoint_<iteration>/ holding meta as
-// CheckpointMetaFile and state (encoded with runtime/codec) as state.cbor, and
+// CheckpointMetaFile and state (in CBOR, a file format of its own, not the
+// runtime's wire format) as state.cbor, and
 // returns the folder's path. It writes into a temporary folder and renames
 // it, so a crash never leaves a half-written checkpoint under the final
 // name; an earlier checkpoint of the same iteration is replaced. Errors
@@ -71,7 +82,7 @@ func writeCheckpoint(dir string, meta, state any) error {
 	if err != nil {
 		return err
 	}
-	stateCBOR, err := codec.Marshal(state)
+	stateCBOR, err := cbor.Marshal(state)
 	if err != nil {
 		return err
 	}
@@ -121,7 +132,7 @@ func LoadCheckpoint(path string, want CheckpointHeader, state any) error {
 	if err != nil {
 		return fmt.Errorf("%s: Restore: %w", alg, err)
 	}
-	if err := codec.Unmarshal(raw, state); err != nil {
+	if err := stateDecoder.Unmarshal(raw, state); err != nil {
 		return fmt.Errorf("%s: Restore: %s: %w", alg, filepath.Join(path, CheckpointStateFile), err)
 	}
 	return nil

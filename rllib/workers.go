@@ -1,6 +1,8 @@
 package rllib
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math"
 
@@ -35,4 +37,33 @@ func CheckWorkers(alg string, numWorkers int, zeroMeans string) error {
 	}
 	return fmt.Errorf("%s: num_workers=%d needs %d CPUs (each worker actor reserves one); the runtime has %g: set num_workers to at most %d or give the runtime more CPUs (--num-cpus)%s",
 		alg, numWorkers, numWorkers, cpus, int(math.Floor(cpus)), orZero)
+}
+
+// StartWorkers checks that n worker actors can run (CheckWorkers), then
+// starts them with start(ctx, i) for i = 1..n. When one fails to start it
+// kills those already started and returns an error naming it
+// ("<alg>: starting <what> <i>: ..."). zeroMeans is CheckWorkers'.
+func StartWorkers[T any](ctx context.Context, alg, what string, n int, zeroMeans string, start func(ctx context.Context, i int) (gray.Handle[T], error)) ([]gray.Handle[T], error) {
+	if err := CheckWorkers(alg, n, zeroMeans); err != nil {
+		return nil, err
+	}
+	hs := make([]gray.Handle[T], 0, n)
+	for i := 1; i <= n; i++ {
+		h, err := start(ctx, i)
+		if err != nil {
+			_ = KillWorkers(hs)
+			return nil, fmt.Errorf("%s: starting %s %d: %w", alg, what, i, err)
+		}
+		hs = append(hs, h)
+	}
+	return hs, nil
+}
+
+// KillWorkers kills every actor of hs, joining the errors.
+func KillWorkers[T any](hs []gray.Handle[T]) error {
+	var errs []error
+	for _, h := range hs {
+		errs = append(errs, gray.Kill(h))
+	}
+	return errors.Join(errs...)
 }

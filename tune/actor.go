@@ -12,7 +12,6 @@ import (
 
 	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/internal/owned"
-	"github.com/gray-ml/gray/runtime/cluster"
 )
 
 // TrainableMaker makes a trainable inside a gray worker process from
@@ -113,7 +112,7 @@ var (
 		if err != nil {
 			return nil, err
 		}
-		return &trialActor{tr: tr, node: os.Getenv(cluster.EnvNodeID)}, nil
+		return &trialActor{tr: tr, node: gray.NodeID()}, nil
 	},
 		// Resources come per trial (RemoteWith). NoRestarts: the runner
 		// restarts a trial whose actor died from the trial's own checkpoint

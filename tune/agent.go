@@ -18,11 +18,11 @@ type AgentOptions struct {
 	// Result turns an iteration's rllib.Result into the trial's result;
 	// an error ends the trial. Default: rllib.Result's JSON keys.
 	Result func(r rllib.Result, config map[string]any) (map[string]any, error)
-	// FullConfig is the configuration recorded in checkpoints and handed to
-	// Result, from the trial's config, with the algorithm's config struct it
-	// decoded (handed to New as rllib.Options.Decoded, so the trial decodes
-	// once; nil lets New decode). Default: the trial's config as is.
-	FullConfig func(alg rllib.Algorithm, config map[string]any) (map[string]any, rllib.Validator, error)
+	// ConfigKeys is the configuration recorded in checkpoints and handed to
+	// Result, from the trial's config as the algorithm decoded it
+	// (rllib.Algorithm.Decode, once per trial). Default: the trial's config
+	// as given.
+	ConfigKeys func(cfg rllib.Config) (map[string]any, error)
 }
 
 // AgentTrainable adapts a registered rllib algorithm (rllib.Lookup(alg))
@@ -63,14 +63,17 @@ func (a *agentTrainable) Setup(ctx context.Context, config map[string]any, dir s
 	if err != nil {
 		return err
 	}
+	cfg, err := algo.Decode(config)
+	if err != nil {
+		return err
+	}
 	full := config
-	var decoded rllib.Validator
-	if a.opts.FullConfig != nil {
-		if full, decoded, err = a.opts.FullConfig(algo, config); err != nil {
+	if a.opts.ConfigKeys != nil {
+		if full, err = a.opts.ConfigKeys(cfg); err != nil {
 			return err
 		}
 	}
-	agent, err := algo.New(ctx, rllib.Options{Env: a.env, EnvConfig: a.envConfig, Config: config, LogDir: dir, Seed: a.seed, Decoded: decoded})
+	agent, err := algo.New(ctx, rllib.Options{Env: a.env, EnvConfig: a.envConfig, LogDir: dir, Seed: a.seed}, cfg)
 	if err != nil {
 		return fmt.Errorf("tune: creating %s agent on %s: %w", algo.Name, a.env, err)
 	}

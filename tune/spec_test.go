@@ -41,7 +41,7 @@ func TestShippedConfigsParse(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			agent, err := alg.New(context.Background(), rllib.Options{Env: specs[0].Env, Config: cfg, LogDir: t.TempDir()})
+			agent, err := alg.Make(context.Background(), rllib.Options{Env: specs[0].Env, LogDir: t.TempDir()}, cfg)
 			if err != nil {
 				t.Fatalf("%s: sampled config %s: %v", f, show(cfg), err)
 			}

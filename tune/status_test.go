@@ -109,12 +109,12 @@ func (a *fakeAgent) LogDir() string                             { return a.dir }
 func (a *fakeAgent) Stop() error                                { return nil }
 
 func init() {
-	rllib.Register(rllib.Algorithm{Name: "TuneFakeAlg", DefaultConfig: func() any { return map[string]any{} },
-		New: func(ctx context.Context, o rllib.Options) (rllib.Agent, error) {
+	rllib.Register(rllib.Algorithm{Name: "TuneFakeAlg", DefaultConfig: func() rllib.Config { return rllib.MapConfig{} },
+		New: func(ctx context.Context, o rllib.Options, keys rllib.Config) (rllib.Agent, error) {
 			var cfg struct {
 				LR float64 `json:"lr"`
 			}
-			if err := rllib.Decode("TuneFakeAlg", o.Config, &cfg); err != nil {
+			if err := rllib.Decode("TuneFakeAlg", keys.(rllib.MapConfig), &cfg); err != nil {
 				return nil, err
 			}
 			if o.Env != "FakeEnv" {

@@ -66,7 +66,7 @@ func BenchmarkPPOSolveCartPole(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				ctx := context.Background()
 				start := time.Now()
-				a, err := alg.New(ctx, rllib.Options{Env: env, Config: ppoConfig(), Seed: 1, LogDir: b.TempDir()})
+				a, err := alg.Make(ctx, rllib.Options{Env: env, Seed: 1, LogDir: b.TempDir()}, ppoConfig())
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -147,7 +147,7 @@ func main() {
 }
 
 func runSeed(ctx context.Context, algo rllib.Algorithm, env string, cfg map[string]any, seed int64, target float64, maxSteps int64, verbose bool, curve *curveWriter) (runResult, error) {
-	agent, err := algo.New(ctx, rllib.Options{Env: env, Config: cfg, Seed: seed})
+	agent, err := algo.Make(ctx, rllib.Options{Env: env, Seed: seed}, cfg)
 	if err != nil {
 		return runResult{}, err
 	}

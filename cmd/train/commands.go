@@ -205,7 +205,12 @@ func printConfig(w io.Writer, exp config.Experiment, format string) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := runner.FullConfig(alg, exp.Config)
+	decoded, err := alg.Decode(exp.Config)
+	if err != nil {
+		return err
+	}
+	// Printed as its JSON keys, in YAML as well.
+	cfg, err := runner.ConfigMap(decoded)
 	if err != nil {
 		return err
 	}

@@ -59,12 +59,8 @@ type fakeAgent struct {
 	rng    *rand.Rand
 }
 
-func newFake(name string) rllib.Factory {
-	return func(ctx context.Context, opts rllib.Options) (rllib.Agent, error) {
-		cfg := defaultFakeConfig()
-		if err := rllib.Decode(name, opts.Config, &cfg); err != nil {
-			return nil, err
-		}
+func newFake(name string) func(context.Context, rllib.Options, fakeConfig) (*fakeAgent, error) {
+	return func(ctx context.Context, opts rllib.Options, cfg fakeConfig) (*fakeAgent, error) {
 		if _, err := envs.Make(opts.Env, opts.EnvConfig); err != nil {
 			return nil, err
 		}
@@ -177,16 +173,13 @@ func (c *corridor) Step(a []float64) (envs.Step, error) {
 func (c *corridor) Close() error { return nil }
 
 func init() {
-	rllib.Register(rllib.Algorithm{Name: "FakeAlg", New: newFake("FakeAlg"), DefaultConfig: func() any { return defaultFakeConfig() }})
+	rllib.Register(rllib.Define("FakeAlg", defaultFakeConfig, newFake("FakeAlg")))
 	// OtherAlg has other config keys: restoring FakeAlg's checkpoint into
 	// it must fail on the algorithm, not on a config key.
-	type otherConfig struct {
-		Gamma float64 `json:"gamma"`
-	}
-	rllib.Register(rllib.Algorithm{Name: "OtherAlg", DefaultConfig: func() any { return otherConfig{Gamma: 0.99} },
-		New: func(context.Context, rllib.Options) (rllib.Agent, error) {
+	rllib.Register(rllib.Define("OtherAlg", func() otherConfig { return otherConfig{Gamma: 0.99} },
+		func(context.Context, rllib.Options, otherConfig) (*fakeAgent, error) {
 			return nil, errors.New("OtherAlg cannot train")
-		}})
+		}))
 	envs.Register("Corridor-v0", func(envs.Config) (envs.Env, error) { return &corridor{}, nil })
 	envs.Register("Ring-v0", func(cfg envs.Config) (envs.Env, error) {
 		if _, bad := cfg["bad"]; bad {
@@ -195,3 +188,12 @@ func init() {
 		return &corridor{}, nil
 	})
 }
+
+// otherConfig is OtherAlg's config.
+type otherConfig struct {
+	Gamma float64 `json:"gamma"`
+}
+
+func (*otherConfig) Validate() error { return nil }
+
+func (*fakeConfig) Validate() error { return nil }

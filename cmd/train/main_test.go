@@ -514,10 +514,14 @@ func TestShippedConfigs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		full, err := runner.FullConfig(alg, exp.Config)
+		decoded, err := alg.Decode(exp.Config)
 		if err != nil {
 			t.Errorf("%s: %v", file, err)
 			continue
+		}
+		full, err := runner.ConfigMap(decoded)
+		if err != nil {
+			t.Fatal(err)
 		}
 		if err := runner.CheckEnv(exp.Env, exp.EnvConfig); err != nil {
 			t.Errorf("%s: %v", file, err)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/gray-ml/gray/platform/tensorboard"
-	"github.com/gray-ml/gray/rllib"
 )
 
 type testConfig struct {
@@ -34,11 +33,12 @@ func newRun(t *testing.T) *Run {
 	return r
 }
 
-func result(iter int, reward float64) rllib.Result {
-	return rllib.Result{TrainingIteration: iter, TimestepsTotal: int64(4000 * iter), TimestepsThisIter: 4000,
-		EpisodeRewardMean: reward, EpisodeRewardMin: 9, EpisodeRewardMax: 200, EpisodeLenMean: reward,
-		EpisodesThisIter: 10, TimeThisIterS: 1.5,
-		Learner: map[string]float64{"policy_loss": -0.01, "vf_loss": 3, "kl": 0.02}}
+// result is an iteration's result as runner.ResultMap nests it.
+func result(iter int, reward float64) map[string]any {
+	return map[string]any{"training_iteration": iter, "timesteps_total": int64(4000 * iter), "timesteps_this_iter": int64(4000),
+		"episode_reward_mean": reward, "episode_reward_min": 9.0, "episode_reward_max": 200.0, "episode_len_mean": reward,
+		"episodes_total": int64(0), "episodes_this_iter": 10, "time_this_iter_s": 1.5,
+		"info": map[string]any{"learner": map[string]any{"policy_loss": -0.01, "vf_loss": 3.0, "kl": 0.02}}}
 }
 
 func TestRunFolderLayoutAndConfig(t *testing.T) {
@@ -61,7 +61,7 @@ func TestRunFolderLayoutAndConfig(t *testing.T) {
 func TestLogWritesResultJSONCSVAndEvents(t *testing.T) {
 	r := newRun(t)
 	for i := 1; i <= 3; i++ {
-		res := ResultMap(result(i, float64(20*i)))
+		res := result(i, float64(20*i))
 		if i == 3 {
 			res["done"] = true
 		}
@@ -180,8 +180,8 @@ func TestNewKeysWidenCSVAndNaNIsKept(t *testing.T) {
 
 func TestTruncatedLastLineIsIgnoredAndResumeContinues(t *testing.T) {
 	r := newRun(t)
-	r.Log(ResultMap(result(1, 10)))
-	r.Log(ResultMap(result(2, 20)))
+	r.Log(result(1, 10))
+	r.Log(result(2, 20))
 	r.Close()
 	// A writer killed mid-line leaves a partial last line.
 	f, _ := os.OpenFile(filepath.Join(r.Dir(), ResultFile), os.O_APPEND|os.O_WRONLY, 0)
@@ -260,7 +260,7 @@ func BenchmarkLog(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer r.Close()
-			res := ResultMap(result(1, 20))
+			res := result(1, 20)
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := r.Log(res); err != nil {
@@ -276,7 +276,7 @@ func BenchmarkLog(b *testing.B) {
 func TestTimestampHasSubsecondResolution(t *testing.T) {
 	r := newRun(t)
 	before := float64(time.Now().UnixMicro()) / 1e6
-	if _, err := r.Log(ResultMap(result(1, 1))); err != nil {
+	if _, err := r.Log(result(1, 1)); err != nil {
 		t.Fatal(err)
 	}
 	after := float64(time.Now().UnixMicro()) / 1e6

@@ -16,7 +16,7 @@ import (
 func TestTruncateAfterDropsResultsPastTheCheckpoint(t *testing.T) {
 	r := newRun(t)
 	for i := 1; i <= 5; i++ {
-		r.Log(ResultMap(result(i, float64(10*i))))
+		r.Log(result(i, float64(10*i)))
 	}
 	r.Close()
 	f, _ := os.OpenFile(filepath.Join(r.Dir(), ResultFile), os.O_APPEND|os.O_WRONLY, 0)
@@ -77,7 +77,7 @@ func TestTruncateAfterDropsResultsPastTheCheckpoint(t *testing.T) {
 func TestResumeKeepsOneEventFile(t *testing.T) {
 	r := newRun(t)
 	for i := 1; i <= 5; i++ {
-		r.Log(ResultMap(result(i, float64(10*i))))
+		r.Log(result(i, float64(10*i)))
 	}
 	r.Close()
 	for _, k := range []int{3, 4} {

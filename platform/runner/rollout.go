@@ -65,7 +65,7 @@ func Rollout(ctx context.Context, path string, opts RolloutOptions, out io.Write
 	var agent rllib.Agent
 	if err := safely("creating the agent", func() error {
 		var e error
-		agent, e = alg.New(ctx, rllib.Options{Env: meta.Env, EnvConfig: meta.EnvConfig, Config: meta.Config, LogDir: scratch, Seed: meta.Seed})
+		agent, e = alg.Make(ctx, rllib.Options{Env: meta.Env, EnvConfig: meta.EnvConfig, LogDir: scratch, Seed: meta.Seed}, meta.Config)
 		return e
 	}); err != nil {
 		return nil, fmt.Errorf("rebuilding the %s agent of %s: %w", meta.Algorithm, path, err)

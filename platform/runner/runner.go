@@ -11,9 +11,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
-	"reflect"
 	goruntime "runtime"
 	"runtime/debug"
 	"strings"
@@ -50,19 +50,17 @@ type Summary struct {
 }
 
 // Resolved is an experiment checked against the registries: the algorithm
-// found, the full configuration it will run with, and the environment
-// config.
+// found, the configuration it will run with, and the environment config.
 type Resolved struct {
 	Alg rllib.Algorithm
 	// Env is the environment's registered name (the user's may differ in
 	// case, or be a bare family name).
-	Env       string
-	Config    map[string]any // every key, defaults included
-	UserCfg   map[string]any // the keys the user gave, env_config removed
+	Env string
+	// Config is the algorithm's config: its defaults with the user's keys
+	// decoded over them and validated, once, here; the agent takes it as
+	// it is.
+	Config    rllib.Config
 	EnvConfig map[string]any
-	// Decoded is Config as the algorithm's config struct, decoded and
-	// validated once here (nil when the algorithm's defaults are a map).
-	Decoded rllib.Validator
 }
 
 // Resolve checks exp's algorithm, environment and configuration without
@@ -76,28 +74,25 @@ func Resolve(exp config.Experiment) (Resolved, error) {
 	if err != nil {
 		return Resolved{}, err
 	}
-	r := Resolved{Alg: alg, EnvConfig: exp.EnvConfig, UserCfg: exp.Config}
-	r.Config, r.Decoded, err = fullConfig(alg, exp.Config, true)
+	r := Resolved{Alg: alg, EnvConfig: exp.EnvConfig}
+	r.Config, err = alg.Decode(exp.Config)
 	if err != nil && exp.Config["env_config"] != nil {
 		// Ray puts env_config inside config; when the algorithm does not
 		// know the key, it is the environment's.
-		user := make(map[string]any, len(exp.Config))
-		for k, v := range exp.Config {
-			user[k] = v
-		}
+		user := maps.Clone(exp.Config)
 		ec, ok := user["env_config"].(map[string]any)
 		if !ok {
 			return Resolved{}, fmt.Errorf("config: env_config must be an object, got %v", user["env_config"])
 		}
 		delete(user, "env_config")
-		if r.Config, r.Decoded, err = fullConfig(alg, user, true); err == nil {
-			r.UserCfg, r.EnvConfig = user, config.DeepMerge(ec, exp.EnvConfig)
+		if r.Config, err = alg.Decode(user); err == nil {
+			r.EnvConfig = config.DeepMerge(ec, exp.EnvConfig)
 		}
 	}
 	if err != nil {
 		return Resolved{}, err
 	}
-	if err := checkLearnerThreads(alg.Name, r.Decoded, exp.NumCPUs); err != nil {
+	if err := checkLearnerThreads(alg.Name, r.Config, exp.NumCPUs); err != nil {
 		return Resolved{}, err
 	}
 	if exp.Env == "" {
@@ -119,8 +114,8 @@ func Resolve(exp config.Experiment) (Resolved, error) {
 // against the CPUs of the runtime the run will use: the one already
 // running, else the one the train command starts (numCPUs, 0 meaning all
 // of this host's, as gray.Init counts them).
-func checkLearnerThreads(alg string, decoded rllib.Validator, numCPUs int) error {
-	c, ok := decoded.(rllib.LearnerThreadsConfig)
+func checkLearnerThreads(alg string, cfg rllib.Config, numCPUs int) error {
+	c, ok := cfg.(rllib.LearnerThreadsConfig)
 	if !ok {
 		return nil
 	}
@@ -151,79 +146,11 @@ func CheckEnv(name string, cfg map[string]any) error {
 	return v.Close()
 }
 
-// FullConfig is every hyperparameter the algorithm will use: its defaults
-// with the user's keys decoded over them by rllib.Decode (which names an
-// unknown or wrong-typed key) and validated (rllib.Validator, which names
-// a key out of range), as a JSON-shaped map.
-func FullConfig(alg rllib.Algorithm, user map[string]any) (map[string]any, error) {
-	m, _, err := fullConfig(alg, user, true)
-	return m, err
-}
-
-// FullConfigDecoded is FullConfig that also returns the decoded config
-// struct, for rllib.Options.Decoded (nil when the algorithm's defaults are
-// a map).
-func FullConfigDecoded(alg rllib.Algorithm, user map[string]any) (map[string]any, rllib.Validator, error) {
-	return fullConfig(alg, user, true)
-}
-
-// CheckKeys decodes user over the algorithm's defaults as FullConfig does,
-// naming an unknown or wrong-typed key, but does not validate ranges: a
-// sweep checks its fixed keys this way before any trial starts, when the
-// keys it searches over are not known yet.
-func CheckKeys(alg rllib.Algorithm, user map[string]any) error {
-	_, _, err := fullConfig(alg, user, false)
-	return err
-}
-
-// fullConfig also returns the decoded config struct (nil for an algorithm
-// whose defaults are a map), which the run hands to the algorithm's New
-// (rllib.Options.Decoded) so that it is decoded once.
-func fullConfig(alg rllib.Algorithm, user map[string]any, validate bool) (map[string]any, rllib.Validator, error) {
-	var def any
-	if alg.DefaultConfig != nil {
-		def = alg.DefaultConfig()
-	}
-	if def == nil {
-		return config.DeepMerge(nil, user), nil, nil
-	}
-	rv := reflect.ValueOf(def)
-	var ptr reflect.Value
-	switch {
-	case rv.Kind() == reflect.Struct:
-		ptr = reflect.New(rv.Type())
-		ptr.Elem().Set(rv)
-	case rv.Kind() == reflect.Pointer && rv.Elem().Kind() == reflect.Struct:
-		ptr = reflect.New(rv.Elem().Type())
-		ptr.Elem().Set(rv.Elem())
-	default:
-		// A map of defaults (a plugin's, say): merge key by key.
-		m, err := toMap(def)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: default config: %w", alg.Name, err)
-		}
-		return config.DeepMerge(m, user), nil, nil
-	}
-	if err := rllib.Decode(alg.Name, user, ptr.Interface()); err != nil {
-		return nil, nil, err
-	}
-	// Out-of-range values fail here, before any run folder exists, with
-	// the same message the algorithm's New would give.
-	if v, ok := ptr.Interface().(rllib.Validator); ok && validate {
-		if err := v.Validate(); err != nil {
-			return nil, nil, err
-		}
-	}
-	m, err := toMap(ptr.Interface())
-	if err != nil {
-		return nil, nil, err
-	}
-	v, _ := ptr.Interface().(rllib.Validator)
-	return m, v, nil
-}
-
-func toMap(v any) (map[string]any, error) {
-	b, err := json.Marshal(v)
+// ConfigMap is cfg as the JSON object of its keys, for records that hold
+// a config as a map (checkpoint metadata, a sweep's trial results):
+// numbers are int64 for integer literals, else float64.
+func ConfigMap(cfg rllib.Config) (map[string]any, error) {
+	b, err := json.Marshal(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -299,6 +226,11 @@ func Train(ctx context.Context, exp config.Experiment, out io.Writer, opts Optio
 		return sum, err
 	}
 	exp.Env = res.Env
+	// The checkpoints' metadata records the config as its JSON keys.
+	cfgKeys, err := ConfigMap(res.Config)
+	if err != nil {
+		return sum, fmt.Errorf("%s config: %w", res.Alg.Name, err)
+	}
 	run, err := runlog.Create(runlog.Options{
 		LocalDir: exp.LocalDir, Experiment: exp.Name, Alg: res.Alg.Name, Env: exp.Env,
 		Config: res.Config,
@@ -342,7 +274,7 @@ func Train(ctx context.Context, exp config.Experiment, out io.Writer, opts Optio
 	var agent rllib.Agent
 	if err := safely("creating the agent", func() error {
 		var e error
-		agent, e = res.Alg.New(ctx, rllib.Options{Env: exp.Env, EnvConfig: res.EnvConfig, Config: res.UserCfg, LogDir: run.Dir(), Seed: exp.Seed, Decoded: res.Decoded})
+		agent, e = res.Alg.New(ctx, rllib.Options{Env: exp.Env, EnvConfig: res.EnvConfig, LogDir: run.Dir(), Seed: exp.Seed}, res.Config)
 		return e
 	}); err != nil {
 		if ctx.Err() != nil {
@@ -390,7 +322,7 @@ func Train(ctx context.Context, exp config.Experiment, out io.Writer, opts Optio
 		ts, _ := runlog.Numeric(last["timesteps_total"])
 		if _, err := checkpoint.Write(path, checkpoint.Meta{
 			Algorithm: res.Alg.Name, Env: exp.Env, Iteration: agent.Iteration(), TimestepsTotal: int64(ts),
-			TimeTotalS: timeTotal, Seed: exp.Seed, Config: res.Config, EnvConfig: res.EnvConfig,
+			TimeTotalS: timeTotal, Seed: exp.Seed, Config: cfgKeys, EnvConfig: res.EnvConfig,
 		}); err != nil {
 			return err
 		}
@@ -429,7 +361,7 @@ func Train(ctx context.Context, exp config.Experiment, out io.Writer, opts Optio
 			return sum, fmt.Errorf("iteration %d failed: %w; the run stopped; %s", iter, err, lastGood())
 		}
 		timeTotal += r.TimeThisIterS
-		m := runlog.ResultMap(r)
+		m := ResultMap(r)
 		m["time_total_s"] = timeTotal
 		flat := runlog.Flatten(m)
 		stopKey, done := exp.Stop.Met(flat)
@@ -442,14 +374,14 @@ func Train(ctx context.Context, exp config.Experiment, out io.Writer, opts Optio
 		sum.Last = logged
 		fmt.Fprintln(out, progress.LineFrames(flat, framesPerStep))
 
-		if err := Divergence(r.Learner, res.Config); err != nil {
+		if err := Divergence(r.Learner, cfgKeys); err != nil {
 			sum.StoppedBy = "error"
 			return sum, fmt.Errorf("iteration %d: %w; the run stopped; %s", r.TrainingIteration, err, lastGood())
 		}
 		if !warnedEntropy && entropyCollapsed(r.Learner) {
 			warnedEntropy = true
 			fmt.Fprintf(out, "warning: iteration %d: the policy's entropy fell to %g: it always takes the same action; early in training this means the learning rate%s is too high\n",
-				r.TrainingIteration, r.Learner["entropy"], lrValue(res.Config))
+				r.TrainingIteration, r.Learner["entropy"], lrValue(cfgKeys))
 		}
 		if sum.Iterations == 1 {
 			// A criterion naming no result key is most likely a typo. When

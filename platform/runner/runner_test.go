@@ -17,31 +17,29 @@ type cfg struct {
 	} `json:"model"`
 }
 
-func TestFullConfig(t *testing.T) {
+func (*cfg) Validate() error { return nil }
+
+// TestConfigMap checks the config's record: decoded keys over the
+// defaults, integers as integers, nested keys kept.
+func TestConfigMap(t *testing.T) {
 	def := cfg{LR: 0.1, Batch: 4000}
 	def.Model.Act = "tanh"
-	user := map[string]any{"lr": 0.5, "model": map[string]any{"fcnet_activation": "relu"}}
-	for name, d := range map[string]func() any{
-		"struct":  func() any { return def },
-		"pointer": func() any { c := def; return &c },
-		"map": func() any {
-			return map[string]any{"lr": 0.1, "train_batch_size": 4000, "model": map[string]any{"fcnet_activation": "tanh"}}
-		},
-	} {
-		got, err := FullConfig(rllib.Algorithm{Name: "X", DefaultConfig: d}, user)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if got["lr"] != 0.5 || got["train_batch_size"] != int64(4000) && got["train_batch_size"] != 4000 ||
-			got["model"].(map[string]any)["fcnet_activation"] != "relu" {
-			t.Errorf("%s: FullConfig = %#v", name, got)
-		}
+	alg := rllib.Define("X", func() cfg { return def }, func(context.Context, rllib.Options, cfg) (rllib.Agent, error) { return nil, nil })
+	decoded, err := alg.Decode(map[string]any{"lr": 0.5, "model": map[string]any{"fcnet_activation": "relu"}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	// The defaults are not modified by decoding.
+	got, err := ConfigMap(decoded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["lr"] != 0.5 || got["train_batch_size"] != int64(4000) || got["model"].(map[string]any)["fcnet_activation"] != "relu" {
+		t.Errorf("ConfigMap = %#v", got)
+	}
 	if def.LR != 0.1 {
 		t.Error("defaults modified")
 	}
-	if _, err := FullConfig(rllib.Algorithm{Name: "X", DefaultConfig: func() any { return def }}, map[string]any{"train_batch_size": 1.5}); err == nil ||
+	if _, err := alg.Decode(map[string]any{"train_batch_size": 1.5}); err == nil ||
 		!strings.Contains(err.Error(), `key "train_batch_size" must be an integer`) {
 		t.Errorf("fractional batch size: %v", err)
 	}

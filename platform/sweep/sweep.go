@@ -17,7 +17,6 @@ import (
 	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/envs"
 	"github.com/gray-ml/gray/platform/config"
-	"github.com/gray-ml/gray/platform/runlog"
 	"github.com/gray-ml/gray/platform/runner"
 	"github.com/gray-ml/gray/platform/tunelog"
 	"github.com/gray-ml/gray/rllib"
@@ -96,7 +95,7 @@ func Build(exp config.Experiment, out io.Writer) (tune.Experiment, error) {
 	if err != nil {
 		return tune.Experiment{}, err
 	}
-	if err := runner.CheckKeys(alg, fixedKeys(space)); err != nil {
+	if _, err := alg.CheckKeys(fixedKeys(space)); err != nil {
 		return tune.Experiment{}, err
 	}
 	return spec.Build(tune.BuildOptions{
@@ -136,7 +135,7 @@ func trialArgs(exp config.Experiment) map[string]any {
 func agentTrainable(alg, env string, envConfig map[string]any, seed int64) tune.TrainableFactory {
 	return tune.AgentTrainableWith(alg, env, envConfig, seed, tune.AgentOptions{
 		Result:     trialResult,
-		FullConfig: runner.FullConfigDecoded,
+		ConfigKeys: runner.ConfigMap,
 	})
 }
 
@@ -221,11 +220,11 @@ func hasDomain(v any) bool {
 }
 
 // trialResult lays a trial's result out as `train` logs a run's
-// (runlog.ResultMap: info/learner/...), and ends the trial when training
+// (runner.ResultMap: info/learner/...), and ends the trial when training
 // diverged (runner.Divergence).
 func trialResult(r rllib.Result, config map[string]any) (map[string]any, error) {
 	if err := runner.Divergence(r.Learner, config); err != nil {
 		return nil, fmt.Errorf("iteration %d: %w", r.TrainingIteration, err)
 	}
-	return runlog.ResultMap(r), nil
+	return runner.ResultMap(r), nil
 }

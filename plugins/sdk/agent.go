@@ -14,17 +14,20 @@ import (
 	"github.com/gray-ml/gray/rllib"
 )
 
-// ServeAgent serves the agents made by create (the same rllib.Factory a
-// built-in algorithm registers) as a Gray agent plugin, so that
-// `train --alg plugin:<path>` runs it.
-func ServeAgent(name string, create rllib.Factory) {
+// AgentFactory creates a plugin's agent from the user's config keys, which
+// it decodes itself (rllib.Decode names an unknown or wrong-typed key).
+type AgentFactory func(ctx context.Context, o rllib.Options, config map[string]any) (rllib.Agent, error)
+
+// ServeAgent serves the agents made by create as a Gray agent plugin, so
+// that `train --alg plugin:<path>` runs it.
+func ServeAgent(name string, create AgentFactory) {
 	srv := &agentServer{create: create}
 	serve(wire.KindAgent, name, func(s *grpc.Server) { pb.RegisterAgentServiceServer(s, srv) })
 }
 
 type agentServer struct {
 	pb.UnimplementedAgentServiceServer
-	create rllib.Factory
+	create AgentFactory
 
 	mu    sync.Mutex
 	agent rllib.Agent
@@ -40,10 +43,11 @@ func (s *agentServer) Setup(ctx context.Context, req *pb.AgentSetupRequest) (*pb
 	if err := unmarshalObject(req.EnvConfigJson, &o.EnvConfig); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "env config: %v", err)
 	}
-	if err := unmarshalObject(req.ConfigJson, &o.Config); err != nil {
+	var config map[string]any
+	if err := unmarshalObject(req.ConfigJson, &config); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "config: %v", err)
 	}
-	a, err := s.create(ctx, o)
+	a, err := s.create(ctx, o, config)
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}

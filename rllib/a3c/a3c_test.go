@@ -14,7 +14,7 @@ import (
 
 func newAgent(t *testing.T, cfg map[string]any, seed int64) *Agent {
 	t.Helper()
-	a, err := New(context.Background(), rllib.Options{Env: "CartPole-v1", Config: cfg, Seed: seed, LogDir: t.TempDir()})
+	a, err := newFromKeys(context.Background(), rllib.Options{Env: "CartPole-v1", Seed: seed, LogDir: t.TempDir()}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestRegistered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg, ok := alg.DefaultConfig().(Config); !ok || cfg.RolloutFragmentLength != 20 {
+	if cfg, ok := alg.DefaultConfig().(*Config); !ok || cfg.RolloutFragmentLength != 20 {
 		t.Errorf("DefaultConfig() = %#v, want the typed A3C defaults", alg.DefaultConfig())
 	}
 }
@@ -134,10 +134,11 @@ func TestBadConfig(t *testing.T) {
 		{"bad gamma", map[string]any{"gamma": 1.5}, "gamma must be in [0, 1]"},
 		{"bad model", map[string]any{"model": map[string]any{"fcnet_hidens": []int{8}}}, "fcnet_hidens"},
 		{"a GPU", map[string]any{"num_gpus": 1}, "num_gpus (1): A3C learns on the CPU only for now; set num_gpus: 0"},
+		{"learner threads", map[string]any{"num_learner_threads": 2}, `unknown key "num_learner_threads"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := New(context.Background(), rllib.Options{Env: "CartPole-v1", Config: tt.cfg})
+			_, err := newFromKeys(context.Background(), rllib.Options{Env: "CartPole-v1"}, tt.cfg)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("got %v, want an error containing %q", err, tt.want)
 			}
@@ -148,9 +149,9 @@ func TestBadConfig(t *testing.T) {
 // More runners than the runtime has CPUs: a clear error, not a hang.
 func TestTooManyWorkers(t *testing.T) {
 	start := time.Now()
-	_, err := New(context.Background(), rllib.Options{Env: "CartPole-v1", Config: map[string]any{
+	_, err := newFromKeys(context.Background(), rllib.Options{Env: "CartPole-v1"}, map[string]any{
 		"num_workers": testCPUs + 2,
-	}})
+	})
 	if err == nil {
 		t.Fatal("New succeeded with more runners than CPUs")
 	}

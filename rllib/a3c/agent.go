@@ -17,19 +17,11 @@ import (
 	"github.com/gray-ml/gray/rllib/schedule"
 )
 
-func init() {
-	rllib.Register(rllib.Algorithm{
-		Name:          "A3C",
-		New:           func(ctx context.Context, opts rllib.Options) (rllib.Agent, error) { return New(ctx, opts) },
-		DefaultConfig: func() any { return DefaultConfig() },
-	})
-}
+func init() { rllib.Register(rllib.Define("A3C", DefaultConfig, New)) }
 
 // Agent is an A3C agent. It implements rllib.Agent.
 type Agent struct {
-	opts rllib.Options
-	cfg  Config
-	seed int64
+	rllib.Base[Config]
 	// pol holds the master weights; opt is the driver's Adam.
 	pol      *policy
 	opt      *models.Adam
@@ -62,14 +54,13 @@ type Agent struct {
 	actState []float64
 }
 
-// New creates an A3C agent for opts.Env with opts.Config over the
-// defaults, starts its runners and gives each its first task.
-func New(ctx context.Context, opts rllib.Options) (*Agent, error) {
-	cfg := DefaultConfig()
-	if err := rllib.DecodeConfig("A3C", opts, &cfg); err != nil {
+// New creates an A3C agent for opts.Env with cfg (DefaultConfig with the
+// user's keys over it), starts its runners and gives each its first task.
+func New(ctx context.Context, opts rllib.Options, cfg Config) (*Agent, error) {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	seed := rllib.RunSeed(opts.Seed, cfg.Seed)
+	seed := cfg.RunSeed(opts.Seed)
 	if !gray.IsInitialized() {
 		return nil, errors.New("A3C: the runners are actors and need the gray runtime: call gray.Init first (the train command does)")
 	}
@@ -83,8 +74,8 @@ func New(ctx context.Context, opts rllib.Options) (*Agent, error) {
 		return nil, fmt.Errorf("A3C: %w", err)
 	}
 	a := &Agent{
-		opts: opts, cfg: cfg, seed: seed, pol: pol, opt: models.NewAdam(cfg.LR),
-		lr: cfg.lrSchedule(), actSpace: actSpace,
+		Base: rllib.Base[Config]{Name: "A3C", Opts: opts, Cfg: cfg, Seed: seed}, pol: pol, opt: models.NewAdam(cfg.LR),
+		lr: cfg.LearningRate(), actSpace: actSpace,
 		window:   sample.NewEpisodeWindow(cfg.MetricsSmoothingEpisodes),
 		restarts: make([]int, cfg.NumWorkers), deaths: make([]int, cfg.NumWorkers),
 	}
@@ -105,7 +96,7 @@ func New(ctx context.Context, opts rllib.Options) (*Agent, error) {
 }
 
 func (a *Agent) spec(i int) RunnerSpec {
-	return RunnerSpec{Env: a.opts.Env, EnvConfig: a.opts.EnvConfig, Config: a.cfg, Seed: a.seed, Index: i + 1, Restart: a.restarts[i]}
+	return RunnerSpec{WorkerSpec: a.WorkerSpec(i + 1), Restart: a.restarts[i]}
 }
 
 // startRunners starts num_workers runner actors and waits until each
@@ -115,7 +106,7 @@ func (a *Agent) spec(i int) RunnerSpec {
 // progress for a while, the agent gives up with an error that says what to
 // set instead of hanging.
 func (a *Agent) startRunners(ctx context.Context) error {
-	n := a.cfg.NumWorkers
+	n := a.Cfg.NumWorkers
 	if err := rllib.CheckWorkers("A3C", n, ""); err != nil {
 		return err
 	}
@@ -131,7 +122,7 @@ func (a *Agent) startRunners(ctx context.Context) error {
 		pids[i] = r
 		index[r.ID()] = i
 	}
-	timeout := time.Duration(a.cfg.RunnerStartTimeoutS * float64(time.Second))
+	timeout := time.Duration(a.Cfg.RunnerStartTimeoutS * float64(time.Second))
 	deadline := time.Now().Add(timeout)
 	// Runners start together; once one has, the rest follow within
 	// moments unless they wait for a CPU.
@@ -186,8 +177,8 @@ func (a *Agent) submit(i int) {
 // replace swaps dead runner i for a fresh actor and gives it a task.
 func (a *Agent) replace(ctx context.Context, i int, cause error) error {
 	a.deaths[i]++
-	if a.deaths[i] > a.cfg.MaxRunnerRestarts {
-		return fmt.Errorf("A3C: runner %d died %d times in a row (max_runner_restarts %d): %w", i+1, a.deaths[i], a.cfg.MaxRunnerRestarts, cause)
+	if a.deaths[i] > a.Cfg.MaxRunnerRestarts {
+		return fmt.Errorf("A3C: runner %d died %d times in a row (max_runner_restarts %d): %w", i+1, a.deaths[i], a.Cfg.MaxRunnerRestarts, cause)
 	}
 	_ = gray.Kill(a.runners[i]) // releases its CPU; it is dead already
 	a.restarts[i]++
@@ -201,14 +192,8 @@ func (a *Agent) replace(ctx context.Context, i int, cause error) error {
 	return nil
 }
 
-// Config returns the configuration in use (defaults plus the user's keys).
-func (a *Agent) Config() Config { return a.cfg }
-
 // Iteration implements rllib.Agent.
 func (a *Agent) Iteration() int { return a.iteration }
-
-// LogDir implements rllib.Agent.
-func (a *Agent) LogDir() string { return a.opts.LogDir }
 
 // Weights returns a copy of the policy's flat weights.
 func (a *Agent) Weights() []float64 { return a.pol.params.GetFlat(nil) }
@@ -234,7 +219,7 @@ func (a *Agent) Train(ctx context.Context) (rllib.Result, error) {
 	}
 	start := time.Now()
 	iter := a.iteration + 1
-	minTime := time.Duration(a.cfg.MinIterTimeS * float64(time.Second))
+	minTime := time.Duration(a.Cfg.MinIterTimeS * float64(time.Second))
 	var (
 		steps                   int64
 		eps                     []sample.Episode
@@ -243,7 +228,7 @@ func (a *Agent) Train(ctx context.Context) (rllib.Result, error) {
 		waitTime, applyTime     time.Duration
 		lr                      float64
 	)
-	for updates < a.cfg.UpdatesPerIter || time.Since(start) < minTime {
+	for updates < a.Cfg.UpdatesPerIter || time.Since(start) < minTime {
 		t0 := time.Now()
 		ready, _, err := gray.Wait(ctx, a.pending, 1, 0)
 		if err != nil {
@@ -375,13 +360,9 @@ func (a *Agent) StartEpisode() { clear(a.actState) }
 // gradients are dropped).
 func (a *Agent) Stop() error {
 	a.stopped = true
-	var errs []error
-	for _, h := range a.runners {
-		errs = append(errs, gray.Kill(h))
-	}
+	err := rllib.KillWorkers(a.runners)
 	a.runners, a.pending = nil, nil
-	errs = append(errs, models.CloseActionDist(a.pol.Dist))
-	return errors.Join(errs...)
+	return errors.Join(err, models.CloseActionDist(a.pol.Dist))
 }
 
 var _ rllib.Agent = (*Agent)(nil)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/gray-ml/gray/models"
-	"github.com/gray-ml/gray/rllib"
 	"github.com/gray-ml/gray/rllib/sample"
 )
 
@@ -13,43 +12,25 @@ import (
 // layout does.
 const formatVersion = 1
 
-// checkpointMeta is meta.json: the header Restore checks, and the config
-// for people reading the folder.
-type checkpointMeta struct {
-	rllib.CheckpointHeader
-	Config Config `json:"config"`
-}
-
 // checkpointState is the training state.
 type checkpointState struct {
-	Weights       []float64
-	Adam          models.AdamState
-	Iteration     int
-	Timesteps     int64
-	Updates       int64
-	Episodes      []sample.Episode
-	EpisodesTotal int64
+	Weights   []float64
+	Adam      models.AdamState
+	Iteration int
+	Timesteps int64
+	Updates   int64
+	sample.WindowState
 }
 
 // Save implements rllib.Agent: it writes LogDir/checkpoint_<iteration>/
-// holding meta.json and state.cbor (weights, Adam state, counters, recent
-// episodes). Runners' environments are not saved: a restored agent's
-// runners go on with their own episodes.
+// holding the header file and state.cbor (weights, Adam state, counters,
+// recent episodes). Runners' environments are not saved: a restored
+// agent's runners go on with their own episodes.
 func (a *Agent) Save(ctx context.Context) (string, error) {
-	meta := checkpointMeta{CheckpointHeader: a.checkpointHeader(), Config: a.cfg}
-	return rllib.SaveCheckpoint(a.opts.LogDir, meta, checkpointState{
+	return a.SaveState(formatVersion, a.iteration, a.timesteps, checkpointState{
 		Weights: a.pol.params.GetFlat(nil), Adam: a.opt.State(),
-		Iteration: a.iteration, Timesteps: a.timesteps, Updates: a.updates,
-		Episodes: a.window.Episodes(), EpisodesTotal: a.window.Total(),
+		Iteration: a.iteration, Timesteps: a.timesteps, Updates: a.updates, WindowState: a.window.State(),
 	})
-}
-
-// checkpointHeader says what this agent's checkpoints are.
-func (a *Agent) checkpointHeader() rllib.CheckpointHeader {
-	return rllib.CheckpointHeader{
-		Algorithm: "A3C", Env: a.opts.Env, Format: formatVersion,
-		Iteration: a.iteration, TimestepsTotal: a.timesteps,
-	}
 }
 
 // Restore implements rllib.Agent. A checkpoint of another algorithm or
@@ -58,11 +39,11 @@ func (a *Agent) checkpointHeader() rllib.CheckpointHeader {
 // they are dropped when they arrive.
 func (a *Agent) Restore(ctx context.Context, path string) error {
 	var st checkpointState
-	if err := rllib.LoadCheckpoint(path, a.checkpointHeader(), &st); err != nil {
+	if err := a.LoadState(path, formatVersion, &st); err != nil {
 		return err
 	}
-	if len(st.Weights) != a.pol.params.Len() {
-		return fmt.Errorf("A3C: Restore: %q holds %d weights, this agent's model has %d (different model config?)", path, len(st.Weights), a.pol.params.Len())
+	if err := a.CheckWeights(path, len(st.Weights), a.pol.params.Len()); err != nil {
+		return err
 	}
 	good := a.opt.State()
 	if err := a.opt.SetState(st.Adam); err != nil {
@@ -81,8 +62,6 @@ func (a *Agent) Restore(ctx context.Context, path string) error {
 		}
 	}
 	a.iteration, a.timesteps, a.updates = st.Iteration, st.Timesteps, st.Updates
-	a.window = sample.NewEpisodeWindow(a.cfg.MetricsSmoothingEpisodes)
-	a.window.Add(st.Episodes...)
-	a.window.SetTotal(st.EpisodesTotal)
+	a.window = sample.NewEpisodeWindowFrom(a.Cfg.MetricsSmoothingEpisodes, st.WindowState)
 	return nil
 }

@@ -17,7 +17,7 @@ func TestRecurrentPolicyTrains(t *testing.T) {
 		"num_workers": 1, "updates_per_iter": 5, "rollout_fragment_length": 25,
 		"model": map[string]any{"use_lstm": true, "lstm_cell_size": 8, "max_seq_len": 10, "fcnet_hiddens": []int{8}},
 	}
-	a, err := New(context.Background(), rllib.Options{Env: "StatelessCartPole-v1", Config: cfg, Seed: 3, LogDir: t.TempDir()})
+	a, err := newFromKeys(context.Background(), rllib.Options{Env: "StatelessCartPole-v1", Seed: 3, LogDir: t.TempDir()}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
 package a3c
 
 import (
+	"github.com/gray-ml/gray/rllib/internal/agenttest"
+
 	"context"
 	"fmt"
 	"os"
@@ -25,3 +27,6 @@ func TestMain(m *testing.M) {
 	_ = gray.Shutdown()
 	os.Exit(code)
 }
+
+// newFromKeys is New taking config keys, as train gives them.
+var newFromKeys = agenttest.FromKeys("A3C", DefaultConfig, New)

@@ -10,6 +10,7 @@ import (
 	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/envs"
 	"github.com/gray-ml/gray/models"
+	"github.com/gray-ml/gray/rllib"
 	"github.com/gray-ml/gray/rllib/rollout"
 	"github.com/gray-ml/gray/rllib/sample"
 )
@@ -17,14 +18,10 @@ import (
 // RunnerSpec is what a runner is built from; it travels to the runner's
 // process as the actor's constructor argument.
 type RunnerSpec struct {
-	Env       string
-	EnvConfig map[string]any
-	Config    Config
-	// Seed is the run's seed, Index the runner's number (1..num_workers) and
-	// Restart how many times this runner has been replaced, so a
+	// WorkerSpec's Index is the runner's number (1..num_workers).
+	rllib.WorkerSpec[Config]
+	// Restart is how many times this runner has been replaced, so a
 	// replacement explores differently from the runner it replaces.
-	Seed    int64
-	Index   int
 	Restart int
 }
 

@@ -14,19 +14,11 @@ import (
 	"github.com/gray-ml/gray/rllib/schedule"
 )
 
-func init() {
-	rllib.Register(rllib.Algorithm{
-		Name:          "DQN",
-		New:           func(ctx context.Context, opts rllib.Options) (rllib.Agent, error) { return New(ctx, opts) },
-		DefaultConfig: func() any { return DefaultConfig() },
-	})
-}
+func init() { rllib.Register(rllib.Define("DQN", DefaultConfig, New)) }
 
 // Agent is a DQN agent. It implements rllib.Agent.
 type Agent struct {
-	opts rllib.Options
-	cfg  Config
-	seed int64
+	rllib.Base[Config]
 	// q is the online network the learner updates and target its delayed
 	// copy; pre is the observation preprocessor.
 	q, target *qNetwork
@@ -51,15 +43,15 @@ type Agent struct {
 	obsBuf, actBuf  []float64
 }
 
-// New creates a DQN agent for opts.Env with opts.Config over the defaults.
+// New creates a DQN agent for opts.Env with cfg (DefaultConfig with the
+// user's keys over it).
 // An environment whose actions are not Discrete is an error that names the
 // algorithms that fit it.
-func New(ctx context.Context, opts rllib.Options) (*Agent, error) {
-	cfg := DefaultConfig()
-	if err := rllib.DecodeConfig("DQN", opts, &cfg); err != nil {
+func New(ctx context.Context, opts rllib.Options, cfg Config) (*Agent, error) {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	seed := rllib.RunSeed(opts.Seed, cfg.Seed)
+	seed := cfg.RunSeed(opts.Seed)
 	// The driver builds one environment to learn the spaces.
 	obsSpace, actSpace, err := rllib.EnvSpaces("DQN", opts)
 	if err != nil {
@@ -74,8 +66,8 @@ func New(ctx context.Context, opts rllib.Options) (*Agent, error) {
 		return nil, fmt.Errorf("DQN: %w", err)
 	}
 	a := &Agent{
-		opts: opts, cfg: cfg, seed: seed, pre: pre,
-		eps: cfg.epsilonSchedule(), beta: cfg.betaSchedule(), lr: cfg.lrSchedule(),
+		Base: rllib.Base[Config]{Name: "DQN", Opts: opts, Cfg: cfg, Seed: seed}, pre: pre,
+		eps: cfg.epsilonSchedule(), beta: cfg.betaSchedule(), lr: cfg.LearningRate(),
 		window: sample.NewEpisodeWindow(cfg.MetricsSmoothingEpisodes),
 	}
 	if a.q, err = newQNetwork(pre.Shape(), nActions, cfg.Model, cfg.Dueling, seed); err != nil {
@@ -88,7 +80,7 @@ func New(ctx context.Context, opts rllib.Options) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.learner, err = newLearner(&a.cfg, a.q, a.target, threads, func() (*qNetwork, error) {
+	a.learner, err = newLearner(&a.Cfg, a.q, a.target, threads, func() (*qNetwork, error) {
 		return newQNetwork(pre.Shape(), nActions, cfg.Model, cfg.Dueling, seed)
 	})
 	if err != nil {
@@ -107,14 +99,8 @@ func New(ctx context.Context, opts rllib.Options) (*Agent, error) {
 	return a, nil
 }
 
-// Config returns the configuration in use (defaults plus the user's keys).
-func (a *Agent) Config() Config { return a.cfg }
-
 // Iteration implements rllib.Agent.
 func (a *Agent) Iteration() int { return a.iteration }
-
-// LogDir implements rllib.Agent.
-func (a *Agent) LogDir() string { return a.opts.LogDir }
 
 // Weights returns a copy of the online network's flat weights.
 func (a *Agent) Weights() []float64 { return a.q.params.GetFlat(nil) }
@@ -122,15 +108,11 @@ func (a *Agent) Weights() []float64 { return a.q.params.GetFlat(nil) }
 // Epsilon is the exploration rate at the current timestep.
 func (a *Agent) Epsilon() float64 { return a.eps.Value(a.timesteps) }
 
-func (a *Agent) workerSpec(index int) WorkerSpec {
-	return WorkerSpec{Env: a.opts.Env, EnvConfig: a.opts.EnvConfig, Config: a.cfg, Seed: a.seed, Index: index}
-}
-
 // sampleRequest is round's request to every sampler.
 func (a *Agent) sampleRequest(round int64) SampleRequest {
 	return SampleRequest{
-		Round: round, Steps: a.cfg.roundSteps(), Timestep: a.timesteps,
-		Stride: a.cfg.samplers() * a.cfg.NumEnvsPerWorker,
+		Round: round, Steps: a.Cfg.roundSteps(), Timestep: a.timesteps,
+		Stride: a.Cfg.samplers() * a.Cfg.NumEnvsPerWorker,
 	}
 }
 
@@ -150,8 +132,8 @@ func (a *Agent) Train(ctx context.Context) (rllib.Result, error) {
 	var sampleTime, learnTime time.Duration
 	var acc stepStats
 	var learned int
-	rng := rand.New(rand.NewPCG(uint64(a.seed)^0xd9e5eed, uint64(iter)))
-	for steps < int64(a.cfg.TimestepsPerIteration) {
+	rng := rand.New(rand.NewPCG(uint64(a.Seed)^0xd9e5eed, uint64(iter)))
+	for steps < int64(a.Cfg.TimestepsPerIteration) {
 		t0 := time.Now()
 		a.rounds++
 		parts, err := a.samplers.sample(ctx, a, a.rounds)
@@ -167,7 +149,7 @@ func (a *Agent) Train(ctx context.Context) (rllib.Result, error) {
 			episodes = append(episodes, parts[i].Episodes...)
 		}
 		sampleTime += time.Since(t0)
-		if a.timesteps < int64(a.cfg.LearningStarts) || a.buf.Len() < a.cfg.TrainBatchSize {
+		if a.timesteps < int64(a.Cfg.LearningStarts) || a.buf.Len() < a.Cfg.TrainBatchSize {
 			continue
 		}
 		t1 := time.Now()
@@ -215,7 +197,7 @@ func (a *Agent) Train(ctx context.Context) (rllib.Result, error) {
 			"sample_time_s":      sampleTime.Seconds(),
 			"learn_time_s":       learnTime.Seconds(),
 			"sample_steps_per_s": float64(steps) / math.Max(sampleTime.Seconds(), 1e-9),
-			"learn_steps_per_s":  float64(learned*a.cfg.TrainBatchSize) / math.Max(learnTime.Seconds(), 1e-9),
+			"learn_steps_per_s":  float64(learned*a.Cfg.TrainBatchSize) / math.Max(learnTime.Seconds(), 1e-9),
 			"workers_replaced":   float64(a.workersReplaced),
 		},
 	}, nil
@@ -230,7 +212,7 @@ func (a *Agent) learnRound(rng *rand.Rand) (stepStats, int, error) {
 	goodQ, goodTarget := a.q.params.GetFlat(nil), a.target.params.GetFlat(nil)
 	goodOpt := a.learner.opt.State()
 	goodSync, goodUpdates := a.lastTargetSync, a.targetUpdates
-	if a.timesteps-a.lastTargetSync >= int64(a.cfg.TargetNetworkUpdateFreq) {
+	if a.timesteps-a.lastTargetSync >= int64(a.Cfg.TargetNetworkUpdateFreq) {
 		a.learner.syncTarget()
 		a.lastTargetSync = a.timesteps
 		a.targetUpdates++
@@ -238,7 +220,7 @@ func (a *Agent) learnRound(rng *rand.Rand) (stepStats, int, error) {
 	beta := a.beta.Value(a.timesteps)
 	a.learner.opt.LR = a.lr.Value(a.timesteps)
 	var sum stepStats
-	for k := range a.cfg.GradientSteps {
+	for k := range a.Cfg.GradientSteps {
 		s, err := a.learner.step(a.buf, rng, beta)
 		if err != nil {
 			_ = a.q.params.SetFlat(goodQ)
@@ -255,8 +237,8 @@ func (a *Agent) learnRound(rng *rand.Rand) (stepStats, int, error) {
 		sum.meanTD += s.meanTD
 		sum.gradNorm += s.gradNorm
 	}
-	a.gradSteps += int64(a.cfg.GradientSteps)
-	return sum, a.cfg.GradientSteps, nil
+	a.gradSteps += int64(a.Cfg.GradientSteps)
+	return sum, a.Cfg.GradientSteps, nil
 }
 
 // ComputeAction implements rllib.Agent: the greedy action, the argmax of

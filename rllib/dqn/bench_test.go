@@ -24,10 +24,10 @@ func BenchmarkLearnStep(b *testing.B) {
 	} {
 		name := fmt.Sprintf("%dx%d/batch%d/dueling=%v", bc.hiddens[0], bc.hiddens[1], bc.batch, bc.dueling)
 		b.Run(name, func(b *testing.B) {
-			a, err := New(context.Background(), rllib.Options{Env: "CartPole-v1", Seed: 1, Config: map[string]any{
+			a, err := newFromKeys(context.Background(), rllib.Options{Env: "CartPole-v1", Seed: 1}, map[string]any{
 				"model": map[string]any{"fcnet_hiddens": bc.hiddens}, "train_batch_size": bc.batch,
 				"dueling": bc.dueling, "learning_starts": 1_000_000, "timesteps_per_iteration": 5000,
-			}})
+			})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -51,7 +51,7 @@ func BenchmarkLearnStep(b *testing.B) {
 // BenchmarkSample measures ε-greedy sampling with n-step assembly in the
 // driver (one CartPole, 64-64 network).
 func BenchmarkSample(b *testing.B) {
-	a, err := New(context.Background(), rllib.Options{Env: "CartPole-v1", Seed: 1, Config: map[string]any{}})
+	a, err := newFromKeys(context.Background(), rllib.Options{Env: "CartPole-v1", Seed: 1}, map[string]any{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -5,21 +5,12 @@ import (
 	"fmt"
 
 	"github.com/gray-ml/gray/models"
-	"github.com/gray-ml/gray/rllib"
 	"github.com/gray-ml/gray/rllib/sample"
 )
 
 // formatVersion is the checkpoint format: it changes when checkpointState's
 // layout does.
 const formatVersion = 1
-
-// checkpointMeta is the header file (rllib.CheckpointMetaFile): the header Restore checks, and ε and the
-// config for people reading the folder.
-type checkpointMeta struct {
-	rllib.CheckpointHeader
-	Epsilon float64 `json:"epsilon"`
-	Config  Config  `json:"config"`
-}
 
 // checkpointState is the training state.
 type checkpointState struct {
@@ -32,35 +23,25 @@ type checkpointState struct {
 	GradSteps      int64
 	LastTargetSync int64
 	TargetUpdates  int64
-	Episodes       []sample.Episode
-	EpisodesTotal  int64
+	sample.WindowState
 }
 
 // Save implements rllib.Agent: it writes LogDir/checkpoint_<iteration>/
-// holding the header file and state.cbor: online and target weights, Adam state,
-// timesteps (which set ε and β), round and gradient-step counters, the
-// target network's sync point and recent episodes. The replay buffer is
-// not saved (at the default size it would be tens of megabytes per
+// holding the header file and state.cbor: online and target weights, Adam
+// state, timesteps (which set ε and β), round and gradient-step counters,
+// the target network's sync point and recent episodes. The replay buffer
+// is not saved (at the default size it would be tens of megabytes per
 // checkpoint): a restored agent refills it and learns again once it holds
 // train_batch_size transitions (and learning_starts steps have been taken
-// in all). Environment states are not saved either; a restored
-// agent starts new episodes.
+// in all). Environment states are not saved either; a restored agent
+// starts new episodes.
 func (a *Agent) Save(ctx context.Context) (string, error) {
-	meta := checkpointMeta{CheckpointHeader: a.checkpointHeader(), Epsilon: a.Epsilon(), Config: a.cfg}
-	return rllib.SaveCheckpoint(a.opts.LogDir, meta, checkpointState{
+	return a.SaveState(formatVersion, a.iteration, a.timesteps, checkpointState{
 		Weights: a.q.params.GetFlat(nil), TargetWeights: a.target.params.GetFlat(nil),
 		Adam: a.learner.opt.State(), Iteration: a.iteration, Timesteps: a.timesteps,
 		Rounds: a.rounds, GradSteps: a.gradSteps, LastTargetSync: a.lastTargetSync, TargetUpdates: a.targetUpdates,
-		Episodes: a.window.Episodes(), EpisodesTotal: a.window.Total(),
+		WindowState: a.window.State(),
 	})
-}
-
-// checkpointHeader says what this agent's checkpoints are.
-func (a *Agent) checkpointHeader() rllib.CheckpointHeader {
-	return rllib.CheckpointHeader{
-		Algorithm: "DQN", Env: a.opts.Env, Format: formatVersion,
-		Iteration: a.iteration, TimestepsTotal: a.timesteps,
-	}
 }
 
 // Restore implements rllib.Agent. A checkpoint of another algorithm or
@@ -68,7 +49,7 @@ func (a *Agent) checkpointHeader() rllib.CheckpointHeader {
 // agent unchanged.
 func (a *Agent) Restore(ctx context.Context, path string) error {
 	var st checkpointState
-	if err := rllib.LoadCheckpoint(path, a.checkpointHeader(), &st); err != nil {
+	if err := a.LoadState(path, formatVersion, &st); err != nil {
 		return err
 	}
 	n := a.q.params.Len()
@@ -82,8 +63,6 @@ func (a *Agent) Restore(ctx context.Context, path string) error {
 	_ = a.target.params.SetFlat(st.TargetWeights)
 	a.iteration, a.timesteps, a.rounds, a.gradSteps = st.Iteration, st.Timesteps, st.Rounds, st.GradSteps
 	a.lastTargetSync, a.targetUpdates = st.LastTargetSync, st.TargetUpdates
-	a.window = sample.NewEpisodeWindow(a.cfg.MetricsSmoothingEpisodes)
-	a.window.Add(st.Episodes...)
-	a.window.SetTotal(st.EpisodesTotal)
+	a.window = sample.NewEpisodeWindowFrom(a.Cfg.MetricsSmoothingEpisodes, st.WindowState)
 	return nil
 }

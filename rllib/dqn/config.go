@@ -20,7 +20,6 @@ package dqn
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/gray-ml/gray/models"
 	"github.com/gray-ml/gray/rllib"
@@ -30,12 +29,14 @@ import (
 // Config is DQN's configuration. Every key has a default (DefaultConfig);
 // users override keys by name with JSON or YAML.
 type Config struct {
-	// NumWorkers is the number of rollout worker actors; 0 samples in the
-	// driver, the fastest choice for cheap environments such as CartPole.
-	NumWorkers int `json:"num_workers"`
-	// NumEnvsPerWorker is the number of environments each sampler steps
-	// together.
-	NumEnvsPerWorker int `json:"num_envs_per_worker"`
+	// Common holds num_workers (rollout worker actors; 0 samples in the
+	// driver, the fastest choice for cheap environments such as CartPole),
+	// seed and num_gpus (only 0: DQN learns on the CPU for now; models/cuda
+	// has its loss kernel, not yet its learner).
+	rllib.Common
+	// Training holds num_envs_per_worker, gamma, lr (Adam's), lr_schedule,
+	// grad_clip and metrics_smoothing_episodes.
+	rllib.Training
 	// TimestepsPerIteration is the least number of environment steps one
 	// Train call takes (rounded up to whole sampling rounds).
 	TimestepsPerIteration int `json:"timesteps_per_iteration"`
@@ -65,22 +66,15 @@ type Config struct {
 	PrioritizedReplayBeta      float64 `json:"prioritized_replay_beta"`
 	FinalPrioritizedReplayBeta float64 `json:"final_prioritized_replay_beta"`
 	PrioritizedReplayEps       float64 `json:"prioritized_replay_eps"`
-	// Gamma is the discount factor and NStep the number of steps summed
-	// into each transition's return.
-	Gamma float64 `json:"gamma"`
-	NStep int     `json:"n_step"`
+	// NStep is the number of steps summed into each transition's return.
+	NStep int `json:"n_step"`
 	// DoubleQ picks the next action with the online network and values it
 	// with the target network; Dueling splits the Q head into a value and
 	// a mean-subtracted advantage stream.
 	DoubleQ bool `json:"double_q"`
 	Dueling bool `json:"dueling"`
-	// LR is the Adam learning rate, GradClip the global gradient-norm limit
-	// (0: off) and HuberDelta the Huber loss's threshold. LRSchedule, a
-	// list of [timestep, lr] points interpolated linearly, overrides LR.
-	LR         float64      `json:"lr"`
-	LRSchedule [][2]float64 `json:"lr_schedule"`
-	GradClip   float64      `json:"grad_clip"`
-	HuberDelta float64      `json:"huber_delta"`
+	// HuberDelta is the Huber loss's threshold.
+	HuberDelta float64 `json:"huber_delta"`
 	// ε-greedy exploration: ε goes linearly from exploration_initial_eps to
 	// exploration_final_eps over the first exploration_fraction of
 	// schedule_max_timesteps steps, then stays.
@@ -91,20 +85,11 @@ type Config struct {
 	// Model configures the Q network (fcnet_hiddens, fcnet_activation,
 	// init); free_log_std and vf_share_layers do not apply.
 	Model models.ModelOptions `json:"model"`
-	// MetricsSmoothingEpisodes is the number of most recent episodes the
-	// reported episode statistics average over.
-	MetricsSmoothingEpisodes int `json:"metrics_smoothing_episodes"`
 	// NumLearnerThreads is the number of goroutines each gradient step is
 	// split over (fixed shards whose gradients are summed in a fixed
 	// order: a seed and a thread count give the same run anywhere). Unset,
 	// it is the CPUs the learner reserves (rllib.LearnerThreads).
 	NumLearnerThreads *int `json:"num_learner_threads"`
-	// Seed, when set, overrides the run's seed.
-	Seed *int64 `json:"seed"`
-	// NumGPUs is RLlib's num_gpus. DQN learns on the CPU: only 0 is
-	// accepted for now (PPO has a GPU learner; models/cuda has DQN's loss
-	// kernel, not yet its learner).
-	NumGPUs float64 `json:"num_gpus"`
 }
 
 // DefaultConfig returns DQN's defaults. They start from the published
@@ -121,8 +106,9 @@ func DefaultConfig() Config {
 	m.Hiddens = []int{64, 64}
 	m.Activation = "relu"
 	return Config{
-		NumWorkers:                 0,
-		NumEnvsPerWorker:           1,
+		Training: rllib.Training{
+			NumEnvsPerWorker: 1, Gamma: 0.99, LR: 1e-3, GradClip: 10, MetricsSmoothingEpisodes: 100,
+		},
 		TimestepsPerIteration:      1000,
 		TrainFreq:                  256,
 		GradientSteps:              128,
@@ -135,60 +121,45 @@ func DefaultConfig() Config {
 		PrioritizedReplayBeta:      0.4,
 		FinalPrioritizedReplayBeta: 1.0,
 		PrioritizedReplayEps:       1e-6,
-		Gamma:                      0.99,
 		NStep:                      3,
 		DoubleQ:                    true,
 		Dueling:                    true,
-		LR:                         1e-3,
-		GradClip:                   10,
 		HuberDelta:                 1,
 		ScheduleMaxTimesteps:       50_000,
 		ExplorationFraction:        0.16,
 		ExplorationInitialEps:      1.0,
 		ExplorationFinalEps:        0.04,
 		Model:                      m,
-		MetricsSmoothingEpisodes:   100,
 	}
 }
 
 // Validate checks every value's range, naming the key at fault.
 func (c *Config) Validate() error {
-	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+	finite := rllib.Finite
 	prob := func(x float64) bool { return finite(x) && x >= 0 && x <= 1 }
-	rules := []struct {
-		key string
-		ok  bool
-		msg string
-	}{
-		{"num_workers", c.NumWorkers >= 0, "must be 0 or more"},
-		{"num_envs_per_worker", c.NumEnvsPerWorker >= 1, "must be at least 1"},
-		{"timesteps_per_iteration", c.TimestepsPerIteration >= 1, "must be at least 1"},
-		{"train_freq", c.TrainFreq >= 1, "must be at least 1"},
-		{"gradient_steps", c.GradientSteps >= 1, "must be at least 1"},
-		{"train_batch_size", c.TrainBatchSize >= 1, "must be at least 1"},
-		{"learning_starts", c.LearningStarts >= 0, "must be 0 or more"},
-		{"target_network_update_freq", c.TargetNetworkUpdateFreq >= 1, "must be at least 1"},
-		{"buffer_size", c.BufferSize >= 1, "must be at least 1"},
-		{"prioritized_replay_alpha", finite(c.PrioritizedReplayAlpha) && c.PrioritizedReplayAlpha >= 0, "must be 0 or more"},
-		{"prioritized_replay_beta", prob(c.PrioritizedReplayBeta), "must be in [0, 1]"},
-		{"final_prioritized_replay_beta", prob(c.FinalPrioritizedReplayBeta), "must be in [0, 1]"},
-		{"prioritized_replay_eps", finite(c.PrioritizedReplayEps) && c.PrioritizedReplayEps > 0, "must be positive"},
-		{"gamma", prob(c.Gamma), "must be in [0, 1]"},
-		{"n_step", c.NStep >= 1, "must be at least 1"},
-		{"lr", finite(c.LR) && c.LR > 0, "must be positive"},
-		{"grad_clip", finite(c.GradClip) && c.GradClip >= 0, "must be 0 (off) or positive"},
-		{"huber_delta", finite(c.HuberDelta) && c.HuberDelta > 0, "must be positive"},
-		{"schedule_max_timesteps", c.ScheduleMaxTimesteps >= 1, "must be at least 1"},
-		{"exploration_fraction", prob(c.ExplorationFraction), "must be in [0, 1]"},
-		{"exploration_initial_eps", prob(c.ExplorationInitialEps), "must be in [0, 1]"},
-		{"exploration_final_eps", prob(c.ExplorationFinalEps), "must be in [0, 1]"},
-		{"metrics_smoothing_episodes", c.MetricsSmoothingEpisodes >= 1, "must be at least 1"},
-		{"num_gpus", c.NumGPUs == 0, fmt.Sprintf("(%g): DQN learns on the CPU only for now; set num_gpus: 0 (PPO has a GPU learner)", c.NumGPUs)},
-	}
-	for _, r := range rules {
-		if !r.ok {
-			return fmt.Errorf("DQN config: %s %s", r.key, r.msg)
-		}
+	ck := rllib.NewCheck("DQN")
+	c.Common.Check(ck)
+	c.Training.Check(ck)
+	ck.Key("timesteps_per_iteration", c.TimestepsPerIteration >= 1, "must be at least 1")
+	ck.Key("train_freq", c.TrainFreq >= 1, "must be at least 1")
+	ck.Key("gradient_steps", c.GradientSteps >= 1, "must be at least 1")
+	ck.Key("train_batch_size", c.TrainBatchSize >= 1, "must be at least 1")
+	ck.Key("learning_starts", c.LearningStarts >= 0, "must be 0 or more")
+	ck.Key("target_network_update_freq", c.TargetNetworkUpdateFreq >= 1, "must be at least 1")
+	ck.Key("buffer_size", c.BufferSize >= 1, "must be at least 1")
+	ck.Key("prioritized_replay_alpha", finite(c.PrioritizedReplayAlpha) && c.PrioritizedReplayAlpha >= 0, "must be 0 or more")
+	ck.Key("prioritized_replay_beta", prob(c.PrioritizedReplayBeta), "must be in [0, 1]")
+	ck.Key("final_prioritized_replay_beta", prob(c.FinalPrioritizedReplayBeta), "must be in [0, 1]")
+	ck.Key("prioritized_replay_eps", finite(c.PrioritizedReplayEps) && c.PrioritizedReplayEps > 0, "must be positive")
+	ck.Key("n_step", c.NStep >= 1, "must be at least 1")
+	ck.Key("huber_delta", finite(c.HuberDelta) && c.HuberDelta > 0, "must be positive")
+	ck.Key("schedule_max_timesteps", c.ScheduleMaxTimesteps >= 1, "must be at least 1")
+	ck.Key("exploration_fraction", prob(c.ExplorationFraction), "must be in [0, 1]")
+	ck.Key("exploration_initial_eps", prob(c.ExplorationInitialEps), "must be in [0, 1]")
+	ck.Key("exploration_final_eps", prob(c.ExplorationFinalEps), "must be in [0, 1]")
+	c.Common.CheckCPUOnly(ck)
+	if err := ck.Err(); err != nil {
+		return err
 	}
 	if c.Model.FreeLogStd {
 		return fmt.Errorf("DQN config: model: free_log_std applies to Gaussian policies only; DQN's actions are Discrete")
@@ -202,21 +173,7 @@ func (c *Config) Validate() error {
 	if err := c.Model.CheckFeedForward("DQN"); err != nil {
 		return fmt.Errorf("DQN config: %w", err)
 	}
-	if len(c.LRSchedule) > 0 {
-		if _, err := schedule.NewPiecewise(c.LRSchedule); err != nil {
-			return fmt.Errorf("DQN config: lr_schedule: %w", err)
-		}
-	}
 	return nil
-}
-
-// lrSchedule is the learning rate as a function of timesteps.
-func (c *Config) lrSchedule() schedule.Piecewise {
-	if len(c.LRSchedule) > 0 {
-		p, _ := schedule.NewPiecewise(c.LRSchedule) // checked by Validate
-		return p
-	}
-	return schedule.Constant(c.LR)
 }
 
 // epsilonSchedule is ε as a function of timesteps.

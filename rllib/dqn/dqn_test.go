@@ -28,7 +28,7 @@ func smallCartPole() map[string]any {
 
 func newAgent(t *testing.T, env string, cfg map[string]any, seed int64) *Agent {
 	t.Helper()
-	return agenttest.New(t, New, rllib.Options{Env: env, Config: cfg, Seed: seed})
+	return agenttest.New(t, newFromKeys, rllib.Options{Env: env, Seed: seed}, cfg)
 }
 
 func TestRegistered(t *testing.T) {
@@ -36,7 +36,7 @@ func TestRegistered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg, ok := alg.DefaultConfig().(Config); !ok || cfg.TargetNetworkUpdateFreq == 0 || !cfg.DoubleQ {
+	if cfg, ok := alg.DefaultConfig().(*Config); !ok || cfg.TargetNetworkUpdateFreq == 0 || !cfg.DoubleQ {
 		t.Errorf("DefaultConfig() = %#v, want the typed DQN defaults", alg.DefaultConfig())
 	}
 }
@@ -106,7 +106,7 @@ func TestDuelingAggregation(t *testing.T) {
 }
 
 func TestBoxActionSpaceError(t *testing.T) {
-	_, err := New(context.Background(), rllib.Options{Env: "Pendulum-v1"})
+	_, err := newFromKeys(context.Background(), rllib.Options{Env: "Pendulum-v1"}, nil)
 	if err == nil {
 		t.Fatal("DQN on Pendulum-v1 (Box actions): want an error")
 	}
@@ -143,7 +143,7 @@ func TestBadConfig(t *testing.T) {
 		want string
 	}{map[string]any{"num_workers": 5}, "num_workers=5 needs 5 CPUs (each worker actor reserves one); the runtime has 4: set num_workers to at most 4"})
 	for _, tc := range tests {
-		_, err := New(context.Background(), rllib.Options{Env: "CartPole-v1", Config: tc.cfg})
+		_, err := newFromKeys(context.Background(), rllib.Options{Env: "CartPole-v1"}, tc.cfg)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("config %v: error %v, want one mentioning %s", tc.cfg, err, tc.want)
 		}

@@ -9,3 +9,6 @@ import (
 // TestMain serves rollout worker actors when the test binary runs as a gray
 // worker, and starts the runtime for the tests with num_workers > 0.
 func TestMain(m *testing.M) { agenttest.Main(m, 4) }
+
+// newFromKeys is New taking config keys, as train gives them.
+var newFromKeys = agenttest.FromKeys("DQN", DefaultConfig, New)

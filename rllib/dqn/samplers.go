@@ -2,7 +2,6 @@ package dqn
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/gray-ml/gray"
@@ -32,8 +31,8 @@ type samplers interface {
 // newSamplers picks the local sampler (num_workers 0) or rollout worker
 // actors.
 func newSamplers(ctx context.Context, a *Agent) (samplers, error) {
-	if a.cfg.NumWorkers == 0 {
-		w, err := newRolloutWorker(a.workerSpec(0), a.q)
+	if a.Cfg.NumWorkers == 0 {
+		w, err := newRolloutWorker(a.WorkerSpec(0), a.q)
 		if err != nil {
 			return nil, err
 		}
@@ -71,19 +70,14 @@ type actorSamplers struct {
 }
 
 func newActorSamplers(ctx context.Context, a *Agent) (*actorSamplers, error) {
-	if err := rllib.CheckWorkers("DQN", a.cfg.NumWorkers, "to sample in this process (the fastest choice for cheap environments such as CartPole)"); err != nil {
+	hs, err := rllib.StartWorkers(ctx, "DQN", "rollout worker", a.Cfg.NumWorkers, "to sample in this process (the fastest choice for cheap environments such as CartPole)",
+		func(ctx context.Context, i int) (gray.Handle[RolloutWorker], error) {
+			return workerActor.Remote(ctx, a.WorkerSpec(i))
+		})
+	if err != nil {
 		return nil, err
 	}
-	s := &actorSamplers{}
-	for i := 1; i <= a.cfg.NumWorkers; i++ {
-		h, err := workerActor.Remote(ctx, a.workerSpec(i))
-		if err != nil {
-			_ = s.close()
-			return nil, fmt.Errorf("DQN: starting rollout worker %d: %w", i, err)
-		}
-		s.hs = append(s.hs, h)
-	}
-	return s, nil
+	return &actorSamplers{hs: hs}, nil
 }
 
 func (s *actorSamplers) sample(ctx context.Context, a *Agent, round int64) ([]Samples, error) {
@@ -107,7 +101,7 @@ func (s *actorSamplers) sample(ctx context.Context, a *Agent, round int64) ([]Sa
 		}
 		// Replace the worker and ask the new one for the same round.
 		_ = gray.Kill(s.hs[i])
-		h, rerr := workerActor.Remote(ctx, a.workerSpec(i+1))
+		h, rerr := workerActor.Remote(ctx, a.WorkerSpec(i+1))
 		if rerr != nil {
 			return nil, fmt.Errorf("rollout worker %d failed (%v) and could not be replaced: %w", i+1, err, rerr)
 		}
@@ -122,10 +116,7 @@ func (s *actorSamplers) sample(ctx context.Context, a *Agent, round int64) ([]Sa
 }
 
 func (s *actorSamplers) close() error {
-	var errs []error
-	for _, h := range s.hs {
-		errs = append(errs, gray.Kill(h))
-	}
+	err := rllib.KillWorkers(s.hs)
 	s.hs = nil
-	return errors.Join(errs...)
+	return err
 }

@@ -8,22 +8,14 @@ import (
 
 	"github.com/gray-ml/gray/envs"
 	"github.com/gray-ml/gray/models"
+	"github.com/gray-ml/gray/rllib"
 	"github.com/gray-ml/gray/rllib/replay"
 	"github.com/gray-ml/gray/rllib/sample"
 	"github.com/gray-ml/gray/rllib/schedule"
 )
 
-// WorkerSpec is what a rollout worker is built from; it travels to the
-// worker's process as the actor's constructor argument.
-type WorkerSpec struct {
-	Env       string
-	EnvConfig map[string]any
-	Config    Config
-	// Seed is the run's seed and Index the worker's number (0 for the
-	// driver's local sampler, 1..num_workers for actors).
-	Seed  int64
-	Index int
-}
+// WorkerSpec is what a rollout worker is built from.
+type WorkerSpec = rllib.WorkerSpec[Config]
 
 // SampleRequest asks a worker for one training round's steps.
 type SampleRequest struct {

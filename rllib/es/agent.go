@@ -12,19 +12,11 @@ import (
 	"github.com/gray-ml/gray/rllib"
 )
 
-func init() {
-	rllib.Register(rllib.Algorithm{
-		Name:          "ES",
-		New:           func(ctx context.Context, opts rllib.Options) (rllib.Agent, error) { return New(ctx, opts) },
-		DefaultConfig: func() any { return DefaultConfig() },
-	})
-}
+func init() { rllib.Register(rllib.Define("ES", DefaultConfig, New)) }
 
 // Agent is an ES agent. It implements rllib.Agent.
 type Agent struct {
-	opts rllib.Options
-	cfg  Config
-	seed int64
+	rllib.Base[Config]
 	// pol holds θ, the weights the driver updates, and the master
 	// observation filter.
 	pol   *models.Policy
@@ -42,15 +34,15 @@ type Agent struct {
 	obsBuf, actBuf []float64
 }
 
-// New creates an ES agent for opts.Env with opts.Config over the defaults.
+// New creates an ES agent for opts.Env with cfg (DefaultConfig with the
+// user's keys over it).
 // With num_workers above 0 it needs the gray runtime: it creates the noise
 // table with a remote task and starts the worker actors.
-func New(ctx context.Context, opts rllib.Options) (*Agent, error) {
-	cfg := DefaultConfig()
-	if err := rllib.DecodeConfig("ES", opts, &cfg); err != nil {
+func New(ctx context.Context, opts rllib.Options, cfg Config) (*Agent, error) {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	seed := rllib.RunSeed(opts.Seed, cfg.Seed)
+	seed := cfg.RunSeed(opts.Seed)
 	obsSpace, actSpace, err := rllib.EnvSpaces("ES", opts)
 	if err != nil {
 		return nil, err
@@ -62,7 +54,7 @@ func New(ctx context.Context, opts rllib.Options) (*Agent, error) {
 	if pol.Model.Params().Len() > cfg.NoiseSize {
 		return nil, fmt.Errorf("ES config: noise_size %d is smaller than the policy's %d weights; raise noise_size or shrink the model", cfg.NoiseSize, pol.Model.Params().Len())
 	}
-	a := &Agent{opts: opts, cfg: cfg, seed: seed, pol: pol, box: box, opt: models.NewAdam(cfg.Stepsize), tape: models.NewTape()}
+	a := &Agent{Base: rllib.Base[Config]{Name: "ES", Opts: opts, Cfg: cfg, Seed: seed}, pol: pol, box: box, opt: models.NewAdam(cfg.Stepsize), tape: models.NewTape()}
 	a.tape.SetNoGrad(true)
 	if err := a.startWorkers(ctx); err != nil {
 		return nil, err
@@ -72,16 +64,13 @@ func New(ctx context.Context, opts rllib.Options) (*Agent, error) {
 
 // startWorkers creates the noise table and the workers that share it.
 func (a *Agent) startWorkers(ctx context.Context) error {
-	spec := func(i int) WorkerSpec {
-		return WorkerSpec{Env: a.opts.Env, EnvConfig: a.opts.EnvConfig, Config: a.cfg, Seed: a.seed, Index: i}
-	}
-	if a.cfg.NumWorkers == 0 {
-		noise, err := NewNoise(a.seed, a.cfg.NoiseSize)
+	if a.Cfg.NumWorkers == 0 {
+		noise, err := NewNoise(a.Seed, a.Cfg.NoiseSize)
 		if err != nil {
 			return err
 		}
 		a.noise = noiseTable{noise}
-		w, err := NewWorker(ctx, spec(0), gray.SharedValue(noise))
+		w, err := NewWorker(ctx, a.WorkerSpec(0), gray.SharedValue(noise))
 		if err != nil {
 			return err
 		}
@@ -89,12 +78,12 @@ func (a *Agent) startWorkers(ctx context.Context) error {
 		return nil
 	}
 	if !gray.IsInitialized() {
-		return fmt.Errorf("ES: num_workers %d needs the gray runtime: call gray.Init first (the train command does), or set num_workers to 0 to run episodes in this process", a.cfg.NumWorkers)
+		return fmt.Errorf("ES: num_workers %d needs the gray runtime: call gray.Init first (the train command does), or set num_workers to 0 to run episodes in this process", a.Cfg.NumWorkers)
 	}
-	if err := rllib.CheckWorkers("ES", a.cfg.NumWorkers, "to run episodes in this process"); err != nil {
+	if err := rllib.CheckWorkers("ES", a.Cfg.NumWorkers, "to run episodes in this process"); err != nil {
 		return err
 	}
-	ref := createNoise.Remote(a.seed, a.cfg.NoiseSize)
+	ref := createNoise.Remote(a.Seed, a.Cfg.NoiseSize)
 	// The driver reads the table too: the update sums the noise at every
 	// offset the workers report.
 	noise, err := gray.Get(ctx, ref)
@@ -102,11 +91,11 @@ func (a *Agent) startWorkers(ctx context.Context) error {
 		return fmt.Errorf("ES: creating the noise table: %w", err)
 	}
 	a.noise = noiseTable{noise}
-	specs := make([]WorkerSpec, a.cfg.NumWorkers)
+	specs := make([]WorkerSpec, a.Cfg.NumWorkers)
 	for i := range specs {
-		specs[i] = spec(i + 1)
+		specs[i] = a.WorkerSpec(i + 1)
 	}
-	p, err := newActorPool(ctx, specs, ref, a.cfg)
+	p, err := newActorPool(ctx, specs, ref, a.Cfg)
 	if err != nil {
 		return err
 	}
@@ -114,14 +103,8 @@ func (a *Agent) startWorkers(ctx context.Context) error {
 	return nil
 }
 
-// Config returns the configuration in use (defaults plus the user's keys).
-func (a *Agent) Config() Config { return a.cfg }
-
 // Iteration implements rllib.Agent.
 func (a *Agent) Iteration() int { return a.iteration }
-
-// LogDir implements rllib.Agent.
-func (a *Agent) LogDir() string { return a.opts.LogDir }
 
 // Weights returns a copy of θ.
 func (a *Agent) Weights() []float64 { return a.pol.Model.Params().GetFlat(nil) }
@@ -139,11 +122,11 @@ func (a *Agent) Train(ctx context.Context) (rllib.Result, error) {
 	if a.pool == nil {
 		return fail(fmt.Errorf("the agent has been stopped"))
 	}
-	n := a.cfg.workers()
+	n := a.Cfg.workers()
 	tasks := make([]Task, n)
 	for i := range tasks {
-		tasks[i] = Task{Iteration: iter, MinEpisodes: share(a.cfg.EpisodesPerBatch, n),
-			MinTimesteps: share(a.cfg.TrainBatchSize, n), EvalEpisodes: evalShare(a.cfg.EvalEpisodes, n, i)}
+		tasks[i] = Task{Iteration: iter, MinEpisodes: share(a.Cfg.EpisodesPerBatch, n),
+			MinTimesteps: share(a.Cfg.TrainBatchSize, n), EvalEpisodes: evalShare(a.Cfg.EvalEpisodes, n, i)}
 	}
 	weights := Weights{Params: a.Weights()}
 	if a.pol.Filter != nil {
@@ -230,7 +213,7 @@ func (a *Agent) Train(ctx context.Context) (rllib.Result, error) {
 			"grad_norm":       stats.gradNorm,
 			"weights_norm":    stats.weightsNorm,
 			"episodes_so_far": float64(a.episodes),
-			"stepsize":        a.cfg.Stepsize,
+			"stepsize":        a.Cfg.Stepsize,
 		},
 		Extra: map[string]float64{
 			"antithetic_pairs":   float64(len(indices)),
@@ -278,10 +261,10 @@ func (a *Agent) update(indices []int, returns []float64) (updateStats, error) {
 	for j := range g {
 		g[j] /= float64(len(indices))
 		gradNorm += g[j] * g[j]
-		g[j] = -g[j] + a.cfg.L2Coeff*theta[j]
+		g[j] = -g[j] + a.Cfg.L2Coeff*theta[j]
 	}
 	goodOpt := a.opt.State()
-	a.opt.LR = a.cfg.Stepsize
+	a.opt.LR = a.Cfg.Stepsize
 	if err := a.opt.Step(theta, g); err != nil {
 		return updateStats{}, fmt.Errorf("the Adam step: %w", err)
 	}

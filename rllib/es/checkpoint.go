@@ -5,19 +5,11 @@ import (
 	"fmt"
 
 	"github.com/gray-ml/gray/models"
-	"github.com/gray-ml/gray/rllib"
 )
 
 // formatVersion is the checkpoint format: it changes when checkpointState's
 // layout does.
 const formatVersion = 1
-
-// checkpointMeta is the header file (rllib.CheckpointMetaFile): the header Restore checks, and the config
-// for people reading the folder.
-type checkpointMeta struct {
-	rllib.CheckpointHeader
-	Config Config `json:"config"`
-}
 
 // checkpointState is the training state. The noise table is not saved: it
 // is a pure function of the seed and noise_size.
@@ -32,8 +24,8 @@ type checkpointState struct {
 }
 
 // Save implements rllib.Agent: it writes LogDir/checkpoint_<iteration>/
-// holding the header file and state.cbor (θ, Adam state, observation filter,
-// counters).
+// holding the header file and state.cbor (θ, Adam state, observation
+// filter, counters).
 func (a *Agent) Save(ctx context.Context) (string, error) {
 	st := checkpointState{
 		Weights: a.Weights(), Signature: a.pol.Model.Params().Signature(), Adam: a.opt.State(),
@@ -43,16 +35,7 @@ func (a *Agent) Save(ctx context.Context) (string, error) {
 		s := a.pol.Filter.Stats()
 		st.Filter = &s
 	}
-	meta := checkpointMeta{CheckpointHeader: a.checkpointHeader(), Config: a.cfg}
-	return rllib.SaveCheckpoint(a.opts.LogDir, meta, st)
-}
-
-// checkpointHeader says what this agent's checkpoints are.
-func (a *Agent) checkpointHeader() rllib.CheckpointHeader {
-	return rllib.CheckpointHeader{
-		Algorithm: "ES", Env: a.opts.Env, Format: formatVersion,
-		Iteration: a.iteration, TimestepsTotal: a.timesteps,
-	}
+	return a.SaveState(formatVersion, a.iteration, a.timesteps, st)
 }
 
 // Restore implements rllib.Agent. A checkpoint of another algorithm or
@@ -60,7 +43,7 @@ func (a *Agent) checkpointHeader() rllib.CheckpointHeader {
 // agent unchanged.
 func (a *Agent) Restore(ctx context.Context, path string) error {
 	var st checkpointState
-	if err := rllib.LoadCheckpoint(path, a.checkpointHeader(), &st); err != nil {
+	if err := a.LoadState(path, formatVersion, &st); err != nil {
 		return err
 	}
 	params := a.pol.Model.Params()

@@ -24,9 +24,9 @@ package es
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/gray-ml/gray/models"
+	"github.com/gray-ml/gray/rllib"
 )
 
 // Config is ES's configuration. Keys and defaults follow the original
@@ -34,9 +34,10 @@ import (
 // default here is 25,000,000, 100 MB) and num_workers (sized for a small
 // machine).
 type Config struct {
-	// NumWorkers is the number of worker actors, each reserving one CPU;
-	// 0 runs the episodes in the driver (no runtime needed).
-	NumWorkers int `json:"num_workers"`
+	// Common holds num_workers (worker actors, each reserving one CPU; 0
+	// runs the episodes in the driver, no runtime needed), seed and
+	// num_gpus (only 0: ES evaluates on the CPU).
+	rllib.Common
 	// EpisodesPerBatch and TrainBatchSize are the iteration's stopping rule:
 	// it runs perturbed episodes until it has at least EpisodesPerBatch of
 	// them (two per antithetic pair) and at least TrainBatchSize steps.
@@ -75,8 +76,6 @@ type Config struct {
 	// wait for the others before reporting that the runtime cannot host
 	// num_workers of them.
 	WorkerStartTimeoutS float64 `json:"worker_start_timeout_s"`
-	// Seed, when set, overrides the run's seed.
-	Seed *int64 `json:"seed"`
 }
 
 // DefaultConfig returns ES's defaults.
@@ -84,7 +83,7 @@ func DefaultConfig() Config {
 	m := models.DefaultModelOptions()
 	m.Hiddens = []int{32, 32}
 	return Config{
-		NumWorkers:          2,
+		Common:              rllib.Common{NumWorkers: 2},
 		EpisodesPerBatch:    1000,
 		TrainBatchSize:      10000,
 		NoiseStdev:          0.02,
@@ -104,31 +103,25 @@ func DefaultConfig() Config {
 
 // Validate checks every value's range, naming the key at fault.
 func (c *Config) Validate() error {
-	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
-	rules := []struct {
-		key string
-		ok  bool
-		msg string
-	}{
-		{"num_workers", c.NumWorkers >= 0, "must be 0 (episodes in the driver) or more"},
-		{"episodes_per_batch", c.EpisodesPerBatch >= 1, "must be at least 1"},
-		{"train_batch_size", c.TrainBatchSize >= 1, "must be at least 1"},
-		{"noise_stdev", finite(c.NoiseStdev) && c.NoiseStdev > 0, "must be positive"},
-		{"stepsize", finite(c.Stepsize) && c.Stepsize > 0, "must be positive"},
-		{"l2_coeff", finite(c.L2Coeff) && c.L2Coeff >= 0, "must be 0 or more"},
-		{"noise_size", c.NoiseSize >= 1, "must be positive"},
-		{"return_proc_mode", c.ReturnProcMode == "centered_rank", `must be "centered_rank"`},
-		{"action_noise_std", finite(c.ActionNoiseStd) && c.ActionNoiseStd >= 0, "must be 0 or more"},
-		{"eval_episodes", c.EvalEpisodes >= 0, "must be 0 or more"},
-		{"eval_prob", finite(c.EvalProb) && c.EvalProb >= 0 && c.EvalProb <= 1, "must be in [0, 1]"},
-		{"observation_filter", c.ObservationFilter == "NoFilter" || c.ObservationFilter == "MeanStdFilter", `must be "NoFilter" or "MeanStdFilter"`},
-		{"max_worker_restarts", c.MaxWorkerRestarts >= 0, "must be 0 or more"},
-		{"worker_start_timeout_s", finite(c.WorkerStartTimeoutS) && c.WorkerStartTimeoutS > 0, "must be positive"},
-	}
-	for _, r := range rules {
-		if !r.ok {
-			return fmt.Errorf("ES config: %s %s", r.key, r.msg)
-		}
+	finite := rllib.Finite
+	ck := rllib.NewCheck("ES")
+	c.Common.Check(ck)
+	ck.Key("episodes_per_batch", c.EpisodesPerBatch >= 1, "must be at least 1")
+	ck.Key("train_batch_size", c.TrainBatchSize >= 1, "must be at least 1")
+	ck.Key("noise_stdev", finite(c.NoiseStdev) && c.NoiseStdev > 0, "must be positive")
+	ck.Key("stepsize", finite(c.Stepsize) && c.Stepsize > 0, "must be positive")
+	ck.Key("l2_coeff", finite(c.L2Coeff) && c.L2Coeff >= 0, "must be 0 or more")
+	ck.Key("noise_size", c.NoiseSize >= 1, "must be positive")
+	ck.Key("return_proc_mode", c.ReturnProcMode == "centered_rank", `must be "centered_rank"`)
+	ck.Key("action_noise_std", finite(c.ActionNoiseStd) && c.ActionNoiseStd >= 0, "must be 0 or more")
+	ck.Key("eval_episodes", c.EvalEpisodes >= 0, "must be 0 or more")
+	ck.Key("eval_prob", finite(c.EvalProb) && c.EvalProb >= 0 && c.EvalProb <= 1, "must be in [0, 1]")
+	ck.Key("observation_filter", c.ObservationFilter == "NoFilter" || c.ObservationFilter == "MeanStdFilter", `must be "NoFilter" or "MeanStdFilter"`)
+	ck.Key("max_worker_restarts", c.MaxWorkerRestarts >= 0, "must be 0 or more")
+	ck.Key("worker_start_timeout_s", finite(c.WorkerStartTimeoutS) && c.WorkerStartTimeoutS > 0, "must be positive")
+	c.Common.CheckCPUOnly(ck)
+	if err := ck.Err(); err != nil {
+		return err
 	}
 	if err := c.Model.Validate(); err != nil {
 		return fmt.Errorf("ES config: model: %w", err)

@@ -29,7 +29,7 @@ func small() map[string]any {
 
 func newAgent(t *testing.T, env string, cfg map[string]any, seed int64) *Agent {
 	t.Helper()
-	a, err := New(context.Background(), rllib.Options{Env: env, Config: cfg, Seed: seed, LogDir: t.TempDir()})
+	a, err := newFromKeys(context.Background(), rllib.Options{Env: env, Seed: seed, LogDir: t.TempDir()}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestRegistered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg, ok := alg.DefaultConfig().(Config); !ok || cfg.NoiseSize != 25_000_000 || cfg.ReturnProcMode != "centered_rank" {
+	if cfg, ok := alg.DefaultConfig().(*Config); !ok || cfg.NoiseSize != 25_000_000 || cfg.ReturnProcMode != "centered_rank" {
 		t.Errorf("DefaultConfig() = %#v, want the typed ES defaults", alg.DefaultConfig())
 	}
 }
@@ -174,9 +174,10 @@ func TestBadConfig(t *testing.T) {
 		{map[string]any{"model": map[string]any{"fcnet_hidens": []int{8}}}, "fcnet_hidens"},
 		{map[string]any{"noise_size": 10, "num_workers": 0}, "noise_size"},
 		{map[string]any{"model": map[string]any{"use_lstm": true}}, "model.use_lstm: ES trains feed-forward policies only"},
+		{map[string]any{"num_gpus": 1}, "num_gpus (1): ES learns on the CPU only for now; set num_gpus: 0"},
 	}
 	for _, tc := range tests {
-		_, err := New(context.Background(), rllib.Options{Env: "CartPole-v1", Config: tc.cfg})
+		_, err := newFromKeys(context.Background(), rllib.Options{Env: "CartPole-v1"}, tc.cfg)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("config %v: error %v, want one mentioning %s", tc.cfg, err, tc.want)
 		}
@@ -187,7 +188,7 @@ func TestTooManyWorkers(t *testing.T) {
 	cfg := small()
 	cfg["num_workers"] = 6
 	start := time.Now()
-	_, err := New(context.Background(), rllib.Options{Env: "CartPole-v1", Config: cfg, Seed: 1})
+	_, err := newFromKeys(context.Background(), rllib.Options{Env: "CartPole-v1", Seed: 1}, cfg)
 	for _, want := range []string{"num_workers=6 needs 6 CPUs", "the runtime has 4", "set num_workers to at most 4", "--num-cpus"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("6 workers on a 4-CPU runtime: %v, want an error containing %q", err, want)
@@ -411,7 +412,7 @@ func TestTunedConfig(t *testing.T) {
 	// Episodes in the driver with a small table: the keys are what is tested.
 	exp.Config["num_workers"], exp.Config["noise_size"] = 0, 100_000
 	a := newAgent(t, exp.Env, exp.Config, 1)
-	if a.cfg.NoiseStdev != 0.1 || a.cfg.Model.Hiddens[0] != 16 {
-		t.Errorf("decoded config %+v", a.cfg)
+	if a.Cfg.NoiseStdev != 0.1 || a.Cfg.Model.Hiddens[0] != 16 {
+		t.Errorf("decoded config %+v", a.Cfg)
 	}
 }

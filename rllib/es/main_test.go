@@ -1,6 +1,8 @@
 package es
 
 import (
+	"github.com/gray-ml/gray/rllib/internal/agenttest"
+
 	"context"
 	"fmt"
 	"os"
@@ -21,3 +23,6 @@ func TestMain(m *testing.M) {
 	_ = gray.Shutdown()
 	os.Exit(code)
 }
+
+// newFromKeys is New taking config keys, as train gives them.
+var newFromKeys = agenttest.FromKeys("ES", DefaultConfig, New)

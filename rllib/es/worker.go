@@ -14,20 +14,13 @@ import (
 	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/envs"
 	"github.com/gray-ml/gray/models"
+	"github.com/gray-ml/gray/rllib"
 )
 
 // WorkerSpec is what a worker is built from; it travels to the worker's
 // process as the actor's first constructor argument (the noise table is the
 // second, by reference, kept as a gray.Shared).
-type WorkerSpec struct {
-	Env       string
-	EnvConfig map[string]any
-	Config    Config
-	// Seed is the run's seed and Index the worker's number (0 for the
-	// driver's local worker, 1..num_workers for actors).
-	Seed  int64
-	Index int
-}
+type WorkerSpec = rllib.WorkerSpec[Config]
 
 // Weights is what the driver puts into the object store once per
 // iteration for every worker: the policy's flat weights θ and the master

@@ -16,19 +16,11 @@ import (
 	"github.com/gray-ml/gray/rllib/schedule"
 )
 
-func init() {
-	rllib.Register(rllib.Algorithm{
-		Name:          "PPO",
-		New:           func(ctx context.Context, opts rllib.Options) (rllib.Agent, error) { return New(ctx, opts) },
-		DefaultConfig: func() any { return DefaultConfig() },
-	})
-}
+func init() { rllib.Register(rllib.Define("PPO", DefaultConfig, New)) }
 
 // Agent is a PPO agent. It implements rllib.Agent.
 type Agent struct {
-	opts rllib.Options
-	cfg  Config
-	seed int64
+	rllib.Base[Config]
 	// pol holds the master weights the learner updates; proc holds the
 	// master observation filter.
 	pol     *policy
@@ -66,19 +58,19 @@ type samplers interface {
 	close() error
 }
 
-// New creates a PPO agent for opts.Env with opts.Config over the defaults.
-func New(ctx context.Context, opts rllib.Options) (*Agent, error) {
-	return newWithBackend(ctx, opts, BackendCUDA)
+// New creates a PPO agent for opts.Env with cfg (DefaultConfig with the
+// user's keys over it).
+func New(ctx context.Context, opts rllib.Options, cfg Config) (*Agent, error) {
+	return newWithBackend(ctx, opts, cfg, BackendCUDA)
 }
 
 // newWithBackend is New with the learner backend num_gpus uses (tests stand
 // the CPU learner in for CUDA on machines without a GPU).
-func newWithBackend(ctx context.Context, opts rllib.Options, gpuBackend string) (*Agent, error) {
-	cfg := DefaultConfig()
-	if err := rllib.DecodeConfig("PPO", opts, &cfg); err != nil {
+func newWithBackend(ctx context.Context, opts rllib.Options, cfg Config, gpuBackend string) (*Agent, error) {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	seed := rllib.RunSeed(opts.Seed, cfg.Seed)
+	seed := cfg.RunSeed(opts.Seed)
 	// The driver builds one environment to learn the spaces.
 	obsSpace, actSpace, err := rllib.EnvSpaces("PPO", opts)
 	if err != nil {
@@ -93,7 +85,7 @@ func newWithBackend(ctx context.Context, opts rllib.Options, gpuBackend string) 
 		return nil, fmt.Errorf("PPO: %w", err)
 	}
 	a := &Agent{
-		opts: opts, cfg: cfg, seed: seed, pol: pol, proc: proc,
+		Base: rllib.Base[Config]{Name: "PPO", Opts: opts, Cfg: cfg, Seed: seed}, pol: pol, proc: proc,
 		lr: cfg.lrSchedule(), klCoeff: cfg.KLCoeff, actSpace: actSpace,
 		window: sample.NewEpisodeWindow(cfg.MetricsSmoothingEpisodes),
 	}
@@ -101,7 +93,7 @@ func newWithBackend(ctx context.Context, opts rllib.Options, gpuBackend string) 
 	if err != nil {
 		return nil, errors.Join(err, pol.close())
 	}
-	a.learner, err = newLearner(&a.cfg, pol, threads, func() (*policy, error) {
+	a.learner, err = newLearner(&a.Cfg, pol, threads, func() (*policy, error) {
 		return newPolicy(proc.pre, actSpace, cfg.Model, seed)
 	})
 	if err != nil {
@@ -118,14 +110,8 @@ func newWithBackend(ctx context.Context, opts rllib.Options, gpuBackend string) 
 	return a, nil
 }
 
-// Config returns the configuration in use (defaults plus the user's keys).
-func (a *Agent) Config() Config { return a.cfg }
-
 // Iteration implements rllib.Agent.
 func (a *Agent) Iteration() int { return a.iteration }
-
-// LogDir implements rllib.Agent.
-func (a *Agent) LogDir() string { return a.opts.LogDir }
 
 // Weights returns a copy of the policy's flat weights.
 func (a *Agent) Weights() []float64 { return a.pol.params.GetFlat(nil) }
@@ -150,29 +136,29 @@ func (a *Agent) Train(ctx context.Context) (rllib.Result, error) {
 	batches := make([]sample.Batch, len(parts))
 	for i, p := range parts {
 		batches[i] = p.Batch
-		if p.FilterDelta != nil && a.proc.filter != nil && a.cfg.NumWorkers > 0 {
+		if p.FilterDelta != nil && a.proc.filter != nil && a.Cfg.NumWorkers > 0 {
 			if err := a.proc.filter.Merge(*p.FilterDelta); err != nil {
 				return rllib.Result{}, fmt.Errorf("PPO iteration %d: merging worker %d's observation filter: %w", iter, i+1, err)
 			}
 		}
 	}
-	b, err := joinBatches(batches, a.cfg.NumWorkers == 0)
+	b, err := joinBatches(batches, a.Cfg.NumWorkers == 0)
 	if err != nil {
 		return rllib.Result{}, fmt.Errorf("PPO iteration %d: %w", iter, err)
 	}
 	// The learner copies minibatches out of b, so once this iteration is
 	// over the sampler may refill b's buffers.
 	defer a.samplers.recycle(b)
-	if err := sample.ComputeGAE(&b, a.cfg.Gamma, a.cfg.Lambda); err != nil {
+	if err := sample.ComputeGAE(&b, a.Cfg.Gamma, a.Cfg.Lambda); err != nil {
 		return rllib.Result{}, fmt.Errorf("PPO iteration %d: %w", iter, err)
 	}
 	explVar := sample.ExplainedVariance(b.VPreds, b.ValueTargets)
-	if a.cfg.NormalizeAdvantages {
+	if a.Cfg.NormalizeAdvantages {
 		sample.Standardize(b.Advantages)
 	}
 	gatherTime := time.Since(gatherStart)
 	sampleTime := time.Since(start)
-	if a.cfg.SampleAsync {
+	if a.Cfg.SampleAsync {
 		// The workers sample the next batch with the weights as they are
 		// now, one iteration old by the time it is learned from.
 		prefetchStart := time.Now()
@@ -191,7 +177,7 @@ func (a *Agent) Train(ctx context.Context) (rllib.Result, error) {
 	if a.gpu != nil {
 		stats, err = a.gpu.learn(ctx, a, &b, lr, a.klCoeff, iter)
 	} else {
-		stats, err = a.learner.learn(ctx, &b, lr, a.klCoeff, shuffleRNG(a.seed, iter))
+		stats, err = a.learner.learn(ctx, &b, lr, a.klCoeff, shuffleRNG(a.Seed, iter))
 	}
 	if err != nil {
 		_ = a.pol.params.SetFlat(goodWeights)
@@ -206,7 +192,7 @@ func (a *Agent) Train(ctx context.Context) (rllib.Result, error) {
 	a.timesteps += int64(b.Len())
 	a.window.Add(b.Episodes...)
 	ep := a.window.Stats()
-	learnerRows := float64(b.Len() * a.cfg.NumSGDIter)
+	learnerRows := float64(b.Len() * a.Cfg.NumSGDIter)
 	iterTime := time.Since(start)
 	driverTime := putTime + gatherTime
 	return rllib.Result{
@@ -249,9 +235,9 @@ func (a *Agent) Train(ctx context.Context) (rllib.Result, error) {
 // updateKL adapts the KL coefficient as the original RLlib PPO did.
 func (a *Agent) updateKL(kl float64) {
 	switch {
-	case kl > 2*a.cfg.KLTarget:
+	case kl > 2*a.Cfg.KLTarget:
 		a.klCoeff *= 1.5
-	case kl < 0.5*a.cfg.KLTarget:
+	case kl < 0.5*a.Cfg.KLTarget:
 		a.klCoeff *= 0.5
 	}
 }
@@ -374,15 +360,11 @@ func (s *localSampler) recycle(b sample.Batch) { s.w.worker.Recycle(b) }
 func (s *localSampler) close() error { return s.w.Close() }
 
 func newLocalSampler(ctx context.Context, a *Agent) (*localSampler, error) {
-	w, err := newRolloutWorker(a.workerSpec(0), a.pol, a.proc)
+	w, err := newRolloutWorker(a.WorkerSpec(0), a.pol, a.proc)
 	if err != nil {
 		return nil, fmt.Errorf("PPO: %w", err)
 	}
 	return &localSampler{w: w}, nil
-}
-
-func (a *Agent) workerSpec(index int) WorkerSpec {
-	return WorkerSpec{Env: a.opts.Env, EnvConfig: a.opts.EnvConfig, Config: a.cfg, Seed: a.seed, Index: index}
 }
 
 // weights is the state every remote worker receives each iteration.

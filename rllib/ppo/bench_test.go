@@ -18,7 +18,7 @@ func benchAgent(b *testing.B, cfg map[string]any) (*Agent, sample.Batch) {
 func benchAgentOn(b *testing.B, env string, cfg map[string]any) (*Agent, sample.Batch) {
 	b.Helper()
 	ctx := context.Background()
-	a, err := New(ctx, rllib.Options{Env: env, Seed: 1, Config: cfg})
+	a, err := newFromKeys(ctx, rllib.Options{Env: env, Seed: 1}, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func BenchmarkLearn(b *testing.B) {
 				if _, err := a.learner.learn(context.Background(), &batch, 3e-4, 0.2, shuffleRNG(1, i)); err != nil {
 					b.Fatal(err)
 				}
-				rows += batch.Len() * a.cfg.NumSGDIter
+				rows += batch.Len() * a.Cfg.NumSGDIter
 			}
 			b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "steps/s")
 		})
@@ -120,15 +120,15 @@ func BenchmarkLearnerStep(b *testing.B) {
 				a, batch := benchAgentOn(b, bc.env, bc.cfg)
 				// The benchmark's own learner: the runtime TestMain starts
 				// has fewer CPUs than the largest thread counts.
-				l, err := newLearner(&a.cfg, a.pol, threads, func() (*policy, error) {
-					return newPolicy(a.proc.pre, a.actSpace, a.cfg.Model, a.seed)
+				l, err := newLearner(&a.Cfg, a.pol, threads, func() (*policy, error) {
+					return newPolicy(a.proc.pre, a.actSpace, a.Cfg.Model, a.Seed)
 				})
 				if err != nil {
 					b.Fatal(err)
 				}
 				b.Cleanup(func() { _ = l.close() })
 				l.opt.LR = 1e-4
-				idx := make([]int, a.cfg.SGDMinibatchSize)
+				idx := make([]int, a.Cfg.SGDMinibatchSize)
 				for i := range idx {
 					idx[i] = i
 				}

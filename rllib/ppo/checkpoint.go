@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/gray-ml/gray/models"
-	"github.com/gray-ml/gray/rllib"
 	"github.com/gray-ml/gray/rllib/sample"
 )
 
@@ -13,46 +12,28 @@ import (
 // layout does.
 const formatVersion = 1
 
-// checkpointMeta is meta.json: the header Restore checks, and the config
-// for people reading the folder.
-type checkpointMeta struct {
-	rllib.CheckpointHeader
-	Config Config `json:"config"`
-}
-
 // checkpointState is the training state: enough to continue exactly.
 type checkpointState struct {
-	Weights       []float64
-	Adam          models.AdamState
-	Filter        *models.RunningStat
-	KLCoeff       float64
-	Iteration     int
-	Timesteps     int64
-	Episodes      []sample.Episode
-	EpisodesTotal int64
+	Weights   []float64
+	Adam      models.AdamState
+	Filter    *models.RunningStat
+	KLCoeff   float64
+	Iteration int
+	Timesteps int64
+	sample.WindowState
 }
 
 // Save implements rllib.Agent: it writes LogDir/checkpoint_<iteration>/
-// holding meta.json and state.cbor (weights, Adam state, observation
-// filter, KL coefficient, counters, recent episodes). Environment states are
-// not saved: a restored agent starts new episodes. Sampling and shuffling
-// randomness is derived from the seed and the iteration, so it needs no
-// state.
+// holding the header file and state.cbor (weights, Adam state, observation
+// filter, KL coefficient, counters, recent episodes). Environment states
+// are not saved: a restored agent starts new episodes. Sampling and
+// shuffling randomness is derived from the seed and the iteration, so it
+// needs no state.
 func (a *Agent) Save(ctx context.Context) (string, error) {
-	meta := checkpointMeta{CheckpointHeader: a.checkpointHeader(), Config: a.cfg}
-	return rllib.SaveCheckpoint(a.opts.LogDir, meta, checkpointState{
+	return a.SaveState(formatVersion, a.iteration, a.timesteps, checkpointState{
 		Weights: a.pol.params.GetFlat(nil), Adam: a.learner.opt.State(), Filter: a.proc.stats(),
-		KLCoeff: a.klCoeff, Iteration: a.iteration, Timesteps: a.timesteps,
-		Episodes: a.window.Episodes(), EpisodesTotal: a.window.Total(),
+		KLCoeff: a.klCoeff, Iteration: a.iteration, Timesteps: a.timesteps, WindowState: a.window.State(),
 	})
-}
-
-// checkpointHeader says what this agent's checkpoints are.
-func (a *Agent) checkpointHeader() rllib.CheckpointHeader {
-	return rllib.CheckpointHeader{
-		Algorithm: "PPO", Env: a.opts.Env, Format: formatVersion,
-		Iteration: a.iteration, TimestepsTotal: a.timesteps,
-	}
 }
 
 // Restore implements rllib.Agent. A checkpoint of another algorithm or
@@ -60,11 +41,11 @@ func (a *Agent) checkpointHeader() rllib.CheckpointHeader {
 // agent unchanged.
 func (a *Agent) Restore(ctx context.Context, path string) error {
 	var st checkpointState
-	if err := rllib.LoadCheckpoint(path, a.checkpointHeader(), &st); err != nil {
+	if err := a.LoadState(path, formatVersion, &st); err != nil {
 		return err
 	}
-	if len(st.Weights) != a.pol.params.Len() {
-		return fmt.Errorf("PPO: Restore: %q holds %d weights, this agent's model has %d (different model config?)", path, len(st.Weights), a.pol.params.Len())
+	if err := a.CheckWeights(path, len(st.Weights), a.pol.params.Len()); err != nil {
+		return err
 	}
 	if (st.Filter == nil) != (a.proc.filter == nil) {
 		return fmt.Errorf("PPO: Restore: %q was saved with a different observation_filter", path)
@@ -79,8 +60,6 @@ func (a *Agent) Restore(ctx context.Context, path string) error {
 	}
 	_ = a.pol.params.SetFlat(st.Weights)
 	a.klCoeff, a.iteration, a.timesteps = st.KLCoeff, st.Iteration, st.Timesteps
-	a.window = sample.NewEpisodeWindow(a.cfg.MetricsSmoothingEpisodes)
-	a.window.Add(st.Episodes...)
-	a.window.SetTotal(st.EpisodesTotal)
+	a.window = sample.NewEpisodeWindowFrom(a.Cfg.MetricsSmoothingEpisodes, st.WindowState)
 	return nil
 }

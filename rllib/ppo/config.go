@@ -6,7 +6,6 @@ package ppo
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/gray-ml/gray/models"
 	"github.com/gray-ml/gray/rllib"
@@ -16,17 +15,16 @@ import (
 // Config is PPO's configuration. Every key has a default (DefaultConfig);
 // users override keys by name with JSON or YAML.
 type Config struct {
-	// NumWorkers is the number of rollout worker actors; 0 samples in the
-	// driver (RLlib's local worker).
-	NumWorkers int `json:"num_workers"`
-	// NumEnvsPerWorker is the number of environments each worker steps
-	// together.
-	NumEnvsPerWorker int `json:"num_envs_per_worker"`
+	// Common holds num_workers (rollout worker actors; 0 samples in the
+	// driver, RLlib's local worker) and seed.
+	rllib.Common
+	// Training holds num_envs_per_worker, gamma, lr, lr_schedule,
+	// grad_clip and metrics_smoothing_episodes.
+	rllib.Training
 	// TrainBatchSize is the number of environment steps per iteration,
 	// split evenly over workers and their environments (rounded up).
 	TrainBatchSize int `json:"train_batch_size"`
-	// Gamma is the discount factor and Lambda GAE's λ.
-	Gamma  float64 `json:"gamma"`
+	// Lambda is GAE's λ.
 	Lambda float64 `json:"lambda"`
 	// ClipParam is the surrogate objective's ratio clip ε.
 	ClipParam float64 `json:"clip_param"`
@@ -47,15 +45,10 @@ type Config struct {
 	// of them per minibatch.
 	NumSGDIter       int `json:"num_sgd_iter"`
 	SGDMinibatchSize int `json:"sgd_minibatch_size"`
-	// LR is the Adam learning rate. With LRFinal set it decays linearly to
-	// LRFinal over LRDecayTimesteps; LRSchedule, a list of [timestep, lr]
-	// points interpolated linearly, overrides both.
-	LR               float64      `json:"lr"`
-	LRFinal          *float64     `json:"lr_final"`
-	LRDecayTimesteps int64        `json:"lr_decay_timesteps"`
-	LRSchedule       [][2]float64 `json:"lr_schedule"`
-	// GradClip is the global gradient-norm limit; 0 disables clipping.
-	GradClip float64 `json:"grad_clip"`
+	// LRFinal, when set, makes the learning rate decay linearly from lr to
+	// LRFinal over LRDecayTimesteps (lr_schedule overrides both).
+	LRFinal          *float64 `json:"lr_final"`
+	LRDecayTimesteps int64    `json:"lr_decay_timesteps"`
 	// NormalizeAdvantages standardizes advantages over each batch.
 	NormalizeAdvantages bool `json:"normalize_advantages"`
 	// ObservationFilter is "NoFilter" or "MeanStdFilter" (a running
@@ -66,9 +59,6 @@ type Config struct {
 	// init; use_lstm, lstm_cell_size and max_seq_len for a recurrent
 	// policy). free_log_std applies to Gaussian policies only.
 	Model models.ModelOptions `json:"model"`
-	// MetricsSmoothingEpisodes is the number of most recent episodes the
-	// reported episode statistics average over.
-	MetricsSmoothingEpisodes int `json:"metrics_smoothing_episodes"`
 	// SampleAsync overlaps sampling with learning (RLlib's key): as soon
 	// as an iteration's batches are in, the rollout workers start on the
 	// next iteration's with the weights the learner has not yet updated,
@@ -84,12 +74,6 @@ type Config struct {
 	// it is the CPUs the learner reserves: the runtime's less one per
 	// rollout worker (rllib.LearnerThreads).
 	NumLearnerThreads *int `json:"num_learner_threads"`
-	// Seed, when set, overrides the run's seed.
-	Seed *int64 `json:"seed"`
-	// NumGPUs is RLlib's num_gpus: 1 runs the learner on a GPU, in an
-	// actor that reserves it (the rollout workers stay on CPUs); 0, the
-	// default, learns in the driver on the CPU.
-	NumGPUs float64 `json:"num_gpus"`
 }
 
 // DefaultConfig returns PPO's defaults. They solve CartPole-v1 (a mean
@@ -97,25 +81,22 @@ type Config struct {
 // benchmarks/README.md for the tuned CartPole and Pendulum settings.
 func DefaultConfig() Config {
 	return Config{
-		NumWorkers:               0,
-		NumEnvsPerWorker:         8,
-		TrainBatchSize:           512,
-		Gamma:                    0.99,
-		Lambda:                   0.95,
-		ClipParam:                0.2,
-		VFClipParam:              0,
-		VFLossCoeff:              0.5,
-		EntropyCoeff:             0,
-		KLCoeff:                  0.2,
-		KLTarget:                 0.01,
-		NumSGDIter:               8,
-		SGDMinibatchSize:         128,
-		LR:                       1e-3,
-		GradClip:                 0.5,
-		NormalizeAdvantages:      true,
-		ObservationFilter:        "NoFilter",
-		Model:                    defaultModel(),
-		MetricsSmoothingEpisodes: 100,
+		Training: rllib.Training{
+			NumEnvsPerWorker: 8, Gamma: 0.99, LR: 1e-3, GradClip: 0.5, MetricsSmoothingEpisodes: 100,
+		},
+		TrainBatchSize:      512,
+		Lambda:              0.95,
+		ClipParam:           0.2,
+		VFClipParam:         0,
+		VFLossCoeff:         0.5,
+		EntropyCoeff:        0,
+		KLCoeff:             0.2,
+		KLTarget:            0.01,
+		NumSGDIter:          8,
+		SGDMinibatchSize:    128,
+		NormalizeAdvantages: true,
+		ObservationFilter:   "NoFilter",
+		Model:               defaultModel(),
 	}
 }
 
@@ -127,42 +108,30 @@ func defaultModel() models.ModelOptions {
 
 // Validate checks every value's range, naming the key at fault.
 func (c *Config) Validate() error {
-	type rule struct {
-		key string
-		ok  bool
-		msg string
-	}
-	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
-	rules := []rule{
-		{"num_workers", c.NumWorkers >= 0, "must be 0 or more"},
-		{"num_envs_per_worker", c.NumEnvsPerWorker >= 1, "must be at least 1"},
-		{"train_batch_size", c.TrainBatchSize >= 1, "must be at least 1"},
-		{"gamma", finite(c.Gamma) && c.Gamma >= 0 && c.Gamma <= 1, "must be in [0, 1]"},
-		{"lambda", finite(c.Lambda) && c.Lambda >= 0 && c.Lambda <= 1, "must be in [0, 1]"},
-		{"clip_param", finite(c.ClipParam) && c.ClipParam > 0, "must be positive"},
-		{"vf_clip_param", finite(c.VFClipParam) && c.VFClipParam >= 0, "must be 0 (off) or positive"},
-		{"vf_loss_coeff", finite(c.VFLossCoeff) && c.VFLossCoeff >= 0, "must be 0 or more"},
-		{"entropy_coeff", finite(c.EntropyCoeff), "must be a finite number"},
-		{"kl_coeff", finite(c.KLCoeff) && c.KLCoeff >= 0, "must be 0 (off) or positive"},
-		{"kl_target", finite(c.KLTarget) && c.KLTarget > 0, "must be positive"},
-		{"num_sgd_iter", c.NumSGDIter >= 1, "must be at least 1"},
-		{"sgd_minibatch_size", c.SGDMinibatchSize >= 1, "must be at least 1"},
-		{"sgd_minibatch_size", c.SGDMinibatchSize <= c.TrainBatchSize,
-			fmt.Sprintf("(%d) must not exceed train_batch_size (%d): a minibatch is a slice of the train batch; lower it or raise train_batch_size",
-				c.SGDMinibatchSize, c.TrainBatchSize)},
-		{"lr", finite(c.LR) && c.LR > 0, "must be positive"},
-		{"lr_final", c.LRFinal == nil || (finite(*c.LRFinal) && *c.LRFinal >= 0), "must be 0 or more"},
-		{"lr_decay_timesteps", c.LRFinal == nil || c.LRDecayTimesteps > 0, "must be positive when lr_final is set"},
-		{"grad_clip", finite(c.GradClip) && c.GradClip >= 0, "must be 0 (off) or positive"},
-		{"observation_filter", c.ObservationFilter == "NoFilter" || c.ObservationFilter == "MeanStdFilter", `must be "NoFilter" or "MeanStdFilter"`},
-		{"metrics_smoothing_episodes", c.MetricsSmoothingEpisodes >= 1, "must be at least 1"},
-		{"sample_async", !c.SampleAsync || c.NumWorkers >= 1, "needs num_workers of 1 or more (rollout worker actors to sample while the driver learns); set num_workers or drop sample_async"},
-		{"num_gpus", c.NumGPUs == 0 || c.NumGPUs == 1, fmt.Sprintf("(%g) must be 0 (learn on the CPU) or 1 (learn on one GPU)", c.NumGPUs)},
-	}
-	for _, r := range rules {
-		if !r.ok {
-			return fmt.Errorf("PPO config: %s %s", r.key, r.msg)
-		}
+	finite := rllib.Finite
+	ck := rllib.NewCheck("PPO")
+	c.Common.Check(ck)
+	c.Training.Check(ck)
+	ck.Key("train_batch_size", c.TrainBatchSize >= 1, "must be at least 1")
+	ck.Key("lambda", finite(c.Lambda) && c.Lambda >= 0 && c.Lambda <= 1, "must be in [0, 1]")
+	ck.Key("clip_param", finite(c.ClipParam) && c.ClipParam > 0, "must be positive")
+	ck.Key("vf_clip_param", finite(c.VFClipParam) && c.VFClipParam >= 0, "must be 0 (off) or positive")
+	ck.Key("vf_loss_coeff", finite(c.VFLossCoeff) && c.VFLossCoeff >= 0, "must be 0 or more")
+	ck.Key("entropy_coeff", finite(c.EntropyCoeff), "must be a finite number")
+	ck.Key("kl_coeff", finite(c.KLCoeff) && c.KLCoeff >= 0, "must be 0 (off) or positive")
+	ck.Key("kl_target", finite(c.KLTarget) && c.KLTarget > 0, "must be positive")
+	ck.Key("num_sgd_iter", c.NumSGDIter >= 1, "must be at least 1")
+	ck.Key("sgd_minibatch_size", c.SGDMinibatchSize >= 1, "must be at least 1")
+	ck.Key("sgd_minibatch_size", c.SGDMinibatchSize <= c.TrainBatchSize,
+		fmt.Sprintf("(%d) must not exceed train_batch_size (%d): a minibatch is a slice of the train batch; lower it or raise train_batch_size",
+			c.SGDMinibatchSize, c.TrainBatchSize))
+	ck.Key("lr_final", c.LRFinal == nil || (finite(*c.LRFinal) && *c.LRFinal >= 0), "must be 0 or more")
+	ck.Key("lr_decay_timesteps", c.LRFinal == nil || c.LRDecayTimesteps > 0, "must be positive when lr_final is set")
+	ck.Key("observation_filter", c.ObservationFilter == "NoFilter" || c.ObservationFilter == "MeanStdFilter", `must be "NoFilter" or "MeanStdFilter"`)
+	ck.Key("sample_async", !c.SampleAsync || c.NumWorkers >= 1, "needs num_workers of 1 or more (rollout worker actors to sample while the driver learns); set num_workers or drop sample_async")
+	ck.Key("num_gpus", c.NumGPUs == 0 || c.NumGPUs == 1, fmt.Sprintf("(%g) must be 0 (learn on the CPU) or 1 (learn on one GPU)", c.NumGPUs))
+	if err := ck.Err(); err != nil {
+		return err
 	}
 	if err := rllib.CheckLearnerThreads("PPO", c.NumLearnerThreads, c.NumWorkers, 0); err != nil {
 		return err
@@ -170,24 +139,15 @@ func (c *Config) Validate() error {
 	if err := c.Model.Validate(); err != nil {
 		return fmt.Errorf("PPO config: model: %w", err)
 	}
-	if len(c.LRSchedule) > 0 {
-		if _, err := schedule.NewPiecewise(c.LRSchedule); err != nil {
-			return fmt.Errorf("PPO config: lr_schedule: %w", err)
-		}
-	}
 	return nil
 }
 
 // lrSchedule is the learning rate as a function of timesteps.
 func (c *Config) lrSchedule() schedule.Piecewise {
-	if len(c.LRSchedule) > 0 {
-		p, _ := schedule.NewPiecewise(c.LRSchedule) // checked by Validate
-		return p
-	}
-	if c.LRFinal != nil {
+	if c.LRFinal != nil && len(c.LRSchedule) == 0 {
 		return schedule.Linear(c.LR, *c.LRFinal, c.LRDecayTimesteps)
 	}
-	return schedule.Constant(c.LR)
+	return c.LearningRate()
 }
 
 // LearnerThreads implements rllib.LearnerThreadsConfig.

@@ -265,10 +265,10 @@ func newRemoteLearner(ctx context.Context, a *Agent, backend string) (*remoteLea
 	if !gray.IsInitialized() {
 		return nil, errors.New("PPO: num_gpus needs the gray runtime (the learner runs in an actor that reserves the GPU): call gray.Init first (the train command does), or set num_gpus: 0")
 	}
-	if err := checkGPUs(a.cfg.NumGPUs, gray.ClusterResources()); err != nil {
+	if err := checkGPUs(a.Cfg.NumGPUs, gray.ClusterResources()); err != nil {
 		return nil, err
 	}
-	spec := LearnerSpec{Env: a.opts.Env, EnvConfig: a.opts.EnvConfig, Config: a.cfg, Seed: a.seed, Backend: backend}
+	spec := LearnerSpec{Env: a.Opts.Env, EnvConfig: a.Opts.EnvConfig, Config: a.Cfg, Seed: a.Seed, Backend: backend}
 	h, err := gpuLearnerActor.Remote(ctx, spec)
 	if err != nil {
 		return nil, fmt.Errorf("PPO: starting the GPU learner: %w", err)

@@ -42,11 +42,20 @@ func TestCheckGPUs(t *testing.T) {
 	}
 }
 
+// newWithBackendKeys is newFromKeys with the learner backend num_gpus
+// uses.
+func newWithBackendKeys(backend string) func(context.Context, rllib.Options, map[string]any) (*Agent, error) {
+	return agenttest.FromKeys("PPO", DefaultConfig, func(ctx context.Context, o rllib.Options, c Config) (*Agent, error) {
+		return newWithBackend(ctx, o, c, backend)
+	})
+}
+
 // gpuCartPole is fastCartPole with two rollout workers and the learner on
 // the (declared) GPU.
 func gpuCartPole(gpus float64) map[string]any {
 	c := fastCartPole()
 	c["num_workers"], c["num_gpus"], c["train_batch_size"], c["sgd_minibatch_size"] = 2, gpus, 512, 128
+	c["num_learner_threads"] = 1 // as the CPU stand-in uses: the shards fix the sum's order
 	return c
 }
 
@@ -57,7 +66,7 @@ func TestNumGPUsWithoutCUDA(t *testing.T) {
 		_ = d.Close()
 		t.Skip("this machine has a usable GPU")
 	}
-	_, err := New(context.Background(), rllib.Options{Env: "CartPole-v1", Config: gpuCartPole(1), Seed: 1, LogDir: t.TempDir()})
+	_, err := newFromKeys(context.Background(), rllib.Options{Env: "CartPole-v1", Seed: 1, LogDir: t.TempDir()}, gpuCartPole(1))
 	if err == nil {
 		t.Fatal("num_gpus: 1 without CUDA: New succeeded")
 	}
@@ -73,9 +82,7 @@ func TestNumGPUsWithoutCUDA(t *testing.T) {
 // for CUDA here: same placement, same traffic, same arithmetic).
 func TestNumGPUsLearnerActor(t *testing.T) {
 	newA := func(gpus float64) *Agent {
-		return agenttest.New(t, func(ctx context.Context, o rllib.Options) (*Agent, error) {
-			return newWithBackend(ctx, o, BackendCPU)
-		}, rllib.Options{Env: "CartPole-v1", Config: gpuCartPole(gpus), Seed: 3})
+		return agenttest.New(t, newWithBackendKeys(BackendCPU), rllib.Options{Env: "CartPole-v1", Seed: 3}, gpuCartPole(gpus))
 	}
 	g, c := newA(1), newA(0)
 	if g.gpu == nil || !slices.Equal(g.gpu.info.GPUIDs, []int{0}) || g.gpu.info.Backend != BackendCPU {
@@ -121,9 +128,7 @@ func TestNumGPUsLearnsOnGPU(t *testing.T) {
 		_ = d.Close()
 	}
 	newA := func(gpus float64) *Agent {
-		return agenttest.New(t, func(ctx context.Context, o rllib.Options) (*Agent, error) {
-			return newWithBackend(ctx, o, BackendCUDA)
-		}, rllib.Options{Env: "CartPole-v1", Config: gpuCartPole(gpus), Seed: 5})
+		return agenttest.New(t, newWithBackendKeys(BackendCUDA), rllib.Options{Env: "CartPole-v1", Seed: 5}, gpuCartPole(gpus))
 	}
 	g, c := newA(1), newA(0)
 	t.Logf("learner: %+v", g.gpu.info)

@@ -149,8 +149,8 @@ func TestStatelessCartPoleConfig(t *testing.T) {
 		t.Fatalf("alg %q env %q", exp.Alg, exp.Env)
 	}
 	a := newAgent(t, exp.Env, exp.Config, 1)
-	if !a.cfg.Model.UseLSTM || a.cfg.Model.LSTMCellSize != 64 || a.cfg.Model.MaxSeqLen != 20 || a.pol.rnn == nil {
-		t.Errorf("decoded model %+v", a.cfg.Model)
+	if !a.Cfg.Model.UseLSTM || a.Cfg.Model.LSTMCellSize != 64 || a.Cfg.Model.MaxSeqLen != 20 || a.pol.rnn == nil {
+		t.Errorf("decoded model %+v", a.Cfg.Model)
 	}
 }
 

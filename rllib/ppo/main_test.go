@@ -12,3 +12,6 @@ import (
 // runtime declares one GPU, so num_gpus tests can place the learner actor
 // (with the CPU learner standing in where the machine has no GPU).
 func TestMain(m *testing.M) { agenttest.MainWith(m, gray.Options{NumCPUs: 4, NumGPUs: 1}) }
+
+// newFromKeys is New taking config keys, as train gives them.
+var newFromKeys = agenttest.FromKeys("PPO", DefaultConfig, New)

@@ -51,8 +51,7 @@ func TestPixelPongTrainsAndActs(t *testing.T) {
 // Frame stacking on a vector observation is refused before training, with
 // the key named.
 func TestFrameStackNeedsImages(t *testing.T) {
-	_, err := New(context.Background(), rllib.Options{Env: "CartPole-v1", LogDir: t.TempDir(),
-		Config: map[string]any{"model": map[string]any{"framestack": 4}}})
+	_, err := newFromKeys(context.Background(), rllib.Options{Env: "CartPole-v1", LogDir: t.TempDir()}, map[string]any{"model": map[string]any{"framestack": 4}})
 	if err == nil || !strings.Contains(err.Error(), "framestack 4 needs image observations") {
 		t.Fatalf("error %v, want one naming framestack", err)
 	}

@@ -25,7 +25,7 @@ func fastCartPole() map[string]any {
 
 func newAgent(t *testing.T, env string, cfg map[string]any, seed int64) *Agent {
 	t.Helper()
-	return agenttest.New(t, New, rllib.Options{Env: env, Config: cfg, Seed: seed})
+	return agenttest.New(t, newFromKeys, rllib.Options{Env: env, Seed: seed}, cfg)
 }
 
 func TestRegistered(t *testing.T) {
@@ -33,7 +33,7 @@ func TestRegistered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg, ok := alg.DefaultConfig().(Config); !ok || cfg.ClipParam != 0.2 {
+	if cfg, ok := alg.DefaultConfig().(*Config); !ok || cfg.ClipParam != 0.2 {
 		t.Errorf("DefaultConfig() = %#v, want the typed PPO defaults", alg.DefaultConfig())
 	}
 }
@@ -248,12 +248,12 @@ func TestBadConfig(t *testing.T) {
 		{map[string]any{"num_workers": 2, "num_learner_threads": 3}, "num_learner_threads 3 is more than the learner's 2 CPUs"},
 	}
 	for _, tc := range tests {
-		_, err := New(context.Background(), rllib.Options{Env: "CartPole-v1", Config: tc.cfg})
+		_, err := newFromKeys(context.Background(), rllib.Options{Env: "CartPole-v1"}, tc.cfg)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("config %v: error %v, want one mentioning %s", tc.cfg, err, tc.want)
 		}
 	}
-	if _, err := New(context.Background(), rllib.Options{Env: "NoSuchEnv-v0"}); err == nil || !strings.Contains(err.Error(), "CartPole") {
+	if _, err := newFromKeys(context.Background(), rllib.Options{Env: "NoSuchEnv-v0"}, nil); err == nil || !strings.Contains(err.Error(), "CartPole") {
 		t.Errorf("unknown environment: %v, want an error listing the known ones", err)
 	}
 }
@@ -273,7 +273,7 @@ func TestNaNStopsIterationAndKeepsWeights(t *testing.T) {
 	if !slices.Equal(before, a.Weights()) || a.Iteration() != 1 {
 		t.Error("a failed iteration changed the weights or the iteration count")
 	}
-	a.lr = a.cfg.lrSchedule()
+	a.lr = a.Cfg.lrSchedule()
 	if _, err := a.Train(context.Background()); err != nil {
 		t.Errorf("training after a failed iteration: %v", err)
 	}

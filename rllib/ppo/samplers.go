@@ -2,7 +2,6 @@ package ppo
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -28,7 +27,7 @@ var (
 // newSamplers picks the local worker (num_workers 0) or rollout worker
 // actors.
 func newSamplers(ctx context.Context, a *Agent) (samplers, error) {
-	if a.cfg.NumWorkers == 0 {
+	if a.Cfg.NumWorkers == 0 {
 		return newLocalSampler(ctx, a)
 	}
 	return newActorSamplers(ctx, a)
@@ -54,19 +53,14 @@ type actorSamplers struct {
 }
 
 func newActorSamplers(ctx context.Context, a *Agent) (*actorSamplers, error) {
-	if err := rllib.CheckWorkers("PPO", a.cfg.NumWorkers, "to sample in this process"); err != nil {
+	hs, err := rllib.StartWorkers(ctx, "PPO", "rollout worker", a.Cfg.NumWorkers, "to sample in this process",
+		func(ctx context.Context, i int) (gray.Handle[RolloutWorker], error) {
+			return workerActor.Remote(ctx, a.WorkerSpec(i))
+		})
+	if err != nil {
 		return nil, err
 	}
-	s := &actorSamplers{}
-	for i := 1; i <= a.cfg.NumWorkers; i++ {
-		h, err := workerActor.Remote(ctx, a.workerSpec(i))
-		if err != nil {
-			_ = s.close()
-			return nil, fmt.Errorf("PPO: starting rollout worker %d: %w", i, err)
-		}
-		s.hs = append(s.hs, h)
-	}
-	return s, nil
+	return &actorSamplers{hs: hs}, nil
 }
 
 func (s *actorSamplers) sample(ctx context.Context, a *Agent) ([]Samples, time.Duration, error) {
@@ -120,10 +114,7 @@ func (s *actorSamplers) prefetch(ctx context.Context, a *Agent) error {
 func (s *actorSamplers) recycle(sample.Batch) { s.held = nil }
 
 func (s *actorSamplers) close() error {
-	var errs []error
-	for _, h := range s.hs {
-		errs = append(errs, gray.Kill(h))
-	}
+	err := rllib.KillWorkers(s.hs)
 	s.hs = nil
-	return errors.Join(errs...)
+	return err
 }

@@ -8,21 +8,13 @@ import (
 
 	"github.com/gray-ml/gray/envs"
 	"github.com/gray-ml/gray/models"
+	"github.com/gray-ml/gray/rllib"
 	"github.com/gray-ml/gray/rllib/rollout"
 	"github.com/gray-ml/gray/rllib/sample"
 )
 
-// WorkerSpec is what a rollout worker is built from; it travels to the
-// worker's process as the actor's constructor argument.
-type WorkerSpec struct {
-	Env       string
-	EnvConfig map[string]any
-	Config    Config
-	// Seed is the run's seed and Index the worker's number (0 for the
-	// driver's local worker, 1..num_workers for actors).
-	Seed  int64
-	Index int
-}
+// WorkerSpec is what a rollout worker is built from.
+type WorkerSpec = rllib.WorkerSpec[Config]
 
 // Weights is what the driver puts into the object store once per
 // iteration for every worker: the policy's flat weights and the master

@@ -75,3 +75,25 @@ func Summarize(eps []Episode) EpisodeStats {
 // SetTotal sets the count of episodes ever added (when restoring a
 // checkpoint whose window holds only the most recent ones).
 func (w *EpisodeWindow) SetTotal(n int64) { w.total = n }
+
+// WindowState is what a checkpoint keeps of an EpisodeWindow: its recent
+// episodes and the count of all. An algorithm's checkpoint state embeds
+// it.
+type WindowState struct {
+	Episodes      []Episode
+	EpisodesTotal int64
+}
+
+// State returns w's episodes and count.
+func (w *EpisodeWindow) State() WindowState {
+	return WindowState{Episodes: w.Episodes(), EpisodesTotal: w.total}
+}
+
+// NewEpisodeWindowFrom is a window of size episodes holding st, as State
+// returned it.
+func NewEpisodeWindowFrom(size int, st WindowState) *EpisodeWindow {
+	w := NewEpisodeWindow(size)
+	w.Add(st.Episodes...)
+	w.total = st.EpisodesTotal
+	return w
+}

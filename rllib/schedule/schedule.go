@@ -62,3 +62,14 @@ func (p Piecewise) Value(t int64) float64 {
 	}
 	return pts[len(pts)-1][1]
 }
+
+// LR is a config's learning rate as a function of timesteps: the points
+// of its lr_schedule key when it has any (checked by rllib.Training), else lr
+// throughout.
+func LR(lr float64, points [][2]float64) Piecewise {
+	if len(points) == 0 {
+		return Constant(lr)
+	}
+	p, _ := NewPiecewise(points) // checked by rllib.Training
+	return p
+}

@@ -1,7 +1,11 @@
-// Package control is the control store: the state a cluster shares (the
-// task and actor tables, the error log). One machine keeps it in the
-// driver's memory (Mem); a cluster keeps it in Redis behind the same
-// interface, so the scheduler never depends on where it lives.
+// Package control is the control store: the task and actor tables and the
+// error log (Store), and a cluster's shared tables in Redis (Redis: nodes
+// and heartbeats, jobs, object locations).
+//
+// Every node, on one machine and on a cluster, keeps its Store in the
+// driver's memory (Mem). Redis also implements Store, with task, lineage
+// and error-log tables, but no node is given it yet: a cluster uses Redis
+// for its nodes, jobs and object locations only.
 package control
 
 import (

@@ -66,7 +66,7 @@ type Worker struct {
 	reader *objstore.Reader
 	views  []*objstore.View
 	outs   map[int]int64 // returns of the running task written to the store: index -> size
-	kept   keptSet       // gray.Shared arguments the actor keeps (see kept.go)
+	kept   keptSet       // gray.Shared arguments the actor keeps (see shared_args.go)
 	nested atomic.Int64  // holds and containments sent by the running task (see nested.go)
 
 	// Where to pull objects this node may lack (remote_store.go).

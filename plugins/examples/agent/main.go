@@ -64,9 +64,9 @@ type agent struct {
 	seed     int64
 }
 
-func newAgent(_ context.Context, o rllib.Options) (rllib.Agent, error) {
+func newAgent(_ context.Context, o rllib.Options, user map[string]any) (rllib.Agent, error) {
 	cfg := defaults()
-	if err := rllib.Decode("RandomSearch", o.Config, &cfg); err != nil {
+	if err := rllib.Decode("RandomSearch", user, &cfg); err != nil {
 		return nil, err
 	}
 	if cfg.Directions < 1 || cfg.MaxEpisodeSteps < 1 || cfg.Noise <= 0 {

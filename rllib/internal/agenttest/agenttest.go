@@ -30,15 +30,32 @@ func MainWith(m *testing.M, opts gray.Options) {
 	os.Exit(code)
 }
 
-// New creates an agent with newAgent (an algorithm's New) and stops it
+// FromKeys is newAgent (an algorithm's New) taking the user's config keys,
+// decoded over defaults() as train decodes them (rllib.Decode), for tests
+// that give their configs as keys.
+func FromKeys[C any, PC interface {
+	*C
+	rllib.Config
+}, A rllib.Agent](alg string, defaults func() C, newAgent func(context.Context, rllib.Options, C) (A, error)) func(context.Context, rllib.Options, map[string]any) (A, error) {
+	return func(ctx context.Context, opts rllib.Options, keys map[string]any) (A, error) {
+		cfg := defaults()
+		if err := rllib.Decode(alg, keys, PC(&cfg)); err != nil {
+			var none A
+			return none, err
+		}
+		return newAgent(ctx, opts, cfg)
+	}
+}
+
+// New creates an agent with newAgent from the config keys and stops it
 // when the test ends. An empty opts.LogDir becomes a fresh temporary
 // folder, so the agent can Save.
-func New[A rllib.Agent](t testing.TB, newAgent func(context.Context, rllib.Options) (A, error), opts rllib.Options) A {
+func New[A rllib.Agent](t testing.TB, newAgent func(context.Context, rllib.Options, map[string]any) (A, error), opts rllib.Options, keys map[string]any) A {
 	t.Helper()
 	if opts.LogDir == "" {
 		opts.LogDir = t.TempDir()
 	}
-	a, err := newAgent(context.Background(), opts)
+	a, err := newAgent(context.Background(), opts, keys)
 	if err != nil {
 		t.Fatal(err)
 	}

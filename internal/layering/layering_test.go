@@ -1,0 +1,46 @@
+// Package layering holds the test that keeps the module's import
+// directions: a package must not import a package above it, or reach past
+// an API into another layer's internals.
+package layering
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/gray-ml/gray/"
+
+// TestImportDirections checks, with `go list`, that no package imports one
+// it must not: the RL platform's parts stay apart from the
+// runtime's internals, and the logging and search layers from the
+// algorithms.
+//
+// Still to do (issue 26): models depends on envs, because the catalog
+// takes envs.Space; once it takes its own shape description, add
+// {"models", "envs"} here.
+func TestImportDirections(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list over the module")
+	}
+	rules := []struct {
+		pkg, mustNot, why string
+	}{
+		{"platform/runlog", "rllib", "the logger writes any result; runner turns an rllib.Result into one"},
+		{"tune", "runtime/cluster", "tune uses the gray API (gray.NodeID), not the cluster's internals"},
+		{"rllib", "runtime/codec", "checkpoints are a file format of their own, not the runtime's wire format"},
+		{"rllib/sample", "rllib", "sub-packages are below the scaffold that uses them"},
+		{"rllib/schedule", "rllib", "sub-packages are below the scaffold that uses them"},
+	}
+	for _, r := range rules {
+		out, err := exec.Command("go", "list", "-f", `{{join .Imports " "}}`, module+r.pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list %s: %v\n%s", r.pkg, err, out)
+		}
+		for _, imp := range strings.Fields(string(out)) {
+			if imp == module+r.mustNot {
+				t.Errorf("%s imports %s: it must not (%s)", r.pkg, r.mustNot, r.why)
+			}
+		}
+	}
+}

@@ -1,0 +1,69 @@
+package rllib
+
+import "fmt"
+
+// Base is what every agent keeps besides its own learning state: its
+// algorithm's name, options, config and seed. An agent embeds it, which
+// gives it LogDir and Config, the specs of its workers and its checkpoint
+// files; the rest of the agent is its algorithm's own.
+type Base[C any] struct {
+	// Name is the algorithm's registered name; errors start with it.
+	Name string
+	Opts Options
+	Cfg  C
+	// Seed is the run's seed (Common.RunSeed).
+	Seed int64
+}
+
+// LogDir implements Agent.
+func (b *Base[C]) LogDir() string { return b.Opts.LogDir }
+
+// Config returns the configuration in use (defaults plus the user's keys).
+func (b *Base[C]) Config() C { return b.Cfg }
+
+// WorkerSpec is what a worker actor is built from; it travels to the
+// worker's process as the actor's constructor argument.
+type WorkerSpec[C any] struct {
+	Env       string
+	EnvConfig map[string]any
+	Config    C
+	// Seed is the run's seed and Index the worker's number (0 for the
+	// driver's local worker, 1..num_workers for actors).
+	Seed  int64
+	Index int
+}
+
+// WorkerSpec is the spec of worker index.
+func (b *Base[C]) WorkerSpec(index int) WorkerSpec[C] {
+	return WorkerSpec[C]{Env: b.Opts.Env, EnvConfig: b.Opts.EnvConfig, Config: b.Cfg, Seed: b.Seed, Index: index}
+}
+
+// checkpointMeta is the header file of an algorithm's checkpoint: the
+// header Restore checks, and the config for people reading the folder.
+type checkpointMeta[C any] struct {
+	CheckpointHeader
+	Config C `json:"config"`
+}
+
+// SaveState writes the checkpoint of iteration (SaveCheckpoint): the
+// header, with the config, and state, the algorithm's training state
+// whose layout version is format.
+func (b *Base[C]) SaveState(format, iteration int, timesteps int64, state any) (string, error) {
+	h := CheckpointHeader{Algorithm: b.Name, Env: b.Opts.Env, Format: format, Iteration: iteration, TimestepsTotal: timesteps}
+	return SaveCheckpoint(b.Opts.LogDir, checkpointMeta[C]{CheckpointHeader: h, Config: b.Cfg}, state)
+}
+
+// LoadState reads the checkpoint at path into state (LoadCheckpoint),
+// after checking that it is one of this algorithm, environment and format.
+func (b *Base[C]) LoadState(path string, format int, state any) error {
+	return LoadCheckpoint(path, CheckpointHeader{Algorithm: b.Name, Env: b.Opts.Env, Format: format}, state)
+}
+
+// CheckWeights is Restore's check that the checkpoint at path holds as
+// many weights (got) as this agent's model has (want).
+func (b *Base[C]) CheckWeights(path string, got, want int) error {
+	if got != want {
+		return fmt.Errorf("%s: Restore: %q holds %d weights, this agent's model has %d (different model config?)", b.Name, path, got, want)
+	}
+	return nil
+}
