@@ -26,13 +26,7 @@ type keptView struct {
 
 // mapKept maps object id for the actor's lifetime and returns its bytes.
 func (w *Worker) mapKept(id ids.ObjectID) ([]byte, error) {
-	if w.reader == nil {
-		return nil, fmt.Errorf("object %s is in shared memory but this worker has no object store", id)
-	}
-	if err := w.ensureLocal(id); err != nil {
-		return nil, err
-	}
-	v, err := w.reader.Get(objstore.ID(id.String()))
+	v, err := w.openView(id)
 	if err != nil {
 		return nil, err
 	}

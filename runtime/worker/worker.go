@@ -560,19 +560,25 @@ func (w *Worker) Get(ctx context.Context, oids []ids.ObjectID) ([]task.Object, e
 	return out, nil
 }
 
-// mapObject returns the bytes of a shared object the driver pinned for the
-// running task. In a task they are the read-only mapping itself, valid
-// until the task returns. An actor keeps state across calls, so it gets a
-// private copy instead: what it keeps never changes under it, and the
-// object can be freed and its pages reused once the call ends.
-func (w *Worker) mapObject(id ids.ObjectID) ([]byte, error) {
+// openView maps shared object id read-only, pulling it to this node's
+// store first when it lives elsewhere.
+func (w *Worker) openView(id ids.ObjectID) (*objstore.View, error) {
 	if w.reader == nil {
 		return nil, fmt.Errorf("object %s is in shared memory but this worker has no object store", id)
 	}
 	if err := w.ensureLocal(id); err != nil {
 		return nil, err
 	}
-	v, err := w.reader.Get(objstore.ID(id.String()))
+	return w.reader.Get(objstore.ID(id.String()))
+}
+
+// mapObject returns the bytes of a shared object the driver pinned for the
+// running task. In a task they are the read-only mapping itself, valid
+// until the task returns. An actor keeps state across calls, so it gets a
+// private copy instead: what it keeps never changes under it, and the
+// object can be freed and its pages reused once the call ends.
+func (w *Worker) mapObject(id ids.ObjectID) ([]byte, error) {
+	v, err := w.openView(id)
 	if err != nil {
 		return nil, err
 	}
