@@ -518,51 +518,69 @@ func TestRandomEvents(t *testing.T) {
 // resources are never oversubscribed, every task ends run or failed (a
 // node's death returns its tasks, which run elsewhere) and every resource
 // is free at the end.
+//
+// Several streams of draws run, each from its own key: a bug that one
+// stream never reaches showed in others (a reopened Get of an ended task
+// lent the CPUs of the worker's next task; TestReopenedGetOfEndedTaskLendsNothing).
 func TestRandomEventsCluster(t *testing.T) {
-	seqs := 1000
+	seqs := 400
 	if testing.Short() || raceEnabled {
-		seqs = 100
+		seqs = 50
 	}
-	for seq := range seqs {
-		total := task.Resources{CPU: float64(seq % 3), GPU: float64(seq % 2), Custom: map[string]float64{"disk": 2}}
-		cl := NewCluster[int](Config{Total: total, Workers: 1})
-		s := &sim{
-			t: t, c: cl, cl: cl, res: map[int]*task.Resources{}, rng: rand.New(rand.NewPCG(uint64(seq), 11)),
-			on: map[WorkerID][]int{}, gone: map[WorkerID]bool{}, blocks: map[WorkerID][]uint64{},
-			parked: map[WorkerID]bool{}, recalled: map[WorkerID]bool{}, ended: map[int]string{},
-			started: map[ids.ActorID]bool{},
-		}
-		s.w = newSimWaits(cl)
-		s.granted = map[NodeID]task.Resources{Local: total.Clone()}
-		s.gpus = map[NodeID]map[int]bool{}
-		big := task.Resources{CPU: 4, GPU: 2, Custom: map[string]float64{"disk": 2}}
-		if err := cl.AddNode(1, big); err != nil {
-			t.Fatal(err)
-		}
-		s.granted[1] = big.Clone()
-		cl.Boot()
-		s.effects()
-		for range 150 {
-			s.step()
-		}
-		// A node that holds any request joins, so that every task can end.
-		if err := cl.AddNode(9, big); err != nil {
-			t.Fatal(err)
-		}
-		s.granted[9] = big.Clone()
-		s.effects()
-		s.drain()
-		s.checkWaits(true)
-		for i := 1; i <= s.next; i++ {
-			if s.ended[i] == "" {
-				t.Fatalf("seq %d: task %d of %d never ended", seq, i, s.next)
+	for _, stream := range []uint64{11, 1, 2, 4, 6} {
+		t.Run(fmt.Sprint("stream", stream), func(t *testing.T) {
+			for seq := range seqs {
+				randomCluster(t, seq, stream)
 			}
+		})
+	}
+}
+
+// randomCluster plays sequence seq of a stream of TestRandomEventsCluster.
+func randomCluster(t *testing.T, seq int, stream uint64) {
+	defer func() {
+		if t.Failed() {
+			t.Logf("in sequence %d of stream %d", seq, stream)
 		}
-		for _, k := range cl.Nodes() {
-			c := cl.Node(k)
-			if got, want := c.Available(), c.Total(); !near(got.CPU, want.CPU) || !near(got.GPU, want.GPU) {
-				t.Fatalf("seq %d node %d: %s free at the end, want %s", seq, k, fmt.Sprint(got), fmt.Sprint(want))
-			}
+	}()
+	total := task.Resources{CPU: float64(seq % 3), GPU: float64(seq % 2), Custom: map[string]float64{"disk": 2}}
+	cl := NewCluster[int](Config{Total: total, Workers: 1})
+	s := &sim{
+		t: t, c: cl, cl: cl, res: map[int]*task.Resources{}, rng: rand.New(rand.NewPCG(uint64(seq), stream)),
+		on: map[WorkerID][]int{}, gone: map[WorkerID]bool{}, blocks: map[WorkerID][]uint64{},
+		parked: map[WorkerID]bool{}, recalled: map[WorkerID]bool{}, ended: map[int]string{},
+		started: map[ids.ActorID]bool{},
+	}
+	s.w = newSimWaits(cl)
+	s.granted = map[NodeID]task.Resources{Local: total.Clone()}
+	s.gpus = map[NodeID]map[int]bool{}
+	big := task.Resources{CPU: 4, GPU: 2, Custom: map[string]float64{"disk": 2}}
+	if err := cl.AddNode(1, big); err != nil {
+		t.Fatal(err)
+	}
+	s.granted[1] = big.Clone()
+	cl.Boot()
+	s.effects()
+	for range 150 {
+		s.step()
+	}
+	// A node that holds any request joins, so that every task can end.
+	if err := cl.AddNode(9, big); err != nil {
+		t.Fatal(err)
+	}
+	s.granted[9] = big.Clone()
+	s.effects()
+	s.drain()
+	s.checkWaits(true)
+	for i := 1; i <= s.next; i++ {
+		if s.ended[i] == "" {
+			t.Fatalf("seq %d: task %d of %d never ended", seq, i, s.next)
+		}
+	}
+	for _, k := range cl.Nodes() {
+		c := cl.Node(k)
+		if got, want := c.Available(), c.Total(); !near(got.CPU, want.CPU) || !near(got.GPU, want.GPU) {
+			t.Fatalf("seq %d node %d: %s free at the end, want %s", seq, k, fmt.Sprint(got), fmt.Sprint(want))
 		}
 	}
 }

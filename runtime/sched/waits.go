@@ -71,6 +71,9 @@ type Answer[R any] struct {
 	// TimedOut: a Wait answered by its timeout, with fewer than Need
 	// objects ready.
 	TimedOut bool
+	// epoch is the worker's epoch when the request was added: a Reopen
+	// lends the CPUs of that task only, never of a task that came after.
+	epoch uint64
 }
 
 type slot struct {
@@ -83,7 +86,7 @@ type waitReq[R any] struct {
 	Request[R]
 	have   int
 	counts bool   // blocked its worker (Lender.Block) and not yet unblocked
-	epoch  uint64 // the worker's epoch when it blocked
+	epoch  uint64 // the worker's epoch when the request was added
 	parked bool
 }
 
@@ -138,11 +141,15 @@ func (ws *Waits[R]) Add(r Request[R]) ReqID {
 		r.Ready = make([]bool, len(r.Objects))
 	}
 	r.Need = min(max(r.Need, 0), len(r.Objects))
+	var epoch uint64
+	if r.Lends {
+		epoch = ws.cpus.Epoch(r.Worker)
+	}
 	if have := count(r.Ready); have >= r.Need {
-		ws.answer(ws.next, r, have, false) // at once: nothing to record
+		ws.answer(ws.next, r, have, false, epoch) // at once: nothing to record
 		return ws.next
 	}
-	ws.open(&waitReq[R]{ID: ws.next, Request: r})
+	ws.open(&waitReq[R]{ID: ws.next, Request: r, epoch: epoch})
 	return ws.next
 }
 
@@ -171,8 +178,10 @@ func (ws *Waits[R]) open(q *waitReq[R]) {
 		}
 	}
 	if q.Lends {
+		// Stamped with the epoch of the task that asked: if that task has
+		// ended since (a reopened answer), Block and Unblock ignore it, so
+		// it never lends the CPUs of the worker's next task.
 		q.counts = true
-		q.epoch = ws.cpus.Epoch(q.Worker)
 		ws.cpus.Block(q.Worker, q.epoch)
 	}
 }
@@ -236,7 +245,7 @@ func (ws *Waits[R]) Drop(id ReqID) {
 // gone again (evicted between readiness and the answer): the request waits
 // for it again, as if it had not been ready, under the same ID.
 func (ws *Waits[R]) Reopen(a Answer[R], i int) {
-	q := &waitReq[R]{ID: a.ID, Request: a.Request}
+	q := &waitReq[R]{ID: a.ID, Request: a.Request, epoch: a.epoch}
 	q.Ready[i] = false
 	ws.open(q)
 }
@@ -316,9 +325,11 @@ func (ws *Waits[R]) close(q *waitReq[R]) {
 
 // emit answers q. A Wait reports at most Need objects ready: the first
 // ones, in the order asked.
-func (ws *Waits[R]) emit(q *waitReq[R], timedOut bool) { ws.answer(q.ID, q.Request, q.have, timedOut) }
+func (ws *Waits[R]) emit(q *waitReq[R], timedOut bool) {
+	ws.answer(q.ID, q.Request, q.have, timedOut, q.epoch)
+}
 
-func (ws *Waits[R]) answer(id ReqID, r Request[R], have int, timedOut bool) {
+func (ws *Waits[R]) answer(id ReqID, r Request[R], have int, timedOut bool, epoch uint64) {
 	n := 0
 	for i, ok := range r.Ready {
 		if ok {
@@ -328,7 +339,7 @@ func (ws *Waits[R]) answer(id ReqID, r Request[R], have int, timedOut bool) {
 			}
 		}
 	}
-	ws.out = append(ws.out, Answer[R]{ID: id, Request: r, TimedOut: timedOut && have < r.Need})
+	ws.out = append(ws.out, Answer[R]{ID: id, Request: r, TimedOut: timedOut && have < r.Need, epoch: epoch})
 }
 
 // Check verifies the invariants: every open request counts its ready
