@@ -488,25 +488,35 @@ func pgid(pid int) int {
 	return g
 }
 
-var (
-	buildOnce sync.Once
-	buildPath string
-	buildErr  error
-)
+type built struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// builds are the commands built by this test binary, by name.
+var builds = map[string]*built{"gray": {}, "train": {}}
 
 // BuildGray builds cmd/gray once per test binary and returns the
 // binary's path. It lives in a per-user cache directory keyed by the
 // module's directory (go build keeps it quick when nothing changed).
-func BuildGray(t testing.TB) string {
+func BuildGray(t testing.TB) string { return BuildCommand(t, "gray") }
+
+// BuildCommand builds cmd/<name> (gray or train) as BuildGray does.
+func BuildCommand(t testing.TB, name string) string {
 	t.Helper()
-	buildOnce.Do(func() { buildPath, buildErr = build() })
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	b := builds[name]
+	if b == nil {
+		t.Fatalf("clustertest: no command %q to build", name)
 	}
-	return buildPath
+	b.once.Do(func() { b.path, b.err = build(name) })
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.path
 }
 
-func build() (string, error) {
+func build(name string) (string, error) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		return "", fmt.Errorf("clustertest: building gray needs the go command: %w", err)
@@ -521,19 +531,19 @@ func build() (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("clustertest: %w", err)
 	}
-	tmp, err := os.CreateTemp(dir, "gray-*")
+	tmp, err := os.CreateTemp(dir, name+"-*")
 	if err != nil {
 		return "", fmt.Errorf("clustertest: %w", err)
 	}
 	tmp.Close()
 	defer os.Remove(tmp.Name())
-	cmd := exec.Command(goBin, "build", "-o", tmp.Name(), "./cmd/gray")
+	cmd := exec.Command(goBin, "build", "-o", tmp.Name(), "./cmd/"+name)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("clustertest: go build ./cmd/gray: %w\n%s", err, out)
+		return "", fmt.Errorf("clustertest: go build ./cmd/%s: %w\n%s", name, err, out)
 	}
 	// Renaming is atomic: another test binary may run the old one still.
-	final := filepath.Join(dir, "gray")
+	final := filepath.Join(dir, name)
 	if err := os.Rename(tmp.Name(), final); err != nil {
 		return "", fmt.Errorf("clustertest: %w", err)
 	}
