@@ -27,6 +27,7 @@ func nodeConfigFrom(s *session.Session) (cluster.NodeConfig, error) {
 		Token:             []byte(s.Token),
 		Redis:             control.RedisConfig{Addr: s.Address, Password: s.Token},
 		ObjectStoreMemory: s.ObjectStoreMemory,
+		MaxCache:          s.MaxCache,
 		Head:              s.Head,
 		HeartbeatInterval: s.HeartbeatInterval,
 		HeadTimeout:       s.NodeTimeout,

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/gray-ml/gray/internal/owned"
+	"github.com/gray-ml/gray/runtime/cluster"
 	"github.com/gray-ml/gray/runtime/control"
 	"github.com/gray-ml/gray/runtime/node"
 	"github.com/gray-ml/gray/runtime/objstore"
@@ -40,6 +41,7 @@ type startOptions struct {
 	ip, tempDir       string
 	block             bool
 	objectStoreMemory int64
+	maxCache          int64
 	heartbeat         time.Duration
 	nodeTimeout       time.Duration
 	keepEnded         time.Duration
@@ -93,6 +95,7 @@ func newStart() *cobra.Command {
 	f.StringVar(&o.tempDir, "temp-dir", "", "the node's directory: session file, logs, Redis data (default /tmp/gray-<uid>/node-<id>)")
 	f.BoolVar(&o.block, "block", false, "run in the foreground until interrupted")
 	f.Int64Var(&o.objectStoreMemory, "object-store-memory", 0, "bytes of shared memory for the object store (0: the default)")
+	f.Int64Var(&o.maxCache, "max-cache", cluster.DefaultMaxCache, "bytes of drivers' executables the node keeps cached in its temp dir: the least recently used go first, never one in use (0: the default)")
 	f.DurationVar(&o.heartbeat, "heartbeat-interval", 0, "how often the node reports alive (0: 200ms)")
 	f.DurationVar(&o.nodeTimeout, "node-timeout", 0, "silence after which a node is declared dead: by the head, or the head by the other nodes (0: 1.5s)")
 	f.DurationVar(&o.keepEnded, "keep-ended", control.DefaultKeepEnded, "on the head: how long dead nodes and ended jobs (with their tasks) stay listed")
@@ -150,6 +153,8 @@ func newSessionFrom(o startOptions) (s, prev *session.Session, err error) {
 		return nil, nil, errors.New("--port and --node-port must be TCP ports (0-65535)")
 	case o.objectStoreMemory < 0:
 		return nil, nil, errors.New("--object-store-memory must not be negative")
+	case o.maxCache < 0:
+		return nil, nil, fmt.Errorf("--max-cache %d: give the bytes of drivers' executables to keep cached (0 or leaving it out: %d)", o.maxCache, cluster.DefaultMaxCache)
 	case o.keepEnded < 0:
 		return nil, nil, errors.New("--keep-ended must not be negative")
 	}
@@ -182,6 +187,7 @@ func newSessionFrom(o startOptions) (s, prev *session.Session, err error) {
 		NodePort:          o.nodePort,
 		Resources:         res,
 		ObjectStoreMemory: o.objectStoreMemory,
+		MaxCache:          o.maxCache,
 		HeartbeatInterval: o.heartbeat,
 		NodeTimeout:       o.nodeTimeout,
 		KeepEnded:         o.keepEnded,

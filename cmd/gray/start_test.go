@@ -29,6 +29,7 @@ func TestStartRefusesBadFlags(t *testing.T) {
 		{"foreign ip", func(o *startOptions) { o.head, o.ip = true, "192.0.2.77" }, "not an address of this machine"},
 		{"negative cpus", func(o *startOptions) { o.head, o.cpus = true, -1 }, "must not be negative"},
 		{"bad port", func(o *startOptions) { o.head, o.port = true, 70000 }, "TCP ports"},
+		{"negative max-cache", func(o *startOptions) { o.head, o.maxCache = true, -1 }, "--max-cache -1"},
 		{"bad resources", func(o *startOptions) { o.head, o.resources = true, "Custom=2" }, "JSON object"},
 		{"CPU as custom", func(o *startOptions) { o.head, o.resources = true, `{"CPU": 2}` }, "--num-cpus"},
 		{"no token", func(o *startOptions) { o.address = "10.1.2.3:6379" }, "no token"},

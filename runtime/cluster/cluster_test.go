@@ -51,12 +51,20 @@ func startNode(t *testing.T, id string, res task.Resources) string {
 // is dir/exe).
 func startNodeIn(t *testing.T, id string, res task.Resources, dir string) string {
 	t.Helper()
+	return startNodeConfig(t, NodeConfig{ID: id, TempDir: dir, Resources: res})
+}
+
+// startNodeConfig starts a node of cfg on loopback with the test's token
+// and registry, and returns its address.
+func startNodeConfig(t *testing.T, cfg NodeConfig) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	addr := make(chan string, 1)
 	done := make(chan error, 1)
+	cfg.IP, cfg.Token, cfg.Registry, cfg.HeartbeatInterval = "127.0.0.1", token, &registry{}, 50*time.Millisecond
+	cfg.Ready = func(a string) { addr <- a }
 	go func() {
-		done <- ServeNode(ctx, NodeConfig{ID: id, IP: "127.0.0.1", TempDir: dir, Resources: res, Token: token,
-			Registry: &registry{}, HeartbeatInterval: 50 * time.Millisecond, Ready: func(a string) { addr <- a }})
+		done <- ServeNode(ctx, cfg)
 	}()
 	t.Cleanup(func() {
 		cancel()

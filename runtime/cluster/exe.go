@@ -31,9 +31,12 @@ type exeCache struct {
 	blobs  *transfer.Blobs
 	client *transfer.Client
 
-	mu     sync.Mutex
-	pulls  map[[32]byte]*exePull
-	pulled int // pulls done, for tests
+	mu      sync.Mutex
+	pulls   map[[32]byte]*exePull
+	pulled  int // pulls done, for tests
+	max     int64
+	inUse   map[[32]byte]int // leases running workers from each (exe_lru.go)
+	evicted int              // executables evicted, for tests
 }
 
 type exePull struct {
@@ -41,12 +44,15 @@ type exePull struct {
 	err  error
 }
 
-func newExeCache(dir string, token []byte) (*exeCache, error) {
+// newExeCache opens the cache in dir, which keeps about limit bytes (0:
+// DefaultMaxCache; exe_lru.go).
+func newExeCache(dir string, token []byte, limit int64) (*exeCache, error) {
 	b, err := transfer.NewBlobs(dir)
 	if err != nil {
 		return nil, err
 	}
-	return &exeCache{blobs: b, client: transfer.NewClient(token), pulls: map[[32]byte]*exePull{}}, nil
+	return &exeCache{blobs: b, client: transfer.NewClient(token), pulls: map[[32]byte]*exePull{}, max: limit,
+		inUse: map[[32]byte]int{}}, nil
 }
 
 func (c *exeCache) close() { c.client.Close() }

@@ -45,6 +45,10 @@ type NodeConfig struct {
 	// head) declares it dead and says so (headwatch.go); 0:
 	// monitor.DefaultTimeout.
 	HeadTimeout time.Duration
+	// MaxCache bounds the bytes of executables cached under TempDir
+	// (least recently used evicted first, never one in use); 0:
+	// DefaultMaxCache.
+	MaxCache int64
 	// Registry, when not nil, is used instead of dialling Redis.
 	Registry monitor.NodeRegistry
 	// Ready, when not nil, is called with the lease address once the node
@@ -74,7 +78,7 @@ func ServeNode(ctx context.Context, cfg NodeConfig) error {
 	if err := os.MkdirAll(d.logs, 0o700); err != nil {
 		return fmt.Errorf("cluster: node %s: %w", cfg.ID, err)
 	}
-	exes, err := newExeCache(filepath.Join(cfg.TempDir, "exe"), cfg.Token)
+	exes, err := newExeCache(filepath.Join(cfg.TempDir, "exe"), cfg.Token, cfg.MaxCache)
 	if err != nil {
 		return fmt.Errorf("cluster: node %s: %w", cfg.ID, err)
 	}
@@ -208,7 +212,9 @@ type lease struct {
 	conn *wire.Conn
 	job  string
 	exe  string
-	want task.Resources // asked for in the hello
+	// release ends the lease's use of its executable in the cache.
+	release func()
+	want    task.Resources // asked for in the hello
 
 	// Under d.mu: its grant (grant.go), its number, and how many grants
 	// were sent to it.
@@ -250,6 +256,9 @@ func (d *daemon) serve(ctx context.Context, c net.Conn) {
 	defer func() {
 		l.killAll()
 		l.wg.Wait()
+		if l.release != nil {
+			l.release() // no worker runs its executable any more
+		}
 		d.mu.Lock()
 		delete(d.leases, l)
 		d.books.giveBack(&l.share, l.held, l.gpus)
@@ -341,10 +350,9 @@ func (l *lease) hello(ctx context.Context) error {
 		// from counting the same resources.
 		return nil
 	}
-	if err := l.d.exes.ensure(ctx, sum, int64(size), sources); err != nil {
+	if l.exe, l.release, err = l.d.exes.use(ctx, sum, int64(size), sources); err != nil {
 		return fmt.Errorf("node %s: %w", l.d.cfg.ID, err)
 	}
-	l.exe = l.d.exes.blobs.Path(sum)
 	return nil
 }
 

@@ -54,6 +54,9 @@ type Session struct {
 	TempDir           string // absolute
 	Resources         task.Resources
 	ObjectStoreMemory int64 // bytes; 0: the runtime's default
+	// MaxCache bounds the node's cache of executables, in bytes (0:
+	// cluster.DefaultMaxCache).
+	MaxCache int64
 	// HeartbeatInterval and NodeTimeout tune failure detection (0:
 	// monitor's defaults); NodeTimeout matters on the head only.
 	HeartbeatInterval, NodeTimeout time.Duration
