@@ -526,6 +526,25 @@ func (w *Worker) request(ctx context.Context, typ byte, fn func([]byte) []byte) 
 // Get asks the driver for objects, waiting until they exist. While it
 // waits, the driver lends this worker's CPUs to other tasks.
 func (w *Worker) Get(ctx context.Context, oids []ids.ObjectID) ([]task.Object, error) {
+	out, err := w.getObjects(ctx, oids)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		if o := &out[i]; o.Shared && o.Err == nil {
+			b, err := w.mapObject(oids[i])
+			if err != nil {
+				return nil, fmt.Errorf("gray: get: %w", err)
+			}
+			o.Data = b
+		}
+	}
+	return out, nil
+}
+
+// getObjects asks the driver for objects and returns its answer, shared
+// objects not yet mapped (their MsgLocate, if any, came first).
+func (w *Worker) getObjects(ctx context.Context, oids []ids.ObjectID) ([]task.Object, error) {
 	p, err := w.request(ctx, task.MsgGet, func(b []byte) []byte {
 		b = wire.AppendUvarint(b, uint64(len(oids)))
 		for _, id := range oids {
@@ -548,15 +567,6 @@ func (w *Worker) Get(ctx context.Context, oids []ids.ObjectID) ([]task.Object, e
 	if d.Err != nil {
 		return nil, fmt.Errorf("gray: get: %w", d.Err)
 	}
-	for i := range out {
-		if o := &out[i]; o.Shared && o.Err == nil {
-			b, err := w.mapObject(oids[i])
-			if err != nil {
-				return nil, fmt.Errorf("gray: get: %w", err)
-			}
-			o.Data = b
-		}
-	}
 	return out, nil
 }
 
@@ -567,7 +577,9 @@ func (w *Worker) openView(id ids.ObjectID) (*objstore.View, error) {
 		return nil, fmt.Errorf("object %s is in shared memory but this worker has no object store", id)
 	}
 	if err := w.ensureLocal(id); err != nil {
-		return nil, err
+		if err = w.refetch(id, err); err != nil {
+			return nil, err
+		}
 	}
 	return w.reader.Get(objstore.ID(id.String()))
 }
