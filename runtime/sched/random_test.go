@@ -256,7 +256,8 @@ func (s *sim) step() {
 			var keep []int
 			// A worker recalled between two tasks (not blocked, not
 			// lending) may not have started its first: it gives all back.
-			all := len(s.blocks[w]) == 0 && !s.c.Lending(w) && s.rng.IntN(4) == 0
+			// One whose running task asked for objects has started it.
+			all := len(s.blocks[w]) == 0 && !s.c.Lending(w) && s.rng.IntN(4) == 0 && !s.asked(w)
 			for i, x := range s.on[w] {
 				if i == 0 && !all { // started: not given back
 					keep = append(keep, x)

@@ -174,3 +174,15 @@ func (s *sim) checkWaits(final bool) {
 		s.t.Fatalf("request %d (of %d) never answered", qs[0].id, len(s.w.reqs))
 	}
 }
+
+// asked reports whether worker w's running task made a Get or Wait: then
+// it has started.
+func (s *sim) asked(w WorkerID) bool {
+	e := s.c.Epoch(w)
+	for _, q := range s.w.reqs {
+		if q.w == w && q.epoch == e && !q.dropped {
+			return true
+		}
+	}
+	return false
+}
