@@ -29,7 +29,8 @@ import (
 // (benchmarks/README.md records it), never asserted.
 //
 // `make test` runs a short version (2 kills). GRAY_CHAOS=3m runs it for
-// that long, killing a node every 10 s:
+// that long, killing a node every 10 s (GRAY_CHAOS_PERIOD: another
+// period; benchmarks/soak/run.sh runs the soak):
 //
 //	GRAY_CHAOS=3m go test -run TestChaos -v -timeout 20m .
 
@@ -85,7 +86,13 @@ func chaosSettings(t *testing.T) chaosConfig {
 		if err != nil || d < 10*time.Second {
 			t.Fatalf("GRAY_CHAOS=%q: want a duration of 10s or more, e.g. 3m", v)
 		}
-		return chaosConfig{length: d, period: 10 * time.Second}
+		period := 10 * time.Second
+		if v := os.Getenv("GRAY_CHAOS_PERIOD"); v != "" { // benchmarks/soak/run.sh
+			if period, err = time.ParseDuration(v); err != nil || period < time.Second {
+				t.Fatalf("GRAY_CHAOS_PERIOD=%q: want a duration of 1s or more, e.g. 30s", v)
+			}
+		}
+		return chaosConfig{length: d, period: period}
 	}
 	if testing.Short() {
 		t.Skip("the chaos run is skipped in -short mode")
