@@ -100,8 +100,10 @@ config:
 // nodes run its workers from what they pulled over the network. So nothing
 // relies on loopback, nor on files another node can see.
 func TestNodesThatShareNothing(t *testing.T) {
+	began := time.Now()
 	lab := clustertest.StartLab(t, 3)
 	grayBin, trainBin := clustertest.BuildGray(t), clustertest.BuildCommand(t, "train")
+	t.Logf("lab up and programs built in %v", time.Since(began).Round(time.Millisecond))
 	env := machineEnv()
 	const gray, train, tempDir = "/tmp/bin/gray", "/tmp/bin/train", "/tmp/gray-node"
 	for i := range 3 {
@@ -168,6 +170,7 @@ func TestNodesThatShareNothing(t *testing.T) {
 		return err == nil && json.Unmarshal([]byte(out), &st) == nil && st.Alive == 3 && st.Total.CPU == 5
 	})
 
+	t.Logf("cluster of 3 machines up at %v", time.Since(began).Round(time.Millisecond))
 	// PPO with 4 rollout workers: the head has 1 CPU, so the other two
 	// machines run at least 3, and each runs at least one.
 	out, err = machineRun(t, head, env, 4*time.Minute, train, "--address", addr, "--token-file", tokenFile,
@@ -177,6 +180,7 @@ func TestNodesThatShareNothing(t *testing.T) {
 	if err != nil {
 		t.Fatalf("train: %v\n%s", err, out)
 	}
+	t.Logf("PPO trained across the machines at %v", time.Since(began).Round(time.Millisecond))
 	runs, _ := filepath.Glob(head.Path("/tmp/results/default/PPO_*"))
 	if len(runs) != 1 {
 		t.Fatalf("run folders %v, want one\n%s", runs, out)
@@ -228,5 +232,5 @@ func TestNodesThatShareNothing(t *testing.T) {
 	if !used[1] && !used[2] {
 		t.Errorf("trials ran on machines %v only, want some on the machines besides the head", used)
 	}
-	t.Logf("trials ran on machines %v", fmt.Sprint(used))
+	t.Logf("sweep done at %v; trials ran on machines %v", time.Since(began).Round(time.Millisecond), fmt.Sprint(used))
 }
