@@ -19,7 +19,7 @@ echo "load before: $(cat /proc/loadavg)"
 status=0
 GRAY_CHAOS=$length GRAY_CHAOS_PERIOD=$period go test -count=1 -run '^TestChaos$' -v -timeout 30m . >"$log" 2>&1 || status=$?
 echo "load after: $(cat /proc/loadavg)"
-grep -E 'kill [0-9]+:|head killed|chaos run:|second driver|drained|FAIL|Error|error' "$log" || true
+grep -E 'kill [0-9]+:|head killed|chaos run:|chaos: the driver took|second driver|drained|FAIL|Error|error' "$log" || true
 if [ $status -ne 0 ]; then
 	echo "soak: the chaos run failed (exit $status); its log:"
 	cat "$log"
