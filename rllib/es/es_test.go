@@ -1,11 +1,14 @@
 package es
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -338,11 +341,24 @@ func TestWorkerDiesMidIteration(t *testing.T) {
 		res, err = a.Train(ctx)
 		done <- err
 	}()
-	time.Sleep(200 * time.Millisecond)
+	// Kill it once it is running episodes: its process has used CPU
+	// since Train began (an idle worker uses next to none). A fast
+	// iteration may end first: the next one then meets it dead.
+	idle, ended := cpuTicks(t, infos[0].PID), false
+	for !ended && cpuTicks(t, infos[0].PID) == idle {
+		select {
+		case err = <-done:
+			ended = true
+		case <-time.After(time.Millisecond):
+		}
+	}
 	if err := syscall.Kill(infos[0].PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-done; err != nil {
+	if !ended {
+		err = <-done
+	}
+	if err != nil {
 		t.Fatalf("iteration with a killed worker: %v", err)
 	}
 	if res.Extra["workers_restarted"] < 1 {
@@ -357,6 +373,21 @@ func TestWorkerDiesMidIteration(t *testing.T) {
 		t.Errorf("worker 1 was not replaced by a new process: %v", err)
 	}
 	train(t, a, 1)
+}
+
+// cpuTicks is the CPU time process pid has used, in clock ticks (user and
+// system: fields 14 and 15 of /proc/<pid>/stat).
+func cpuTicks(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The command name, field 2, may hold spaces: count from its end.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return utime + stime
 }
 
 // TestNoiseTableShared checks that every worker reads the noise table from

@@ -9,7 +9,7 @@ import (
 	"github.com/gray-ml/gray"
 )
 
-// TestMain lets this test binary be a floor's child and a gray worker, as
+// TestMain lets this test binary be a physical-limit measurement's child and a gray worker, as
 // the gray executable is.
 func TestMain(m *testing.M) {
 	if floorChild() {
