@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,7 +17,7 @@ import (
 	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/envs"
 	"github.com/gray-ml/gray/rllib"
-	"gopkg.in/yaml.v3"
+	"github.com/gray-ml/gray/rllib/internal/agenttest"
 )
 
 // small is a CI-sized configuration: a small noise table and batches,
@@ -256,43 +255,23 @@ func TestSameSeedSameRun(t *testing.T) {
 func TestSaveRestoreContinue(t *testing.T) {
 	a := newAgent(t, "CartPole-v1", small(), 3)
 	train(t, a, 2)
-	path, err := a.Save(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if filepath.Base(path) != "checkpoint_2" {
-		t.Errorf("checkpoint path %q, want .../checkpoint_2", path)
-	}
-	b := newAgent(t, "CartPole-v1", small(), 3)
-	if err := b.Restore(context.Background(), path); err != nil {
-		t.Fatal(err)
-	}
+	path := agenttest.Checkpoint(t, a)
+	b := agenttest.Restored(t, func() *Agent { return newAgent(t, "CartPole-v1", small(), 3) }, path)
 	if !slices.Equal(a.Weights(), b.Weights()) || b.Iteration() != 2 || b.timesteps != a.timesteps || b.episodes != a.episodes {
 		t.Fatalf("restored agent differs: iteration %d timesteps %d", b.Iteration(), b.timesteps)
 	}
 	if !slices.Equal(a.pol.Filter.Stats().Mean, b.pol.Filter.Stats().Mean) || a.opt.State().Step != b.opt.State().Step {
 		t.Error("restored observation filter or Adam state differs")
 	}
-	ra, rb := train(t, a, 1), train(t, b, 1)
-	if !slices.Equal(a.Weights(), b.Weights()) || ra.TrainingIteration != 3 || ra.TimestepsTotal != rb.TimestepsTotal {
-		t.Errorf("the saved agent and the restored one diverge on the next iteration")
-	}
-	// Checkpoints of other environments, algorithms or networks are refused.
-	other := newAgent(t, "Acrobot-v1", small(), 1)
-	if err := other.Restore(context.Background(), path); err == nil || !strings.Contains(err.Error(), "CartPole-v1") {
-		t.Errorf("restoring a CartPole checkpoint into an Acrobot agent: %v", err)
-	}
+	// The saved agent and the restored one go on alike.
+	agenttest.TrainAlike(t, a, b, 1, 3)
+	// Checkpoints of other networks, environments or algorithms are refused.
 	bigger := small()
 	bigger["model"] = map[string]any{"fcnet_hiddens": []int{32}}
 	if err := newAgent(t, "CartPole-v1", bigger, 1).Restore(context.Background(), path); err == nil || !strings.Contains(err.Error(), "model config") {
 		t.Errorf("restoring into a bigger network: %v", err)
 	}
-	meta := filepath.Join(path, rllib.CheckpointMetaFile)
-	raw, _ := os.ReadFile(meta)
-	_ = os.WriteFile(meta, []byte(strings.Replace(string(raw), `"ES"`, `"PPO"`, 1)), 0o644)
-	if err := b.Restore(context.Background(), path); err == nil || !strings.Contains(err.Error(), "PPO") {
-		t.Errorf("restoring a PPO checkpoint: %v", err)
-	}
+	agenttest.RefusesOther(t, b, newAgent(t, "Acrobot-v1", small(), 1), path, "ES", "PPO")
 }
 
 func TestComputeAction(t *testing.T) {
@@ -425,24 +404,10 @@ func TestNoiseTableShared(t *testing.T) {
 // TestTunedConfig checks that configs/cartpole-es.yaml holds only keys ES
 // knows, with valid values.
 func TestTunedConfig(t *testing.T) {
-	raw, err := os.ReadFile("../../configs/cartpole-es.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var exp struct {
-		Env    string         `yaml:"env"`
-		Alg    string         `yaml:"alg"`
-		Config map[string]any `yaml:"config"`
-	}
-	if err := yaml.Unmarshal(raw, &exp); err != nil {
-		t.Fatal(err)
-	}
-	if exp.Alg != "ES" || exp.Env != "CartPole-v1" {
-		t.Fatalf("alg %q env %q", exp.Alg, exp.Env)
-	}
+	keys := agenttest.Experiment(t, "../../configs/cartpole-es.yaml", "ES", "CartPole-v1")
 	// Episodes in the driver with a small table: the keys are what is tested.
-	exp.Config["num_workers"], exp.Config["noise_size"] = 0, 100_000
-	a := newAgent(t, exp.Env, exp.Config, 1)
+	keys["num_workers"], keys["noise_size"] = 0, 100_000
+	a := newAgent(t, "CartPole-v1", keys, 1)
 	if a.Cfg.NoiseStdev != 0.1 || a.Cfg.Model.Hiddens[0] != 16 {
 		t.Errorf("decoded config %+v", a.Cfg)
 	}
