@@ -24,11 +24,6 @@ func smallCartPole() map[string]any {
 	}
 }
 
-func newAgent(t *testing.T, env string, cfg map[string]any, seed int64) *Agent {
-	t.Helper()
-	return agenttest.New(t, newFromKeys, rllib.Options{Env: env, Seed: seed}, cfg)
-}
-
 func TestRegistered(t *testing.T) {
 	alg, err := rllib.Lookup("dqn")
 	if err != nil {

@@ -29,28 +29,6 @@ func small() map[string]any {
 	}
 }
 
-func newAgent(t *testing.T, env string, cfg map[string]any, seed int64) *Agent {
-	t.Helper()
-	a, err := newFromKeys(context.Background(), rllib.Options{Env: env, Seed: seed, LogDir: t.TempDir()}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.Stop() })
-	return a
-}
-
-func train(t *testing.T, a *Agent, iters int) rllib.Result {
-	t.Helper()
-	var r rllib.Result
-	for range iters {
-		var err error
-		if r, err = a.Train(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return r
-}
-
 func TestCenteredRanks(t *testing.T) {
 	tests := []struct{ in, want []float64 }{
 		// Sorted: -1 (index 1), 0 (4), 3 (0), 3 (3), 10 (2); ranks 0..4
@@ -217,7 +195,7 @@ func learnsCartPole(t *testing.T, workers int) {
 	a := newAgent(t, "CartPole-v1", cfg, 1)
 	var first, best float64
 	for a.timesteps < 100_000 {
-		r := train(t, a, 1)
+		r := agenttest.Train(t, a, 1)
 		if r.TrainingIteration == 1 {
 			first = r.EpisodeRewardMean
 		}
@@ -243,7 +221,7 @@ func TestSameSeedSameRun(t *testing.T) {
 	var runs [2][]float64
 	for i := range runs {
 		a := newAgent(t, "CartPole-v1", cfg, 7)
-		train(t, a, 3)
+		agenttest.Train(t, a, 3)
 		runs[i] = a.Weights()
 		_ = a.Stop()
 	}
@@ -254,7 +232,7 @@ func TestSameSeedSameRun(t *testing.T) {
 
 func TestSaveRestoreContinue(t *testing.T) {
 	a := newAgent(t, "CartPole-v1", small(), 3)
-	train(t, a, 2)
+	agenttest.Train(t, a, 2)
 	path := agenttest.Checkpoint(t, a)
 	b := agenttest.Restored(t, func() *Agent { return newAgent(t, "CartPole-v1", small(), 3) }, path)
 	if !slices.Equal(a.Weights(), b.Weights()) || b.Iteration() != 2 || b.timesteps != a.timesteps || b.episodes != a.episodes {
@@ -277,7 +255,7 @@ func TestSaveRestoreContinue(t *testing.T) {
 func TestComputeAction(t *testing.T) {
 	for _, env := range []string{"CartPole-v1", "Pendulum-v1", "MountainCarContinuous-v0"} {
 		a := newAgent(t, env, small(), 1)
-		train(t, a, 1)
+		agenttest.Train(t, a, 1)
 		e, err := envs.Make(env, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -342,7 +320,7 @@ func TestWorkerDiesMidIteration(t *testing.T) {
 	}
 	if res.Extra["workers_restarted"] < 1 {
 		// The worker had already answered: the next iteration meets it dead.
-		res = train(t, a, 1)
+		res = agenttest.Train(t, a, 1)
 	}
 	if res.Extra["workers_restarted"] != 1 || res.EpisodesThisIter < 20 {
 		t.Errorf("after killing worker 1: workers_restarted %v, %d episodes", res.Extra["workers_restarted"], res.EpisodesThisIter)
@@ -351,7 +329,7 @@ func TestWorkerDiesMidIteration(t *testing.T) {
 	if err != nil || after[0].PID == infos[0].PID {
 		t.Errorf("worker 1 was not replaced by a new process: %v", err)
 	}
-	train(t, a, 1)
+	agenttest.Train(t, a, 1)
 }
 
 // cpuTicks is the CPU time process pid has used, in clock ticks (user and

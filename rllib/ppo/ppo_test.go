@@ -21,11 +21,6 @@ func fastCartPole() map[string]any {
 	}
 }
 
-func newAgent(t *testing.T, env string, cfg map[string]any, seed int64) *Agent {
-	t.Helper()
-	return agenttest.New(t, newFromKeys, rllib.Options{Env: env, Seed: seed}, cfg)
-}
-
 func TestRegistered(t *testing.T) {
 	alg, err := rllib.Lookup("ppo")
 	if err != nil {

@@ -69,6 +69,15 @@ func New[A rllib.Agent](t testing.TB, newAgent func(context.Context, rllib.Optio
 	return a
 }
 
+// Maker is New for one algorithm: the agent on env with the config keys
+// and seed, stopped when the test ends.
+func Maker[A rllib.Agent](newAgent func(context.Context, rllib.Options, map[string]any) (A, error)) func(t testing.TB, env string, keys map[string]any, seed int64) A {
+	return func(t testing.TB, env string, keys map[string]any, seed int64) A {
+		t.Helper()
+		return New(t, newAgent, rllib.Options{Env: env, Seed: seed}, keys)
+	}
+}
+
 // Train runs iters training iterations and returns the last result.
 func Train(t testing.TB, a rllib.Agent, iters int) rllib.Result {
 	t.Helper()
