@@ -110,7 +110,7 @@ func TestLSTMRemoteWorkersAndComputeAction(t *testing.T) {
 		t.Fatal(err)
 	}
 	zero := true
-	for _, v := range a.actState {
+	for _, v := range a.actor.State() {
 		zero = zero && v == 0
 	}
 	if zero {
