@@ -1,5 +1,5 @@
 // Package envs holds the environment contract, observation and action
-// spaces, vectorised stepping, the built-in classic-control environments and
+// spaces (package spaces' types, under names of their own here), vectorised stepping, the built-in classic-control environments and
 // the registry that maps names (and plugin references) to environments.
 package envs
 

@@ -4,7 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/gray-ml/gray/envs"
+	"github.com/gray-ml/gray/spaces"
 )
 
 // benchForward measures one forward pass of a 64-64 tanh MLP on 4 inputs
@@ -118,7 +118,7 @@ func BenchmarkPolicyAct8(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	pol := &Policy{Preprocessor: Flatten{Space: envs.NewBox(-10, 10, 4)}, Model: m, Dist: Categorical{N: 2}}
+	pol := &Policy{Preprocessor: Flatten{Space: spaces.NewBox(-10, 10, 4)}, Model: m, Dist: Categorical{N: 2}}
 	obs := make([][]float64, 8)
 	for i := range obs {
 		obs[i] = []float64{0.01 * float64(i), 0.1, -0.02, 0.3}

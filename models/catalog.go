@@ -7,7 +7,7 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/gray-ml/gray/envs"
+	"github.com/gray-ml/gray/spaces"
 )
 
 // The distribution types ActionDistFor accepts besides the default "".
@@ -24,9 +24,9 @@ const (
 // still has 2k outputs, the last k being free parameters). distType ""
 // picks that default; "deterministic" picks Deterministic (k inputs) for a
 // Box, as ES uses.
-func ActionDistFor(space envs.Space, distType string) (ActionDist, error) {
+func ActionDistFor(space spaces.Space, distType string) (ActionDist, error) {
 	switch s := space.(type) {
-	case envs.Discrete:
+	case spaces.Discrete:
 		if s.N <= 0 {
 			return nil, fmt.Errorf("models: action space %v has no actions", s)
 		}
@@ -34,7 +34,7 @@ func ActionDistFor(space envs.Space, distType string) (ActionDist, error) {
 		case "", DistCategorical:
 			return Categorical{N: s.N}, nil
 		}
-	case envs.Box:
+	case spaces.Box:
 		k := s.Size()
 		if k <= 0 {
 			return nil, fmt.Errorf("models: action space %v is empty", s)
@@ -203,7 +203,7 @@ func grow(s []float64, n int) []float64 {
 // with Dist.InputSize() outputs. Set opts.Value for a value function. A
 // custom distribution holding outside resources is released with
 // CloseActionDist.
-func NewPolicy(envName string, obs, act envs.Space, distType string, opts ModelOptions, seed uint64) (*Policy, error) {
+func NewPolicy(envName string, obs, act spaces.Space, distType string, opts ModelOptions, seed uint64) (*Policy, error) {
 	pre, err := PreprocessorFor(envName, obs, opts.Image())
 	if err != nil {
 		return nil, err
@@ -244,7 +244,7 @@ type Preprocessor interface {
 
 // Flatten passes a Box observation through as a flat vector, checking its
 // length and rejecting NaN.
-type Flatten struct{ Space envs.Box }
+type Flatten struct{ Space spaces.Box }
 
 // Shape implements Preprocessor.
 func (p Flatten) Shape() []int { return []int{p.Space.Size()} }
@@ -299,9 +299,9 @@ func (p OneHot) Transform(obs, dst []float64) error {
 // NewPreprocessor returns the default preprocessor for an observation
 // space: an ImagePreprocessor with default ImageOptions for images (see
 // IsImage), Flatten for any other Box, OneHot for a Discrete.
-func NewPreprocessor(space envs.Space) (Preprocessor, error) {
+func NewPreprocessor(space spaces.Space) (Preprocessor, error) {
 	switch s := space.(type) {
-	case envs.Box:
+	case spaces.Box:
 		if s.Size() == 0 {
 			return nil, fmt.Errorf("models: observation space %v is empty", s)
 		}
@@ -309,7 +309,7 @@ func NewPreprocessor(space envs.Space) (Preprocessor, error) {
 			return NewImagePreprocessor(s, ImageOptions{})
 		}
 		return Flatten{Space: s}, nil
-	case envs.Discrete:
+	case spaces.Discrete:
 		if s.N <= 0 {
 			return nil, fmt.Errorf("models: observation space %v is empty", s)
 		}
@@ -320,7 +320,7 @@ func NewPreprocessor(space envs.Space) (Preprocessor, error) {
 
 // PreprocessorFactory builds a preprocessor for an environment's
 // observation space; options come from the user's model config.
-type PreprocessorFactory func(space envs.Space, options map[string]any) (Preprocessor, error)
+type PreprocessorFactory func(space spaces.Space, options map[string]any) (Preprocessor, error)
 
 var preprocessors = struct {
 	sync.RWMutex
@@ -350,7 +350,7 @@ func PreprocessorNames() []string {
 
 // GetPreprocessor returns the preprocessor registered for envName, or the
 // default one for space.
-func GetPreprocessor(envName string, space envs.Space, options map[string]any) (Preprocessor, error) {
+func GetPreprocessor(envName string, space spaces.Space, options map[string]any) (Preprocessor, error) {
 	preprocessors.RLock()
 	f, ok := preprocessors.byEnv[envName]
 	preprocessors.RUnlock()

@@ -11,26 +11,26 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/gray-ml/gray/envs"
+	"github.com/gray-ml/gray/spaces"
 )
 
 func TestActionDistFor(t *testing.T) {
 	for _, tc := range []struct {
-		space     envs.Space
+		space     spaces.Space
 		distType  string
 		name      string
 		in, act   int
 		wantError string
 	}{
-		{envs.Discrete{N: 2}, "", "Categorical", 2, 1, ""},
-		{envs.Discrete{N: 5}, DistCategorical, "Categorical", 5, 1, ""},
-		{envs.NewBox(-2, 2, 1), "", "DiagGaussian", 2, 1, ""},
-		{envs.NewBox(-1, 1, 3), DistDiagGaussian, "DiagGaussian", 6, 3, ""},
-		{envs.NewBox(-1, 1, 3), DistDeterministic, "Deterministic", 3, 3, ""},
-		{envs.NewBox(-1, 1, 2, 2), "", "DiagGaussian", 8, 4, ""},
-		{envs.Discrete{N: 2}, DistDiagGaussian, "", 0, 0, "does not fit"},
-		{envs.NewBox(-1, 1, 1), "beta", "", 0, 0, "does not fit"},
-		{envs.Discrete{N: 0}, "", "", 0, 0, "no actions"},
+		{spaces.Discrete{N: 2}, "", "Categorical", 2, 1, ""},
+		{spaces.Discrete{N: 5}, DistCategorical, "Categorical", 5, 1, ""},
+		{spaces.NewBox(-2, 2, 1), "", "DiagGaussian", 2, 1, ""},
+		{spaces.NewBox(-1, 1, 3), DistDiagGaussian, "DiagGaussian", 6, 3, ""},
+		{spaces.NewBox(-1, 1, 3), DistDeterministic, "Deterministic", 3, 3, ""},
+		{spaces.NewBox(-1, 1, 2, 2), "", "DiagGaussian", 8, 4, ""},
+		{spaces.Discrete{N: 2}, DistDiagGaussian, "", 0, 0, "does not fit"},
+		{spaces.NewBox(-1, 1, 1), "beta", "", 0, 0, "does not fit"},
+		{spaces.Discrete{N: 0}, "", "", 0, 0, "no actions"},
 	} {
 		t.Run(fmt.Sprint(tc.space, tc.distType), func(t *testing.T) {
 			d, err := ActionDistFor(tc.space, tc.distType)
@@ -52,20 +52,20 @@ func TestActionDistFor(t *testing.T) {
 
 func TestNewPolicyForSpaces(t *testing.T) {
 	for _, tc := range []struct {
-		obs, act   envs.Space
+		obs, act   spaces.Space
 		opts       ModelOptions
 		inputs     int
 		outputs    int
 		wantParams int
 	}{
 		// 4-64-64-2 policy + 4-64-64-1 value network.
-		{envs.NewBox(-1, 1, 4), envs.Discrete{N: 2}, ModelOptions{Hiddens: []int{64, 64}, Value: true}, 4, 2,
+		{spaces.NewBox(-1, 1, 4), spaces.Discrete{N: 2}, ModelOptions{Hiddens: []int{64, 64}, Value: true}, 4, 2,
 			(4*64 + 64) + (64*64 + 64) + (64*2 + 2) + (4*64 + 64) + (64*64 + 64) + (64 + 1)},
 		// Free log std: head has 1 output plus a 1-value log std; shared value head.
-		{envs.NewBox(-8, 8, 3), envs.NewBox(-2, 2, 1), ModelOptions{Hiddens: []int{16}, FreeLogStd: true, Value: true, VFShareLayers: true}, 3, 2,
+		{spaces.NewBox(-8, 8, 3), spaces.NewBox(-2, 2, 1), ModelOptions{Hiddens: []int{16}, FreeLogStd: true, Value: true, VFShareLayers: true}, 3, 2,
 			(3*16 + 16) + (16*1 + 1) + 1 + (16 + 1)},
 		// One-hot observations.
-		{envs.Discrete{N: 6}, envs.Discrete{N: 3}, ModelOptions{Hiddens: []int{8}}, 6, 3, (6*8 + 8) + (8*3 + 3)},
+		{spaces.Discrete{N: 6}, spaces.Discrete{N: 3}, ModelOptions{Hiddens: []int{8}}, 6, 3, (6*8 + 8) + (8*3 + 3)},
 	} {
 		p, err := NewPolicy("test-env", tc.obs, tc.act, "", tc.opts, 1)
 		if err != nil {
@@ -163,7 +163,7 @@ func TestFlatWeightsRoundTrip(t *testing.T) {
 }
 
 func TestPreprocessors(t *testing.T) {
-	box := envs.NewBox(-1, 1, 2, 2)
+	box := spaces.NewBox(-1, 1, 2, 2)
 	p, err := NewPreprocessor(box)
 	if err != nil {
 		t.Fatal(err)
@@ -178,7 +178,7 @@ func TestPreprocessors(t *testing.T) {
 	if err := p.Transform([]float64{1, math.NaN(), 0, 0}, dst); err == nil {
 		t.Fatal("flatten accepted NaN")
 	}
-	oh, err := NewPreprocessor(envs.Discrete{N: 4})
+	oh, err := NewPreprocessor(spaces.Discrete{N: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,13 +206,13 @@ func (s scaled) Transform(obs, dst []float64) error {
 }
 
 func TestRegisterPreprocessorOverridesDefault(t *testing.T) {
-	RegisterPreprocessor("halved-test-env", func(space envs.Space, _ map[string]any) (Preprocessor, error) {
+	RegisterPreprocessor("halved-test-env", func(space spaces.Space, _ map[string]any) (Preprocessor, error) {
 		return scaled{n: space.Size()}, nil
 	})
-	RegisterPreprocessor("broken-test-env", func(envs.Space, map[string]any) (Preprocessor, error) {
+	RegisterPreprocessor("broken-test-env", func(spaces.Space, map[string]any) (Preprocessor, error) {
 		return nil, fmt.Errorf("needs a camera")
 	})
-	p, err := GetPreprocessor("halved-test-env", envs.NewBox(-1, 1, 2), nil)
+	p, err := GetPreprocessor("halved-test-env", spaces.NewBox(-1, 1, 2), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,10 +221,10 @@ func TestRegisterPreprocessorOverridesDefault(t *testing.T) {
 	if !reflect.DeepEqual(dst, []float64{1, 2}) {
 		t.Fatalf("registered preprocessor not used: %v", dst)
 	}
-	if p, _ := GetPreprocessor("other-env", envs.NewBox(-1, 1, 2), nil); reflect.TypeOf(p) != reflect.TypeOf(Flatten{}) {
+	if p, _ := GetPreprocessor("other-env", spaces.NewBox(-1, 1, 2), nil); reflect.TypeOf(p) != reflect.TypeOf(Flatten{}) {
 		t.Fatalf("unregistered env got %T", p)
 	}
-	if _, err := GetPreprocessor("broken-test-env", envs.NewBox(-1, 1, 2), nil); err == nil || !strings.Contains(err.Error(), "broken-test-env") {
+	if _, err := GetPreprocessor("broken-test-env", spaces.NewBox(-1, 1, 2), nil); err == nil || !strings.Contains(err.Error(), "broken-test-env") {
 		t.Fatalf("factory error not reported with the env name: %v", err)
 	}
 	found := false
@@ -254,7 +254,7 @@ func TestCheckFiniteNamesTheParameter(t *testing.T) {
 }
 
 func TestPolicyAct(t *testing.T) {
-	pol, err := NewPolicy("act-test", envs.NewBox(-10, 10, 3), envs.Discrete{N: 3}, "", ModelOptions{Hiddens: []int{8}, Value: true}, 5)
+	pol, err := NewPolicy("act-test", spaces.NewBox(-10, 10, 3), spaces.Discrete{N: 3}, "", ModelOptions{Hiddens: []int{8}, Value: true}, 5)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gray-ml/gray/envs"
+	"github.com/gray-ml/gray/spaces"
 )
 
 // closingModel is a catalog model that records its Close, as a model
@@ -68,7 +68,7 @@ func TestCustomModelResolver(t *testing.T) {
 	}
 
 	// NewPolicy goes through the same hook.
-	p, err := NewPolicy("", envs.NewBox(-1, 1, 3), envs.Discrete{N: 2}, "", opts, 1)
+	p, err := NewPolicy("", spaces.NewBox(-1, 1, 3), spaces.Discrete{N: 2}, "", opts, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

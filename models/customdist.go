@@ -7,7 +7,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/gray-ml/gray/envs"
+	"github.com/gray-ml/gray/spaces"
 )
 
 // DistResolver builds the custom action distribution named name
@@ -16,7 +16,7 @@ import (
 // ModelOptions.CustomActionDistOptions. A distribution that holds outside
 // resources (a plugin process) should implement io.Closer;
 // CloseActionDist calls it.
-type DistResolver func(name string, actionSpace envs.Space, options map[string]any) (ActionDist, error)
+type DistResolver func(name string, actionSpace spaces.Space, options map[string]any) (ActionDist, error)
 
 // The resolvers are package-level, like the model resolvers, so that
 // driver and worker processes, which run the same executable, agree.
@@ -51,7 +51,7 @@ func DistResolverPrefixes() []string {
 // by the DistResolver registered for its prefix, such as "plugin:<path>"),
 // otherwise the catalog's default, ActionDistFor(space, ""). A custom
 // distribution must take actions of the space's size.
-func NewActionDist(space envs.Space, opts ModelOptions) (ActionDist, error) {
+func NewActionDist(space spaces.Space, opts ModelOptions) (ActionDist, error) {
 	name := opts.CustomActionDist
 	if name == "" {
 		return ActionDistFor(space, "")

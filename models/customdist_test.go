@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gray-ml/gray/envs"
+	"github.com/gray-ml/gray/spaces"
 )
 
 // closingDist is a custom distribution that records its Close, as a
@@ -22,9 +22,9 @@ func TestCustomActionDistResolver(t *testing.T) {
 	var gotName string
 	var gotOptions map[string]any
 	var made []*closingDist
-	RegisterDistResolver("disttest:", func(name string, space envs.Space, options map[string]any) (ActionDist, error) {
+	RegisterDistResolver("disttest:", func(name string, space spaces.Space, options map[string]any) (ActionDist, error) {
 		gotName, gotOptions = name, options
-		n := space.(envs.Discrete).N
+		n := space.(spaces.Discrete).N
 		switch name {
 		case "disttest:broken":
 			return nil, errors.New("cannot start")
@@ -39,7 +39,7 @@ func TestCustomActionDistResolver(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"custom_action_dist": "disttest:cat", "custom_action_dist_options": {"temperature": 2}}`), &opts); err != nil {
 		t.Fatal(err)
 	}
-	space := envs.Discrete{N: 4}
+	space := spaces.Discrete{N: 4}
 	d, err := NewActionDist(space, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -52,14 +52,14 @@ func TestCustomActionDistResolver(t *testing.T) {
 	}
 
 	// NewPolicy sizes the model for the custom distribution.
-	pol, err := NewPolicy("", envs.NewBox(-1, 1, 3), space, "", opts, 1)
+	pol, err := NewPolicy("", spaces.NewBox(-1, 1, 3), space, "", opts, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if pol.Dist != ActionDist(made[1]) || pol.Model.NumOutputs() != 4 {
 		t.Errorf("NewPolicy: dist %T, %d model outputs", pol.Dist, pol.Model.NumOutputs())
 	}
-	if _, err := NewPolicy("", envs.NewBox(-1, 1, 3), space, DistCategorical, opts, 1); err == nil || !strings.Contains(err.Error(), "both given") {
+	if _, err := NewPolicy("", spaces.NewBox(-1, 1, 3), space, DistCategorical, opts, 1); err == nil || !strings.Contains(err.Error(), "both given") {
 		t.Errorf("custom_action_dist with a distribution type: %v", err)
 	}
 
@@ -74,7 +74,7 @@ func TestCustomActionDistResolver(t *testing.T) {
 		}
 	}
 	// Without a custom name, the catalog's default.
-	if d, err := NewActionDist(envs.NewBox(-1, 1, 2), ModelOptions{}); err != nil || d.Name() != "DiagGaussian" {
+	if d, err := NewActionDist(spaces.NewBox(-1, 1, 2), ModelOptions{}); err != nil || d.Name() != "DiagGaussian" {
 		t.Errorf("default: %v, %v", d, err)
 	}
 }

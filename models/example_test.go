@@ -4,14 +4,14 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"github.com/gray-ml/gray/envs"
 	"github.com/gray-ml/gray/models"
+	"github.com/gray-ml/gray/spaces"
 )
 
 // One PPO step on a CartPole-shaped problem: act, then forward, clipped
 // surrogate loss, backward, clip, Adam.
 func Example() {
-	obsSpace, actSpace := envs.NewBox(-5, 5, 4), envs.Discrete{N: 2}
+	obsSpace, actSpace := spaces.NewBox(-5, 5, 4), spaces.Discrete{N: 2}
 	opts := models.DefaultModelOptions()
 	opts.Value = true
 	pol, err := models.NewPolicy("CartPole-v1", obsSpace, actSpace, "", opts, 42)

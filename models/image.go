@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/gray-ml/gray/envs"
+	"github.com/gray-ml/gray/spaces"
 )
 
 // ImageOptions are the model config keys that shape the preprocessing of
@@ -46,8 +46,8 @@ const defaultImageDim = 84
 // IsImage reports whether an observation space holds images the image
 // preprocessor handles: a Box of shape [H, W, C] with H, W ≥ 2, C of 1, 3
 // or 4 and every value in [0, 255].
-func IsImage(space envs.Space) bool {
-	b, ok := space.(envs.Box)
+func IsImage(space spaces.Space) bool {
+	b, ok := space.(spaces.Box)
 	if !ok {
 		return false
 	}
@@ -66,7 +66,7 @@ func IsImage(space envs.Space) bool {
 // check rejects framestack and frame_diff for observations that
 // are not images, naming the key, so that a config error shows before
 // training starts.
-func (o ImageOptions) check(space envs.Space) error {
+func (o ImageOptions) check(space spaces.Space) error {
 	if o.FrameStack < 0 {
 		return fmt.Errorf("models: framestack %d: use 0 or 1 for none, or the number of frames to stack", o.FrameStack)
 	}
@@ -87,7 +87,7 @@ func (o ImageOptions) check(space envs.Space) error {
 // preprocessor configured by opts for image observations, otherwise the
 // default for the space (NewPreprocessor). framestack or frame_diff on a
 // space that is not an image is an error naming the key.
-func PreprocessorFor(envName string, space envs.Space, opts ImageOptions) (Preprocessor, error) {
+func PreprocessorFor(envName string, space spaces.Space, opts ImageOptions) (Preprocessor, error) {
 	if err := opts.check(space); err != nil {
 		return nil, err
 	}
@@ -97,7 +97,7 @@ func PreprocessorFor(envName string, space envs.Space, opts ImageOptions) (Prepr
 	if registered || !IsImage(space) {
 		return GetPreprocessor(envName, space, nil)
 	}
-	return NewImagePreprocessor(space.(envs.Box), opts)
+	return NewImagePreprocessor(space.(spaces.Box), opts)
 }
 
 // ImagePreprocessor turns image observations into what a conv net reads:
@@ -130,7 +130,7 @@ type imageStream struct {
 }
 
 // NewImagePreprocessor returns the image preprocessor for space with opts.
-func NewImagePreprocessor(space envs.Box, opts ImageOptions) (*ImagePreprocessor, error) {
+func NewImagePreprocessor(space spaces.Box, opts ImageOptions) (*ImagePreprocessor, error) {
 	if !IsImage(space) {
 		return nil, fmt.Errorf("models: image preprocessing needs a Box [H, W, C] of values in [0, 255] with C of 1, 3 or 4, got %v", space)
 	}

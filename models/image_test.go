@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gray-ml/gray/envs"
+	"github.com/gray-ml/gray/spaces"
 )
 
-func pongSpace() envs.Box { return envs.NewBox(0, 255, 210, 160, 3) }
+func pongSpace() spaces.Box { return spaces.NewBox(0, 255, 210, 160, 3) }
 
 func TestImagePreprocessorShapes(t *testing.T) {
 	no := false
@@ -47,7 +47,7 @@ func TestImagePreprocessorShapes(t *testing.T) {
 // A 4×4 RGB image shrunk to 2×2: each output pixel is the mean of its 2×2
 // block's channel means, scaled to [0, 1].
 func TestImagePreprocessorValues(t *testing.T) {
-	space := envs.NewBox(0, 255, 4, 4, 3)
+	space := spaces.NewBox(0, 255, 4, 4, 3)
 	obs := make([]float64, 48)
 	for y := range 4 {
 		for x := range 4 {
@@ -104,7 +104,7 @@ func TestImagePreprocessorValues(t *testing.T) {
 func frame(v float64) []float64 { return []float64{v, v, v, v} }
 
 func TestFrameStackAndDiff(t *testing.T) {
-	space := envs.NewBox(0, 255, 2, 2, 1)
+	space := spaces.NewBox(0, 255, 2, 2, 1)
 	stack, err := NewImagePreprocessor(space, ImageOptions{FrameStack: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -182,16 +182,16 @@ func TestImagePreprocessorNoAllocs(t *testing.T) {
 }
 
 func TestImageOptionErrors(t *testing.T) {
-	vec := envs.NewBox(-1, 1, 4)
+	vec := spaces.NewBox(-1, 1, 4)
 	for _, tc := range []struct {
 		name  string
-		space envs.Space
+		space spaces.Space
 		opts  ImageOptions
 		want  string
 	}{
 		{"framestack on a vector", vec, ImageOptions{FrameStack: 4}, "framestack 4 needs image observations"},
 		{"frame_diff on a vector", vec, ImageOptions{FrameDiff: true}, "frame_diff needs image observations"},
-		{"framestack on a discrete space", envs.Discrete{N: 3}, ImageOptions{FrameStack: 2}, "framestack 2"},
+		{"framestack on a discrete space", spaces.Discrete{N: 3}, ImageOptions{FrameStack: 2}, "framestack 2"},
 		{"negative framestack", pongSpace(), ImageOptions{FrameStack: -1}, "framestack -1"},
 		{"crop too big", pongSpace(), ImageOptions{Crop: []int{200, 10, 0, 0}}, "crop [200 10 0 0]"},
 		{"crop of three", pongSpace(), ImageOptions{Crop: []int{1, 2, 3}}, "crop [1 2 3]"},
@@ -209,7 +209,7 @@ func TestImageOptionErrors(t *testing.T) {
 		t.Errorf("dim on a vector space: %v", err)
 	}
 	// The catalog's one-call NewPolicy cannot track episodes per environment.
-	_, err := NewPolicy("some-env", pongSpace(), envs.Discrete{N: 6}, "", ModelOptions{Dim: 42, FrameStack: 2}, 1)
+	_, err := NewPolicy("some-env", pongSpace(), spaces.Discrete{N: 6}, "", ModelOptions{Dim: 42, FrameStack: 2}, 1)
 	if err == nil || !strings.Contains(err.Error(), "framestack and frame_diff need") {
 		t.Errorf("NewPolicy with framestack: %v", err)
 	}
@@ -283,7 +283,7 @@ func TestGrayShrinkClampsBadValues(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// 5×3 RGB pixels into 2×2 gray: bins of 2 and 3 rows, 1 and 2 columns.
-			space := envs.NewBox(0, 255, 5, 3, 3)
+			space := spaces.NewBox(0, 255, 5, 3, 3)
 			obs := make([]float64, 5*3*3)
 			for i := range obs {
 				obs[i] = float64(i * 5 % 256)

@@ -1,6 +1,10 @@
 package rllib
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/gray-ml/gray/models"
+)
 
 // Base is what every agent keeps besides its own learning state: its
 // algorithm's name, options, config and seed. An agent embeds it, which
@@ -45,12 +49,55 @@ type checkpointMeta[C any] struct {
 	Config C `json:"config"`
 }
 
-// SaveState writes the checkpoint of iteration (SaveCheckpoint): the
-// header, with the config, and state, the algorithm's training state
+// TrainState is the part of a checkpoint's state that every algorithm
+// keeps: its network's weights, its Adam optimizer's state and its
+// counters. An algorithm's state struct embeds it and adds its own
+// fields; CBOR, like JSON, keeps an embedded struct's fields at the top
+// level, so the file's layout is the same as with the fields written out.
+type TrainState struct {
+	Weights   []float64
+	Adam      models.AdamState
+	Iteration int
+	Timesteps int64
+}
+
+// NewTrainState holds params' weights, opt's state and the counters.
+func NewTrainState(params *models.Params, opt *models.Adam, iteration int, timesteps int64) TrainState {
+	return TrainState{Weights: params.GetFlat(nil), Adam: opt.State(), Iteration: iteration, Timesteps: timesteps}
+}
+
+func (s TrainState) trainState() TrainState { return s }
+
+// State is an algorithm's checkpoint state: a struct embedding TrainState.
+type State interface{ trainState() TrainState }
+
+// SaveState writes the checkpoint of state's iteration (SaveCheckpoint):
+// the header, with the config, and state, the algorithm's training state
 // whose layout version is format.
-func (b *Base[C]) SaveState(format, iteration int, timesteps int64, state any) (string, error) {
-	h := CheckpointHeader{Algorithm: b.Name, Env: b.Opts.Env, Format: format, Iteration: iteration, TimestepsTotal: timesteps}
+func (b *Base[C]) SaveState(format int, state State) (string, error) {
+	ts := state.trainState()
+	h := CheckpointHeader{Algorithm: b.Name, Env: b.Opts.Env, Format: format, Iteration: ts.Iteration, TimestepsTotal: ts.Timesteps}
 	return SaveCheckpoint(b.Opts.LogDir, checkpointMeta[C]{CheckpointHeader: h, Config: b.Cfg}, state)
+}
+
+// ApplyTrainState is Restore's step for the network: it checks that st
+// (read from the checkpoint at path) holds as many weights as params,
+// then sets opt's state and params' weights from it. On an error neither
+// changes; undo puts both back, for a later step of Restore that fails.
+// The counters are the caller's to set.
+func (b *Base[C]) ApplyTrainState(path string, st TrainState, params *models.Params, opt *models.Adam) (undo func(), err error) {
+	if err := b.CheckWeights(path, len(st.Weights), params.Len()); err != nil {
+		return nil, err
+	}
+	oldAdam, oldWeights := opt.State(), params.GetFlat(nil)
+	if err := opt.SetState(st.Adam); err != nil {
+		return nil, fmt.Errorf("%s: Restore: %w", b.Name, err)
+	}
+	_ = params.SetFlat(st.Weights)
+	return func() {
+		_ = params.SetFlat(oldWeights)
+		_ = opt.SetState(oldAdam)
+	}, nil
 }
 
 // LoadState reads the checkpoint at path into state (LoadCheckpoint),

@@ -9,6 +9,32 @@ import (
 	"github.com/gray-ml/gray"
 )
 
+// WorkerOptions are the options of every algorithm's worker actor. A
+// worker holds one CPU while it lives (CheckWorkers counts on it), so the
+// scheduler spreads the workers over the CPUs it has, a cluster's nodes
+// included, rather than packing them all beside the driver. It checkpoints
+// after every call, an empty checkpoint (Stateless), which keeps a
+// cluster's replay log of each worker short.
+func WorkerOptions() []gray.Option {
+	return []gray.Option{gray.CPUs(1), gray.CheckpointInterval(1)}
+}
+
+// Stateless, embedded in a worker actor's struct, makes it a
+// gray.Checkpointer whose checkpoint is empty. It is for a worker whose
+// answers depend only on what each call brings (the weights, the filter,
+// the numbers its random draws are seeded from) and on its environments:
+// one recreated after its node died starts fresh episodes without
+// replaying earlier calls, and the runtime keeps no earlier weights for
+// it.
+type Stateless struct{}
+
+// Checkpoint implements gray.Checkpointer: it is empty.
+func (Stateless) Checkpoint(context.Context) ([]byte, error) { return nil, nil }
+
+// Restore implements gray.Checkpointer: the worker its constructor made is
+// the one to go on with.
+func (Stateless) Restore(context.Context, []byte) error { return nil }
+
 // CheckWorkers checks, before an agent starts them, that numWorkers worker
 // actors of one CPU each can run: the gray runtime must be initialized,
 // and it must have at least numWorkers CPUs in all (gray.ClusterResources),

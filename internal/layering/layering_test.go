@@ -14,26 +14,30 @@ const module = "github.com/gray-ml/gray/"
 // TestImportDirections checks, with `go list`, that no package imports one
 // it must not: the RL platform's parts stay apart from the
 // runtime's internals, and the logging and search layers from the
-// algorithms.
-//
-// Still to do (issue 26): models depends on envs, because the catalog
-// takes envs.Space; once it takes its own shape description, add
-// {"models", "envs"} here.
+// algorithms. A rule marked deep holds for everything the package builds
+// on, not only its own imports.
 func TestImportDirections(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list over the module")
 	}
 	rules := []struct {
 		pkg, mustNot, why string
+		deep              bool
 	}{
-		{"platform/runlog", "rllib", "the logger writes any result; runner turns an rllib.Result into one"},
-		{"tune", "runtime/cluster", "tune uses the gray API (gray.NodeID), not the cluster's internals"},
-		{"rllib", "runtime/codec", "checkpoints are a file format of their own, not the runtime's wire format"},
-		{"rllib/sample", "rllib", "sub-packages are below the scaffold that uses them"},
-		{"rllib/schedule", "rllib", "sub-packages are below the scaffold that uses them"},
+		{"platform/runlog", "rllib", "the logger writes any result; runner turns an rllib.Result into one", false},
+		{"tune", "runtime/cluster", "tune uses the gray API (gray.NodeID), not the cluster's internals", false},
+		{"rllib", "runtime/codec", "checkpoints are a file format of their own, not the runtime's wire format", false},
+		{"rllib/sample", "rllib", "sub-packages are below the scaffold that uses them", false},
+		{"rllib/schedule", "rllib", "sub-packages are below the scaffold that uses them", false},
+		{"models", "envs", "the catalog reads shapes from package spaces, below both", true},
+		{"spaces", "envs", "envs builds on spaces, not the other way round", true},
 	}
 	for _, r := range rules {
-		out, err := exec.Command("go", "list", "-f", `{{join .Imports " "}}`, module+r.pkg).CombinedOutput()
+		field := "Imports"
+		if r.deep {
+			field = "Deps"
+		}
+		out, err := exec.Command("go", "list", "-f", `{{join .`+field+` " "}}`, module+r.pkg).CombinedOutput()
 		if err != nil {
 			t.Fatalf("go list %s: %v\n%s", r.pkg, err, out)
 		}

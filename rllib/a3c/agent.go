@@ -47,11 +47,10 @@ type Agent struct {
 	updates      int64
 	restartTotal int
 	window       *sample.EpisodeWindow
-	act          rollout.Actions
 	obsBuf       []float64
 	stopped      bool
-	// actState is a recurrent policy's state between ComputeAction calls.
-	actState []float64
+	// actor acts for ComputeAction, carrying a recurrent policy's state.
+	actor rollout.Actor
 }
 
 // New creates an A3C agent for opts.Env with cfg (DefaultConfig with the
@@ -332,29 +331,16 @@ func (a *Agent) ComputeAction(obs []float64) ([]float64, error) {
 	if err := a.pol.Process(a.obsBuf, obs, false); err != nil {
 		return nil, fmt.Errorf("A3C: ComputeAction: %w", err)
 	}
-	if a.pol.rnn != nil {
-		if len(a.actState) == 0 {
-			a.actState = make([]float64, a.pol.StateSize())
-		}
-		if err := a.pol.ActRecurrent(a.obsBuf, a.actState, 1, nil, &a.act); err != nil {
-			return nil, fmt.Errorf("A3C: ComputeAction: %w", err)
-		}
-		copy(a.actState, a.act.State)
-	} else if err := a.pol.Act(a.obsBuf, 1, nil, &a.act); err != nil {
+	action, err := a.actor.Act(a.pol, a.obsBuf, nil, a.actSpace)
+	if err != nil {
 		return nil, fmt.Errorf("A3C: ComputeAction: %w", err)
-	}
-	action := slices.Clone(a.act.Actions)
-	if box, ok := a.actSpace.(envs.Box); ok {
-		for i := range action {
-			action[i] = math.Min(math.Max(action[i], box.Low[i]), box.High[i])
-		}
 	}
 	return action, nil
 }
 
 // StartEpisode implements rllib.EpisodeStarter: the next ComputeAction
 // starts a new episode from the recurrent policy's zero state.
-func (a *Agent) StartEpisode() { clear(a.actState) }
+func (a *Agent) StartEpisode() { a.actor.Reset() }
 
 // Stop implements rllib.Agent: it kills the runners (their outstanding
 // gradients are dropped).

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/gray-ml/gray/models"
+	"github.com/gray-ml/gray/rllib"
 	"github.com/gray-ml/gray/rllib/sample"
 )
 
@@ -12,24 +12,21 @@ import (
 // layout does.
 const formatVersion = 1
 
-// checkpointState is the training state.
+// checkpointState is the training state: the network, Adam and counters
+// (rllib.TrainState), the number of gradients applied, recent episodes.
 type checkpointState struct {
-	Weights   []float64
-	Adam      models.AdamState
-	Iteration int
-	Timesteps int64
-	Updates   int64
+	rllib.TrainState
+	Updates int64
 	sample.WindowState
 }
 
 // Save implements rllib.Agent: it writes LogDir/checkpoint_<iteration>/
-// holding the header file and state.cbor (weights, Adam state, counters,
-// recent episodes). Runners' environments are not saved: a restored
-// agent's runners go on with their own episodes.
+// holding the header file and state.cbor. Runners' environments are not
+// saved: a restored agent's runners go on with their own episodes.
 func (a *Agent) Save(ctx context.Context) (string, error) {
-	return a.SaveState(formatVersion, a.iteration, a.timesteps, checkpointState{
-		Weights: a.pol.params.GetFlat(nil), Adam: a.opt.State(),
-		Iteration: a.iteration, Timesteps: a.timesteps, Updates: a.updates, WindowState: a.window.State(),
+	return a.SaveState(formatVersion, checkpointState{
+		TrainState: rllib.NewTrainState(a.pol.params, a.opt, a.iteration, a.timesteps),
+		Updates:    a.updates, WindowState: a.window.State(),
 	})
 }
 
@@ -42,19 +39,13 @@ func (a *Agent) Restore(ctx context.Context, path string) error {
 	if err := a.LoadState(path, formatVersion, &st); err != nil {
 		return err
 	}
-	if err := a.CheckWeights(path, len(st.Weights), a.pol.params.Len()); err != nil {
+	undo, err := a.ApplyTrainState(path, st.TrainState, a.pol.params, a.opt)
+	if err != nil {
 		return err
 	}
-	good := a.opt.State()
-	if err := a.opt.SetState(st.Adam); err != nil {
-		return fmt.Errorf("A3C: Restore: %w", err)
-	}
-	old := a.pol.params.GetFlat(nil)
-	_ = a.pol.params.SetFlat(st.Weights)
 	if a.runners != nil {
 		if err := a.putWeights(ctx); err != nil {
-			_ = a.pol.params.SetFlat(old)
-			_ = a.opt.SetState(good)
+			undo()
 			return fmt.Errorf("A3C: Restore: %w", err)
 		}
 		for i := range a.stale {

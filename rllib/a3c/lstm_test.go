@@ -40,16 +40,16 @@ func TestRecurrentPolicyTrains(t *testing.T) {
 		t.Fatal(err)
 	}
 	moved := false
-	for _, v := range a.actState {
+	for _, v := range a.actor.State() {
 		moved = moved || v != 0
 	}
 	if !moved {
 		t.Fatal("ComputeAction left the recurrent state at zero")
 	}
 	sa.StartEpisode()
-	for _, v := range a.actState {
+	for _, v := range a.actor.State() {
 		if v != 0 {
-			t.Fatalf("StartEpisode left state %v", a.actState)
+			t.Fatalf("StartEpisode left state %v", a.actor.State())
 		}
 	}
 }

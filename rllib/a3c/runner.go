@@ -44,6 +44,8 @@ type Gradient struct {
 // Runner simulates its environments and computes gradients: the state of
 // the "a3c.Runner" actor (Ray 0.2's Runner).
 type Runner struct {
+	rllib.Stateless // its checkpoint is empty
+
 	spec   RunnerSpec
 	pol    *policy
 	worker *rollout.Worker
@@ -199,25 +201,12 @@ func (r *Runner) Close() error {
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
 // The runner actor, registered at package level so that driver and worker
-// processes (the same executable) agree on the names. Each runner reserves
-// one CPU: it simulates without pause. A checkpoint after every call (an
-// empty one: see Runner.Checkpoint) keeps a cluster's replay log of each
-// runner short.
+// processes (the same executable) agree on the names; placed and
+// checkpointed as every algorithm's workers are (rllib.WorkerOptions).
 var (
-	runnerActor    = gray.Actor1("a3c.Runner", NewRunner, gray.CPUs(1), gray.CheckpointInterval(1))
+	runnerActor    = gray.Actor1("a3c.Runner", NewRunner, rllib.WorkerOptions()...)
 	gradientMethod = gray.Method1(runnerActor, "ComputeGradient", (*Runner).ComputeGradient)
 	pidMethod      = gray.Method0(runnerActor, "Pid", (*Runner).Pid)
 
 	_ gray.Checkpointer = (*Runner)(nil)
 )
-
-// Checkpoint implements gray.Checkpointer. A runner's gradients depend on
-// the weights each call brings and on its environments, so its checkpoint
-// is empty: a runner recreated after its node died starts fresh episodes
-// without replaying earlier calls, and the runtime keeps no earlier
-// weights for it.
-func (r *Runner) Checkpoint(context.Context) ([]byte, error) { return nil, nil }
-
-// Restore implements gray.Checkpointer: the runner its constructor made is
-// the one to go on with (see Checkpoint).
-func (r *Runner) Restore(context.Context, []byte) error { return nil }

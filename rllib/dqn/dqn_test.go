@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -24,11 +22,6 @@ func smallCartPole() map[string]any {
 		"timesteps_per_iteration": 256, "train_freq": 128, "gradient_steps": 8,
 		"learning_starts": 256, "buffer_size": 5000,
 	}
-}
-
-func newAgent(t *testing.T, env string, cfg map[string]any, seed int64) *Agent {
-	t.Helper()
-	return agenttest.New(t, newFromKeys, rllib.Options{Env: env, Seed: seed}, cfg)
 }
 
 func TestRegistered(t *testing.T) {
@@ -155,21 +148,9 @@ func TestSaveRestoreContinue(t *testing.T) {
 	cfg["prioritized_replay"] = true
 	a := newAgent(t, "CartPole-v1", cfg, 3)
 	agenttest.Train(t, a, 3)
-	path, err := a.Save(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if filepath.Base(path) != "checkpoint_3" {
-		t.Errorf("checkpoint path %q, want .../checkpoint_3", path)
-	}
-	restored := func() *Agent {
-		b := newAgent(t, "CartPole-v1", cfg, 3)
-		if err := b.Restore(context.Background(), path); err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
-	b, c := restored(), restored()
+	path := agenttest.Checkpoint(t, a)
+	fresh := func() *Agent { return newAgent(t, "CartPole-v1", cfg, 3) }
+	b, c := agenttest.Restored(t, fresh, path), agenttest.Restored(t, fresh, path)
 	if !slices.Equal(a.Weights(), b.Weights()) || !slices.Equal(a.target.params.Flat(), b.target.params.Flat()) {
 		t.Fatal("restored online or target weights differ")
 	}
@@ -180,10 +161,7 @@ func TestSaveRestoreContinue(t *testing.T) {
 	if as, bs := a.learner.opt.State(), b.learner.opt.State(); as.Step != bs.Step || !slices.Equal(as.M, bs.M) {
 		t.Fatal("restored Adam state differs")
 	}
-	rb, rc := agenttest.Train(t, b, 2), agenttest.Train(t, c, 2)
-	if !slices.Equal(b.Weights(), c.Weights()) || rb.TrainingIteration != 5 || rc.TimestepsTotal != rb.TimestepsTotal {
-		t.Errorf("two agents restored from one checkpoint and trained on differ (iterations %d, %d)", rb.TrainingIteration, rc.TrainingIteration)
-	}
+	agenttest.TrainAlike(t, b, c, 2, 5)
 	if slices.Equal(b.Weights(), a.Weights()) {
 		t.Error("a restored agent did not learn on (its buffer refills after restore)")
 	}
@@ -192,28 +170,14 @@ func TestSaveRestoreContinue(t *testing.T) {
 func TestRestoreRejectsOtherCheckpoints(t *testing.T) {
 	a := newAgent(t, "CartPole-v1", smallCartPole(), 1)
 	agenttest.Train(t, a, 1)
-	path, err := a.Save(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	other := newAgent(t, "Acrobot-v1", smallCartPole(), 1)
-	if err := other.Restore(context.Background(), path); err == nil || !strings.Contains(err.Error(), "CartPole-v1") {
-		t.Errorf("restoring a CartPole checkpoint into an Acrobot agent: %v, want an error naming the environments", err)
-	}
+	path := agenttest.Checkpoint(t, a)
 	cfg := smallCartPole()
 	cfg["model"] = map[string]any{"fcnet_hiddens": []int{8}}
 	bigger := newAgent(t, "CartPole-v1", cfg, 1)
 	if err := bigger.Restore(context.Background(), path); err == nil || !strings.Contains(err.Error(), "weights") {
 		t.Errorf("restoring into a different network: %v, want an error about the weights", err)
 	}
-	meta := filepath.Join(path, rllib.CheckpointMetaFile)
-	raw, _ := os.ReadFile(meta)
-	if err := os.WriteFile(meta, []byte(strings.Replace(string(raw), `"DQN"`, `"PPO"`, 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Restore(context.Background(), path); err == nil || !strings.Contains(err.Error(), "PPO") {
-		t.Errorf("restoring a PPO checkpoint: %v, want an error naming the algorithm", err)
-	}
+	agenttest.RefusesOther(t, a, newAgent(t, "Acrobot-v1", smallCartPole(), 1), path, "DQN", "PPO")
 }
 
 func TestSameSeedSameRun(t *testing.T) {

@@ -44,6 +44,8 @@ type Samples struct {
 // rollout worker actor; the driver also uses one directly when
 // num_workers is 0, sharing the learner's network.
 type RolloutWorker struct {
+	rllib.Stateless // its checkpoint is empty
+
 	spec    WorkerSpec
 	vec     envs.Vector
 	pre     models.Preprocessor
@@ -204,14 +206,3 @@ func (w *RolloutWorker) stepEnvs() error {
 
 // Close releases the worker's environments.
 func (w *RolloutWorker) Close() error { return w.vec.Close() }
-
-// Checkpoint implements gray.Checkpointer. What a rollout worker's samples
-// depend on comes with each Sample call (the weights and the number its
-// random draws are seeded from), so its checkpoint is empty: a worker
-// recreated after its node died starts fresh episodes without replaying
-// earlier calls, and the runtime keeps no earlier weights for it.
-func (w *RolloutWorker) Checkpoint(context.Context) ([]byte, error) { return nil, nil }
-
-// Restore implements gray.Checkpointer: the worker its constructor made is
-// the one to go on with (see Checkpoint).
-func (w *RolloutWorker) Restore(context.Context, []byte) error { return nil }

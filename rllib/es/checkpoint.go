@@ -5,37 +5,37 @@ import (
 	"fmt"
 
 	"github.com/gray-ml/gray/models"
+	"github.com/gray-ml/gray/rllib"
 )
 
 // formatVersion is the checkpoint format: it changes when checkpointState's
 // layout does.
 const formatVersion = 1
 
-// checkpointState is the training state. The noise table is not saved: it
-// is a pure function of the seed and noise_size.
+// checkpointState is the training state: θ, Adam and counters
+// (rllib.TrainState), the network's signature, the observation filter and
+// the episode count. The noise table is not saved: it is a pure function
+// of the seed and noise_size.
 type checkpointState struct {
-	Weights   []float64
+	rllib.TrainState
 	Signature string
-	Adam      models.AdamState
 	Filter    *models.RunningStat
-	Iteration int
-	Timesteps int64
 	Episodes  int64
 }
 
 // Save implements rllib.Agent: it writes LogDir/checkpoint_<iteration>/
-// holding the header file and state.cbor (θ, Adam state, observation
-// filter, counters).
+// holding the header file and state.cbor.
 func (a *Agent) Save(ctx context.Context) (string, error) {
+	params := a.pol.Model.Params()
 	st := checkpointState{
-		Weights: a.Weights(), Signature: a.pol.Model.Params().Signature(), Adam: a.opt.State(),
-		Iteration: a.iteration, Timesteps: a.timesteps, Episodes: a.episodes,
+		TrainState: rllib.NewTrainState(params, a.opt, a.iteration, a.timesteps),
+		Signature:  params.Signature(), Episodes: a.episodes,
 	}
 	if a.pol.Filter != nil {
 		s := a.pol.Filter.Stats()
 		st.Filter = &s
 	}
-	return a.SaveState(formatVersion, a.iteration, a.timesteps, st)
+	return a.SaveState(formatVersion, st)
 }
 
 // Restore implements rllib.Agent. A checkpoint of another algorithm or
@@ -54,17 +54,16 @@ func (a *Agent) Restore(ctx context.Context, path string) error {
 	if (st.Filter == nil) != (a.pol.Filter == nil) {
 		return fmt.Errorf("ES: Restore: %q was saved with a different observation_filter", path)
 	}
-	goodOpt := a.opt.State()
-	if err := a.opt.SetState(st.Adam); err != nil {
-		return fmt.Errorf("ES: Restore: %w", err)
+	undo, err := a.ApplyTrainState(path, st.TrainState, params, a.opt)
+	if err != nil {
+		return err
 	}
 	if st.Filter != nil {
 		if err := a.pol.Filter.SetStats(*st.Filter); err != nil {
-			_ = a.opt.SetState(goodOpt)
+			undo()
 			return fmt.Errorf("ES: Restore: %w", err)
 		}
 	}
-	_ = params.SetFlat(st.Weights)
 	a.iteration, a.timesteps, a.episodes = st.Iteration, st.Timesteps, st.Episodes
 	return nil
 }

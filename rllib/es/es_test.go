@@ -1,11 +1,13 @@
 package es
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,7 +17,7 @@ import (
 	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/envs"
 	"github.com/gray-ml/gray/rllib"
-	"gopkg.in/yaml.v3"
+	"github.com/gray-ml/gray/rllib/internal/agenttest"
 )
 
 // small is a CI-sized configuration: a small noise table and batches,
@@ -25,28 +27,6 @@ func small() map[string]any {
 		"noise_size": 200_000, "episodes_per_batch": 20, "train_batch_size": 400,
 		"eval_episodes": 1, "model": map[string]any{"fcnet_hiddens": []int{16}}, "num_workers": 0,
 	}
-}
-
-func newAgent(t *testing.T, env string, cfg map[string]any, seed int64) *Agent {
-	t.Helper()
-	a, err := newFromKeys(context.Background(), rllib.Options{Env: env, Seed: seed, LogDir: t.TempDir()}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.Stop() })
-	return a
-}
-
-func train(t *testing.T, a *Agent, iters int) rllib.Result {
-	t.Helper()
-	var r rllib.Result
-	for range iters {
-		var err error
-		if r, err = a.Train(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return r
 }
 
 func TestCenteredRanks(t *testing.T) {
@@ -215,7 +195,7 @@ func learnsCartPole(t *testing.T, workers int) {
 	a := newAgent(t, "CartPole-v1", cfg, 1)
 	var first, best float64
 	for a.timesteps < 100_000 {
-		r := train(t, a, 1)
+		r := agenttest.Train(t, a, 1)
 		if r.TrainingIteration == 1 {
 			first = r.EpisodeRewardMean
 		}
@@ -241,7 +221,7 @@ func TestSameSeedSameRun(t *testing.T) {
 	var runs [2][]float64
 	for i := range runs {
 		a := newAgent(t, "CartPole-v1", cfg, 7)
-		train(t, a, 3)
+		agenttest.Train(t, a, 3)
 		runs[i] = a.Weights()
 		_ = a.Stop()
 	}
@@ -252,50 +232,30 @@ func TestSameSeedSameRun(t *testing.T) {
 
 func TestSaveRestoreContinue(t *testing.T) {
 	a := newAgent(t, "CartPole-v1", small(), 3)
-	train(t, a, 2)
-	path, err := a.Save(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if filepath.Base(path) != "checkpoint_2" {
-		t.Errorf("checkpoint path %q, want .../checkpoint_2", path)
-	}
-	b := newAgent(t, "CartPole-v1", small(), 3)
-	if err := b.Restore(context.Background(), path); err != nil {
-		t.Fatal(err)
-	}
+	agenttest.Train(t, a, 2)
+	path := agenttest.Checkpoint(t, a)
+	b := agenttest.Restored(t, func() *Agent { return newAgent(t, "CartPole-v1", small(), 3) }, path)
 	if !slices.Equal(a.Weights(), b.Weights()) || b.Iteration() != 2 || b.timesteps != a.timesteps || b.episodes != a.episodes {
 		t.Fatalf("restored agent differs: iteration %d timesteps %d", b.Iteration(), b.timesteps)
 	}
 	if !slices.Equal(a.pol.Filter.Stats().Mean, b.pol.Filter.Stats().Mean) || a.opt.State().Step != b.opt.State().Step {
 		t.Error("restored observation filter or Adam state differs")
 	}
-	ra, rb := train(t, a, 1), train(t, b, 1)
-	if !slices.Equal(a.Weights(), b.Weights()) || ra.TrainingIteration != 3 || ra.TimestepsTotal != rb.TimestepsTotal {
-		t.Errorf("the saved agent and the restored one diverge on the next iteration")
-	}
-	// Checkpoints of other environments, algorithms or networks are refused.
-	other := newAgent(t, "Acrobot-v1", small(), 1)
-	if err := other.Restore(context.Background(), path); err == nil || !strings.Contains(err.Error(), "CartPole-v1") {
-		t.Errorf("restoring a CartPole checkpoint into an Acrobot agent: %v", err)
-	}
+	// The saved agent and the restored one go on alike.
+	agenttest.TrainAlike(t, a, b, 1, 3)
+	// Checkpoints of other networks, environments or algorithms are refused.
 	bigger := small()
 	bigger["model"] = map[string]any{"fcnet_hiddens": []int{32}}
 	if err := newAgent(t, "CartPole-v1", bigger, 1).Restore(context.Background(), path); err == nil || !strings.Contains(err.Error(), "model config") {
 		t.Errorf("restoring into a bigger network: %v", err)
 	}
-	meta := filepath.Join(path, rllib.CheckpointMetaFile)
-	raw, _ := os.ReadFile(meta)
-	_ = os.WriteFile(meta, []byte(strings.Replace(string(raw), `"ES"`, `"PPO"`, 1)), 0o644)
-	if err := b.Restore(context.Background(), path); err == nil || !strings.Contains(err.Error(), "PPO") {
-		t.Errorf("restoring a PPO checkpoint: %v", err)
-	}
+	agenttest.RefusesOther(t, b, newAgent(t, "Acrobot-v1", small(), 1), path, "ES", "PPO")
 }
 
 func TestComputeAction(t *testing.T) {
 	for _, env := range []string{"CartPole-v1", "Pendulum-v1", "MountainCarContinuous-v0"} {
 		a := newAgent(t, env, small(), 1)
-		train(t, a, 1)
+		agenttest.Train(t, a, 1)
 		e, err := envs.Make(env, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -338,16 +298,29 @@ func TestWorkerDiesMidIteration(t *testing.T) {
 		res, err = a.Train(ctx)
 		done <- err
 	}()
-	time.Sleep(200 * time.Millisecond)
+	// Kill it once it is running episodes: its process has used CPU
+	// since Train began (an idle worker uses next to none). A fast
+	// iteration may end first: the next one then meets it dead.
+	idle, ended := cpuTicks(t, infos[0].PID), false
+	for !ended && cpuTicks(t, infos[0].PID) == idle {
+		select {
+		case err = <-done:
+			ended = true
+		case <-time.After(time.Millisecond):
+		}
+	}
 	if err := syscall.Kill(infos[0].PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-done; err != nil {
+	if !ended {
+		err = <-done
+	}
+	if err != nil {
 		t.Fatalf("iteration with a killed worker: %v", err)
 	}
 	if res.Extra["workers_restarted"] < 1 {
 		// The worker had already answered: the next iteration meets it dead.
-		res = train(t, a, 1)
+		res = agenttest.Train(t, a, 1)
 	}
 	if res.Extra["workers_restarted"] != 1 || res.EpisodesThisIter < 20 {
 		t.Errorf("after killing worker 1: workers_restarted %v, %d episodes", res.Extra["workers_restarted"], res.EpisodesThisIter)
@@ -356,7 +329,22 @@ func TestWorkerDiesMidIteration(t *testing.T) {
 	if err != nil || after[0].PID == infos[0].PID {
 		t.Errorf("worker 1 was not replaced by a new process: %v", err)
 	}
-	train(t, a, 1)
+	agenttest.Train(t, a, 1)
+}
+
+// cpuTicks is the CPU time process pid has used, in clock ticks (user and
+// system: fields 14 and 15 of /proc/<pid>/stat).
+func cpuTicks(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The command name, field 2, may hold spaces: count from its end.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return utime + stime
 }
 
 // TestNoiseTableShared checks that every worker reads the noise table from
@@ -394,24 +382,10 @@ func TestNoiseTableShared(t *testing.T) {
 // TestTunedConfig checks that configs/cartpole-es.yaml holds only keys ES
 // knows, with valid values.
 func TestTunedConfig(t *testing.T) {
-	raw, err := os.ReadFile("../../configs/cartpole-es.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var exp struct {
-		Env    string         `yaml:"env"`
-		Alg    string         `yaml:"alg"`
-		Config map[string]any `yaml:"config"`
-	}
-	if err := yaml.Unmarshal(raw, &exp); err != nil {
-		t.Fatal(err)
-	}
-	if exp.Alg != "ES" || exp.Env != "CartPole-v1" {
-		t.Fatalf("alg %q env %q", exp.Alg, exp.Env)
-	}
+	keys := agenttest.Experiment(t, "../../configs/cartpole-es.yaml", "ES", "CartPole-v1")
 	// Episodes in the driver with a small table: the keys are what is tested.
-	exp.Config["num_workers"], exp.Config["noise_size"] = 0, 100_000
-	a := newAgent(t, exp.Env, exp.Config, 1)
+	keys["num_workers"], keys["noise_size"] = 0, 100_000
+	a := newAgent(t, "CartPole-v1", keys, 1)
 	if a.Cfg.NoiseStdev != 0.1 || a.Cfg.Model.Hiddens[0] != 16 {
 		t.Errorf("decoded config %+v", a.Cfg)
 	}

@@ -63,6 +63,8 @@ type Rollouts struct {
 // Worker runs ES episodes. It is the state of a worker actor; the driver
 // also uses one directly when num_workers is 0.
 type Worker struct {
+	rllib.Stateless // its checkpoint is empty
+
 	spec  WorkerSpec
 	env   envs.Env
 	pol   *models.Policy

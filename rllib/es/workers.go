@@ -7,31 +7,19 @@ import (
 	"time"
 
 	"github.com/gray-ml/gray"
+	"github.com/gray-ml/gray/rllib"
 )
 
-// Worker actors: registered at package level so that driver and worker
-// processes (the same executable) agree on the names. Each reserves one
-// CPU: ES workers run flat out for the whole iteration. A checkpoint after
-// every call (an empty one: see Worker.Checkpoint) keeps a cluster's
-// replay log of each worker short.
+// Worker actors, registered at package level so that driver and worker
+// processes (the same executable) agree on the names; placed and
+// checkpointed as every algorithm's workers are (rllib.WorkerOptions).
 var (
-	workerActor = gray.Actor2("es.Worker", NewWorker, gray.CPUs(1), gray.CheckpointInterval(1))
+	workerActor = gray.Actor2("es.Worker", NewWorker, rllib.WorkerOptions()...)
 	runMethod   = gray.Method2(workerActor, "Run", (*Worker).Run)
 	infoMethod  = gray.Method0(workerActor, "Info", (*Worker).Info)
 
 	_ gray.Checkpointer = (*Worker)(nil)
 )
-
-// Checkpoint implements gray.Checkpointer. A worker's answer depends only
-// on what each Run call brings (θ, the filter, the task and the seed its
-// draws derive from), so its checkpoint is empty: a worker recreated after
-// its node died goes on without replaying earlier calls, and the runtime
-// keeps no earlier weights for it.
-func (w *Worker) Checkpoint(context.Context) ([]byte, error) { return nil, nil }
-
-// Restore implements gray.Checkpointer: the worker its constructor made is
-// the one to go on with (see Checkpoint).
-func (w *Worker) Restore(context.Context, []byte) error { return nil }
 
 // pool is how the agent runs one iteration's tasks, one per worker.
 type pool interface {

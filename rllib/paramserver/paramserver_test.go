@@ -2,27 +2,18 @@ package paramserver
 
 import (
 	"context"
-	"fmt"
 	"math"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/models"
+	"github.com/gray-ml/gray/rllib/internal/agenttest"
 )
 
-// TestMain serves server actors when the test binary runs as a gray worker.
-func TestMain(m *testing.M) {
-	gray.ServeIfWorker()
-	if err := gray.Init(context.Background(), gray.Options{NumCPUs: 4}); err != nil {
-		fmt.Fprintln(os.Stderr, "gray.Init:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = gray.Shutdown()
-	os.Exit(code)
-}
+// TestMain serves server actors when the test binary runs as a gray worker,
+// and starts the runtime for the tests.
+func TestMain(m *testing.M) { agenttest.Main(m, 4) }
 
 func weights() Named {
 	return Named{

@@ -37,11 +37,10 @@ type Agent struct {
 	timesteps int64
 	klCoeff   float64
 	window    *sample.EpisodeWindow
-	act       rollout.Actions
 	obsBuf    []float64
 	actSpace  envs.Space
-	// actState is a recurrent policy's state between ComputeAction calls.
-	actState []float64
+	// actor acts for ComputeAction, carrying a recurrent policy's state.
+	actor rollout.Actor
 }
 
 // samplers is how the agent collects one iteration's experience.
@@ -278,24 +277,10 @@ func (a *Agent) computeAction(obs []float64, rng *rand.Rand) ([]float64, error) 
 	if err := a.proc.ProcessStream(computeStream, false, a.obsBuf, obs, false); err != nil {
 		return nil, fmt.Errorf("PPO: ComputeAction: %w", err)
 	}
-	if a.pol.rnn != nil {
-		if len(a.actState) == 0 {
-			a.actState = make([]float64, a.pol.StateSize())
-		}
-		if err := a.pol.ActRecurrent(a.obsBuf, a.actState, 1, rng, &a.act); err != nil {
-			return nil, fmt.Errorf("PPO: ComputeAction: %w", err)
-		}
-		copy(a.actState, a.act.State)
-	} else if err := a.pol.Act(a.obsBuf, 1, rng, &a.act); err != nil {
+	// A Gaussian's mean or sample may leave a Box: the actor clips it.
+	action, err := a.actor.Act(a.pol, a.obsBuf, rng, a.actSpace)
+	if err != nil {
 		return nil, fmt.Errorf("PPO: ComputeAction: %w", err)
-	}
-	action := append([]float64(nil), a.act.Actions...)
-	// A Gaussian's mean or sample may leave a Box; the environment would
-	// reject it, so clip as the rollout workers do.
-	if box, ok := a.actSpace.(envs.Box); ok {
-		for i := range action {
-			action[i] = math.Min(math.Max(action[i], box.Low[i]), box.High[i])
-		}
 	}
 	return action, nil
 }
@@ -309,7 +294,7 @@ const computeStream = -1
 // (use_lstm) and with no frame history (a model config that stacks or
 // differences frames).
 func (a *Agent) StartEpisode() {
-	clear(a.actState)
+	a.actor.Reset()
 	if sp, ok := a.proc.pre.(models.StreamPreprocessor); ok {
 		sp.ResetStream(computeStream)
 	}

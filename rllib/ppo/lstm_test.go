@@ -3,10 +3,7 @@ package ppo
 import (
 	"math"
 	"math/rand/v2"
-	"os"
 	"testing"
-
-	"gopkg.in/yaml.v3"
 
 	"github.com/gray-ml/gray/envs"
 	"github.com/gray-ml/gray/rllib"
@@ -113,7 +110,7 @@ func TestLSTMRemoteWorkersAndComputeAction(t *testing.T) {
 		t.Fatal(err)
 	}
 	zero := true
-	for _, v := range a.actState {
+	for _, v := range a.actor.State() {
 		zero = zero && v == 0
 	}
 	if zero {
@@ -133,22 +130,8 @@ func TestLSTMRemoteWorkersAndComputeAction(t *testing.T) {
 // TestStatelessCartPoleConfig checks that configs/statelesscartpole-ppo-
 // lstm.yaml holds only keys PPO knows and builds a recurrent agent.
 func TestStatelessCartPoleConfig(t *testing.T) {
-	raw, err := os.ReadFile("../../configs/statelesscartpole-ppo-lstm.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var exp struct {
-		Env    string         `yaml:"env"`
-		Alg    string         `yaml:"alg"`
-		Config map[string]any `yaml:"config"`
-	}
-	if err := yaml.Unmarshal(raw, &exp); err != nil {
-		t.Fatal(err)
-	}
-	if exp.Alg != "PPO" || exp.Env != "StatelessCartPole-v1" {
-		t.Fatalf("alg %q env %q", exp.Alg, exp.Env)
-	}
-	a := newAgent(t, exp.Env, exp.Config, 1)
+	keys := agenttest.Experiment(t, "../../configs/statelesscartpole-ppo-lstm.yaml", "PPO", "StatelessCartPole-v1")
+	a := newAgent(t, "StatelessCartPole-v1", keys, 1)
 	if !a.Cfg.Model.UseLSTM || a.Cfg.Model.LSTMCellSize != 64 || a.Cfg.Model.MaxSeqLen != 20 || a.pol.rnn == nil {
 		t.Errorf("decoded model %+v", a.Cfg.Model)
 	}

@@ -15,3 +15,7 @@ func TestMain(m *testing.M) { agenttest.MainWith(m, gray.Options{NumCPUs: 4, Num
 
 // newFromKeys is New taking config keys, as train gives them.
 var newFromKeys = agenttest.FromKeys("PPO", DefaultConfig, New)
+
+// newAgent is an agent on env with the config keys and seed, stopped when
+// the test ends.
+var newAgent = agenttest.Maker(newFromKeys)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -21,11 +19,6 @@ func fastCartPole() map[string]any {
 		"num_envs_per_worker": 8, "train_batch_size": 1024, "num_sgd_iter": 4,
 		"sgd_minibatch_size": 256, "lr": 0.001,
 	}
-}
-
-func newAgent(t *testing.T, env string, cfg map[string]any, seed int64) *Agent {
-	t.Helper()
-	return agenttest.New(t, newFromKeys, rllib.Options{Env: env, Seed: seed}, cfg)
 }
 
 func TestRegistered(t *testing.T) {
@@ -172,21 +165,9 @@ func TestSaveRestoreContinue(t *testing.T) {
 	cfg["observation_filter"] = "MeanStdFilter"
 	a := newAgent(t, "CartPole-v1", cfg, 3)
 	agenttest.Train(t, a, 2)
-	path, err := a.Save(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if filepath.Base(path) != "checkpoint_2" {
-		t.Errorf("checkpoint path %q, want .../checkpoint_2", path)
-	}
-	restored := func() *Agent {
-		b := newAgent(t, "CartPole-v1", cfg, 3)
-		if err := b.Restore(context.Background(), path); err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
-	b, c := restored(), restored()
+	path := agenttest.Checkpoint(t, a)
+	fresh := func() *Agent { return newAgent(t, "CartPole-v1", cfg, 3) }
+	b, c := agenttest.Restored(t, fresh, path), agenttest.Restored(t, fresh, path)
 	if !slices.Equal(a.Weights(), b.Weights()) || b.Iteration() != 2 || b.timesteps != a.timesteps || b.klCoeff != a.klCoeff {
 		t.Fatalf("restored agent differs: iteration %d timesteps %d kl_coeff %v; want %d %d %v",
 			b.Iteration(), b.timesteps, b.klCoeff, a.Iteration(), a.timesteps, a.klCoeff)
@@ -194,31 +175,14 @@ func TestSaveRestoreContinue(t *testing.T) {
 	if !slices.Equal(a.proc.filter.Stats().Mean, b.proc.filter.Stats().Mean) {
 		t.Error("restored observation filter differs")
 	}
-	rb, rc := agenttest.Train(t, b, 2), agenttest.Train(t, c, 2)
-	if !slices.Equal(b.Weights(), c.Weights()) || rb.TrainingIteration != 4 || rc.TimestepsTotal != rb.TimestepsTotal {
-		t.Errorf("two agents restored from one checkpoint and trained on differ (iterations %d, %d)", rb.TrainingIteration, rc.TrainingIteration)
-	}
+	agenttest.TrainAlike(t, b, c, 2, 4)
 }
 
 func TestRestoreRejectsOtherCheckpoints(t *testing.T) {
 	a := newAgent(t, "CartPole-v1", fastCartPole(), 1)
 	agenttest.Train(t, a, 1)
-	path, err := a.Save(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	other := newAgent(t, "Acrobot-v1", fastCartPole(), 1)
-	if err := other.Restore(context.Background(), path); err == nil || !strings.Contains(err.Error(), "CartPole-v1") {
-		t.Errorf("restoring a CartPole checkpoint into an Acrobot agent: %v, want an error naming the environments", err)
-	}
-	meta := filepath.Join(path, rllib.CheckpointMetaFile)
-	raw, _ := os.ReadFile(meta)
-	if err := os.WriteFile(meta, []byte(strings.Replace(string(raw), `"PPO"`, `"DQN"`, 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Restore(context.Background(), path); err == nil || !strings.Contains(err.Error(), "DQN") {
-		t.Errorf("restoring a DQN checkpoint: %v, want an error naming the algorithm", err)
-	}
+	path := agenttest.Checkpoint(t, a)
+	agenttest.RefusesOther(t, a, newAgent(t, "Acrobot-v1", fastCartPole(), 1), path, "PPO", "DQN")
 	if err := a.Restore(context.Background(), t.TempDir()); err == nil {
 		t.Error("restoring from an empty folder: want an error")
 	}

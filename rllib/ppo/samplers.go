@@ -10,15 +10,11 @@ import (
 	"github.com/gray-ml/gray/rllib/sample"
 )
 
-// Rollout workers as actors: registered at package level so that driver
-// and worker processes (the same executable) agree on the names. Each
-// holds one CPU while it lives (rllib.CheckWorkers counts on it), so the
-// scheduler spreads them over the CPUs it has, a cluster's nodes
-// included, rather than packing them all beside the driver. A checkpoint
-// after every call (an empty one: see RolloutWorker.Checkpoint) keeps a
-// cluster's replay log of each worker short.
+// Rollout workers as actors, registered at package level so that driver
+// and worker processes (the same executable) agree on the names; placed
+// and checkpointed as every algorithm's workers are (rllib.WorkerOptions).
 var (
-	workerActor  = gray.Actor1("ppo.RolloutWorker", NewRolloutWorker, gray.CPUs(1), gray.CheckpointInterval(1))
+	workerActor  = gray.Actor1("ppo.RolloutWorker", NewRolloutWorker, rllib.WorkerOptions()...)
 	sampleMethod = gray.Method2(workerActor, "Sample", (*RolloutWorker).Sample)
 
 	_ gray.Checkpointer = (*RolloutWorker)(nil)

@@ -34,6 +34,8 @@ type Samples struct {
 // RolloutWorker samples PPO experience. It is the state of a rollout
 // worker actor; the driver also uses one directly when num_workers is 0.
 type RolloutWorker struct {
+	rllib.Stateless // its checkpoint is empty
+
 	spec   WorkerSpec
 	pol    *policy
 	proc   *obsProcessor
@@ -131,14 +133,3 @@ func (w *RolloutWorker) Close() error {
 func sampleRNG(seed int64, iteration, index int) *rand.Rand {
 	return rand.New(rand.NewPCG(uint64(seed), uint64(iteration)<<16|uint64(index)))
 }
-
-// Checkpoint implements gray.Checkpointer. What a rollout worker's samples
-// depend on comes with each Sample call (the weights with the observation filter and the number its
-// random draws are seeded from), so its checkpoint is empty: a worker
-// recreated after its node died starts fresh episodes without replaying
-// earlier calls, and the runtime keeps no earlier weights for it.
-func (w *RolloutWorker) Checkpoint(context.Context) ([]byte, error) { return nil, nil }
-
-// Restore implements gray.Checkpointer: the worker its constructor made is
-// the one to go on with (see Checkpoint).
-func (w *RolloutWorker) Restore(context.Context, []byte) error { return nil }

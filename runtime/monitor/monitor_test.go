@@ -41,6 +41,12 @@ func beat(t *testing.T, store *control.Redis, id string) (stop func()) {
 // runMonitor runs a monitor until the returned stop is called.
 func runMonitor(t *testing.T, store *control.Redis, onDeath func(string, string, time.Duration)) (stop func()) {
 	t.Helper()
+	return runMonitorOn(t, store, onDeath)
+}
+
+// runMonitorOn is runMonitor over any node watcher.
+func runMonitorOn(t *testing.T, store monitor.NodeWatcher, onDeath func(string, string, time.Duration)) (stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &monitor.Monitor{Store: store, Timeout: testTimeout, OnDeath: onDeath, Logf: t.Logf}
 	done := make(chan struct{})
@@ -68,6 +74,34 @@ func waitEvent(t *testing.T, evs <-chan control.NodeEvent, kind control.NodeEven
 			t.Fatalf("node %s never %v", id, kind)
 		}
 	}
+}
+
+// stampReads passes a monitor's reads through to the store and closes
+// both once the monitor has read a change of heartbeat of nodes a and b.
+type stampReads struct {
+	monitor.NodeWatcher
+	mu      sync.Mutex
+	beats   map[string]string
+	changed map[string]bool
+	both    chan struct{}
+	closed  bool
+}
+
+func (r *stampReads) HeartbeatStamps(ctx context.Context) (map[string]control.Stamp, error) {
+	stamps, err := r.NodeWatcher.HeartbeatStamps(ctx)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id, st := range stamps {
+		if prev, ok := r.beats[id]; ok && prev != st.Beat && st.Alive {
+			r.changed[id] = true
+		}
+		r.beats[id] = st.Beat
+	}
+	if r.changed["a"] && r.changed["b"] && !r.closed {
+		close(r.both)
+		r.closed = true
+	}
+	return stamps, err
 }
 
 func alive(t *testing.T, store *control.Redis, id string) bool {
@@ -122,9 +156,17 @@ func TestRestartedMonitorCarriesOn(t *testing.T) {
 	store := r.Dial(t, "")
 	beat(t, store, "a")
 	stopB := beat(t, store, "b")
-	first := runMonitor(t, store, nil)
-	time.Sleep(2 * testTimeout)
-	first() // the head restarts: a second monitor, another client
+	// The first monitor runs until it has followed a heartbeat of each
+	// node (its state the restart loses), then the head restarts: a
+	// second monitor, another client.
+	reads := &stampReads{NodeWatcher: store, beats: map[string]string{}, changed: map[string]bool{}, both: make(chan struct{})}
+	first := runMonitorOn(t, reads, nil)
+	select {
+	case <-reads.both:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the first monitor never saw both nodes' heartbeats change")
+	}
+	first()
 	second := r.Dial(t, "")
 	died := make(chan string, 4)
 	runMonitor(t, second, func(id, _ string, _ time.Duration) { died <- id })
@@ -181,6 +223,9 @@ func TestHeartbeaterStopsWhenDeclaredDead(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- h.Run(ctx) }()
 	for !func() bool { _, ok, _ := store.Node(ctx, "z"); return ok }() {
+		if ctx.Err() != nil {
+			t.Fatal("node z never registered")
+		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	if err := store.MarkDead(ctx, "z", "test"); err != nil {

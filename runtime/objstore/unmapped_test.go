@@ -210,8 +210,9 @@ func TestWaitSealed(t *testing.T) {
 			t.Fatal(err)
 		}
 		done := make(chan bool)
-		go func() { done <- WaitSealed(ctx, dir, ID(fmt.Sprintf("w%v", seal))) }()
-		time.Sleep(10 * time.Millisecond) // let it find the writer busy (either way, the answer holds)
+		waiting := &doneAsked{Context: ctx, asked: make(chan struct{})}
+		go func() { done <- WaitSealed(waiting, dir, ID(fmt.Sprintf("w%v", seal))) }()
+		<-waiting.asked // it found the writer busy and waits
 		if seal {
 			err = w.Seal()
 		} else {
@@ -234,4 +235,17 @@ func TestWaitSealed(t *testing.T) {
 	if WaitSealed(cctx, dir, "stuck") {
 		t.Fatal("WaitSealed of a writer that never finishes: true")
 	}
+}
+
+// doneAsked is a context that closes asked the first time its Done is
+// called: a waiter asks for it when it is about to wait.
+type doneAsked struct {
+	context.Context
+	asked chan struct{}
+	once  sync.Once
+}
+
+func (c *doneAsked) Done() <-chan struct{} {
+	c.once.Do(func() { close(c.asked) })
+	return c.Context.Done()
 }

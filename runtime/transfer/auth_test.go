@@ -142,9 +142,12 @@ func TestReplayedTranscriptFails(t *testing.T) {
 }
 
 func TestHandshakeContextEnds(t *testing.T) {
-	c, _ := tcpPair(t) // the server end never answers
+	c, server := tcpPair(t) // the server end never answers
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
+	go func() { // cancel once the handshake has said hello and waits
+		_, _ = io.ReadFull(server, make([]byte, len(magic)+nonceLen))
+		cancel()
+	}()
 	start := time.Now()
 	err := ClientHandshake(ctx, c, []byte("tok"))
 	if !errors.Is(err, context.Canceled) {
@@ -304,7 +307,13 @@ func TestListenerClose(t *testing.T) {
 	}
 	defer c.Close()
 	accepted := acceptOne(ln)
-	time.Sleep(20 * time.Millisecond)
+	// The handshake is pending once it holds its slot and the accept
+	// loop has taken the next one.
+	for deadline := time.Now().Add(10 * time.Second); len(ln.(*listener).sem) < 2; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the listener never started the connection's handshake")
+		}
+	}
 	if err := ln.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -215,9 +216,8 @@ func TestSharedIdleReaderWakes(t *testing.T) {
 			_, _, err := b.Recv()
 			got <- err
 		}()
-		time.Sleep(5 * time.Millisecond) // far past the spin: b sleeps
-		if b.shm.rx.sleeping.Load() != 1 {
-			t.Fatalf("round %d: the idle reader is not asleep (still spinning?)", i)
+		if !readerIn(b, sleepSocket, 10*time.Second) {
+			t.Fatalf("round %d: the idle reader never fell asleep on the socket (still spinning?)", i)
 		}
 		if err := a.Send(1, nil); err != nil {
 			t.Fatal(err)
@@ -231,6 +231,22 @@ func TestSharedIdleReaderWakes(t *testing.T) {
 			t.Fatalf("round %d: the sleeping reader was not woken", i)
 		}
 	}
+}
+
+// readerIn waits, for at most d, until c's reader is in state (awake,
+// sleepFutex or sleepSocket), and reports whether it was seen there. A
+// reader asleep on the socket has passed every other state: readerIn
+// then reports false at once.
+func readerIn(c *Conn, state uint32, d time.Duration) bool {
+	for end := time.Now().Add(d); time.Now().Before(end); runtime.Gosched() {
+		switch c.shm.rx.sleeping.Load() {
+		case state:
+			return true
+		case sleepSocket:
+			return false
+		}
+	}
+	return false
 }
 
 // BenchmarkRoundTrip measures a 64-byte request and its answer between two

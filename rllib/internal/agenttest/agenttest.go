@@ -1,16 +1,22 @@
 // Package agenttest holds the scaffolding the algorithms' tests share:
-// a TestMain that serves worker actors and starts the runtime, and helpers
-// to create an agent and train it, failing the test on error.
+// a TestMain that serves worker actors and starts the runtime, helpers to
+// create an agent and train it, failing the test on error, and the checks
+// every algorithm's checkpoints and tuned experiment files go through.
 package agenttest
 
 import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/rllib"
+	"gopkg.in/yaml.v3"
 )
 
 // Main is a test binary's TestMain: when the binary runs as a gray worker
@@ -63,6 +69,15 @@ func New[A rllib.Agent](t testing.TB, newAgent func(context.Context, rllib.Optio
 	return a
 }
 
+// Maker is New for one algorithm: the agent on env with the config keys
+// and seed, stopped when the test ends.
+func Maker[A rllib.Agent](newAgent func(context.Context, rllib.Options, map[string]any) (A, error)) func(t testing.TB, env string, keys map[string]any, seed int64) A {
+	return func(t testing.TB, env string, keys map[string]any, seed int64) A {
+		t.Helper()
+		return New(t, newAgent, rllib.Options{Env: env, Seed: seed}, keys)
+	}
+}
+
 // Train runs iters training iterations and returns the last result.
 func Train(t testing.TB, a rllib.Agent, iters int) rllib.Result {
 	t.Helper()
@@ -74,4 +89,94 @@ func Train(t testing.TB, a rllib.Agent, iters int) rllib.Result {
 		}
 	}
 	return r
+}
+
+// Experiment reads the experiment file at path (a configs/*.yaml) and
+// fails the test unless it runs alg on env; it returns the file's config
+// keys, for a test that checks the algorithm knows them all.
+func Experiment(t testing.TB, path, alg, env string) map[string]any {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var exp struct {
+		Env    string         `yaml:"env"`
+		Alg    string         `yaml:"alg"`
+		Config map[string]any `yaml:"config"`
+	}
+	if err := yaml.Unmarshal(raw, &exp); err != nil {
+		t.Fatal(err)
+	}
+	if exp.Alg != alg || exp.Env != env {
+		t.Fatalf("%s: alg %q env %q, want %q on %q", path, exp.Alg, exp.Env, alg, env)
+	}
+	return exp.Config
+}
+
+// Checkpoint saves a and returns the checkpoint folder, failing the test
+// unless the folder is named after a's iteration.
+func Checkpoint(t testing.TB, a rllib.Agent) string {
+	t.Helper()
+	path, err := a.Save(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("checkpoint_%d", a.Iteration()); filepath.Base(path) != want {
+		t.Errorf("checkpoint path %q, want .../%s", path, want)
+	}
+	return path
+}
+
+// Restored is a fresh agent (made by fresh) restored from the checkpoint
+// at path.
+func Restored[A rllib.Agent](t testing.TB, fresh func() A, path string) A {
+	t.Helper()
+	a := fresh()
+	if err := a.Restore(context.Background(), path); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// Weighted is an agent whose weights a test compares.
+type Weighted interface {
+	rllib.Agent
+	Weights() []float64
+}
+
+// TrainAlike trains a and b, two agents restored from one checkpoint, for
+// iters iterations and fails the test unless they end alike: the same
+// weights and timesteps, at iteration want.
+func TrainAlike(t testing.TB, a, b Weighted, iters, want int) {
+	t.Helper()
+	ra, rb := Train(t, a, iters), Train(t, b, iters)
+	if !slices.Equal(a.Weights(), b.Weights()) || ra.TrainingIteration != want || ra.TimestepsTotal != rb.TimestepsTotal {
+		t.Errorf("two agents restored from one checkpoint and trained on differ (iterations %d and %d, want %d; timesteps %d and %d)",
+			ra.TrainingIteration, rb.TrainingIteration, want, ra.TimestepsTotal, rb.TimestepsTotal)
+	}
+}
+
+// RefusesOther checks that the checkpoint at path, written by an agent of
+// algorithm alg on CartPole-v1, is refused with an error naming the cause:
+// by other, an agent of another environment, and by a once the header
+// says the checkpoint is of algorithm otherAlg. It rewrites the header, so
+// it goes last.
+func RefusesOther(t testing.TB, a, other rllib.Agent, path, alg, otherAlg string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := other.Restore(ctx, path); err == nil || !strings.Contains(err.Error(), "CartPole-v1") {
+		t.Errorf("restoring a CartPole checkpoint into an agent of another environment: %v, want an error naming the environments", err)
+	}
+	meta := filepath.Join(path, rllib.CheckpointMetaFile)
+	raw, err := os.ReadFile(meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(meta, []byte(strings.Replace(string(raw), strconv.Quote(alg), strconv.Quote(otherAlg), 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Restore(ctx, path); err == nil || !strings.Contains(err.Error(), otherAlg) {
+		t.Errorf("restoring a %s checkpoint: %v, want an error naming the algorithm", otherAlg, err)
+	}
 }

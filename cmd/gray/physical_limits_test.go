@@ -9,8 +9,8 @@ import (
 	"github.com/gray-ml/gray"
 )
 
-// TestMain lets this test binary be a floor's child and a gray worker, as
-// the gray executable is.
+// TestMain lets this test binary be a physical-limit measurement's child
+// and a gray worker, as the gray executable is.
 func TestMain(m *testing.M) {
 	if floorChild() {
 		os.Exit(0)
