@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gray-ml/gray/runtime/driver"
 	"io"
 	"math/rand"
 	"os"
@@ -105,8 +106,8 @@ func TestChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { Shutdown() })
-	s := current.Load()
-	drv, self := s.driver, s.cluster.self
+	d := current.Load().insp.(*driver.Driver)
+	drv, self := d.Node, d.Self()
 	clustertest.WaitFor(t, 30*time.Second, "the driver to lease the 3 nodes", func() bool { return ClusterResources()["w"] >= 6 })
 
 	var (

@@ -2,6 +2,7 @@ package gray
 
 import (
 	"context"
+	"github.com/gray-ml/gray/runtime/driver"
 	"os"
 	"testing"
 	"time"
@@ -38,7 +39,7 @@ func TestClusterFullActorsMoveToReplacement(t *testing.T) {
 	}
 	t.Cleanup(func() { Shutdown() })
 	clustertest.WaitFor(t, 30*time.Second, "the driver to lease the 3 nodes", func() bool { return ClusterResources()["CPU"] >= 6 })
-	drv := current.Load().driver
+	drv := current.Load().insp.(*driver.Driver)
 
 	const n = 6 // every CPU of the cluster
 	hs := make([]Handle[fullWorker], n)

@@ -68,23 +68,17 @@ package gray
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
 
-	"github.com/gray-ml/gray/runtime/events"
+	"github.com/gray-ml/gray/runtime/driver"
 	"github.com/gray-ml/gray/runtime/local"
-	"github.com/gray-ml/gray/runtime/node"
-	"github.com/gray-ml/gray/runtime/objstore"
 	"github.com/gray-ml/gray/runtime/task"
 	"github.com/gray-ml/gray/runtime/worker"
 )
@@ -140,8 +134,8 @@ type Options struct {
 type session struct {
 	b       backend
 	where   where
-	driver  *node.Node   // the driver's scheduler, for inspection; nil elsewhere
-	cluster *clusterConn // the driver's cluster; nil on one machine
+	insp    Inspector // the driver's runtime, for inspection; nil elsewhere
+	cluster bool      // the driver is connected to a cluster
 	closed  atomic.Bool
 }
 
@@ -200,64 +194,25 @@ func Init(ctx context.Context, opts Options) error {
 		last.Store(s)
 		return nil
 	}
-	cpus := opts.NumCPUs
-	if cpus == 0 {
-		cpus = runtime.NumCPU()
-	}
-	gpus := opts.NumGPUs
-	switch {
-	case opts.NoGPUs:
-		gpus = 0
-	case gpus == 0:
-		gpus = node.DetectGPUs()
-	}
-	cfg := node.Config{
-		Resources:  task.Resources{CPU: float64(cpus), GPU: float64(gpus), Custom: opts.Resources},
-		NumWorkers: opts.NumWorkers,
-		Seed:       opts.Seed,
-		Seeded:     opts.Seeded,
-		LogDir:     opts.LogDir,
+	c := driver.Config{
+		NumCPUs: opts.NumCPUs, NumGPUs: opts.NumGPUs, NoGPUs: opts.NoGPUs, Resources: opts.Resources,
+		NumWorkers: opts.NumWorkers, Seed: opts.Seed, Seeded: opts.Seeded, LogDir: opts.LogDir,
+		ObjectStoreMemory: opts.ObjectStoreMemory, ObjectStoreDir: opts.ObjectStoreDir, NoTimeline: opts.NoTimeline,
+		Address: opts.Address, Token: opts.Token,
 		OnError: func(e *task.TaskError) {
 			fmt.Fprintf(os.Stderr, "gray: %v\n", e)
 		},
 	}
-	if !opts.NoTimeline {
-		cfg.Events = events.New(0)
-	}
-	if cfg.NumWorkers == 0 {
-		cfg.NumWorkers = cpus
-	}
 	if flag.Lookup("test.run") != nil {
 		// A test binary: should ServeIfWorker be missing from TestMain, the
 		// worker then runs no tests rather than the whole suite again.
-		cfg.Args = []string{"-test.run=^$", "-test.bench=^$"}
+		c.Args = []string{"-test.run=^$", "-test.bench=^$"}
 	}
-	store, err := openStore(opts)
+	d, err := driver.Start(ctx, c)
 	if err != nil {
 		return err
 	}
-	cfg.Shared = store
-	cl, err := dialCluster(ctx, opts, &cfg)
-	if err != nil {
-		_ = store.Close()
-		return err
-	}
-	n, err := node.Start(ctx, cfg)
-	if err != nil {
-		_ = store.Close()
-		if cl != nil {
-			cl.close()
-		}
-		return err
-	}
-	if cl != nil {
-		if err := cl.start(ctx, n); err != nil {
-			_ = n.Shutdown()
-			cl.close()
-			return err
-		}
-	}
-	s := &session{b: n, where: inDriver, driver: n, cluster: cl}
+	s := &session{b: d, where: inDriver, insp: d, cluster: d.OnCluster()}
 	current.Store(s)
 	last.Store(s)
 	return nil
@@ -277,11 +232,7 @@ func Shutdown() error {
 	}
 	current.Store(nil)
 	s.closed.Store(true)
-	err := s.b.Shutdown()
-	if s.cluster != nil {
-		s.cluster.close()
-	}
-	return err
+	return s.b.Shutdown()
 }
 
 // IsInitialized reports whether Init has been called and Shutdown has not.
@@ -292,7 +243,7 @@ func IsInitialized() bool { return current.Load() != nil }
 // machine alone. False before Init, after Shutdown and inside tasks.
 func OnCluster() bool {
 	s := current.Load()
-	return s != nil && s.cluster != nil
+	return s != nil && s.cluster
 }
 
 // Errors returns the task failures seen so far in this session (or the
@@ -324,27 +275,6 @@ func sess() (*session, error) {
 		return nil, ErrNotInitialized
 	}
 	return s, nil
-}
-
-// openStore opens the session's shared-memory object store, first removing
-// the folders of drivers that died without Shutdown.
-func openStore(opts Options) (*objstore.Store, error) {
-	root := opts.ObjectStoreDir
-	if root == "" {
-		root = "/dev/shm"
-	}
-	if _, err := os.Stat(root); err != nil {
-		return nil, fmt.Errorf("gray: Init: object store folder: %w (set Options.ObjectStoreDir to a tmpfs folder that exists)", err)
-	}
-	_, _ = objstore.CleanStale(root) // best effort: a folder we cannot remove is not ours to worry about
-	var rnd [6]byte
-	_, _ = rand.Read(rnd[:])
-	dir := filepath.Join(root, fmt.Sprintf("gray-%d-%s", os.Getpid(), hex.EncodeToString(rnd[:])))
-	st, err := objstore.Open(objstore.Options{Dir: dir, Capacity: opts.ObjectStoreMemory})
-	if err != nil {
-		return nil, fmt.Errorf("gray: Init: %w", err)
-	}
-	return st, nil
 }
 
 // ClusterResources returns the resources the runtime has in all, by name:

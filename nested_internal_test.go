@@ -3,12 +3,11 @@ package gray
 import (
 	"context"
 	"errors"
+	"github.com/gray-ml/gray/runtime/driver"
 	"os"
 	"runtime"
 	"testing"
 	"time"
-
-	"github.com/gray-ml/gray/runtime/node"
 )
 
 // Remote functions for the tests of references inside values.
@@ -201,7 +200,7 @@ func TestNestedPutLoopStaysFlat(t *testing.T) {
 	if n := settle(t, 0); n != 0 {
 		t.Fatalf("%d objects remain after dropping every reference", n)
 	}
-	if st := current.Load().b.(*node.Node).SharedStats(); st.Used > 2<<20 {
+	if st := current.Load().insp.(*driver.Driver).Node.SharedStats(); st.Used > 2<<20 {
 		t.Fatalf("shared memory holds %d bytes after every object was freed: %+v", st.Used, st)
 	}
 }

@@ -2,11 +2,10 @@ package gray
 
 import (
 	"context"
+	"github.com/gray-ml/gray/runtime/driver"
 	"runtime"
 	"testing"
 	"time"
-
-	"github.com/gray-ml/gray/runtime/node"
 )
 
 var (
@@ -33,7 +32,7 @@ var itDeref = Func1("internal.deref", func(ctx context.Context, h holder) (float
 
 func objects(t *testing.T) int {
 	t.Helper()
-	return current.Load().b.(*node.Node).Objects()
+	return current.Load().insp.(*driver.Driver).Node.Objects()
 }
 
 // settle collects dropped references until the store holds at most max

@@ -2,13 +2,12 @@ package gray
 
 import (
 	"context"
+	"github.com/gray-ml/gray/runtime/driver"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/gray-ml/gray/runtime/node"
 )
 
 type refHolder struct{ R Ref[[]float64] }
@@ -57,7 +56,7 @@ func TestEvictedBeforeWorkerReplyIsRebuilt(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { Shutdown() })
-	n := current.Load().b.(*node.Node)
+	n := current.Load().insp.(*driver.Driver).Node
 	log := filepath.Join(t.TempDir(), "runs")
 	g := rcMake.Remote(log)
 	p := rcParent.Remote(refHolder{R: g}) // blocks in Get, giving its CPU back

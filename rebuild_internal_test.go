@@ -3,12 +3,12 @@ package gray
 import (
 	"context"
 	"errors"
+	"github.com/gray-ml/gray/runtime/driver"
 	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/gray-ml/gray/runtime/ids"
-	"github.com/gray-ml/gray/runtime/node"
 )
 
 // A rebuild that fails because the store is full of pinned objects is not
@@ -93,7 +93,7 @@ func TestActorTableInControlStore(t *testing.T) {
 // claim was released.
 func TestObjectTableEmptyAfterWorkload(t *testing.T) {
 	ctx := initNested(t)
-	n := current.Load().b.(*node.Node)
+	n := current.Load().insp.(*driver.Driver).Node
 	inner, err := Put(ctx, []float64{5})
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gray-ml/gray/runtime/driver"
 	"os"
 	"reflect"
 	"runtime"
@@ -135,7 +136,7 @@ func startStore(t *testing.T, capacity int64, cpus int) *node.Node {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { Shutdown() })
-	return current.Load().b.(*node.Node)
+	return current.Load().insp.(*driver.Driver).Node
 }
 
 // A 100 MB array put once is read by four workers at once, each seeing the
