@@ -64,6 +64,15 @@
 // objstore.ErrReadOnly) is true in the driver for an error made in a
 // worker. Gray's exported sentinels are registered; register a program's
 // own with RegisterError, whose documentation gives the full rule.
+//
+// This package is the API only. Where the rest lives: runtime/driver is the
+// driver's runtime that Init starts (the node, its object store, the
+// cluster connection); runtime/worker serves tasks in worker processes;
+// runtime/local is LocalMode; runtime/README.md walks a task from Remote to
+// its result through them. backend.go is everything the API asks of them.
+// The runtime's end-to-end tests (the store, object lifetimes, rebuilds,
+// clusters, chaos) are runtime/driver's; this package's tests check the
+// API's behaviour.
 package gray
 
 import (
