@@ -141,10 +141,9 @@ type Options struct {
 // session is one Init..Shutdown span. References remember their session so
 // one used after Shutdown, or in another session, is a clear error.
 type session struct {
-	b       backend
-	where   where
-	insp    Inspector // the driver's runtime, for inspection; nil elsewhere
-	cluster bool      // the driver is connected to a cluster
+	b backend
+	capabilities
+	cluster bool // the driver is connected to a cluster
 	closed  atomic.Bool
 }
 
@@ -175,7 +174,7 @@ func ServeIfWorker() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	s := &session{b: w, where: inWorker}
+	s := &session{b: w, capabilities: workerCaps(w)}
 	current.Store(s)
 	w.Serve()
 }
@@ -194,11 +193,12 @@ func Init(ctx context.Context, opts Options) error {
 		return fmt.Errorf("gray: Init: NumCPUs (%d), NumGPUs (%d), NumWorkers (%d) and ObjectStoreMemory (%d) must not be negative", opts.NumCPUs, opts.NumGPUs, opts.NumWorkers, opts.ObjectStoreMemory)
 	}
 	if opts.LocalMode {
-		s := &session{b: local.New(local.Config{
+		l := local.New(local.Config{
 			Resources: task.Resources{CPU: float64(opts.NumCPUs), GPU: float64(opts.NumGPUs), Custom: opts.Resources},
 			Seed:      opts.Seed,
 			Seeded:    opts.Seeded,
-		}), where: inLocal}
+		})
+		s := &session{b: l, capabilities: localCaps(l)}
 		current.Store(s)
 		last.Store(s)
 		return nil
@@ -221,7 +221,7 @@ func Init(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	s := &session{b: d, where: inDriver, insp: d, cluster: d.OnCluster()}
+	s := &session{b: d, capabilities: driverCaps(d), cluster: d.OnCluster()}
 	current.Store(s)
 	last.Store(s)
 	return nil
@@ -236,12 +236,12 @@ func Shutdown() error {
 	if s == nil {
 		return nil
 	}
-	if s.where == inWorker {
-		return s.b.Shutdown() // an error: only the driver shuts gray down
+	if s.owner == nil {
+		return errors.New("gray: Shutdown called inside a worker; only the driver may shut gray down")
 	}
 	current.Store(nil)
 	s.closed.Store(true)
-	return s.b.Shutdown()
+	return s.owner.Shutdown()
 }
 
 // IsInitialized reports whether Init has been called and Shutdown has not.
@@ -262,10 +262,10 @@ func Errors() []*TaskError {
 	if s == nil {
 		s = last.Load()
 	}
-	if s == nil {
-		return nil
+	if s == nil || s.owner == nil {
+		return nil // a worker: the driver keeps the error log
 	}
-	return s.b.Errors()
+	return s.owner.Errors()
 }
 
 // GPUIDs returns the IDs of the GPUs reserved for the task or actor whose
@@ -302,13 +302,10 @@ func AvailableResources() map[string]float64 {
 
 func resources(avail bool) map[string]float64 {
 	s := current.Load()
-	if s == nil {
-		return nil
-	}
-	r, free, ok := s.b.Resources()
-	if !ok {
+	if s == nil || s.owner == nil {
 		return nil // a worker: the driver keeps the node's accounts
 	}
+	r, free := s.owner.Resources()
 	if avail {
 		r = free
 	}
