@@ -16,6 +16,7 @@ import (
 
 	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/internal/clustertest"
+	"github.com/gray-ml/gray/internal/graytest"
 	"github.com/gray-ml/gray/runtime/driver"
 	"github.com/gray-ml/gray/runtime/node"
 )
@@ -30,26 +31,8 @@ func TestMain(m *testing.M) {
 // Counter is the state of the tests' counting actors.
 type Counter struct{ value int }
 
-// start starts a session for the test (2 CPUs unless opts say otherwise,
-// no GPUs) and shuts it down when the test ends.
-func start(t *testing.T, opts gray.Options) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	if opts.NumCPUs == 0 {
-		opts.NumCPUs = 2
-	}
-	opts.NoGPUs = opts.NoGPUs || opts.NumGPUs == 0
-	if err := gray.Init(ctx, opts); err != nil {
-		t.Fatalf("Init: %v", err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		if err := gray.Shutdown(); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-	})
-	return ctx
-}
+// start starts a session for the test, ended with it.
+func start(t *testing.T, opts gray.Options) context.Context { return graytest.Start(t, opts) }
 
 // theDriver returns the running session's driver, as gray.Inspect shows it.
 func theDriver(t testing.TB) *driver.Driver {
