@@ -109,13 +109,13 @@ func (t *ActorType[T]) remote(ctx context.Context, res *task.Resources, args []a
 	}
 	runtime.KeepAlive(args)
 	h := Handle[T]{id: c.spec.ID, typ: t.name, s: c.s}
-	if c.s.where != inWorker { // in a worker, Release does nothing: only Kill ends actors
+	if o := c.s.owner; o != nil { // in a worker, only Kill ends actors
 		esc := new(atomic.Bool)
 		h.keep = &handleKeep{escaped: esc}
-		b, s := c.s.b, c.s
+		s := c.s
 		runtime.AddCleanup(h.keep, func(id ids.ActorID) {
 			if !esc.Load() && !s.closed.Load() {
-				b.Release(id)
+				o.Release(id)
 			}
 		}, h.id)
 	}

@@ -24,10 +24,10 @@ type ClusterObjects struct {
 // nodes of its cluster; zero without a cluster, and in a worker.
 func ClusterObjectStats() ClusterObjects {
 	s := current.Load()
-	if s == nil || s.driver == nil {
+	if s == nil || s.insp == nil {
 		return ClusterObjects{}
 	}
-	st := s.driver.ObjectStats()
+	st := s.insp.ObjectStats()
 	return ClusterObjects{Served: st.Served, Pulled: st.Pulled, Remote: st.Remote, Lost: st.Lost,
 		Rebuilt: st.Rebuilt, LastRebuilt: st.LastRebuilt, Retried: st.Retried}
 }

@@ -64,27 +64,30 @@
 // objstore.ErrReadOnly) is true in the driver for an error made in a
 // worker. Gray's exported sentinels are registered; register a program's
 // own with RegisterError, whose documentation gives the full rule.
+//
+// This package is the API only. Where the rest lives: runtime/driver is the
+// driver's runtime that Init starts (the node, its object store, the
+// cluster connection); runtime/worker serves tasks in worker processes;
+// runtime/local is LocalMode; runtime/README.md walks a task from Remote to
+// its result through them. backend.go is everything the API asks of them.
+// The runtime's end-to-end tests (the store, object lifetimes, rebuilds,
+// clusters, chaos) are runtime/driver's; this package's tests check the
+// API's behaviour.
 package gray
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
 
-	"github.com/gray-ml/gray/runtime/events"
+	"github.com/gray-ml/gray/runtime/driver"
 	"github.com/gray-ml/gray/runtime/local"
-	"github.com/gray-ml/gray/runtime/node"
-	"github.com/gray-ml/gray/runtime/objstore"
 	"github.com/gray-ml/gray/runtime/task"
 	"github.com/gray-ml/gray/runtime/worker"
 )
@@ -138,10 +141,9 @@ type Options struct {
 // session is one Init..Shutdown span. References remember their session so
 // one used after Shutdown, or in another session, is a clear error.
 type session struct {
-	b       backend
-	where   where
-	driver  *node.Node   // the driver's scheduler, for inspection; nil elsewhere
-	cluster *clusterConn // the driver's cluster; nil on one machine
+	b backend
+	capabilities
+	cluster bool // the driver is connected to a cluster
 	closed  atomic.Bool
 }
 
@@ -172,7 +174,7 @@ func ServeIfWorker() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	s := &session{b: w, where: inWorker}
+	s := &session{b: w, capabilities: workerCaps(w)}
 	current.Store(s)
 	w.Serve()
 }
@@ -191,73 +193,35 @@ func Init(ctx context.Context, opts Options) error {
 		return fmt.Errorf("gray: Init: NumCPUs (%d), NumGPUs (%d), NumWorkers (%d) and ObjectStoreMemory (%d) must not be negative", opts.NumCPUs, opts.NumGPUs, opts.NumWorkers, opts.ObjectStoreMemory)
 	}
 	if opts.LocalMode {
-		s := &session{b: local.New(local.Config{
+		l := local.New(local.Config{
 			Resources: task.Resources{CPU: float64(opts.NumCPUs), GPU: float64(opts.NumGPUs), Custom: opts.Resources},
 			Seed:      opts.Seed,
 			Seeded:    opts.Seeded,
-		}), where: inLocal}
+		})
+		s := &session{b: l, capabilities: localCaps(l)}
 		current.Store(s)
 		last.Store(s)
 		return nil
 	}
-	cpus := opts.NumCPUs
-	if cpus == 0 {
-		cpus = runtime.NumCPU()
-	}
-	gpus := opts.NumGPUs
-	switch {
-	case opts.NoGPUs:
-		gpus = 0
-	case gpus == 0:
-		gpus = node.DetectGPUs()
-	}
-	cfg := node.Config{
-		Resources:  task.Resources{CPU: float64(cpus), GPU: float64(gpus), Custom: opts.Resources},
-		NumWorkers: opts.NumWorkers,
-		Seed:       opts.Seed,
-		Seeded:     opts.Seeded,
-		LogDir:     opts.LogDir,
+	c := driver.Config{
+		NumCPUs: opts.NumCPUs, NumGPUs: opts.NumGPUs, NoGPUs: opts.NoGPUs, Resources: opts.Resources,
+		NumWorkers: opts.NumWorkers, Seed: opts.Seed, Seeded: opts.Seeded, LogDir: opts.LogDir,
+		ObjectStoreMemory: opts.ObjectStoreMemory, ObjectStoreDir: opts.ObjectStoreDir, NoTimeline: opts.NoTimeline,
+		Address: opts.Address, Token: opts.Token,
 		OnError: func(e *task.TaskError) {
 			fmt.Fprintf(os.Stderr, "gray: %v\n", e)
 		},
 	}
-	if !opts.NoTimeline {
-		cfg.Events = events.New(0)
-	}
-	if cfg.NumWorkers == 0 {
-		cfg.NumWorkers = cpus
-	}
 	if flag.Lookup("test.run") != nil {
 		// A test binary: should ServeIfWorker be missing from TestMain, the
 		// worker then runs no tests rather than the whole suite again.
-		cfg.Args = []string{"-test.run=^$", "-test.bench=^$"}
+		c.Args = []string{"-test.run=^$", "-test.bench=^$"}
 	}
-	store, err := openStore(opts)
+	d, err := driver.Start(ctx, c)
 	if err != nil {
 		return err
 	}
-	cfg.Shared = store
-	cl, err := dialCluster(ctx, opts, &cfg)
-	if err != nil {
-		_ = store.Close()
-		return err
-	}
-	n, err := node.Start(ctx, cfg)
-	if err != nil {
-		_ = store.Close()
-		if cl != nil {
-			cl.close()
-		}
-		return err
-	}
-	if cl != nil {
-		if err := cl.start(ctx, n); err != nil {
-			_ = n.Shutdown()
-			cl.close()
-			return err
-		}
-	}
-	s := &session{b: n, where: inDriver, driver: n, cluster: cl}
+	s := &session{b: d, capabilities: driverCaps(d), cluster: d.OnCluster()}
 	current.Store(s)
 	last.Store(s)
 	return nil
@@ -272,16 +236,12 @@ func Shutdown() error {
 	if s == nil {
 		return nil
 	}
-	if s.where == inWorker {
-		return s.b.Shutdown() // an error: only the driver shuts gray down
+	if s.owner == nil {
+		return errors.New("gray: Shutdown called inside a worker; only the driver may shut gray down")
 	}
 	current.Store(nil)
 	s.closed.Store(true)
-	err := s.b.Shutdown()
-	if s.cluster != nil {
-		s.cluster.close()
-	}
-	return err
+	return s.owner.Shutdown()
 }
 
 // IsInitialized reports whether Init has been called and Shutdown has not.
@@ -292,7 +252,7 @@ func IsInitialized() bool { return current.Load() != nil }
 // machine alone. False before Init, after Shutdown and inside tasks.
 func OnCluster() bool {
 	s := current.Load()
-	return s != nil && s.cluster != nil
+	return s != nil && s.cluster
 }
 
 // Errors returns the task failures seen so far in this session (or the
@@ -302,10 +262,10 @@ func Errors() []*TaskError {
 	if s == nil {
 		s = last.Load()
 	}
-	if s == nil {
-		return nil
+	if s == nil || s.owner == nil {
+		return nil // a worker: the driver keeps the error log
 	}
-	return s.b.Errors()
+	return s.owner.Errors()
 }
 
 // GPUIDs returns the IDs of the GPUs reserved for the task or actor whose
@@ -326,27 +286,6 @@ func sess() (*session, error) {
 	return s, nil
 }
 
-// openStore opens the session's shared-memory object store, first removing
-// the folders of drivers that died without Shutdown.
-func openStore(opts Options) (*objstore.Store, error) {
-	root := opts.ObjectStoreDir
-	if root == "" {
-		root = "/dev/shm"
-	}
-	if _, err := os.Stat(root); err != nil {
-		return nil, fmt.Errorf("gray: Init: object store folder: %w (set Options.ObjectStoreDir to a tmpfs folder that exists)", err)
-	}
-	_, _ = objstore.CleanStale(root) // best effort: a folder we cannot remove is not ours to worry about
-	var rnd [6]byte
-	_, _ = rand.Read(rnd[:])
-	dir := filepath.Join(root, fmt.Sprintf("gray-%d-%s", os.Getpid(), hex.EncodeToString(rnd[:])))
-	st, err := objstore.Open(objstore.Options{Dir: dir, Capacity: opts.ObjectStoreMemory})
-	if err != nil {
-		return nil, fmt.Errorf("gray: Init: %w", err)
-	}
-	return st, nil
-}
-
 // ClusterResources returns the resources the runtime has in all, by name:
 // "CPU", "GPU" and each custom resource. Use it to check a request against
 // what exists (for example, that num_workers rollout workers of 1 CPU each
@@ -363,13 +302,10 @@ func AvailableResources() map[string]float64 {
 
 func resources(avail bool) map[string]float64 {
 	s := current.Load()
-	if s == nil {
-		return nil
-	}
-	r, free, ok := s.b.Resources()
-	if !ok {
+	if s == nil || s.owner == nil {
 		return nil // a worker: the driver keeps the node's accounts
 	}
+	r, free := s.owner.Resources()
 	if avail {
 		r = free
 	}

@@ -6,9 +6,38 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gray-ml/gray/runtime/events"
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/node"
 )
+
+// Inspector is a driver's runtime as tools and tests see it: what
+// Snapshot, Timeline, InspectObject and ClusterObjectStats read. Its
+// dynamic type is *driver.Driver (runtime/driver), whose other methods
+// (the node's invariant checks, its store's figures) end-to-end tests use.
+type Inspector interface {
+	// Snapshot is the scheduler's state now.
+	Snapshot() node.Snapshot
+	// Events records the task events of Timeline (nil: not recorded).
+	Events() *events.Recorder
+	// Object looks one object up.
+	Object(id ids.ObjectID) (node.ObjectState, bool)
+	// ObjectStats counts objects moved between the nodes of a cluster.
+	ObjectStats() node.ObjectStats
+}
+
+// Inspect returns the running driver's Inspector: ErrNotInitialized
+// before Init, ErrNoInspection in local mode and inside a worker.
+func Inspect() (Inspector, error) {
+	s := current.Load()
+	if s == nil {
+		return nil, ErrNotInitialized
+	}
+	if s.insp == nil {
+		return nil, ErrNoInspection
+	}
+	return s.insp, nil
+}
 
 // ErrNoInspection is returned by Snapshot and Timeline in a session that
 // has no scheduler of its own to inspect: local mode, or inside a worker.
@@ -26,7 +55,7 @@ type TaskEvent struct {
 // Snapshot returns the running session's scheduler state: its resources,
 // workers, unfinished tasks and actors. The dashboard shows it.
 func Snapshot() (node.Snapshot, error) {
-	n, err := inspectable()
+	n, err := Inspect()
 	if err != nil {
 		return node.Snapshot{}, err
 	}
@@ -37,11 +66,14 @@ func Snapshot() (node.Snapshot, error) {
 // tasks), oldest first. Recording them costs the scheduler a few tens of
 // nanoseconds per task.
 func Timeline() ([]TaskEvent, error) {
-	n, err := inspectable()
+	n, err := Inspect()
 	if err != nil {
 		return nil, err
 	}
 	rec := n.Events()
+	if rec == nil {
+		return nil, nil // Options.NoTimeline
+	}
 	evs, _ := rec.Events()
 	epoch := rec.Epoch()
 	out := make([]TaskEvent, len(evs))
@@ -67,7 +99,7 @@ type ObjectInfo struct {
 // digits, as ObjectRef IDs print). It returns false when the session does
 // not hold the object (never created, or freed).
 func InspectObject(id string) (ObjectInfo, bool, error) {
-	n, err := inspectable()
+	n, err := Inspect()
 	if err != nil {
 		return ObjectInfo{}, false, err
 	}
@@ -82,15 +114,4 @@ func InspectObject(id string) (ObjectInfo, bool, error) {
 		return ObjectInfo{}, false, nil
 	}
 	return ObjectInfo{ID: oid.String(), Size: st.Size, Shared: st.Shared, Failed: st.Failed, Creator: st.Creator.String()}, true, nil
-}
-
-func inspectable() (*node.Node, error) {
-	s := current.Load()
-	if s == nil {
-		return nil, ErrNotInitialized
-	}
-	if s.driver == nil {
-		return nil, ErrNoInspection
-	}
-	return s.driver, nil
 }

@@ -137,7 +137,7 @@ func (r *Ref[T]) UnmarshalCBOR(b []byte) error {
 	if s != nil && id != (ObjectID{}) && s.tracksNested() {
 		// This process now refers to the object too: hold it until
 		// the decoded reference is collected.
-		s.b.Hold(id)
+		s.nested.Hold(id)
 		*r = newRef[T](s, id)
 		return nil
 	}
@@ -284,12 +284,12 @@ func mayBeLarge(v any) bool {
 // putValue stores v under id: in shared memory when large, inline otherwise.
 func putValue(s *session, id ObjectID, v any) error {
 	containRefs(s, id, v)
-	enc, large, err := encodeLarge(s.b.SharedDir(), v)
+	enc, large, err := encodeLarge(s.sharedDir(), v)
 	if err != nil {
 		return err
 	}
 	if large {
-		return s.b.PutEncoded(id, enc.Size(), func(dst []byte) error {
+		return s.store.PutEncoded(id, enc.Size(), func(dst []byte) error {
 			_, err := enc.EncodeTo(dst)
 			return err
 		})

@@ -129,7 +129,7 @@ func containRefs(s *session, id ObjectID, v any) bool {
 	if len(children) == 0 {
 		return false
 	}
-	s.b.Contain(id, children)
+	s.nested.Contain(id, children)
 	runtime.KeepAlive(v) // the references inside stay held until the claim is sent
 	return true
 }
@@ -145,7 +145,16 @@ func containResult(sink task.ResultSink, i int, v any) {
 // tracksNested reports whether the session's backend tracks references
 // inside values, so an encoded reference need not keep its object for the
 // session: all but local mode do.
-func (s *session) tracksNested() bool { return s.where != inLocal }
+func (s *session) tracksNested() bool { return s.nested != nil }
+
+// sharedDir is the shared-memory store's directory, "" without one: then
+// every value is encoded inline (encodeLarge).
+func (s *session) sharedDir() string {
+	if s.store == nil {
+		return ""
+	}
+	return s.store.SharedDir()
+}
 
 // holdArgRefs makes the first return object of c's task hold the objects
 // named inside argument value v: the task's worker decodes them (and holds

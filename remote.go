@@ -3,7 +3,6 @@ package gray
 //go:generate go run ./internal/genremote -o remote_gen.go
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/gray-ml/gray/runtime/codec"
@@ -130,7 +129,7 @@ func addArg[A any](c *call, i int, x any) {
 		av = v
 	}
 	holdArgRefs(c, av)
-	enc, large, err := encodeLarge(c.s.b.SharedDir(), av)
+	enc, large, err := encodeLarge(c.s.sharedDir(), av)
 	if err != nil {
 		c.err = fmt.Errorf("argument %d: %w", i+1, err)
 		return
@@ -139,7 +138,7 @@ func addArg[A any](c *call, i int, x any) {
 		// A large value is passed by reference: put once into shared
 		// memory, held by the task (and freed after it, see submit).
 		id := c.s.b.NewPutID()
-		err := c.s.b.PutEncoded(id, enc.Size(), func(dst []byte) error {
+		err := c.s.store.PutEncoded(id, enc.Size(), func(dst []byte) error {
 			_, err := enc.EncodeTo(dst)
 			return err
 		})
@@ -217,14 +216,10 @@ func checkArgs(fn string, args [][]byte, n int) error {
 //
 // In a worker, a large value is written straight into the node's
 // shared-memory store as the task's return object; its slot stays nil. The
-// worker is the result sink in the task's context (task.Info.Results);
-// without one (local mode) every value is encoded inline.
-func encodeResults(ctx context.Context, fn string, vs ...any) ([][]byte, error) {
+// worker running the task is the sink (task.Entry.Call's out); without one
+// (local mode) every value is encoded inline.
+func encodeResults(sink task.ResultSink, fn string, vs ...any) ([][]byte, error) {
 	out := make([][]byte, len(vs))
-	var sink task.ResultSink
-	if info := task.InfoFrom(ctx); info != nil {
-		sink = info.Results
-	}
 	for i, v := range vs {
 		if sink != nil {
 			enc, large, err := encodeLarge(sink.SharedDir(), v)

@@ -17,7 +17,7 @@ type Function0[R any] struct{ name string }
 // every worker registers it too. Options: CPUs (default 1), GPUs, Resource, MaxCalls.
 func Func0[R any](name string, fn func(context.Context) (R, error), opts ...Option) *Function0[R] {
 	o := buildOptions(name, 1, opts)
-	register(name, task.KindFunc, 1, o, &task.Entry{Call: func(ctx context.Context, args [][]byte) ([][]byte, error) {
+	register(name, task.KindFunc, 1, o, &task.Entry{Call: func(ctx context.Context, args [][]byte, out task.ResultSink) ([][]byte, error) {
 		if err := checkArgs(name, args, 0); err != nil {
 			return nil, err
 		}
@@ -25,7 +25,7 @@ func Func0[R any](name string, fn func(context.Context) (R, error), opts ...Opti
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(ctx, name, r1)
+		return encodeResults(out, name, r1)
 	}})
 	return &Function0[R]{name: name}
 }
@@ -50,7 +50,7 @@ type Function0x2[R1 any, R2 any] struct{ name string }
 // every worker registers it too. Options: CPUs (default 1), GPUs, Resource, MaxCalls.
 func Func0x2[R1 any, R2 any](name string, fn func(context.Context) (R1, R2, error), opts ...Option) *Function0x2[R1, R2] {
 	o := buildOptions(name, 1, opts)
-	register(name, task.KindFunc, 2, o, &task.Entry{Call: func(ctx context.Context, args [][]byte) ([][]byte, error) {
+	register(name, task.KindFunc, 2, o, &task.Entry{Call: func(ctx context.Context, args [][]byte, out task.ResultSink) ([][]byte, error) {
 		if err := checkArgs(name, args, 0); err != nil {
 			return nil, err
 		}
@@ -58,7 +58,7 @@ func Func0x2[R1 any, R2 any](name string, fn func(context.Context) (R1, R2, erro
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(ctx, name, r1, r2)
+		return encodeResults(out, name, r1, r2)
 	}})
 	return &Function0x2[R1, R2]{name: name}
 }
@@ -83,7 +83,7 @@ type Function0x3[R1 any, R2 any, R3 any] struct{ name string }
 // every worker registers it too. Options: CPUs (default 1), GPUs, Resource, MaxCalls.
 func Func0x3[R1 any, R2 any, R3 any](name string, fn func(context.Context) (R1, R2, R3, error), opts ...Option) *Function0x3[R1, R2, R3] {
 	o := buildOptions(name, 1, opts)
-	register(name, task.KindFunc, 3, o, &task.Entry{Call: func(ctx context.Context, args [][]byte) ([][]byte, error) {
+	register(name, task.KindFunc, 3, o, &task.Entry{Call: func(ctx context.Context, args [][]byte, out task.ResultSink) ([][]byte, error) {
 		if err := checkArgs(name, args, 0); err != nil {
 			return nil, err
 		}
@@ -91,7 +91,7 @@ func Func0x3[R1 any, R2 any, R3 any](name string, fn func(context.Context) (R1, 
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(ctx, name, r1, r2, r3)
+		return encodeResults(out, name, r1, r2, r3)
 	}})
 	return &Function0x3[R1, R2, R3]{name: name}
 }
@@ -116,7 +116,7 @@ type Function0x4[R1 any, R2 any, R3 any, R4 any] struct{ name string }
 // every worker registers it too. Options: CPUs (default 1), GPUs, Resource, MaxCalls.
 func Func0x4[R1 any, R2 any, R3 any, R4 any](name string, fn func(context.Context) (R1, R2, R3, R4, error), opts ...Option) *Function0x4[R1, R2, R3, R4] {
 	o := buildOptions(name, 1, opts)
-	register(name, task.KindFunc, 4, o, &task.Entry{Call: func(ctx context.Context, args [][]byte) ([][]byte, error) {
+	register(name, task.KindFunc, 4, o, &task.Entry{Call: func(ctx context.Context, args [][]byte, out task.ResultSink) ([][]byte, error) {
 		if err := checkArgs(name, args, 0); err != nil {
 			return nil, err
 		}
@@ -124,7 +124,7 @@ func Func0x4[R1 any, R2 any, R3 any, R4 any](name string, fn func(context.Contex
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(ctx, name, r1, r2, r3, r4)
+		return encodeResults(out, name, r1, r2, r3, r4)
 	}})
 	return &Function0x4[R1, R2, R3, R4]{name: name}
 }
@@ -149,7 +149,7 @@ type Function1[A1 any, R any] struct{ name string }
 // every worker registers it too. Options: CPUs (default 1), GPUs, Resource, MaxCalls.
 func Func1[A1 any, R any](name string, fn func(context.Context, A1) (R, error), opts ...Option) *Function1[A1, R] {
 	o := buildOptions(name, 1, opts)
-	register(name, task.KindFunc, 1, o, &task.Entry{Call: func(ctx context.Context, args [][]byte) ([][]byte, error) {
+	register(name, task.KindFunc, 1, o, &task.Entry{Call: func(ctx context.Context, args [][]byte, out task.ResultSink) ([][]byte, error) {
 		if err := checkArgs(name, args, 1); err != nil {
 			return nil, err
 		}
@@ -161,7 +161,7 @@ func Func1[A1 any, R any](name string, fn func(context.Context, A1) (R, error), 
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(ctx, name, r1)
+		return encodeResults(out, name, r1)
 	}})
 	return &Function1[A1, R]{name: name}
 }
@@ -189,7 +189,7 @@ type Function1x2[A1 any, R1 any, R2 any] struct{ name string }
 // every worker registers it too. Options: CPUs (default 1), GPUs, Resource, MaxCalls.
 func Func1x2[A1 any, R1 any, R2 any](name string, fn func(context.Context, A1) (R1, R2, error), opts ...Option) *Function1x2[A1, R1, R2] {
 	o := buildOptions(name, 1, opts)
-	register(name, task.KindFunc, 2, o, &task.Entry{Call: func(ctx context.Context, args [][]byte) ([][]byte, error) {
+	register(name, task.KindFunc, 2, o, &task.Entry{Call: func(ctx context.Context, args [][]byte, out task.ResultSink) ([][]byte, error) {
 		if err := checkArgs(name, args, 1); err != nil {
 			return nil, err
 		}
@@ -201,7 +201,7 @@ func Func1x2[A1 any, R1 any, R2 any](name string, fn func(context.Context, A1) (
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(ctx, name, r1, r2)
+		return encodeResults(out, name, r1, r2)
 	}})
 	return &Function1x2[A1, R1, R2]{name: name}
 }
@@ -229,7 +229,7 @@ type Function1x3[A1 any, R1 any, R2 any, R3 any] struct{ name string }
 // every worker registers it too. Options: CPUs (default 1), GPUs, Resource, MaxCalls.
 func Func1x3[A1 any, R1 any, R2 any, R3 any](name string, fn func(context.Context, A1) (R1, R2, R3, error), opts ...Option) *Function1x3[A1, R1, R2, R3] {
 	o := buildOptions(name, 1, opts)
-	register(name, task.KindFunc, 3, o, &task.Entry{Call: func(ctx context.Context, args [][]byte) ([][]byte, error) {
+	register(name, task.KindFunc, 3, o, &task.Entry{Call: func(ctx context.Context, args [][]byte, out task.ResultSink) ([][]byte, error) {
 		if err := checkArgs(name, args, 1); err != nil {
 			return nil, err
 		}
@@ -241,7 +241,7 @@ func Func1x3[A1 any, R1 any, R2 any, R3 any](name string, fn func(context.Contex
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(ctx, name, r1, r2, r3)
+		return encodeResults(out, name, r1, r2, r3)
 	}})
 	return &Function1x3[A1, R1, R2, R3]{name: name}
 }
@@ -269,7 +269,7 @@ type Function1x4[A1 any, R1 any, R2 any, R3 any, R4 any] struct{ name string }
 // every worker registers it too. Options: CPUs (default 1), GPUs, Resource, MaxCalls.
 func Func1x4[A1 any, R1 any, R2 any, R3 any, R4 any](name string, fn func(context.Context, A1) (R1, R2, R3, R4, error), opts ...Option) *Function1x4[A1, R1, R2, R3, R4] {
 	o := buildOptions(name, 1, opts)
-	register(name, task.KindFunc, 4, o, &task.Entry{Call: func(ctx context.Context, args [][]byte) ([][]byte, error) {
+	register(name, task.KindFunc, 4, o, &task.Entry{Call: func(ctx context.Context, args [][]byte, out task.ResultSink) ([][]byte, error) {
 		if err := checkArgs(name, args, 1); err != nil {
 			return nil, err
 		}
@@ -281,7 +281,7 @@ func Func1x4[A1 any, R1 any, R2 any, R3 any, R4 any](name string, fn func(contex
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(ctx, name, r1, r2, r3, r4)
+		return encodeResults(out, name, r1, r2, r3, r4)
 	}})
 	return &Function1x4[A1, R1, R2, R3, R4]{name: name}
 }
@@ -309,7 +309,7 @@ type Function2[A1 any, A2 any, R any] struct{ name string }
 // every worker registers it too. Options: CPUs (default 1), GPUs, Resource, MaxCalls.
 func Func2[A1 any, A2 any, R any](name string, fn func(context.Context, A1, A2) (R, error), opts ...Option) *Function2[A1, A2, R] {
 	o := buildOptions(name, 1, opts)
-	register(name, task.KindFunc, 1, o, &task.Entry{Call: func(ctx context.Context, args [][]byte) ([][]byte, error) {
+	register(name, task.KindFunc, 1, o, &task.Entry{Call: func(ctx context.Context, args [][]byte, out task.ResultSink) ([][]byte, error) {
 		if err := checkArgs(name, args, 2); err != nil {
 			return nil, err
 		}
@@ -325,7 +325,7 @@ func Func2[A1 any, A2 any, R any](name string, fn func(context.Context, A1, A2) 
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(ctx, name, r1)
+		return encodeResults(out, name, r1)
 	}})
 	return &Function2[A1, A2, R]{name: name}
 }
@@ -355,7 +355,7 @@ type Function2x2[A1 any, A2 any, R1 any, R2 any] struct{ name string }
 // every worker registers it too. Options: CPUs (default 1), GPUs, Resource, MaxCalls.
 func Func2x2[A1 any, A2 any, R1 any, R2 any](name string, fn func(context.Context, A1, A2) (R1, R2, error), opts ...Option) *Function2x2[A1, A2, R1, R2] {
 	o := buildOptions(name, 1, opts)
-	register(name, task.KindFunc, 2, o, &task.Entry{Call: func(ctx context.Context, args [][]byte) ([][]byte, error) {
+	register(name, task.KindFunc, 2, o, &task.Entry{Call: func(ctx context.Context, args [][]byte, out task.ResultSink) ([][]byte, error) {
 		if err := checkArgs(name, args, 2); err != nil {
 			return nil, err
 		}
@@ -371,7 +371,7 @@ func Func2x2[A1 any, A2 any, R1 any, R2 any](name string, fn func(context.Contex
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(ctx, name, r1, r2)
+		return encodeResults(out, name, r1, r2)
 	}})
 	return &Function2x2[A1, A2, R1, R2]{name: name}
 }
@@ -401,7 +401,7 @@ type Function2x3[A1 any, A2 any, R1 any, R2 any, R3 any] struct{ name string }
 // every worker registers it too. Options: CPUs (default 1), GPUs, Resource, MaxCalls.
 func Func2x3[A1 any, A2 any, R1 any, R2 any, R3 any](name string, fn func(context.Context, A1, A2) (R1, R2, R3, error), opts ...Option) *Function2x3[A1, A2, R1, R2, R3] {
 	o := buildOptions(name, 1, opts)
-	register(name, task.KindFunc, 3, o, &task.Entry{Call: func(ctx context.Context, args [][]byte) ([][]byte, error) {
+	register(name, task.KindFunc, 3, o, &task.Entry{Call: func(ctx context.Context, args [][]byte, out task.ResultSink) ([][]byte, error) {
 		if err := checkArgs(name, args, 2); err != nil {
 			return nil, err
 		}
@@ -417,7 +417,7 @@ func Func2x3[A1 any, A2 any, R1 any, R2 any, R3 any](name string, fn func(contex
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(ctx, name, r1, r2, r3)
+		return encodeResults(out, name, r1, r2, r3)
 	}})
 	return &Function2x3[A1, A2, R1, R2, R3]{name: name}
 }
@@ -447,7 +447,7 @@ type Function2x4[A1 any, A2 any, R1 any, R2 any, R3 any, R4 any] struct{ name st
 // every worker registers it too. Options: CPUs (default 1), GPUs, Resource, MaxCalls.
 func Func2x4[A1 any, A2 any, R1 any, R2 any, R3 any, R4 any](name string, fn func(context.Context, A1, A2) (R1, R2, R3, R4, error), opts ...Option) *Function2x4[A1, A2, R1, R2, R3, R4] {
 	o := buildOptions(name, 1, opts)
-	register(name, task.KindFunc, 4, o, &task.Entry{Call: func(ctx context.Context, args [][]byte) ([][]byte, error) {
+	register(name, task.KindFunc, 4, o, &task.Entry{Call: func(ctx context.Context, args [][]byte, out task.ResultSink) ([][]byte, error) {
 		if err := checkArgs(name, args, 2); err != nil {
 			return nil, err
 		}
@@ -463,7 +463,7 @@ func Func2x4[A1 any, A2 any, R1 any, R2 any, R3 any, R4 any](name string, fn fun
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(ctx, name, r1, r2, r3, r4)
+		return encodeResults(out, name, r1, r2, r3, r4)
 	}})
 	return &Function2x4[A1, A2, R1, R2, R3, R4]{name: name}
 }
@@ -493,7 +493,7 @@ type Function3[A1 any, A2 any, A3 any, R any] struct{ name string }
 // every worker registers it too. Options: CPUs (default 1), GPUs, Resource, MaxCalls.
 func Func3[A1 any, A2 any, A3 any, R any](name string, fn func(context.Context, A1, A2, A3) (R, error), opts ...Option) *Function3[A1, A2, A3, R] {
 	o := buildOptions(name, 1, opts)
-	register(name, task.KindFunc, 1, o, &task.Entry{Call: func(ctx context.Context, args [][]byte) ([][]byte, error) {
+	register(name, task.KindFunc, 1, o, &task.Entry{Call: func(ctx context.Context, args [][]byte, out task.ResultSink) ([][]byte, error) {
 		if err := checkArgs(name, args, 3); err != nil {
 			return nil, err
 		}
@@ -513,7 +513,7 @@ func Func3[A1 any, A2 any, A3 any, R any](name string, fn func(context.Context, 
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(ctx, name, r1)
+		return encodeResults(out, name, r1)
 	}})
 	return &Function3[A1, A2, A3, R]{name: name}
 }
@@ -545,7 +545,7 @@ type Function3x2[A1 any, A2 any, A3 any, R1 any, R2 any] struct{ name string }
 // every worker registers it too. Options: CPUs (default 1), GPUs, Resource, MaxCalls.
 func Func3x2[A1 any, A2 any, A3 any, R1 any, R2 any](name string, fn func(context.Context, A1, A2, A3) (R1, R2, error), opts ...Option) *Function3x2[A1, A2, A3, R1, R2] {
 	o := buildOptions(name, 1, opts)
-	register(name, task.KindFunc, 2, o, &task.Entry{Call: func(ctx context.Context, args [][]byte) ([][]byte, error) {
+	register(name, task.KindFunc, 2, o, &task.Entry{Call: func(ctx context.Context, args [][]byte, out task.ResultSink) ([][]byte, error) {
 		if err := checkArgs(name, args, 3); err != nil {
 			return nil, err
 		}
@@ -565,7 +565,7 @@ func Func3x2[A1 any, A2 any, A3 any, R1 any, R2 any](name string, fn func(contex
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(ctx, name, r1, r2)
+		return encodeResults(out, name, r1, r2)
 	}})
 	return &Function3x2[A1, A2, A3, R1, R2]{name: name}
 }
@@ -597,7 +597,7 @@ type Function3x3[A1 any, A2 any, A3 any, R1 any, R2 any, R3 any] struct{ name st
 // every worker registers it too. Options: CPUs (default 1), GPUs, Resource, MaxCalls.
 func Func3x3[A1 any, A2 any, A3 any, R1 any, R2 any, R3 any](name string, fn func(context.Context, A1, A2, A3) (R1, R2, R3, error), opts ...Option) *Function3x3[A1, A2, A3, R1, R2, R3] {
 	o := buildOptions(name, 1, opts)
-	register(name, task.KindFunc, 3, o, &task.Entry{Call: func(ctx context.Context, args [][]byte) ([][]byte, error) {
+	register(name, task.KindFunc, 3, o, &task.Entry{Call: func(ctx context.Context, args [][]byte, out task.ResultSink) ([][]byte, error) {
 		if err := checkArgs(name, args, 3); err != nil {
 			return nil, err
 		}
@@ -617,7 +617,7 @@ func Func3x3[A1 any, A2 any, A3 any, R1 any, R2 any, R3 any](name string, fn fun
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(ctx, name, r1, r2, r3)
+		return encodeResults(out, name, r1, r2, r3)
 	}})
 	return &Function3x3[A1, A2, A3, R1, R2, R3]{name: name}
 }
@@ -649,7 +649,7 @@ type Function3x4[A1 any, A2 any, A3 any, R1 any, R2 any, R3 any, R4 any] struct{
 // every worker registers it too. Options: CPUs (default 1), GPUs, Resource, MaxCalls.
 func Func3x4[A1 any, A2 any, A3 any, R1 any, R2 any, R3 any, R4 any](name string, fn func(context.Context, A1, A2, A3) (R1, R2, R3, R4, error), opts ...Option) *Function3x4[A1, A2, A3, R1, R2, R3, R4] {
 	o := buildOptions(name, 1, opts)
-	register(name, task.KindFunc, 4, o, &task.Entry{Call: func(ctx context.Context, args [][]byte) ([][]byte, error) {
+	register(name, task.KindFunc, 4, o, &task.Entry{Call: func(ctx context.Context, args [][]byte, out task.ResultSink) ([][]byte, error) {
 		if err := checkArgs(name, args, 3); err != nil {
 			return nil, err
 		}
@@ -669,7 +669,7 @@ func Func3x4[A1 any, A2 any, A3 any, R1 any, R2 any, R3 any, R4 any](name string
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(ctx, name, r1, r2, r3, r4)
+		return encodeResults(out, name, r1, r2, r3, r4)
 	}})
 	return &Function3x4[A1, A2, A3, R1, R2, R3, R4]{name: name}
 }
@@ -701,7 +701,7 @@ type Function4[A1 any, A2 any, A3 any, A4 any, R any] struct{ name string }
 // every worker registers it too. Options: CPUs (default 1), GPUs, Resource, MaxCalls.
 func Func4[A1 any, A2 any, A3 any, A4 any, R any](name string, fn func(context.Context, A1, A2, A3, A4) (R, error), opts ...Option) *Function4[A1, A2, A3, A4, R] {
 	o := buildOptions(name, 1, opts)
-	register(name, task.KindFunc, 1, o, &task.Entry{Call: func(ctx context.Context, args [][]byte) ([][]byte, error) {
+	register(name, task.KindFunc, 1, o, &task.Entry{Call: func(ctx context.Context, args [][]byte, out task.ResultSink) ([][]byte, error) {
 		if err := checkArgs(name, args, 4); err != nil {
 			return nil, err
 		}
@@ -725,7 +725,7 @@ func Func4[A1 any, A2 any, A3 any, A4 any, R any](name string, fn func(context.C
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(ctx, name, r1)
+		return encodeResults(out, name, r1)
 	}})
 	return &Function4[A1, A2, A3, A4, R]{name: name}
 }
@@ -759,7 +759,7 @@ type Function4x2[A1 any, A2 any, A3 any, A4 any, R1 any, R2 any] struct{ name st
 // every worker registers it too. Options: CPUs (default 1), GPUs, Resource, MaxCalls.
 func Func4x2[A1 any, A2 any, A3 any, A4 any, R1 any, R2 any](name string, fn func(context.Context, A1, A2, A3, A4) (R1, R2, error), opts ...Option) *Function4x2[A1, A2, A3, A4, R1, R2] {
 	o := buildOptions(name, 1, opts)
-	register(name, task.KindFunc, 2, o, &task.Entry{Call: func(ctx context.Context, args [][]byte) ([][]byte, error) {
+	register(name, task.KindFunc, 2, o, &task.Entry{Call: func(ctx context.Context, args [][]byte, out task.ResultSink) ([][]byte, error) {
 		if err := checkArgs(name, args, 4); err != nil {
 			return nil, err
 		}
@@ -783,7 +783,7 @@ func Func4x2[A1 any, A2 any, A3 any, A4 any, R1 any, R2 any](name string, fn fun
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(ctx, name, r1, r2)
+		return encodeResults(out, name, r1, r2)
 	}})
 	return &Function4x2[A1, A2, A3, A4, R1, R2]{name: name}
 }
@@ -817,7 +817,7 @@ type Function4x3[A1 any, A2 any, A3 any, A4 any, R1 any, R2 any, R3 any] struct{
 // every worker registers it too. Options: CPUs (default 1), GPUs, Resource, MaxCalls.
 func Func4x3[A1 any, A2 any, A3 any, A4 any, R1 any, R2 any, R3 any](name string, fn func(context.Context, A1, A2, A3, A4) (R1, R2, R3, error), opts ...Option) *Function4x3[A1, A2, A3, A4, R1, R2, R3] {
 	o := buildOptions(name, 1, opts)
-	register(name, task.KindFunc, 3, o, &task.Entry{Call: func(ctx context.Context, args [][]byte) ([][]byte, error) {
+	register(name, task.KindFunc, 3, o, &task.Entry{Call: func(ctx context.Context, args [][]byte, out task.ResultSink) ([][]byte, error) {
 		if err := checkArgs(name, args, 4); err != nil {
 			return nil, err
 		}
@@ -841,7 +841,7 @@ func Func4x3[A1 any, A2 any, A3 any, A4 any, R1 any, R2 any, R3 any](name string
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(ctx, name, r1, r2, r3)
+		return encodeResults(out, name, r1, r2, r3)
 	}})
 	return &Function4x3[A1, A2, A3, A4, R1, R2, R3]{name: name}
 }
@@ -875,7 +875,7 @@ type Function4x4[A1 any, A2 any, A3 any, A4 any, R1 any, R2 any, R3 any, R4 any]
 // every worker registers it too. Options: CPUs (default 1), GPUs, Resource, MaxCalls.
 func Func4x4[A1 any, A2 any, A3 any, A4 any, R1 any, R2 any, R3 any, R4 any](name string, fn func(context.Context, A1, A2, A3, A4) (R1, R2, R3, R4, error), opts ...Option) *Function4x4[A1, A2, A3, A4, R1, R2, R3, R4] {
 	o := buildOptions(name, 1, opts)
-	register(name, task.KindFunc, 4, o, &task.Entry{Call: func(ctx context.Context, args [][]byte) ([][]byte, error) {
+	register(name, task.KindFunc, 4, o, &task.Entry{Call: func(ctx context.Context, args [][]byte, out task.ResultSink) ([][]byte, error) {
 		if err := checkArgs(name, args, 4); err != nil {
 			return nil, err
 		}
@@ -899,7 +899,7 @@ func Func4x4[A1 any, A2 any, A3 any, A4 any, R1 any, R2 any, R3 any, R4 any](nam
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(ctx, name, r1, r2, r3, r4)
+		return encodeResults(out, name, r1, r2, r3, r4)
 	}})
 	return &Function4x4[A1, A2, A3, A4, R1, R2, R3, R4]{name: name}
 }
@@ -1042,7 +1042,7 @@ type ActorMethod0[T any, R any] struct{ name string }
 // method name of actor type t, taking 0 argument(s). Call it at package level.
 func Method0[T any, R any](t *ActorType[T], name string, fn func(*T, context.Context) (R, error)) *ActorMethod0[T, R] {
 	full := t.name + "." + name
-	register(full, task.KindActorMethod, 1, options{}, &task.Entry{Method: func(ctx context.Context, self any, args [][]byte) ([][]byte, error) {
+	register(full, task.KindActorMethod, 1, options{}, &task.Entry{Method: func(ctx context.Context, self any, args [][]byte, out task.ResultSink) ([][]byte, error) {
 		if err := checkArgs(full, args, 0); err != nil {
 			return nil, err
 		}
@@ -1054,7 +1054,7 @@ func Method0[T any, R any](t *ActorType[T], name string, fn func(*T, context.Con
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(ctx, full, r)
+		return encodeResults(out, full, r)
 	}})
 	return &ActorMethod0[T, R]{name: full}
 }
@@ -1078,7 +1078,7 @@ type ActorMethod1[T any, A1 any, R any] struct{ name string }
 // method name of actor type t, taking 1 argument(s). Call it at package level.
 func Method1[T any, A1 any, R any](t *ActorType[T], name string, fn func(*T, context.Context, A1) (R, error)) *ActorMethod1[T, A1, R] {
 	full := t.name + "." + name
-	register(full, task.KindActorMethod, 1, options{}, &task.Entry{Method: func(ctx context.Context, self any, args [][]byte) ([][]byte, error) {
+	register(full, task.KindActorMethod, 1, options{}, &task.Entry{Method: func(ctx context.Context, self any, args [][]byte, out task.ResultSink) ([][]byte, error) {
 		if err := checkArgs(full, args, 1); err != nil {
 			return nil, err
 		}
@@ -1094,7 +1094,7 @@ func Method1[T any, A1 any, R any](t *ActorType[T], name string, fn func(*T, con
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(ctx, full, r)
+		return encodeResults(out, full, r)
 	}})
 	return &ActorMethod1[T, A1, R]{name: full}
 }
@@ -1120,7 +1120,7 @@ type ActorMethod2[T any, A1 any, A2 any, R any] struct{ name string }
 // method name of actor type t, taking 2 argument(s). Call it at package level.
 func Method2[T any, A1 any, A2 any, R any](t *ActorType[T], name string, fn func(*T, context.Context, A1, A2) (R, error)) *ActorMethod2[T, A1, A2, R] {
 	full := t.name + "." + name
-	register(full, task.KindActorMethod, 1, options{}, &task.Entry{Method: func(ctx context.Context, self any, args [][]byte) ([][]byte, error) {
+	register(full, task.KindActorMethod, 1, options{}, &task.Entry{Method: func(ctx context.Context, self any, args [][]byte, out task.ResultSink) ([][]byte, error) {
 		if err := checkArgs(full, args, 2); err != nil {
 			return nil, err
 		}
@@ -1140,7 +1140,7 @@ func Method2[T any, A1 any, A2 any, R any](t *ActorType[T], name string, fn func
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(ctx, full, r)
+		return encodeResults(out, full, r)
 	}})
 	return &ActorMethod2[T, A1, A2, R]{name: full}
 }
@@ -1168,7 +1168,7 @@ type ActorMethod3[T any, A1 any, A2 any, A3 any, R any] struct{ name string }
 // method name of actor type t, taking 3 argument(s). Call it at package level.
 func Method3[T any, A1 any, A2 any, A3 any, R any](t *ActorType[T], name string, fn func(*T, context.Context, A1, A2, A3) (R, error)) *ActorMethod3[T, A1, A2, A3, R] {
 	full := t.name + "." + name
-	register(full, task.KindActorMethod, 1, options{}, &task.Entry{Method: func(ctx context.Context, self any, args [][]byte) ([][]byte, error) {
+	register(full, task.KindActorMethod, 1, options{}, &task.Entry{Method: func(ctx context.Context, self any, args [][]byte, out task.ResultSink) ([][]byte, error) {
 		if err := checkArgs(full, args, 3); err != nil {
 			return nil, err
 		}
@@ -1192,7 +1192,7 @@ func Method3[T any, A1 any, A2 any, A3 any, R any](t *ActorType[T], name string,
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(ctx, full, r)
+		return encodeResults(out, full, r)
 	}})
 	return &ActorMethod3[T, A1, A2, A3, R]{name: full}
 }
@@ -1222,7 +1222,7 @@ type ActorMethod4[T any, A1 any, A2 any, A3 any, A4 any, R any] struct{ name str
 // method name of actor type t, taking 4 argument(s). Call it at package level.
 func Method4[T any, A1 any, A2 any, A3 any, A4 any, R any](t *ActorType[T], name string, fn func(*T, context.Context, A1, A2, A3, A4) (R, error)) *ActorMethod4[T, A1, A2, A3, A4, R] {
 	full := t.name + "." + name
-	register(full, task.KindActorMethod, 1, options{}, &task.Entry{Method: func(ctx context.Context, self any, args [][]byte) ([][]byte, error) {
+	register(full, task.KindActorMethod, 1, options{}, &task.Entry{Method: func(ctx context.Context, self any, args [][]byte, out task.ResultSink) ([][]byte, error) {
 		if err := checkArgs(full, args, 4); err != nil {
 			return nil, err
 		}
@@ -1250,7 +1250,7 @@ func Method4[T any, A1 any, A2 any, A3 any, A4 any, R any](t *ActorType[T], name
 		if err != nil {
 			return nil, err
 		}
-		return encodeResults(ctx, full, r)
+		return encodeResults(out, full, r)
 	}})
 	return &ActorMethod4[T, A1, A2, A3, A4, R]{name: full}
 }

@@ -87,10 +87,10 @@ func (s Shared[T]) Release() error {
 	s.st.v, s.st.data = zero, nil
 	s.st.mu.Unlock()
 	cur := current.Load()
-	if cur == nil || data == nil {
-		return nil
+	if cur == nil || cur.kept == nil || data == nil {
+		return nil // only an actor's worker keeps Shared arguments
 	}
-	_, err := cur.b.ReleaseShared(data)
+	_, err := cur.kept.ReleaseShared(data)
 	return err
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gray-ml/gray"
+	"github.com/gray-ml/gray/internal/graytest"
 )
 
 var (
@@ -18,24 +19,7 @@ var (
 )
 
 // start initialises gray for one test and shuts it down after.
-func start(t *testing.T, opts gray.Options) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	if opts.NumCPUs == 0 {
-		opts.NumCPUs = 2
-	}
-	opts.NoGPUs = opts.NoGPUs || opts.NumGPUs == 0
-	if err := gray.Init(ctx, opts); err != nil {
-		t.Fatalf("Init: %v", err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		if err := gray.Shutdown(); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-	})
-	return ctx
-}
+func start(t *testing.T, opts gray.Options) context.Context { return graytest.Start(t, opts) }
 
 func TestPutGet(t *testing.T) {
 	ctx := start(t, gray.Options{})

@@ -54,8 +54,8 @@ func New(cfg Config) *Local {
 
 // Resources returns the resources configured; local mode reserves none,
 // so all of them are available.
-func (l *Local) Resources() (total, available task.Resources, ok bool) {
-	return l.res, l.res, true
+func (l *Local) Resources() (total, available task.Resources) {
+	return l.res, l.res
 }
 
 // NewTaskID returns the ID of the next task submitted.
@@ -157,7 +157,7 @@ func (l *Local) run(ctx context.Context, s *task.Spec, e *task.Entry, args [][]b
 	var err error
 	switch s.Kind {
 	case task.KindFunc:
-		outs, err = e.Call(ctx, args)
+		outs, err = e.Call(ctx, args, nil) // no store: results inline
 	case task.KindActorCreate:
 		var inst any
 		inst, err = e.New(ctx, args)
@@ -181,7 +181,7 @@ func (l *Local) run(ctx context.Context, s *task.Spec, e *task.Entry, args [][]b
 			}
 			return nil, &task.TaskError{Function: s.Func, Worker: l.WorkerName(), Message: fmt.Sprintf("actor %s is dead: %s", s.Actor(), why), Cause: task.ErrActorDead}
 		}
-		outs, err = e.Method(ctx, inst, args)
+		outs, err = e.Method(ctx, inst, args, nil)
 	}
 	if err != nil {
 		return nil, &task.TaskError{Function: s.Func, Worker: l.WorkerName(), Message: err.Error(), Cause: err}
@@ -273,22 +273,3 @@ func (l *Local) Shutdown() error {
 	l.closed = true
 	return nil
 }
-
-// SharedDir is empty: local mode has no shared-memory store, and every
-// object stays in the driver's memory.
-func (l *Local) SharedDir() string { return "" }
-
-// PutEncoded is never called without a shared-memory store; it fails.
-func (l *Local) PutEncoded(id ids.ObjectID, size int, encode func([]byte) error) error {
-	return fmt.Errorf("gray: object %s: local mode has no shared-memory object store", id)
-}
-
-// Hold does nothing: in local mode a reference encoded into a value keeps
-// its object for the session instead.
-func (l *Local) Hold(ids.ObjectID) {}
-
-// Contain does nothing, as Hold.
-func (l *Local) Contain(ids.ObjectID, []ids.ObjectID) {}
-
-// ReleaseShared reports that data is no kept object: local mode keeps none.
-func (l *Local) ReleaseShared([]byte) (bool, error) { return false, nil }

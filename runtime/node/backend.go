@@ -7,10 +7,6 @@ import "github.com/gray-ml/gray/runtime/task"
 
 // Resources returns the node's capacity and what running tasks and live
 // actors leave of it.
-func (n *Node) Resources() (total, available task.Resources, ok bool) {
-	return n.Total(), n.Available(), true
+func (n *Node) Resources() (total, available task.Resources) {
+	return n.Total(), n.Available()
 }
-
-// ReleaseShared reports that data is no kept object: the driver maps no
-// gray.Shared arguments (only actors' workers keep them).
-func (n *Node) ReleaseShared([]byte) (bool, error) { return false, nil }

@@ -55,9 +55,6 @@ type Info struct {
 	Task   string // task ID, hex
 	Worker string
 	GPUIDs []int
-	// Results receives the task's large return values; nil (local mode):
-	// every result is encoded inline.
-	Results ResultSink
 
 	mu     sync.Mutex
 	after  []func()

@@ -252,12 +252,13 @@ type Entry struct {
 	// CheckpointInterval, for an actor type, is the number of method
 	// calls between checkpoints (0: none).
 	CheckpointInterval int
-	// Call runs a remote function on encoded arguments.
-	Call func(ctx context.Context, args [][]byte) ([][]byte, error)
+	// Call runs a remote function on encoded arguments. Its large return
+	// values go to out (nil: every value is returned encoded inline).
+	Call func(ctx context.Context, args [][]byte, out ResultSink) ([][]byte, error)
 	// New constructs an actor instance.
 	New func(ctx context.Context, args [][]byte) (any, error)
-	// Method runs a method on an actor instance.
-	Method func(ctx context.Context, self any, args [][]byte) ([][]byte, error)
+	// Method runs a method on an actor instance; out as for Call.
+	Method func(ctx context.Context, self any, args [][]byte, out ResultSink) ([][]byte, error)
 }
 
 var (

@@ -314,7 +314,7 @@ func (w *Worker) flushResult() error {
 // exec runs one task and returns its result objects, and whether the
 // worker must now retire (max_calls reached).
 func (w *Worker) exec(s *task.Spec) (objs []task.Object, retire bool) {
-	info := &task.Info{Task: s.ID.String(), Worker: w.name, GPUIDs: s.GPUIDs(), Results: w}
+	info := &task.Info{Task: s.ID.String(), Worker: w.name, GPUIDs: s.GPUIDs()}
 	ctx := task.WithInfo(w.ctx, info)
 	if len(s.GPUIDs()) > 0 {
 		parts := make([]string, len(s.GPUIDs()))
@@ -420,7 +420,7 @@ func (w *Worker) call(ctx context.Context, s *task.Spec) (outs [][]byte, te *tas
 		var err error
 		switch s.Kind {
 		case task.KindFunc:
-			outs, err = e.Call(ctx, args)
+			outs, err = e.Call(ctx, args, w)
 		case task.KindActorCreate:
 			w.instance, err = e.New(ctx, args)
 			if _, ok := w.instance.(checkpointer); err == nil && !ok && e.CheckpointInterval > 0 {
@@ -434,7 +434,7 @@ func (w *Worker) call(ctx context.Context, s *task.Spec) (outs [][]byte, te *tas
 			if w.instance == nil {
 				err = errors.New("this worker hosts no actor instance")
 			} else {
-				outs, err = e.Method(ctx, w.instance, args)
+				outs, err = e.Method(ctx, w.instance, args, w)
 			}
 		}
 		return err
@@ -757,16 +757,4 @@ func (w *Worker) Wait(ctx context.Context, oids []ids.ObjectID, num int, timeout
 // Kill asks the driver to kill an actor.
 func (w *Worker) Kill(id ids.ActorID) error {
 	return w.conn.Send(task.MsgKillActor, func(b []byte) []byte { return append(b, id[:]...) })
-}
-
-// Release does nothing in a worker: only the driver's handles keep actors
-// alive.
-func (w *Worker) Release(ids.ActorID) {}
-
-// Errors is empty in a worker: the driver keeps the error log.
-func (w *Worker) Errors() []*task.TaskError { return nil }
-
-// Shutdown is not allowed in a worker.
-func (w *Worker) Shutdown() error {
-	return errors.New("gray: Shutdown called inside a worker; only the driver may shut gray down")
 }

@@ -34,24 +34,26 @@ type acc struct{ total string }
 func init() {
 	one := func(b []byte) [][]byte { return [][]byte{b} }
 	task.Register(&task.Entry{Name: echoFunc, Kind: task.KindFunc, NumReturns: 1,
-		Call: func(_ context.Context, args [][]byte) ([][]byte, error) {
+		Call: func(_ context.Context, args [][]byte, _ task.ResultSink) ([][]byte, error) {
 			return one(append([]byte("echo:"), args[0]...)), nil
 		}})
 	task.Register(&task.Entry{Name: failFunc, Kind: task.KindFunc, NumReturns: 1,
-		Call: func(context.Context, [][]byte) ([][]byte, error) {
+		Call: func(context.Context, [][]byte, task.ResultSink) ([][]byte, error) {
 			return nil, fmt.Errorf("reading the input: %w", task.ErrFreed)
 		}})
 	task.Register(&task.Entry{Name: panicFunc, Kind: task.KindFunc, NumReturns: 1,
-		Call: func(context.Context, [][]byte) ([][]byte, error) { panic("boom") }})
+		Call: func(context.Context, [][]byte, task.ResultSink) ([][]byte, error) { panic("boom") }})
 	task.Register(&task.Entry{Name: twoFunc, Kind: task.KindFunc, NumReturns: 2,
-		Call: func(context.Context, [][]byte) ([][]byte, error) { return [][]byte{[]byte("1"), []byte("2")}, nil }})
+		Call: func(context.Context, [][]byte, task.ResultSink) ([][]byte, error) {
+			return [][]byte{[]byte("1"), []byte("2")}, nil
+		}})
 	task.Register(&task.Entry{Name: limitedFunc, Kind: task.KindFunc, NumReturns: 1, MaxCalls: 2,
-		Call: func(context.Context, [][]byte) ([][]byte, error) { return one(nil), nil }})
+		Call: func(context.Context, [][]byte, task.ResultSink) ([][]byte, error) { return one(nil), nil }})
 	// getFunc gets the object its argument names, through the worker that
 	// runs it, and returns "got:" and its value.
 	task.Register(&task.Entry{Name: getFunc, Kind: task.KindFunc, NumReturns: 1,
-		Call: func(ctx context.Context, args [][]byte) ([][]byte, error) {
-			w := task.InfoFrom(ctx).Results.(*Worker)
+		Call: func(ctx context.Context, args [][]byte, out task.ResultSink) ([][]byte, error) {
+			w := out.(*Worker)
 			var id ids.ObjectID
 			copy(id[:], args[0])
 			objs, err := w.Get(ctx, []ids.ObjectID{id})
@@ -63,7 +65,7 @@ func init() {
 	task.Register(&task.Entry{Name: accType, Kind: task.KindActorCreate, NumReturns: 1,
 		New: func(context.Context, [][]byte) (any, error) { return &acc{}, nil }})
 	task.Register(&task.Entry{Name: accAdd, Kind: task.KindActorMethod, NumReturns: 1,
-		Method: func(_ context.Context, self any, args [][]byte) ([][]byte, error) {
+		Method: func(_ context.Context, self any, args [][]byte, _ task.ResultSink) ([][]byte, error) {
 			a := self.(*acc)
 			a.total += string(args[0])
 			return one([]byte(a.total)), nil

@@ -1,4 +1,4 @@
-package gray
+package driver_test
 
 import (
 	"context"
@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/runtime/ids"
-	"github.com/gray-ml/gray/runtime/node"
 )
 
 // A rebuild that fails because the store is full of pinned objects is not
@@ -18,19 +18,19 @@ func TestFailedRebuildIsRetriedOnceTheStoreHasRoom(t *testing.T) {
 	n := startStore(t, 1<<20, 2)
 	ctx := context.Background()
 	a := stMake.Remote(5) // 160 KB, in shared memory
-	if _, _, err := Wait(ctx, []AnyRef{a}, 1, 0); err != nil {
+	if _, _, err := gray.Wait(ctx, []gray.AnyRef{a}, 1, 0); err != nil {
 		t.Fatal(err)
 	}
 	// Values held from Get pin their objects: three of 300 KB leave no
 	// room for a, which is evicted and cannot be rebuilt while they stay.
-	var pinned []AnyRef
+	var pinned []gray.AnyRef
 	var held [][]uint8
 	for range 3 {
-		r, err := Put(ctx, make([]uint8, 300<<10))
+		r, err := gray.Put(ctx, make([]uint8, 300<<10))
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, err := Get(ctx, r)
+		v, err := gray.Get(ctx, r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,15 +39,15 @@ func TestFailedRebuildIsRetriedOnceTheStoreHasRoom(t *testing.T) {
 	if n.SharedStats().Evictions < 1 {
 		t.Fatalf("%d evictions, want a evicted", n.SharedStats().Evictions)
 	}
-	if _, err := Get(ctx, a); err == nil || !strings.Contains(err.Error(), "full") {
+	if _, err := gray.Get(ctx, a); err == nil || !strings.Contains(err.Error(), "full") {
 		t.Fatalf("Get of an evicted result while the store is full of pinned objects: err = %v, want one saying the store is full", err)
 	}
 	runtime.KeepAlive(held)
 	held = nil
-	if err := Free(ctx, pinned...); err != nil {
+	if err := gray.Free(ctx, pinned...); err != nil {
 		t.Fatal(err)
 	}
-	x, err := Get(ctx, a)
+	x, err := gray.Get(ctx, a)
 	if err != nil {
 		t.Fatalf("Get after freeing the pinned objects: %v (a failed rebuild became the reference's value)", err)
 	}
@@ -69,14 +69,14 @@ func TestActorTableInControlStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, err := Get(ctx, optsPing.Remote(h)); err != nil || v != 1 {
+	if v, err := gray.Get(ctx, optsPing.Remote(h)); err != nil || v != 1 {
 		t.Fatalf("ping = %v, %v", v, err)
 	}
 	rec, ok := n.Actor(h.ID())
 	if !ok || rec.Type != "shared.Opts" || !strings.HasPrefix(rec.Worker, "worker ") || rec.Death != "" {
 		t.Fatalf("live actor's record %+v (%v), want its type and worker", rec, ok)
 	}
-	if err := Kill(h); err != nil {
+	if err := gray.Kill(h); err != nil {
 		t.Fatal(err)
 	}
 	if rec, _ := n.Actor(h.ID()); !strings.Contains(rec.Death, "killed") {
@@ -93,33 +93,33 @@ func TestActorTableInControlStore(t *testing.T) {
 // claim was released.
 func TestObjectTableEmptyAfterWorkload(t *testing.T) {
 	ctx := initNested(t)
-	n := current.Load().b.(*node.Node)
-	inner, err := Put(ctx, []float64{5})
+	n := theDriver(t).Node
+	inner, err := gray.Put(ctx, []float64{5})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Get(ctx, itDerefThenDie.Remote(holder{R: inner})); !errors.Is(err, ErrWorkerDied) {
+	if _, err := gray.Get(ctx, itDerefThenDie.Remote(holder{R: inner})); !errors.Is(err, gray.ErrWorkerDied) {
 		t.Fatalf("task whose worker exits: %v, want ErrWorkerDied", err)
 	}
 	h := itMakeHolder.Remote()
-	if v, err := Get(ctx, h); err != nil || v.R.ID() == (ids.ObjectID{}) {
+	if v, err := gray.Get(ctx, h); err != nil || v.R.ID() == (ids.ObjectID{}) {
 		t.Fatalf("holder: %+v, %v", v, err)
 	}
-	var rs []Ref[int]
+	var rs []gray.Ref[int]
 	for i := range 5 {
-		r, err := Put(ctx, i)
+		r, err := gray.Put(ctx, i)
 		if err != nil {
 			t.Fatal(err)
 		}
 		rs = append(rs, r)
 	}
-	if s, err := Get(ctx, itSumRefs.Remote(rs)); err != nil || s != 10 {
+	if s, err := gray.Get(ctx, itSumRefs.Remote(rs)); err != nil || s != 10 {
 		t.Fatalf("sum = %d, %v", s, err)
 	}
 	if err := n.Check(); err != nil {
 		t.Fatal(err)
 	}
-	inner, h, rs = Ref[[]float64]{}, Ref[holder]{}, nil
+	inner, h, rs = gray.Ref[[]float64]{}, gray.Ref[holder]{}, nil
 	if left := settle(t, 0); left != 0 {
 		t.Fatalf("%d objects remain after the driver dropped every reference", left)
 	}

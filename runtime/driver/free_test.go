@@ -1,23 +1,26 @@
-package gray
+package driver_test
 
 import (
 	"context"
 	"errors"
 	"testing"
+
+	"github.com/gray-ml/gray"
+	"github.com/gray-ml/gray/runtime/codec"
 )
 
-var stPutFree = Func1("store.putfree", func(ctx context.Context, n int) (string, error) {
-	r, err := Put(ctx, make([]float64, n))
+var stPutFree = gray.Func1("store.putfree", func(ctx context.Context, n int) (string, error) {
+	r, err := gray.Put(ctx, make([]float64, n))
 	if err != nil {
 		return "", err
 	}
-	if err := Free(ctx, r); err != nil {
+	if err := gray.Free(ctx, r); err != nil {
 		return "", err
 	}
 	// A copy of the reference decoded elsewhere would not know it was
 	// freed: the driver's answer must say so too.
-	_, err = Get(ctx, r)
-	if !errors.Is(err, ErrFreed) {
+	_, err = gray.Get(ctx, r)
+	if !errors.Is(err, gray.ErrFreed) {
 		return "", errors.New("Get after Free in a task did not fail with ErrFreed")
 	}
 	return err.Error(), nil
@@ -30,16 +33,16 @@ func TestFreeReleasesAtOnceAndGetsFail(t *testing.T) {
 	n := startStore(t, 256<<20, 2)
 	ctx := context.Background()
 	big := make([]float64, 1<<20) // 8 MiB: in shared memory
-	var refs []Ref[[]float64]
+	var refs []gray.Ref[[]float64]
 	for range 10 {
-		r, err := Put(ctx, big)
+		r, err := gray.Put(ctx, big)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Get(ctx, r); err != nil { // a Get pins until freed
+		if _, err := gray.Get(ctx, r); err != nil { // a Get pins until freed
 			t.Fatal(err)
 		}
-		if err := Free(ctx, r); err != nil {
+		if err := gray.Free(ctx, r); err != nil {
 			t.Fatal(err)
 		}
 		refs = append(refs, r) // still reachable: only Free can have released it
@@ -51,55 +54,62 @@ func TestFreeReleasesAtOnceAndGetsFail(t *testing.T) {
 	if st.ReusedBytes < 8*int64(len(big)*8) {
 		t.Errorf("only %d bytes were put into reused pages, want at least 9 of the 10 puts", st.ReusedBytes)
 	}
-	if _, err := Get(ctx, refs[0]); !errors.Is(err, ErrFreed) {
+	if _, err := gray.Get(ctx, refs[0]); !errors.Is(err, gray.ErrFreed) {
 		t.Fatalf("Get after Free: %v, want ErrFreed", err)
 	}
 	// A copy decoded from a value (no shared state with refs[0]): the
 	// driver itself answers that the object was freed.
-	decoded := plainRef[[]float64](refs[0].k.s, refs[0].k.id)
-	if _, err := Get(ctx, decoded); !errors.Is(err, ErrFreed) {
+	enc, err := codec.Marshal(refs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var decoded gray.Ref[[]float64]
+	if err := codec.Unmarshal(enc, &decoded); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gray.Get(ctx, decoded); !errors.Is(err, gray.ErrFreed) {
 		t.Fatalf("Get of a decoded copy after Free: %v, want ErrFreed", err)
 	}
-	if err := Free(ctx, refs[0]); err != nil {
+	if err := gray.Free(ctx, refs[0]); err != nil {
 		t.Fatalf("second Free: %v", err)
 	}
-	if _, _, err := Wait(ctx, []AnyRef{refs[1]}, 1, 0); !errors.Is(err, ErrFreed) {
+	if _, _, err := gray.Wait(ctx, []gray.AnyRef{refs[1]}, 1, 0); !errors.Is(err, gray.ErrFreed) {
 		t.Fatalf("Wait after Free: %v, want ErrFreed", err)
 	}
-	msg, err := Get(ctx, stPutFree.Remote(1<<16))
+	msg, err := gray.Get(ctx, stPutFree.Remote(1<<16))
 	if err != nil {
 		t.Fatalf("Free inside a task: %v", err)
 	}
 	t.Logf("inside a task: %s", msg)
-	small, err := Put(ctx, 7)
+	small, err := gray.Put(ctx, 7)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Free(ctx, small); err != nil {
+	if err := gray.Free(ctx, small); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Get(ctx, small); !errors.Is(err, ErrFreed) {
+	if _, err := gray.Get(ctx, small); !errors.Is(err, gray.ErrFreed) {
 		t.Fatalf("Get of a small object after Free: %v, want ErrFreed", err)
 	}
-	if err := Free(ctx, Ref[int]{}); err == nil {
+	if err := gray.Free(ctx, gray.Ref[int]{}); err == nil {
 		t.Fatal("Free of the zero Ref succeeded")
 	}
 }
 
 func TestFreeLocalMode(t *testing.T) {
 	ctx := context.Background()
-	if err := Init(ctx, Options{LocalMode: true}); err != nil {
+	if err := gray.Init(ctx, gray.Options{LocalMode: true}); err != nil {
 		t.Fatal(err)
 	}
-	defer Shutdown()
-	r, err := Put(ctx, 3)
+	defer gray.Shutdown()
+	r, err := gray.Put(ctx, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Free(ctx, r); err != nil {
+	if err := gray.Free(ctx, r); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Get(ctx, r); !errors.Is(err, ErrFreed) {
+	if _, err := gray.Get(ctx, r); !errors.Is(err, gray.ErrFreed) {
 		t.Fatalf("Get after Free in local mode: %v, want ErrFreed", err)
 	}
 }
@@ -112,14 +122,14 @@ func TestTaskResultsReusePages(t *testing.T) {
 	const size = 4 << 20
 	for range 8 {
 		r := stBig.Remote(size)
-		v, err := Get(ctx, r)
+		v, err := gray.Get(ctx, r)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(v) != size {
 			t.Fatalf("result has %d bytes, want %d", len(v), size)
 		}
-		if err := Free(ctx, r); err != nil {
+		if err := gray.Free(ctx, r); err != nil {
 			t.Fatal(err)
 		}
 	}

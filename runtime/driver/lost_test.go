@@ -1,4 +1,4 @@
-package gray
+package driver_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/runtime/node"
 )
 
@@ -16,13 +17,13 @@ import (
 type lostMaker struct{}
 
 var (
-	lostMakerType = Actor0("lost.Maker", func(ctx context.Context) (*lostMaker, error) { return &lostMaker{}, nil })
-	lostMake      = Method0(lostMakerType, "make", func(m *lostMaker, ctx context.Context) ([]uint8, error) {
+	lostMakerType = gray.Actor0("lost.Maker", func(ctx context.Context) (*lostMaker, error) { return &lostMaker{}, nil })
+	lostMake      = gray.Method0(lostMakerType, "make", func(m *lostMaker, ctx context.Context) ([]uint8, error) {
 		return make([]uint8, 300<<10), nil // in shared memory
 	})
 	// lostOnce makes a large result the first time and kills its worker
 	// every time it is re-run (a marker file tells).
-	lostOnce = Func1("lost.once", func(ctx context.Context, marker string) ([]uint8, error) {
+	lostOnce = gray.Func1("lost.once", func(ctx context.Context, marker string) ([]uint8, error) {
 		if _, err := os.Stat(marker); err == nil {
 			f, _ := os.OpenFile(marker, os.O_APPEND|os.O_WRONLY, 0o644)
 			_, _ = f.WriteString("x")
@@ -32,20 +33,20 @@ var (
 		return make([]uint8, 300<<10), os.WriteFile(marker, nil, 0o644)
 	})
 	// lostDeref gets the object its argument refers to, in a worker.
-	lostDeref = Func1("lost.deref", func(ctx context.Context, refs []Ref[[]uint8]) (int, error) {
-		v, err := Get(ctx, refs[0])
+	lostDeref = gray.Func1("lost.deref", func(ctx context.Context, refs []gray.Ref[[]uint8]) (int, error) {
+		v, err := gray.Get(ctx, refs[0])
 		return len(v), err
 	})
 )
 
 // evictAll fills the 1 MiB store of startStore with objects it keeps, so
 // that every object not pinned is evicted; it returns them to keep alive.
-func evictAll(t *testing.T, n *node.Node) []Ref[[]uint8] {
+func evictAll(t *testing.T, n *node.Node) []gray.Ref[[]uint8] {
 	t.Helper()
 	before := n.SharedStats().Evictions
-	var keep []Ref[[]uint8]
+	var keep []gray.Ref[[]uint8]
 	for range 4 {
-		r, err := Put(context.Background(), make([]uint8, 300<<10))
+		r, err := gray.Put(context.Background(), make([]uint8, 300<<10))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,18 +66,18 @@ func TestEvictedActorResultIsLostAcrossProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := lostMake.Remote(h)
-	if _, _, err := Wait(ctx, []AnyRef{r}, 1, 0); err != nil {
+	if _, _, err := gray.Wait(ctx, []gray.AnyRef{r}, 1, 0); err != nil {
 		t.Fatal(err)
 	}
 	keep := evictAll(t, n)
-	_, err = Get(ctx, r)
-	var lost *ObjectLostError
-	if !errors.Is(err, ErrObjectLost) || !errors.Is(err, ErrLostActorMethod) || !errors.As(err, &lost) || lost.Object != r.ID() {
+	_, err = gray.Get(ctx, r)
+	var lost *gray.ObjectLostError
+	if !errors.Is(err, gray.ErrObjectLost) || !errors.Is(err, gray.ErrLostActorMethod) || !errors.As(err, &lost) || lost.Object != r.ID() {
 		t.Fatalf("Get of an evicted actor result: %v; want ErrObjectLost for the reason ErrLostActorMethod", err)
 	}
 	// A worker that Gets it fails with an error that keeps both identities.
-	_, err = Get(ctx, lostDeref.Remote([]Ref[[]uint8]{r}))
-	if !errors.Is(err, ErrObjectLost) || !errors.Is(err, ErrLostActorMethod) || errors.Is(err, ErrLostPut) {
+	_, err = gray.Get(ctx, lostDeref.Remote([]gray.Ref[[]uint8]{r}))
+	if !errors.Is(err, gray.ErrObjectLost) || !errors.Is(err, gray.ErrLostActorMethod) || errors.Is(err, gray.ErrLostPut) {
 		t.Fatalf("a task's Get of the lost object: %v; want ErrObjectLost and ErrLostActorMethod in the driver", err)
 	}
 	runtime.KeepAlive(keep)
@@ -92,22 +93,22 @@ func TestRebuildRetriesRunOut(t *testing.T) {
 	ctx := context.Background()
 	marker := filepath.Join(t.TempDir(), "marker")
 	r := lostOnce.Remote(marker)
-	if _, _, err := Wait(ctx, []AnyRef{r}, 1, 0); err != nil {
+	if _, _, err := gray.Wait(ctx, []gray.AnyRef{r}, 1, 0); err != nil {
 		t.Fatal(err)
 	}
 	keep := evictAll(t, n)
 	for i := 1; i < node.MaxRebuilds; i++ {
-		_, err := Get(ctx, r)
-		if !errors.Is(err, ErrWorkerDied) || errors.Is(err, ErrObjectLost) {
+		_, err := gray.Get(ctx, r)
+		if !errors.Is(err, gray.ErrWorkerDied) || errors.Is(err, gray.ErrObjectLost) {
 			t.Fatalf("failed rebuild %d: %v; want its failure (ErrWorkerDied), not a loss yet", i, err)
 		}
 	}
-	_, err := Get(ctx, r)
-	if !errors.Is(err, ErrObjectLost) || !errors.Is(err, ErrLostRetriesExhausted) || !errors.Is(err, ErrWorkerDied) {
+	_, err := gray.Get(ctx, r)
+	if !errors.Is(err, gray.ErrObjectLost) || !errors.Is(err, gray.ErrLostRetriesExhausted) || !errors.Is(err, gray.ErrWorkerDied) {
 		t.Fatalf("rebuild %d: %v; want ErrObjectLost for the reason ErrLostRetriesExhausted, wrapping the last failure", node.MaxRebuilds, err)
 	}
 	// Lost for good: no more re-runs.
-	if _, err := Get(ctx, r); !errors.Is(err, ErrLostRetriesExhausted) {
+	if _, err := gray.Get(ctx, r); !errors.Is(err, gray.ErrLostRetriesExhausted) {
 		t.Fatalf("Get after the loss: %v", err)
 	}
 	b, err := os.ReadFile(marker)
@@ -115,8 +116,8 @@ func TestRebuildRetriesRunOut(t *testing.T) {
 		t.Fatalf("the task was re-run %d times (%v), want %d", len(b), err, node.MaxRebuilds)
 	}
 	logged := false
-	for _, e := range Errors() {
-		logged = logged || errors.Is(e, ErrLostRetriesExhausted)
+	for _, e := range gray.Errors() {
+		logged = logged || errors.Is(e, gray.ErrLostRetriesExhausted)
 	}
 	if !logged {
 		t.Error("the loss is not in the error log (gray.Errors)")

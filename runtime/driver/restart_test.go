@@ -1,4 +1,4 @@
-package gray
+package driver_test
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"os"
 	"syscall"
 	"testing"
+
+	"github.com/gray-ml/gray"
 )
 
 // weightSum is an actor that keeps the sum of every array it was given,
@@ -24,15 +26,15 @@ func (w *weightSum) Restore(ctx context.Context, b []byte) error {
 }
 
 var (
-	weightSumType = Actor0("restart.WeightSum", func(ctx context.Context) (*weightSum, error) { return &weightSum{}, nil },
-		MaxRestarts(3), CheckpointInterval(4))
-	weightSumAdd = Method1(weightSumType, "add", func(w *weightSum, ctx context.Context, x []float64) (float64, error) {
+	weightSumType = gray.Actor0("restart.WeightSum", func(ctx context.Context) (*weightSum, error) { return &weightSum{}, nil },
+		gray.MaxRestarts(3), gray.CheckpointInterval(4))
+	weightSumAdd = gray.Method1(weightSumType, "add", func(w *weightSum, ctx context.Context, x []float64) (float64, error) {
 		for _, v := range x {
 			w.sum += v
 		}
 		return w.sum, nil
 	})
-	weightSumPID = Method0(weightSumType, "pid", func(w *weightSum, ctx context.Context) (int, error) { return os.Getpid(), nil })
+	weightSumPID = gray.Method0(weightSumType, "pid", func(w *weightSum, ctx context.Context) (int, error) { return os.Getpid(), nil })
 )
 
 // Calls whose arguments were large (in shared memory) or references are
@@ -51,12 +53,12 @@ func TestRestartReplaysLargeAndRefArguments(t *testing.T) {
 		big[i] = 1
 	}
 	want := 0.0
-	var last Ref[float64]
+	var last gray.Ref[float64]
 	for i := range 10 {
 		if i%2 == 0 {
 			last = weightSumAdd.Remote(h, big)
 		} else {
-			r, err := Put(ctx, []float64{float64(i)})
+			r, err := gray.Put(ctx, []float64{float64(i)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -70,7 +72,7 @@ func TestRestartReplaysLargeAndRefArguments(t *testing.T) {
 			t.Fatalf("after call %d: %d restarts, %d calls logged; want at most the checkpoint interval (4)", i+1, restarts, logged)
 		}
 	}
-	if v, err := Get(ctx, last); err != nil || v != want {
+	if v, err := gray.Get(ctx, last); err != nil || v != want {
 		t.Fatalf("sum = %v, %v; want %v", v, err, want)
 	}
 	// Checkpoints followed calls 4 and 8 (each reaches the driver before
@@ -79,18 +81,18 @@ func TestRestartReplaysLargeAndRefArguments(t *testing.T) {
 	if _, logged := n.Restarts(h.ID()); logged != 2 {
 		t.Fatalf("%d calls logged after 10 calls with a checkpoint every 4, want 2", logged)
 	}
-	pid, err := Get(ctx, weightSumPID.Remote(h))
+	pid, err := gray.Get(ctx, weightSumPID.Remote(h))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	one, err := Put(ctx, []float64{1})
+	one, err := gray.Put(ctx, []float64{1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, err := Get(ctx, weightSumAdd.Remote(h, one)); err != nil || v != want+1 {
+	if v, err := gray.Get(ctx, weightSumAdd.Remote(h, one)); err != nil || v != want+1 {
 		t.Fatalf("sum after the kill = %v, %v; want %v", v, err, want+1)
 	}
 	if restarts, _ := n.Restarts(h.ID()); restarts != 1 {
@@ -99,7 +101,7 @@ func TestRestartReplaysLargeAndRefArguments(t *testing.T) {
 	if err := n.Check(); err != nil {
 		t.Fatal(err)
 	}
-	if err := Kill(h); err != nil {
+	if err := gray.Kill(h); err != nil {
 		t.Fatal(err)
 	}
 	if err := n.Check(); err != nil {

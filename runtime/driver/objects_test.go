@@ -1,4 +1,4 @@
-package gray
+package driver_test
 
 import (
 	"context"
@@ -6,25 +6,29 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gray-ml/gray/runtime/node"
+	"github.com/gray-ml/gray"
 )
 
 var (
-	itSum = Func1("internal.sum", func(ctx context.Context, x []float64) (float64, error) {
-		time.Sleep(20 * time.Millisecond) // long enough for the driver to drop its reference
+	// itSum sums x once its gate opens: after the driver dropped its
+	// reference to x.
+	itSum = gray.Func2("internal.sum", func(ctx context.Context, x []float64, g gate) (float64, error) {
+		if err := g.wait(ctx); err != nil {
+			return 0, err
+		}
 		s := 0.0
 		for _, v := range x {
 			s += v
 		}
 		return s, nil
 	})
-	itInc = Func1("internal.inc", func(ctx context.Context, x int) (int, error) { return x + 1, nil })
+	itInc = gray.Func1("internal.inc", func(ctx context.Context, x int) (int, error) { return x + 1, nil })
 )
 
-type holder struct{ R Ref[[]float64] }
+type holder struct{ R gray.Ref[[]float64] }
 
-var itDeref = Func1("internal.deref", func(ctx context.Context, h holder) (float64, error) {
-	x, err := Get(ctx, h.R)
+var itDeref = gray.Func1("internal.deref", func(ctx context.Context, h holder) (float64, error) {
+	x, err := gray.Get(ctx, h.R)
 	if err != nil {
 		return 0, err
 	}
@@ -33,7 +37,7 @@ var itDeref = Func1("internal.deref", func(ctx context.Context, h holder) (float
 
 func objects(t *testing.T) int {
 	t.Helper()
-	return current.Load().b.(*node.Node).Objects()
+	return theDriver(t).Node.Objects()
 }
 
 // settle collects dropped references until the store holds at most max
@@ -55,20 +59,20 @@ func settle(t *testing.T, max int) int {
 // a call-and-drop loop, while objects still needed survive.
 func TestDroppedObjectsAreFreed(t *testing.T) {
 	ctx := context.Background()
-	if err := Init(ctx, Options{NumCPUs: 2, NoGPUs: true}); err != nil {
+	if err := gray.Init(ctx, gray.Options{NumCPUs: 2, NoGPUs: true}); err != nil {
 		t.Fatal(err)
 	}
-	defer Shutdown()
+	defer gray.Shutdown()
 	big := make([]float64, 1<<12)
 	for i := range 150 {
-		r, err := Put(ctx, big)
+		r, err := gray.Put(ctx, big)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Get(ctx, r); err != nil {
+		if _, err := gray.Get(ctx, r); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Get(ctx, itInc.Remote(i)); err != nil {
+		if _, err := gray.Get(ctx, itInc.Remote(i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -79,23 +83,25 @@ func TestDroppedObjectsAreFreed(t *testing.T) {
 
 	// An argument whose only reference the driver dropped stays until the
 	// task has it.
-	r, _ := Put(ctx, []float64{1, 2, 3})
-	res := itSum.Remote(r)
-	r = Ref[[]float64]{}
+	r, _ := gray.Put(ctx, []float64{1, 2, 3})
+	dropped := newGate(t, "dropped")
+	res := itSum.Remote(r, dropped)
+	r = gray.Ref[[]float64]{}
 	runtime.GC()
 	runtime.GC()
-	if v, err := Get(ctx, res); err != nil || v != 6 {
+	dropped.open(t)
+	if v, err := gray.Get(ctx, res); err != nil || v != 6 {
 		t.Fatalf("sum of a dropped argument = %v, %v", v, err)
 	}
 
 	// A reference inside a task's argument stays while the task runs,
 	// though the driver dropped its own.
-	inner, _ := Put(ctx, []float64{42})
+	inner, _ := gray.Put(ctx, []float64{42})
 	out := itDeref.Remote(holder{R: inner})
-	inner = Ref[[]float64]{}
+	inner = gray.Ref[[]float64]{}
 	runtime.GC()
 	runtime.GC()
-	if v, err := Get(ctx, out); err != nil || v != 42 {
+	if v, err := gray.Get(ctx, out); err != nil || v != 42 {
 		t.Fatalf("escaped reference: %v, %v", v, err)
 	}
 }

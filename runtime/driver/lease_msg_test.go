@@ -1,4 +1,4 @@
-package gray
+package driver
 
 import (
 	"strings"

@@ -1,4 +1,4 @@
-package gray
+package driver_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/internal/clustertest"
 	"github.com/gray-ml/gray/runtime/cluster"
 )
@@ -15,10 +16,10 @@ import (
 type fullWorker struct{}
 
 var (
-	fullWorkerType = Actor0("test.full.Worker", func(ctx context.Context) (*fullWorker, error) {
+	fullWorkerType = gray.Actor0("test.full.Worker", func(ctx context.Context) (*fullWorker, error) {
 		return &fullWorker{}, nil
-	}, CPUs(1), MaxRestarts(-1))
-	fullWhere = Method0(fullWorkerType, "where", func(w *fullWorker, ctx context.Context) (string, error) {
+	}, gray.CPUs(1), gray.MaxRestarts(-1))
+	fullWhere = gray.Method0(fullWorkerType, "where", func(w *fullWorker, ctx context.Context) (string, error) {
 		return os.Getenv(cluster.EnvNodeID), nil
 	})
 )
@@ -33,15 +34,15 @@ func TestClusterFullActorsMoveToReplacement(t *testing.T) {
 		NodeTimeout: time.Second, HeartbeatInterval: 100 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := Init(ctx, Options{Address: c.Address(), Token: c.Token()}); err != nil {
+	if err := gray.Init(ctx, gray.Options{Address: c.Address(), Token: c.Token()}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { Shutdown() })
-	clustertest.WaitFor(t, 30*time.Second, "the driver to lease the 3 nodes", func() bool { return ClusterResources()["CPU"] >= 6 })
-	drv := current.Load().driver
+	t.Cleanup(func() { gray.Shutdown() })
+	clustertest.WaitFor(t, 30*time.Second, "the driver to lease the 3 nodes", func() bool { return gray.ClusterResources()["CPU"] >= 6 })
+	drv := theDriver(t)
 
 	const n = 6 // every CPU of the cluster
-	hs := make([]Handle[fullWorker], n)
+	hs := make([]gray.Handle[fullWorker], n)
 	where := map[string]int{}
 	for i := range hs {
 		h, err := fullWorkerType.Remote(ctx)
@@ -51,7 +52,7 @@ func TestClusterFullActorsMoveToReplacement(t *testing.T) {
 		hs[i] = h
 	}
 	for _, h := range hs {
-		w, err := Get(ctx, fullWhere.Remote(h))
+		w, err := gray.Get(ctx, fullWhere.Remote(h))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,7 +88,7 @@ func TestClusterFullActorsMoveToReplacement(t *testing.T) {
 	repl := c.AddNode()
 	joined := time.Now()
 	for i, h := range hs {
-		w, err := Get(ctx, fullWhere.Remote(h))
+		w, err := gray.Get(ctx, fullWhere.Remote(h))
 		if err != nil {
 			t.Fatalf("actor %d after the replacement joined: %v", i, err)
 		}

@@ -1,4 +1,4 @@
-package gray_test
+package driver_test
 
 import (
 	"context"
@@ -8,10 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/internal/clustertest"
+	"github.com/redis/go-redis/v9"
 )
 
 // benchFar runs only on the node that has the "bench" resource: another

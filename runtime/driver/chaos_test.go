@@ -1,4 +1,4 @@
-package gray
+package driver_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/internal/clustertest"
 	"github.com/gray-ml/gray/runtime/node"
 	"github.com/gray-ml/gray/runtime/task"
@@ -35,28 +36,28 @@ import (
 //	GRAY_CHAOS=3m go test -run TestChaos -v -timeout 20m .
 
 // chaosStep adds one after a while; it runs only on the killable nodes.
-var chaosStep = Func1("test.chaos.step", func(ctx context.Context, x int) (int, error) {
+var chaosStep = gray.Func1("test.chaos.step", func(ctx context.Context, x int) (int, error) {
 	time.Sleep(15 * time.Millisecond)
 	return x + 1, nil
-}, Resource("w", 1))
+}, gray.Resource("w", 1))
 
 // chaosFill makes a 1 MiB array of x (through the store, not inline);
 // chaosSum adds one up. Both run only on the killable nodes.
 var (
-	chaosFill = Func1("test.chaos.fill", func(ctx context.Context, x int) ([]float64, error) {
+	chaosFill = gray.Func1("test.chaos.fill", func(ctx context.Context, x int) ([]float64, error) {
 		out := make([]float64, chaosLen)
 		for i := range out {
 			out[i] = float64(x)
 		}
 		return out, nil
-	}, Resource("w", 1))
-	chaosSum = Func1("test.chaos.sum", func(ctx context.Context, xs []float64) (float64, error) {
+	}, gray.Resource("w", 1))
+	chaosSum = gray.Func1("test.chaos.sum", func(ctx context.Context, xs []float64) (float64, error) {
 		s := 0.0
 		for _, x := range xs {
 			s += x
 		}
 		return s, nil
-	}, Resource("w", 1))
+	}, gray.Resource("w", 1))
 )
 
 const chaosLen = 1 << 17
@@ -66,10 +67,10 @@ const chaosLen = 1 << 17
 type chaosCounter struct{ sum int }
 
 var (
-	chaosCounterType = Actor0("test.chaos.Counter", func(ctx context.Context) (*chaosCounter, error) {
+	chaosCounterType = gray.Actor0("test.chaos.Counter", func(ctx context.Context) (*chaosCounter, error) {
 		return &chaosCounter{}, nil
-	}, Resource("a", 1), MaxRestarts(-1))
-	chaosAdd = Method1(chaosCounterType, "add", func(c *chaosCounter, ctx context.Context, n int) (int, error) {
+	}, gray.Resource("a", 1), gray.MaxRestarts(-1))
+	chaosAdd = gray.Method1(chaosCounterType, "add", func(c *chaosCounter, ctx context.Context, n int) (int, error) {
 		c.sum += n
 		return c.sum, nil
 	})
@@ -108,13 +109,13 @@ func TestChaos(t *testing.T) {
 		NodeTimeout:   time.Second, HeartbeatInterval: 100 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := Init(ctx, Options{Address: c.Address(), Token: c.Token(), ObjectStoreMemory: 256 << 20}); err != nil {
+	if err := gray.Init(ctx, gray.Options{Address: c.Address(), Token: c.Token(), ObjectStoreMemory: 256 << 20}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { Shutdown() })
-	s := current.Load()
-	drv, self := s.driver, s.cluster.self
-	clustertest.WaitFor(t, 30*time.Second, "the driver to lease the 3 nodes", func() bool { return ClusterResources()["w"] >= 6 })
+	t.Cleanup(func() { gray.Shutdown() })
+	d := theDriver(t)
+	drv, self := d.Node, d.Self()
+	clustertest.WaitFor(t, 30*time.Second, "the driver to lease the 3 nodes", func() bool { return gray.ClusterResources()["w"] >= 6 })
 
 	var (
 		mu      sync.Mutex
@@ -140,7 +141,7 @@ func TestChaos(t *testing.T) {
 				for range steps - 1 {
 					r = chaosStep.Remote(r)
 				}
-				got, err := Get(context.Background(), r)
+				got, err := gray.Get(context.Background(), r)
 				if err != nil || got != start+steps {
 					fail("chain %d round %d: got %d, %v; want %d", i, round, got, err, start+steps)
 					return
@@ -156,7 +157,7 @@ func TestChaos(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		for round := 1; runCtx.Err() == nil; round++ {
-			got, err := Get(context.Background(), chaosSum.Remote(chaosFill.Remote(round)))
+			got, err := gray.Get(context.Background(), chaosSum.Remote(chaosFill.Remote(round)))
 			if want := float64(round * chaosLen); err != nil || got != want {
 				fail("array round %d: sum %g, %v; want %g", round, got, err, want)
 				return
@@ -183,7 +184,7 @@ func TestChaos(t *testing.T) {
 			want := 0
 			for k := 1; runCtx.Err() == nil; k++ {
 				want += k
-				got, err := Get(context.Background(), chaosAdd.Remote(h, k))
+				got, err := gray.Get(context.Background(), chaosAdd.Remote(h, k))
 				if err != nil || got != want {
 					fail("actor %d call %d: got %d, %v; want %d", i, k, got, err, want)
 					return
@@ -393,10 +394,10 @@ func TestChaosSecondDriver(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if err := Init(ctx, Options{ObjectStoreMemory: 64 << 20}); err != nil {
+	if err := gray.Init(ctx, gray.Options{ObjectStoreMemory: 64 << 20}); err != nil {
 		t.Fatal(err)
 	}
-	defer Shutdown()
+	defer gray.Shutdown()
 	fmt.Println("ready")
 	stop := make(chan struct{})
 	go func() {
@@ -416,7 +417,7 @@ func TestChaosSecondDriver(t *testing.T) {
 		for range steps - 1 {
 			r = chaosStep.Remote(r)
 		}
-		if got, err := Get(ctx, r); err != nil || got != start+steps {
+		if got, err := gray.Get(ctx, r); err != nil || got != start+steps {
 			t.Fatalf("the second driver's round %d: got %d, %v; want %d", round, got, err, start+steps)
 		}
 	}

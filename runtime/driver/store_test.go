@@ -1,4 +1,4 @@
-package gray
+package driver_test
 
 import (
 	"bufio"
@@ -14,6 +14,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/runtime/node"
 	"github.com/gray-ml/gray/runtime/objstore"
 )
@@ -90,7 +91,7 @@ func sampleKinds(n int) allKinds {
 }
 
 var (
-	stProbe = Func1("store.probe", func(ctx context.Context, x []float64) (zcReport, error) {
+	stProbe = gray.Func1("store.probe", func(ctx context.Context, x []float64) (zcReport, error) {
 		m, err := inMapping(unsafe.Pointer(unsafe.SliceData(x)), os.Getenv("GRAY_STORE_DIR"))
 		s := 0.0
 		for _, v := range x {
@@ -98,29 +99,29 @@ var (
 		}
 		return zcReport{Mapped: m, Sum: s, RSSKB: rssKB()}, err
 	})
-	stMake = Func1("store.make", func(ctx context.Context, seed int) ([]float64, error) {
+	stMake = gray.Func1("store.make", func(ctx context.Context, seed int) ([]float64, error) {
 		x := make([]float64, 20000)
 		for i := range x {
 			x[i] = float64(seed + i)
 		}
 		return x, nil
 	})
-	stDouble = Func1("store.double", func(ctx context.Context, x []float64) ([]float64, error) {
+	stDouble = gray.Func1("store.double", func(ctx context.Context, x []float64) ([]float64, error) {
 		y := make([]float64, len(x))
 		for i, v := range x {
 			y[i] = 2 * v
 		}
 		return y, nil
 	})
-	stWrite = Func1("store.write", func(ctx context.Context, x []float64) (int, error) {
+	stWrite = gray.Func1("store.write", func(ctx context.Context, x []float64) (int, error) {
 		x[0] = 42 // a read-only shared slice: must fail loudly
 		return 0, nil
 	})
-	stEcho = Func1("store.echo", func(ctx context.Context, k allKinds) (allKinds, error) { return k, nil })
-	stBig  = Func1("store.big", func(ctx context.Context, n int) ([]uint8, error) { return make([]uint8, n), nil })
-	stPuts = Func1("store.puts", func(ctx context.Context, n int) (int, error) {
+	stEcho = gray.Func1("store.echo", func(ctx context.Context, k allKinds) (allKinds, error) { return k, nil })
+	stBig  = gray.Func1("store.big", func(ctx context.Context, n int) ([]uint8, error) { return make([]uint8, n), nil })
+	stPuts = gray.Func1("store.puts", func(ctx context.Context, n int) (int, error) {
 		for range n {
-			if _, err := Put(ctx, make([]float64, 1<<17)); err != nil {
+			if _, err := gray.Put(ctx, make([]float64, 1<<17)); err != nil {
 				return 0, err
 			}
 		}
@@ -131,11 +132,11 @@ var (
 
 func startStore(t *testing.T, capacity int64, cpus int) *node.Node {
 	t.Helper()
-	if err := Init(context.Background(), Options{NumCPUs: cpus, ObjectStoreMemory: capacity}); err != nil {
+	if err := gray.Init(context.Background(), gray.Options{NumCPUs: cpus, ObjectStoreMemory: capacity}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { Shutdown() })
-	return current.Load().b.(*node.Node)
+	t.Cleanup(func() { gray.Shutdown() })
+	return theDriver(t).Node
 }
 
 // A 100 MB array put once is read by four workers at once, each seeing the
@@ -149,16 +150,16 @@ func TestZeroCopyHundredMBFourWorkers(t *testing.T) {
 		x[i] = float64(i % 1000)
 		want += x[i]
 	}
-	r, err := Put(ctx, x)
+	r, err := gray.Put(ctx, x)
 	if err != nil {
 		t.Fatal(err)
 	}
 	x = nil
-	refs := make([]Ref[zcReport], 4)
+	refs := make([]gray.Ref[zcReport], 4)
 	for i := range refs {
 		refs[i] = stProbe.Remote(r)
 	}
-	reps, err := GetAll(ctx, refs)
+	reps, err := gray.GetAll(ctx, refs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +172,7 @@ func TestZeroCopyHundredMBFourWorkers(t *testing.T) {
 			t.Errorf("worker %d: resident memory %d KiB, more than a mapped 100 MB array plus 60 MB", i, rep.RSSKB)
 		}
 	}
-	y, err := Get(ctx, r)
+	y, err := gray.Get(ctx, r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,22 +190,22 @@ func TestCodecKindsThroughStore(t *testing.T) {
 	for _, n := range []int{3, 40000} { // inline, and shared memory
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			want := sampleKinds(n)
-			r, err := Put(ctx, want)
+			r, err := gray.Put(ctx, want)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := Get(ctx, r)
+			got, err := gray.Get(ctx, r)
 			if err != nil || !reflect.DeepEqual(got, want) {
 				t.Fatalf("Put/Get: %v, equal %v", err, reflect.DeepEqual(got, want))
 			}
 			for name, arg := range map[string]any{"value": want, "ref": r} {
-				var out Ref[allKinds]
+				var out gray.Ref[allKinds]
 				if name == "ref" {
 					out = stEcho.Remote(r)
 				} else {
 					out = stEcho.Remote(arg)
 				}
-				got, err := Get(ctx, out)
+				got, err := gray.Get(ctx, out)
 				if err != nil || !reflect.DeepEqual(got, want) {
 					t.Fatalf("task argument by %s and result: %v, equal %v", name, err, reflect.DeepEqual(got, want))
 				}
@@ -216,16 +217,16 @@ func TestCodecKindsThroughStore(t *testing.T) {
 func TestReadOnlyWriteInTaskIsAnError(t *testing.T) {
 	startStore(t, 64<<20, 2)
 	ctx := context.Background()
-	r, err := Put(ctx, make([]float64, 50000))
+	r, err := gray.Put(ctx, make([]float64, 50000))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Get(ctx, stWrite.Remote(r))
+	_, err = gray.Get(ctx, stWrite.Remote(r))
 	if err == nil || !strings.Contains(err.Error(), "read-only") {
 		t.Fatalf("writing a shared slice in a task: err = %v, want an error about read-only slices", err)
 	}
 	// The object did not change.
-	x, err := Get(ctx, r)
+	x, err := gray.Get(ctx, r)
 	if err != nil || x[0] != 0 {
 		t.Fatalf("after the failed write: x[0] = %v, err %v", x[0], err)
 	}
@@ -234,19 +235,19 @@ func TestReadOnlyWriteInTaskIsAnError(t *testing.T) {
 func TestTooLargeAndEvictedPutErrors(t *testing.T) {
 	n := startStore(t, 1<<20, 2)
 	ctx := context.Background()
-	if _, err := Put(ctx, make([]uint8, 2<<20)); !errors.Is(err, objstore.ErrTooLarge) {
+	if _, err := gray.Put(ctx, make([]uint8, 2<<20)); !errors.Is(err, objstore.ErrTooLarge) {
 		t.Fatalf("Put of 2 MiB into a 1 MiB store: err = %v, want ErrTooLarge", err)
 	}
-	if _, err := Get(ctx, stBig.Remote(2<<20)); err == nil || !strings.Contains(err.Error(), "capacity") {
+	if _, err := gray.Get(ctx, stBig.Remote(2<<20)); err == nil || !strings.Contains(err.Error(), "capacity") {
 		t.Fatalf("task result of 2 MiB into a 1 MiB store: err = %v, want an error naming the capacity", err)
 	}
-	first, err := Put(ctx, make([]uint8, 300<<10))
+	first, err := gray.Put(ctx, make([]uint8, 300<<10))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var keep []Ref[[]uint8]
+	var keep []gray.Ref[[]uint8]
 	for range 6 {
-		r, err := Put(ctx, make([]uint8, 300<<10))
+		r, err := gray.Put(ctx, make([]uint8, 300<<10))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -255,13 +256,13 @@ func TestTooLargeAndEvictedPutErrors(t *testing.T) {
 	if n.SharedStats().Evictions == 0 {
 		t.Fatal("no eviction after putting 2.1 MiB into a 1 MiB store")
 	}
-	_, err = Get(ctx, first)
-	var lost *ObjectLostError
-	if !errors.Is(err, ErrObjectLost) || !errors.Is(err, ErrLostPut) || !errors.Is(err, objstore.ErrEvicted) ||
+	_, err = gray.Get(ctx, first)
+	var lost *gray.ObjectLostError
+	if !errors.Is(err, gray.ErrObjectLost) || !errors.Is(err, gray.ErrLostPut) || !errors.Is(err, objstore.ErrEvicted) ||
 		!errors.As(err, &lost) || lost.Object != first.ID() || !strings.Contains(err.Error(), "made by Put") {
 		t.Fatalf("Get of an evicted Put: err = %v, want ErrObjectLost for the reason ErrLostPut, naming the object", err)
 	}
-	if errors.Is(err, ErrLostActorMethod) || errors.Is(err, ErrLostRetriesExhausted) {
+	if errors.Is(err, gray.ErrLostActorMethod) || errors.Is(err, gray.ErrLostRetriesExhausted) {
 		t.Fatalf("Get of an evicted Put: %v matches a reason it does not have", err)
 	}
 	runtime.KeepAlive(keep)
@@ -272,12 +273,12 @@ func TestLineageRebuildsEvictedResultsRecursively(t *testing.T) {
 	ctx := context.Background()
 	a := stMake.Remote(5)   // 160 KB, in shared memory
 	b := stDouble.Remote(a) // depends on a
-	if _, _, err := Wait(ctx, []AnyRef{b}, 1, 0); err != nil {
+	if _, _, err := gray.Wait(ctx, []gray.AnyRef{b}, 1, 0); err != nil {
 		t.Fatal(err)
 	}
-	var keep []Ref[[]uint8]
+	var keep []gray.Ref[[]uint8]
 	for range 8 { // 2.4 MiB through a 1 MiB store: a and b are evicted
-		r, err := Put(ctx, make([]uint8, 300<<10))
+		r, err := gray.Put(ctx, make([]uint8, 300<<10))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -286,14 +287,14 @@ func TestLineageRebuildsEvictedResultsRecursively(t *testing.T) {
 	if n.SharedStats().Evictions < 2 {
 		t.Fatalf("%d evictions, want a and b evicted", n.SharedStats().Evictions)
 	}
-	y, err := Get(ctx, b)
+	y, err := gray.Get(ctx, b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(y) != 20000 || y[0] != 10 || y[19999] != 2*(5+19999) {
 		t.Fatalf("rebuilt result: len %d, y[0] %v, y[last] %v", len(y), y[0], y[len(y)-1])
 	}
-	x, err := Get(ctx, a)
+	x, err := gray.Get(ctx, a)
 	if err != nil || x[1] != 6 {
 		t.Fatalf("rebuilt argument: %v, %v", x[1], err)
 	}
@@ -308,23 +309,23 @@ func TestGetPinsAgainstEviction(t *testing.T) {
 	for i := range want {
 		want[i] = float64(i)
 	}
-	r, err := Put(ctx, want)
+	r, err := gray.Put(ctx, want)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := Get(ctx, r)
+	got, err := gray.Get(ctx, r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 10 {
-		if _, err := Put(ctx, make([]uint8, 300<<10)); err != nil {
+		if _, err := gray.Put(ctx, make([]uint8, 300<<10)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatal("a value got in the driver changed after other objects were put")
 	}
-	if _, err := Get(ctx, r); err != nil {
+	if _, err := gray.Get(ctx, r); err != nil {
 		t.Fatalf("the pinned object was evicted: %v", err)
 	}
 }
@@ -347,7 +348,7 @@ func TestPutAndDropFlat(t *testing.T) {
 	ctx := context.Background()
 	rss0 := rssKB()
 	for i := range 400 {
-		if _, err := Put(ctx, make([]float64, 1<<17)); err != nil {
+		if _, err := gray.Put(ctx, make([]float64, 1<<17)); err != nil {
 			t.Fatal(err)
 		}
 		if i%50 == 49 {
@@ -363,7 +364,7 @@ func TestPutAndDropFlat(t *testing.T) {
 	}
 	// Workers' puts and task results.
 	for range 4 {
-		if _, err := Get(ctx, stPuts.Remote(25)); err != nil {
+		if _, err := gray.Get(ctx, stPuts.Remote(25)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -390,14 +391,14 @@ func settleStore(t *testing.T, n *node.Node, max int) {
 }
 
 func TestClusterResources(t *testing.T) {
-	if ClusterResources() != nil {
+	if gray.ClusterResources() != nil {
 		t.Fatal("ClusterResources before Init is not nil")
 	}
 	startStore(t, 16<<20, 2)
-	if got := ClusterResources(); got["CPU"] != 2 {
+	if got := gray.ClusterResources(); got["CPU"] != 2 {
 		t.Fatalf("ClusterResources = %v, want CPU=2", got)
 	}
-	if got := AvailableResources(); got["CPU"] != 2 {
+	if got := gray.AvailableResources(); got["CPU"] != 2 {
 		t.Fatalf("AvailableResources = %v, want CPU=2 while idle", got)
 	}
 }

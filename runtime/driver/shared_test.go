@@ -1,4 +1,4 @@
-package gray
+package driver_test
 
 import (
 	"context"
@@ -11,11 +11,12 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/runtime/objstore"
 )
 
 // sharedHolder is an actor that keeps a large array zero-copy.
-type sharedHolder struct{ x Shared[[]float64] }
+type sharedHolder struct{ x gray.Shared[[]float64] }
 
 // holderReport is what a sharedHolder says about its array.
 type holderReport struct {
@@ -27,10 +28,10 @@ type holderReport struct {
 }
 
 var (
-	holderType = Actor1("shared.Holder", func(ctx context.Context, x Shared[[]float64]) (*sharedHolder, error) {
+	holderType = gray.Actor1("shared.Holder", func(ctx context.Context, x gray.Shared[[]float64]) (*sharedHolder, error) {
 		return &sharedHolder{x: x}, nil
 	})
-	holderReportM = Method0(holderType, "report", func(h *sharedHolder, ctx context.Context) (holderReport, error) {
+	holderReportM = gray.Method0(holderType, "report", func(h *sharedHolder, ctx context.Context) (holderReport, error) {
 		x := h.x.Value()
 		rep := holderReport{}
 		for _, v := range x {
@@ -43,15 +44,15 @@ var (
 		rep.AnonKB, rep.ShmemKB = statusKB("RssAnon:"), statusKB("RssShmem:")
 		return rep, nil
 	})
-	holderRelease = Method0(holderType, "release", func(h *sharedHolder, ctx context.Context) (int, error) {
+	holderRelease = gray.Method0(holderType, "release", func(h *sharedHolder, ctx context.Context) (int, error) {
 		return 0, h.x.Release()
 	})
-	holderWrite = Method0(holderType, "write", func(h *sharedHolder, ctx context.Context) (int, error) {
+	holderWrite = gray.Method0(holderType, "write", func(h *sharedHolder, ctx context.Context) (int, error) {
 		h.x.Value()[0] = 1 // read-only: must fail loudly
 		return 0, nil
 	})
 	// sharedSum takes a Shared in a remote function: valid during the call.
-	sharedSum = Func1("shared.sum", func(ctx context.Context, x Shared[[]float64]) (float64, error) {
+	sharedSum = gray.Func1("shared.sum", func(ctx context.Context, x gray.Shared[[]float64]) (float64, error) {
 		s := 0.0
 		for _, v := range x.Value() {
 			s += v
@@ -60,8 +61,8 @@ var (
 	})
 
 	// optsActor reserves nothing when registered; RemoteWith gives it more.
-	optsActor = Actor0("shared.Opts", func(ctx context.Context) (*sharedHolder, error) { return &sharedHolder{}, nil })
-	optsPing  = Method0(optsActor, "ping", func(h *sharedHolder, ctx context.Context) (int, error) { return 1, nil })
+	optsActor = gray.Actor0("shared.Opts", func(ctx context.Context) (*sharedHolder, error) { return &sharedHolder{}, nil })
+	optsPing  = gray.Method0(optsActor, "ping", func(h *sharedHolder, ctx context.Context) (int, error) { return 1, nil })
 )
 
 // mappedFile names the file mapped at p, by /proc/self/maps ("" if none).
@@ -119,25 +120,25 @@ func TestSharedActorsKeepOneCopy(t *testing.T) {
 	n := startStore(t, 160<<20, 3)
 	ctx := context.Background()
 	x, want := ramp(50 << 20 / 8)
-	r, err := Put(ctx, x)
+	r, err := gray.Put(ctx, x)
 	if err != nil {
 		t.Fatal(err)
 	}
 	x = nil
-	hs := make([]Handle[sharedHolder], 3)
+	hs := make([]gray.Handle[sharedHolder], 3)
 	for i := range hs {
 		if hs[i], err = holderType.Remote(ctx, r); err != nil {
 			t.Fatal(err)
 		}
 	}
-	r = Ref[[]float64]{} // only the actors hold the array now
+	r = gray.Ref[[]float64]{} // only the actors hold the array now
 	report := func() []holderReport {
 		t.Helper()
-		refs := make([]Ref[holderReport], len(hs))
+		refs := make([]gray.Ref[holderReport], len(hs))
 		for i, h := range hs {
 			refs[i] = holderReportM.Remote(h)
 		}
-		reps, err := GetAll(ctx, refs)
+		reps, err := gray.GetAll(ctx, refs)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -161,7 +162,7 @@ func TestSharedActorsKeepOneCopy(t *testing.T) {
 	// whatever is not pinned.
 	for range 8 {
 		y, _ := ramp(30 << 20 / 8)
-		if _, err := Put(ctx, y); err != nil {
+		if _, err := gray.Put(ctx, y); err != nil {
 			t.Fatal(err)
 		}
 		runtime.GC()
@@ -179,26 +180,26 @@ func TestSharedActorsKeepOneCopy(t *testing.T) {
 		t.Fatalf("the held array's file: %v", err)
 	}
 	// Releasing in one actor and killing the others frees it.
-	if _, err := Get(ctx, holderRelease.Remote(hs[0])); err != nil {
+	if _, err := gray.Get(ctx, holderRelease.Remote(hs[0])); err != nil {
 		t.Fatal(err)
 	}
-	if k := n.KeptBy(hs[0].id); k != 0 {
+	if k := n.KeptBy(hs[0].ID()); k != 0 {
 		t.Errorf("actor 0 still holds %d objects after Release", k)
 	}
-	if err := Kill(hs[1]); err != nil {
+	if err := gray.Kill(hs[1]); err != nil {
 		t.Fatal(err)
 	}
-	if rep, err := Get(ctx, holderReportM.Remote(hs[2])); err != nil || rep.Sum != want {
+	if rep, err := gray.Get(ctx, holderReportM.Remote(hs[2])); err != nil || rep.Sum != want {
 		t.Errorf("after one holder released and one died, the last reads sum %g (%v), want %g", rep.Sum, err, want)
 	}
-	if err := Kill(hs[2]); err != nil {
+	if err := gray.Kill(hs[2]); err != nil {
 		t.Fatal(err)
 	}
 	settleStore(t, n, 0)
 	if _, err := os.Stat(reps[0].File); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("after its holders ended, the array's file: %v, want it gone", err)
 	}
-	_, err = Get(ctx, holderReportM.Remote(hs[0]))
+	_, err = gray.Get(ctx, holderReportM.Remote(hs[0]))
 	if err == nil || !strings.Contains(err.Error(), "after Release") {
 		t.Errorf("Value after Release: %v, want an error naming Release", err)
 	}
@@ -213,11 +214,11 @@ func TestSharedWriteFailsLoudly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Get(ctx, holderWrite.Remote(h))
+	_, err = gray.Get(ctx, holderWrite.Remote(h))
 	if !errors.Is(err, objstore.ErrReadOnly) && (err == nil || !strings.Contains(err.Error(), "read-only")) {
 		t.Errorf("write to a Shared array: %v, want an error wrapping objstore.ErrReadOnly", err)
 	}
-	rep, err := Get(ctx, holderReportM.Remote(h))
+	rep, err := gray.Get(ctx, holderReportM.Remote(h))
 	if err != nil {
 		// The worker may have died of the fault; that is loud too, but the
 		// object must still be intact for others.
@@ -225,7 +226,7 @@ func TestSharedWriteFailsLoudly(t *testing.T) {
 	} else if rep.Sum != want {
 		t.Errorf("after a refused write the array sums %g, want %g", rep.Sum, want)
 	}
-	_ = Kill(h)
+	_ = gray.Kill(h)
 }
 
 // Shared works for small values (inline: a private copy), in remote
@@ -233,7 +234,7 @@ func TestSharedWriteFailsLoudly(t *testing.T) {
 func TestSharedOtherPaths(t *testing.T) {
 	ctx := context.Background()
 	for _, local := range []bool{false, true} {
-		if err := Init(ctx, Options{NumCPUs: 2, LocalMode: local, ObjectStoreMemory: 64 << 20}); err != nil {
+		if err := gray.Init(ctx, gray.Options{NumCPUs: 2, LocalMode: local, ObjectStoreMemory: 64 << 20}); err != nil {
 			t.Fatal(err)
 		}
 		small, sWant := ramp(10)
@@ -242,7 +243,7 @@ func TestSharedOtherPaths(t *testing.T) {
 			x    []float64
 			want float64
 		}{{small, sWant}, {big, bWant}} {
-			got, err := Get(ctx, sharedSum.Remote(c.x))
+			got, err := gray.Get(ctx, sharedSum.Remote(c.x))
 			if err != nil || got != c.want {
 				t.Errorf("local=%v: remote function on %d values: %g, %v (want %g)", local, len(c.x), got, err, c.want)
 			}
@@ -250,20 +251,20 @@ func TestSharedOtherPaths(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep, err := Get(ctx, holderReportM.Remote(h))
+			rep, err := gray.Get(ctx, holderReportM.Remote(h))
 			if err != nil || rep.Sum != c.want {
 				t.Errorf("local=%v: actor on %d values: %g, %v (want %g)", local, len(c.x), rep.Sum, err, c.want)
 			}
-			_ = Kill(h)
+			_ = gray.Kill(h)
 		}
-		if _, err := Put(ctx, SharedValue(small)); err == nil || !strings.Contains(err.Error(), "parameter") {
+		if _, err := gray.Put(ctx, gray.SharedValue(small)); err == nil || !strings.Contains(err.Error(), "parameter") {
 			t.Errorf("local=%v: Put of a Shared: %v, want an error saying it is a parameter type", local, err)
 		}
-		if err := Shutdown(); err != nil {
+		if err := gray.Shutdown(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	s := SharedValue([]float64{1, 2})
+	s := gray.SharedValue([]float64{1, 2})
 	if s.Value()[1] != 2 || s.Release() != nil || s.Release() != nil {
 		t.Error("SharedValue: value or double Release wrong")
 	}
@@ -274,14 +275,14 @@ func TestSharedOtherPaths(t *testing.T) {
 func TestRemoteWithActorOptions(t *testing.T) {
 	startStore(t, 16<<20, 2)
 	ctx := context.Background()
-	h, err := optsActor.RemoteWith(ctx, ActorOptions{CPUs: 2})
+	h, err := optsActor.RemoteWith(ctx, gray.ActorOptions{CPUs: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Get(ctx, optsPing.Remote(h)); err != nil {
+	if _, err := gray.Get(ctx, optsPing.Remote(h)); err != nil {
 		t.Fatal(err)
 	}
-	if got := AvailableResources()["CPU"]; got != 0 {
+	if got := gray.AvailableResources()["CPU"]; got != 0 {
 		t.Errorf("with an actor holding CPUs=2 of 2, %g CPUs are free", got)
 	}
 	// The registered type reserves nothing, so plain Remote still fits.
@@ -289,27 +290,27 @@ func TestRemoteWithActorOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Get(ctx, optsPing.Remote(h2)); err != nil {
+	if _, err := gray.Get(ctx, optsPing.Remote(h2)); err != nil {
 		t.Fatal(err)
 	}
-	_ = Kill(h)
-	_ = Kill(h2)
+	_ = gray.Kill(h)
+	_ = gray.Kill(h2)
 	deadline := time.Now().Add(10 * time.Second)
-	for AvailableResources()["CPU"] != 2 {
+	for gray.AvailableResources()["CPU"] != 2 {
 		if time.Now().After(deadline) {
-			t.Fatalf("after Kill, %g CPUs free, want 2", AvailableResources()["CPU"])
+			t.Fatalf("after Kill, %g CPUs free, want 2", gray.AvailableResources()["CPU"])
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	for _, c := range []struct {
-		opts ActorOptions
+		opts gray.ActorOptions
 		want string
 	}{
-		{ActorOptions{CPUs: 3}, "CPU=3 but this node has CPU=2 in all"},
-		{ActorOptions{GPUs: 1}, "GPU=1 but this node has GPU=0"},
-		{ActorOptions{Resources: map[string]float64{"disk": 1}}, "disk=1 but this node has disk=0"},
-		{ActorOptions{CPUs: -1}, "must not be negative"},
-		{ActorOptions{Resources: map[string]float64{"": 1}}, "names must be non-empty"},
+		{gray.ActorOptions{CPUs: 3}, "CPU=3 but this node has CPU=2 in all"},
+		{gray.ActorOptions{GPUs: 1}, "GPU=1 but this node has GPU=0"},
+		{gray.ActorOptions{Resources: map[string]float64{"disk": 1}}, "disk=1 but this node has disk=0"},
+		{gray.ActorOptions{CPUs: -1}, "must not be negative"},
+		{gray.ActorOptions{Resources: map[string]float64{"": 1}}, "names must be non-empty"},
 	} {
 		_, err := optsActor.RemoteWith(ctx, c.opts)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -321,10 +322,10 @@ func TestRemoteWithActorOptions(t *testing.T) {
 var (
 	// plainHolderType takes its array as an ordinary argument: it needs it
 	// only while its constructor runs.
-	plainHolderType = Actor1("shared.PlainHolder", func(ctx context.Context, x []float64) (*sharedHolder, error) {
+	plainHolderType = gray.Actor1("shared.PlainHolder", func(ctx context.Context, x []float64) (*sharedHolder, error) {
 		return &sharedHolder{}, nil
 	})
-	plainPing = Method0(plainHolderType, "ping", func(h *sharedHolder, ctx context.Context) (int, error) { return 1, nil })
+	plainPing = gray.Method0(plainHolderType, "ping", func(h *sharedHolder, ctx context.Context) (int, error) { return 1, nil })
 )
 
 // TestActorArgumentFreedAfterConstruction: an ordinary (not Shared)
@@ -338,7 +339,7 @@ func TestActorArgumentFreedAfterConstruction(t *testing.T) {
 		x, _ := ramp(1 << 20 / 8)
 		var arg any = x
 		if byRef {
-			r, err := Put(ctx, x)
+			r, err := gray.Put(ctx, x)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -348,14 +349,14 @@ func TestActorArgumentFreedAfterConstruction(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v, err := Get(ctx, plainPing.Remote(h)); err != nil || v != 1 {
+		if v, err := gray.Get(ctx, plainPing.Remote(h)); err != nil || v != 1 {
 			t.Fatalf("byRef=%v: ping: %v, %v", byRef, v, err)
 		}
 		x, arg = nil, nil
 		if n := settle(t, 0); n != 0 {
 			t.Fatalf("byRef=%v: %d objects remain after the constructor ran and the driver dropped its argument", byRef, n)
 		}
-		if v, err := Get(ctx, plainPing.Remote(h)); err != nil || v != 1 {
+		if v, err := gray.Get(ctx, plainPing.Remote(h)); err != nil || v != 1 {
 			t.Fatalf("byRef=%v: ping after the argument was freed: %v, %v", byRef, v, err)
 		}
 	}
@@ -363,10 +364,10 @@ func TestActorArgumentFreedAfterConstruction(t *testing.T) {
 
 var (
 	// nestedHolderType's constructor gets a reference inside a struct.
-	nestedHolderType = Actor1("shared.NestedHolder", func(ctx context.Context, h holder) (*sharedHolder, error) {
+	nestedHolderType = gray.Actor1("shared.NestedHolder", func(ctx context.Context, h holder) (*sharedHolder, error) {
 		return &sharedHolder{}, nil
 	})
-	nestedPing = Method0(nestedHolderType, "ping", func(h *sharedHolder, ctx context.Context) (int, error) { return 1, nil })
+	nestedPing = gray.Method0(nestedHolderType, "ping", func(h *sharedHolder, ctx context.Context) (int, error) { return 1, nil })
 )
 
 // TestActorNestedArgumentFreedAfterConstruction: a reference inside an
@@ -376,7 +377,7 @@ func TestActorNestedArgumentFreedAfterConstruction(t *testing.T) {
 	startStore(t, 64<<20, 2)
 	ctx := context.Background()
 	x, _ := ramp(1 << 20 / 8)
-	r, err := Put(ctx, x)
+	r, err := gray.Put(ctx, x)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,10 +385,10 @@ func TestActorNestedArgumentFreedAfterConstruction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, err := Get(ctx, nestedPing.Remote(h)); err != nil || v != 1 {
+	if v, err := gray.Get(ctx, nestedPing.Remote(h)); err != nil || v != 1 {
 		t.Fatalf("ping: %v, %v", v, err)
 	}
-	r = Ref[[]float64]{}
+	r = gray.Ref[[]float64]{}
 	if n := settle(t, 0); n != 0 {
 		t.Fatalf("%d objects remain after the constructor ran and the driver dropped the reference inside its argument", n)
 	}

@@ -1,4 +1,4 @@
-package gray_test
+package driver_test
 
 import (
 	"context"
@@ -186,7 +186,16 @@ func TestClusterNodeKilledDuringChains(t *testing.T) {
 		}
 		ends[i] = r
 	}
-	time.Sleep(150 * time.Millisecond)
+	// Kill node 1 once its workers run links of the chains.
+	d := theDriver(t)
+	clustertest.WaitFor(t, 30*time.Second, "tasks to run on node 1", func() bool {
+		for _, a := range d.Accounts(d.Self()) {
+			if a.Name == c.Node(1).ID && a.Tasks > 0 {
+				return true
+			}
+		}
+		return false
+	})
 	c.KillNode(1)
 	got, err := gray.GetAll(ctx, ends)
 	if err != nil {

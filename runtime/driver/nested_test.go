@@ -1,4 +1,4 @@
-package gray
+package driver_test
 
 import (
 	"context"
@@ -8,20 +8,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gray-ml/gray/runtime/node"
+	"github.com/gray-ml/gray"
 )
 
 // Remote functions for the tests of references inside values.
 var (
-	itMakeHolder = Func0("internal.makeHolder", func(ctx context.Context) (holder, error) {
-		r, err := Put(ctx, []float64{7, 8, 9})
+	itMakeHolder = gray.Func0("internal.makeHolder", func(ctx context.Context) (holder, error) {
+		r, err := gray.Put(ctx, []float64{7, 8, 9})
 		if err != nil {
 			return holder{}, err
 		}
 		return holder{R: r}, nil
 	})
-	itSumRefs = Func1("internal.sumRefs", func(ctx context.Context, rs []Ref[int]) (int, error) {
-		vs, err := GetAll(ctx, rs)
+	itSumRefs = gray.Func1("internal.sumRefs", func(ctx context.Context, rs []gray.Ref[int]) (int, error) {
+		vs, err := gray.GetAll(ctx, rs)
 		if err != nil {
 			return 0, err
 		}
@@ -46,10 +46,10 @@ func initNested(t *testing.T) context.Context {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
-	if err := Init(ctx, Options{NumCPUs: 2, NoGPUs: true}); err != nil {
+	if err := gray.Init(ctx, gray.Options{NumCPUs: 2, NoGPUs: true}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = Shutdown() })
+	t.Cleanup(func() { _ = gray.Shutdown() })
 	return ctx
 }
 
@@ -59,37 +59,37 @@ func initNested(t *testing.T) context.Context {
 func TestRefInsideStruct(t *testing.T) {
 	ctx := initNested(t)
 	for _, free := range []bool{false, true} {
-		inner, err := Put(ctx, []float64{42})
+		inner, err := gray.Put(ctx, []float64{42})
 		if err != nil {
 			t.Fatal(err)
 		}
-		outer, err := Put(ctx, holder{R: inner})
+		outer, err := gray.Put(ctx, holder{R: inner})
 		if err != nil {
 			t.Fatal(err)
 		}
-		inner = Ref[[]float64]{}
+		inner = gray.Ref[[]float64]{}
 		collectFor(100 * time.Millisecond)
 		if n := objects(t); n != 2 {
 			t.Fatalf("free=%v: %d objects while the outer one is alive, want 2 (the inner one was freed?)", free, n)
 		}
-		h, err := Get(ctx, outer)
+		h, err := gray.Get(ctx, outer)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v, err := Get(ctx, h.R); err != nil || v[0] != 42 {
+		if v, err := gray.Get(ctx, h.R); err != nil || v[0] != 42 {
 			t.Fatalf("free=%v: inner object through the outer one: %v, %v", free, v, err)
 		}
 		if free {
-			if err := Free(ctx, outer); err != nil {
+			if err := gray.Free(ctx, outer); err != nil {
 				t.Fatal(err)
 			}
 			// The decoded reference still holds the inner object.
 			collectFor(50 * time.Millisecond)
-			if v, err := Get(ctx, h.R); err != nil || v[0] != 42 {
+			if v, err := gray.Get(ctx, h.R); err != nil || v[0] != 42 {
 				t.Fatalf("inner object after freeing the outer one, while still referred to: %v, %v", v, err)
 			}
 		}
-		outer, h = Ref[holder]{}, holder{}
+		outer, h = gray.Ref[holder]{}, holder{}
 		if n := settle(t, 0); n != 0 {
 			t.Fatalf("free=%v: %d objects remain after dropping every reference", free, n)
 		}
@@ -102,17 +102,17 @@ func TestRefInsideStruct(t *testing.T) {
 func TestWorkerReturnsRefInsideStruct(t *testing.T) {
 	ctx := initNested(t)
 	out := itMakeHolder.Remote()
-	h, err := Get(ctx, out)
+	h, err := gray.Get(ctx, out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out = Ref[holder]{}
+	out = gray.Ref[holder]{}
 	collectFor(100 * time.Millisecond)
-	if v, err := Get(ctx, h.R); err != nil || len(v) != 3 || v[2] != 9 {
+	if v, err := gray.Get(ctx, h.R); err != nil || len(v) != 3 || v[2] != 9 {
 		t.Fatalf("object put by a worker, read through the returned struct: %v, %v", v, err)
 	}
 	// A task reads it too, through a struct argument.
-	if v, err := Get(ctx, itDeref.Remote(h)); err != nil || v != 7 {
+	if v, err := gray.Get(ctx, itDeref.Remote(h)); err != nil || v != 7 {
 		t.Fatalf("task reading the object through a struct argument: %v, %v", v, err)
 	}
 	h = holder{}
@@ -125,34 +125,34 @@ func TestWorkerReturnsRefInsideStruct(t *testing.T) {
 // (Put, and passed to a task) live while it does and are freed with it.
 func TestSliceOfRefsInsideValue(t *testing.T) {
 	ctx := initNested(t)
-	rs := make([]Ref[int], 100)
+	rs := make([]gray.Ref[int], 100)
 	want := 0
 	for i := range rs {
 		var err error
-		if rs[i], err = Put(ctx, i); err != nil {
+		if rs[i], err = gray.Put(ctx, i); err != nil {
 			t.Fatal(err)
 		}
 		want += i
 	}
-	outer, err := Put(ctx, rs)
+	outer, err := gray.Put(ctx, rs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sum := itSumRefs.Remote(rs)
 	rs = nil
 	collectFor(100 * time.Millisecond)
-	if v, err := Get(ctx, sum); err != nil || v != want {
+	if v, err := gray.Get(ctx, sum); err != nil || v != want {
 		t.Fatalf("task summing 100 references passed in a slice: %v, %v; want %d", v, err, want)
 	}
-	sum = Ref[int]{}
+	sum = gray.Ref[int]{}
 	if n := objects(t); n < 101 {
 		t.Fatalf("%d objects while the slice of 100 references is alive, want at least 101", n)
 	}
-	got, err := Get(ctx, outer)
+	got, err := gray.Get(ctx, outer)
 	if err != nil {
 		t.Fatal(err)
 	}
-	vs, err := GetAll(ctx, got)
+	vs, err := gray.GetAll(ctx, got)
 	if err != nil {
 		t.Fatalf("objects named by the stored slice: %v", err)
 	}
@@ -161,7 +161,7 @@ func TestSliceOfRefsInsideValue(t *testing.T) {
 			t.Fatalf("object %d = %d", i, v)
 		}
 	}
-	outer, got = Ref[[]Ref[int]]{}, nil
+	outer, got = gray.Ref[[]gray.Ref[int]]{}, nil
 	if n := settle(t, 0); n != 0 {
 		t.Fatalf("%d objects remain after dropping the slice", n)
 	}
@@ -169,7 +169,7 @@ func TestSliceOfRefsInsideValue(t *testing.T) {
 
 type bigHolder struct {
 	Name string
-	R    Ref[[]float64]
+	R    gray.Ref[[]float64]
 }
 
 // TestNestedPutLoopStaysFlat: putting and dropping values that name 1 MB
@@ -179,19 +179,19 @@ func TestNestedPutLoopStaysFlat(t *testing.T) {
 	big := make([]float64, 1<<17) // 1 MiB
 	for i := range 60 {
 		big[0] = float64(i)
-		inner, err := Put(ctx, big)
+		inner, err := gray.Put(ctx, big)
 		if err != nil {
 			t.Fatal(err)
 		}
-		outer, err := Put(ctx, bigHolder{Name: "x", R: inner})
+		outer, err := gray.Put(ctx, bigHolder{Name: "x", R: inner})
 		if err != nil {
 			t.Fatal(err)
 		}
-		h, err := Get(ctx, outer)
+		h, err := gray.Get(ctx, outer)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v, err := Get(ctx, h.R); err != nil || v[0] != float64(i) {
+		if v, err := gray.Get(ctx, h.R); err != nil || v[0] != float64(i) {
 			t.Fatalf("round %d: %v", i, err)
 		}
 		if i%10 == 0 {
@@ -201,15 +201,15 @@ func TestNestedPutLoopStaysFlat(t *testing.T) {
 	if n := settle(t, 0); n != 0 {
 		t.Fatalf("%d objects remain after dropping every reference", n)
 	}
-	if st := current.Load().b.(*node.Node).SharedStats(); st.Used > 2<<20 {
+	if st := theDriver(t).Node.SharedStats(); st.Used > 2<<20 {
 		t.Fatalf("shared memory holds %d bytes after every object was freed: %+v", st.Used, st)
 	}
 }
 
 // itDerefThenDie reads the object named inside its argument, so that its
 // worker holds the decoded reference, then kills its worker.
-var itDerefThenDie = Func1("internal.derefThenDie", func(ctx context.Context, h holder) (float64, error) {
-	if _, err := Get(ctx, h.R); err != nil {
+var itDerefThenDie = gray.Func1("internal.derefThenDie", func(ctx context.Context, h holder) (float64, error) {
+	if _, err := gray.Get(ctx, h.R); err != nil {
 		return 0, err
 	}
 	os.Exit(3)
@@ -221,15 +221,15 @@ var itDerefThenDie = Func1("internal.derefThenDie", func(ctx context.Context, h 
 // the session.
 func TestDeadWorkersHoldsAreDropped(t *testing.T) {
 	ctx := initNested(t)
-	inner, err := Put(ctx, []float64{5})
+	inner, err := gray.Put(ctx, []float64{5})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Get(ctx, itDerefThenDie.Remote(holder{R: inner}))
-	if !errors.Is(err, ErrWorkerDied) {
+	_, err = gray.Get(ctx, itDerefThenDie.Remote(holder{R: inner}))
+	if !errors.Is(err, gray.ErrWorkerDied) {
 		t.Fatalf("task whose worker exits: %v, want ErrWorkerDied", err)
 	}
-	inner = Ref[[]float64]{}
+	inner = gray.Ref[[]float64]{}
 	if n := settle(t, 0); n != 0 {
 		t.Fatalf("%d objects remain after the driver dropped its reference and the worker holding one died", n)
 	}

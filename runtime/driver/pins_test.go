@@ -1,14 +1,16 @@
-package gray
+package driver_test
 
 import (
 	"context"
 	"errors"
 	"runtime"
 	"testing"
+
+	"github.com/gray-ml/gray"
 )
 
-var pinsSum = Func1("internal.pinsSum", func(ctx context.Context, h holder) (float64, error) {
-	x, err := Get(ctx, h.R)
+var pinsSum = gray.Func1("internal.pinsSum", func(ctx context.Context, h holder) (float64, error) {
+	x, err := gray.Get(ctx, h.R)
 	s := 0.0
 	for _, v := range x {
 		s += v
@@ -28,7 +30,7 @@ func TestStorePinsInTheObjectTable(t *testing.T) {
 	for i := range x {
 		x[i] = 1
 	}
-	r, err := Put(ctx, x)
+	r, err := gray.Put(ctx, x)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,15 +40,15 @@ func TestStorePinsInTheObjectTable(t *testing.T) {
 			t.Fatalf("%s: %v", when, err)
 		}
 	}
-	if s, err := Get(ctx, pinsSum.Remote(holder{R: r})); err != nil || s != 1<<17 {
+	if s, err := gray.Get(ctx, pinsSum.Remote(holder{R: r})); err != nil || s != 1<<17 {
 		t.Fatalf("a worker's Get: sum %v, %v", s, err)
 	}
 	check("after a worker's Get")
-	if rep, err := Get(ctx, stProbe.Remote(r)); err != nil || !rep.Mapped || rep.Sum != 1<<17 {
+	if rep, err := gray.Get(ctx, stProbe.Remote(r)); err != nil || !rep.Mapped || rep.Sum != 1<<17 {
 		t.Fatalf("a task's shared argument: %+v, %v", rep, err)
 	}
 	check("after a task's shared argument")
-	v, err := Get(ctx, r)
+	v, err := gray.Get(ctx, r)
 	if err != nil || len(v) != len(x) {
 		t.Fatalf("the driver's Get: len %d, %v", len(v), err)
 	}
@@ -54,13 +56,13 @@ func TestStorePinsInTheObjectTable(t *testing.T) {
 	if n.SharedStats().PinnedBytes == 0 {
 		t.Fatal("the driver's Get left nothing pinned; its value maps the object")
 	}
-	if _, err := Get(ctx, itDerefThenDie.Remote(holder{R: r})); !errors.Is(err, ErrWorkerDied) {
+	if _, err := gray.Get(ctx, itDerefThenDie.Remote(holder{R: r})); !errors.Is(err, gray.ErrWorkerDied) {
 		t.Fatalf("a worker that dies after its Get: %v, want ErrWorkerDied", err)
 	}
 	check("after a worker died holding a read pin")
 	runtime.KeepAlive(v)
 	v = nil
-	if err := Free(ctx, r); err != nil {
+	if err := gray.Free(ctx, r); err != nil {
 		t.Fatal(err)
 	}
 	check("after Free")

@@ -1,4 +1,4 @@
-package gray
+package driver_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/runtime/objstore"
 )
 
@@ -30,21 +31,21 @@ func lifeF64(seed, i int) float64 { return float64(seed*7919 + i%1000003) }
 func lifeByte(seed, i int) byte { return byte(seed*31 + i*7) }
 
 var (
-	lifeMakeF64 = Func1("life.f64", func(ctx context.Context, a [2]int) ([]float64, error) {
+	lifeMakeF64 = gray.Func1("life.f64", func(ctx context.Context, a [2]int) ([]float64, error) {
 		x := make([]float64, a[1])
 		for i := range x {
 			x[i] = lifeF64(a[0], i)
 		}
 		return x, nil
 	})
-	lifeMakeBytes = Func1("life.bytes", func(ctx context.Context, a [2]int) ([]byte, error) {
+	lifeMakeBytes = gray.Func1("life.bytes", func(ctx context.Context, a [2]int) ([]byte, error) {
 		x := make([]byte, a[1])
 		for i := range x {
 			x[i] = lifeByte(a[0], i)
 		}
 		return x, nil
 	})
-	lifeMakeStruct = Func1("life.struct", func(ctx context.Context, a [2]int) (lifeStruct, error) {
+	lifeMakeStruct = gray.Func1("life.struct", func(ctx context.Context, a [2]int) (lifeStruct, error) {
 		return makeLifeStruct(a[0], a[1]), nil
 	})
 )
@@ -126,12 +127,12 @@ func churn(t *testing.T, sizes []int) {
 			for i := range x {
 				x[i] = 0xEE
 			}
-			r, err := Put(ctx, x)
+			r, err := gray.Put(ctx, x)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if round%2 == 0 {
-				if err := Free(ctx, r); err != nil {
+				if err := gray.Free(ctx, r); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -164,15 +165,15 @@ func TestZeroCopyValuesOutliveTheirRefs(t *testing.T) {
 			seed++
 			s, nb := seed, sz.bytes
 			// The idiom: the Ref is dropped as soon as Get returns.
-			f, err := Get(ctx, lifeMakeF64.Remote([2]int{s, nb / 8}))
+			f, err := gray.Get(ctx, lifeMakeF64.Remote([2]int{s, nb / 8}))
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, err := Get(ctx, lifeMakeBytes.Remote([2]int{s, nb}))
+			b, err := gray.Get(ctx, lifeMakeBytes.Remote([2]int{s, nb}))
 			if err != nil {
 				t.Fatal(err)
 			}
-			st, err := Get(ctx, lifeMakeStruct.Remote([2]int{s, nb}))
+			st, err := gray.Get(ctx, lifeMakeStruct.Remote([2]int{s, nb}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -184,7 +185,7 @@ func TestZeroCopyValuesOutliveTheirRefs(t *testing.T) {
 		// Through GetAll, and a Put whose Ref is dropped at once.
 		seed++
 		s, nb := seed, sz.bytes
-		vs, err := GetAll(ctx, []Ref[[]float64]{lifeMakeF64.Remote([2]int{s, nb / 8}), lifeMakeF64.Remote([2]int{s + 1000, nb / 8})})
+		vs, err := gray.GetAll(ctx, []gray.Ref[[]float64]{lifeMakeF64.Remote([2]int{s, nb / 8}), lifeMakeF64.Remote([2]int{s + 1000, nb / 8})})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -192,7 +193,7 @@ func TestZeroCopyValuesOutliveTheirRefs(t *testing.T) {
 		for i := range x {
 			x[i] = lifeF64(s+2000, i)
 		}
-		p, err := Get(ctx, must(Put(ctx, x)))
+		p, err := gray.Get(ctx, must(gray.Put(ctx, x)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -230,7 +231,7 @@ func TestDriverWriteToGotValueFaults(t *testing.T) {
 	if os.Getenv("GRAY_TEST_DRIVER_WRITE") == "1" {
 		startStore(t, 64<<20, 1)
 		ctx := context.Background()
-		v, err := Get(ctx, must(Put(ctx, make([]float64, 1<<17))))
+		v, err := gray.Get(ctx, must(gray.Put(ctx, make([]float64, 1<<17))))
 		if err != nil {
 			t.Fatal(err)
 		}

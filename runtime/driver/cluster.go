@@ -1,4 +1,4 @@
-package gray
+package driver
 
 import (
 	"bytes"
@@ -28,12 +28,12 @@ type clusterConn struct {
 	done   chan struct{} // closed when publish ends
 }
 
-// dialCluster connects to the cluster opts name (Options.Address or
+// dialCluster connects to the cluster opts name (Config.Address or
 // GRAY_ADDRESS; none: nil, the single-machine runtime) and readies cfg for
 // it: the driver's node listens for leased workers on the address it
 // reaches the cluster from, and schedules the node on its own machine
-// itself (with that node's resources unless Options set the CPUs).
-func dialCluster(ctx context.Context, opts Options, cfg *node.Config) (*clusterConn, error) {
+// itself (with that node's resources unless the Config set the CPUs).
+func dialCluster(ctx context.Context, opts Config, cfg *node.Config) (*clusterConn, error) {
 	addr, tok, err := graysession.Resolve(opts.Address, opts.Token)
 	if err != nil {
 		return nil, fmt.Errorf("gray: Init: %w", err)

@@ -1,0 +1,34 @@
+// Package graytest holds what the test packages that start gray sessions
+// share: the root package's API tests and runtime/driver's end-to-end
+// tests.
+package graytest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/gray-ml/gray"
+)
+
+// Start starts a session for the test (2 CPUs unless opts say otherwise,
+// no GPUs unless it asks for some) and shuts it down when the test ends.
+// The context it returns ends a minute after the start.
+func Start(t *testing.T, opts gray.Options) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	if opts.NumCPUs == 0 {
+		opts.NumCPUs = 2
+	}
+	opts.NoGPUs = opts.NoGPUs || opts.NumGPUs == 0
+	if err := gray.Init(ctx, opts); err != nil {
+		t.Fatalf("Init: %v", err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		if err := gray.Shutdown(); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	})
+	return ctx
+}
