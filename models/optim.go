@@ -72,7 +72,16 @@ type AdamState struct {
 func NewAdam(lr float64) *Adam { return &Adam{LR: lr, Beta1: 0.9, Beta2: 0.999, Epsilon: 1e-8} }
 
 // Step implements Optimizer.
-func (o *Adam) Step(w, g []float64) error {
+func (o *Adam) Step(w, g []float64) error { return o.StepOn(nil, w, g) }
+
+// adamGrain is the alignment of the ranges StepOn hands to a team's
+// members: a multiple of the four weights the AVX2 loop updates at a time,
+// so each weight takes the same path (and rounding) for any team.
+const adamGrain = 1024
+
+// StepOn is Step with the update split over team's goroutines (nil: the
+// caller's alone); the weights it gives do not depend on the team.
+func (o *Adam) StepOn(team *Team, w, g []float64) error {
 	if len(w) != len(g) {
 		return fmt.Errorf("models: Adam step with %d weights and %d gradients", len(w), len(g))
 	}
@@ -88,7 +97,10 @@ func (o *Adam) Step(w, g []float64) error {
 	c1 := 1 / (1 - math.Pow(b1, float64(s.Step)))
 	c2 := 1 / (1 - math.Pow(b2, float64(s.Step)))
 	// w -= LR·c1·m / (√(c2·v) + ε), with √c2 taken out of the loop.
-	adamUpdate(w, g[:len(w)], s.M[:len(w)], s.V[:len(w)], b1, b2, o.LR*c1, math.Sqrt(c2), o.Epsilon)
+	step, sc2 := o.LR*c1, math.Sqrt(c2)
+	team.Ranges(len(w), adamGrain, func(lo, hi int) {
+		adamUpdate(w[lo:hi], g[lo:hi], s.M[lo:hi], s.V[lo:hi], b1, b2, step, sc2, o.Epsilon)
+	})
 	return nil
 }
 

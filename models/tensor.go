@@ -91,6 +91,25 @@ func (p *Params) New(name string, rows, cols int) *Tensor {
 	return t
 }
 
+// ShareWeights points p's tensors at src's weight vector, so that p reads
+// (and steps) src's weights without copying them, while keeping gradients
+// of its own: the data-parallel shards of a learner share one model's
+// weights this way. p and src must have the same signature (same names
+// and shapes); p's own weights are dropped.
+func (p *Params) ShareWeights(src *Params) error {
+	if p.Signature() != src.Signature() {
+		return fmt.Errorf("models: ShareWeights: the parameters differ (%s, and %s); share weights only between models of one configuration", p.Signature(), src.Signature())
+	}
+	p.data = src.data
+	off := 0
+	for _, x := range p.tensors {
+		l := x.Rows * x.Cols
+		x.Data = p.data[off : off+l : off+l]
+		off += l
+	}
+	return nil
+}
+
 // Signature describes the parameters' names and shapes, e.g.
 // "fc0/w[4x64] fc0/b[1x64] ...". Save it with weights and compare it on
 // restore: two models can have equally many weights and still differ.

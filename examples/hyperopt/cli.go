@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"runtime"
 
 	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/models"
@@ -17,6 +18,9 @@ type DataFlags struct {
 	TrainN, ValN, TestN int
 	// GPUs is -gpus: how many GPUs each trial trains on.
 	GPUs int
+	// Threads is -threads: the goroutines each trial's minibatch steps
+	// are split over (TrainThreads).
+	Threads int
 }
 
 // Register adds the -data, -train, -val and -test flags to fs.
@@ -26,11 +30,15 @@ func (d *DataFlags) Register(fs *flag.FlagSet) {
 	fs.IntVar(&d.ValN, "val", 2000, "validation images held out of the training set")
 	fs.IntVar(&d.TestN, "test", 0, "test images (0: all 10,000)")
 	fs.IntVar(&d.GPUs, "gpus", 0, "GPUs per trial (0: CPUs; the CNN's pooling has no GPU kernel yet)")
+	fs.IntVar(&d.Threads, "threads", runtime.GOMAXPROCS(0), "goroutines each trial's minibatch steps are split over, in fixed parts (default: the CPUs this process is given)")
 }
 
 // Load reads the data the flags describe. With -gpus above 0 it fails,
 // naming the layer the GPU backend (models/cuda) lacks.
 func (d DataFlags) Load() (Data, error) {
+	if d.Threads < 1 {
+		return Data{}, fmt.Errorf("-threads %d: must be at least 1", d.Threads)
+	}
 	if d.GPUs < 0 {
 		return Data{}, fmt.Errorf("-gpus %d: must be 0 or more", d.GPUs)
 	}

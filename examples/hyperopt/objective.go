@@ -184,24 +184,58 @@ func restore(hp Hyperparameters, model Model, seed uint64) (*cnn, *models.Adam, 
 // Model: from scratch) and returns what it measured on val and the model
 // to continue from. A diverged model is returned as is, untrained.
 func Train(hp Hyperparameters, model Model, train, val *fashionmnist.Set, steps int, seed uint64) (Outcome, Model, error) {
+	return TrainThreads(hp, model, train, val, steps, seed, 1)
+}
+
+// TrainThreads is Train with each minibatch split into threads fixed parts
+// whose gradients are computed together on copies of the network sharing
+// its weights (models.Replicas; copy k drops out with its own generator),
+// then summed in order: a seed and a thread count give the same model on
+// any machine.
+func TrainThreads(hp Hyperparameters, model Model, train, val *fashionmnist.Set, steps int, seed uint64, threads int) (Outcome, Model, error) {
+	if threads < 1 {
+		return Outcome{}, model, fmt.Errorf("hyperopt: threads must be at least 1, got %d", threads)
+	}
 	net, opt, err := restore(hp, model, seed)
+	if err != nil {
+		return Outcome{}, model, err
+	}
+	team := models.NewTeam(threads)
+	defer team.Close()
+	nets := []*cnn{net}
+	var copies []*models.Params
+	for k := 1; k < threads; k++ {
+		c, err := newCNN(hp, seed+uint64(k)*0x9e3779b97f4a7c15)
+		if err != nil {
+			return Outcome{}, model, err
+		}
+		nets, copies = append(nets, c), append(copies, c.params)
+	}
+	reps, err := models.NewReplicas(team, net.params, copies)
 	if err != nil {
 		return Outcome{}, model, err
 	}
 	out := Outcome{Steps: model.Steps, Diverged: model.Diverged}
 	if !model.Diverged {
 		batches := train.Batches(hp.BatchSize, seed^uint64(model.Steps)*0x9e3779b97f4a7c15)
-		tape := models.NewTape()
 		tenth := max(steps/10, 1)
 		var first, last float64
 		var nFirst, nLast int
 		for s := 0; s < steps; s++ {
 			x, y := batches.Next()
-			b := batches.Size()
-			tape.Reset()
-			logits := net.forward(tape, tape.Const(b, train.Features(), x), true)
-			loss := tape.SoftmaxCrossEntropy(logits, tape.Const(b, 1, y))
-			l := loss.Item()
+			b, in := batches.Size(), train.Features()
+			// Each part's mean loss weighted by its share of the batch:
+			// the parts' gradients add up to the batch's.
+			l := reps.Grad(b, func(k int, t *models.Tape, lo, hi int) float64 {
+				t.Reset()
+				logits := nets[k].forward(t, t.Const(hi-lo, in, x[lo*in:hi*in]), true)
+				loss := t.Scale(t.SoftmaxCrossEntropy(logits, t.Const(hi-lo, 1, y[lo:hi])), float64(hi-lo)/float64(b))
+				if l := loss.Item(); math.IsNaN(l) || math.IsInf(l, 0) {
+					return l
+				}
+				t.Backward(loss)
+				return loss.Item()
+			})
 			if math.IsNaN(l) || math.IsInf(l, 0) || l > 1e3 {
 				out.Diverged = true
 				break
@@ -214,9 +248,7 @@ func Train(hp Hyperparameters, model Model, train, val *fashionmnist.Set, steps 
 				last += l
 				nLast++
 			}
-			net.params.ZeroGrad()
-			tape.Backward(loss)
-			if err := opt.Step(net.params.Flat(), net.params.Grads()); err != nil {
+			if err := opt.StepOn(team, net.params.Flat(), net.params.Grads()); err != nil {
 				return Outcome{}, model, err
 			}
 			out.Steps++

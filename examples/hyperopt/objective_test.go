@@ -3,6 +3,7 @@ package hyperopt
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/gray-ml/gray/datasets/fashionmnist/fmtest"
@@ -81,5 +82,30 @@ func TestSpaces(t *testing.T) {
 				t.Fatalf("%s drew %v outside the space", name, hp)
 			}
 		}
+	}
+}
+
+// A minibatch step split over threads gives the same model for the same
+// thread count, one that learns as well, and threads below 1 are refused.
+func TestTrainThreads(t *testing.T) {
+	d := testData(t)
+	hp := Hyperparameters{LearningRate: 3e-3, BatchSize: 32, Dropout: 0.2, Stddev: 0.1}
+	const steps = 30
+	o1, m1, err := TrainThreads(hp, Model{}, d.Train, d.Val, steps, 1, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, m2, err := TrainThreads(hp, Model{}, d.Train, d.Val, steps, 1, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(m1.Weights, m2.Weights) {
+		t.Error("two runs on 3 threads with seed 1 differ")
+	}
+	if o1.Steps != steps || !(o1.LastLoss < o1.FirstLoss) {
+		t.Errorf("3 threads: %d steps, loss %.3f → %.3f; want %d steps and a falling loss", o1.Steps, o1.FirstLoss, o1.LastLoss, steps)
+	}
+	if _, _, err := TrainThreads(hp, Model{}, d.Train, d.Val, 1, 1, 0); err == nil {
+		t.Error("0 threads accepted")
 	}
 }

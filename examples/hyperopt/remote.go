@@ -13,6 +13,9 @@ type Job struct {
 	HP    Hyperparameters `cbor:"hp"`
 	Steps int             `cbor:"steps"`
 	Seed  uint64          `cbor:"seed"`
+	// Threads is the goroutines each minibatch is split over (0 means 1;
+	// see TrainThreads).
+	Threads int `cbor:"threads"`
 }
 
 // Segment is the remote function both search examples run: train job.HP
@@ -21,7 +24,7 @@ type Job struct {
 // there without a copy by every worker.
 var Segment = gray.Func4x2("hyperopt.train_cnn_and_compute_accuracy",
 	func(ctx context.Context, job Job, model Model, train, val fashionmnist.Set) (Outcome, Model, error) {
-		return Train(job.HP, model, &train, &val, job.Steps, job.Seed)
+		return TrainThreads(job.HP, model, &train, &val, job.Steps, job.Seed, max(1, job.Threads))
 	})
 
 // Refs are the data sets in the object store.

@@ -9,7 +9,8 @@
 // Each evaluation puts nothing large anywhere: the weights (7,850 values)
 // travel inline to every actor, each answers with the loss and gradient
 // summed over its shard, and the driver adds them up. --actors=0 computes
-// the same objective serially in the driver, the baseline. Its output on
+// the same objective in the driver, split over --threads goroutines
+// (default: the CPUs the process is given), the baseline. Its output on
 // the shared 2-core machine (loaded by parallel builds, 2026-11-25):
 //
 //	fashion-mnist: 60000 training, 10000 test images; 2 actors
@@ -28,6 +29,7 @@ import (
 	"io"
 	"log"
 	"os"
+	"runtime"
 	"time"
 
 	"github.com/gray-ml/gray"
@@ -50,6 +52,11 @@ type Config struct {
 	TrainLimit, TestLimit int
 	// L2 is the weight of the penalty L2/2·|W|² added to the mean loss.
 	L2 float64
+	// Threads is the number of goroutines the driver's evaluations (all
+	// of them with Actors 0, the test set's otherwise) are split over, in
+	// fixed parts: a thread count gives the same run on any machine. 0
+	// means 1. Each actor evaluates its shard on the one CPU it reserves.
+	Threads int
 	// Log receives progress lines (nil: none).
 	Log io.Writer
 }
@@ -86,7 +93,11 @@ func NewShard(ctx context.Context, spec ShardSpec) (*Shard, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Shard{obj: newObjective(set.Shard(spec.Index, spec.Count))}, nil
+	obj, err := newObjective(set.Shard(spec.Index, spec.Count), 1)
+	if err != nil {
+		return nil, err
+	}
+	return &Shard{obj: obj}, nil
 }
 
 // Eval is a loss and gradient summed over a shard's images.
@@ -111,22 +122,42 @@ func loadTrain(dir string, limit int) (*fashionmnist.Set, error) {
 }
 
 // objective is the unregularised cross-entropy of a linear softmax model
-// over a fixed set of images, summed (not averaged) so shards add up.
+// over a fixed set of images, summed (not averaged) so shards add up. Its
+// images are split into threads fixed parts whose gradients are computed
+// together (models.Replicas) and summed in order.
 type objective struct {
-	x, y   []float64
-	n, in  int
+	x, y  []float64
+	n, in int
+	team  *models.Team
+	reps  *models.Replicas
+	// layers[k] is replica k's weights and bias (k = 0: params').
 	params *models.Params
-	w, b   *models.Tensor
-	tape   *models.Tape
+	layers []*models.Dense
 }
 
-func newObjective(set *fashionmnist.Set) *objective {
-	o := &objective{n: set.Len(), in: set.Features(), params: models.NewParams(), tape: models.NewTape()}
+func newObjective(set *fashionmnist.Set, threads int) (*objective, error) {
+	o := &objective{n: set.Len(), in: set.Features(), team: models.NewTeam(threads)}
 	o.x, o.y = set.FillRange(0, set.Len(), nil, nil)
-	o.w = o.params.New("w", o.in, classes)
-	o.b = o.params.New("b", 1, classes)
-	return o
+	var copies []*models.Params
+	for k := range o.team.Size() {
+		p := models.NewParams()
+		o.layers = append(o.layers, models.NewDense(p, "linear", o.in, classes))
+		if k == 0 {
+			o.params = p
+		} else {
+			copies = append(copies, p)
+		}
+	}
+	var err error
+	if o.reps, err = models.NewReplicas(o.team, o.params, copies); err != nil {
+		o.team.Close()
+		return nil, err
+	}
+	return o, nil
 }
+
+// close stops the objective's goroutines.
+func (o *objective) close() { o.team.Close() }
 
 // chunk is the number of images per matrix product: a block of them
 // (chunk×784 float64s, 3 MiB) stays in cache while the gradient's product
@@ -138,19 +169,29 @@ func (o *objective) eval(theta []float64) (Eval, error) {
 	if err := o.params.SetFlat(theta); err != nil {
 		return Eval{}, err
 	}
-	o.params.ZeroGrad()
+	chunks := (o.n + chunk - 1) / chunk
+	correct := make([]int, o.reps.Shards(chunks))
 	var out Eval
-	t := o.tape
-	for i := 0; i < o.n; i += chunk {
-		m := min(chunk, o.n-i)
-		t.Reset()
-		y := o.y[i : i+m]
-		logits := t.Linear(t.Const(m, o.in, o.x[i*o.in:(i+m)*o.in]), o.w, o.b)
-		// Sum, not mean, over the chunk so that chunks and shards add up.
-		loss := t.Scale(t.SoftmaxCrossEntropy(logits, t.Const(m, 1, y)), float64(m))
-		t.Backward(loss) // accumulates into the parameters' gradients
-		out.Loss += loss.Item()
-		out.Correct += models.Correct(logits, y)
+	// Each shard takes whole chunks, so a chunk's arithmetic is the same
+	// for any thread count; only the order the shards' sums are added in
+	// depends on it.
+	out.Loss = o.reps.Grad(chunks, func(k int, t *models.Tape, lo, hi int) float64 {
+		sum := 0.0
+		for i := lo * chunk; i < min(hi*chunk, o.n); i += chunk {
+			m := min(chunk, o.n-i)
+			t.Reset()
+			y := o.y[i : i+m]
+			logits := o.layers[k].Forward(t, t.Const(m, o.in, o.x[i*o.in:(i+m)*o.in]))
+			// Sum, not mean, over the chunk so that chunks and shards add up.
+			loss := t.Scale(t.SoftmaxCrossEntropy(logits, t.Const(m, 1, y)), float64(m))
+			t.Backward(loss) // accumulates into the replica's gradients
+			sum += loss.Item()
+			correct[k] += models.Correct(logits, y)
+		}
+		return sum
+	})
+	for _, c := range correct {
+		out.Correct += c
 	}
 	out.Grad = o.params.GetFlatGrad(nil)
 	return out, nil
@@ -195,6 +236,10 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			fmt.Fprintf(cfg.Log, format, args...)
 		}
 	}
+	if cfg.Threads < 0 {
+		return Result{}, fmt.Errorf("lbfgs: --threads must be at least 1, got %d", cfg.Threads)
+	}
+	threads := max(1, cfg.Threads)
 	train, err := loadTrain(cfg.Dir, cfg.TrainLimit)
 	if err != nil {
 		return Result{}, err
@@ -204,7 +249,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return Result{}, err
 	}
 	n := train.Len()
-	mode := "serial in the driver"
+	mode := fmt.Sprintf("in the driver on %d threads", threads)
 	if cfg.Actors > 0 {
 		mode = fmt.Sprintf("%d actors", cfg.Actors)
 	}
@@ -213,7 +258,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	start := time.Now()
 	var ev evaluator
 	if cfg.Actors <= 0 {
-		ev = serial{newObjective(train)}
+		obj, err := newObjective(train, threads)
+		if err != nil {
+			return Result{}, err
+		}
+		defer obj.close()
+		ev = serial{obj}
 	} else {
 		var s sharded
 		for i := 0; i < cfg.Actors; i++ {
@@ -308,7 +358,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	res.Iterations = out.Stats.MajorIterations
 	final := at(out.X)
 	res.TrainAcc = float64(final.Correct) / float64(n)
-	tobj := newObjective(test)
+	tobj, err := newObjective(test, threads)
+	if err != nil {
+		return Result{}, err
+	}
+	defer tobj.close()
 	te, err := tobj.eval(out.X)
 	if err != nil {
 		return Result{}, err
@@ -345,11 +399,12 @@ func main() {
 	gray.ServeIfWorker()
 	var cfg Config
 	flag.StringVar(&cfg.Dir, "data", "", "directory of the Fashion-MNIST IDX files (default "+fashionmnist.DefaultDir+")")
-	flag.IntVar(&cfg.Actors, "actors", 2, "shard actors (0: serial in the driver)")
+	flag.IntVar(&cfg.Actors, "actors", 2, "shard actors (0: in the driver, on --threads goroutines)")
 	flag.IntVar(&cfg.Iters, "iters", 100, "L-BFGS iterations")
 	flag.IntVar(&cfg.TrainLimit, "train-limit", 0, "use only the first N training images (0: all)")
 	flag.IntVar(&cfg.TestLimit, "test-limit", 0, "use only the first N test images (0: all)")
 	flag.Float64Var(&cfg.L2, "l2", 1e-4, "L2 penalty on the weights")
+	flag.IntVar(&cfg.Threads, "threads", runtime.GOMAXPROCS(0), "goroutines the driver's evaluations are split over (default: the CPUs this process is given)")
 	flag.Parse()
 	cfg.Log = os.Stdout
 	ctx := context.Background()

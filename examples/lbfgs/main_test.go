@@ -63,3 +63,45 @@ func TestMissingDataset(t *testing.T) {
 		t.Fatalf("error %q does not name %s", err, want)
 	}
 }
+
+// The driver's evaluation split over threads gives the loss and gradient
+// of one thread (up to the order the parts' sums are added in), the same
+// bits for the same thread count, and --threads below 1 is refused.
+func TestThreads(t *testing.T) {
+	dir := fmtest.Dir(t, 1500, 10)
+	set, err := loadTrain(dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	theta := make([]float64, set.Features()*classes+classes)
+	for i := range theta {
+		theta[i] = 1e-3 * float64(i%17-8)
+	}
+	eval := func(threads int) Eval {
+		o, err := newObjective(set, threads)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer o.close()
+		e, err := o.eval(theta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	one, three, again := eval(1), eval(3), eval(3)
+	if one.Correct != three.Correct || math.Abs(one.Loss-three.Loss) > 1e-9*math.Abs(one.Loss) {
+		t.Fatalf("1 thread: loss %v, %d correct; 3 threads: loss %v, %d correct", one.Loss, one.Correct, three.Loss, three.Correct)
+	}
+	for i := range one.Grad {
+		if math.Abs(one.Grad[i]-three.Grad[i]) > 1e-9*(1+math.Abs(one.Grad[i])) {
+			t.Fatalf("gradient %d: %v on 1 thread, %v on 3", i, one.Grad[i], three.Grad[i])
+		}
+		if three.Grad[i] != again.Grad[i] {
+			t.Fatalf("gradient %d differs between two evaluations on 3 threads", i)
+		}
+	}
+	if _, err := Run(context.Background(), Config{Dir: dir, Threads: -1, Iters: 1}); err == nil || !strings.Contains(err.Error(), "--threads must be at least 1") {
+		t.Errorf("threads -1: got %v", err)
+	}
+}

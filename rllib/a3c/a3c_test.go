@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -86,6 +87,23 @@ func TestOneRunnerIsDeterministic(t *testing.T) {
 	}
 }
 
+// The driver's step gives the same weights for any num_learner_threads:
+// with one runner, runs at 1 and 3 threads match bit for bit.
+func TestLearnerThreadsSameWeights(t *testing.T) {
+	var weights [][]float64
+	for _, threads := range []int{1, 3} {
+		a := newAgent(t, map[string]any{"num_workers": 1, "updates_per_iter": 5, "num_learner_threads": threads}, 7)
+		r := train(t, a)
+		if got := r.Extra["learner_threads"]; got != float64(threads) {
+			t.Fatalf("num_learner_threads %d: learner_threads reported %v", threads, got)
+		}
+		weights = append(weights, a.Weights())
+	}
+	if !slices.Equal(weights[0], weights[1]) {
+		t.Error("runs at 1 and 3 learner threads differ")
+	}
+}
+
 // A runner whose process is killed mid-run is replaced by a fresh actor and
 // training goes on.
 func TestKilledRunnerIsReplaced(t *testing.T) {
@@ -134,7 +152,8 @@ func TestBadConfig(t *testing.T) {
 		{"bad gamma", map[string]any{"gamma": 1.5}, "gamma must be in [0, 1]"},
 		{"bad model", map[string]any{"model": map[string]any{"fcnet_hidens": []int{8}}}, "fcnet_hidens"},
 		{"a GPU", map[string]any{"num_gpus": 1}, "num_gpus (1): A3C learns on the CPU only for now; set num_gpus: 0"},
-		{"learner threads", map[string]any{"num_learner_threads": 2}, `unknown key "num_learner_threads"`},
+		{"no learner threads", map[string]any{"num_learner_threads": 0}, "A3C config: num_learner_threads must be at least 1, got 0"},
+		{"too many learner threads", map[string]any{"num_workers": 2, "num_learner_threads": 3}, "num_learner_threads 3 is more than the learner's 2 CPUs"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -22,9 +22,11 @@ func init() { rllib.Register(rllib.Define("A3C", DefaultConfig, New)) }
 // Agent is an A3C agent. It implements rllib.Agent.
 type Agent struct {
 	rllib.Base[Config]
-	// pol holds the master weights; opt is the driver's Adam.
+	// pol holds the master weights; opt is the driver's Adam, which team
+	// (num_learner_threads goroutines) runs.
 	pol      *policy
 	opt      *models.Adam
+	team     *models.Team
 	lr       schedule.Piecewise
 	actSpace envs.Space
 
@@ -68,13 +70,17 @@ func New(ctx context.Context, opts rllib.Options, cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	threads, err := rllib.LearnerThreads("A3C", cfg.NumLearnerThreads, cfg.NumWorkers)
+	if err != nil {
+		return nil, err
+	}
 	pol, err := newPolicy(opts.Env, obsSpace, actSpace, cfg.Model, seed)
 	if err != nil {
 		return nil, fmt.Errorf("A3C: %w", err)
 	}
 	a := &Agent{
 		Base: rllib.Base[Config]{Name: "A3C", Opts: opts, Cfg: cfg, Seed: seed}, pol: pol, opt: models.NewAdam(cfg.LR),
-		lr: cfg.LearningRate(), actSpace: actSpace,
+		team: models.NewTeam(threads), lr: cfg.LearningRate(), actSpace: actSpace,
 		window:   sample.NewEpisodeWindow(cfg.MetricsSmoothingEpisodes),
 		restarts: make([]int, cfg.NumWorkers), deaths: make([]int, cfg.NumWorkers),
 	}
@@ -302,6 +308,7 @@ func (a *Agent) Train(ctx context.Context) (rllib.Result, error) {
 			"runner_restarts":    float64(a.restartTotal - restartsBefore),
 			"wait_time_s":        waitTime.Seconds(),
 			"apply_time_s":       applyTime.Seconds(),
+			"learner_threads":    float64(a.team.Size()),
 			"sample_steps_per_s": float64(steps) / math.Max(elapsed, 1e-9),
 		},
 	}, nil
@@ -313,13 +320,12 @@ func (a *Agent) apply(grad []float64, lr float64) error {
 	if len(grad) != a.pol.params.Len() {
 		return fmt.Errorf("has %d values, the model has %d weights", len(grad), a.pol.params.Len())
 	}
-	for j, x := range grad {
-		if !finite(x) {
-			return fmt.Errorf("value %d is %v; weights kept", j, x)
-		}
+	if !a.team.AllFinite(grad) {
+		j := slices.IndexFunc(grad, func(x float64) bool { return !finite(x) })
+		return fmt.Errorf("value %d is %v; weights kept", j, grad[j])
 	}
 	a.opt.LR = lr
-	return a.opt.Step(a.pol.params.Flat(), grad)
+	return a.opt.StepOn(a.team, a.pol.params.Flat(), grad)
 }
 
 // ComputeAction implements rllib.Agent: the policy's most likely action
@@ -348,6 +354,7 @@ func (a *Agent) Stop() error {
 	a.stopped = true
 	err := rllib.KillWorkers(a.runners)
 	a.runners, a.pending = nil, nil
+	a.team.Close()
 	return errors.Join(err, models.CloseActionDist(a.pol.Dist))
 }
 

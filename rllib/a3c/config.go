@@ -50,6 +50,13 @@ type Config struct {
 	// MaxRunnerRestarts is how many times in a row one runner may die and
 	// be replaced before the iteration fails.
 	MaxRunnerRestarts int `json:"max_runner_restarts"`
+	// NumLearnerThreads is the number of goroutines the driver's step
+	// (checking a runner's gradient and applying it with Adam) is split
+	// over; the weights it gives do not depend on it. Runners compute
+	// their gradients on the one CPU each reserves: their parallelism is
+	// num_workers. Unset, it is the CPUs the learner reserves
+	// (rllib.LearnerThreads).
+	NumLearnerThreads *int `json:"num_learner_threads"`
 }
 
 // DefaultConfig returns A3C's defaults, tuned to solve CartPole-v1.
@@ -91,8 +98,14 @@ func (c *Config) Validate() error {
 	if err := ck.Err(); err != nil {
 		return err
 	}
+	if err := rllib.CheckLearnerThreads("A3C", c.NumLearnerThreads, c.NumWorkers, 0); err != nil {
+		return err
+	}
 	if err := c.Model.Validate(); err != nil {
 		return fmt.Errorf("A3C config: model: %w", err)
 	}
 	return nil
 }
+
+// LearnerThreads implements rllib.LearnerThreadsConfig.
+func (c *Config) LearnerThreads() (*int, int) { return c.NumLearnerThreads, c.NumWorkers }

@@ -14,11 +14,13 @@ import (
 // learner runs PPO's minibatch SGD on the policy's parameters.
 //
 // Each minibatch is split into num_learner_threads fixed parts (shards)
-// whose gradients are computed concurrently on copies of the model and
-// summed in a fixed order (models.SumGrads). The arithmetic depends on the
-// thread count but not on how many cores run the shards, so a seed and a
-// thread count give the same run on any machine, and n cores compute a
-// step in up to 1/n of the time.
+// whose gradients are computed concurrently by a team of goroutines
+// (models.Team) on copies of the model that share the policy's weights
+// (each has gradients of its own), then summed in a fixed order; the
+// gradient clipping and the Adam step are split over the team too. The
+// arithmetic depends on the thread count but not on how many cores run
+// the shards, so a seed and a thread count give the same run on any
+// machine, and n cores compute a step in up to 1/n of the time.
 //
 // With a recurrent model the units of shuffling are the batch's sequences
 // rather than its rows: each minibatch holds sgd_minibatch_size /
@@ -30,6 +32,7 @@ type learner struct {
 	pol    *policy
 	shards []*shard
 	opt    *models.Adam
+	team   *models.Team
 	// grads holds each shard's gradient vector, shard 0's (the master's)
 	// first, for models.SumGrads.
 	grads [][]float64
@@ -46,6 +49,13 @@ type shard struct {
 	tape   *models.Tape
 	mb     minibatch
 	stats  learnStats
+	// copied is set when the shard's model keeps weights of its own (a
+	// custom model, which may mirror them elsewhere): they are copied from
+	// the policy's before each step.
+	copied bool
+	// dirty is set while the shard's gradients hold a step's values that
+	// the gradient sum has not cleared.
+	dirty bool
 }
 
 // minibatch is one shard's rows, gathered from the batch: plain rows, or
@@ -67,8 +77,8 @@ const minShardRows = 32
 // copyPolicy makes a model of the same shape for each shard after the
 // first, which uses pol itself.
 func newLearner(cfg *Config, pol *policy, threads int, copyPolicy func() (*policy, error)) (*learner, error) {
-	l := &learner{cfg: cfg, pol: pol, opt: models.NewAdam(cfg.LR)}
-	l.shards = append(l.shards, &shard{model: pol.model, rnn: pol.rnn, params: pol.params, tape: models.NewTape()})
+	l := &learner{cfg: cfg, pol: pol, opt: models.NewAdam(cfg.LR), team: models.NewTeam(threads)}
+	l.shards = append(l.shards, &shard{model: pol.model, rnn: pol.rnn, params: pol.params, tape: models.NewTape(), dirty: true})
 	for len(l.shards) < threads {
 		p, err := copyPolicy()
 		if err != nil {
@@ -82,7 +92,15 @@ func newLearner(cfg *Config, pol *policy, threads int, copyPolicy func() (*polic
 			_ = l.close()
 			return nil, err
 		}
-		l.shards = append(l.shards, &shard{model: p.model, rnn: p.rnn, params: p.params, tape: models.NewTape()})
+		sh := &shard{model: p.model, rnn: p.rnn, params: p.params, tape: models.NewTape(), copied: cfg.Model.CustomModel != ""}
+		if !sh.copied {
+			if err := sh.params.ShareWeights(pol.params); err != nil {
+				_ = models.CloseModel(p.model)
+				_ = l.close()
+				return nil, err
+			}
+		}
+		l.shards = append(l.shards, sh)
 	}
 	l.grads = make([][]float64, len(l.shards))
 	for k, sh := range l.shards {
@@ -91,9 +109,10 @@ func newLearner(cfg *Config, pol *policy, threads int, copyPolicy func() (*polic
 	return l, nil
 }
 
-// close releases the models of the extra shards (shard 0's is the
-// policy's own, which its owner closes).
+// close stops the team and releases the models of the extra shards (shard
+// 0's is the policy's own, which its owner closes).
 func (l *learner) close() error {
+	l.team.Close()
 	var errs []error
 	for _, sh := range l.shards[1:] {
 		errs = append(errs, models.CloseModel(sh.model))
@@ -242,11 +261,11 @@ func (l *learner) step(b *sample.Batch, idx []int, klCoeff float64) (learnStats,
 	master := l.pol.params
 	// Shard k takes units [k·m/n, (k+1)·m/n) and weighs its means by its
 	// share of the real rows, so the summed gradient is the whole
-	// minibatch's. Each shard but the first (the master) starts from a
-	// copy of the master's weights.
-	models.Parallel(n, func(k int) {
+	// minibatch's. The shards read the master's weights (a custom model's
+	// shard starts from a copy of them).
+	l.team.Run(n, func(k int) {
 		sh := shards[k]
-		if k > 0 {
+		if sh.copied {
 			copy(sh.params.Flat(), master.Flat())
 		}
 		lo, hi := models.ShardBounds(k, n, m)
@@ -264,22 +283,24 @@ func (l *learner) step(b *sample.Batch, idx []int, klCoeff float64) (learnStats,
 		s.entropy += sh.stats.entropy
 		s.kl += sh.stats.kl
 	}
-	models.SumGrads(l.grads[:n], n)
+	// The sum clears the other shards' gradients for their next step.
+	l.team.SumGradsOn(l.grads[:n])
+	for _, sh := range shards[1:] {
+		sh.dirty = false
+	}
 	grads := master.Grads()
 	if !finite(s.totalLoss) {
 		return s, &nanError{what: "the total loss"}
 	}
-	s.gradNorm = models.ClipByGlobalNorm(grads, l.cfg.GradClip)
+	s.gradNorm = l.team.ClipByGlobalNormOn(grads, l.cfg.GradClip)
 	if !finite(s.gradNorm) {
 		return s, &nanError{what: "the gradient"}
 	}
-	if err := l.opt.Step(master.Flat(), grads); err != nil {
+	if err := l.opt.StepOn(l.team, master.Flat(), grads); err != nil {
 		return s, err
 	}
-	for _, w := range master.Flat() {
-		if !finite(w) {
-			return s, &nanError{what: "a weight"}
-		}
+	if !l.team.AllFinite(master.Flat()) {
+		return s, &nanError{what: "a weight"}
 	}
 	return s, nil
 }
@@ -331,7 +352,10 @@ func (l *learner) shardLoss(sh *shard, weight, klCoeff float64) learnStats {
 	if cfg.EntropyCoeff != 0 {
 		total = t.Sub(total, t.Scale(entropy, cfg.EntropyCoeff))
 	}
-	sh.params.ZeroGrad()
+	if sh.dirty {
+		sh.params.ZeroGrad()
+	}
+	sh.dirty = true
 	t.Backward(t.Scale(total, weight))
 	return learnStats{
 		policyLoss: weight * policyLoss.Item(), vfLoss: weight * vfLoss.Item(), totalLoss: weight * total.Item(),

@@ -92,7 +92,7 @@ func run(ctx context.Context, cfg config, w io.Writer) (summary, error) {
 	started := uint64(0)
 	// from is a hyperopt.Model or a reference to one.
 	segment := func(e *experiment, from any) {
-		job := hyperopt.Job{HP: e.hp, Steps: cfg.StepsPer, Seed: e.seed}
+		job := hyperopt.Job{HP: e.hp, Steps: cfg.StepsPer, Seed: e.seed, Threads: cfg.Threads}
 		e.out, e.model = hyperopt.Segment.Remote(job, from, refs.Train, refs.Val)
 		e.segs++
 		byID[e.out.ID()] = e

@@ -124,7 +124,7 @@ func run(ctx context.Context, cfg config, w io.Writer) (summary, error) {
 		seed := uint64(hp.BatchSize) ^ uint64(hp.LearningRate*1e9)
 		var model hyperopt.Model
 		for it := 1; ; it++ {
-			o, next, err := hyperopt.Train(hp, model, data.Train, data.Val, cfg.StepsPer, seed)
+			o, next, err := hyperopt.TrainThreads(hp, model, data.Train, data.Val, cfg.StepsPer, seed, max(1, cfg.Threads))
 			if err != nil {
 				return err
 			}

@@ -73,7 +73,7 @@ func run(ctx context.Context, cfg config, w io.Writer) (summary, error) {
 	byID := map[gray.ObjectID]experiment{}
 	var remaining []gray.AnyRef
 	launch := func(i int) {
-		job := hyperopt.Job{HP: space.Generate(rng), Steps: cfg.Steps, Seed: cfg.Seed + uint64(i)}
+		job := hyperopt.Job{HP: space.Generate(rng), Steps: cfg.Steps, Seed: cfg.Seed + uint64(i), Threads: cfg.Threads}
 		out, model := hyperopt.Segment.Remote(job, hyperopt.Model{}, refs.Train, refs.Val)
 		byID[out.ID()] = experiment{job.HP, out, model}
 		remaining = append(remaining, out)

@@ -1,0 +1,304 @@
+package models
+
+import (
+	"math"
+	"runtime"
+	"sync/atomic"
+	"time"
+)
+
+// Team is a fixed set of goroutines that run the parts of a training step
+// together (num_learner_threads of them, the caller's included). Unlike
+// Parallel, which starts goroutines for every call, a Team keeps its
+// goroutines between calls, and a member that has just finished a part
+// briefly watches for the next one before it sleeps: a learner calls Run
+// several times per minibatch step (the shards, the gradient sum, the
+// optimizer), and waking a sleeping thread costs tens of microseconds,
+// as long as a small network's whole step.
+//
+// Which part runs on which goroutine never changes the arithmetic: the
+// parts are fixed by the caller, so results depend on the number of parts
+// and not on the machine.
+//
+// A Team is used by one goroutine at a time (its owner), and must be
+// closed to stop its goroutines. A nil *Team runs every part on the
+// caller's goroutine, one after the other.
+type Team struct {
+	size int
+	// spin is whether waiting members watch for work before sleeping:
+	// only when every member can have a CPU of its own (GOMAXPROCS), since
+	// a watching member would otherwise take the CPU a working one needs.
+	spin bool
+
+	runs    uint64 // Runs so far: a member's job is the Run it is to join
+	parts   int    // the current Run's parts
+	fn      func(k int)
+	pending atomic.Int64 // parts handed to members and not yet done
+	closed  atomic.Bool
+
+	members []*member
+	sums    []float64 // GlobalNormOn's block sums
+	// owner wakes the caller of Run when the last part ends while it sleeps.
+	owner sleeper
+	done  chan struct{} // closed when every member has exited
+}
+
+// member is one goroutine of a Team beyond the caller's.
+type member struct {
+	sleeper
+	k   int           // its first part: it runs parts k, k+size, k+2·size, ...
+	job atomic.Uint64 // the Run it is to join next (set by the owner)
+}
+
+// sleeper is a goroutine that may be asleep on wake: whoever flips asleep
+// from true to false sends the one wake-up, so none is lost or doubled.
+type sleeper struct {
+	asleep atomic.Bool
+	wake   chan struct{}
+}
+
+// rouse wakes s if it is asleep.
+func (s *sleeper) rouse() {
+	if s.asleep.CompareAndSwap(true, false) {
+		s.wake <- struct{}{}
+	}
+}
+
+// sleepUnless puts s to sleep unless ready reports true once it has said it
+// sleeps (so that a wake-up sent in between is not missed).
+func (s *sleeper) sleepUnless(ready func() bool) {
+	s.asleep.Store(true)
+	if ready() && s.asleep.CompareAndSwap(true, false) {
+		return
+	}
+	<-s.wake
+}
+
+// watchFor is how long a member or the owner watches for the next part or
+// the last part's end before it sleeps: longer than a step's serial
+// stretches (the loss statistics, the norm), far shorter than a sampling
+// phase, during which the team sleeps.
+const watchFor = 200 * time.Microsecond
+
+// NewTeam starts a team of size goroutines, the caller's included (size-1
+// new ones); a size below 2 starts none.
+func NewTeam(size int) *Team {
+	size = max(1, size)
+	t := &Team{size: size, spin: size <= runtime.GOMAXPROCS(0), done: make(chan struct{})}
+	t.owner.wake = make(chan struct{}, 1)
+	if size == 1 {
+		close(t.done)
+		return t
+	}
+	exited := atomic.Int64{}
+	exited.Store(int64(size - 1))
+	for k := 1; k < size; k++ {
+		m := &member{k: k, sleeper: sleeper{wake: make(chan struct{}, 1)}}
+		t.members = append(t.members, m)
+		go func() {
+			t.serve(m)
+			if exited.Add(-1) == 0 {
+				close(t.done)
+			}
+		}()
+	}
+	return t
+}
+
+// Size is the number of goroutines in the team, the caller's included.
+func (t *Team) Size() int {
+	if t == nil {
+		return 1
+	}
+	return t.size
+}
+
+// Close stops the team's goroutines and waits for them to exit. The team
+// must not be running a Run.
+func (t *Team) Close() {
+	if t == nil || t.closed.Swap(true) {
+		return
+	}
+	for _, m := range t.members {
+		m.job.Add(1)
+		m.rouse()
+	}
+	<-t.done
+}
+
+// serve is a member's loop: run its parts of each Run, then watch for the
+// next one, then sleep.
+func (t *Team) serve(m *member) {
+	var seen uint64 // no Run yet: the first may be set before this starts
+	for {
+		next := func() bool { return m.job.Load() != seen }
+		if !t.watch(next) {
+			m.sleepUnless(next)
+		}
+		seen = m.job.Load()
+		if t.closed.Load() {
+			return
+		}
+		for k := m.k; k < t.parts; k += t.size {
+			t.fn(k)
+		}
+		if t.pending.Add(-1) == 0 {
+			t.owner.rouse()
+		}
+	}
+}
+
+// watch spins until ready reports true or watchFor has passed (at once
+// when the team does not spin); it reports whether ready did.
+func (t *Team) watch(ready func() bool) bool {
+	if !t.spin {
+		return ready()
+	}
+	var start time.Time
+	for i := 0; ; i++ {
+		if ready() {
+			return true
+		}
+		if i&63 == 63 {
+			if start.IsZero() {
+				start = time.Now()
+			} else if time.Since(start) > watchFor {
+				return false
+			}
+		}
+	}
+}
+
+// Run calls fn(k) for k in [0, parts) and returns when all have returned:
+// member j runs parts j, j+Size, ..., the caller parts 0, Size, .... fn
+// must not panic (a member's panic cannot be recovered by the caller).
+func (t *Team) Run(parts int, fn func(k int)) {
+	if t == nil || t.size == 1 || parts <= 1 {
+		for k := range parts {
+			fn(k)
+		}
+		return
+	}
+	// Only the members with a part join (and are woken): a Run of few
+	// parts waits for no other member.
+	active := t.members[:min(t.size, parts)-1]
+	t.parts, t.fn = parts, fn
+	t.runs++
+	t.pending.Store(int64(len(active)))
+	for _, m := range active {
+		m.job.Store(t.runs)
+		m.rouse()
+	}
+	for k := 0; k < parts; k += t.size {
+		fn(k)
+	}
+	finished := func() bool { return t.pending.Load() == 0 }
+	if !t.watch(finished) {
+		t.owner.sleepUnless(finished)
+	}
+	t.fn = nil
+}
+
+// Ranges calls fn(lo, hi) over [0, n) cut into ranges of whole blocks of
+// grain values (the last range takes the rest), at most one range per
+// member and none shorter than rangeMin values, run together. The cut
+// depends on n, grain and the team's size, so work whose result does not
+// depend on where ranges start (elementwise updates on grain-aligned
+// ranges) gives the same values for any team.
+func (t *Team) Ranges(n, grain int, fn func(lo, hi int)) {
+	blocks := (n + grain - 1) / grain
+	parts := max(1, min(t.Size(), blocks, n/rangeMin))
+	t.Run(parts, func(k int) {
+		lo, hi := ShardBounds(k, parts, blocks)
+		fn(lo*grain, min(hi*grain, n))
+	})
+}
+
+// rangeMin is the fewest values Ranges hands to a goroutine: handing a
+// range over costs about a microsecond, as long as updating a few
+// thousand weights.
+const rangeMin = 8192
+
+// normBlock is the number of values GlobalNormOn sums on their own before
+// the blocks' sums are added in order: fixed, so the norm is the same for
+// any team.
+const normBlock = 4096
+
+// GlobalNormOn is GlobalNorm computed by the team: the squares are summed
+// in blocks of a fixed size, and the blocks' sums added in order, so the
+// result depends on len(g) only, not on the team. (It can differ from
+// GlobalNorm in the last bits.)
+func (t *Team) GlobalNormOn(g []float64) float64 {
+	blocks := (len(g) + normBlock - 1) / normBlock
+	var sums []float64
+	if t != nil {
+		t.sums = grow(t.sums, blocks)
+		sums = t.sums
+	} else {
+		sums = make([]float64, blocks)
+	}
+	t.Ranges(len(g), normBlock, func(lo, hi int) {
+		for b := lo / normBlock; b*normBlock < hi; b++ {
+			s := 0.0
+			for _, v := range g[b*normBlock : min((b+1)*normBlock, len(g))] {
+				s += v * v
+			}
+			sums[b] = s
+		}
+	})
+	s := 0.0
+	for _, v := range sums {
+		s += v
+	}
+	return math.Sqrt(s)
+}
+
+// ClipByGlobalNormOn is ClipByGlobalNorm with the norm and the scaling
+// computed by the team (the norm as GlobalNormOn).
+func (t *Team) ClipByGlobalNormOn(g []float64, maxNorm float64) float64 {
+	n := t.GlobalNormOn(g)
+	if n > maxNorm && maxNorm > 0 {
+		f := maxNorm / n
+		t.Ranges(len(g), normBlock, func(lo, hi int) {
+			for i := range g[lo:hi] {
+				g[lo+i] *= f
+			}
+		})
+	}
+	return n
+}
+
+// AllFinite reports whether no value of w is NaN or infinite, checked by
+// the team.
+func (t *Team) AllFinite(w []float64) bool {
+	var bad atomic.Bool
+	t.Ranges(len(w), normBlock, func(lo, hi int) {
+		for _, v := range w[lo:hi] {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				bad.Store(true)
+				return
+			}
+		}
+	})
+	return !bad.Load()
+}
+
+// SumGradsOn is SumGrads run by the team, and it also clears srcs[1:] as it
+// adds them (while they are in cache), so that the shards' next backward
+// passes start from zero without a pass of their own.
+func (t *Team) SumGradsOn(srcs [][]float64) {
+	if len(srcs) < 2 {
+		return
+	}
+	dst := srcs[0]
+	t.Ranges(len(dst), normBlock, func(lo, hi int) {
+		d := dst[lo:hi]
+		for _, s := range srcs[1:] {
+			s = s[lo:hi:hi]
+			for i := range d {
+				d[i] += s[i]
+			}
+			clear(s)
+		}
+	})
+}
