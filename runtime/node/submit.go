@@ -204,6 +204,10 @@ func (n *Node) apply(e sched.Effect[*pending]) {
 			return
 		}
 		a.gpus = e.GPUs
+		if e.Reused {
+			n.hostActor(a, e.Worker)
+			return
+		}
 		n.spawn(a, e.Worker)
 	case sched.Exit:
 		if w := n.workers[e.Worker]; w != nil {

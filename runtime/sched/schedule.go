@@ -38,6 +38,10 @@ func (c *Core[T]) schedule() {
 			}
 			a.gpus = c.acquire(&a.res)
 			a.waiting, a.holding = false, true
+			if w, ok := c.reuseIdle(a.gpus); ok {
+				c.emit(Effect[T]{Kind: StartActor, Worker: w, Actor: id, GPUs: a.gpus, Reused: true})
+				continue
+			}
 			c.next++
 			c.emit(Effect[T]{Kind: StartActor, Worker: c.next, Actor: id, GPUs: a.gpus})
 		}
@@ -94,6 +98,7 @@ func (c *Core[T]) schedule() {
 func (c *Core[T]) run(w *worker[T], p item[T]) {
 	w.held = *p.res
 	w.gpus = c.acquire(&w.held)
+	w.gpuUsed = w.gpuUsed || len(w.gpus) > 0
 	w.shape = shapeKey(&w.held)
 	c.send(w, p)
 }
