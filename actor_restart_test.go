@@ -229,11 +229,13 @@ func TestActorRestartsRunOutAndKillIsFinal(t *testing.T) {
 
 	// A call that kills its process each time it runs is replayed once
 	// (MaxRestarts(1)), then fails: restarts end, they do not loop.
+	// Counted before the creation: Remote returns before the constructor
+	// runs, which on a started pool worker is at once.
+	newBefore := traceLines(t, trace, "new")
 	c, err := tallyType.Remote(ctx, trace)
 	if err != nil {
 		t.Fatal(err)
 	}
-	newBefore := traceLines(t, trace, "new")
 	_, err = gray.Get(ctx, tallyExit.Remote(c))
 	if !errors.Is(err, gray.ErrActorDead) || !strings.Contains(err.Error(), "restarted once") {
 		t.Fatalf("a call that always kills its process: %v; want ErrActorDead after one restart", err)

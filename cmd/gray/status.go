@@ -178,7 +178,7 @@ func printStatus(out io.Writer, st *clusterStatus) {
 	}
 	fmt.Fprintln(out)
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tIP\tSTATE\tRESOURCES\tUSED\tLEASED\tSTORE\tTASKS\tACTORS")
+	fmt.Fprintln(tw, "NODE\tIP\tSTATE\tGPUS\tRESOURCES\tUSED\tLEASED\tSTORE\tTASKS\tACTORS")
 	for _, n := range st.Nodes {
 		state := "alive"
 		if !n.Alive {
@@ -188,7 +188,7 @@ func printStatus(out io.Writer, st *clusterStatus) {
 		if n.Head {
 			id += " (head)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s/%s\t%d\t%d\n", id, n.IP, state, resText(n.Resources), resText(n.Used),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s/%s\t%d\t%d\n", id, n.IP, state, gpuText(n), resText(n.Resources), resText(n.Used),
 			resText(n.Leased), mib(n.StoreUsed), mib(n.StoreCapacity), n.Tasks, n.Actors)
 	}
 	tw.Flush()
@@ -202,6 +202,21 @@ func printStatus(out io.Writer, st *clusterStatus) {
 			fmt.Fprintf(out, "Job %s (%s, %s): %d tasks submitted, %d finished\n", j.ID, j.Driver, state, j.Submitted, j.Finished)
 		}
 	}
+}
+
+// gpuText is a node's GPUs for the GPUS column: those its drivers' tasks
+// and actors use, those leased to jobs elsewhere, and how many it has
+// ("0/1 used, 1 leased"), or "none" on a node without GPUs, so that a GPU
+// host whose GPUs were not found (no NVML, no --num-gpus) shows at once.
+func gpuText(n nodeStatus) string {
+	if n.Resources.GPU == 0 {
+		return "none"
+	}
+	s := fmt.Sprintf("%g/%g used", n.Used.GPU, n.Resources.GPU)
+	if n.Leased.GPU > 0 {
+		s += fmt.Sprintf(", %g leased", n.Leased.GPU)
+	}
+	return s
 }
 
 func resText(r task.Resources) string {

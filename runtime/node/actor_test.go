@@ -20,8 +20,10 @@ func init() {
 }
 
 // createActor submits a Counter and returns its creation spec and the
-// worker that hosts it, after the worker ran the constructor.
-func (h *harness) createActor(t *testing.T) (*task.Spec, *fakeWorker) {
+// worker that hosts it, after the worker ran the constructor: idle, the
+// started pool worker taken for it (sched's reuse.go), or nil when none
+// is idle on the actor's node, so the next worker to connect.
+func (h *harness) createActor(t *testing.T, idle *fakeWorker) (*task.Spec, *fakeWorker) {
 	t.Helper()
 	s := task.NewSpec(0)
 	s.ID, s.Kind, s.Func, s.NumReturns = h.n.NewTaskID(), task.KindActorCreate, counterType, 1
@@ -29,7 +31,10 @@ func (h *harness) createActor(t *testing.T) (*task.Spec, *fakeWorker) {
 		t.Fatalf("creating the actor: %v", err)
 	}
 	h.check("create")
-	aw := h.worker()
+	aw := idle
+	if aw == nil {
+		aw = h.worker()
+	}
 	if got := aw.exec(t); got.ID != s.ID || got.Kind != task.KindActorCreate {
 		t.Fatalf("the actor's worker got task %s of kind %d first, want its constructor %s", got.ID, got.Kind, s.ID)
 	}
@@ -108,8 +113,12 @@ func TestActors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, 1, 1)
-			h.worker() // the pool's worker, idle throughout
-			a, aw := h.createActor(t)
+			// The pool's idle worker hosts the actor; a new one replaces
+			// it in the pool.
+			a, aw := h.createActor(t, h.worker())
+			if pw := h.worker(); pw.id == aw.id {
+				t.Fatalf("worker %d connected twice", pw.id)
+			}
 			tt.run(t, h, a, aw)
 			h.check("the end")
 		})

@@ -131,7 +131,7 @@ func TestQueuedActorCallWithLostArgument(t *testing.T) {
 	if err := h.n.AddNode(1, "node 1", task.Resources{CPU: 1}); err != nil {
 		t.Fatal(err)
 	}
-	actor, aw := h.createActor(t)
+	actor, aw := h.createActor(t, nil)
 	if err := h.n.AddNode(2, "node 2", task.Resources{CPU: 1, Custom: map[string]float64{"mk": 1}}); err != nil {
 		t.Fatal(err)
 	}

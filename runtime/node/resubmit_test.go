@@ -25,7 +25,7 @@ func TestReplayedCallDoesNotSubmitAgain(t *testing.T) {
 	if err := h.n.AddNode(1, "node 1", task.Resources{CPU: 1}); err != nil {
 		t.Fatal(err)
 	}
-	parent, aw := h.createActor(t)
+	parent, aw := h.createActor(t, nil)
 	if err := h.n.AddNode(2, "node 2", task.Resources{CPU: 2}); err != nil {
 		t.Fatal(err)
 	}

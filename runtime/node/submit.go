@@ -39,9 +39,11 @@ func (n *Node) submitLocked(s *task.Spec) error {
 		err = n.core.Feasible(s.Func, task.Res(s, e))
 		if err != nil && n.remote != nil {
 			// On a cluster, a node that can hold it may join: it waits
-			// (sched.Cluster.Waiting), and the user is told once.
-			n.warnWaiting(s.Func, task.Res(s, e))
-			err = nil
+			// (sched.Cluster.Waiting), and the user is told once; more
+			// GPUs than any node has fails now (GPUShort says why).
+			if err = n.core.GPUShort(s.Func, task.Res(s, e)); err == nil {
+				n.warnWaiting(s.Func, task.Res(s, e))
+			}
 		}
 	}
 	var a *actor
@@ -204,6 +206,10 @@ func (n *Node) apply(e sched.Effect[*pending]) {
 			return
 		}
 		a.gpus = e.GPUs
+		if e.Reused {
+			n.hostActor(a, e.Worker)
+			return
+		}
 		n.spawn(a, e.Worker)
 	case sched.Exit:
 		if w := n.workers[e.Worker]; w != nil {

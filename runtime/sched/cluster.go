@@ -542,14 +542,14 @@ func (c *Core[T]) checkDemand() error {
 	d := task.Resources{Custom: map[string]float64{}}
 	for _, k := range c.shapes {
 		q := c.queues[k]
-		for i := q.head; i < len(q.items); i++ {
-			r := q.items[i].res
-			d.CPU += r.CPU
-			d.GPU += r.GPU
-			for k, v := range r.Custom {
+		q.each(func(it *item[T]) bool {
+			d.CPU += it.res.CPU
+			d.GPU += it.res.GPU
+			for k, v := range it.res.Custom {
 				d.Custom[k] += v
 			}
-		}
+			return true
+		})
 	}
 	if !near(d.CPU, c.demand.CPU) || !near(d.GPU, c.demand.GPU) {
 		return fmt.Errorf("queued tasks ask for CPU %g GPU %g, counted %g and %g", d.CPU, d.GPU, c.demand.CPU, c.demand.GPU)

@@ -81,6 +81,9 @@ type Effect[T any] struct {
 	Task   T           // Run
 	GPUs   []int       // Run, StartActor
 	Actor  ids.ActorID // StartActor
+	// Reused (StartActor): Worker is a started, idle pool worker, now out
+	// of the pool, that is to host Actor instead of a new process.
+	Reused bool
 }
 
 // Config configures a Core.
@@ -175,6 +178,7 @@ type worker[T any] struct {
 	parked    bool   // in resumeQ
 	recalled  bool
 	retiring  bool
+	gpuUsed   bool // it held a GPU once: it never hosts an actor (reuse.go)
 }
 
 type actor struct {

@@ -28,8 +28,14 @@ func kinds(es []Effect[int]) string {
 		switch e.Kind {
 		case Run:
 			s += "(" + itoa(int(e.Worker)) + "," + itoa(e.Task) + ")"
-		case Spawn, Exit, Recall, Resume, StartActor:
+		case Spawn, Exit, Recall, Resume:
 			s += "(" + itoa(int(e.Worker)) + ")"
+		case StartActor:
+			s += "(" + itoa(int(e.Worker))
+			if e.Reused {
+				s += ",reused"
+			}
+			s += ")"
 		}
 		b = append(b, s)
 	}
@@ -185,7 +191,7 @@ func TestTransitions(t *testing.T) {
 			es := c.Effects()
 			c.TaskDone(2, false)
 			return append(es, c.Effects()...)
-		}, "run(2,1) start-actor(3)"},
+		}, "run(2,1) spawn(3) start-actor(2,reused)"},
 		{"an idle spare is reaped", func(c *Core[int]) []Effect[int] {
 			for i := 1; i <= 4; i++ {
 				c.Submit(i, cpus(0.5), true)

@@ -38,6 +38,10 @@ func (c *Core[T]) schedule() {
 			}
 			a.gpus = c.acquire(&a.res)
 			a.waiting, a.holding = false, true
+			if w, ok := c.reuseIdle(a.gpus); ok {
+				c.emit(Effect[T]{Kind: StartActor, Worker: w, Actor: id, GPUs: a.gpus, Reused: true})
+				continue
+			}
 			c.next++
 			c.emit(Effect[T]{Kind: StartActor, Worker: c.next, Actor: id, GPUs: a.gpus})
 		}
@@ -94,6 +98,7 @@ func (c *Core[T]) schedule() {
 func (c *Core[T]) run(w *worker[T], p item[T]) {
 	w.held = *p.res
 	w.gpus = c.acquire(&w.held)
+	w.gpuUsed = w.gpuUsed || len(w.gpus) > 0
 	w.shape = shapeKey(&w.held)
 	c.send(w, p)
 }
@@ -160,10 +165,13 @@ func (c *Core[T]) grow(q *fifo[T]) {
 	cpu, gpu := c.avail.CPU, c.avail.GPU
 	var custom map[string]float64
 	want := 0
-	for i := q.head; i < len(q.items) && want < MaxPool; i++ {
-		r := q.items[i].res
+	q.each(func(it *item[T]) bool {
+		if want >= MaxPool {
+			return false
+		}
+		r := it.res
 		if r.CPU > cpu+eps || r.GPU > gpu+eps {
-			break
+			return false
 		}
 		if len(r.Custom) > 0 {
 			if custom == nil {
@@ -174,7 +182,7 @@ func (c *Core[T]) grow(q *fifo[T]) {
 				short = short || v > custom[k]+eps
 			}
 			if short {
-				break
+				return false
 			}
 			for k, v := range r.Custom {
 				custom[k] -= v
@@ -184,12 +192,13 @@ func (c *Core[T]) grow(q *fifo[T]) {
 		gpu -= r.GPU
 		if r.CPU <= 0 {
 			if zero == 0 {
-				break
+				return false
 			}
 			zero--
 		}
 		want++
-	}
+		return true
+	})
 	for i := c.starting; i < want && live+c.starting < MaxPool && !c.noSpawn; i++ {
 		c.spawn()
 	}
@@ -242,35 +251,4 @@ func shapeKey(r *task.Resources) string {
 		return "CPU=1"
 	}
 	return r.String()
-}
-
-// fifo is a queue of items that reuses its slice.
-type fifo[T any] struct {
-	items []item[T]
-	head  int
-}
-
-func (q *fifo[T]) len() int { return len(q.items) - q.head }
-
-func (q *fifo[T]) push(p item[T]) {
-	if q.head > 1024 && q.head*2 > len(q.items) {
-		q.items = append(q.items[:0], q.items[q.head:]...)
-		q.head = 0
-	}
-	q.items = append(q.items, p)
-}
-
-func (q *fifo[T]) pushFront(ps []item[T]) {
-	q.items = append(ps, q.items[q.head:]...)
-	q.head = 0
-}
-
-func (q *fifo[T]) front() item[T] { return q.items[q.head] }
-
-func (q *fifo[T]) pop() item[T] {
-	p := q.items[q.head]
-	var zero item[T]
-	q.items[q.head] = zero
-	q.head++
-	return p
 }

@@ -22,8 +22,6 @@ func (c *Core[T]) Sent(w WorkerID) []T {
 func (c *Core[T]) EachQueued(fn func(T)) {
 	for _, k := range c.shapes {
 		q := c.queues[k]
-		for i := q.head; i < len(q.items); i++ {
-			fn(q.items[i].t)
-		}
+		q.each(func(it *item[T]) bool { fn(it.t); return true })
 	}
 }

@@ -330,6 +330,11 @@ func (w *Worker) exec(s *task.Spec) (objs []task.Object, retire bool) {
 	}
 	if s.Kind == task.KindActorCreate {
 		w.isActor, w.actorType = true, s.Func
+		if len(s.GPUIDs()) == 0 {
+			// A pool worker taken for an actor (sched's reuse.go) hides the
+			// GPUs as a new actor process without GPUs is started to.
+			os.Setenv("CUDA_VISIBLE_DEVICES", "")
+		}
 	}
 	outs, te := w.call(ctx, s)
 	if te == nil {
