@@ -33,10 +33,19 @@ type RecorderConfig struct {
 	// the head set, see ClusterSettings; else DefaultMaxTaskRecords). Past
 	// it the oldest entries leave the table.
 	MaxTasks int
+	// Rate bounds the tasks recorded per second (0: DefaultRecordRate),
+	// with bursts up to a second's worth: past it a task is not recorded
+	// (counted as a dropped event), so that the writer's and Redis's
+	// work stays bounded however fast the driver submits.
+	Rate int
 	// Warn receives the one line said when events are first dropped
 	// (nil: discarded).
 	Warn io.Writer
 }
+
+// DefaultRecordRate is how many tasks a second a driver records by
+// default; Ray's state API bounds its task events likewise.
+const DefaultRecordRate = 10000
 
 // DefaultRecorderBuffer is how many events a Recorder holds for its writer
 // by default: a burst this long is written in full however slow Redis is.
@@ -66,6 +75,9 @@ type Recorder struct {
 	buf     []event
 	closed  bool
 	dropped uint64
+	// The token bucket of task submissions recorded (Rate).
+	rate, burst, tokens float64
+	refilled            int64 // Unix milliseconds
 
 	kick chan struct{}
 	stop chan struct{}
@@ -133,13 +145,33 @@ func newRecorder(ctx context.Context, r *Redis, cfg RecorderConfig) *Recorder {
 		r: r, local: NewMem(), node: cfg.Node, max: cfg.Buffer, warn: cfg.Warn,
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
+	if cfg.Rate <= 0 {
+		cfg.Rate = DefaultRecordRate
+	}
+	rc.rate, rc.burst = float64(cfg.Rate)/1000, float64(cfg.Rate)
+	rc.tokens, rc.refilled = rc.burst, now()
 	rc.w.init(rc, cfg.MaxTasks)
 	return rc
 }
 
-// push buffers an event for the writer; it never blocks.
+// push buffers an event for the writer; it never blocks. A submission
+// past the rate is not recorded: the writer then skips the task's other
+// events, since it never listed the task.
 func (rc *Recorder) push(e event) {
 	rc.mu.Lock()
+	if e.kind == evSubmitted {
+		if dt := e.t - rc.refilled; dt > 0 {
+			rc.tokens = min(rc.burst, rc.tokens+float64(dt)*rc.rate)
+			rc.refilled = e.t
+		}
+		if rc.tokens < 1 && !rc.closed {
+			rc.dropped++
+			rc.mu.Unlock()
+			rc.warnDropped()
+			return
+		}
+		rc.tokens--
+	}
 	if rc.closed || len(rc.buf) >= rc.max {
 		if !rc.closed {
 			rc.dropped++
@@ -161,7 +193,7 @@ func (rc *Recorder) push(e event) {
 
 func (rc *Recorder) warnDropped() {
 	if rc.warn != nil && rc.warned.CompareAndSwap(false, true) {
-		fmt.Fprintf(rc.warn, "gray: the cluster's task table falls behind (%d events buffered): later events are dropped and counted, so `gray list` may miss some of this job's tasks\n", rc.max)
+		fmt.Fprintf(rc.warn, "gray: this job submits tasks faster than the cluster's task table records them (%g a second, %d events buffered): the others are counted, not listed, so `gray list` shows only part of this job's tasks\n", rc.rate*1000, rc.max)
 	}
 }
 

@@ -172,7 +172,7 @@ func TestRecorderDropsWhenFull(t *testing.T) {
 	if got := rc.Stats().Dropped; got != 6 {
 		t.Fatalf("dropped %d, want 6", got)
 	}
-	if strings.Count(warn.String(), "\n") != 1 || !strings.Contains(warn.String(), "dropped") {
+	if strings.Count(warn.String(), "\n") != 1 || !strings.Contains(warn.String(), "counted, not listed") {
 		t.Fatalf("warning %q, want one line that says events are dropped", warn.String())
 	}
 	ctx := context.Background()
@@ -184,6 +184,35 @@ func TestRecorderDropsWhenFull(t *testing.T) {
 	tasks, _ := r.JobTasks(ctx, "full")
 	if len(tasks) != 4 {
 		t.Fatalf("listed %d tasks, want the 4 buffered", len(tasks))
+	}
+}
+
+// TestRecorderRate: past its rate a Recorder records no more tasks (nor
+// their later events), and counts them.
+func TestRecorderRate(t *testing.T) {
+	s, _ := startServer(t)
+	r := dial(t, s.Addr(), "fast")
+	rc := NewRecorder(context.Background(), r, RecorderConfig{Rate: 5})
+	for i := range 10 {
+		id := taskID(6, i)
+		rc.TaskSubmitted(&task.Spec{ID: id, Func: "f"})
+		rc.TaskStarted(id, "n")
+		rc.TaskFinished(id, nil)
+	}
+	if err := rc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tasks, _ := r.JobTasks(context.Background(), "fast")
+	st := rc.Stats()
+	// A second's worth (5) is recorded at once; a slow machine may have
+	// refilled a token or two meanwhile.
+	if len(tasks) < 5 || len(tasks) > 7 || st.Dropped != uint64(10-len(tasks)) || st.Finished != 10 {
+		t.Fatalf("recorded %d tasks, dropped %d, finished %d: want 5-7 recorded, the rest dropped, 10 counted", len(tasks), st.Dropped, st.Finished)
+	}
+	for _, e := range tasks {
+		if e.State != TaskFinishedState || e.Function != "f" {
+			t.Fatalf("a recorded task: %+v", e)
+		}
 	}
 }
 
