@@ -78,6 +78,11 @@ type Recorder struct {
 	// The token bucket of task submissions recorded (Rate).
 	rate, burst, tokens float64
 	refilled            int64 // Unix milliseconds
+	// live lists the recorded tasks that have not ended: only their
+	// later events are buffered.
+	live map[ids.TaskID]struct{}
+	// actors lists the actors created: their creation tasks stay live.
+	actors map[ids.ActorID]struct{}
 
 	kick chan struct{}
 	stop chan struct{}
@@ -150,28 +155,36 @@ func newRecorder(ctx context.Context, r *Redis, cfg RecorderConfig) *Recorder {
 	}
 	rc.rate, rc.burst = float64(cfg.Rate)/1000, float64(cfg.Rate)
 	rc.tokens, rc.refilled = rc.burst, now()
+	rc.live = map[ids.TaskID]struct{}{}
+	rc.actors = map[ids.ActorID]struct{}{}
 	rc.w.init(rc, cfg.MaxTasks)
 	return rc
 }
 
-// push buffers an event for the writer; it never blocks. A submission
-// past the rate is not recorded: the writer then skips the task's other
-// events, since it never listed the task.
+// push buffers an event for the writer; it never blocks.
 func (rc *Recorder) push(e event) {
 	rc.mu.Lock()
-	if e.kind == evSubmitted {
-		if dt := e.t - rc.refilled; dt > 0 {
-			rc.tokens = min(rc.burst, rc.tokens+float64(dt)*rc.rate)
-			rc.refilled = e.t
-		}
-		if rc.tokens < 1 && !rc.closed {
-			rc.dropped++
-			rc.mu.Unlock()
-			rc.warnDropped()
-			return
-		}
-		rc.tokens--
+	rc.pushLocked(e)
+}
+
+// admitLocked decides whether a submitted task is recorded (the token
+// bucket of Rate) and, if so, lists it as live so that its later events
+// are recorded too. Called with rc.mu held.
+func (rc *Recorder) admitLocked(id ids.TaskID, t int64, always bool) bool {
+	if dt := t - rc.refilled; dt > 0 {
+		rc.tokens = min(rc.burst, rc.tokens+float64(dt)*rc.rate)
+		rc.refilled = t
 	}
+	if rc.tokens < 1 && !always {
+		return false
+	}
+	rc.tokens--
+	rc.live[id] = struct{}{}
+	return true
+}
+
+// pushLocked is push with rc.mu held; it unlocks.
+func (rc *Recorder) pushLocked(e event) {
 	if rc.closed || len(rc.buf) >= rc.max {
 		if !rc.closed {
 			rc.dropped++
@@ -199,19 +212,34 @@ func (rc *Recorder) warnDropped() {
 
 func now() int64 { return time.Now().UnixMilli() }
 
-// TaskSubmitted implements Store.
+// TaskSubmitted implements Store. A task past the rate is counted as a
+// dropped event and its later events cost one map lookup.
 func (rc *Recorder) TaskSubmitted(s *task.Spec) {
 	rc.submitted.Add(1)
-	e := event{kind: evSubmitted, tkind: s.Kind, id: s.ID, t: now(), name: s.Func}
+	t := now()
+	rc.mu.Lock()
+	// Actor creations are always recorded: the actor table needs them.
+	if !rc.admitLocked(s.ID, t, s.Kind == task.KindActorCreate) {
+		rc.dropped++
+		rc.mu.Unlock()
+		rc.warnDropped()
+		return
+	}
+	e := event{kind: evSubmitted, tkind: s.Kind, id: s.ID, t: t, name: s.Func}
 	if s.Kind == task.KindActorMethod {
 		e.actor = s.Actor()
 	}
-	rc.push(e)
+	rc.pushLocked(e)
 }
 
 // TaskStarted implements TaskStarts.
 func (rc *Recorder) TaskStarted(id ids.TaskID, node string) {
-	rc.push(event{kind: evStarted, id: id, t: now(), name: node})
+	rc.mu.Lock()
+	if _, ok := rc.live[id]; !ok {
+		rc.mu.Unlock()
+		return
+	}
+	rc.pushLocked(event{kind: evStarted, id: id, t: now(), name: node})
 }
 
 // TaskFinished implements Store.
@@ -219,10 +247,20 @@ func (rc *Recorder) TaskFinished(id ids.TaskID, err *task.TaskError) {
 	rc.finished.Add(1)
 	if err != nil {
 		rc.failed.Add(1)
-		rc.push(event{kind: evFailed, id: id, t: now(), msg: shortMessage(err.Message)})
+	}
+	rc.mu.Lock()
+	if _, ok := rc.live[id]; !ok {
+		rc.mu.Unlock()
 		return
 	}
-	rc.push(event{kind: evFinished, id: id, t: now()})
+	if _, actor := rc.actors[id]; !actor {
+		delete(rc.live, id) // an actor's stays: a restart sends its constructor again
+	}
+	if err != nil {
+		rc.pushLocked(event{kind: evFailed, id: id, t: now(), msg: shortMessage(err.Message)})
+		return
+	}
+	rc.pushLocked(event{kind: evFinished, id: id, t: now()})
 }
 
 // shortMessage is the first line of a failure, at most 300 bytes: the
@@ -240,7 +278,10 @@ func shortMessage(s string) string {
 // ActorCreated implements Store.
 func (rc *Recorder) ActorCreated(id ids.ActorID, typ, worker string) {
 	rc.local.ActorCreated(id, typ, worker)
-	rc.push(event{kind: evActorCreated, id: id, t: now(), name: typ})
+	rc.mu.Lock()
+	rc.actors[id] = struct{}{}
+	rc.live[id] = struct{}{}
+	rc.pushLocked(event{kind: evActorCreated, id: id, t: now(), name: typ})
 }
 
 // ActorPlaced implements Store. A worker of "" is the actor starting

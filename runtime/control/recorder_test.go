@@ -43,8 +43,9 @@ func TestRecorderTables(t *testing.T) {
 	rc.TaskStarted(actor, "node-b")
 	rc.ActorPlaced(actor, "worker 1 on node-b")
 	rc.TaskFinished(actor, nil)
-	rc.ActorPlaced(actor, "") // its process died: starting again
-	rc.ActorPlaced(actor, "worker 2 on node-b")
+	rc.ActorPlaced(actor, "") // its process died: starting again elsewhere
+	rc.TaskStarted(actor, "node-c")
+	rc.ActorPlaced(actor, "worker 2 on node-c")
 	call0 := task.Spec{ID: call, Func: "Counter.Add", Kind: task.KindActorMethod}
 	call0.SetActor(actor)
 	rc.TaskSubmitted(&call0)
@@ -66,7 +67,7 @@ func TestRecorderTables(t *testing.T) {
 		failed:  {TaskFailed, "g", "node-b", "function", "boom"},
 		running: {TaskRunning, "h", "node-c", "function", ""},
 		queued:  {TaskSubmittedState, "q", "", "function", ""},
-		actor:   {TaskFinishedState, "Counter", "node-b", "actor_creation", ""},
+		actor:   {TaskFinishedState, "Counter", "node-c", "actor_creation", ""},
 		call:    {TaskSubmittedState, "Counter.Add", "", "actor_method", ""},
 	}
 	if len(tasks) != len(want) {
@@ -94,8 +95,8 @@ func TestRecorderTables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(actors) != 1 || actors[0].State != ActorAlive || actors[0].Restarts != 1 || actors[0].Node != "node-b" || actors[0].Class != "Counter" {
-		t.Fatalf("actors = %+v, want one alive Counter on node-b restarted once", actors)
+	if len(actors) != 1 || actors[0].State != ActorAlive || actors[0].Restarts != 1 || actors[0].Node != "node-c" || actors[0].Class != "Counter" {
+		t.Fatalf("actors = %+v, want one alive Counter restarted once, on node-c", actors)
 	}
 	rc.ActorDied(actor, "killed")
 	if err := rc.Close(); err != nil {

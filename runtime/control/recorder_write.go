@@ -95,7 +95,7 @@ func (w *recordWriter) build(batch []event, dropped uint64) *recordCmds {
 	var b []byte
 	for i := range batch {
 		e := &batch[i]
-		id := e.id.String()
+		id := e.id.String() // every event buffered is written: the Recorder skips unrecorded tasks
 		switch e.kind {
 		case evSubmitted:
 			w.list(e.id, c)
