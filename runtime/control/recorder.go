@@ -84,10 +84,11 @@ type Recorder struct {
 	// actors lists the actors created: their creation tasks stay live.
 	actors map[ids.ActorID]struct{}
 
-	kick chan struct{}
-	stop chan struct{}
-	done chan struct{}
-	once sync.Once
+	kick  chan struct{}
+	hurry chan struct{} // Flush: write now, not at the next interval
+	stop  chan struct{}
+	done  chan struct{}
+	once  sync.Once
 
 	submitted, finished, failed atomic.Uint64
 	written                     atomic.Uint64 // batches written
@@ -148,7 +149,7 @@ func newRecorder(ctx context.Context, r *Redis, cfg RecorderConfig) *Recorder {
 	}
 	rc := &Recorder{
 		r: r, local: NewMem(), node: cfg.Node, max: cfg.Buffer, warn: cfg.Warn,
-		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		kick: make(chan struct{}, 1), hurry: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	if cfg.Rate <= 0 {
 		cfg.Rate = DefaultRecordRate
@@ -346,9 +347,11 @@ func (rc *Recorder) Flush(ctx context.Context) error {
 			// idle is set only once it was written.
 			return nil
 		}
-		select {
-		case rc.kick <- struct{}{}:
-		default:
+		for _, ch := range []chan struct{}{rc.kick, rc.hurry} {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -381,12 +384,19 @@ func (rc *Recorder) Close() error {
 	return err
 }
 
+// writeEvery is the least time between two of a Recorder's writes: what
+// gathers meanwhile goes as one pipeline, so a driver running one short
+// task at a time costs Redis (and its own cores) at most this many
+// wake-ups a second, not one per task.
+const writeEvery = 100 * time.Millisecond
+
 // run is the writer goroutine: it takes what gathered in the buffer and
-// writes it as one pipeline, until Close.
+// writes it as one pipeline, at most every writeEvery, until Close.
 func (rc *Recorder) run() {
 	defer close(rc.done)
 	var spare []event
 	backoff := time.Duration(0)
+	last := time.Time{}
 	for {
 		rc.w.idle.Store(true)
 		select {
@@ -394,6 +404,18 @@ func (rc *Recorder) run() {
 			return
 		case <-rc.kick:
 		}
+		if wait := writeEvery - time.Since(last); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-rc.stop:
+				t.Stop()
+				return
+			case <-t.C:
+			case <-rc.hurry:
+				t.Stop()
+			}
+		}
+		last = time.Now()
 		for {
 			rc.mu.Lock()
 			if len(rc.buf) == 0 {
