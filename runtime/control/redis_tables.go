@@ -241,7 +241,7 @@ func (r *Redis) pruneEnded(ctx context.Context, job string, keep time.Duration) 
 		{pre + "tasks", pre + "tasks-ended", []string{fieldSpec, fieldRun, fieldEnd}, &tasks},
 		{pre + "actors", pre + "actors-ended", []string{""}, &actors},
 	} {
-		gone, err := r.c.ZRangeByScore(ctx, t.zset, &redis.ZRangeBy{Min: "-inf", Max: cut}).Result()
+		gone, err := r.c.ZRangeArgs(ctx, redis.ZRangeArgs{Key: t.zset, Start: "-inf", Stop: cut, ByScore: true}).Result()
 		if err != nil {
 			return tasks, actors, fmt.Errorf("control: pruning the ended entries of job %s: %w", job, err)
 		}
