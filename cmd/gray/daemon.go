@@ -141,6 +141,10 @@ func startMonitor(ctx context.Context, s *session.Session, after func()) (stop f
 		after()
 		return nil, err
 	}
+	// Drivers read the bounds of their task tables from Redis.
+	if err := store.PutSettings(ctx, control.ClusterSettings{KeepEnded: s.KeepEnded, MaxTaskRecords: s.MaxTaskRecords}); err != nil {
+		log.Printf("%v", err)
+	}
 	mctx, cancelMonitor := context.WithCancel(ctx)
 	mdone := make(chan struct{})
 	m := &monitor.Monitor{
@@ -186,6 +190,8 @@ func prune(ctx context.Context, store *control.Redis, keep time.Duration) {
 			}
 		} else if st.Nodes+st.Jobs > 0 {
 			log.Printf("dropped %d dead nodes and %d ended jobs listed for over %v", st.Nodes, st.Jobs, keep)
+		} else if st.Tasks+st.Actors > 0 {
+			log.Printf("dropped %d ended tasks and %d dead actors listed for over %v", st.Tasks, st.Actors, keep)
 		}
 	}
 }

@@ -1,5 +1,5 @@
-// Command gray is the runtime's command-line tool: start, stop and status
-// (a cluster's nodes), microbenchmark (the
+// Command gray is the runtime's command-line tool: start, stop, status
+// and list (a cluster's nodes, jobs, actors and tasks), microbenchmark (the
 // counterpart of `ray microbenchmark`), dashboard (the web dashboard) and
 // timeline (a session's task events as a Chrome trace).
 package main
@@ -29,7 +29,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage: true,
 	}
 	root.AddCommand(newMicrobenchmark(), newDashboard(), newTimeline())
-	root.AddCommand(newStart(), newStop(), newStatus(), newNode())
+	root.AddCommand(newStart(), newStop(), newStatus(), newList(), newNode())
 	root.SetErr(os.Stderr)
 	root.SetOut(os.Stdout)
 	return root

@@ -45,6 +45,7 @@ type startOptions struct {
 	heartbeat         time.Duration
 	nodeTimeout       time.Duration
 	keepEnded         time.Duration
+	maxTaskRecords    int
 	readyTimeout      time.Duration
 	// gpusSet: --num-gpus was given (else NVML's count is offered);
 	// detectGPUs counts them (node.ProbeGPUs; tests give a fake).
@@ -98,7 +99,8 @@ func newStart() *cobra.Command {
 	f.Int64Var(&o.maxCache, "max-cache", cluster.DefaultMaxCache, "bytes of drivers' executables the node keeps cached in its temp dir: the least recently used go first, never one in use (0: the default)")
 	f.DurationVar(&o.heartbeat, "heartbeat-interval", 0, "how often the node reports alive (0: 200ms)")
 	f.DurationVar(&o.nodeTimeout, "node-timeout", 0, "silence after which a node is declared dead: by the head, or the head by the other nodes (0: 1.5s)")
-	f.DurationVar(&o.keepEnded, "keep-ended", control.DefaultKeepEnded, "on the head: how long dead nodes and ended jobs (with their tasks) stay listed")
+	f.DurationVar(&o.keepEnded, "keep-ended", control.DefaultKeepEnded, "on the head: how long dead nodes, ended jobs (with their tasks), ended tasks and dead actors stay listed")
+	f.IntVar(&o.maxTaskRecords, "max-task-records", control.DefaultMaxTaskRecords, "on the head: how many tasks each job keeps listed (gray list), its newest")
 	f.DurationVar(&o.readyTimeout, "timeout", time.Minute, "how long to wait for the node to be up")
 	return cmd
 }
@@ -157,6 +159,8 @@ func newSessionFrom(o startOptions) (s, prev *session.Session, err error) {
 		return nil, nil, fmt.Errorf("--max-cache %d: give the bytes of drivers' executables to keep cached (0 or leaving it out: %d)", o.maxCache, cluster.DefaultMaxCache)
 	case o.keepEnded < 0:
 		return nil, nil, errors.New("--keep-ended must not be negative")
+	case o.maxTaskRecords < 1:
+		return nil, nil, fmt.Errorf("--max-task-records %d: give at least 1 (the default is %d)", o.maxTaskRecords, control.DefaultMaxTaskRecords)
 	}
 	gpus, err := nodeGPUs(o)
 	if err != nil {
@@ -191,6 +195,7 @@ func newSessionFrom(o startOptions) (s, prev *session.Session, err error) {
 		HeartbeatInterval: o.heartbeat,
 		NodeTimeout:       o.nodeTimeout,
 		KeepEnded:         o.keepEnded,
+		MaxTaskRecords:    o.maxTaskRecords,
 		Started:           time.Now(),
 	}
 	s.TempDir = o.tempDir

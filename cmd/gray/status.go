@@ -10,15 +10,14 @@ import (
 	"time"
 
 	"github.com/gray-ml/gray/runtime/control"
-	"github.com/gray-ml/gray/runtime/session"
 	"github.com/gray-ml/gray/runtime/task"
 	"github.com/spf13/cobra"
 )
 
 func newStatus() *cobra.Command {
 	var (
-		address, token, tokenFile string
-		asJSON                    bool
+		cl     clusterFlags
+		asJSON bool
 	)
 	cmd := &cobra.Command{
 		Use:   "status",
@@ -29,41 +28,34 @@ func newStatus() *cobra.Command {
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			if address == "" {
-				address = "auto"
-			}
-			tok, err := session.TokenFromFlags(token, tokenFile, cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			addr, tok, err := session.Resolve(address, tok)
-			if err != nil {
-				return err
-			}
 			ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
-			st, err := readStatus(ctx, addr, tok)
+			store, addr, err := cl.dial(ctx, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			st, err := readStatus(ctx, store, addr)
 			if err != nil {
 				return err
 			}
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
-				return enc.Encode(st)
+				return enc.Encode(statusJSONOf(st))
 			}
 			printStatus(cmd.OutOrStdout(), st)
 			return nil
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&address, "address", "", "the cluster's IP:PORT (default $GRAY_ADDRESS, or the cluster started on this machine)")
-	f.StringVar(&tokenFile, "token-file", "", "a file holding the cluster token (default $GRAY_TOKEN, or found on the head's machine)")
-	f.StringVar(&token, "token", "", "the cluster token itself (visible to every local user in ps: prefer --token-file or $GRAY_TOKEN)")
-	f.BoolVar(&asJSON, "json", false, "print JSON")
+	cl.add(f)
+	f.BoolVar(&asJSON, "json", false, "print JSON (snake_case keys, listed in docs/cluster.md)")
 	return cmd
 }
 
-// clusterStatus is what `gray status` reports; --json prints it as is.
+// clusterStatus is what `gray status` reports; --json prints it with
+// snake_case keys (statusJSON).
 type clusterStatus struct {
 	Address     string
 	Nodes       []nodeStatus
@@ -90,14 +82,10 @@ type nodeStatus struct {
 	Tasks, Actors, Workers   int
 	Waiting                  []task.Resources `json:",omitempty"`
 	Heartbeat, Started       time.Time
+	info                     control.NodeInfo // the node table's record
 }
 
-func readStatus(ctx context.Context, addr, token string) (*clusterStatus, error) {
-	store, err := control.DialRedis(ctx, control.RedisConfig{Addr: addr, Password: token}, "")
-	if err != nil {
-		return nil, err
-	}
-	defer store.Close()
+func readStatus(ctx context.Context, store *control.Redis, addr string) (*clusterStatus, error) {
 	nodes, err := store.Nodes(ctx)
 	if err != nil {
 		return nil, err
@@ -131,6 +119,7 @@ func readStatus(ctx context.Context, addr, token string) (*clusterStatus, error)
 			ID: n.ID, IP: n.IP, NodeAddr: n.NodeAddr, ObjectAddr: n.ObjectAddr, Head: n.Head, Alive: n.Alive,
 			Death: n.Death, Resources: n.Resources, Leased: l.Used, StoreUsed: l.StoreUsed, StoreCapacity: l.StoreCapacity,
 			Tasks: l.Tasks, Actors: l.Actors, Workers: l.Workers, Waiting: l.Waiting, Heartbeat: n.Heartbeat, Started: n.Started,
+			info: n,
 		}
 		if u := byNode[n.ID]; u != nil && n.Alive {
 			addResources(&ns.Used, u.Used)
@@ -199,7 +188,11 @@ func printStatus(out io.Writer, st *clusterStatus) {
 			if !j.Ended.IsZero() {
 				state = "ended"
 			}
-			fmt.Fprintf(out, "Job %s (%s, %s): %d tasks submitted, %d finished\n", j.ID, j.Driver, state, j.Submitted, j.Finished)
+			failed := ""
+			if j.Failed > 0 {
+				failed = fmt.Sprintf(" (%d failed)", j.Failed)
+			}
+			fmt.Fprintf(out, "Job %s (%s, %s): %d tasks submitted, %d finished%s\n", j.ID, j.Driver, state, j.Submitted, j.Finished, failed)
 		}
 	}
 }

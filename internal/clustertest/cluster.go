@@ -46,6 +46,8 @@ type Options struct {
 	// KeepEnded is the head's --keep-ended: how long dead nodes and
 	// ended jobs stay listed (0: the default, 10 minutes).
 	KeepEnded time.Duration
+	// MaxTaskRecords is the head's --max-task-records (0: the default).
+	MaxTaskRecords int
 	// SameIP puts every node on 127.0.0.1; by default node i listens on
 	// 127.0.0.(i+1), as on separate machines.
 	SameIP bool
@@ -153,6 +155,9 @@ func (c *Cluster) nodeFlags(i int) []string {
 	}
 	if i == 0 && c.opts.KeepEnded > 0 {
 		f = append(f, "--keep-ended", c.opts.KeepEnded.String())
+	}
+	if i == 0 && c.opts.MaxTaskRecords > 0 {
+		f = append(f, "--max-task-records", strconv.Itoa(c.opts.MaxTaskRecords))
 	}
 	if c.opts.NodeTimeout > 0 { // the head's monitor, and the other nodes' watch of the head
 		f = append(f, "--node-timeout", c.opts.NodeTimeout.String())
@@ -353,7 +358,8 @@ func (c *Cluster) WaitRedis(old int) int {
 	}
 }
 
-// Status is what `gray status --json` prints.
+// Status is what `gray status --json` prints (decoded from its
+// snake_case keys by decodeStatus).
 type Status struct {
 	Address                  string
 	Nodes                    []NodeStatus
@@ -394,8 +400,8 @@ func (c *Cluster) Status() (Status, error) {
 	if err != nil {
 		return Status{}, fmt.Errorf("gray status: %w: %s", err, out)
 	}
-	var st Status
-	if err := json.Unmarshal([]byte(out), &st); err != nil {
+	st, err := decodeStatus([]byte(out))
+	if err != nil {
 		return Status{}, fmt.Errorf("gray status --json printed %q: %w", out, err)
 	}
 	return st, nil

@@ -17,6 +17,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/gray-ml/gray/runtime/state"
 	"io/fs"
 	"net"
 	"net/http"
@@ -56,6 +57,9 @@ type Options struct {
 	Metric string
 	// Runtime, when not nil, adds the runtime and timeline views.
 	Runtime Runtime
+	// Cluster, when not nil, adds the cluster view: every driver's
+	// nodes, jobs, actors and tasks (cluster.go).
+	Cluster state.Reader
 	// Interval is the least time between two looks at the log dir's files
 	// (0: one second). Pages are told of changes at this pace.
 	Interval time.Duration
@@ -195,6 +199,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/sweep", s.apiSweep)
 	mux.HandleFunc("GET /api/events", s.apiEvents)
 	s.runtimeRoutes(mux)
+	s.clusterRoutes(mux)
 	return s.guard(mux)
 }
 

@@ -1,11 +1,13 @@
 // Package control is the control store: the task and actor tables and the
 // error log (Store), and a cluster's shared tables in Redis (Redis: nodes
-// and heartbeats, jobs, object locations).
+// and heartbeats, jobs, object locations, lineage, and each job's task,
+// actor and error-log tables).
 //
-// Every node, on one machine and on a cluster, keeps its Store in the
-// driver's memory (Mem). Redis also implements Store, with task, lineage
-// and error-log tables, but no node is given it yet: a cluster uses Redis
-// for its nodes, jobs and object locations only.
+// On one machine the node keeps its Store in the driver's memory (Mem).
+// A cluster driver's node is given a Recorder: a Store answered from
+// memory that also records every task, actor and failure in the job's
+// Redis tables, through a bounded buffer and one writer goroutine, for
+// the state API (runtime/state, `gray list`).
 package control
 
 import (

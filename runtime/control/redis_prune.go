@@ -10,20 +10,22 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// DefaultKeepEnded is how long dead nodes and ended jobs stay listed
-// when the head was given no other setting.
+// DefaultKeepEnded is how long dead nodes, ended jobs, ended tasks and
+// dead actors stay listed when the head was given no other setting.
 const DefaultKeepEnded = 10 * time.Minute
 
 // PruneStats counts what one Prune removed from the tables.
 type PruneStats struct {
-	Nodes, Jobs int
+	Nodes, Jobs, Tasks, Actors int
 }
 
 // Prune bounds the cluster's tables: nodes dead for longer than keep
 // leave the node table, and jobs ended longer than keep ago leave the job
 // table with every job-scoped key (their tasks, lineage, error log,
-// object locations). A job whose driver stopped publishing its load
-// without ending it (killed) is recorded as ended now. The head calls it
+// object locations). In jobs still listed, tasks that ended and actors
+// that died longer than keep ago leave the task and actor tables. A job
+// whose driver stopped publishing its load without ending it (killed) is
+// recorded as ended now. The head calls it
 // periodically; any number of callers may, since each step is idempotent.
 func (r *Redis) Prune(ctx context.Context, keep time.Duration) (PruneStats, error) {
 	var st PruneStats
@@ -76,9 +78,14 @@ func (r *Redis) Prune(ctx context.Context, keep time.Duration) (PruneStats, erro
 				b, _ := json.Marshal(j)
 				r.c.HSet(ctx, keyJobs, j.ID, b)
 			}
-			continue
 		}
-		if now.Sub(j.Ended) < keep {
+		if j.Ended.IsZero() || now.Sub(j.Ended) < keep {
+			t, a, err := r.pruneEnded(ctx, j.ID, keep)
+			st.Tasks += t
+			st.Actors += a
+			if err != nil {
+				return st, err
+			}
 			continue
 		}
 		if err := r.dropJob(ctx, j.ID); err != nil {

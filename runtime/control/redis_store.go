@@ -100,12 +100,13 @@ func (r *Redis) Actors(ctx context.Context) (map[ids.ActorID]ActorRecord, error)
 // loggedError is how the error log stores a task failure.
 type loggedError struct {
 	Function, Worker, Message, Stack string
+	Time                             int64 `json:",omitempty"` // Unix milliseconds
 }
 
 // AddError implements Store.
 func (r *Redis) AddError(e *task.TaskError) {
 	r.local.AddError(e)
-	b, _ := json.Marshal(loggedError{e.Function, e.Worker, e.Message, e.Stack})
+	b, _ := json.Marshal(loggedError{Function: e.Function, Worker: e.Worker, Message: e.Message, Stack: e.Stack})
 	key := r.jobKey("errors")
 	r.enqueue(func(ctx context.Context, p redis.Pipeliner) { p.RPush(ctx, key, b) })
 }
@@ -161,8 +162,11 @@ type JobInfo struct {
 	Node    string // the driver's node ID
 	Started time.Time
 	Ended   time.Time // zero while it runs
-	// Submitted and Finished count its tasks, as of the last second.
-	Submitted, Finished uint64
+	// Submitted and Finished count its tasks (Finished includes the
+	// Failed), as its driver's Recorder last wrote them; Dropped counts
+	// events its Recorder could not buffer, Evicted task entries that
+	// left the table for the cap on entries per job.
+	Submitted, Finished, Failed, Dropped, Evicted uint64
 	// Load is what the job runs where, as its driver last published it
 	// (PublishLoad); nil when none is recent (the driver ended or died).
 	// Jobs fills it in; RegisterJob does not store it.
@@ -237,6 +241,9 @@ func (r *Redis) Jobs(ctx context.Context) ([]JobInfo, error) {
 		m := states[i].Val()
 		fmt.Sscan(m["submitted"], &out[i].Submitted)
 		fmt.Sscan(m["finished"], &out[i].Finished)
+		fmt.Sscan(m["failed"], &out[i].Failed)
+		fmt.Sscan(m["dropped"], &out[i].Dropped)
+		fmt.Sscan(m["evicted"], &out[i].Evicted)
 	}
 	if err := r.readLoads(ctx, out); err != nil {
 		return nil, err

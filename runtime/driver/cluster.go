@@ -22,6 +22,7 @@ import (
 // (nodes, jobs) and its leases on the nodes.
 type clusterConn struct {
 	redis  *control.Redis
+	rec    *control.Recorder // the driver node's control store: records its work in Redis
 	drv    *cluster.Driver
 	self   string // the node on the driver's machine, scheduled by the driver's node; "" if none
 	cancel context.CancelFunc
@@ -114,6 +115,9 @@ func dialCluster(ctx context.Context, opts Config, cfg *node.Config) (*clusterCo
 		}
 		cfg.Resources = granted
 		localCap, localGPUs = &capacity, gpus
+	}
+	if c.rec = newRecorder(ctx, r, c.self, host); c.rec != nil {
+		cfg.Control = c.rec
 	}
 	cfg.Cluster = &node.ClusterConfig{Remote: c.drv, Token: []byte(tok), Listen: net.JoinHostPort(ip, "0"), Locations: r,
 		LocalCapacity: localCap, LocalGPUs: localGPUs}
@@ -265,6 +269,9 @@ func (c *clusterConn) close() {
 		}
 	}
 	c.drv.Close()
+	if c.rec != nil {
+		_ = c.rec.Close() // its last writes and counts, before the job ends
+	}
 	stopCtx, cancel := context.WithTimeout(context.Background(), time.Second)
 	_ = c.redis.EndJob(stopCtx, c.redis.Job())
 	cancel()

@@ -95,6 +95,7 @@ const SocketDirPrefix = owned.SocketDirPrefix
 type Node struct {
 	cfg     Config
 	ctrl    control.Store
+	starts  control.TaskStarts // ctrl, when it records where tasks run; else nil
 	ckpts   control.Checkpoints
 	dir     string
 	ln      net.Listener
@@ -288,6 +289,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		cfg:     cfg,
 		epoch:   time.Now(),
 		ctrl:    cfg.Control,
+		starts:  taskStarts(cfg.Control),
 		ckpts:   cfg.Checkpoints,
 		dir:     dir,
 		ln:      ln,

@@ -245,6 +245,7 @@ func (n *Node) send(w *proc, p *pending, gpus []int) {
 	n.resolveArgs(s)
 	s.SetGPUIDs(gpus)
 	p.sent = n.now()
+	n.recordStart(w, s.ID)
 	n.lastExec = w
 	// A broken connection is noticed by the reader, which fails the task.
 	_ = n.append(w, task.MsgExec, func(b []byte) []byte { return task.AppendSpec(b, s) })
@@ -321,6 +322,7 @@ func (n *Node) pump(a *actor) {
 		p.spec.SetGPUIDs(a.gpus)
 		a.inflight = append(a.inflight, p)
 		p.sent = n.now()
+		n.recordStart(a.w, p.spec.ID)
 		n.lastExec = a.w
 		s := p.spec
 		_ = n.append(a.w, task.MsgExec, func(b []byte) []byte { return task.AppendSpec(b, s) })

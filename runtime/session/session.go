@@ -60,10 +60,13 @@ type Session struct {
 	// HeartbeatInterval and NodeTimeout tune failure detection (0:
 	// monitor's defaults); NodeTimeout matters on the head only.
 	HeartbeatInterval, NodeTimeout time.Duration
-	// KeepEnded is how long the cluster lists dead nodes and ended jobs
-	// (0: control.DefaultKeepEnded); it matters on the head only.
-	KeepEnded time.Duration
-	Started   time.Time
+	// KeepEnded is how long the cluster lists dead nodes, ended jobs,
+	// ended tasks and dead actors (0: control.DefaultKeepEnded);
+	// MaxTaskRecords how many tasks each job keeps listed (0:
+	// control.DefaultMaxTaskRecords). They matter on the head only.
+	KeepEnded      time.Duration
+	MaxTaskRecords int `json:",omitempty"`
+	Started        time.Time
 	// ExternalRedis marks a head that uses a Redis it did not start (a
 	// standby head: gray start --head --redis-address): it runs the
 	// monitor but no redis-server, and `gray stop` leaves that Redis be.
