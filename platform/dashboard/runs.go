@@ -54,6 +54,9 @@ type run struct {
 	// series is nil until a chart asks for the run; then it is kept
 	// current by tailing result.json.
 	series *series
+	// tf, for a run with no result.json, follows its folder's event files
+	// (written by TensorBoard writers) in place of summary.
+	tf *tfSource
 }
 
 func newRun(root, dir, id string) *run {
@@ -61,15 +64,29 @@ func newRun(root, dir, id string) *run {
 		summary: tailer{root: root, path: filepath.Join(dir, resultFile)}}
 }
 
-// present reports whether the run's result.json still exists inside the
-// log dir (links are resolved on every look, not only when indexing).
+// newTFRun is a run read from the event files of dir.
+func newTFRun(root, dir, id string) *run {
+	r := newRun(root, dir, id)
+	r.tf = newTFSource(root, dir)
+	return r
+}
+
+// present reports whether the run's result.json (or, for a run read from
+// event files, its folder) still exists inside the log dir (links are
+// resolved on every look, not only when indexing).
 func (r *run) present() bool {
+	if r.tf != nil {
+		return dirInside(r.tf.root, r.dir) && hasEventFiles(r.tf.root, r.dir)
+	}
 	return fileInside(r.summary.root, r.summary.path)
 }
 
 // refresh brings r up to date with its result.json. It reports false
 // when the file is gone or no longer inside the log dir.
 func (r *run) refresh() bool {
+	if r.tf != nil {
+		return r.refreshTF()
+	}
 	path := r.summary.path
 	st, err := os.Stat(path)
 	if err != nil || !r.present() {
@@ -115,6 +132,10 @@ func (r *run) refresh() bool {
 
 // load reads what result.json gained since the last load into r.series.
 func (r *run) load() {
+	if r.tf != nil {
+		r.loadTF()
+		return
+	}
 	if r.series == nil {
 		r.series = newSeries(r.summary.root, r.summary.path)
 	}
@@ -146,13 +167,15 @@ func (r *run) status(now time.Time) string {
 }
 
 // scanRuns lists the run folders under root: root itself, its children
-// and its grandchildren that hold a result.json, never following a link
-// out of root.
+// and its grandchildren that hold a result.json, or else event files
+// (runs of other tools), never following a link out of root.
 func scanRuns(root string) (runs []*runFolder, sweeps []*runFolder) {
 	var visit func(dir, rel string, depth int)
 	visit = func(dir, rel string, depth int) {
 		if fileInside(root, filepath.Join(dir, resultFile)) {
 			runs = append(runs, &runFolder{dir: dir, rel: rel})
+		} else if hasEventFiles(root, dir) {
+			runs = append(runs, &runFolder{dir: dir, rel: rel, tf: true})
 		}
 		if depth == 2 {
 			return
@@ -186,7 +209,10 @@ func scanRuns(root string) (runs []*runFolder, sweeps []*runFolder) {
 }
 
 // runFolder is a folder scanRuns found.
-type runFolder struct{ dir, rel string }
+type runFolder struct {
+	dir, rel string
+	tf       bool // read from event files: it has no result.json
+}
 
 func joinRel(rel, name string) string {
 	if rel == "" {
