@@ -59,6 +59,9 @@ type Options struct {
 	// Interval is the least time between two looks at the log dir's files
 	// (0: one second). Pages are told of changes at this pace.
 	Interval time.Duration
+	// SampleEvery is how often, with a Runtime, the machine's CPU and
+	// memory are sampled for the last hour's history (0: five seconds).
+	SampleEvery time.Duration
 }
 
 // Server is a dashboard. Create it with New and run it with Serve.
@@ -70,6 +73,7 @@ type Server struct {
 	loopback bool
 	ln       net.Listener
 	handler  http.Handler
+	history  *history // the nodes' CPU and memory (with a Runtime)
 }
 
 // New prepares a dashboard for opts.LogDir and starts listening. It fails
@@ -101,7 +105,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Interval <= 0 {
 		opts.Interval = time.Second
 	}
-	s := &Server{opts: opts, root: root, idx: newIndex(root, opts.Interval), loopback: isLoopback(opts.Host)}
+	s := &Server{opts: opts, root: root, idx: newIndex(root, opts.Interval), loopback: isLoopback(opts.Host), history: newHistory(opts.SampleEvery)}
 	s.token = opts.Token
 	if s.token == "" && !s.loopback {
 		var b [16]byte
@@ -152,6 +156,11 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(s.ln) }()
+	if s.opts.Runtime != nil {
+		hctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go s.history.run(hctx)
+	}
 	select {
 	case err := <-errc:
 		return fmt.Errorf("dashboard: %w", err)
