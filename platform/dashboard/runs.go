@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -88,8 +89,8 @@ func (r *run) refresh() bool {
 		return r.refreshTF()
 	}
 	path := r.summary.path
-	st, err := os.Stat(path)
-	if err != nil || !r.present() {
+	st, ok := statInside(r.summary.root, path)
+	if !ok || !st.Mode().IsRegular() {
 		return false
 	}
 	if st.Size() == r.size && st.ModTime().Equal(r.mtime) {
@@ -224,23 +225,49 @@ func joinRel(rel, name string) string {
 // dirInside reports whether path is a folder whose real location (links
 // resolved) is root or below it.
 func dirInside(root, path string) bool {
-	real, err := filepath.EvalSymlinks(path)
-	if err != nil || !within(root, real) {
-		return false
-	}
-	st, err := os.Stat(real)
-	return err == nil && st.IsDir()
+	st, ok := statInside(root, path)
+	return ok && st.IsDir()
 }
 
 // fileInside reports whether path is a regular file whose real location
 // is below root.
 func fileInside(root, path string) bool {
-	real, err := filepath.EvalSymlinks(path)
-	if err != nil || !within(root, real) {
-		return false
+	st, ok := statInside(root, path)
+	return ok && st.Mode().IsRegular()
+}
+
+// statInside stats path when its real location (links resolved) is root
+// or below it. root is a resolved path. It looks at the parts of path
+// below root one Lstat each, and only when one of them is a link resolves
+// the whole path: the index checks every run's file this way at every
+// look, and resolving from / cost it most of its time.
+func statInside(root, path string) (fs.FileInfo, bool) {
+	rel, err := filepath.Rel(root, path)
+	if err != nil || !within(root, path) {
+		return nil, false
 	}
-	st, err := os.Stat(real)
-	return err == nil && st.Mode().IsRegular()
+	st, err := os.Lstat(root)
+	if err != nil {
+		return nil, false
+	}
+	cur := root
+	for rest := rel; rest != "." && rest != ""; {
+		part, more, _ := strings.Cut(rest, string(filepath.Separator))
+		rest = more
+		cur = filepath.Join(cur, part)
+		if st, err = os.Lstat(cur); err != nil {
+			return nil, false
+		}
+		if st.Mode()&os.ModeSymlink != 0 {
+			real, err := filepath.EvalSymlinks(path)
+			if err != nil || !within(root, real) {
+				return nil, false
+			}
+			st, err = os.Stat(real)
+			return st, err == nil
+		}
+	}
+	return st, true
 }
 
 func within(root, path string) bool {
