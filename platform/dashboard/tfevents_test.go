@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"net/http"
 	"os"
@@ -187,4 +188,28 @@ func TestBrowserEventFilesOfOtherToolsAreCharted(t *testing.T) {
 		t.Errorf("loss drawn from %d points, want 40", n)
 	}
 	screenshot(t, ctx, "tfevents-chart")
+}
+
+// A writer that logs a new tag on every step (keyed by step, say) keeps
+// the run's keys bounded, as a result.json run's are.
+func TestEventFilesWithANewTagEachStepStayBounded(t *testing.T) {
+	logdir := t.TempDir()
+	dir := filepath.Join(logdir, "wide")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var b []byte
+	for i := 0; i < 3*maxKeysPerRun; i++ {
+		b = append(b, tfScalars(int64(i), 0, i%2 == 0, []string{fmt.Sprintf("per_step/%d", i)}, []float64{1})...)
+	}
+	appendBytes(t, filepath.Join(dir, "events.out.tfevents.1.host"), b)
+	h := testServer(t, Options{LogDir: logdir}).Handler()
+	info := decode[struct {
+		Keys        []string `json:"keys"`
+		KeysDropped int      `json:"keys_dropped"`
+	}](t, get(t, h, "/api/run?id=wide"))
+	// step and timestamp are two of the kept keys.
+	if len(info.Keys) != maxKeysPerRun || info.KeysDropped != 2*maxKeysPerRun+2 {
+		t.Errorf("%d keys kept, %d dropped; want %d kept and the rest counted", len(info.Keys), info.KeysDropped, maxKeysPerRun)
+	}
 }
