@@ -10,8 +10,10 @@
 package dashboard
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"embed"
 	"encoding/hex"
@@ -25,6 +27,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -63,6 +66,9 @@ type Options struct {
 	// Interval is the least time between two looks at the log dir's files
 	// (0: one second). Pages are told of changes at this pace.
 	Interval time.Duration
+	// SampleEvery is how often, with a Runtime, the machine's CPU and
+	// memory are sampled for the last hour's history (0: five seconds).
+	SampleEvery time.Duration
 }
 
 // Server is a dashboard. Create it with New and run it with Serve.
@@ -74,6 +80,7 @@ type Server struct {
 	loopback bool
 	ln       net.Listener
 	handler  http.Handler
+	history  *history // the nodes' CPU and memory (with a Runtime)
 }
 
 // New prepares a dashboard for opts.LogDir and starts listening. It fails
@@ -105,7 +112,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Interval <= 0 {
 		opts.Interval = time.Second
 	}
-	s := &Server{opts: opts, root: root, idx: newIndex(root, opts.Interval), loopback: isLoopback(opts.Host)}
+	s := &Server{opts: opts, root: root, idx: newIndex(root, opts.Interval), loopback: isLoopback(opts.Host), history: newHistory(opts.SampleEvery)}
 	s.token = opts.Token
 	if s.token == "" && !s.loopback {
 		var b [16]byte
@@ -156,6 +163,11 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(s.ln) }()
+	if s.opts.Runtime != nil {
+		hctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go s.history.run(hctx)
+	}
 	select {
 	case err := <-errc:
 		return fmt.Errorf("dashboard: %w", err)
@@ -185,7 +197,7 @@ func isLoopback(host string) bool {
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	assets, _ := fs.Sub(staticFS, "static")
-	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServer(http.FS(assets))))
+	mux.Handle("GET /static/", cacheAssets(http.StripPrefix("/static/", http.FileServer(http.FS(assets)))))
 	mux.HandleFunc("GET /{$}", s.page)
 	mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	mux.HandleFunc("GET /api/info", s.apiInfo)
@@ -245,12 +257,53 @@ func loopbackHost(hostport string) bool {
 }
 
 func (s *Server) page(w http.ResponseWriter, r *http.Request) {
-	b, err := staticFS.ReadFile("static/index.html")
-	if err != nil {
+	b := pageHTML()
+	if b == nil {
 		http.Error(w, "dashboard: page missing from the binary", http.StatusInternalServerError)
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	_, _ = w.Write(b)
+}
+
+// assetVersion names the embedded scripts and styles: a hash of them all.
+// The page asks for /static/NAME?v=VERSION, which the browser may keep
+// for good (a new binary's assets have a new version), so a reload fetches
+// and compiles nothing it has seen.
+var assetVersion = sync.OnceValue(func() string {
+	h := sha256.New()
+	_ = fs.WalkDir(staticFS, "static", func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			b, _ := staticFS.ReadFile(path)
+			h.Write([]byte(path))
+			h.Write(b)
+		}
+		return nil
+	})
+	return hex.EncodeToString(h.Sum(nil))[:12]
+})
+
+// pageHTML is index.html with its asset URLs versioned; nil when missing.
+var pageHTML = sync.OnceValue(func() []byte {
+	b, err := staticFS.ReadFile("static/index.html")
+	if err != nil {
+		return nil
+	}
+	v := assetVersion()
+	b = bytes.ReplaceAll(b, []byte(`.js"`), []byte(`.js?v=`+v+`"`))
+	return bytes.ReplaceAll(b, []byte(`.css"`), []byte(`.css?v=`+v+`"`))
+})
+
+// cacheAssets lets the browser keep assets asked for by this binary's
+// version, and makes it ask again for any other.
+func cacheAssets(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("v") == assetVersion() {
+			w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
+		} else {
+			w.Header().Set("Cache-Control", "no-cache")
+		}
+		next.ServeHTTP(w, r)
+	})
 }

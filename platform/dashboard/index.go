@@ -90,6 +90,9 @@ func (x *index) scan() bool {
 			continue
 		}
 		r := newRun(x.root, f.dir, f.rel)
+		if f.tf {
+			r = newTFRun(x.root, f.dir, f.rel)
+		}
 		x.runs[f.rel] = r
 		x.runOrder = append(x.runOrder, r)
 		added = true

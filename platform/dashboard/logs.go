@@ -36,8 +36,13 @@ type logFile struct {
 // runLogs lists the regular files of the run's logs folder that resolve
 // inside the log dir, by name.
 func (s *Server) runLogs(r *run) []logFile {
-	dir := filepath.Join(r.dir, logsDir)
-	if !dirInside(s.root, dir) {
+	return listLogFiles(s.root, filepath.Join(r.dir, logsDir))
+}
+
+// listLogFiles lists the regular files of dir, a folder inside root, by
+// name; links are left out.
+func listLogFiles(root, dir string) []logFile {
+	if !dirInside(root, dir) {
 		return nil
 	}
 	entries, err := os.ReadDir(dir)
@@ -77,14 +82,8 @@ func (s *Server) apiLogs(w http.ResponseWriter, r *http.Request) {
 // X-Log-Size has the file's size and X-Log-Offset where the text starts.
 func (s *Server) apiLog(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	tail := int64(defaultLogTail)
-	if t := q.Get("tail"); t != "" {
-		n, err := strconv.ParseInt(t, 10, 64)
-		if err != nil || n <= 0 {
-			badRequest(w, "tail=%q is not a positive count of bytes", t)
-			return
-		}
-		tail = min(n, maxLogTail)
+	if _, ok := logTail(w, r); !ok {
+		return
 	}
 	unlock := s.current()
 	run := s.lookupRun(w, q.Get("run"))
@@ -100,8 +99,34 @@ func (s *Server) apiLog(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	unlock()
-	if path == "" || !fileInside(s.root, path) {
-		http.Error(w, fmt.Sprintf("dashboard: the run has no log file %q", q.Get("file")), http.StatusNotFound)
+	writeLogTail(w, r, s.root, path, "the run")
+}
+
+// logTail reads ?tail= (default defaultLogTail, at most maxLogTail),
+// answering 400 when it is not a count of bytes.
+func logTail(w http.ResponseWriter, r *http.Request) (int64, bool) {
+	tail := int64(defaultLogTail)
+	if t := r.URL.Query().Get("tail"); t != "" {
+		n, err := strconv.ParseInt(t, 10, 64)
+		if err != nil || n <= 0 {
+			badRequest(w, "tail=%q is not a positive count of bytes", t)
+			return 0, false
+		}
+		tail = min(n, maxLogTail)
+	}
+	return tail, true
+}
+
+// writeLogTail answers the end of the log file at path ("" when the
+// listing lacks the name asked for) as text, refusing a file that is a
+// link or no longer inside root. whose names the owner in errors.
+func writeLogTail(w http.ResponseWriter, r *http.Request, root, path, whose string) {
+	tail, ok := logTail(w, r)
+	if !ok {
+		return
+	}
+	if path == "" || !fileInside(root, path) {
+		http.Error(w, fmt.Sprintf("dashboard: %s has no log file %q", whose, r.URL.Query().Get("file")), http.StatusNotFound)
 		return
 	}
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -54,6 +55,9 @@ type run struct {
 	// series is nil until a chart asks for the run; then it is kept
 	// current by tailing result.json.
 	series *series
+	// tf, for a run with no result.json, follows its folder's event files
+	// (written by TensorBoard writers) in place of summary.
+	tf *tfSource
 }
 
 func newRun(root, dir, id string) *run {
@@ -61,18 +65,32 @@ func newRun(root, dir, id string) *run {
 		summary: tailer{root: root, path: filepath.Join(dir, resultFile)}}
 }
 
-// present reports whether the run's result.json still exists inside the
-// log dir (links are resolved on every look, not only when indexing).
+// newTFRun is a run read from the event files of dir.
+func newTFRun(root, dir, id string) *run {
+	r := newRun(root, dir, id)
+	r.tf = newTFSource(root, dir)
+	return r
+}
+
+// present reports whether the run's result.json (or, for a run read from
+// event files, its folder) still exists inside the log dir (links are
+// resolved on every look, not only when indexing).
 func (r *run) present() bool {
+	if r.tf != nil {
+		return dirInside(r.tf.root, r.dir) && hasEventFiles(r.tf.root, r.dir)
+	}
 	return fileInside(r.summary.root, r.summary.path)
 }
 
 // refresh brings r up to date with its result.json. It reports false
 // when the file is gone or no longer inside the log dir.
 func (r *run) refresh() bool {
+	if r.tf != nil {
+		return r.refreshTF()
+	}
 	path := r.summary.path
-	st, err := os.Stat(path)
-	if err != nil || !r.present() {
+	st, ok := statInside(r.summary.root, path)
+	if !ok || !st.Mode().IsRegular() {
 		return false
 	}
 	if st.Size() == r.size && st.ModTime().Equal(r.mtime) {
@@ -115,6 +133,10 @@ func (r *run) refresh() bool {
 
 // load reads what result.json gained since the last load into r.series.
 func (r *run) load() {
+	if r.tf != nil {
+		r.loadTF()
+		return
+	}
 	if r.series == nil {
 		r.series = newSeries(r.summary.root, r.summary.path)
 	}
@@ -146,13 +168,15 @@ func (r *run) status(now time.Time) string {
 }
 
 // scanRuns lists the run folders under root: root itself, its children
-// and its grandchildren that hold a result.json, never following a link
-// out of root.
+// and its grandchildren that hold a result.json, or else event files
+// (runs of other tools), never following a link out of root.
 func scanRuns(root string) (runs []*runFolder, sweeps []*runFolder) {
 	var visit func(dir, rel string, depth int)
 	visit = func(dir, rel string, depth int) {
 		if fileInside(root, filepath.Join(dir, resultFile)) {
 			runs = append(runs, &runFolder{dir: dir, rel: rel})
+		} else if hasEventFiles(root, dir) {
+			runs = append(runs, &runFolder{dir: dir, rel: rel, tf: true})
 		}
 		if depth == 2 {
 			return
@@ -186,7 +210,10 @@ func scanRuns(root string) (runs []*runFolder, sweeps []*runFolder) {
 }
 
 // runFolder is a folder scanRuns found.
-type runFolder struct{ dir, rel string }
+type runFolder struct {
+	dir, rel string
+	tf       bool // read from event files: it has no result.json
+}
 
 func joinRel(rel, name string) string {
 	if rel == "" {
@@ -198,23 +225,49 @@ func joinRel(rel, name string) string {
 // dirInside reports whether path is a folder whose real location (links
 // resolved) is root or below it.
 func dirInside(root, path string) bool {
-	real, err := filepath.EvalSymlinks(path)
-	if err != nil || !within(root, real) {
-		return false
-	}
-	st, err := os.Stat(real)
-	return err == nil && st.IsDir()
+	st, ok := statInside(root, path)
+	return ok && st.IsDir()
 }
 
 // fileInside reports whether path is a regular file whose real location
 // is below root.
 func fileInside(root, path string) bool {
-	real, err := filepath.EvalSymlinks(path)
-	if err != nil || !within(root, real) {
-		return false
+	st, ok := statInside(root, path)
+	return ok && st.Mode().IsRegular()
+}
+
+// statInside stats path when its real location (links resolved) is root
+// or below it. root is a resolved path. It looks at the parts of path
+// below root one Lstat each, and only when one of them is a link resolves
+// the whole path: the index checks every run's file this way at every
+// look, and resolving from / cost it most of its time.
+func statInside(root, path string) (fs.FileInfo, bool) {
+	rel, err := filepath.Rel(root, path)
+	if err != nil || !within(root, path) {
+		return nil, false
 	}
-	st, err := os.Stat(real)
-	return err == nil && st.Mode().IsRegular()
+	st, err := os.Lstat(root)
+	if err != nil {
+		return nil, false
+	}
+	cur := root
+	for rest := rel; rest != "." && rest != ""; {
+		part, more, _ := strings.Cut(rest, string(filepath.Separator))
+		rest = more
+		cur = filepath.Join(cur, part)
+		if st, err = os.Lstat(cur); err != nil {
+			return nil, false
+		}
+		if st.Mode()&os.ModeSymlink != 0 {
+			real, err := filepath.EvalSymlinks(path)
+			if err != nil || !within(root, real) {
+				return nil, false
+			}
+			st, err = os.Stat(real)
+			return st, err == nil
+		}
+	}
+	return st, true
 }
 
 func within(root, path string) bool {

@@ -129,6 +129,7 @@ func (s *Server) runtimeRoutes(mux *http.ServeMux) {
 			http.Error(w, "dashboard: not connected to a runtime session (start it with --address, or use train --dashboard)", http.StatusNotFound)
 		}
 		mux.HandleFunc("GET /api/runtime/", none)
+		mux.HandleFunc("POST /api/runtime/", none)
 		mux.HandleFunc("GET /api/timeline", none)
 		mux.HandleFunc("GET /api/timeline/trace", none)
 		return
@@ -153,6 +154,7 @@ func (s *Server) runtimeRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/runtime/object", s.runtimeObject)
 	mux.HandleFunc("GET /api/timeline", s.apiTimeline)
 	mux.HandleFunc("GET /api/timeline/trace", s.apiTrace)
+	s.workerRoutes(mux)
 }
 
 // upstreamError answers 502 for a runtime that failed. A RemoteRuntime's

@@ -48,6 +48,7 @@ func (c *column) set(i int, v float64) {
 // result.json.
 type series struct {
 	tail    tailer
+	tf      *tfSource // for a run read from event files, in place of tail
 	keys    []string
 	cols    map[string]*column
 	dropped map[string]bool // keys past maxKeysPerRun, at most maxDroppedKeys

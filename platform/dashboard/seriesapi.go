@@ -56,6 +56,13 @@ func xColumn(se *series, x string) []float64 {
 	if col := se.column(x); col != nil {
 		return col
 	}
+	if se.tf != nil {
+		// Event files have steps, not iterations: a run of another tool
+		// is drawn over its steps whatever result key the page asks for.
+		if col := se.column(tfStepKey); col != nil {
+			return col
+		}
+	}
 	out := make([]float64, se.n)
 	for i := range out {
 		out[i] = float64(i + 1)
@@ -98,6 +105,7 @@ func (s *Server) apiSeries(w http.ResponseWriter, r *http.Request) {
 	defer unlock()
 	out := make([]seriesRun, 0, len(ids))
 	var cut *seriesCut
+	steps := 0 // runs drawn over their event files' steps instead of x
 	size := 0
 	for _, id := range ids {
 		run := s.lookupRun(w, id)
@@ -107,6 +115,9 @@ func (s *Server) apiSeries(w http.ResponseWriter, r *http.Request) {
 		run.load()
 		se := run.series
 		xs := xColumn(se, x)
+		if se.tf != nil && x != "wall" && se.column(x) == nil {
+			steps++
+		}
 		sr := seriesRun{ID: run.id, Name: run.name, N: se.n, Series: map[string]json.RawMessage{}, KeysDropped: len(se.dropped)}
 		for _, k := range se.sortedKeys() {
 			if keyRE != nil && !keyRE.MatchString(k) {
@@ -126,6 +137,9 @@ func (s *Server) apiSeries(w http.ResponseWriter, r *http.Request) {
 		}
 		out = append(out, sr)
 	}
+	if steps == len(ids) {
+		x = tfStepKey // say so, so that the axis is titled for what it shows
+	}
 	writeJSON(w, map[string]any{"x": x, "version": s.idx.version, "points": want, "runs": out, "cut": cut})
 }
 
@@ -140,8 +154,14 @@ func (s *Server) apiCSV(w http.ResponseWriter, r *http.Request) {
 		unlock()
 		return
 	}
-	src := tailer{root: run.summary.root, path: run.summary.path}
 	name := safeFileName(run.name)
+	if run.tf != nil {
+		run.load()
+		writeSeriesCSV(w, name, run.series)
+		unlock()
+		return
+	}
+	src := tailer{root: run.summary.root, path: run.summary.path}
 	unlock()
 
 	seen := map[string]bool{}

@@ -103,11 +103,20 @@ func ResolveAddress(addr string) string {
 // dashboard, keeping the token of Base, and decodes JSON into v unless v is
 // nil, in which case the body is returned raw.
 func (r RemoteRuntime) Get(ctx context.Context, path string, v any) ([]byte, error) {
+	return r.do(ctx, http.MethodGet, path, v)
+}
+
+// do is Get with another method; a POST carries the other dashboard's
+// own origin, as its page's requests do.
+func (r RemoteRuntime) do(ctx context.Context, method, path string, v any) ([]byte, error) {
 	base, query, _ := strings.Cut(r.Base, "?")
 	url := strings.TrimSuffix(base, "/") + "/" + path
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	req, err := http.NewRequestWithContext(ctx, method, url, nil)
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: address %q: %w", r.Base, err)
+	}
+	if method != http.MethodGet {
+		req.Header.Set("Origin", req.URL.Scheme+"://"+req.URL.Host)
 	}
 	if tok, ok := strings.CutPrefix(query, "token="); ok {
 		req.Header.Set("X-Gray-Token", tok)

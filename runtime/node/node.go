@@ -113,6 +113,7 @@ type Node struct {
 	objs      *objtable.Table           // who holds which object and why (runtime/objtable)
 	core      *sched.Cluster[*pending]  // resources, queues and the pools' decisions, per node
 	workers   map[sched.WorkerID]*proc
+	stacks    stackWaiters // callers of Stacks (stacks.go)
 	actors    map[ids.ActorID]*actor
 	errQ      []*task.TaskError // failures to report outside the lock
 	dirty     []*proc           // workers with messages to flush at unlock

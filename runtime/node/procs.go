@@ -457,6 +457,8 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 		n.core.GiveBack(w.id, func(p *pending) bool { return back[p.spec.ID] })
 		n.step()
 		n.unlockFor(w)
+	case task.MsgStacks:
+		n.gotStacks(w, payload)
 	case task.MsgKillActor:
 		var id ids.ActorID
 		d.Fixed(id[:])

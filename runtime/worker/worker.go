@@ -106,6 +106,7 @@ func Connect() (*Worker, error) {
 	}
 	w.remote = os.Getenv(task.EnvRemote) == "1"
 	w.gpuEnv, w.gpuEnvOK = os.LookupEnv("CUDA_VISIBLE_DEVICES")
+	w.answerStacks() // before hello: the driver signals only workers it knows
 	if err := w.conn.Send(task.MsgHello, func(b []byte) []byte { return wire.AppendUvarint(b, uint64(id)) }); err != nil {
 		return nil, err
 	}

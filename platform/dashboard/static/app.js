@@ -1,14 +1,14 @@
 // Gray dashboard: routing between pages and live updates. Loaded last.
 "use strict";
 
-const views = { runs: runsView, chart: chartView, sweeps: sweepsView, sweep: sweepView, logs: logsView, timeline: timelineView, runtime: runtimeView };
+const views = { runs: runsView, chart: chartView, sweeps: sweepsView, sweep: sweepView, logs: logsView, timeline: timelineView, runtime: runtimeView, workerlogs: workerLogsView };
 let busy = false, again = false;
 async function show(refresh) {
   if (busy) { again = true; return; }
   busy = true;
   const { page, q } = params();
   const view = views[page] || runsView;
-  for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("on", a.dataset.page === page || ((page === "chart" || page === "logs") && a.dataset.page === "runs") || (page === "sweep" && a.dataset.page === "sweeps"));
+  for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("on", a.dataset.page === page || ((page === "chart" || page === "logs") && a.dataset.page === "runs") || (page === "sweep" && a.dataset.page === "sweeps") || (page === "workerlogs" && a.dataset.page === "runtime"));
   try {
     await view.render(document.getElementById("main"), q, refresh);
     problem(null);
@@ -31,10 +31,10 @@ function live() {
     dot.classList.remove("off");
     if (Number(ev.data) === state.version) return; // already shown
     const p = params().page;
-    if (p !== "timeline" && p !== "runtime") show(true);
+    if (p !== "timeline" && p !== "runtime" && p !== "workerlogs") show(true);
   });
   src.onerror = () => dot.classList.add("off");
-  setInterval(() => { const p = params().page; if (p === "timeline" || p === "runtime") show(true); }, 2000);
+  setInterval(() => { const p = params().page; if (p === "timeline" || p === "runtime" || p === "workerlogs") show(true); }, 2000);
 }
 window.addEventListener("hashchange", () => show(false));
 window.addEventListener("DOMContentLoaded", async () => {

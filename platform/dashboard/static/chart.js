@@ -153,6 +153,7 @@ const chartView = {
     const qs = ids.map(id => "run=" + encodeURIComponent(id)).join("&") + "&x=" + encodeURIComponent(this.opts.x) +
       (keysRE ? "&keys=" + encodeURIComponent(keysRE) : "") + (this.opts.full ? "&points=0" : "");
     const d = await api("/api/series?" + qs);
+    this.opts.x = d.x; // runs of other tools are drawn over their steps
     if (!refresh || !this.built || this.built !== location.hash) {
       if (this.built !== location.hash) { this.zoom = {}; this.groups = {}; this.more = {}; }
       this.built = location.hash;
@@ -185,7 +186,7 @@ const chartView = {
       el("details", {}, el("summary", {}, "config.json"), el("pre", { id: "config" }, info.config || "(none)")));
   },
   controls(main, q) {
-    const xs = el("select", { id: "xaxis" }, ...[["training_iteration", "iteration"], ["timesteps_total", "timesteps"], ["wall", "wall time (s)"], ["time_total_s", "training time (s)"]]
+    const xs = el("select", { id: "xaxis" }, ...[["training_iteration", "iteration"], ["step", "step (event files)"], ["timesteps_total", "timesteps"], ["wall", "wall time (s)"], ["time_total_s", "training time (s)"]]
       .map(([v, t]) => el("option", { value: v, selected: v === this.opts.x }, t)));
     const ys = el("select", { id: "yscale" }, el("option", { value: "linear" }, "linear"), el("option", { value: "log", selected: this.opts.log }, "log"));
     const sm = el("input", { type: "range", id: "smooth", min: 0, max: 0.99, step: 0.01, value: this.opts.smooth });
