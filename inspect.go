@@ -1,6 +1,7 @@
 package gray
 
 import (
+	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -24,6 +25,12 @@ type Inspector interface {
 	Object(id ids.ObjectID) (node.ObjectState, bool)
 	// ObjectStats counts objects moved between the nodes of a cluster.
 	ObjectStats() node.ObjectStats
+	// Stacks is the goroutine dump of one of the driver's workers, by
+	// its number in Snapshot.
+	Stacks(ctx context.Context, worker int) (string, error)
+	// LogDir is where the workers write their output ("" when it goes to
+	// the driver's own).
+	LogDir() string
 }
 
 // Inspect returns the running driver's Inspector: ErrNotInitialized

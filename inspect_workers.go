@@ -13,7 +13,7 @@ import (
 // stack, taken while the worker runs, whatever it runs. Only workers on
 // the driver's machine answer.
 func WorkerStacks(ctx context.Context, worker int) (string, error) {
-	n, err := inspectable()
+	n, err := Inspect()
 	if err != nil {
 		return "", err
 	}
@@ -24,7 +24,7 @@ func WorkerStacks(ctx context.Context, worker int) (string, error) {
 // output (worker-N.out and worker-N.err), "" when it goes to the driver's
 // output (Options.LogDir).
 func WorkerLogDir() string {
-	n, err := inspectable()
+	n, err := Inspect()
 	if err != nil {
 		return ""
 	}
