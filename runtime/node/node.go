@@ -8,10 +8,10 @@
 //
 // The files: node.go (the Node, Start, Shutdown), submit.go (tasks and
 // actor calls going out, the core's effects), requests.go (Get and Wait),
-// help.go (a waiting Get reading a worker's connection itself),
+// syncget.go (a waiting Get reading a worker's connection itself),
 // objects.go and store.go (the objects' lifetimes and the shared-memory
 // store), procs.go (worker processes and their messages), accounts.go and
-// gpu.go (resources), nested.go and kept.go (references inside values,
+// gpu.go (resources), nested.go and actor_kept.go (references inside values,
 // objects actors keep), restart.go (actors recreated), lineage.go,
 // resubmit.go and lost.go (lost objects rebuilt or reported), remote.go
 // and remote_objects.go (a cluster's nodes and their objects),
