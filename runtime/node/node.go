@@ -41,6 +41,7 @@ import (
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/objstore"
 	"github.com/gray-ml/gray/runtime/objtable"
+	"github.com/gray-ml/gray/runtime/recovery"
 	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
 	"github.com/gray-ml/gray/runtime/wire"
@@ -104,27 +105,24 @@ type Node struct {
 	done    chan struct{} // closed by Shutdown
 	sinceGC atomic.Int64  // bytes put into shared memory since the last collection
 
-	mu        sync.Mutex
-	closed    bool
-	store     ObjectStore
-	waiters   map[ids.ObjectID][]waiter // tasks waiting for their arguments
-	waits     *sched.Waits[*request]    // Gets and Waits waiting for objects (sched.Waits)
-	objs      *objtable.Table           // who holds which object and why (runtime/objtable)
-	core      *sched.Cluster[*pending]  // resources, queues and the pools' decisions, per node
-	workers   map[sched.WorkerID]*proc
-	actors    map[ids.ActorID]*actor
-	errQ      []*task.TaskError // failures to report outside the lock
-	dirty     []*proc           // workers with messages to flush at unlock
-	badStarts int               // workers in a row that exited before connecting
-	spawnErr  error             // set when workers cannot start at all
-	quiet     bool              // failures being stored are intended (gray.Kill): do not report them
+	mu       sync.Mutex
+	closed   bool
+	store    ObjectStore
+	waiters  map[ids.ObjectID][]waiter // tasks waiting for their arguments
+	waits    *sched.Waits[*request]    // Gets and Waits waiting for objects (sched.Waits)
+	objs     *objtable.Table           // who holds which object and why (runtime/objtable)
+	core     *sched.Cluster[*pending]  // resources, queues and the pools' decisions, per node
+	workers  map[sched.WorkerID]*proc
+	actors   map[ids.ActorID]*actor
+	errQ     []*task.TaskError // failures to report outside the lock
+	dirty    []*proc           // workers with messages to flush at unlock
+	spawnErr error             // set when workers cannot start at all
+	quiet    bool              // failures being stored are intended (gray.Kill): do not report them
 
-	shared     *objstore.Store             // nil: no shared memory, every object inline
-	lineage    map[ids.ObjectID]*task.Spec // task results in shared memory -> the task that rebuilds them
-	rebuilding map[ids.TaskID]bool
-	retry      map[ids.ObjectID]bool // results whose rebuild failed: rebuilt again when next asked for
-	// rebuildFails counts the failed rebuilds in a row of an object (lost.go).
-	rebuildFails map[ids.ObjectID]int
+	shared *objstore.Store // nil: no shared memory, every object inline
+	// rec decides what is rebuilt, run again or given up when something
+	// is lost (runtime/recovery, lost.go).
+	rec *recovery.Core[*pending]
 
 	remote *remoteState // nil outside a cluster
 
@@ -300,10 +298,8 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		workers: map[sched.WorkerID]*proc{},
 		actors:  map[ids.ActorID]*actor{},
 
-		shared:     cfg.Shared,
-		lineage:    map[ids.ObjectID]*task.Spec{},
-		rebuilding: map[ids.TaskID]bool{},
-		retry:      map[ids.ObjectID]bool{},
+		shared: cfg.Shared,
+		rec:    recovery.New[*pending](recovery.Limits{Cluster: cfg.Cluster != nil}),
 	}
 	n.waits = sched.NewWaits[*request](n.core)
 	if cfg.Cluster != nil {

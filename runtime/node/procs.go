@@ -16,6 +16,7 @@ import (
 
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/objtable"
+	"github.com/gray-ml/gray/runtime/recovery"
 	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
 	"github.com/gray-ml/gray/runtime/wire"
@@ -274,7 +275,7 @@ func (n *Node) serve(c net.Conn) {
 	id := sched.WorkerID(d.Uvarint())
 	n.mu.Lock()
 	w := n.workers[id]
-	n.badStarts = 0
+	n.rec.Step(recovery.Connected{Node: sched.NodeOf(id)})
 	if w == nil || w.conn != nil || n.closed || (w.actor != nil && w.actor.dead) {
 		n.unlock()
 		conn.Close()
@@ -520,9 +521,8 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 		n.step()
 		return
 	}
-	n.forgetRetries(p)
-	rebuilt := n.rebuilding[tid]
-	delete(n.rebuilding, tid)
+	rebuilt := n.rec.Rebuilding(tid)
+	n.rec.Step(recovery.Ended[*pending]{Task: p, ID: tid})
 	var failed *task.TaskError
 	for i, o := range objs {
 		if p.spec.Kind == task.KindActorCreate {
@@ -549,18 +549,10 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 		if o.Err != nil && failed == nil {
 			failed = o.Err
 		}
-		if rebuilt && n.lineage[id] != nil {
-			// The object was made once. If this attempt failed (no room in
-			// the store, say), the error answers who waits now and the
-			// next request rebuilds it again (see have), up to a point
-			// (see lost.go).
-			if o.Err != nil {
-				o = n.rebuildFailed(id, o)
-			} else {
-				n.rebuilt(id)
-			}
-		}
-		n.recordLineage(p, id, o)
+		// A rebuilt object was made once. If this attempt failed (no room
+		// in the store, say), the error answers who waits now and the next
+		// request rebuilds it again (see have), up to a point (lost.go).
+		o = n.stored(p, id, o, rebuilt)
 		n.putLocked(id, o)
 	}
 	n.releaseLineage(p) // its results' lineage records hold what they need now
@@ -617,8 +609,6 @@ func (n *Node) died(w *proc) {
 		} else {
 			n.startFailed(w)
 		}
-	} else if w.node != sched.Local {
-		n.remote.badStarts[w.node] = 0
 	}
 	how := "exited"
 	if w.exitErr != nil {
@@ -645,26 +635,12 @@ func (n *Node) died(w *proc) {
 
 // startFailed counts a worker that exited before connecting. Several in a
 // row mean the program does not serve tasks when started as a worker: stop
-// starting workers and fail what waits for one, rather than respawn forever.
+// starting workers and fail what waits for one, rather than respawn
+// forever (the recovery core decides; stopSpawning).
 func (n *Node) startFailed(w *proc) {
-	n.badStarts++
-	if n.badStarts < 3 || n.spawnErr != nil {
-		return
-	}
 	why := "exited"
 	if w.exitErr != nil {
 		why = w.exitErr.Error()
 	}
-	n.spawnErr = fmt.Errorf("gray: %d worker processes in a row exited before connecting to the driver (last: %s); "+
-		"the program must call gray.ServeIfWorker() first thing in main (in TestMain for tests) so that it serves tasks when started as a worker", n.badStarts, why)
-	e := &task.TaskError{Function: "(worker start)", Message: n.spawnErr.Error(), Cause: n.spawnErr}
-	tasks, actors := n.core.SpawnFailed()
-	for _, p := range tasks {
-		n.finishErr(p, e)
-	}
-	for _, id := range actors {
-		if a := n.actors[id]; a != nil {
-			n.actorDied(a, e)
-		}
-	}
+	n.recover(recovery.StartFailed{Node: sched.Local, Why: why})
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/objtable"
+	"github.com/gray-ml/gray/runtime/recovery"
 	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
 )
@@ -326,10 +327,11 @@ func (n *Node) pump(a *actor) {
 
 // finishErr fails every return of p with e.
 func (n *Node) finishErr(p *pending, e *task.TaskError) {
-	n.forgetRetries(p)
+	rebuilding := n.rec.Rebuilding(p.spec.ID)
+	n.rec.Step(recovery.Ended[*pending]{Task: p, ID: p.spec.ID})
 	n.unpinArgs(p)
 	n.releaseLineage(p)
-	if n.rebuilding[p.spec.ID] {
+	if rebuilding {
 		n.failRebuild(p.spec, e)
 	} else {
 		n.storeReturns(p.spec, e)

@@ -31,12 +31,13 @@ import (
 
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/objstore"
+	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
 )
 
-// NodeID names a node of the cluster (sched.NodeID's values; 0 is the
-// driver's own).
-type NodeID int
+// NodeID names a node of the cluster (sched.Local, 0, is the driver's
+// own).
+type NodeID = sched.NodeID
 
 // Limits bound the retries. Zero fields take the defaults below.
 type Limits struct {

@@ -143,14 +143,14 @@ func TestLineage(t *testing.T) {
 		{"a shared result records its lineage and claims its arguments until freed", []step{
 			{Stored{ID: r, Lineage: fspec, Shared: true}, []string{"claim a for r"}},
 			{Stored{ID: r, Lineage: fspec, Shared: true}, nil}, // recorded once
-			{Freed{ID: r}, []string{"release a of r"}},
-			{Freed{ID: r}, nil},
+			{Freed{ID: r, Shared: true}, []string{"release a of r"}},
+			{Freed{ID: r, Shared: true}, nil},
 		}},
 		{"inline, failed or lineage-less results record nothing", []step{
 			{Stored{ID: r, Lineage: fspec}, nil},
 			{Stored{ID: r, Lineage: fspec, Shared: true, Err: errTask}, nil},
 			{Stored{ID: m, Shared: true}, nil},
-			{Freed{ID: r}, nil},
+			{Freed{ID: r, Shared: true}, nil},
 		}},
 		{"an evicted object without lineage is lost for good", []step{
 			{Missing{ID: put}, []string{"replace put: a put, evicted"}},
@@ -176,7 +176,7 @@ func TestLineage(t *testing.T) {
 			{Missing{ID: r}, []string{"discard r", "resubmit f for r"}},
 			{Stored{ID: r, Err: errTask, Rebuilt: true}, []string{"give up r: retries exhausted"}},
 			{Ended[tk]{ID: tf}, nil},
-			{Freed{ID: r}, []string{"release a of r"}},
+			{Freed{ID: r, Shared: true}, []string{"release a of r"}},
 		}},
 		{"no room in the store is not counted", []step{
 			{Stored{ID: r, Lineage: fspec, Shared: true}, []string{"claim a for r"}},
@@ -265,14 +265,14 @@ func TestObjectsOnNodes(t *testing.T) {
 			{NodeAdded{Node: 2, Name: "c"}, nil},
 			{Held{ID: put, Node: 2}, []string{"locate put on 2: true"}},
 			{Sent{ID: put, Node: 1}, nil},
-			{Freed{ID: put}, []string{"locate put on 2: false", "release copies of put on [1 2]"}},
+			{Freed{ID: put, Shared: true}, []string{"locate put on 2: false", "release copies of put on [1 2]"}},
 		}},
 		{"an object pinned by a running task is released at its last unpin", []step{
 			{NodeAdded{Node: 1, Name: "b"}, nil},
 			{Held{ID: put, Node: 1}, []string{"locate put on 1: true"}},
 			{Pinned{ID: put}, nil},
 			{Pinned{ID: put}, nil},
-			{Freed{ID: put}, nil},
+			{Freed{ID: put, Shared: true}, nil},
 			{Unpinned{ID: put}, nil},
 			{Unpinned{ID: put}, []string{"locate put on 1: false", "release copies of put on [1]"}},
 		}},

@@ -33,10 +33,14 @@ type Ended[T comparable] struct {
 	ID   ids.TaskID
 }
 
-// Freed: object ID was deleted. Effects: Release for its lineage
-// record's claims; on a cluster, Locate (no longer) and ReleaseCopies,
-// now or at its last remote unpin.
-type Freed struct{ ID ids.ObjectID }
+// Freed: object ID was deleted (Shared: it was in shared memory).
+// Effects, for a shared object: Release for its lineage record's claims;
+// on a cluster, Locate (no longer) and ReleaseCopies, now or at its last
+// remote unpin.
+type Freed struct {
+	ID     ids.ObjectID
+	Shared bool
+}
 
 // Missing: object ID was asked for and is not readable: evicted from the
 // store, lost with its node, or its last rebuild failed. Effects:
@@ -216,7 +220,11 @@ func (c *Core[T]) Step(ev Event) {
 		delete(c.runs, e.Task)
 		delete(c.rebuilding, e.ID)
 	case Freed:
-		c.freed(e.ID)
+		delete(c.retry, e.ID)
+		delete(c.fails, e.ID)
+		if e.Shared {
+			c.freed(e.ID)
+		}
 	case Missing:
 		c.missing(e.ID)
 	case TaskLost[T]:
@@ -275,7 +283,7 @@ func (c *Core[T]) Step(ev Event) {
 		c.badStarts = 0
 		delete(c.nodeStarts, e.Node)
 	default:
-		panic(fmt.Sprintf("recovery: unknown event %T", ev))
+		panic("recovery: an event of a type Step does not know") // ev itself is not formatted: it would escape
 	}
 }
 
@@ -317,8 +325,6 @@ func (c *Core[T]) stored(e Stored) {
 }
 
 func (c *Core[T]) freed(id ids.ObjectID) {
-	delete(c.retry, id)
-	delete(c.fails, id)
 	if c.cluster {
 		delete(c.lostAt, id)
 		if c.rpins[id] > 0 {
