@@ -175,14 +175,6 @@ func (n *Node) failRebuild(s *task.Spec, e *task.TaskError) {
 func (n *Node) stopSpawning(count int, why string) {
 	n.spawnErr = fmt.Errorf("gray: %d worker processes in a row exited before connecting to the driver (last: %s); "+
 		"the program must call gray.ServeIfWorker() first thing in main (in TestMain for tests) so that it serves tasks when started as a worker", count, why)
-	e := &task.TaskError{Function: "(worker start)", Message: n.spawnErr.Error(), Cause: n.spawnErr}
-	tasks, actors := n.core.SpawnFailed()
-	for _, p := range tasks {
-		n.finishErr(p, e)
-	}
-	for _, id := range actors {
-		if a := n.actors[id]; a != nil {
-			n.actorDied(a, e)
-		}
-	}
+	n.core.SpawnFailed() // what waits comes back as Refuse effects
+	n.step()
 }

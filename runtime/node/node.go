@@ -1,24 +1,26 @@
-// Package node is the runtime of one machine as the driver runs it: a thin
-// shell around two cores with no I/O. It owns the sockets, the worker
+// Package node is the runtime of one machine as the driver runs it: a
+// shell around three cores with no I/O. It owns the sockets, the worker
 // processes and the object store; it turns workers' messages and the
-// driver's calls into events for the scheduling core (runtime/sched) and
-// the object table (runtime/objtable), and the core's effects into
-// messages and processes. It keeps the state a cluster shares behind
-// control.Store and its objects behind ObjectStore.
+// driver's calls into events for the scheduling core (runtime/sched), the
+// object table (runtime/objtable) and the recovery core (runtime/recovery),
+// and their effects into messages and processes. It keeps the state a
+// cluster shares behind control.Store and its objects behind ObjectStore.
 //
 // The files: node.go (the Node, Start, Shutdown), submit.go (tasks and
-// actor calls going out, the core's effects), requests.go (Get and Wait),
-// syncget.go (a waiting Get reading a worker's connection itself),
-// objects.go and store.go (the objects' lifetimes and the shared-memory
-// store), procs.go (worker processes and their messages), accounts.go and
-// gpu.go (resources), nested.go and actor_kept.go (references inside values,
-// objects actors keep), restart.go (actors recreated), lineage.go,
-// resubmit.go and lost.go (lost objects rebuilt or reported), remote.go
-// and remote_objects.go (a cluster's nodes and their objects),
-// snapshot.go (the state for inspection), backend.go (the API the root
-// package calls) and sys_*.go (per-OS process control).
-// runtime/README.md describes the threads, the locks and the flow of a
-// task.
+// actor calls going out, the scheduling core's effects), requests.go (Get
+// and Wait), syncget.go (a waiting Get reading a worker's connection
+// itself), objects.go and store.go (the objects' lifetimes and the
+// shared-memory store), procs.go (worker processes and their messages),
+// pack.go (short tasks packed onto few workers), accounts.go, gpu.go and
+// grants.go (resources, GPUs, a cluster node's grant), nested.go and
+// actor_kept.go (references inside values, objects actors keep),
+// restart.go (actors recreated), lineage.go (what a rebuild needs kept),
+// resubmit.go (calls made again by a replay), lost.go (the recovery
+// core's events and effects), remote.go and remote_objects.go (a cluster's
+// nodes and their objects), snapshot.go (the state for inspection),
+// backend.go (the API the root package calls) and sys_*.go (per-OS process
+// control). runtime/README.md describes the threads, the locks and the
+// route of a task.
 package node
 
 import (
@@ -117,6 +119,7 @@ type Node struct {
 	errQ     []*task.TaskError // failures to report outside the lock
 	dirty    []*proc           // workers with messages to flush at unlock
 	spawnErr error             // set when workers cannot start at all
+	gone     *gone             // the worker or node whose end is being stepped
 	quiet    bool              // failures being stored are intended (gray.Kill): do not report them
 
 	shared *objstore.Store // nil: no shared memory, every object inline

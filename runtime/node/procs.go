@@ -619,16 +619,15 @@ func (n *Node) died(w *proc) {
 		if a.w == w && !n.restartActor(a, why, w.node != sched.Local) {
 			n.actorDied(a, why)
 		}
-	} else if p, ok := n.core.WorkerDied(w.id); ok && w.node != sched.Local {
-		// A worker on another node: its node may have died with it. The
-		// task runs again elsewhere.
-		n.rerun(p, fmt.Sprintf("%s died (%s)", w.name, how))
-	} else if ok {
-		// The tasks queued behind it never started: the core runs them
+	} else {
+		// Its running task comes back as an Orphan effect (orphaned); the
+		// tasks queued behind it never started: the core runs them
 		// elsewhere.
-		n.finishErr(p, &task.TaskError{Function: p.spec.Func, Worker: w.name, Message: "the worker process died while running it (" + how + ")", Cause: task.ErrWorkerDied})
+		n.gone = &gone{w: w, why: how}
+		n.core.WorkerDied(w.id)
 	}
 	n.step()
+	n.gone = nil
 	n.unlock()
 	n.flushErrors()
 }

@@ -139,12 +139,22 @@ func (n *Node) NodeGone(k sched.NodeID, why string) {
 		return
 	}
 	name := n.rec.Name(k)
-	tasks, actors := n.core.RemoveNode(k)
-	// Its copies are gone, and what only it held is lost (or rebuilt when
-	// next needed).
+	n.gone = &gone{node: name, why: why}
+	// The core forgets the node first, so that no rebuild the recovery
+	// core starts below is placed there. Its tasks and actors come back as
+	// Orphan and OrphanActor effects (nothing else is pending: every event
+	// ends with step), carried out once the recovery core knows what the
+	// node's death lost: its copies are gone, and what only it held is
+	// lost (or rebuilt when next needed), so the tasks run again fetch it
+	// again.
+	n.core.RemoveNode(k)
+	orphans := n.core.Effects()
 	n.recover(recovery.NodeGone{Node: k, Why: why})
 	if t := n.remote.cfg.Locations; t != nil && name != "" {
 		t.ForgetNodeQueued(name) // after every earlier write about the node
+	}
+	for _, e := range orphans {
+		n.apply(e)
 	}
 	var conns []*proc
 	for _, w := range n.workers {
@@ -152,18 +162,8 @@ func (n *Node) NodeGone(k sched.NodeID, why string) {
 			conns = append(conns, w)
 		}
 	}
-	for _, p := range tasks {
-		n.rerun(p, fmt.Sprintf("node %s died (%s)", name, why))
-	}
-	for _, id := range actors {
-		if a := n.actors[id]; a != nil {
-			why := &task.TaskError{Function: a.typ, Message: fmt.Sprintf("its node %s died (%s)", name, why), Cause: task.ErrWorkerDied}
-			if !n.restartActor(a, why, true) {
-				n.actorDied(a, why)
-			}
-		}
-	}
 	n.step()
+	n.gone = nil
 	n.unlock()
 	for _, w := range conns {
 		if w.conn != nil {
