@@ -18,8 +18,9 @@
 // resubmit.go (calls made again by a replay), lost.go (the recovery
 // core's events and effects), remote.go and remote_objects.go (a cluster's
 // nodes and their objects), snapshot.go (the state for inspection),
-// backend.go (the API the root package calls) and sys_*.go (per-OS process
-// control). runtime/README.md describes the threads, the locks and the
+// and backend.go (the API the root package calls). Starting a worker's
+// process and carrying its output is runtime/workerproc's job.
+// runtime/README.md describes the threads, the locks and the
 // route of a task.
 package node
 
@@ -31,7 +32,6 @@ import (
 	"math"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -195,7 +195,6 @@ type request struct {
 type proc struct {
 	id       sched.WorkerID
 	name     string
-	cmd      *exec.Cmd
 	conn     *wire.Conn
 	actor    *actor
 	dirty    bool          // in Node.dirty

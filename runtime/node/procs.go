@@ -3,15 +3,11 @@ package node
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/gray-ml/gray/runtime/ids"
@@ -20,6 +16,7 @@ import (
 	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
 	"github.com/gray-ml/gray/runtime/wire"
+	"github.com/gray-ml/gray/runtime/workerproc"
 )
 
 // append queues a message for w; it is written when the node's lock is
@@ -110,82 +107,28 @@ func (n *Node) spawn(a *actor, id sched.WorkerID) {
 		env = append(env, task.EnvStore+"="+n.shared.Dir(), task.EnvCap+"="+strconv.FormatInt(n.shared.Capacity(), 10))
 	}
 	if a != nil {
-		env = append(env, "CUDA_VISIBLE_DEVICES="+joinInts(a.gpus))
+		env = append(env, "CUDA_VISIBLE_DEVICES="+workerproc.JoinInts(a.gpus))
 	}
 	if os.Getenv("GORACE") == "" {
 		// A race-enabled worker would otherwise sleep 1 s at every exit.
 		env = append(env, "GORACE=atexit_sleep_ms=0")
 	}
-	cmd := exec.Command(n.cfg.Executable, n.cfg.Args...)
-	cmd.Env = env
-	cmd.SysProcAttr = sysProcAttr()
-	w.cmd = cmd
 	n.wg.Add(1)
-	go n.startProc(w)
+	go n.startProc(w, workerproc.Spec{Path: n.cfg.Executable, Args: n.cfg.Args, Env: env, ID: int(w.id), LogDir: n.cfg.LogDir, Output: n.cfg.Output})
 }
 
-func joinInts(v []int) string {
-	s := make([]string, len(v))
-	for i, x := range v {
-		s[i] = strconv.Itoa(x)
-	}
-	return strings.Join(s, ",")
-}
-
-func (n *Node) startProc(w *proc) {
+// startProc runs worker w's process (runtime/workerproc) and reports its
+// end.
+func (n *Node) startProc(w *proc, s workerproc.Spec) {
 	defer n.wg.Done()
-	var closers []io.Closer
-	var copiers sync.WaitGroup
-	prefix := fmt.Sprintf("(worker %d) ", w.id)
-	if n.cfg.LogDir != "" {
-		for _, suffix := range []string{"out", "err"} {
-			f, err := os.Create(filepath.Join(n.cfg.LogDir, fmt.Sprintf("worker-%d.%s", w.id, suffix)))
-			if err == nil {
-				closers = append(closers, f)
-				if suffix == "out" {
-					w.cmd.Stdout = f
-				} else {
-					w.cmd.Stderr = f
-				}
-			}
-		}
-	} else {
-		for _, stream := range []string{"out", "err"} {
-			var pipe io.ReadCloser
-			var err error
-			if stream == "out" {
-				pipe, err = w.cmd.StdoutPipe()
-			} else {
-				pipe, err = w.cmd.StderrPipe()
-			}
-			if err != nil {
-				continue
-			}
-			copiers.Add(1)
-			go func() {
-				defer copiers.Done()
-				prefixLines(n.cfg.Output, prefix, pipe)
-			}()
-		}
-	}
-	err := w.cmd.Start()
-	if err == nil {
+	err := workerproc.Run(s, func(p *os.Process) bool {
 		n.mu.Lock()
-		w.process = w.cmd.Process
-		w.name = fmt.Sprintf("worker %d (pid %d)", w.id, w.process.Pid)
+		w.process = p
+		w.name = fmt.Sprintf("worker %d (pid %d)", w.id, p.Pid)
 		kill := w.dead || n.closed || (w.actor != nil && w.actor.dead) // killed or shut down while starting
 		n.unlock()
-		if kill {
-			_ = w.process.Kill()
-		}
-		copiers.Wait() // pipes close when the process exits
-		err = w.cmd.Wait()
-	} else {
-		err = fmt.Errorf("starting %s: %w", n.cfg.Executable, err)
-	}
-	for _, c := range closers {
-		c.Close()
-	}
+		return !kill
+	})
 	n.ended(w, err)
 }
 
@@ -206,41 +149,6 @@ func (n *Node) ended(w *proc, err error) {
 	if !connected { // never connected: its reader will not report the death
 		n.died(w)
 	}
-}
-
-func prefixLines(out io.Writer, prefix string, r io.Reader) {
-	buf := make([]byte, 0, 4096)
-	chunk := make([]byte, 4096)
-	for {
-		k, err := r.Read(chunk)
-		buf = append(buf, chunk[:k]...)
-		for {
-			i := indexByte(buf, '\n')
-			if i < 0 {
-				break
-			}
-			line := make([]byte, 0, len(prefix)+i+1)
-			line = append(line, prefix...)
-			line = append(line, buf[:i+1]...)
-			_, _ = out.Write(line)
-			buf = buf[i+1:]
-		}
-		if err != nil {
-			if len(buf) > 0 {
-				_, _ = out.Write(append([]byte(prefix), append(buf, '\n')...))
-			}
-			return
-		}
-	}
-}
-
-func indexByte(b []byte, c byte) int {
-	for i, x := range b {
-		if x == c {
-			return i
-		}
-	}
-	return -1
 }
 
 func (n *Node) acceptFrom(ln net.Listener) {

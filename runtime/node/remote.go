@@ -13,6 +13,7 @@ import (
 	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
 	"github.com/gray-ml/gray/runtime/transfer"
+	"github.com/gray-ml/gray/runtime/workerproc"
 )
 
 // Workers on other nodes of a cluster.
@@ -237,7 +238,7 @@ func (n *Node) spawnRemote(w *proc) {
 		task.EnvRemote + "=1",
 	}
 	if w.actor != nil {
-		env = append(env, "CUDA_VISIBLE_DEVICES="+joinInts(w.actor.gpus))
+		env = append(env, "CUDA_VISIBLE_DEVICES="+workerproc.JoinInts(w.actor.gpus))
 	}
 	if os.Getenv("GORACE") == "" {
 		env = append(env, "GORACE=atexit_sleep_ms=0")
