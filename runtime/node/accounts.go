@@ -29,7 +29,7 @@ func (n *Node) Accounts(self string) []NodeAccount {
 		c := n.core.Node(k)
 		name := self
 		if k != sched.Local && n.remote != nil {
-			name = n.remote.names[k]
+			name = n.rec.Name(k)
 		}
 		at[k] = len(out)
 		out = append(out, NodeAccount{Name: name, Total: c.Total(), Available: c.Available()})

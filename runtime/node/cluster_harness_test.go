@@ -77,7 +77,7 @@ func (r *fakeRemote) StopWorker(k sched.NodeID, w sched.WorkerID) {
 func (h *harness) retried() int {
 	h.n.mu.Lock()
 	defer h.n.mu.Unlock()
-	return len(h.n.remote.retries)
+	return h.n.rec.RunsKept()
 }
 
 // A task whose remote worker died runs again on a new worker; once it

@@ -3,14 +3,14 @@ package node
 import (
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/objtable"
-	"github.com/gray-ml/gray/runtime/task"
 )
 
 // Lineage: how the node keeps what rebuilding a result needs.
 //
 // A function task's shared-memory results record the task as submitted
-// (n.lineage), and each such record holds a Lineage claim (holder: anyone)
-// on every reference argument until the result is deleted (dropLineage).
+// (the recovery core's lineage), and each such record holds a Lineage
+// claim (holder: anyone) on every reference argument until the result is
+// deleted (recovery.Claim and recovery.Release, lost.go).
 // Those claims can only be taken once the result exists, but the task's
 // TaskArg claims end when it is sent (resolveArgs), and the driver drops an
 // argument it put for a by-value call right after submitting. So from
@@ -44,37 +44,6 @@ func (n *Node) releaseLineage(p *pending) {
 	}
 	p.lineageHeld = false
 	for _, a := range p.record.Args {
-		if a.IsRef {
-			n.unkeep(a.Ref)
-		}
-	}
-}
-
-// recordLineage records p as the lineage of its result id (stored now, o),
-// when the result is in shared memory and has none yet: the record claims
-// p's reference arguments until id is deleted.
-func (n *Node) recordLineage(p *pending, id ids.ObjectID, o task.Object) {
-	orig := p.lineage()
-	if !o.Shared || o.Err != nil || orig == nil || n.lineage[id] != nil {
-		return
-	}
-	n.lineage[id] = orig
-	for _, a := range orig.Args {
-		if a.IsRef {
-			n.objs.Claim(objtable.Holder{}, a.Ref, objtable.Lineage)
-		}
-	}
-}
-
-// dropLineage forgets the lineage of deleted object id and ends its
-// record's claims.
-func (n *Node) dropLineage(id ids.ObjectID) {
-	spec := n.lineage[id]
-	if spec == nil {
-		return
-	}
-	delete(n.lineage, id)
-	for _, a := range spec.Args {
 		if a.IsRef {
 			n.unkeep(a.Ref)
 		}

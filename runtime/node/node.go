@@ -1,24 +1,27 @@
-// Package node is the runtime of one machine as the driver runs it: a thin
-// shell around two cores with no I/O. It owns the sockets, the worker
+// Package node is the runtime of one machine as the driver runs it: a
+// shell around three cores with no I/O. It owns the sockets, the worker
 // processes and the object store; it turns workers' messages and the
-// driver's calls into events for the scheduling core (runtime/sched) and
-// the object table (runtime/objtable), and the core's effects into
-// messages and processes. It keeps the state a cluster shares behind
-// control.Store and its objects behind ObjectStore.
+// driver's calls into events for the scheduling core (runtime/sched), the
+// object table (runtime/objtable) and the recovery core (runtime/recovery),
+// and their effects into messages and processes. It keeps the state a
+// cluster shares behind control.Store and its objects behind ObjectStore.
 //
 // The files: node.go (the Node, Start, Shutdown), submit.go (tasks and
-// actor calls going out, the core's effects), requests.go (Get and Wait),
-// help.go (a waiting Get reading a worker's connection itself),
-// objects.go and store.go (the objects' lifetimes and the shared-memory
-// store), procs.go (worker processes and their messages), accounts.go and
-// gpu.go (resources), nested.go and kept.go (references inside values,
-// objects actors keep), restart.go (actors recreated), lineage.go,
-// resubmit.go and lost.go (lost objects rebuilt or reported), remote.go
-// and remote_objects.go (a cluster's nodes and their objects),
-// snapshot.go (the state for inspection), backend.go (the API the root
-// package calls) and sys_*.go (per-OS process control).
-// runtime/README.md describes the threads, the locks and the flow of a
-// task.
+// actor calls going out, the scheduling core's effects), requests.go (Get
+// and Wait), syncget.go (a waiting Get reading a worker's connection
+// itself), objects.go and store.go (the objects' lifetimes and the
+// shared-memory store), procs.go (worker processes and their messages),
+// pack.go (short tasks packed onto few workers), accounts.go, gpu.go and
+// grants.go (resources, GPUs, a cluster node's grant), nested.go and
+// actor_kept.go (references inside values, objects actors keep),
+// restart.go (actors recreated), lineage.go (what a rebuild needs kept),
+// resubmit.go (calls made again by a replay), lost.go (the recovery
+// core's events and effects), remote.go and remote_objects.go (a cluster's
+// nodes and their objects), snapshot.go (the state for inspection),
+// and backend.go (the API the root package calls). Starting a worker's
+// process and carrying its output is runtime/workerproc's job.
+// runtime/README.md describes the threads, the locks and the
+// route of a task.
 package node
 
 import (
@@ -29,7 +32,6 @@ import (
 	"math"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -41,6 +43,7 @@ import (
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/objstore"
 	"github.com/gray-ml/gray/runtime/objtable"
+	"github.com/gray-ml/gray/runtime/recovery"
 	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
 	"github.com/gray-ml/gray/runtime/wire"
@@ -105,28 +108,26 @@ type Node struct {
 	done    chan struct{} // closed by Shutdown
 	sinceGC atomic.Int64  // bytes put into shared memory since the last collection
 
-	mu        sync.Mutex
-	closed    bool
-	store     ObjectStore
-	waiters   map[ids.ObjectID][]waiter // tasks waiting for their arguments
-	waits     *sched.Waits[*request]    // Gets and Waits waiting for objects (sched.Waits)
-	objs      *objtable.Table           // who holds which object and why (runtime/objtable)
-	core      *sched.Cluster[*pending]  // resources, queues and the pools' decisions, per node
-	workers   map[sched.WorkerID]*proc
-	stacks    stackWaiters // callers of Stacks (stacks.go)
-	actors    map[ids.ActorID]*actor
-	errQ      []*task.TaskError // failures to report outside the lock
-	dirty     []*proc           // workers with messages to flush at unlock
-	badStarts int               // workers in a row that exited before connecting
-	spawnErr  error             // set when workers cannot start at all
-	quiet     bool              // failures being stored are intended (gray.Kill): do not report them
+	mu       sync.Mutex
+	closed   bool
+	store    ObjectStore
+	waiters  map[ids.ObjectID][]waiter // tasks waiting for their arguments
+	waits    *sched.Waits[*request]    // Gets and Waits waiting for objects (sched.Waits)
+	objs     *objtable.Table           // who holds which object and why (runtime/objtable)
+	core     *sched.Cluster[*pending]  // resources, queues and the pools' decisions, per node
+	workers  map[sched.WorkerID]*proc
+	stacks   stackWaiters // callers of Stacks (stacks.go)
+	actors   map[ids.ActorID]*actor
+	errQ     []*task.TaskError // failures to report outside the lock
+	dirty    []*proc           // workers with messages to flush at unlock
+	spawnErr error             // set when workers cannot start at all
+	gone     *gone             // the worker or node whose end is being stepped
+	quiet    bool              // failures being stored are intended (gray.Kill): do not report them
 
-	shared     *objstore.Store             // nil: no shared memory, every object inline
-	lineage    map[ids.ObjectID]*task.Spec // task results in shared memory -> the task that rebuilds them
-	rebuilding map[ids.TaskID]bool
-	retry      map[ids.ObjectID]bool // results whose rebuild failed: rebuilt again when next asked for
-	// rebuildFails counts the failed rebuilds in a row of an object (lost.go).
-	rebuildFails map[ids.ObjectID]int
+	shared *objstore.Store // nil: no shared memory, every object inline
+	// rec decides what is rebuilt, run again or given up when something
+	// is lost (runtime/recovery, lost.go).
+	rec *recovery.Core[*pending]
 
 	remote *remoteState // nil outside a cluster
 
@@ -196,7 +197,6 @@ type request struct {
 type proc struct {
 	id       sched.WorkerID
 	name     string
-	cmd      *exec.Cmd
 	conn     *wire.Conn
 	actor    *actor
 	dirty    bool          // in Node.dirty
@@ -303,10 +303,8 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		workers: map[sched.WorkerID]*proc{},
 		actors:  map[ids.ActorID]*actor{},
 
-		shared:     cfg.Shared,
-		lineage:    map[ids.ObjectID]*task.Spec{},
-		rebuilding: map[ids.TaskID]bool{},
-		retry:      map[ids.ObjectID]bool{},
+		shared: cfg.Shared,
+		rec:    recovery.New[*pending](recovery.Limits{Cluster: cfg.Cluster != nil}),
 	}
 	n.waits = sched.NewWaits[*request](n.core)
 	if cfg.Cluster != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/objstore"
 	"github.com/gray-ml/gray/runtime/objtable"
+	"github.com/gray-ml/gray/runtime/recovery"
 	"github.com/gray-ml/gray/runtime/task"
 	"github.com/gray-ml/gray/runtime/wire"
 )
@@ -17,42 +18,27 @@ import (
 // any object being computed), or, when it cannot be, replaced by an error
 // saying why.
 func (n *Node) have(id ids.ObjectID) (task.Object, bool) {
-	if n.retry[id] {
+	if n.rec.Retry(id) {
 		// The last rebuild failed (the store was full of pinned objects,
 		// say): that error answered the requests waiting then, but the
 		// object can still be made, so a new request tries again.
 		return n.rebuild(id)
 	}
 	o, ok := n.store.Get(id)
-	if !ok || !o.Shared || o.Err != nil || n.shared.Contains(storeID(id)) || n.hasRemote(id) {
+	if !ok || !o.Shared || o.Err != nil || n.shared.Contains(storeID(id)) || n.rec.HasRemote(id) {
 		return o, ok
 	}
 	return n.rebuild(id)
 }
 
-// rebuild re-runs the task that made the evicted object id.
+// rebuild re-runs the task that made the evicted object id (the recovery
+// core decides): it returns the object's loss when it cannot be rebuilt,
+// else false (it is being computed).
 func (n *Node) rebuild(id ids.ObjectID) (task.Object, bool) {
-	spec := n.lineage[id]
-	if spec == nil {
-		o := evictedLost(id)
-		n.store.Delete(id)
-		n.store.Put(id, o)
-		return o, true
-	}
-	if !n.rebuilding[spec.ID] {
-		n.rebuilding[spec.ID] = true
-		for i := range max(spec.NumReturns, 1) {
-			r := spec.Return(i)
-			if n.retry[r] {
-				delete(n.retry, r)
-				n.store.Delete(r)
-			} else if o, ok := n.store.Get(r); ok && o.Shared && o.Err == nil && !n.shared.Contains(storeID(r)) && !n.hasRemote(r) {
-				n.store.Delete(r)
-			}
+	for _, e := range n.recover(recovery.Missing{ID: id}) {
+		if e.Kind == recovery.Replace && e.ID == id {
+			return e.Object, true
 		}
-		again := *spec
-		again.Args = append([]task.Arg(nil), spec.Args...)
-		_ = n.submitLocked(&again)
 	}
 	return task.Object{}, false
 }
@@ -125,11 +111,10 @@ func (n *Node) free(id ids.ObjectID) {
 		return
 	}
 	n.objs.Forget(id)
-	delete(n.retry, id)
-	delete(n.rebuildFails, id)
 	n.store.Delete(id)
 	n.releaseChildren(id)
 	if !o.Shared {
+		n.rec.Step(recovery.Freed{ID: id}) // no effect for an inline object
 		return
 	}
 	// The store frees the memory at once, or when the last task or Get
@@ -138,8 +123,7 @@ func (n *Node) free(id ids.ObjectID) {
 		n.unpinOne(objtable.Holder{}, id, objtable.DriverPin)
 	}
 	_ = n.shared.Release(storeID(id))
-	n.forgetRemote(id)
-	n.dropLineage(id)
+	n.recover(recovery.Freed{ID: id, Shared: true})
 }
 
 // Drop tells the node that the program holds no reference to the object:

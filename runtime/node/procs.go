@@ -3,22 +3,20 @@ package node
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/objtable"
+	"github.com/gray-ml/gray/runtime/recovery"
 	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
 	"github.com/gray-ml/gray/runtime/wire"
+	"github.com/gray-ml/gray/runtime/workerproc"
 )
 
 // append queues a message for w; it is written when the node's lock is
@@ -109,82 +107,28 @@ func (n *Node) spawn(a *actor, id sched.WorkerID) {
 		env = append(env, task.EnvStore+"="+n.shared.Dir(), task.EnvCap+"="+strconv.FormatInt(n.shared.Capacity(), 10))
 	}
 	if a != nil {
-		env = append(env, "CUDA_VISIBLE_DEVICES="+joinInts(a.gpus))
+		env = append(env, "CUDA_VISIBLE_DEVICES="+workerproc.JoinInts(a.gpus))
 	}
 	if os.Getenv("GORACE") == "" {
 		// A race-enabled worker would otherwise sleep 1 s at every exit.
 		env = append(env, "GORACE=atexit_sleep_ms=0")
 	}
-	cmd := exec.Command(n.cfg.Executable, n.cfg.Args...)
-	cmd.Env = env
-	cmd.SysProcAttr = sysProcAttr()
-	w.cmd = cmd
 	n.wg.Add(1)
-	go n.startProc(w)
+	go n.startProc(w, workerproc.Spec{Path: n.cfg.Executable, Args: n.cfg.Args, Env: env, ID: int(w.id), LogDir: n.cfg.LogDir, Output: n.cfg.Output})
 }
 
-func joinInts(v []int) string {
-	s := make([]string, len(v))
-	for i, x := range v {
-		s[i] = strconv.Itoa(x)
-	}
-	return strings.Join(s, ",")
-}
-
-func (n *Node) startProc(w *proc) {
+// startProc runs worker w's process (runtime/workerproc) and reports its
+// end.
+func (n *Node) startProc(w *proc, s workerproc.Spec) {
 	defer n.wg.Done()
-	var closers []io.Closer
-	var copiers sync.WaitGroup
-	prefix := fmt.Sprintf("(worker %d) ", w.id)
-	if n.cfg.LogDir != "" {
-		for _, suffix := range []string{"out", "err"} {
-			f, err := os.Create(filepath.Join(n.cfg.LogDir, fmt.Sprintf("worker-%d.%s", w.id, suffix)))
-			if err == nil {
-				closers = append(closers, f)
-				if suffix == "out" {
-					w.cmd.Stdout = f
-				} else {
-					w.cmd.Stderr = f
-				}
-			}
-		}
-	} else {
-		for _, stream := range []string{"out", "err"} {
-			var pipe io.ReadCloser
-			var err error
-			if stream == "out" {
-				pipe, err = w.cmd.StdoutPipe()
-			} else {
-				pipe, err = w.cmd.StderrPipe()
-			}
-			if err != nil {
-				continue
-			}
-			copiers.Add(1)
-			go func() {
-				defer copiers.Done()
-				prefixLines(n.cfg.Output, prefix, pipe)
-			}()
-		}
-	}
-	err := w.cmd.Start()
-	if err == nil {
+	err := workerproc.Run(s, func(p *os.Process) bool {
 		n.mu.Lock()
-		w.process = w.cmd.Process
-		w.name = fmt.Sprintf("worker %d (pid %d)", w.id, w.process.Pid)
+		w.process = p
+		w.name = fmt.Sprintf("worker %d (pid %d)", w.id, p.Pid)
 		kill := w.dead || n.closed || (w.actor != nil && w.actor.dead) // killed or shut down while starting
 		n.unlock()
-		if kill {
-			_ = w.process.Kill()
-		}
-		copiers.Wait() // pipes close when the process exits
-		err = w.cmd.Wait()
-	} else {
-		err = fmt.Errorf("starting %s: %w", n.cfg.Executable, err)
-	}
-	for _, c := range closers {
-		c.Close()
-	}
+		return !kill
+	})
 	n.ended(w, err)
 }
 
@@ -205,41 +149,6 @@ func (n *Node) ended(w *proc, err error) {
 	if !connected { // never connected: its reader will not report the death
 		n.died(w)
 	}
-}
-
-func prefixLines(out io.Writer, prefix string, r io.Reader) {
-	buf := make([]byte, 0, 4096)
-	chunk := make([]byte, 4096)
-	for {
-		k, err := r.Read(chunk)
-		buf = append(buf, chunk[:k]...)
-		for {
-			i := indexByte(buf, '\n')
-			if i < 0 {
-				break
-			}
-			line := make([]byte, 0, len(prefix)+i+1)
-			line = append(line, prefix...)
-			line = append(line, buf[:i+1]...)
-			_, _ = out.Write(line)
-			buf = buf[i+1:]
-		}
-		if err != nil {
-			if len(buf) > 0 {
-				_, _ = out.Write(append([]byte(prefix), append(buf, '\n')...))
-			}
-			return
-		}
-	}
-}
-
-func indexByte(b []byte, c byte) int {
-	for i, x := range b {
-		if x == c {
-			return i
-		}
-	}
-	return -1
 }
 
 func (n *Node) acceptFrom(ln net.Listener) {
@@ -274,7 +183,7 @@ func (n *Node) serve(c net.Conn) {
 	id := sched.WorkerID(d.Uvarint())
 	n.mu.Lock()
 	w := n.workers[id]
-	n.badStarts = 0
+	n.rec.Step(recovery.Connected{Node: sched.NodeOf(id)})
 	if w == nil || w.conn != nil || n.closed || (w.actor != nil && w.actor.dead) {
 		n.unlock()
 		conn.Close()
@@ -522,9 +431,8 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 		n.step()
 		return
 	}
-	n.forgetRetries(p)
-	rebuilt := n.rebuilding[tid]
-	delete(n.rebuilding, tid)
+	rebuilt := n.rec.Rebuilding(tid)
+	n.rec.Step(recovery.Ended[*pending]{Task: p, ID: tid})
 	var failed *task.TaskError
 	for i, o := range objs {
 		if p.spec.Kind == task.KindActorCreate {
@@ -551,18 +459,10 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 		if o.Err != nil && failed == nil {
 			failed = o.Err
 		}
-		if rebuilt && n.lineage[id] != nil {
-			// The object was made once. If this attempt failed (no room in
-			// the store, say), the error answers who waits now and the
-			// next request rebuilds it again (see have), up to a point
-			// (see lost.go).
-			if o.Err != nil {
-				o = n.rebuildFailed(id, o)
-			} else {
-				n.rebuilt(id)
-			}
-		}
-		n.recordLineage(p, id, o)
+		// A rebuilt object was made once. If this attempt failed (no room
+		// in the store, say), the error answers who waits now and the next
+		// request rebuilds it again (see have), up to a point (lost.go).
+		o = n.stored(p, id, o, rebuilt)
 		n.putLocked(id, o)
 	}
 	n.releaseLineage(p) // its results' lineage records hold what they need now
@@ -619,8 +519,6 @@ func (n *Node) died(w *proc) {
 		} else {
 			n.startFailed(w)
 		}
-	} else if w.node != sched.Local {
-		n.remote.badStarts[w.node] = 0
 	}
 	how := "exited"
 	if w.exitErr != nil {
@@ -631,42 +529,27 @@ func (n *Node) died(w *proc) {
 		if a.w == w && !n.restartActor(a, why, w.node != sched.Local) {
 			n.actorDied(a, why)
 		}
-	} else if p, ok := n.core.WorkerDied(w.id); ok && w.node != sched.Local {
-		// A worker on another node: its node may have died with it. The
-		// task runs again elsewhere.
-		n.rerun(p, fmt.Sprintf("%s died (%s)", w.name, how))
-	} else if ok {
-		// The tasks queued behind it never started: the core runs them
+	} else {
+		// Its running task comes back as an Orphan effect (orphaned); the
+		// tasks queued behind it never started: the core runs them
 		// elsewhere.
-		n.finishErr(p, &task.TaskError{Function: p.spec.Func, Worker: w.name, Message: "the worker process died while running it (" + how + ")", Cause: task.ErrWorkerDied})
+		n.gone = &gone{w: w, why: how}
+		n.core.WorkerDied(w.id)
 	}
 	n.step()
+	n.gone = nil
 	n.unlock()
 	n.flushErrors()
 }
 
 // startFailed counts a worker that exited before connecting. Several in a
 // row mean the program does not serve tasks when started as a worker: stop
-// starting workers and fail what waits for one, rather than respawn forever.
+// starting workers and fail what waits for one, rather than respawn
+// forever (the recovery core decides; stopSpawning).
 func (n *Node) startFailed(w *proc) {
-	n.badStarts++
-	if n.badStarts < 3 || n.spawnErr != nil {
-		return
-	}
 	why := "exited"
 	if w.exitErr != nil {
 		why = w.exitErr.Error()
 	}
-	n.spawnErr = fmt.Errorf("gray: %d worker processes in a row exited before connecting to the driver (last: %s); "+
-		"the program must call gray.ServeIfWorker() first thing in main (in TestMain for tests) so that it serves tasks when started as a worker", n.badStarts, why)
-	e := &task.TaskError{Function: "(worker start)", Message: n.spawnErr.Error(), Cause: n.spawnErr}
-	tasks, actors := n.core.SpawnFailed()
-	for _, p := range tasks {
-		n.finishErr(p, e)
-	}
-	for _, id := range actors {
-		if a := n.actors[id]; a != nil {
-			n.actorDied(a, e)
-		}
-	}
+	n.recover(recovery.StartFailed{Node: sched.Local, Why: why})
 }

@@ -22,7 +22,7 @@ func (n *Node) recordStart(w *proc, id ids.TaskID) {
 	}
 	name := ""
 	if w.node != sched.Local && n.remote != nil {
-		name = n.remote.names[w.node]
+		name = n.rec.Name(w.node)
 	}
 	n.starts.TaskStarted(id, name)
 }

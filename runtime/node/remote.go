@@ -9,9 +9,11 @@ import (
 
 	"github.com/gray-ml/gray/runtime/codec"
 	"github.com/gray-ml/gray/runtime/ids"
+	"github.com/gray-ml/gray/runtime/recovery"
 	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
 	"github.com/gray-ml/gray/runtime/transfer"
+	"github.com/gray-ml/gray/runtime/workerproc"
 )
 
 // Workers on other nodes of a cluster.
@@ -67,20 +69,13 @@ type LocationTable interface {
 	ForgetNodeQueued(node string)
 }
 
-// maxRetries bounds how often a task whose remote worker or node died is
-// run again elsewhere.
-const maxRetries = 3
-
 // remoteState is the node's part of a cluster; nil without one.
 type remoteState struct {
-	cfg       ClusterConfig
-	ln        net.Listener
-	addr      string // what workers dial
-	names     map[sched.NodeID]string
-	badStarts map[sched.NodeID]int // workers in a row that ended before connecting
-	retries   map[*pending]int     // tasks run again (rerun, retryPull) until they end (forgetRetries)
-	warned    map[string]bool      // functions told to wait for a node that can hold them
-	objs      *objectsState        // objects on other nodes (remote_objects.go)
+	cfg    ClusterConfig
+	ln     net.Listener
+	addr   string          // what workers dial
+	warned map[string]bool // functions told to wait for a node that can hold them
+	objs   *objectsState   // objects on other nodes (remote_objects.go)
 }
 
 // listenTCP starts the listener for leased workers.
@@ -94,8 +89,7 @@ func (n *Node) listenTCP() error {
 	if addr == "" {
 		addr = ln.Addr().String()
 	}
-	n.remote = &remoteState{cfg: *c, ln: ln, addr: addr, names: map[sched.NodeID]string{},
-		badStarts: map[sched.NodeID]int{}, retries: map[*pending]int{}, warned: map[string]bool{}}
+	n.remote = &remoteState{cfg: *c, ln: ln, addr: addr, warned: map[string]bool{}}
 	if err := n.startObjects(); err != nil {
 		ln.Close()
 		return err
@@ -131,7 +125,7 @@ func (n *Node) addNode(k sched.NodeID, name string, res task.Resources, gpus []i
 	if err := n.core.AddNodeGrant(k, res, gpus, capacity); err != nil {
 		return err
 	}
-	n.remote.names[k] = name
+	n.rec.Step(recovery.NodeAdded{Node: k, Name: name})
 	n.step()
 	return nil
 }
@@ -141,16 +135,27 @@ func (n *Node) addNode(k sched.NodeID, name string, res task.Resources, gpus []i
 // why.
 func (n *Node) NodeGone(k sched.NodeID, why string) {
 	n.mu.Lock()
-	if n.remote == nil || n.closed || n.remote.names[k] == "" && n.core.Node(k) == nil {
+	if n.remote == nil || n.closed || n.rec.Name(k) == "" && n.core.Node(k) == nil {
 		n.unlock()
 		return
 	}
-	name := n.remote.names[k]
-	delete(n.remote.names, k)
-	tasks, actors := n.core.RemoveNode(k)
-	n.objectsGone(k, name, why)
+	name := n.rec.Name(k)
+	n.gone = &gone{node: name, why: why}
+	// The core forgets the node first, so that no rebuild the recovery
+	// core starts below is placed there. Its tasks and actors come back as
+	// Orphan and OrphanActor effects (nothing else is pending: every event
+	// ends with step), carried out once the recovery core knows what the
+	// node's death lost: its copies are gone, and what only it held is
+	// lost (or rebuilt when next needed), so the tasks run again fetch it
+	// again.
+	n.core.RemoveNode(k)
+	orphans := n.core.Effects()
+	n.recover(recovery.NodeGone{Node: k, Why: why})
 	if t := n.remote.cfg.Locations; t != nil && name != "" {
 		t.ForgetNodeQueued(name) // after every earlier write about the node
+	}
+	for _, e := range orphans {
+		n.apply(e)
 	}
 	var conns []*proc
 	for _, w := range n.workers {
@@ -158,18 +163,8 @@ func (n *Node) NodeGone(k sched.NodeID, why string) {
 			conns = append(conns, w)
 		}
 	}
-	for _, p := range tasks {
-		n.rerun(p, fmt.Sprintf("node %s died (%s)", name, why))
-	}
-	for _, id := range actors {
-		if a := n.actors[id]; a != nil {
-			why := &task.TaskError{Function: a.typ, Message: fmt.Sprintf("its node %s died (%s)", name, why), Cause: task.ErrWorkerDied}
-			if !n.restartActor(a, why, true) {
-				n.actorDied(a, why)
-			}
-		}
-	}
 	n.step()
+	n.gone = nil
 	n.unlock()
 	for _, w := range conns {
 		if w.conn != nil {
@@ -180,34 +175,16 @@ func (n *Node) NodeGone(k sched.NodeID, why string) {
 }
 
 // rerun submits again a task whose remote worker or node died, or fails it
-// once it has been tried maxRetries times.
+// once it has been tried maxRetries times (the recovery core decides).
 func (n *Node) rerun(p *pending, why string) {
-	r := n.remote.retries[p] + 1
-	if r > maxRetries {
-		delete(n.remote.retries, p)
-		n.finishErr(p, &task.TaskError{Function: p.spec.Func, Message: fmt.Sprintf("tried %d times; the last time %s", r, why), Cause: task.ErrWorkerDied})
-		return
-	}
-	n.remote.retries[p] = r
-	if n.refetchArgs(p, false) {
-		return
-	}
-	n.core.Submit(p, &p.entry.Res, false)
-}
-
-// forgetRetries drops p's count of runs (rerun, retryPull) once it ended:
-// stored its results or failed.
-func (n *Node) forgetRetries(p *pending) {
-	if n.remote != nil {
-		delete(n.remote.retries, p)
-	}
+	n.recover(recovery.TaskLost[*pending]{Task: p, Why: why})
 }
 
 // checkRetries reports a run count kept for a task that is no longer
 // queued, sent to a worker or waiting for an argument (it ended: the count
 // leaked). For tests (Check): it visits every live task.
 func (n *Node) checkRetries() error {
-	if n.remote == nil || len(n.remote.retries) == 0 {
+	if n.rec.RunsKept() == 0 {
 		return nil
 	}
 	live := map[*pending]bool{}
@@ -222,12 +199,7 @@ func (n *Node) checkRetries() error {
 			live[w.p] = true
 		}
 	}
-	for p := range n.remote.retries {
-		if !live[p] {
-			return fmt.Errorf("task %s (%s) ended but its run count is still kept", p.spec.ID, p.spec.Func)
-		}
-	}
-	return nil
+	return n.rec.Check(func(p *pending) bool { return live[p] }, func(p *pending) string { return fmt.Sprintf("%s (%s)", p.spec.ID, p.spec.Func) })
 }
 
 // WorkerExited reports the end of remote worker w (or that it could not
@@ -258,7 +230,7 @@ func (n *Node) WorkerExited(w sched.WorkerID, why error) {
 // spawnRemote asks node k to start worker w.
 func (n *Node) spawnRemote(w *proc) {
 	k := w.node
-	w.name = fmt.Sprintf("worker %d on %s", w.id-sched.FirstWorker(k)+1, n.remote.names[k])
+	w.name = fmt.Sprintf("worker %d on %s", w.id-sched.FirstWorker(k)+1, n.rec.Name(k))
 	env := []string{
 		task.EnvSocket + "=tcp:" + n.remote.addr,
 		task.EnvWorker + "=" + strconv.Itoa(int(w.id)),
@@ -266,7 +238,7 @@ func (n *Node) spawnRemote(w *proc) {
 		task.EnvRemote + "=1",
 	}
 	if w.actor != nil {
-		env = append(env, "CUDA_VISIBLE_DEVICES="+joinInts(w.actor.gpus))
+		env = append(env, "CUDA_VISIBLE_DEVICES="+workerproc.JoinInts(w.actor.gpus))
 	}
 	if os.Getenv("GORACE") == "" {
 		env = append(env, "GORACE=atexit_sleep_ms=0")
@@ -275,18 +247,14 @@ func (n *Node) spawnRemote(w *proc) {
 }
 
 // remoteStartFailed counts a remote worker that ended before connecting;
-// several in a row on one node take the node out of the job.
+// several in a row on one node take the node out of the job (the recovery
+// core decides: recovery.DropNode).
 func (n *Node) remoteStartFailed(w *proc) {
-	n.remote.badStarts[w.node]++
-	if n.remote.badStarts[w.node] < 3 {
-		return
-	}
 	why := "they exited"
 	if w.exitErr != nil {
 		why = w.exitErr.Error()
 	}
-	k := w.node
-	go n.NodeGone(k, "3 workers in a row ended before connecting: "+why)
+	n.recover(recovery.StartFailed{Node: w.node, Why: why})
 }
 
 // adoptInline records a large value that a worker on another node wrote
@@ -294,7 +262,7 @@ func (n *Node) remoteStartFailed(w *proc) {
 // shared memory one it sent inline, so Get maps it without a copy.
 func (n *Node) adoptInline(id ids.ObjectID, o task.Object, w *proc) task.Object {
 	if o.Shared && o.Err == nil && n.objects() != nil {
-		n.addHolder(id, w.node)
+		n.recover(recovery.Held{ID: id, Node: w.node})
 		return o
 	}
 	if o.Shared || o.Err != nil || n.shared == nil || len(o.Data) < codec.InlineThreshold || !codec.IsZeroCopy(o.Data) {

@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/objstore"
+	"github.com/gray-ml/gray/runtime/recovery"
 	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
 	"github.com/gray-ml/gray/runtime/transfer"
@@ -80,14 +80,10 @@ type objectsState struct {
 	cancel context.CancelFunc
 	ctx    context.Context
 
-	holders map[ids.ObjectID][]sched.NodeID        // nodes whose store holds the object
-	copies  map[ids.ObjectID]map[sched.NodeID]bool // nodes it was sent to (released with it)
-	pulls   map[ids.ObjectID]chan struct{}         // driver pulls in flight
-	rpins   map[ids.ObjectID]int                   // tasks sent an object the driver's store lacks
-	unfreed map[ids.ObjectID]bool                  // freed while remote-pinned: release at the last unpin
-	lostAt  map[ids.ObjectID]time.Time             // lost objects not rebuilt yet
-	stats   ObjectStats
-	pulled  atomic.Int64
+	// Which nodes hold or were sent which objects, and which are pinned
+	// there, is the recovery core's (Node.rec).
+	pulls  map[ids.ObjectID]chan struct{} // driver pulls in flight
+	pulled atomic.Int64
 }
 
 // startObjects starts the driver's transfer server (on the host its
@@ -104,9 +100,7 @@ func (n *Node) startObjects() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	o := &objectsState{
 		ln: ln, addr: ln.Addr().String(), client: transfer.NewClient(n.remote.cfg.Token), ctx: ctx, cancel: cancel,
-		holders: map[ids.ObjectID][]sched.NodeID{}, copies: map[ids.ObjectID]map[sched.NodeID]bool{},
-		pulls: map[ids.ObjectID]chan struct{}{}, rpins: map[ids.ObjectID]int{}, unfreed: map[ids.ObjectID]bool{},
-		lostAt: map[ids.ObjectID]time.Time{},
+		pulls: map[ids.ObjectID]chan struct{}{},
 	}
 	o.ro, _ = n.remote.cfg.Remote.(RemoteObjects)
 	if n.shared != nil {
@@ -144,10 +138,9 @@ func (n *Node) ObjectStats() ObjectStats {
 	if n.remote == nil || n.remote.objs == nil {
 		return ObjectStats{}
 	}
-	o := n.remote.objs
-	s := o.stats
-	s.Served, s.Pulled, s.Remote = o.srv.Served(), o.pulled.Load(), len(o.holders)
-	return s
+	o, r := n.remote.objs, n.rec.Stats()
+	return ObjectStats{Served: o.srv.Served(), Pulled: o.pulled.Load(), Remote: n.rec.Remote(),
+		Lost: r.Lost, Rebuilt: r.Rebuilt, LastRebuilt: r.LastRebuilt, Retried: r.Retried}
 }
 
 func (n *Node) objects() *objectsState {
@@ -157,48 +150,17 @@ func (n *Node) objects() *objectsState {
 	return n.remote.objs
 }
 
-// hasRemote reports whether another node holds object id.
-func (n *Node) hasRemote(id ids.ObjectID) bool {
-	o := n.objects()
-	return o != nil && len(o.holders[id]) > 0
-}
-
 // remoteOnly reports whether object id is held by other nodes and not by
 // the driver's store.
 func (n *Node) remoteOnly(id ids.ObjectID) bool {
-	return n.hasRemote(id) && (n.shared == nil || !n.shared.Contains(storeID(id)))
-}
-
-// addHolder records that node k's store holds object id.
-func (n *Node) addHolder(id ids.ObjectID, k sched.NodeID) {
-	o := n.objects()
-	for _, h := range o.holders[id] {
-		if h == k {
-			return
-		}
-	}
-	o.holders[id] = append(o.holders[id], k)
-	n.noteLocation(id, k, true)
-}
-
-// noteLocation tells the cluster's location table that node k now holds
-// object id (or no longer does).
-func (n *Node) noteLocation(id ids.ObjectID, k sched.NodeID, holds bool) {
-	t, name := n.remote.cfg.Locations, n.remote.names[k]
-	switch {
-	case t == nil || name == "":
-	case holds:
-		t.AddLocation(id, name)
-	default:
-		t.RemoveLocation(id, name)
-	}
+	return n.rec.HasRemote(id) && (n.shared == nil || !n.shared.Contains(storeID(id)))
 }
 
 // sourceFor returns where a worker of node k pulls object id from, and
 // whether it must: "" when k's store holds it or nobody does.
 func (n *Node) sourceFor(k sched.NodeID, id ids.ObjectID) (string, bool) {
 	o := n.objects()
-	hs := o.holders[id]
+	hs := n.rec.Holders(id)
 	for _, h := range hs {
 		if h == k {
 			return "", false
@@ -242,10 +204,7 @@ func (n *Node) locate(w *proc, oids []ids.ObjectID) {
 		}
 		locs = append(locs, loc{id, addr})
 		if w.node != sched.Local {
-			if o.copies[id] == nil {
-				o.copies[id] = map[sched.NodeID]bool{}
-			}
-			o.copies[id][w.node] = true
+			n.rec.Step(recovery.Sent{ID: id, Node: w.node})
 		}
 	}
 	if len(locs) == 0 {
@@ -282,68 +241,18 @@ func (n *Node) pinRemote(id ids.ObjectID) bool {
 	if !n.remoteOnly(id) {
 		return false
 	}
-	n.remote.objs.rpins[id]++
+	n.rec.Step(recovery.Pinned{ID: id})
 	return true
 }
 
 // unpinRemote ends a pin of pinRemote; it reports false for a pin of the
 // driver's store.
 func (n *Node) unpinRemote(id ids.ObjectID) bool {
-	o := n.objects()
-	if o == nil || o.rpins[id] == 0 {
+	if n.objects() == nil || n.rec.RemotePins(id) == 0 {
 		return false
 	}
-	o.rpins[id]--
-	if o.rpins[id] == 0 {
-		delete(o.rpins, id)
-		if o.unfreed[id] {
-			delete(o.unfreed, id)
-			n.releaseRemote(id)
-		}
-	}
+	n.recover(recovery.Unpinned{ID: id})
 	return true
-}
-
-// forgetRemote drops the copies other nodes hold of a freed object: at
-// once, or when the last task sent it ends.
-func (n *Node) forgetRemote(id ids.ObjectID) {
-	o := n.objects()
-	if o == nil {
-		return
-	}
-	delete(o.lostAt, id)
-	if o.rpins[id] > 0 {
-		o.unfreed[id] = true
-		return
-	}
-	n.releaseRemote(id)
-}
-
-func (n *Node) releaseRemote(id ids.ObjectID) {
-	o := n.objects()
-	nodes := map[sched.NodeID]bool{}
-	for _, k := range o.holders[id] {
-		nodes[k] = true
-		n.noteLocation(id, k, false)
-	}
-	for k := range o.copies[id] {
-		nodes[k] = true
-	}
-	delete(o.holders, id)
-	delete(o.copies, id)
-	if n.shared != nil && !n.shared.Contains(storeID(id)) {
-		// A copy one of the driver's workers pulled, never adopted.
-		_ = os.Remove(objstore.Path(n.shared.Dir(), storeID(id)))
-	}
-	if o.ro == nil {
-		return
-	}
-	h := []string{id.String()}
-	for k := range nodes {
-		if n.remote.names[k] != "" {
-			o.ro.ReleaseObjects(k, h)
-		}
-	}
 }
 
 // pullLocal makes a remote object local for the driver's Get: it returns a
@@ -363,7 +272,7 @@ func (n *Node) pullLocal(id ids.ObjectID) <-chan struct{} {
 	}
 	ch := make(chan struct{})
 	o.pulls[id] = ch
-	k := o.holders[id][0]
+	k := n.rec.Holders(id)[0]
 	addr := ""
 	if o.ro != nil {
 		addr = o.ro.ObjectAddr(k)
@@ -384,7 +293,7 @@ func (n *Node) pullLocal(id ids.ObjectID) <-chan struct{} {
 		n.mu.Lock()
 		delete(o.pulls, id)
 		if err != nil && !n.closed && !n.shared.Contains(sid) {
-			n.dropHolder(id, k, fmt.Sprintf("pulling it from node %s failed: %v", n.remote.names[k], err), serverGone(err))
+			n.recover(recovery.HolderGone{ID: id, Node: k, Why: fmt.Sprintf("pulling it from node %s failed: %v", n.rec.Name(k), err), Gone: serverGone(err)})
 		}
 		close(ch)
 		n.unlock()
@@ -419,93 +328,6 @@ func (n *Node) adoptPulled(ctx context.Context, sid objstore.ID) bool {
 // pullWaitTimeout bounds the wait for another process's pull of an object.
 const pullWaitTimeout = 2 * time.Minute
 
-// dropHolder records that node k no longer holds object id (it died, or a
-// pull from it failed; gone: its process is known to be gone); an object
-// nobody holds any more is lost.
-func (n *Node) dropHolder(id ids.ObjectID, k sched.NodeID, why string, gone bool) {
-	o := n.objects()
-	hs := o.holders[id]
-	for i, h := range hs {
-		if h == k {
-			hs = append(hs[:i:i], hs[i+1:]...)
-			n.noteLocation(id, k, false)
-			break
-		}
-	}
-	if len(hs) > 0 {
-		o.holders[id] = hs
-		return
-	}
-	delete(o.holders, id)
-	if n.shared != nil && n.shared.Contains(storeID(id)) {
-		return
-	}
-	obj, ok := n.store.Get(id)
-	if !ok || !obj.Shared || obj.Err != nil {
-		return
-	}
-	if _, counted := o.lostAt[id]; counted {
-		return
-	}
-	o.stats.Lost++
-	if n.lineage[id] != nil {
-		o.lostAt[id] = time.Now() // rebuilt when next needed (have)
-		return
-	}
-	reason, detail := task.ErrLostPut, "its only copy was on a node of the cluster: "+why
-	var cause error
-	if id.Index() < 1<<31 {
-		reason = task.ErrLostActorMethod
-	} else if gone || n.remote.names[k] == "" {
-		// The node left the job (NodeGone) or nothing answers there: the
-		// worker there that put it, its owner, died with it.
-		cause = task.ErrLostOwnerDied
-	}
-	lost := task.Lost(id, reason, detail, cause)
-	n.store.Delete(id)
-	n.putLocked(id, task.Object{Shared: true, Err: lost})
-}
-
-// objectsGone handles the objects of node k, which died: its copies are
-// gone, and what only it held is lost.
-func (n *Node) objectsGone(k sched.NodeID, name, why string) {
-	o := n.objects()
-	if o == nil {
-		return
-	}
-	for id, c := range o.copies {
-		delete(c, k)
-		if len(c) == 0 {
-			delete(o.copies, id)
-		}
-	}
-	var held []ids.ObjectID
-	for id, hs := range o.holders {
-		for _, h := range hs {
-			if h == k {
-				held = append(held, id)
-				break
-			}
-		}
-	}
-	for _, id := range held {
-		n.dropHolder(id, k, fmt.Sprintf("node %s died (%s)", name, why), true)
-	}
-}
-
-// rebuiltRemote counts a lost object made again.
-func (n *Node) rebuiltRemote(id ids.ObjectID) {
-	o := n.objects()
-	if o == nil {
-		return
-	}
-	if _, ok := o.lostAt[id]; ok {
-		delete(o.lostAt, id)
-		o.stats.Rebuilt++
-		o.stats.LastRebuilt = time.Now()
-	}
-}
-
 // refetchArgs prepares task p, which is to run again, when one of the
 // shared arguments it was sent is lost (or always, with force): its
 // arguments are claimed again (needArgs), so the lost ones are rebuilt
@@ -518,7 +340,7 @@ func (n *Node) refetchArgs(p *pending, force bool) bool {
 	}
 	lost := force
 	for _, a := range p.spec.Args {
-		if a.Shared && !a.IsRef && !n.hasRemote(a.Ref) && (n.shared == nil || !n.shared.Contains(storeID(a.Ref))) {
+		if a.Shared && !a.IsRef && !n.rec.HasRemote(a.Ref) && (n.shared == nil || !n.shared.Contains(storeID(a.Ref))) {
 			lost = true
 			break
 		}
@@ -555,19 +377,14 @@ func (n *Node) retryPull(w *proc, p *pending, objs []task.Object) bool {
 	if !ok {
 		return false
 	}
-	r := n.remote.retries[p] + 1
-	if r > maxRetries {
-		return false
-	}
-	n.remote.retries[p] = r
-	o.stats.Retried++
 	why := fmt.Sprintf("%s could not pull it: %s", w.name, firstLine(objs[0].Err.Message))
-	if hs := o.holders[id]; len(hs) > 0 && (n.shared == nil || !n.shared.Contains(storeID(id))) {
-		// The holder the worker was sent to (see sourceFor).
-		n.dropHolder(id, hs[0], why, false)
+	local := n.shared != nil && n.shared.Contains(storeID(id))
+	for _, e := range n.recover(recovery.PullFailed[*pending]{Task: p, ID: id, Why: why, Local: local}) {
+		if e.Kind == recovery.Rerun {
+			return true // run again (with the holder it pulled from dropped)
+		}
 	}
-	n.refetchArgs(p, true)
-	return true
+	return false // tried too often: its failure stands
 }
 
 // localityBytes is the least size of a task's arguments on one node that
@@ -612,7 +429,7 @@ func (n *Node) nearNode(p *pending) (sched.NodeID, bool) {
 			bytes[sched.Local] += obj.Size
 			continue
 		}
-		for _, k := range o.holders[a.Ref] {
+		for _, k := range n.rec.Holders(a.Ref) {
 			bytes[k] += obj.Size
 		}
 	}

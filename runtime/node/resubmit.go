@@ -60,7 +60,7 @@ func (n *Node) submittedBefore(w *proc, s *task.Spec) bool {
 		}
 		return true
 	case task.KindFunc:
-		if _, ok := n.store.Get(s.Return(0)); ok || n.rebuilding[s.ID] {
+		if _, ok := n.store.Get(s.Return(0)); ok || n.rec.Rebuilding(s.ID) {
 			return true
 		}
 	case task.KindActorMethod:
@@ -133,7 +133,7 @@ func (n *Node) reexecuting(w *proc) bool {
 	if !ok {
 		return false
 	}
-	return n.rebuilding[p.spec.ID] || n.remote != nil && n.remote.retries[p] > 0
+	return n.rec.Rebuilding(p.spec.ID) || n.rec.Runs(p) > 0
 }
 
 // callKnown reports whether actor a holds call s already, queued or

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/objtable"
+	"github.com/gray-ml/gray/runtime/recovery"
 	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
 )
@@ -221,7 +222,53 @@ func (n *Node) apply(e sched.Effect[*pending]) {
 		}
 	case sched.Resume:
 		n.waits.Resume(e.Worker)
+	case sched.Orphan:
+		n.orphaned(e.Task)
+	case sched.OrphanActor:
+		if a := n.actors[e.Actor]; a != nil && n.gone != nil {
+			why := &task.TaskError{Function: a.typ, Message: fmt.Sprintf("its node %s died (%s)", n.gone.node, n.gone.why), Cause: task.ErrWorkerDied}
+			if !n.restartActor(a, why, true) {
+				n.actorDied(a, why)
+			}
+		}
+	case sched.Refuse:
+		n.finishErr(e.Task, n.spawnFailure())
+	case sched.RefuseActor:
+		if a := n.actors[e.Actor]; a != nil {
+			n.actorDied(a, n.spawnFailure())
+		}
 	}
+}
+
+// gone is the worker or node whose end the node is stepping (died,
+// NodeGone): what the core's Orphan effects say why with.
+type gone struct {
+	w    *proc  // the worker that died; nil: node
+	node string // the node that died
+	why  string // how the worker ended, or why the node is gone
+}
+
+// orphaned handles task p, whose worker or node is gone (Node.gone): it
+// fails, or, when it ran on another node (which may have died with its
+// worker), runs again elsewhere.
+func (n *Node) orphaned(p *pending) {
+	g := n.gone
+	switch {
+	case g == nil: // never: the core orphans tasks only at those events
+		n.finishErr(p, &task.TaskError{Function: p.spec.Func, Message: "its worker is gone", Cause: task.ErrWorkerDied})
+	case g.w == nil:
+		n.rerun(p, fmt.Sprintf("node %s died (%s)", g.node, g.why))
+	case g.w.node != sched.Local:
+		n.rerun(p, fmt.Sprintf("%s died (%s)", g.w.name, g.why))
+	default:
+		n.finishErr(p, &task.TaskError{Function: p.spec.Func, Worker: g.w.name, Message: "the worker process died while running it (" + g.why + ")", Cause: task.ErrWorkerDied})
+	}
+}
+
+// spawnFailure is the error of what waited for a worker when none can
+// start (stopSpawning).
+func (n *Node) spawnFailure() *task.TaskError {
+	return &task.TaskError{Function: "(worker start)", Message: n.spawnErr.Error(), Cause: n.spawnErr}
 }
 
 // send queues p at pool worker w, which may use the GPUs gpus.
@@ -334,10 +381,11 @@ func (n *Node) pump(a *actor) {
 
 // finishErr fails every return of p with e.
 func (n *Node) finishErr(p *pending, e *task.TaskError) {
-	n.forgetRetries(p)
+	rebuilding := n.rec.Rebuilding(p.spec.ID)
+	n.rec.Step(recovery.Ended[*pending]{Task: p, ID: p.spec.ID})
 	n.unpinArgs(p)
 	n.releaseLineage(p)
-	if n.rebuilding[p.spec.ID] {
+	if rebuilding {
 		n.failRebuild(p.spec, e)
 	} else {
 		n.storeReturns(p.spec, e)

@@ -36,9 +36,9 @@ func (c *Core[T]) addDemand(r *task.Resources, sign float64) {
 	}
 }
 
-// Headroom reports whether r fits what is free once the tasks queued now
+// headroom reports whether r fits what is free once the tasks queued now
 // have what they ask for: a task placed here would not wait behind them.
-func (c *Core[T]) Headroom(r *task.Resources) bool {
+func (c *Core[T]) headroom(r *task.Resources) bool {
 	if r.CPU > c.avail.CPU-c.demand.CPU+eps || r.GPU > c.avail.GPU-c.demand.GPU+eps {
 		return false
 	}
@@ -64,10 +64,11 @@ func (c *Core[T]) fitsTotal(r task.Resources) bool {
 	return true
 }
 
-// drain empties a core whose node is gone: it returns every task it held
-// (running, queued behind a worker, or waiting in a queue), in that order per
-// worker, and the actors that held or waited for its resources.
-func (c *Core[T]) drain() (tasks []T, actors []ids.ActorID) {
+// drain empties a core whose node is gone: every task it held (running,
+// queued behind a worker, or waiting in a queue; in that order per worker)
+// comes back as an Orphan effect, then the actors that held or waited for
+// its resources as OrphanActor effects.
+func (c *Core[T]) drain() {
 	ws := slices.Sorted(func(yield func(WorkerID) bool) {
 		for id := range c.pool {
 			if !yield(id) {
@@ -77,21 +78,24 @@ func (c *Core[T]) drain() (tasks []T, actors []ids.ActorID) {
 	})
 	for _, id := range ws {
 		for _, it := range c.pool[id].tasks {
-			tasks = append(tasks, it.t)
+			c.emit(Effect[T]{Kind: Orphan, Worker: id, Task: it.t})
 		}
 	}
 	for _, k := range c.shapes {
 		q := c.queues[k]
 		for q.len() > 0 {
-			tasks = append(tasks, q.pop().t)
+			c.emit(Effect[T]{Kind: Orphan, Task: q.pop().t})
 		}
 	}
+	actors := make([]ids.ActorID, 0, len(c.actors))
 	for id := range c.actors {
 		actors = append(actors, id)
 	}
 	slices.SortFunc(actors, func(a, b ids.ActorID) int { return slices.Compare(a[:], b[:]) })
+	for _, id := range actors {
+		c.emit(Effect[T]{Kind: OrphanActor, Actor: id})
+	}
 	c.closed = true
-	return tasks, actors
 }
 
 // Cluster is the scheduling core of a driver whose tasks may run on several
@@ -169,23 +173,26 @@ func (cl *Cluster[T]) AddNodeGrant(id NodeID, granted task.Resources, gpus []int
 	return nil
 }
 
-// RemoveNode drops node id (gone: its process or machine ended). It returns
-// what ran or waited there: the tasks, for the caller to run again or fail
-// (resubmitted with Submit, they go elsewhere), and the actors, which the
-// caller recreates (WaitActor) or fails.
-func (cl *Cluster[T]) RemoveNode(id NodeID) (tasks []T, actors []ids.ActorID) {
+// RemoveNode drops node id (gone: its process or machine ended). What ran
+// or waited there comes back as effects: the tasks as Orphan, for the
+// caller to run again or fail (resubmitted with Submit, they go
+// elsewhere), and the actors as OrphanActor, which the caller recreates
+// (WaitActor) or fails.
+func (cl *Cluster[T]) RemoveNode(id NodeID) {
 	c := cl.cores[id]
 	if c == nil || id == Local {
-		return nil, nil
+		return
 	}
-	tasks, actors = c.drain()
+	from := len(cl.effects)
+	c.drain()
+	for _, e := range cl.effects[from:] {
+		if e.Kind == OrphanActor {
+			delete(cl.actorAt, e.Actor)
+		}
+	}
 	cl.gone = cl.gone.Add(c.capacity)
 	delete(cl.cores, id)
 	cl.order = slices.DeleteFunc(cl.order, func(x NodeID) bool { return x == id })
-	for _, a := range actors {
-		delete(cl.actorAt, a)
-	}
-	return tasks, actors
 }
 
 // Nodes returns the nodes, Local first.
@@ -197,16 +204,16 @@ func (cl *Cluster[T]) Node(id NodeID) *Core[T] { return cl.cores[id] }
 
 // place picks the node for a request: the first (Local first) with room
 // beyond what is queued there, else the first whose grant can grow to
-// hold it (GrowRoom), else the one that fits it whose queue is shortest
+// hold it (growRoom), else the one that fits it whose queue is shortest
 // for its CPUs; nil when no node can ever hold it.
 func (cl *Cluster[T]) place(r *task.Resources) *Core[T] {
 	for _, id := range cl.order {
-		if c := cl.cores[id]; c.Headroom(r) {
+		if c := cl.cores[id]; c.headroom(r) {
 			return c
 		}
 	}
 	for _, id := range cl.order { // a grant that can grow to hold it (spread.go)
-		if c := cl.cores[id]; c.GrowRoom(r) {
+		if c := cl.cores[id]; c.growRoom(r) {
 			return c
 		}
 	}
@@ -223,16 +230,6 @@ func (cl *Cluster[T]) place(r *task.Resources) *Core[T] {
 		}
 	}
 	return best
-}
-
-// Fits reports whether some node could hold r when nothing else runs.
-func (cl *Cluster[T]) Fits(r task.Resources) bool {
-	for _, id := range cl.order {
-		if cl.cores[id].fitsTotal(r) {
-			return true
-		}
-	}
-	return false
 }
 
 // Feasible reports why a request for r by name can never be met by any node
@@ -278,7 +275,7 @@ func (cl *Cluster[T]) submit(p item[T]) {
 // (data locality): it goes there when that node has room beyond what is
 // queued there, and where Submit would place it otherwise.
 func (cl *Cluster[T]) SubmitNear(t T, res *task.Resources, pipelined bool, near NodeID) {
-	if c := cl.cores[near]; c != nil && c.Headroom(res) {
+	if c := cl.cores[near]; c != nil && c.headroom(res) {
 		c.Submit(t, res, pipelined)
 		return
 	}
@@ -375,10 +372,10 @@ func (cl *Cluster[T]) Epoch(w WorkerID) uint64 {
 	return 0
 }
 
-// Lending: see Core.Lending.
-func (cl *Cluster[T]) Lending(w WorkerID) bool {
+// lending: see Core.lending.
+func (cl *Cluster[T]) lending(w WorkerID) bool {
 	c := cl.on(w)
-	return c != nil && c.Lending(w)
+	return c != nil && c.lending(w)
 }
 
 // TaskDone: see Core.TaskDone.
@@ -419,31 +416,32 @@ func (cl *Cluster[T]) Withdraw(w WorkerID, which func(T) bool) {
 }
 
 // WorkerDied: see Core.WorkerDied.
-func (cl *Cluster[T]) WorkerDied(w WorkerID) (running T, ok bool) {
+func (cl *Cluster[T]) WorkerDied(w WorkerID) {
 	if c := cl.on(w); c != nil {
-		running, ok = c.WorkerDied(w)
+		c.WorkerDied(w)
 		cl.spread()
 	}
-	return running, ok
 }
 
 // SpawnFailed: see Core.SpawnFailed; it concerns the local node, whose
 // workers are started by the driver itself.
-func (cl *Cluster[T]) SpawnFailed() (tasks []T, actors []ids.ActorID) {
-	tasks, actors = cl.cores[Local].SpawnFailed()
-	for _, a := range actors {
-		delete(cl.actorAt, a)
+func (cl *Cluster[T]) SpawnFailed() {
+	from := len(cl.effects)
+	cl.cores[Local].SpawnFailed()
+	for _, e := range cl.effects[from:] {
+		if e.Kind == RefuseActor {
+			delete(cl.actorAt, e.Actor)
+		}
 	}
 	if len(cl.order) == 1 { // no other node: what waits for one fails too
 		for _, it := range cl.waiting {
-			tasks = append(tasks, it.t)
+			cl.effects = append(cl.effects, Effect[T]{Kind: Refuse, Task: it.t})
 		}
 		for _, a := range cl.actorQ {
-			actors = append(actors, a.id)
+			cl.effects = append(cl.effects, Effect[T]{Kind: RefuseActor, Actor: a.id})
 		}
 		cl.waiting, cl.actorQ = nil, nil
 	}
-	return tasks, actors
 }
 
 // Effects: see Core.Effects; every node's effects, in order.

@@ -150,9 +150,10 @@ func TestClusterWaitsForNodeAndRemovesNode(t *testing.T) {
 	if len(cl.Waiting()) != 0 {
 		t.Fatalf("still waiting: %v", cl.Waiting())
 	}
-	tasks, actors := cl.RemoveNode(1)
-	if len(tasks) != 1 || tasks[0] != 1 || len(actors) != 1 || actors[0] != actor {
-		t.Fatalf("node 1 returned tasks %v actors %v", tasks, actors)
+	cl.RemoveNode(1)
+	es = cl.Effects()
+	if len(es) != 2 || es[0].Kind != Orphan || es[0].Task != 1 || es[1].Kind != OrphanActor || es[1].Actor != actor {
+		t.Fatalf("node 1's removal gave effects %+v, want task 1 and the actor orphaned", es)
 	}
 	cl.Submit(1, gpu, false)
 	if len(cl.Waiting()) != 1 {

@@ -19,13 +19,13 @@ type core interface {
 	Submit(int, *task.Resources, bool)
 	SubmitPacked(int, *task.Resources, int)
 	WorkerReady(WorkerID)
-	WorkerDied(WorkerID) (int, bool)
+	WorkerDied(WorkerID)
 	Running(WorkerID) (int, bool)
 	TaskDone(WorkerID, bool)
 	Epoch(WorkerID) uint64
 	Block(WorkerID, uint64)
 	Unblock(WorkerID, uint64) bool
-	Lending(WorkerID) bool
+	lending(WorkerID) bool
 	GiveBack(WorkerID, func(int) bool)
 	ActorGone(ids.ActorID)
 	WaitActor(ids.ActorID, task.Resources)
@@ -63,6 +63,17 @@ type sim struct {
 	// gpus are the GPU indices each node's daemon granted (it owns them;
 	// not necessarily the smallest), less those views report returned.
 	gpus map[NodeID]map[int]bool
+	// held are effects taken early (to read a death's Orphan effects)
+	// and carried out with the next ones, in order.
+	held []Effect[int]
+}
+
+// take returns the core's effects now; they are carried out later, in
+// order, with the next ones (effectsOnce).
+func (s *sim) take() []Effect[int] {
+	es := s.c.Effects()
+	s.held = append(s.held, es...)
+	return es
 }
 
 var shapes = []task.Resources{
@@ -82,7 +93,8 @@ func (s *sim) effects() {
 // effectsOnce carries out the effects of the core and the Waits pending now,
 // and reports whether there were any.
 func (s *sim) effectsOnce() bool {
-	es, as := s.c.Effects(), 0
+	es, as := append(s.held, s.c.Effects()...), 0
+	s.held = nil
 	for a, ok := s.w.ws.Next(); ok; a, ok = s.w.ws.Next() { // as the node takes them
 		s.answer(a)
 		as++
@@ -184,7 +196,17 @@ func (s *sim) finish(w WorkerID) {
 }
 
 func (s *sim) die(w WorkerID) {
-	running, ok := s.c.WorkerDied(w)
+	s.c.WorkerDied(w)
+	var running int
+	ok := false
+	for _, e := range s.take() {
+		if e.Kind == Orphan {
+			if ok || e.Worker != w {
+				s.t.Fatalf("worker %d's death orphaned task %d of worker %d (a second: %v)", w, e.Task, e.Worker, ok)
+			}
+			running, ok = e.Task, true
+		}
+	}
 	if ts := s.on[w]; len(ts) > 0 {
 		if !ok || running != ts[0] {
 			s.t.Fatalf("worker %d died running %d, the core says %d (%v)", w, ts[0], running, ok)
@@ -257,7 +279,7 @@ func (s *sim) step() {
 			// A worker recalled between two tasks (not blocked, not
 			// lending) may not have started its first: it gives all back.
 			// One whose running task asked for objects has started it.
-			all := len(s.blocks[w]) == 0 && !s.c.Lending(w) && s.rng.IntN(4) == 0 && !s.asked(w)
+			all := len(s.blocks[w]) == 0 && !s.c.lending(w) && s.rng.IntN(4) == 0 && !s.asked(w)
 			for i, x := range s.on[w] {
 				if i == 0 && !all { // started: not given back
 					keep = append(keep, x)
@@ -332,7 +354,17 @@ func (s *sim) step() {
 // removeNode drops node k as its death would: its workers are gone, the
 // tasks it held are submitted again, its actors are forgotten.
 func (s *sim) removeNode(k NodeID) {
-	tasks, actors := s.cl.RemoveNode(k)
+	s.cl.RemoveNode(k)
+	var tasks []int
+	var actors []ids.ActorID
+	for _, e := range s.take() {
+		switch e.Kind {
+		case Orphan:
+			tasks = append(tasks, e.Task)
+		case OrphanActor:
+			actors = append(actors, e.Actor)
+		}
+	}
 	delete(s.granted, k)
 	delete(s.gpus, k)
 	for w := range s.on {

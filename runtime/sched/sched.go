@@ -53,6 +53,18 @@ const (
 	// Resume lets Worker, blocked in Get with its CPUs lent out, go on:
 	// its CPUs are its own again. The caller answers the requests it parked.
 	Resume
+	// Orphan: Task was running on Worker, which died (WorkerDied), or it
+	// ran or queued on Node, which is gone (RemoveNode). The caller fails
+	// it, or runs it again (Submit places it elsewhere).
+	Orphan
+	// OrphanActor: Actor held or waited for the resources of Node, which
+	// is gone (RemoveNode). The caller recreates it (WaitActor) or fails it.
+	OrphanActor
+	// Refuse: no worker can start (SpawnFailed) and Task waited for one;
+	// the caller fails it.
+	Refuse
+	// RefuseActor: the same for Actor, which waited for resources.
+	RefuseActor
 )
 
 func (k Kind) String() string {
@@ -69,6 +81,14 @@ func (k Kind) String() string {
 		return "recall"
 	case Resume:
 		return "resume"
+	case Orphan:
+		return "orphan"
+	case OrphanActor:
+		return "orphan-actor"
+	case Refuse:
+		return "refuse"
+	case RefuseActor:
+		return "refuse-actor"
 	}
 	return fmt.Sprintf("kind(%d)", k)
 }
@@ -248,9 +268,9 @@ func (c *Core[T]) Queued() int {
 	return n
 }
 
-// PoolSize is the number of pool workers kept alive when no task is blocked
+// poolSize is the number of pool workers kept alive when no task is blocked
 // and no fractional-CPU task is queued.
-func (c *Core[T]) PoolSize() int { return max(c.workers, int(math.Ceil(c.total.CPU))) }
+func (c *Core[T]) poolSize() int { return max(c.workers, int(math.Ceil(c.total.CPU))) }
 
 // Feasible reports why a request for r by name can never be met on this
 // node, or nil. It goes by the node's capacity: a request that fits it
@@ -389,9 +409,9 @@ func (c *Core[T]) Epoch(w WorkerID) uint64 {
 	return 0
 }
 
-// Lending reports whether pool worker w's CPUs are lent out: its running
+// lending reports whether pool worker w's CPUs are lent out: its running
 // task waits in Get or Wait, or waits for them to be free again.
-func (c *Core[T]) Lending(w WorkerID) bool {
+func (c *Core[T]) lending(w WorkerID) bool {
 	x := c.pool[w]
 	return x != nil && x.lent
 }
@@ -545,13 +565,14 @@ func (c *Core[T]) Withdraw(w WorkerID, which func(T) bool) {
 	x.tasks = keep
 }
 
-// WorkerDied records the end of pool worker w (connected or not). It
-// returns the task w was running, which the caller fails; those queued
-// behind it never started and run elsewhere.
-func (c *Core[T]) WorkerDied(w WorkerID) (running T, ok bool) {
+// WorkerDied records the end of pool worker w (connected or not). The
+// task w was running comes back as an Orphan effect, which the caller
+// fails or runs again; those queued behind it never started and run
+// elsewhere.
+func (c *Core[T]) WorkerDied(w WorkerID) {
 	x := c.pool[w]
 	if x == nil {
-		return running, false
+		return
 	}
 	delete(c.pool, w)
 	if !x.connected {
@@ -562,7 +583,7 @@ func (c *Core[T]) WorkerDied(w WorkerID) (running T, ok bool) {
 	}
 	c.unpark(x)
 	if len(x.tasks) > 0 {
-		running, ok = x.tasks[0].t, true
+		c.emit(Effect[T]{Kind: Orphan, Worker: w, Task: x.tasks[0].t})
 		c.release(&x.held, !x.lent, x.gpus)
 		if x.lent {
 			c.lent--
@@ -575,28 +596,27 @@ func (c *Core[T]) WorkerDied(w WorkerID) (running T, ok bool) {
 		c.spawn()
 	}
 	c.schedule()
-	return running, ok
 }
 
 // SpawnFailed records that workers cannot be started at all. No more
 // Spawn effects follow; the queued tasks and the actors waiting for
-// resources are returned, for the caller to fail.
-func (c *Core[T]) SpawnFailed() (tasks []T, actors []ids.ActorID) {
+// resources come back as Refuse and RefuseActor effects, for the caller
+// to fail.
+func (c *Core[T]) SpawnFailed() {
 	c.noSpawn = true
 	for _, k := range c.shapes {
 		q := c.queues[k]
 		for q.len() > 0 {
 			it := q.pop()
 			c.addDemand(it.res, -1)
-			tasks = append(tasks, it.t)
+			c.emit(Effect[T]{Kind: Refuse, Task: it.t})
 		}
 	}
-	actors = c.actorWait
-	c.actorWait = nil
-	for _, id := range actors {
+	for _, id := range c.actorWait {
 		delete(c.actors, id)
+		c.emit(Effect[T]{Kind: RefuseActor, Actor: id})
 	}
-	return tasks, actors
+	c.actorWait = nil
 }
 
 func (c *Core[T]) unpark(x *worker[T]) {
@@ -619,7 +639,7 @@ func (c *Core[T]) alive() int {
 
 // surplus reports whether more pool workers are alive than the pool's size
 // plus those blocked in Get (whose CPUs are lent out).
-func (c *Core[T]) surplus() bool { return c.alive() > c.PoolSize()+c.lent }
+func (c *Core[T]) surplus() bool { return c.alive() > c.poolSize()+c.lent }
 
 func (c *Core[T]) spawn() WorkerID {
 	c.next++

@@ -161,7 +161,7 @@ func (c *Core[T]) popIdle() *worker[T] {
 // counting only the workers not blocked in Get.
 func (c *Core[T]) grow(q *fifo[T]) {
 	live := c.alive()
-	zero := max(0, c.PoolSize()-(live-c.lent))
+	zero := max(0, c.poolSize()-(live-c.lent))
 	cpu, gpu := c.avail.CPU, c.avail.GPU
 	var custom map[string]float64
 	want := 0

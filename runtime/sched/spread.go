@@ -22,7 +22,7 @@ import (
 // its own node can start now never moves.
 
 // spread moves the actors and queued tasks that cannot start where they
-// wait to nodes with room now (Headroom), Local first. It costs nothing
+// wait to nodes with room now (headroom), Local first. It costs nothing
 // on a single node, and one pass over the nodes' queue fronts otherwise.
 func (cl *Cluster[T]) spread() {
 	if len(cl.order) < 2 || cl.closed {
@@ -40,29 +40,29 @@ func (cl *Cluster[T]) spread() {
 
 // roomFor returns where work waiting on src for r should go, or nil: the
 // first node other than src with room for r beyond what is queued there
-// (Headroom), else, with grow, when src's grant could never make room for
-// it, the first node whose grant could (GrowRoom): its queued work asks
+// (headroom), else, with grow, when src's grant could never make room for
+// it, the first node whose grant could (growRoom): its queued work asks
 // the daemon. Only actors use grow: they hold what they get for good, so
 // an actor queued behind live actors waits for ever, while a task waits
 // at most for the running ones to end.
 func (cl *Cluster[T]) roomFor(r *task.Resources, src *Core[T], grow bool) *Core[T] {
 	for _, id := range cl.order {
-		if c := cl.cores[id]; c != src && !c.closed && c.Headroom(r) {
+		if c := cl.cores[id]; c != src && !c.closed && c.headroom(r) {
 			return c
 		}
 	}
-	if !grow || src.GrowRoom(r) {
+	if !grow || src.growRoom(r) {
 		return nil
 	}
 	for _, id := range cl.order {
-		if c := cl.cores[id]; c != src && !c.closed && c.GrowRoom(r) {
+		if c := cl.cores[id]; c != src && !c.closed && c.growRoom(r) {
 			return c
 		}
 	}
 	return nil
 }
 
-// GrowRoom reports whether r fits what the node's capacity leaves beyond
+// growRoom reports whether r fits what the node's capacity leaves beyond
 // the work this job runs there and the tasks queued there: a node whose
 // grant is smaller (it gave back what idled, or another driver holds
 // part of it) can hold r once its daemon grants more, which the queued
@@ -70,7 +70,7 @@ func (cl *Cluster[T]) roomFor(r *task.Resources, src *Core[T], grow bool) *Core[
 // work holds cannot: work queued there would wait for that work to end,
 // and never ask the daemon for anything (Want is capped by capacity) —
 // the hang that made grants be reverted once (issue 27).
-func (c *Core[T]) GrowRoom(r *task.Resources) bool {
+func (c *Core[T]) growRoom(r *task.Resources) bool {
 	// Used (total less available) is what running work and live actors
 	// hold; taken amount by amount, since place asks this for every task
 	// submitted behind a deep queue (a map per call was 10% of queueing

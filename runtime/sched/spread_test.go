@@ -44,7 +44,13 @@ func TestSpread(t *testing.T) {
 		if _, ok := cl.Stalled(); ok {
 			t.Fatal("Stalled with every actor started")
 		}
-		_, lost := cl.RemoveNode(1)
+		cl.RemoveNode(1)
+		var lost []ids.ActorID
+		for _, e := range cl.Effects() {
+			if e.Kind == OrphanActor {
+				lost = append(lost, e.Actor)
+			}
+		}
 		if len(lost) != 2 {
 			t.Fatalf("node 1 held %d actors, want 2", len(lost))
 		}

@@ -23,7 +23,7 @@ func TestReopenedGetOfEndedTaskLendsNothing(t *testing.T) {
 	w := es[0].Worker
 
 	ws.Add(get("old", w, nil, 1)) // task 1 waits for object 1: its CPU is lent
-	if !c.Lending(w) {
+	if !c.lending(w) {
 		t.Fatal("a waiting Get did not lend the worker's CPU")
 	}
 	c.TaskDone(w, false) // task 1 ends with its Get still open; task 2 runs
@@ -38,7 +38,7 @@ func TestReopenedGetOfEndedTaskLendsNothing(t *testing.T) {
 		t.Fatalf("answers %v, want the old Get's", answers(as))
 	}
 	ws.Reopen(as[0], 0) // object 1 was evicted before the answer went out
-	if c.Lending(w) {
+	if c.lending(w) {
 		t.Error("the ended task's reopened Get lent out the CPU of the task running now")
 	}
 	if free := c.Available(); free.CPU != 0 {

@@ -56,7 +56,7 @@ func (s *sim) ask(w WorkerID) {
 		q.epoch = s.c.Epoch(w)
 	}
 	s.w.reqs = append(s.w.reqs, q)
-	s.last = fmt.Sprintf("ask %d of worker %d (epoch %d, lending %v)", r.Payload, w, q.epoch, w != NoWorker && s.c.Lending(w))
+	s.last = fmt.Sprintf("ask %d of worker %d (epoch %d, lending %v)", r.Payload, w, q.epoch, w != NoWorker && s.c.lending(w))
 	q.id = s.w.ws.Add(r)
 	q.atOnce = s.w.ws.Pending()
 }
@@ -116,7 +116,7 @@ func (s *sim) answer(a Answer[int]) {
 	if ready > q.need || (!a.TimedOut && ready < q.need) || (a.TimedOut && q.get) {
 		s.t.Fatalf("after %s: request %d needs %d, answered with %d ready (timed out: %v)", s.last, a.Payload, q.need, ready, a.TimedOut)
 	}
-	if q.w != NoWorker && !q.ended && !q.atOnce && s.c.Epoch(q.w) == q.epoch && len(s.blocks[q.w]) == 0 && s.c.Lending(q.w) &&
+	if q.w != NoWorker && !q.ended && !q.atOnce && s.c.Epoch(q.w) == q.epoch && len(s.blocks[q.w]) == 0 && s.c.lending(q.w) &&
 		len(s.open(func(o *simReq) bool { return o != q && o.w == q.w && o.epoch == q.epoch })) == 0 {
 		s.t.Fatalf("after %s: worker %d answered while its CPUs are lent out (parked %v, request %+v)", s.last, q.w, s.parked[q.w], q)
 	}

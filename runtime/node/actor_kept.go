@@ -126,8 +126,8 @@ func (n *Node) Recorded() int {
 // on the other nodes that hold the only copies (pinRemote).
 func (n *Node) storePins(id ids.ObjectID) int {
 	c := n.shared.Pins(storeID(id))
-	if o := n.objects(); o != nil {
-		c += o.rpins[id]
+	if n.objects() != nil {
+		c += n.rec.RemotePins(id)
 	}
 	return c
 }
