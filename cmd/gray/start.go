@@ -100,7 +100,7 @@ func newStart() *cobra.Command {
 	f.DurationVar(&o.heartbeat, "heartbeat-interval", 0, "how often the node reports alive (0: 200ms)")
 	f.DurationVar(&o.nodeTimeout, "node-timeout", 0, "silence after which a node is declared dead: by the head, or the head by the other nodes (0: 1.5s)")
 	f.DurationVar(&o.keepEnded, "keep-ended", control.DefaultKeepEnded, "on the head: how long dead nodes, ended jobs (with their tasks), ended tasks and dead actors stay listed")
-	f.IntVar(&o.maxTaskRecords, "max-task-records", control.DefaultMaxTaskRecords, "on the head: how many tasks each job keeps listed (gray list), its newest")
+	f.IntVar(&o.maxTaskRecords, "max-task-records", control.DefaultMaxTaskRecords, "on the head: how many tasks each job keeps listed (gray list), its newest (0: the default)")
 	f.DurationVar(&o.readyTimeout, "timeout", time.Minute, "how long to wait for the node to be up")
 	return cmd
 }
@@ -159,8 +159,8 @@ func newSessionFrom(o startOptions) (s, prev *session.Session, err error) {
 		return nil, nil, fmt.Errorf("--max-cache %d: give the bytes of drivers' executables to keep cached (0 or leaving it out: %d)", o.maxCache, cluster.DefaultMaxCache)
 	case o.keepEnded < 0:
 		return nil, nil, errors.New("--keep-ended must not be negative")
-	case o.maxTaskRecords < 1:
-		return nil, nil, fmt.Errorf("--max-task-records %d: give at least 1 (the default is %d)", o.maxTaskRecords, control.DefaultMaxTaskRecords)
+	case o.maxTaskRecords < 0:
+		return nil, nil, fmt.Errorf("--max-task-records %d: give how many tasks each job keeps listed (0 or leaving it out: %d)", o.maxTaskRecords, control.DefaultMaxTaskRecords)
 	}
 	gpus, err := nodeGPUs(o)
 	if err != nil {
