@@ -98,6 +98,11 @@ func (o *Adam) StepOn(team *Team, w, g []float64) error {
 	c2 := 1 / (1 - math.Pow(b2, float64(s.Step)))
 	// w -= LR·c1·m / (√(c2·v) + ε), with √c2 taken out of the loop.
 	step, sc2 := o.LR*c1, math.Sqrt(c2)
+	if team.Size() == 1 {
+		// No closure: a step on one goroutine allocates nothing.
+		adamUpdate(w, g[:len(w)], s.M[:len(w)], s.V[:len(w)], b1, b2, step, sc2, o.Epsilon)
+		return nil
+	}
 	team.Ranges(len(w), adamGrain, func(lo, hi int) {
 		adamUpdate(w[lo:hi], g[lo:hi], s.M[lo:hi], s.V[lo:hi], b1, b2, step, sc2, o.Epsilon)
 	})

@@ -359,7 +359,7 @@ func (c *Cluster) WaitRedis(old int) int {
 }
 
 // Status is what `gray status --json` prints (decoded from its
-// snake_case keys by decodeStatus).
+// snake_case keys by DecodeStatus).
 type Status struct {
 	Address                  string
 	Nodes                    []NodeStatus
@@ -400,7 +400,7 @@ func (c *Cluster) Status() (Status, error) {
 	if err != nil {
 		return Status{}, fmt.Errorf("gray status: %w: %s", err, out)
 	}
-	st, err := decodeStatus([]byte(out))
+	st, err := DecodeStatus([]byte(out))
 	if err != nil {
 		return Status{}, fmt.Errorf("gray status --json printed %q: %w", out, err)
 	}

@@ -166,8 +166,11 @@ func TestNodesThatShareNothing(t *testing.T) {
 	}
 	clustertest.WaitFor(t, time.Minute, "3 nodes alive", func() bool {
 		out, err := machineRun(t, head, env, time.Minute, gray, "status", "--json", "--address", addr)
-		var st clustertest.Status
-		return err == nil && json.Unmarshal([]byte(out), &st) == nil && st.Alive == 3 && st.Total.CPU == 5
+		if err != nil {
+			return false
+		}
+		st, err := clustertest.DecodeStatus([]byte(out))
+		return err == nil && st.Alive == 3 && st.Total.CPU == 5
 	})
 
 	t.Logf("cluster of 3 machines up at %v", time.Since(began).Round(time.Millisecond))

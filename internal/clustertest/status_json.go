@@ -10,7 +10,7 @@ import (
 )
 
 // statusKeys is `gray status --json` as printed (snake_case keys, see
-// docs/cluster.md); decodeStatus turns it into a Status.
+// docs/cluster.md); DecodeStatus turns it into a Status.
 type statusKeys struct {
 	Address        string            `json:"address"`
 	NodesAlive     int               `json:"nodes_alive"`
@@ -74,8 +74,8 @@ func when(t *time.Time) time.Time {
 	return *t
 }
 
-// decodeStatus reads `gray status --json`.
-func decodeStatus(b []byte) (Status, error) {
+// DecodeStatus reads `gray status --json`.
+func DecodeStatus(b []byte) (Status, error) {
 	var k statusKeys
 	if err := json.Unmarshal(b, &k); err != nil {
 		return Status{}, err
