@@ -55,7 +55,7 @@ func newStatus() *cobra.Command {
 }
 
 // clusterStatus is what `gray status` reports; --json prints it with
-// snake_case keys (statusJSON).
+// snake_case keys (state.Status).
 type clusterStatus struct {
 	Address     string
 	Nodes       []nodeStatus
