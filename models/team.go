@@ -64,14 +64,23 @@ func (s *sleeper) rouse() {
 	}
 }
 
-// sleepUnless puts s to sleep unless ready reports true once it has said it
-// sleeps (so that a wake-up sent in between is not missed).
+// sleepUnless puts s to sleep until ready reports true, checking it once
+// s has said it sleeps (so that a wake-up sent in between is not missed)
+// and again after every wake-up: a wake-up can be stale (the last member
+// of the previous Run rouses the owner after the owner saw that Run end
+// by watching, and slept in the next one), and returning on it would end
+// a Run whose parts still run.
 func (s *sleeper) sleepUnless(ready func() bool) {
-	s.asleep.Store(true)
-	if ready() && s.asleep.CompareAndSwap(true, false) {
-		return
+	for {
+		s.asleep.Store(true)
+		if ready() && s.asleep.CompareAndSwap(true, false) {
+			return
+		}
+		<-s.wake
+		if ready() {
+			return
+		}
 	}
-	<-s.wake
 }
 
 // watchFor is how long a member or the owner watches for the next part or

@@ -3,9 +3,11 @@ package models
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // A team runs every part of every Run exactly once, for more or fewer
@@ -173,4 +175,33 @@ func TestShareWeights(t *testing.T) {
 	if err := other.Params().ShareWeights(src.Params()); err == nil {
 		t.Error("sharing between different parameters was accepted")
 	}
+}
+
+// A stale wake-up (a rouse meant for an earlier wait) must not end a
+// sleep whose condition does not hold: the owner of a Run slept through
+// by such a rouse would return while members still ran its parts.
+func TestSleeperIgnoresStaleWakeUps(t *testing.T) {
+	s := &sleeper{wake: make(chan struct{}, 1)}
+	var ready atomic.Bool
+	returned := make(chan struct{})
+	go func() {
+		s.sleepUnless(ready.Load)
+		close(returned)
+	}()
+	asleep := func() {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !s.asleep.Load() {
+			if time.Now().After(deadline) {
+				t.Fatal("the sleeper returned on a stale wake-up instead of sleeping again")
+			}
+			runtime.Gosched()
+		}
+	}
+	asleep()
+	s.rouse() // stale: ready still false
+	asleep()  // it must go back to sleep
+	ready.Store(true)
+	s.rouse()
+	<-returned
 }
