@@ -19,7 +19,7 @@ type DataFlags struct {
 	// GPUs is -gpus: how many GPUs each trial trains on.
 	GPUs int
 	// Threads is -threads: the goroutines each trial's minibatch steps
-	// are split over (TrainThreads).
+	// are split over (TrainThreads); 0 runs one.
 	Threads int
 }
 
@@ -36,8 +36,8 @@ func (d *DataFlags) Register(fs *flag.FlagSet) {
 // Load reads the data the flags describe. With -gpus above 0 it fails,
 // naming the layer the GPU backend (models/cuda) lacks.
 func (d DataFlags) Load() (Data, error) {
-	if d.Threads < 1 {
-		return Data{}, fmt.Errorf("-threads %d: must be at least 1", d.Threads)
+	if d.Threads < 0 {
+		return Data{}, fmt.Errorf("-threads %d: give 1 or more (0, as in a DataFlags left unset, runs one)", d.Threads)
 	}
 	if d.GPUs < 0 {
 		return Data{}, fmt.Errorf("-gpus %d: must be 0 or more", d.GPUs)
