@@ -18,6 +18,8 @@ func Start(t *testing.T, opts gray.Options) context.Context {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	if opts.NumCPUs == 0 {
+		// A fixed size, not the machine's: the tests count on what a
+		// session of 2 CPUs runs at once, on any machine.
 		opts.NumCPUs = 2
 	}
 	opts.NoGPUs = opts.NoGPUs || opts.NumGPUs == 0
