@@ -216,13 +216,7 @@ func freeze(t *testing.T, pid int) {
 // on it: the pull fails, and the Get rebuilds the result on the node left
 // instead of hanging or failing.
 func TestClusterGetRebuildsWhenThePulledNodeDies(t *testing.T) {
-	c := clustertest.Start(t, clustertest.Options{Nodes: 2, CPUsPerNode: 1, NodeResources: map[int]map[string]float64{
-		1: {"lin": 1}, 2: {"lin": 1},
-	}})
-	initCluster(t, c)
-	waitResources(t, 3)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	c, ctx := startTwoLinNodes(t)
 	x, w := linStep.Remote(linInput(), 1.0)
 	where, err := gray.Get(ctx, w)
 	if err != nil {
@@ -314,13 +308,7 @@ var (
 // with ErrObjectLost and the reason ErrLostActorMethod, while the actor
 // itself comes back on the other node and answers new calls.
 func TestClusterActorResultLostWithItsNode(t *testing.T) {
-	c := clustertest.Start(t, clustertest.Options{Nodes: 2, CPUsPerNode: 1, NodeResources: map[int]map[string]float64{
-		1: {"lin": 1}, 2: {"lin": 1},
-	}})
-	initCluster(t, c)
-	waitResources(t, 3)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	c, ctx := startTwoLinNodes(t)
 	h, err := linArrActor.Remote(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -416,4 +404,19 @@ func argumentOnNode1(t *testing.T) (*clustertest.Cluster, gray.Ref[[]float64]) {
 		t.Fatalf("the argument was made on %q (%v), want node 1 (%s)", where, err, c.Node(1).ID)
 	}
 	return c, x
+}
+
+// startTwoLinNodes starts a cluster of two 1-CPU nodes that both offer
+// the "lin" resource, connects the test's driver to it, and returns it
+// with a context that ends a minute later (or with the test).
+func startTwoLinNodes(t *testing.T) (*clustertest.Cluster, context.Context) {
+	t.Helper()
+	c := clustertest.Start(t, clustertest.Options{Nodes: 2, CPUsPerNode: 1, NodeResources: map[int]map[string]float64{
+		1: {"lin": 1}, 2: {"lin": 1},
+	}})
+	initCluster(t, c)
+	waitResources(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return c, ctx
 }
