@@ -85,28 +85,49 @@ func (o *Adam) StepOn(team *Team, w, g []float64) error {
 	if len(w) != len(g) {
 		return fmt.Errorf("models: Adam step with %d weights and %d gradients", len(w), len(g))
 	}
+	u, err := o.next(len(w))
+	if err != nil {
+		return err
+	}
+	if team.Size() == 1 {
+		// No closure: a step on one goroutine allocates nothing.
+		u.apply(w, g, 0, len(w))
+		return nil
+	}
+	shared := u // only this copy escapes to the closure
+	team.Ranges(len(w), adamGrain, func(lo, hi int) { shared.apply(w, g, lo, hi) })
+	return nil
+}
+
+// adamStep is one Adam step's constants and state, ready to apply to
+// ranges of the weights.
+type adamStep struct {
+	m, v                       []float64
+	b1, b2, step, sc2, epsilon float64
+}
+
+// next counts a step on n weights (making the state on the first) and
+// returns its constants.
+func (o *Adam) next(n int) (adamStep, error) {
 	s := &o.state
-	if len(s.M) != len(w) {
+	if len(s.M) != n {
 		if s.Step != 0 {
-			return fmt.Errorf("models: Adam state is for %d weights, got %d; use one Adam per model", len(s.M), len(w))
+			return adamStep{}, fmt.Errorf("models: Adam state is for %d weights, got %d; use one Adam per model", len(s.M), n)
 		}
-		s.M, s.V = make([]float64, len(w)), make([]float64, len(w))
+		s.M, s.V = make([]float64, n), make([]float64, n)
 	}
 	s.Step++
 	b1, b2 := o.Beta1, o.Beta2
 	c1 := 1 / (1 - math.Pow(b1, float64(s.Step)))
 	c2 := 1 / (1 - math.Pow(b2, float64(s.Step)))
 	// w -= LR·c1·m / (√(c2·v) + ε), with √c2 taken out of the loop.
-	step, sc2 := o.LR*c1, math.Sqrt(c2)
-	if team.Size() == 1 {
-		// No closure: a step on one goroutine allocates nothing.
-		adamUpdate(w, g[:len(w)], s.M[:len(w)], s.V[:len(w)], b1, b2, step, sc2, o.Epsilon)
-		return nil
-	}
-	team.Ranges(len(w), adamGrain, func(lo, hi int) {
-		adamUpdate(w[lo:hi], g[lo:hi], s.M[lo:hi], s.V[lo:hi], b1, b2, step, sc2, o.Epsilon)
-	})
-	return nil
+	return adamStep{m: s.M, v: s.V, b1: b1, b2: b2, step: o.LR * c1, sc2: math.Sqrt(c2), epsilon: o.Epsilon}, nil
+}
+
+// apply updates the weights [lo, hi) (lo a multiple of four, so each
+// weight takes the same path for any cut).
+func (u *adamStep) apply(w, g []float64, lo, hi int) {
+	adamUpdate(w[lo:hi], g[lo:hi], u.m[lo:hi], u.v[lo:hi], u.b1, u.b2, u.step, u.sc2, u.epsilon)
 }
 
 // adamUpdate applies one Adam update; step is LR times the first moment's

@@ -37,7 +37,8 @@ type Team struct {
 	closed  atomic.Bool
 
 	members []*member
-	sums    []float64 // GlobalNormOn's block sums
+	sums    []float64   // GlobalNormOn's block sums
+	tracer  *teamTracer // set while Trace is on
 	// owner wakes the caller of Run when the last part ends while it sleeps.
 	owner sleeper
 	done  chan struct{} // closed when every member has exited
@@ -191,6 +192,10 @@ func (t *Team) Run(parts int, fn func(k int)) {
 	// Only the members with a part join (and are woken): a Run of few
 	// parts waits for no other member.
 	active := t.members[:min(t.size, parts)-1]
+	if t.tracer != nil {
+		fn = t.tracer.traced(t.size, fn)
+		defer t.tracer.done()
+	}
 	t.parts, t.fn = parts, fn
 	t.runs++
 	t.pending.Store(int64(len(active)))
@@ -210,13 +215,18 @@ func (t *Team) Run(parts int, fn func(k int)) {
 
 // Ranges calls fn(lo, hi) over [0, n) cut into ranges of whole blocks of
 // grain values (the last range takes the rest), at most one range per
-// member and none shorter than rangeMin values, run together. The cut
-// depends on n, grain and the team's size, so work whose result does not
-// depend on where ranges start (elementwise updates on grain-aligned
-// ranges) gives the same values for any team.
+// member and none shorter than rangeMin values (rangeMinSpin when the
+// members watch for work), run together. The cut depends on the team and
+// on GOMAXPROCS, so Ranges suits work whose result does not depend on
+// where ranges start (elementwise updates on grain-aligned ranges): it
+// gives the same values for any team.
 func (t *Team) Ranges(n, grain int, fn func(lo, hi int)) {
 	blocks := (n + grain - 1) / grain
-	parts := max(1, min(t.Size(), blocks, n/rangeMin))
+	least := rangeMin
+	if t != nil && t.spin {
+		least = rangeMinSpin
+	}
+	parts := max(1, min(t.Size(), blocks, n/least))
 	t.Run(parts, func(k int) {
 		lo, hi := ShardBounds(k, parts, blocks)
 		fn(lo*grain, min(hi*grain, n))
@@ -228,6 +238,11 @@ func (t *Team) Ranges(n, grain int, fn func(lo, hi int)) {
 // thousand weights.
 const rangeMin = 8192
 
+// rangeMinSpin is rangeMin for a team whose members watch for work: a
+// watching member picks a range up in well under a microsecond, so a small
+// network's few thousand weights are worth splitting.
+const rangeMinSpin = 2048
+
 // normBlock is the number of values GlobalNormOn sums on their own before
 // the blocks' sums are added in order: fixed, so the norm is the same for
 // any team.
@@ -238,28 +253,9 @@ const normBlock = 4096
 // result depends on len(g) only, not on the team. (It can differ from
 // GlobalNorm in the last bits.)
 func (t *Team) GlobalNormOn(g []float64) float64 {
-	blocks := (len(g) + normBlock - 1) / normBlock
-	var sums []float64
-	if t != nil {
-		t.sums = grow(t.sums, blocks)
-		sums = t.sums
-	} else {
-		sums = make([]float64, blocks)
-	}
-	t.Ranges(len(g), normBlock, func(lo, hi int) {
-		for b := lo / normBlock; b*normBlock < hi; b++ {
-			s := 0.0
-			for _, v := range g[b*normBlock : min((b+1)*normBlock, len(g))] {
-				s += v * v
-			}
-			sums[b] = s
-		}
-	})
-	s := 0.0
-	for _, v := range sums {
-		s += v
-	}
-	return math.Sqrt(s)
+	sums := t.blockSums(len(g))
+	t.Ranges(len(g), normBlock, func(lo, hi int) { sumSquares(g, sums, lo, hi) })
+	return addSums(sums)
 }
 
 // ClipByGlobalNormOn is ClipByGlobalNorm with the norm and the scaling
@@ -299,15 +295,18 @@ func (t *Team) SumGradsOn(srcs [][]float64) {
 	if len(srcs) < 2 {
 		return
 	}
-	dst := srcs[0]
-	t.Ranges(len(dst), normBlock, func(lo, hi int) {
-		d := dst[lo:hi]
-		for _, s := range srcs[1:] {
-			s = s[lo:hi:hi]
-			for i := range d {
-				d[i] += s[i]
-			}
-			clear(s)
+	t.Ranges(len(srcs[0]), normBlock, func(lo, hi int) { addClearing(srcs, lo, hi) })
+}
+
+// addClearing adds srcs[1:] into srcs[0] over [lo, hi), in order, clearing
+// each as it goes.
+func addClearing(srcs [][]float64, lo, hi int) {
+	d := srcs[0][lo:hi]
+	for _, s := range srcs[1:] {
+		s = s[lo:hi:hi]
+		for i := range d {
+			d[i] += s[i]
 		}
-	})
+		clear(s)
+	}
 }

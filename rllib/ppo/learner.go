@@ -283,23 +283,30 @@ func (l *learner) step(b *sample.Batch, idx []int, klCoeff float64) (learnStats,
 		s.entropy += sh.stats.entropy
 		s.kl += sh.stats.kl
 	}
-	// The sum clears the other shards' gradients for their next step.
-	l.team.SumGradsOn(l.grads[:n])
+	// The sum clears the other shards' gradients for their next step;
+	// the team squares the sum's blocks for the norm as it adds them.
+	grads := master.Grads()
+	s.gradNorm = l.team.SumNormOn(l.grads[:n])
 	for _, sh := range shards[1:] {
 		sh.dirty = false
 	}
-	grads := master.Grads()
 	if !finite(s.totalLoss) {
 		return s, &nanError{what: "the total loss"}
 	}
-	s.gradNorm = l.team.ClipByGlobalNormOn(grads, l.cfg.GradClip)
 	if !finite(s.gradNorm) {
 		return s, &nanError{what: "the gradient"}
 	}
-	if err := l.opt.StepOn(l.team, master.Flat(), grads); err != nil {
+	// Clipping by the global norm, the Adam step and the check of the new
+	// weights in one pass of the team.
+	scale := 1.0
+	if limit := l.cfg.GradClip; s.gradNorm > limit && limit > 0 {
+		scale = limit / s.gradNorm
+	}
+	ok, err := l.opt.StepScaledOn(l.team, master.Flat(), grads, scale)
+	if err != nil {
 		return s, err
 	}
-	if !l.team.AllFinite(master.Flat()) {
+	if !ok {
 		return s, &nanError{what: "a weight"}
 	}
 	return s, nil
