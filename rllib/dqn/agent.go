@@ -91,9 +91,11 @@ func New(ctx context.Context, opts rllib.Options, cfg Config) (*Agent, error) {
 		Capacity: cfg.BufferSize, ObsDim: pre.Size(), ActDim: 1,
 		Prioritized: cfg.PrioritizedReplay, Alpha: cfg.PrioritizedReplayAlpha, Eps: cfg.PrioritizedReplayEps,
 	}); err != nil {
+		a.learner.close()
 		return nil, fmt.Errorf("DQN: %w", err)
 	}
 	if a.samplers, err = newSamplers(ctx, a); err != nil {
+		a.learner.close()
 		return nil, err
 	}
 	return a, nil
@@ -270,6 +272,7 @@ func (a *Agent) Stop() error {
 	}
 	err := a.samplers.close()
 	a.samplers = nil
+	a.learner.close()
 	return err
 }
 

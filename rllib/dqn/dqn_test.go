@@ -192,6 +192,9 @@ func TestSameSeedSameRun(t *testing.T) {
 		for i := range runs {
 			a := newAgent(t, "CartPole-v1", cfg, 7)
 			agenttest.Train(t, a, 2)
+			if got := len(a.learner.shards); got != tc.threads {
+				t.Fatalf("num_learner_threads %d: the learner has %d shards", tc.threads, got)
+			}
 			runs[i] = a.Weights()
 		}
 		if !slices.Equal(runs[0], runs[1]) {

@@ -11,20 +11,23 @@ import (
 
 // learner takes gradient steps on the online network from replayed
 // transitions. Each batch is split into num_learner_threads fixed parts
-// (shards), each computed on its own copies of the online and target
-// networks and their gradients summed in a fixed order: a seed and a
-// thread count give the same weights on any machine. Every buffer it uses
-// is reused across steps: a shard's step does one batched forward and
-// backward pass on its online copy and two batched forward passes without
-// gradients (online and target on the next observations) and allocates
-// nothing.
+// (shards) run by a models.Team, each on its own copies of the online and
+// target networks, which share the master networks' weights and keep
+// gradients of their own; the gradients are summed in a fixed order, and
+// the sum, the norm, the clipping and the Adam step are split over the
+// team as PPO's learner does: a seed and a thread count give the same
+// weights on any machine. Every buffer it uses is reused across steps: a
+// shard's step does one batched forward and backward pass on its online
+// copy and two batched forward passes without gradients (online and target
+// on the next observations).
 type learner struct {
 	cfg       *Config
 	q, target *qNetwork
 	opt       *models.Adam
+	team      *models.Team
 	// shards are the per-thread network copies; shards[0] uses q and
 	// target themselves. grads holds their gradient vectors in shard
-	// order, for models.SumGrads.
+	// order, for the team's gradient sum.
 	shards  []*dqnShard
 	grads   [][]float64
 	batch   replay.Batch
@@ -39,6 +42,13 @@ type dqnShard struct {
 	q, target *qNetwork
 	tape      *models.Tape
 	loss      float64
+	// copied is set when the shard's networks keep weights of their own (a
+	// custom model, which may mirror them elsewhere): they are copied from
+	// the master networks before each step.
+	copied bool
+	// dirty is set while the shard's gradients hold a step's values that
+	// the gradient sum has not cleared.
+	dirty bool
 }
 
 // newLearner builds the learner with threads shards; newNet makes a
@@ -46,26 +56,36 @@ type dqnShard struct {
 func newLearner(cfg *Config, q, target *qNetwork, threads int, newNet func() (*qNetwork, error)) (*learner, error) {
 	n := cfg.TrainBatchSize
 	l := &learner{
-		cfg: cfg, q: q, target: target, opt: models.NewAdam(cfg.LR),
+		cfg: cfg, q: q, target: target, opt: models.NewAdam(cfg.LR), team: models.NewTeam(threads),
 		y: make([]float64, n), tdAbs: make([]float64, n), qsa: make([]float64, n), nextAct: make([]float64, n),
 	}
-	l.shards = append(l.shards, &dqnShard{q: q, target: target, tape: models.NewTape()})
+	l.shards = append(l.shards, &dqnShard{q: q, target: target, tape: models.NewTape(), dirty: true})
 	for len(l.shards) < threads {
-		sq, err := newNet()
+		sh := &dqnShard{tape: models.NewTape(), copied: cfg.Model.CustomModel != ""}
+		var err error
+		if sh.q, err = newNet(); err == nil {
+			sh.target, err = newNet()
+		}
+		if err == nil && !sh.copied {
+			err = sh.q.params.ShareWeights(q.params)
+			if err == nil {
+				err = sh.target.params.ShareWeights(target.params)
+			}
+		}
 		if err != nil {
+			l.close()
 			return nil, err
 		}
-		st, err := newNet()
-		if err != nil {
-			return nil, err
-		}
-		l.shards = append(l.shards, &dqnShard{q: sq, target: st, tape: models.NewTape()})
+		l.shards = append(l.shards, sh)
 	}
 	for _, sh := range l.shards {
 		l.grads = append(l.grads, sh.q.params.Grads())
 	}
 	return l, nil
 }
+
+// close stops the learner's team.
+func (l *learner) close() { l.team.Close() }
 
 // syncTarget copies the online weights into the target network.
 func (l *learner) syncTarget() { copy(l.target.params.Flat(), l.q.params.Flat()) }
@@ -105,16 +125,13 @@ func (l *learner) step(buf *replay.Buffer, rng *rand.Rand, beta float64) (stepSt
 	// loss by its share of the rows, so the summed gradient is the whole
 	// batch's.
 	shards := l.shards[:min(len(l.shards), n)]
-	models.Parallel(len(shards), func(k int) {
+	l.team.Run(len(shards), func(k int) {
 		lo, hi := models.ShardBounds(k, len(shards), n)
-		l.shardStep(shards[k], k, lo, hi, float64(hi-lo)/float64(n))
+		l.shardStep(shards[k], lo, hi, float64(hi-lo)/float64(n))
 	})
 	var s stepStats
 	for _, sh := range shards {
 		s.loss += sh.loss
-	}
-	if math.IsNaN(s.loss) || math.IsInf(s.loss, 0) {
-		return s, &nanError{what: "the loss"}
 	}
 	for i := range n {
 		s.meanQ += l.qsa[i]
@@ -123,15 +140,26 @@ func (l *learner) step(buf *replay.Buffer, rng *rand.Rand, beta float64) (stepSt
 	s.meanQ /= float64(n)
 	s.meanTD /= float64(n)
 	p := l.q.params
-	models.SumGrads(l.grads[:len(shards)], len(shards))
-	s.gradNorm = models.ClipByGlobalNorm(p.Grads(), cfg.GradClip)
+	// The sum clears the other shards' gradients for their next step.
+	s.gradNorm = l.team.SumNormOn(l.grads[:len(shards)])
+	for _, sh := range shards[1:] {
+		sh.dirty = false
+	}
+	if math.IsNaN(s.loss) || math.IsInf(s.loss, 0) {
+		return s, &nanError{what: "the loss"}
+	}
 	if math.IsNaN(s.gradNorm) || math.IsInf(s.gradNorm, 0) {
 		return s, &nanError{what: "the gradient"}
 	}
-	if err := l.opt.Step(p.Flat(), p.Grads()); err != nil {
+	scale := 1.0
+	if limit := cfg.GradClip; s.gradNorm > limit && limit > 0 {
+		scale = limit / s.gradNorm
+	}
+	ok, err := l.opt.StepScaledOn(l.team, p.Flat(), p.Grads(), scale)
+	if err != nil {
 		return s, err
 	}
-	if err := p.CheckFinite(false); err != nil {
+	if !ok {
 		return s, &nanError{what: "a weight"}
 	}
 	if buf.Prioritized() {
@@ -143,11 +171,11 @@ func (l *learner) step(buf *replay.Buffer, rng *rand.Rand, beta float64) (stepSt
 }
 
 // shardStep computes the loss of batch rows [lo, hi) scaled by weight on
-// shard k's networks, leaving its gradient in the shard's online
+// the shard's networks, leaving its gradient in the shard's online
 // parameters and each row's Q(s, a) and |TD error| in l.qsa and l.tdAbs.
-func (l *learner) shardStep(sh *dqnShard, k, lo, hi int, weight float64) {
+func (l *learner) shardStep(sh *dqnShard, lo, hi int, weight float64) {
 	cfg, b := l.cfg, &l.batch
-	if k > 0 {
+	if sh.copied {
 		// The master networks may have been set from outside (a target
 		// sync, a restored checkpoint): start from them every step.
 		copy(sh.q.params.Flat(), l.q.params.Flat())
@@ -185,6 +213,9 @@ func (l *learner) shardStep(sh *dqnShard, k, lo, hi int, weight float64) {
 		l.qsa[lo+i] = qsa.Data[i]
 		l.tdAbs[lo+i] = math.Abs(td.Data[i])
 	}
-	sh.q.params.ZeroGrad()
+	if sh.dirty {
+		sh.q.params.ZeroGrad()
+	}
+	sh.dirty = true
 	t.Backward(loss)
 }
