@@ -65,6 +65,7 @@ func main() {
 	flag.StringVar(&cfg.Dir, "data", "", "Fashion-MNIST directory (default /usr/share/datasets/fashion-mnist)")
 	flag.IntVar(&cfg.Workers, "workers", 2, "worker actors (data-parallel replicas)")
 	flag.IntVar(&cfg.Shards, "shards", 1, "parameter-server shards")
+	flag.IntVar(&cfg.Threads, "threads", cfg.Threads, "goroutines (and CPUs) per worker: each worker's batch is split into that many fixed parts, batch norm's running statistics merged after each step")
 	flag.IntVar(&cfg.Batch, "batch", cfg.Batch, "global batch size, split evenly over the workers")
 	flag.IntVar(&cfg.Steps, "steps", 0, "training steps (0: until --budget)")
 	flag.DurationVar(&cfg.Budget, "budget", 5*time.Minute, "training time budget (evaluation excluded; 0: none)")

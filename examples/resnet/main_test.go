@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -72,6 +74,13 @@ func TestBadConfig(t *testing.T) {
 	if _, err := Train(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "split evenly") {
 		t.Fatalf("uneven batch: %v", err)
 	}
+	for _, threads := range []int{0, 99} {
+		cfg = DefaultConfig()
+		cfg.Threads, cfg.Steps = threads, 1
+		if _, err := Train(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "--threads") {
+			t.Fatalf("threads %d: %v", threads, err)
+		}
+	}
 	cfg = DefaultConfig()
 	cfg.Dir, cfg.Steps = t.TempDir(), 1
 	if _, err := Train(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), fashionmnist.Package) {
@@ -108,5 +117,69 @@ func TestGradRefusesStaleWeights(t *testing.T) {
 	}
 	if len(g[keyLoss]) != 1 || !(g[keyLoss][0] > 0) {
 		t.Fatalf("gradient at the right version has loss %v", g[keyLoss])
+	}
+}
+
+// A worker with threads splits its batch over copies of the network: the
+// same spec gives the same gradients and running statistics bit for bit,
+// every copy ends a step with the merged statistics, and the first batch
+// norm's merged running mean is the whole batch's (its input does not
+// depend on the split).
+func TestWorkerThreads(t *testing.T) {
+	ctx := context.Background()
+	dir := fmtest.Dir(t, 64, 32)
+	spec := WorkerSpec{Dir: dir, Count: 1, TrainLimit: 64, TestLimit: 32, Batch: 16, Seed: 1,
+		Net: models.ResNetConfig{H: 28, W: 28, C: 1, Classes: 10, Widths: []int{4, 8}, Blocks: 1}}
+	grads := func(threads int) (*Worker, paramserver.Named) {
+		spec := spec
+		spec.Threads = threads
+		w, err := NewWorker(ctx, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(w.close)
+		init := paramserver.Named{}
+		p := w.net.Params()
+		for i, name := range p.Names() {
+			init[name] = p.Tensors()[i].Data
+		}
+		if _, err := w.SetWeights(ctx, 0, gray.SharedValue(paramserver.Pulled{Weights: init, Version: 1})); err != nil {
+			t.Fatal(err)
+		}
+		var g paramserver.Named
+		for range 2 {
+			if g, err = w.Grad(ctx, 1, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return w, g
+	}
+	one, _ := grads(1)
+	a, ga := grads(3)
+	b, gb := grads(3)
+	for name, v := range ga {
+		if name == keySeconds || name == keyCPU {
+			continue
+		}
+		if !slices.Equal(v, gb[name]) {
+			t.Fatalf("3 threads twice: %s differs", name)
+		}
+	}
+	if !slices.Equal(a.net.Stats(), b.net.Stats()) {
+		t.Fatal("3 threads twice: the running statistics differ")
+	}
+	for k, n := range a.nets[1:] {
+		if !slices.Equal(n.Stats(), a.net.Stats()) {
+			t.Errorf("copy %d's running statistics differ from the merged ones", k+1)
+		}
+	}
+	want, got := one.net.BatchNorms()[0].RunMean, a.net.BatchNorms()[0].RunMean
+	for c := range want {
+		if math.Abs(got[c]-want[c]) > 1e-12*(1+math.Abs(want[c])) {
+			t.Errorf("first batch norm, channel %d: merged running mean %v, one thread's %v", c, got[c], want[c])
+		}
+	}
+	if slices.Equal(one.net.Stats(), a.net.Stats()) {
+		t.Error("1 and 3 threads: the same running statistics in every layer (is the batch split at all?)")
 	}
 }

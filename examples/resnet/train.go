@@ -17,11 +17,15 @@ import (
 type Config struct {
 	Dir             string
 	Workers, Shards int
-	Batch           int
-	Steps           int
-	Budget          time.Duration
-	LR, Momentum    float64
-	WeightDecay     float64
+	// Threads is each worker's goroutines (and the CPUs it reserves): its
+	// slice of every batch is split into that many fixed parts
+	// (WorkerSpec.Threads).
+	Threads      int
+	Batch        int
+	Steps        int
+	Budget       time.Duration
+	LR, Momentum float64
+	WeightDecay  float64
 	// Decay lowers the learning rate linearly to 2% of LR over the run
 	// (by Steps or by Budget, whichever ends it first).
 	Decay                 bool
@@ -37,7 +41,7 @@ type Config struct {
 // DefaultConfig is a 3-stage network of widths 8, 16 and 32 trained with
 // batches of 64 by momentum SGD.
 func DefaultConfig() Config {
-	return Config{Workers: 2, Shards: 1, Batch: 64, LR: 0.05, Momentum: 0.9, WeightDecay: 5e-4, Decay: true,
+	return Config{Workers: 2, Shards: 1, Threads: 1, Batch: 64, LR: 0.05, Momentum: 0.9, WeightDecay: 5e-4, Decay: true,
 		Widths: []int{8, 16, 32}, Blocks: 1, EvalEvery: 200, EvalN: 2000, LogEvery: 20, Seed: 1}
 }
 
@@ -85,6 +89,9 @@ func Train(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.Workers < 1 || cfg.Batch < cfg.Workers || cfg.Batch%cfg.Workers != 0 {
 		return Result{}, fmt.Errorf("resnet: a global batch of %d cannot be split evenly over %d workers", cfg.Batch, cfg.Workers)
 	}
+	if cpus := gray.ClusterResources()["CPU"]; cfg.Threads < 1 || float64(cfg.Threads) > cpus {
+		return Result{}, fmt.Errorf("resnet: --threads %d: give 1 to %.0f (the CPUs gray has; each worker reserves one CPU per thread)", cfg.Threads, cpus)
+	}
 	if cfg.Steps <= 0 && cfg.Budget <= 0 {
 		return Result{}, errors.New("resnet: give a number of steps or a time budget")
 	}
@@ -110,7 +117,7 @@ func Train(ctx context.Context, cfg Config) (Result, error) {
 	defer ps.Close()
 
 	// GPU-aware placement: one GPU per worker when the machine has enough.
-	opts := gray.ActorOptions{CPUs: 1}
+	opts := gray.ActorOptions{CPUs: float64(cfg.Threads)}
 	if gray.ClusterResources()["GPU"] >= float64(cfg.Workers) {
 		opts.GPUs = 1
 		res.GPUs = true
@@ -118,7 +125,7 @@ func Train(ctx context.Context, cfg Config) (Result, error) {
 	workers := make([]gray.Handle[Worker], cfg.Workers)
 	for i := range workers {
 		spec := WorkerSpec{Dir: cfg.Dir, Index: i, Count: cfg.Workers, TrainLimit: cfg.TrainLimit, TestLimit: cfg.TestLimit,
-			Batch: cfg.Batch / cfg.Workers, Net: netCfg, Seed: cfg.Seed, WeightDecay: cfg.WeightDecay}
+			Batch: cfg.Batch / cfg.Workers, Net: netCfg, Seed: cfg.Seed, WeightDecay: cfg.WeightDecay, Threads: cfg.Threads}
 		if workers[i], err = workerActor.RemoteWith(ctx, opts, spec); err != nil {
 			return Result{}, fmt.Errorf("resnet: starting worker %d: %w", i, err)
 		}

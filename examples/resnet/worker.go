@@ -35,6 +35,13 @@ type WorkerSpec struct {
 	// WeightDecay is added to each gradient as WeightDecay·w (SGD's L2
 	// penalty, applied here because the servers run plain momentum SGD).
 	WeightDecay float64
+	// Threads splits each of the worker's batches into that many fixed
+	// parts computed together on copies of the network (0 is taken as 1).
+	// Each part is normalised with its own batch statistics, so the
+	// gradients depend on Threads (and on nothing else about the machine);
+	// the running statistics are merged after each step
+	// (models.MergeRunningStats).
+	Threads int
 }
 
 // Worker is a training actor: it holds its shard of the training set (and
@@ -46,8 +53,14 @@ type Worker struct {
 	byName  map[string]*models.Tensor
 	batches *fashionmnist.Batches
 	test    *fashionmnist.Set
-	tape    *models.Tape
 	gpus    []int
+	// team runs the parts of a batch on nets (nets[0] is net; the others
+	// share its weights) through reps.
+	team    *models.Team
+	nets    []*models.ResNet
+	reps    *models.Replicas
+	norms   [][]*models.BatchNorm // each net's BatchNorms
+	correct []int                 // each part's correct predictions
 	// view holds the weights the servers shipped last, read in place in
 	// the object store.
 	view paramserver.View
@@ -71,13 +84,48 @@ func NewWorker(ctx context.Context, spec WorkerSpec) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Worker{spec: spec, net: net, byName: map[string]*models.Tensor{}, test: test, tape: models.NewTape(),
+	w := &Worker{spec: spec, net: net, byName: map[string]*models.Tensor{}, test: test,
 		batches: shard.Batches(spec.Batch, spec.Seed^uint64(spec.Index+1)*0x9e3779b97f4a7c15), gpus: gray.GPUIDs(ctx)}
 	p := net.Params()
 	for i, name := range p.Names() {
 		w.byName[name] = p.Tensors()[i]
 	}
+	if err := w.split(max(1, spec.Threads)); err != nil {
+		return nil, err
+	}
 	return w, nil
+}
+
+// close stops the worker's team (a worker actor's team ends with its
+// process when the actor is killed; tests that build a Worker in place
+// close it).
+func (w *Worker) close() { w.team.Close() }
+
+// split makes the team and the network's copies for threads parts.
+func (w *Worker) split(threads int) error {
+	w.team = models.NewTeam(threads)
+	w.nets = []*models.ResNet{w.net}
+	var copies []*models.Params
+	for len(w.nets) < threads {
+		c, err := models.NewResNet(w.spec.Net, w.spec.Seed)
+		if err != nil {
+			w.team.Close()
+			return err
+		}
+		w.nets = append(w.nets, c)
+		copies = append(copies, c.Params())
+	}
+	reps, err := models.NewReplicas(w.team, w.net.Params(), copies)
+	if err != nil {
+		w.team.Close()
+		return err
+	}
+	w.reps = reps
+	for _, n := range w.nets {
+		w.norms = append(w.norms, n.BatchNorms())
+	}
+	w.correct = make([]int, threads)
+	return nil
 }
 
 // Info says where the worker runs.
@@ -126,14 +174,28 @@ func (w *Worker) Grad(ctx context.Context, scale float64, version int64) (params
 		return nil, err
 	}
 	x, y := w.batches.Next()
-	batch := w.batches.Size()
-	t := w.tape
-	t.Reset()
-	logits := w.net.Forward(t, t.Const(batch, w.net.NumInputs(), x), true)
-	loss := t.SoftmaxCrossEntropy(logits, t.Const(batch, 1, y))
-	p := w.net.Params()
-	p.ZeroGrad()
-	t.Backward(loss)
+	batch, in := w.batches.Size(), w.net.NumInputs()
+	// Part k: rows [lo, hi) on nets[k], its mean loss weighed by its share
+	// of the batch, so that the parts' gradients add up to the batch's.
+	loss := w.reps.Grad(batch, func(k int, t *models.Tape, lo, hi int) float64 {
+		t.Reset()
+		logits := w.nets[k].Forward(t, t.Const(hi-lo, in, x[lo*in:hi*in]), true)
+		l := t.Scale(t.SoftmaxCrossEntropy(logits, t.Const(hi-lo, 1, y[lo:hi])), float64(hi-lo)/float64(batch))
+		w.correct[k] = models.Correct(logits, y[lo:hi])
+		t.Backward(l)
+		return l.Item()
+	})
+	parts := w.reps.Shards(batch)
+	shares := make([]float64, parts)
+	correct := 0
+	for k := range shares {
+		lo, hi := models.ShardBounds(k, parts, batch)
+		shares[k] = float64(hi-lo) / float64(batch)
+		correct += w.correct[k]
+	}
+	if err := models.MergeRunningStats(w.norms, shares); err != nil {
+		return nil, err
+	}
 	out := make(paramserver.Named, len(w.byName)+3)
 	for name, tn := range w.byName {
 		g := make([]float64, len(tn.Grad))
@@ -142,8 +204,8 @@ func (w *Worker) Grad(ctx context.Context, scale float64, version int64) (params
 		}
 		out[name] = g
 	}
-	out[keyLoss] = []float64{loss.Item()}
-	out[keyCorrect] = []float64{float64(models.Correct(logits, y))}
+	out[keyLoss] = []float64{loss}
+	out[keyCorrect] = []float64{float64(correct)}
 	out[keySeconds] = []float64{time.Since(start).Seconds()}
 	out[keyCPU] = []float64{(processCPU() - cpu0).Seconds()}
 	return out, nil
