@@ -167,3 +167,53 @@ func BenchmarkLearnerStep(b *testing.B) {
 		}
 	}
 }
+
+// pixelPongTrainCfg is configs/pixelpong-ppo.yaml's config (keep the two
+// alike): PixelPong's network with batches of 2,048 steps from 8
+// environments, 3 epochs of minibatches of 256.
+func pixelPongTrainCfg() map[string]any {
+	cfg := pixelPongBenchCfg()
+	for k, v := range map[string]any{
+		"train_batch_size": 2048, "gamma": 0.99, "lambda": 0.95, "clip_param": 0.1, "kl_coeff": 0.0,
+		"vf_loss_coeff": 0.5, "entropy_coeff": 0.01, "grad_clip": 0.5, "lr": 0.0005, "num_sgd_iter": 3,
+	} {
+		cfg[k] = v
+	}
+	return cfg
+}
+
+// BenchmarkPixelPongIteration times whole training iterations of PixelPong
+// PPO with num_workers 0 at 1 and 2 learner threads: steps/s, process CPU
+// seconds per 1,000 steps, and the shares of the iteration's wall time
+// spent sampling (the driver's 8 environments and the policy's forward
+// passes) and learning. Run it with -cpuprofile to split the CPU time.
+func BenchmarkPixelPongIteration(b *testing.B) {
+	for _, threads := range []int{1, 2} {
+		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
+			cfg := pixelPongTrainCfg()
+			cfg["num_learner_threads"] = threads
+			a, err := newFromKeys(context.Background(), rllib.Options{Env: "PixelPong-v0", Seed: 1}, cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = a.Stop() })
+			b.ResetTimer()
+			cpu0 := processCPUNanos()
+			steps, sampleS, learnS := 0.0, 0.0, 0.0
+			for range b.N {
+				r, err := a.Train(context.Background())
+				if err != nil {
+					b.Fatal(err)
+				}
+				steps += float64(r.TimestepsThisIter)
+				sampleS += r.Extra["sample_time_s"]
+				learnS += r.Extra["learn_time_s"]
+			}
+			wall := b.Elapsed().Seconds()
+			b.ReportMetric(steps/wall, "steps/s")
+			b.ReportMetric(float64(processCPUNanos()-cpu0)/1e9/steps*1000, "cpu-s/1k-steps")
+			b.ReportMetric(sampleS/wall, "sample-share")
+			b.ReportMetric(learnS/wall, "learn-share")
+		})
+	}
+}
