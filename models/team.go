@@ -215,18 +215,13 @@ func (t *Team) Run(parts int, fn func(k int)) {
 
 // Ranges calls fn(lo, hi) over [0, n) cut into ranges of whole blocks of
 // grain values (the last range takes the rest), at most one range per
-// member and none shorter than rangeMin values (rangeMinSpin when the
-// members watch for work), run together. The cut depends on the team and
-// on GOMAXPROCS, so Ranges suits work whose result does not depend on
-// where ranges start (elementwise updates on grain-aligned ranges): it
+// member and none shorter than rangeMin values, run together. The cut
+// depends on the team, so Ranges suits work whose result does not depend
+// on where ranges start (elementwise updates on grain-aligned ranges): it
 // gives the same values for any team.
 func (t *Team) Ranges(n, grain int, fn func(lo, hi int)) {
 	blocks := (n + grain - 1) / grain
-	least := rangeMin
-	if t != nil && t.spin {
-		least = rangeMinSpin
-	}
-	parts := max(1, min(t.Size(), blocks, n/least))
+	parts := max(1, min(t.Size(), blocks, n/rangeMin))
 	t.Run(parts, func(k int) {
 		lo, hi := ShardBounds(k, parts, blocks)
 		fn(lo*grain, min(hi*grain, n))
@@ -235,13 +230,11 @@ func (t *Team) Ranges(n, grain int, fn func(lo, hi int)) {
 
 // rangeMin is the fewest values Ranges hands to a goroutine: handing a
 // range over costs about a microsecond, as long as updating a few
-// thousand weights.
+// thousand weights, and on a loaded machine each meeting of the team can
+// wait for a member to get a core back (CartPole's 9k weights split over
+// two goroutines cost a shorter critical path but several times the wall
+// time a step at load 28, so they stay on one).
 const rangeMin = 8192
-
-// rangeMinSpin is rangeMin for a team whose members watch for work: a
-// watching member picks a range up in well under a microsecond, so a small
-// network's few thousand weights are worth splitting.
-const rangeMinSpin = 2048
 
 // normBlock is the number of values GlobalNormOn sums on their own before
 // the blocks' sums are added in order: fixed, so the norm is the same for
