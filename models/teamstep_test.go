@@ -9,8 +9,8 @@ import (
 
 // The fused calls (SumNormOn, StepScaledOn) give the bits of the separate
 // ones (SumGradsOn, ClipByGlobalNormOn, StepOn, AllFinite) for every team,
-// on a small network's weights (split only when members watch) and a
-// large one's, clipped or not.
+// on a small network's weights (one range) and a large one's (several),
+// clipped or not.
 func TestTeamFusedStepSameAsSeparate(t *testing.T) {
 	for _, n := range []int{9_001, 70_001} {
 		for _, clip := range []float64{0.5, 1e9} {

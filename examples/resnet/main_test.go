@@ -96,18 +96,7 @@ func TestGradRefusesStaleWeights(t *testing.T) {
 	cfg := DefaultConfig()
 	spec := WorkerSpec{Dir: dir, Count: 1, TrainLimit: 64, TestLimit: 32, Batch: 8, Seed: 1,
 		Net: models.ResNetConfig{H: 28, W: 28, C: 1, Classes: 10, Widths: []int{4}, Blocks: 1}, WeightDecay: cfg.WeightDecay}
-	w, err := NewWorker(ctx, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	init := paramserver.Named{}
-	p := w.net.Params()
-	for i, name := range p.Names() {
-		init[name] = p.Tensors()[i].Data
-	}
-	if _, err := w.SetWeights(ctx, 0, gray.SharedValue(paramserver.Pulled{Weights: init, Version: 3})); err != nil {
-		t.Fatal(err)
-	}
+	w := startedWorker(t, spec, 3)
 	if _, err := w.Grad(ctx, 1, 2); err == nil || !strings.Contains(err.Error(), "holds version 3 of shard 0's weights, want 2") {
 		t.Fatalf("stale weights: got %v", err)
 	}
@@ -118,6 +107,26 @@ func TestGradRefusesStaleWeights(t *testing.T) {
 	if len(g[keyLoss]) != 1 || !(g[keyLoss][0] > 0) {
 		t.Fatalf("gradient at the right version has loss %v", g[keyLoss])
 	}
+}
+
+// startedWorker builds a worker in place (closed when t ends) and gives it
+// its own initial weights as the given version.
+func startedWorker(t *testing.T, spec WorkerSpec, version int64) *Worker {
+	t.Helper()
+	w, err := NewWorker(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.close)
+	init := paramserver.Named{}
+	p := w.net.Params()
+	for i, name := range p.Names() {
+		init[name] = p.Tensors()[i].Data
+	}
+	if _, err := w.SetWeights(context.Background(), 0, gray.SharedValue(paramserver.Pulled{Weights: init, Version: version})); err != nil {
+		t.Fatal(err)
+	}
+	return w
 }
 
 // A worker with threads splits its batch over copies of the network: the
@@ -133,20 +142,9 @@ func TestWorkerThreads(t *testing.T) {
 	grads := func(threads int) (*Worker, paramserver.Named) {
 		spec := spec
 		spec.Threads = threads
-		w, err := NewWorker(ctx, spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(w.close)
-		init := paramserver.Named{}
-		p := w.net.Params()
-		for i, name := range p.Names() {
-			init[name] = p.Tensors()[i].Data
-		}
-		if _, err := w.SetWeights(ctx, 0, gray.SharedValue(paramserver.Pulled{Weights: init, Version: 1})); err != nil {
-			t.Fatal(err)
-		}
+		w := startedWorker(t, spec, 1)
 		var g paramserver.Named
+		var err error
 		for range 2 {
 			if g, err = w.Grad(ctx, 1, 1); err != nil {
 				t.Fatal(err)
