@@ -12,7 +12,10 @@
 // place, averages them, takes one momentum-SGD step and writes its new
 // weights into the store once, and their references go straight to the
 // next step's workers. Nothing is copied on the way, and the driver only
-// waits for the gradients' metrics.
+// waits for the gradients' metrics. With --threads N each worker reserves
+// N CPUs and splits its slice over N copies of the network; their batch
+// norms' running statistics are merged after each step
+// (models.MergeRunningStats).
 // Workers ask for one GPU each when gray finds GPUs (gray.ClusterResources)
 // and run on CPUs otherwise; the models package computes on the CPU either
 // way, and the example says which it did.
