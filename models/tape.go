@@ -301,6 +301,10 @@ func gemm(tA, tB bool, m, n, k int, a []float64, lda int, b []float64, ldb int, 
 			clear(c[i*ldc : i*ldc+n])
 		}
 	}
+	if tB && !tA && fewRowsCheaper(m, n, k) {
+		gemmFewRows(m, n, k, a, lda, b, ldb, c, ldc, scratch)
+		return
+	}
 	need := max(k, m)
 	if tB {
 		need += k * n
