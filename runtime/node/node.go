@@ -41,6 +41,7 @@ import (
 	"github.com/gray-ml/gray/runtime/control"
 	"github.com/gray-ml/gray/runtime/events"
 	"github.com/gray-ml/gray/runtime/ids"
+	"github.com/gray-ml/gray/runtime/objects"
 	"github.com/gray-ml/gray/runtime/objstore"
 	"github.com/gray-ml/gray/runtime/objtable"
 	"github.com/gray-ml/gray/runtime/recovery"
@@ -64,7 +65,7 @@ type Config struct {
 	// OnError is called once for every failed task, outside the node's lock.
 	OnError func(*task.TaskError)
 	Control control.Store // nil: a control.Mem
-	Store   ObjectStore   // nil: a MemStore
+	Store   objects.Store // nil: an objects.MemStore
 	// Shared is the node's shared-memory object store, owned (and closed at
 	// Shutdown) by the node; nil keeps every object inline in the driver.
 	Shared *objstore.Store
@@ -106,11 +107,10 @@ type Node struct {
 	count   atomic.Uint64 // tasks submitted by the driver
 	puts    atomic.Uint64 // objects put by the driver
 	done    chan struct{} // closed by Shutdown
-	sinceGC atomic.Int64  // bytes put into shared memory since the last collection
 
 	mu       sync.Mutex
 	closed   bool
-	store    ObjectStore
+	store    objects.Store
 	waiters  map[ids.ObjectID][]waiter // tasks waiting for their arguments
 	waits    *sched.Waits[*request]    // Gets and Waits waiting for objects (sched.Waits)
 	objs     *objtable.Table           // who holds which object and why (runtime/objtable)
@@ -126,8 +126,12 @@ type Node struct {
 
 	shared *objstore.Store // nil: no shared memory, every object inline
 	// rec decides what is rebuilt, run again or given up when something
-	// is lost (runtime/recovery, lost.go).
+	// is lost (runtime/recovery).
 	rec *recovery.Core[*pending]
+	// ob keeps the objects: their lifetimes, rebuilds and copies on other
+	// nodes (runtime/objects, glue in objects.go). store, shared, objs and
+	// rec are its parts, which the shell reads.
+	ob *objects.Keeper[*pending]
 
 	remote *remoteState // nil outside a cluster
 
@@ -264,7 +268,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		cfg.Control = control.NewMem()
 	}
 	if cfg.Store == nil {
-		cfg.Store = NewMemStore()
+		cfg.Store = objects.NewMemStore()
 	}
 	if cfg.Checkpoints == nil {
 		cfg.Checkpoints = control.NewMemCheckpoints()
@@ -307,6 +311,8 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		rec:    recovery.New[*pending](recovery.Limits{Cluster: cfg.Cluster != nil}),
 	}
 	n.waits = sched.NewWaits[*request](n.core)
+	n.ob = objects.New(objects.Config[*pending]{Store: n.store, Shared: n.shared, Table: n.objs, Rec: n.rec,
+		Tasks: objectTasks{n}, Lock: n.mu.Lock, Unlock: n.unlock})
 	if cfg.Cluster != nil {
 		if err := n.listenTCP(); err != nil {
 			ln.Close()
@@ -381,6 +387,7 @@ func (n *Node) Shutdown() error {
 		return nil
 	}
 	n.closed = true
+	n.ob.Shut()
 	n.core.Close()
 	close(n.done)
 	procs := make([]*proc, 0, len(n.workers))
@@ -395,8 +402,8 @@ func (n *Node) Shutdown() error {
 	n.ln.Close()
 	if n.remote != nil {
 		n.remote.ln.Close()
-		n.closeObjects()
 	}
+	n.ob.Close()
 	// A worker exits when it reads the end of its connection. What is still
 	// queued for a busy one is of no use now, so nothing waits to send it;
 	// a worker that does not exit in time is killed.

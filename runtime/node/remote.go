@@ -9,6 +9,7 @@ import (
 
 	"github.com/gray-ml/gray/runtime/codec"
 	"github.com/gray-ml/gray/runtime/ids"
+	"github.com/gray-ml/gray/runtime/objects"
 	"github.com/gray-ml/gray/runtime/recovery"
 	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
@@ -61,13 +62,7 @@ type ClusterConfig struct {
 }
 
 // LocationTable records where objects live (control.Redis implements it).
-// Its methods must not block: they are called under the node's lock.
-type LocationTable interface {
-	AddLocation(id ids.ObjectID, node string)
-	RemoveLocation(id ids.ObjectID, node string)
-	// ForgetNodeQueued removes every entry for a node that died.
-	ForgetNodeQueued(node string)
-}
+type LocationTable = objects.LocationTable
 
 // remoteState is the node's part of a cluster; nil without one.
 type remoteState struct {
@@ -75,7 +70,6 @@ type remoteState struct {
 	ln     net.Listener
 	addr   string          // what workers dial
 	warned map[string]bool // functions told to wait for a node that can hold them
-	objs   *objectsState   // objects on other nodes (remote_objects.go)
 }
 
 // listenTCP starts the listener for leased workers.
@@ -90,7 +84,7 @@ func (n *Node) listenTCP() error {
 		addr = ln.Addr().String()
 	}
 	n.remote = &remoteState{cfg: *c, ln: ln, addr: addr, warned: map[string]bool{}}
-	if err := n.startObjects(); err != nil {
+	if err := n.startObjects(addr); err != nil {
 		ln.Close()
 		return err
 	}
@@ -261,7 +255,7 @@ func (n *Node) remoteStartFailed(w *proc) {
 // into its node's store (it stays there: remote_objects.go), or stores in
 // shared memory one it sent inline, so Get maps it without a copy.
 func (n *Node) adoptInline(id ids.ObjectID, o task.Object, w *proc) task.Object {
-	if o.Shared && o.Err == nil && n.objects() != nil {
+	if o.Shared && o.Err == nil && n.ob.Clustered() {
 		n.recover(recovery.Held{ID: id, Node: w.node})
 		return o
 	}
