@@ -97,16 +97,16 @@ const SocketDirPrefix = owned.SocketDirPrefix
 
 // Node is the driver's runtime for one machine.
 type Node struct {
-	cfg     Config
-	ctrl    control.Store
-	starts  control.TaskStarts // ctrl, when it records where tasks run; else nil
-	ckpts   control.Checkpoints
-	dir     string
-	ln      net.Listener
-	root    ids.TaskID
-	count   atomic.Uint64 // tasks submitted by the driver
-	puts    atomic.Uint64 // objects put by the driver
-	done    chan struct{} // closed by Shutdown
+	cfg    Config
+	ctrl   control.Store
+	starts control.TaskStarts // ctrl, when it records where tasks run; else nil
+	ckpts  control.Checkpoints
+	dir    string
+	ln     net.Listener
+	root   ids.TaskID
+	count  atomic.Uint64 // tasks submitted by the driver
+	puts   atomic.Uint64 // objects put by the driver
+	done   chan struct{} // closed by Shutdown
 
 	mu       sync.Mutex
 	closed   bool
