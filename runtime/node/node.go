@@ -1,27 +1,26 @@
 // Package node is the runtime of one machine as the driver runs it: a
-// shell around three cores with no I/O. It owns the sockets, the worker
-// processes and the object store; it turns workers' messages and the
-// driver's calls into events for the scheduling core (runtime/sched), the
-// object table (runtime/objtable) and the recovery core (runtime/recovery),
-// and their effects into messages and processes. It keeps the state a
-// cluster shares behind control.Store and its objects behind ObjectStore.
+// shell around cores with no I/O. It owns the sockets and the worker
+// processes; it turns workers' messages and the driver's calls into
+// events for the scheduling core (runtime/sched) and its objects part
+// (runtime/objects, which keeps the object store's index, the object
+// table of runtime/objtable and the recovery core of runtime/recovery,
+// and on a cluster moves objects between nodes), and their effects into
+// messages and processes. It keeps the state a cluster shares behind
+// control.Store.
 //
 // The files: node.go (the Node, Start, Shutdown), submit.go (tasks and
 // actor calls going out, the scheduling core's effects), requests.go (Get
 // and Wait), syncget.go (a waiting Get reading a worker's connection
-// itself), objects.go and store.go (the objects' lifetimes and the
-// shared-memory store), procs.go (worker processes and their messages),
-// pack.go (short tasks packed onto few workers), accounts.go, gpu.go and
-// grants.go (resources, GPUs, a cluster node's grant), nested.go and
-// actor_kept.go (references inside values, objects actors keep),
-// restart.go (actors recreated), lineage.go (what a rebuild needs kept),
-// resubmit.go (calls made again by a replay), lost.go (the recovery
-// core's events and effects), remote.go and remote_objects.go (a cluster's
-// nodes and their objects), snapshot.go (the state for inspection),
-// and backend.go (the API the root package calls). Starting a worker's
-// process and carrying its output is runtime/workerproc's job.
-// runtime/README.md describes the threads, the locks and the
-// route of a task.
+// itself), objects.go (the glue to runtime/objects: the events the node
+// feeds it, the effects on tasks it hands back, the API's object calls),
+// procs.go (worker processes and their messages), pack.go (short tasks
+// packed onto few workers), accounts.go, gpu.go and grants.go (resources,
+// GPUs, a cluster node's grant), restart.go (actors recreated),
+// resubmit.go (calls made again by a replay), remote.go (a cluster's
+// nodes), snapshot.go (the state for inspection), and backend.go (the API
+// the root package calls). Starting a worker's process and carrying its
+// output is runtime/workerproc's job. runtime/README.md describes the
+// threads, the locks and the route of a task.
 package node
 
 import (
@@ -171,7 +170,7 @@ type pending struct {
 	again   bool
 	discard bool
 	// lineageHeld: the task holds Lineage claims on its reference
-	// arguments until it ends (lineage.go).
+	// arguments until it ends (objects/lineage.go).
 	lineageHeld bool
 }
 

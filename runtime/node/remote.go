@@ -252,7 +252,7 @@ func (n *Node) remoteStartFailed(w *proc) {
 }
 
 // adoptInline records a large value that a worker on another node wrote
-// into its node's store (it stays there: remote_objects.go), or stores in
+// into its node's store (it stays there: objects/transfer.go), or stores in
 // shared memory one it sent inline, so Get maps it without a copy.
 func (n *Node) adoptInline(id ids.ObjectID, o task.Object, w *proc) task.Object {
 	if o.Shared && o.Err == nil && n.ob.Clustered() {

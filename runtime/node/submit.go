@@ -303,10 +303,10 @@ func (n *Node) send(w *proc, p *pending, gpus []int) {
 // The task no longer needs the objects afterwards.
 //
 // A shared-memory argument is sent as its ID and size; the task's pin (see
-// pinFor) keeps it from eviction and freeing until the task ends.
+// objects.Keeper.Need) keeps it from eviction and freeing until the task ends.
 //
 // A worker whose node may lack a shared argument is told where to pull it
-// from first (locateArgs).
+// from first (objects.Keeper.LocateArgs).
 func (n *Node) resolveArgs(s *task.Spec) {
 	for i := range s.Args {
 		a := &s.Args[i]
