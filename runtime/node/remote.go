@@ -7,7 +7,6 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/gray-ml/gray/runtime/codec"
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/objects"
 	"github.com/gray-ml/gray/runtime/recovery"
@@ -251,26 +250,9 @@ func (n *Node) remoteStartFailed(w *proc) {
 	n.recover(recovery.StartFailed{Node: w.node, Why: why})
 }
 
-// adoptInline records a large value that a worker on another node wrote
-// into its node's store (it stays there: objects/transfer.go), or stores in
-// shared memory one it sent inline, so Get maps it without a copy.
+// adoptInline records a large result of remote worker w (objects.Keeper.AdoptRemote).
 func (n *Node) adoptInline(id ids.ObjectID, o task.Object, w *proc) task.Object {
-	if o.Shared && o.Err == nil && n.ob.Clustered() {
-		n.recover(recovery.Held{ID: id, Node: w.node})
-		return o
-	}
-	if o.Shared || o.Err != nil || n.shared == nil || len(o.Data) < codec.InlineThreshold || !codec.IsZeroCopy(o.Data) {
-		return o
-	}
-	wr, err := n.shared.Create(storeID(id), int64(len(o.Data)))
-	if err != nil {
-		return o // kept inline: Get copies
-	}
-	copy(wr.Bytes(), o.Data)
-	if err := wr.Seal(); err != nil {
-		return o
-	}
-	return task.Object{Shared: true, Size: int64(len(o.Data))}
+	return n.ob.AdoptRemote(id, o, w.node)
 }
 
 // warnWaiting tells the user, once per function, that a request waits for

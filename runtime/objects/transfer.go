@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gray-ml/gray/runtime/codec"
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/objstore"
 	"github.com/gray-ml/gray/runtime/recovery"
@@ -192,6 +193,30 @@ func (k *Keeper[T]) source(n NodeID, id ids.ObjectID) (string, bool) {
 		return "", false
 	}
 	return r.ro.ObjectAddr(hs[0]), true
+}
+
+// AdoptRemote records a large value o that a worker on node n (not the
+// driver's) wrote into its node's store: it stays there, n its holder.
+// Outside a cluster's object transfer, a value sent inline is stored in
+// the driver's shared memory instead, so Get maps it without a copy; one
+// that does not fit stays inline.
+func (k *Keeper[T]) AdoptRemote(id ids.ObjectID, o task.Object, n NodeID) task.Object {
+	if o.Shared && o.Err == nil && k.remote != nil {
+		k.Recover(recovery.Held{ID: id, Node: n})
+		return o
+	}
+	if o.Shared || o.Err != nil || k.shared == nil || len(o.Data) < codec.InlineThreshold || !codec.IsZeroCopy(o.Data) {
+		return o
+	}
+	w, err := k.shared.Create(StoreID(id), int64(len(o.Data)))
+	if err != nil {
+		return o // kept inline: Get copies
+	}
+	copy(w.Bytes(), o.Data)
+	if err := w.Seal(); err != nil {
+		return o
+	}
+	return task.Object{Shared: true, Size: int64(len(o.Data))}
 }
 
 // Location is where a worker pulls one object from.
