@@ -22,7 +22,7 @@ import (
 
 // ClaimLineage takes a task's own Lineage claims on the reference
 // arguments of orig (the task as submitted), at Submit, for a task whose
-// results keep lineage. They are held by anyone, not by the task: a
+// results keep lineage (and for an actor's call its replay log keeps). They are held by anyone, not by the task: a
 // holder's claims cost a map of their own, too much for every queued
 // task; the node releases them once (ReleaseLineage), when the task ends.
 func (k *Keeper[T]) ClaimLineage(orig *task.Spec) {
@@ -43,10 +43,6 @@ func (k *Keeper[T]) ReleaseLineage(orig *task.Spec) {
 		}
 	}
 }
-
-// Keep takes one Lineage claim held by anyone on id (an actor's replay
-// log keeps its calls' arguments so).
-func (k *Keeper[T]) Keep(id ids.ObjectID) { k.objs.Claim(objtable.Holder{}, id, objtable.Lineage) }
 
 // Unkeep ends one Lineage claim held by anyone (a lineage record, an
 // actor's replay log) on id.
