@@ -209,6 +209,9 @@ func (f *fixture) do(ev string) {
 	case "have":
 		o, ok := k.Have(arg(1))
 		f.tasks.log = append(f.tasks.log, fmt.Sprintf("have %s: %v%s", w[1], ok, showValue(o)))
+	case "rebuild-fails": // f, run to rebuild r, ended with an error
+		k.rec.Step(recovery.Ended[tk]{Task: "t", ID: tf})
+		k.FailRebuild(fspec, &task.TaskError{Function: "f", Message: "boom"})
 	case "free-now":
 		k.FreeNow(arg(1))
 	case "keep": // keep X: the actor keeps X (a Keep argument)
@@ -364,6 +367,20 @@ func TestRebuilds(t *testing.T) {
 			{"put-shared a 4096", []string{"wake a"}},
 			{"evict a", nil},
 			{"have a", []string{"have a: true: lost put"}},
+		}},
+		{"a rebuild that keeps failing gives the object up", []step{
+			{"put-shared a 4096", []string{"wake a"}},
+			{"lineage", nil},
+			{"put-shared r 4096", []string{"wake r"}},
+			{"lineage-ends", nil},
+			{"evict r", nil},
+			{"have r", []string{"resubmit f", "have r: false"}},
+			{"rebuild-fails", []string{"wake r: boom"}},
+			{"have r", []string{"resubmit f", "have r: false"}},
+			{"rebuild-fails", []string{"wake r: boom"}},
+			{"have r", []string{"resubmit f", "have r: false"}},
+			{"rebuild-fails", []string{"give up r", "wake r: retries exhausted"}},
+			{"have r", []string{"have r: true: retries exhausted"}},
 		}},
 		{"a freed result releases its lineage's argument", []step{
 			{"put-shared a 4096", []string{"wake a"}},
