@@ -1,27 +1,26 @@
 // Package node is the runtime of one machine as the driver runs it: a
-// shell around three cores with no I/O. It owns the sockets, the worker
-// processes and the object store; it turns workers' messages and the
-// driver's calls into events for the scheduling core (runtime/sched), the
-// object table (runtime/objtable) and the recovery core (runtime/recovery),
-// and their effects into messages and processes. It keeps the state a
-// cluster shares behind control.Store and its objects behind ObjectStore.
+// shell around cores with no I/O. It owns the sockets and the worker
+// processes; it turns workers' messages and the driver's calls into
+// events for the scheduling core (runtime/sched) and its objects part
+// (runtime/objects, which keeps the object store's index, the object
+// table of runtime/objtable and the recovery core of runtime/recovery,
+// and on a cluster moves objects between nodes), and their effects into
+// messages and processes. It keeps the state a cluster shares behind
+// control.Store.
 //
 // The files: node.go (the Node, Start, Shutdown), submit.go (tasks and
 // actor calls going out, the scheduling core's effects), requests.go (Get
 // and Wait), syncget.go (a waiting Get reading a worker's connection
-// itself), objects.go and store.go (the objects' lifetimes and the
-// shared-memory store), procs.go (worker processes and their messages),
-// pack.go (short tasks packed onto few workers), accounts.go, gpu.go and
-// grants.go (resources, GPUs, a cluster node's grant), nested.go and
-// actor_kept.go (references inside values, objects actors keep),
-// restart.go (actors recreated), lineage.go (what a rebuild needs kept),
-// resubmit.go (calls made again by a replay), lost.go (the recovery
-// core's events and effects), remote.go and remote_objects.go (a cluster's
-// nodes and their objects), snapshot.go (the state for inspection),
-// and backend.go (the API the root package calls). Starting a worker's
-// process and carrying its output is runtime/workerproc's job.
-// runtime/README.md describes the threads, the locks and the
-// route of a task.
+// itself), objects.go (the glue to runtime/objects: the events the node
+// feeds it, the effects on tasks it hands back, the API's object calls),
+// procs.go (worker processes and their messages), pack.go (short tasks
+// packed onto few workers), accounts.go, gpu.go and grants.go (resources,
+// GPUs, a cluster node's grant), restart.go (actors recreated),
+// resubmit.go (calls made again by a replay), remote.go (a cluster's
+// nodes), snapshot.go (the state for inspection), and backend.go (the API
+// the root package calls). Starting a worker's process and carrying its
+// output is runtime/workerproc's job. runtime/README.md describes the
+// threads, the locks and the route of a task.
 package node
 
 import (
@@ -41,6 +40,7 @@ import (
 	"github.com/gray-ml/gray/runtime/control"
 	"github.com/gray-ml/gray/runtime/events"
 	"github.com/gray-ml/gray/runtime/ids"
+	"github.com/gray-ml/gray/runtime/objects"
 	"github.com/gray-ml/gray/runtime/objstore"
 	"github.com/gray-ml/gray/runtime/objtable"
 	"github.com/gray-ml/gray/runtime/recovery"
@@ -64,7 +64,7 @@ type Config struct {
 	// OnError is called once for every failed task, outside the node's lock.
 	OnError func(*task.TaskError)
 	Control control.Store // nil: a control.Mem
-	Store   ObjectStore   // nil: a MemStore
+	Store   objects.Store // nil: an objects.MemStore
 	// Shared is the node's shared-memory object store, owned (and closed at
 	// Shutdown) by the node; nil keeps every object inline in the driver.
 	Shared *objstore.Store
@@ -96,21 +96,20 @@ const SocketDirPrefix = owned.SocketDirPrefix
 
 // Node is the driver's runtime for one machine.
 type Node struct {
-	cfg     Config
-	ctrl    control.Store
-	starts  control.TaskStarts // ctrl, when it records where tasks run; else nil
-	ckpts   control.Checkpoints
-	dir     string
-	ln      net.Listener
-	root    ids.TaskID
-	count   atomic.Uint64 // tasks submitted by the driver
-	puts    atomic.Uint64 // objects put by the driver
-	done    chan struct{} // closed by Shutdown
-	sinceGC atomic.Int64  // bytes put into shared memory since the last collection
+	cfg    Config
+	ctrl   control.Store
+	starts control.TaskStarts // ctrl, when it records where tasks run; else nil
+	ckpts  control.Checkpoints
+	dir    string
+	ln     net.Listener
+	root   ids.TaskID
+	count  atomic.Uint64 // tasks submitted by the driver
+	puts   atomic.Uint64 // objects put by the driver
+	done   chan struct{} // closed by Shutdown
 
 	mu       sync.Mutex
 	closed   bool
-	store    ObjectStore
+	store    objects.Store
 	waiters  map[ids.ObjectID][]waiter // tasks waiting for their arguments
 	waits    *sched.Waits[*request]    // Gets and Waits waiting for objects (sched.Waits)
 	objs     *objtable.Table           // who holds which object and why (runtime/objtable)
@@ -126,8 +125,12 @@ type Node struct {
 
 	shared *objstore.Store // nil: no shared memory, every object inline
 	// rec decides what is rebuilt, run again or given up when something
-	// is lost (runtime/recovery, lost.go).
+	// is lost (runtime/recovery).
 	rec *recovery.Core[*pending]
+	// ob keeps the objects: their lifetimes, rebuilds and copies on other
+	// nodes (runtime/objects, glue in objects.go). store, shared, objs and
+	// rec are its parts, which the shell reads.
+	ob *objects.Keeper[*pending]
 
 	remote *remoteState // nil outside a cluster
 
@@ -167,7 +170,7 @@ type pending struct {
 	again   bool
 	discard bool
 	// lineageHeld: the task holds Lineage claims on its reference
-	// arguments until it ends (lineage.go).
+	// arguments until it ends (objects/lineage.go).
 	lineageHeld bool
 }
 
@@ -264,7 +267,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		cfg.Control = control.NewMem()
 	}
 	if cfg.Store == nil {
-		cfg.Store = NewMemStore()
+		cfg.Store = objects.NewMemStore()
 	}
 	if cfg.Checkpoints == nil {
 		cfg.Checkpoints = control.NewMemCheckpoints()
@@ -307,6 +310,8 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		rec:    recovery.New[*pending](recovery.Limits{Cluster: cfg.Cluster != nil}),
 	}
 	n.waits = sched.NewWaits[*request](n.core)
+	n.ob = objects.New(objects.Config[*pending]{Store: n.store, Shared: n.shared, Table: n.objs, Rec: n.rec,
+		Tasks: objectTasks{n}, Lock: n.mu.Lock, Unlock: n.unlock})
 	if cfg.Cluster != nil {
 		if err := n.listenTCP(); err != nil {
 			ln.Close()
@@ -381,6 +386,7 @@ func (n *Node) Shutdown() error {
 		return nil
 	}
 	n.closed = true
+	n.ob.Shut()
 	n.core.Close()
 	close(n.done)
 	procs := make([]*proc, 0, len(n.workers))
@@ -395,8 +401,8 @@ func (n *Node) Shutdown() error {
 	n.ln.Close()
 	if n.remote != nil {
 		n.remote.ln.Close()
-		n.closeObjects()
 	}
+	n.ob.Close()
 	// A worker exits when it reads the end of its connection. What is still
 	// queued for a busy one is of no use now, so nothing waits to send it;
 	// a worker that does not exit in time is killed.

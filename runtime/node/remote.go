@@ -7,8 +7,8 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/gray-ml/gray/runtime/codec"
 	"github.com/gray-ml/gray/runtime/ids"
+	"github.com/gray-ml/gray/runtime/objects"
 	"github.com/gray-ml/gray/runtime/recovery"
 	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
@@ -61,13 +61,7 @@ type ClusterConfig struct {
 }
 
 // LocationTable records where objects live (control.Redis implements it).
-// Its methods must not block: they are called under the node's lock.
-type LocationTable interface {
-	AddLocation(id ids.ObjectID, node string)
-	RemoveLocation(id ids.ObjectID, node string)
-	// ForgetNodeQueued removes every entry for a node that died.
-	ForgetNodeQueued(node string)
-}
+type LocationTable = objects.LocationTable
 
 // remoteState is the node's part of a cluster; nil without one.
 type remoteState struct {
@@ -75,7 +69,6 @@ type remoteState struct {
 	ln     net.Listener
 	addr   string          // what workers dial
 	warned map[string]bool // functions told to wait for a node that can hold them
-	objs   *objectsState   // objects on other nodes (remote_objects.go)
 }
 
 // listenTCP starts the listener for leased workers.
@@ -90,7 +83,7 @@ func (n *Node) listenTCP() error {
 		addr = ln.Addr().String()
 	}
 	n.remote = &remoteState{cfg: *c, ln: ln, addr: addr, warned: map[string]bool{}}
-	if err := n.startObjects(); err != nil {
+	if err := n.startObjects(addr); err != nil {
 		ln.Close()
 		return err
 	}
@@ -257,26 +250,9 @@ func (n *Node) remoteStartFailed(w *proc) {
 	n.recover(recovery.StartFailed{Node: w.node, Why: why})
 }
 
-// adoptInline records a large value that a worker on another node wrote
-// into its node's store (it stays there: remote_objects.go), or stores in
-// shared memory one it sent inline, so Get maps it without a copy.
+// adoptInline records a large result of remote worker w (objects.Keeper.AdoptRemote).
 func (n *Node) adoptInline(id ids.ObjectID, o task.Object, w *proc) task.Object {
-	if o.Shared && o.Err == nil && n.objects() != nil {
-		n.recover(recovery.Held{ID: id, Node: w.node})
-		return o
-	}
-	if o.Shared || o.Err != nil || n.shared == nil || len(o.Data) < codec.InlineThreshold || !codec.IsZeroCopy(o.Data) {
-		return o
-	}
-	wr, err := n.shared.Create(storeID(id), int64(len(o.Data)))
-	if err != nil {
-		return o // kept inline: Get copies
-	}
-	copy(wr.Bytes(), o.Data)
-	if err := wr.Seal(); err != nil {
-		return o
-	}
-	return task.Object{Shared: true, Size: int64(len(o.Data))}
+	return n.ob.AdoptRemote(id, o, w.node)
 }
 
 // warnWaiting tells the user, once per function, that a request waits for

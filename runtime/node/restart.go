@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/gray-ml/gray/runtime/ids"
-	"github.com/gray-ml/gray/runtime/objtable"
 	"github.com/gray-ml/gray/runtime/task"
 	"github.com/gray-ml/gray/runtime/wire"
 )
@@ -71,22 +70,12 @@ func (n *Node) claimCall(s *task.Spec) *task.Spec {
 	c := *s
 	c.Args = append([]task.Arg(nil), s.Args...)
 	c.SetGPUIDs(nil)
-	for _, arg := range c.Args {
-		if arg.IsRef {
-			n.objs.Claim(objtable.Holder{}, arg.Ref, objtable.Lineage)
-		}
-	}
+	n.ob.ClaimLineage(&c)
 	return &c
 }
 
 // releaseCall ends the claims of claimCall.
-func (n *Node) releaseCall(s *task.Spec) {
-	for _, arg := range s.Args {
-		if arg.IsRef {
-			n.unkeep(arg.Ref)
-		}
-	}
-}
+func (n *Node) releaseCall(s *task.Spec) { n.ob.ReleaseLineage(s) }
 
 // logSend records method call p as it is sent to a's worker.
 func (n *Node) logSend(a *actor, p *pending) {
@@ -146,7 +135,7 @@ func (n *Node) restartActor(a *actor, why *task.TaskError, nodeLost bool) bool {
 		f.restarts++
 		f.starting = true
 	}
-	n.releaseKept(a) // the dead process's kept mappings; the calls sent again hold them again
+	n.ob.ReleaseKept(a.id) // the dead process's kept mappings; the calls sent again hold them again
 	// The queue may still hold what an earlier restart queued and the dead
 	// process never got: its creation task is reused; a restore is made
 	// again below.

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/gray-ml/gray/runtime/ids"
-	"github.com/gray-ml/gray/runtime/objtable"
 	"github.com/gray-ml/gray/runtime/recovery"
 	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
@@ -81,8 +80,11 @@ func (n *Node) submitLocked(s *task.Spec) error {
 			orig := *s
 			orig.Args = append([]task.Arg(nil), s.Args...)
 			p.record = &orig
+			// Its arguments are kept for its lineage until it ends
+			// (objects/lineage.go).
+			n.ob.ClaimLineage(p.record)
+			p.lineageHeld = true
 		}
-		n.claimLineage(p)
 	}
 	if s.Kind == task.KindActorCreate {
 		a = &actor{id: s.ID, typ: s.Func, res: task.Res(s, e), ownsChildren: e.NoRestarts}
@@ -123,12 +125,10 @@ func (n *Node) needArgs(p *pending) {
 		if !arg.IsRef {
 			continue
 		}
-		n.objs.Claim(objtable.Holder{}, arg.Ref, objtable.TaskArg)
-		if o, ok := n.have(arg.Ref); ok {
+		if o, ok := n.ob.Need(s.ID, arg.Ref); ok {
 			if o.Err != nil && p.failed == nil {
 				p.failed = o.Err
 			}
-			n.pinFor(p, arg.Ref, o)
 			continue
 		}
 		p.missing++
@@ -274,7 +274,7 @@ func (n *Node) spawnFailure() *task.TaskError {
 // send queues p at pool worker w, which may use the GPUs gpus.
 func (n *Node) send(w *proc, p *pending, gpus []int) {
 	s := p.spec
-	if n.objects() != nil && n.argsLost(p) {
+	if n.argsLost(p) {
 		// It waits for them again, or fails (argsLost), and leaves the
 		// worker: given back if p was to run now, else taken back from
 		// behind its running task.
@@ -288,7 +288,7 @@ func (n *Node) send(w *proc, p *pending, gpus []int) {
 		}
 		return
 	}
-	n.locateArgs(w, s)
+	n.sendLocate(w, n.ob.LocateArgs(w.node, s))
 	n.resolveArgs(s)
 	s.SetGPUIDs(gpus)
 	p.sent = n.now()
@@ -303,10 +303,10 @@ func (n *Node) send(w *proc, p *pending, gpus []int) {
 // The task no longer needs the objects afterwards.
 //
 // A shared-memory argument is sent as its ID and size; the task's pin (see
-// pinFor) keeps it from eviction and freeing until the task ends.
+// objects.Keeper.Need) keeps it from eviction and freeing until the task ends.
 //
 // A worker whose node may lack a shared argument is told where to pull it
-// from first (locateArgs).
+// from first (objects.Keeper.LocateArgs).
 func (n *Node) resolveArgs(s *task.Spec) {
 	for i := range s.Args {
 		a := &s.Args[i]
@@ -318,7 +318,7 @@ func (n *Node) resolveArgs(s *task.Spec) {
 			} else {
 				a.Data = o.Data
 			}
-			n.unpin(a.Ref)
+			n.ob.Sent(a.Ref)
 		}
 	}
 }
@@ -330,7 +330,7 @@ func (n *Node) unpinArgs(p *pending) {
 	for i := range s.Args {
 		if a := &s.Args[i]; a.IsRef {
 			a.IsRef = false
-			n.unpin(a.Ref)
+			n.ob.Sent(a.Ref)
 		}
 	}
 }
@@ -345,7 +345,7 @@ func (n *Node) pump(a *actor) {
 		if p.missing > 0 {
 			return
 		}
-		if n.objects() != nil && p.failed == nil && n.argsLost(p) && p.missing > 0 {
+		if p.failed == nil && n.argsLost(p) && p.missing > 0 {
 			return // an argument lost with its node since: sent once rebuilt
 		}
 		a.queue = a.queue[1:]
@@ -364,7 +364,7 @@ func (n *Node) pump(a *actor) {
 		}
 		n.logSend(a, p)
 		n.holdKept(a, p.spec)
-		n.locateArgs(a.w, p.spec)
+		n.sendLocate(a.w, n.ob.LocateArgs(a.w.node, p.spec))
 		n.resolveArgs(p.spec)
 		p.spec.SetGPUIDs(a.gpus)
 		a.inflight = append(a.inflight, p)
@@ -479,7 +479,7 @@ func (n *Node) actorDied(a *actor, why *task.TaskError) {
 		n.finishErr(p, n.deadErr(a, p.spec.Func))
 	}
 	a.inflight, a.queue = nil, nil
-	n.releaseKept(a)
+	n.ob.ReleaseKept(a.id)
 	n.core.ActorGone(a.id)
 	n.endChildren(a)
 	if w := a.w; w != nil && !w.dead {
