@@ -371,11 +371,7 @@ func (h *poolHandler) Gone(pw *pool.Worker, bad error) {
 	n.dropHolds(w)
 	n.waits.WorkerGone(w.id)
 	if !w.Connected() && (w.actor == nil || !w.actor.dead) { // not an actor killed while starting
-		if w.node != sched.Local {
-			n.remoteStartFailed(w)
-		} else {
-			n.startFailed(w)
-		}
+		n.startFailed(w)
 	}
 	how := "exited"
 	if err := w.Err(); err != nil {
@@ -400,13 +396,17 @@ func (h *poolHandler) Gone(pw *pool.Worker, bad error) {
 }
 
 // startFailed counts a worker that exited before connecting. Several in a
-// row mean the program does not serve tasks when started as a worker: stop
-// starting workers and fail what waits for one, rather than respawn
-// forever (the recovery core decides; stopSpawning).
+// row mean the program does not serve tasks when started as a worker: on
+// this machine, stop starting workers and fail what waits for one, rather
+// than respawn forever (stopSpawning); on another node, take the node out
+// of the job (recovery.DropNode). The recovery core decides.
 func (n *Node) startFailed(w *proc) {
 	why := "exited"
+	if w.node != sched.Local {
+		why = "they exited"
+	}
 	if err := w.Err(); err != nil {
 		why = err.Error()
 	}
-	n.recover(recovery.StartFailed{Node: sched.Local, Why: why})
+	n.recover(recovery.StartFailed{Node: w.node, Why: why})
 }

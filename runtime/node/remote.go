@@ -205,17 +205,6 @@ func (n *Node) WorkerExited(w sched.WorkerID, why error) {
 	}
 }
 
-// remoteStartFailed counts a remote worker that ended before connecting;
-// several in a row on one node take the node out of the job (the recovery
-// core decides: recovery.DropNode).
-func (n *Node) remoteStartFailed(w *proc) {
-	why := "they exited"
-	if err := w.Err(); err != nil {
-		why = err.Error()
-	}
-	n.recover(recovery.StartFailed{Node: w.node, Why: why})
-}
-
 // adoptInline records a large value that a worker on another node wrote
 // into its node's store (it stays there: remote_objects.go), or stores in
 // shared memory one it sent inline, so Get maps it without a copy.
