@@ -1,26 +1,29 @@
 // Package node is the runtime of one machine as the driver runs it: a
-// shell around cores with no I/O. It owns the sockets and the worker
-// processes; it turns workers' messages and the driver's calls into
-// events for the scheduling core (runtime/sched) and its objects part
-// (runtime/objects, which keeps the object store's index, the object
-// table of runtime/objtable and the recovery core of runtime/recovery,
-// and on a cluster moves objects between nodes), and their effects into
-// messages and processes. It keeps the state a cluster shares behind
+// shell around cores with no I/O. It turns workers' messages and the
+// driver's calls into events for the scheduling core (runtime/sched) and
+// its objects part (runtime/objects, which keeps the object store's index,
+// the object table of runtime/objtable and the recovery core of
+// runtime/recovery, and on a cluster moves objects between nodes), and
+// their effects into messages and worker processes. The workers'
+// processes and connections are runtime/pool's: it starts them, serves
+// their connections (calling the node's handler for each message, under
+// the node's lock) and writes what the node queued once the lock is
+// released. The node keeps the state a cluster shares behind
 // control.Store.
 //
 // The files: node.go (the Node, Start, Shutdown), submit.go (tasks and
-// actor calls going out, the scheduling core's effects), requests.go (Get
-// and Wait), syncget.go (a waiting Get reading a worker's connection
-// itself), objects.go (the glue to runtime/objects: the events the node
-// feeds it, the effects on tasks it hands back, the API's object calls),
-// procs.go (worker processes and their messages), pack.go (short tasks
-// packed onto few workers), accounts.go, gpu.go and grants.go (resources,
-// GPUs, a cluster node's grant), restart.go (actors recreated),
-// resubmit.go (calls made again by a replay), remote.go (a cluster's
-// nodes), snapshot.go (the state for inspection), and backend.go (the API
-// the root package calls). Starting a worker's process and carrying its
-// output is runtime/workerproc's job. runtime/README.md describes the
-// threads, the locks and the route of a task.
+// actor calls going out, the scheduling core's effects, timing tasks to
+// pack short ones), procs.go (what the pool reports: a worker's start,
+// hello, messages and end, and a task's result), requests.go (Get and
+// Wait, and a waiting Get reading a worker's connection itself),
+// objects.go (the glue to runtime/objects: the events the node feeds it,
+// the effects on tasks it hands back, the API's object calls),
+// accounts.go, gpu.go and grants.go (resources, GPUs, a cluster node's
+// grant), restart.go (actors recreated), resubmit.go (calls made again by
+// a replay), remote.go (a cluster's nodes), snapshot.go (the state for
+// inspection), and backend.go (the API the root package calls).
+// runtime/README.md describes the threads, the locks and the route of a
+// task.
 package node
 
 import (
@@ -29,24 +32,21 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/gray-ml/gray/internal/owned"
 	"github.com/gray-ml/gray/runtime/control"
 	"github.com/gray-ml/gray/runtime/events"
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/objects"
 	"github.com/gray-ml/gray/runtime/objstore"
 	"github.com/gray-ml/gray/runtime/objtable"
+	"github.com/gray-ml/gray/runtime/pool"
 	"github.com/gray-ml/gray/runtime/recovery"
 	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
-	"github.com/gray-ml/gray/runtime/wire"
 )
 
 // Config configures a Node.
@@ -88,24 +88,16 @@ type Config struct {
 // ErrShutdown is returned by calls on a node that was shut down.
 var ErrShutdown = errors.New("gray has been shut down (or was never initialised in this session): call gray.Init first")
 
-// SocketDirPrefix begins the name of a node's folder in the temporary
-// directory (its node.sock): gray-<pid>.<start>-<random>, named after
-// its process so that the next node on the machine sweeps it once that
-// process is gone.
-const SocketDirPrefix = owned.SocketDirPrefix
-
 // Node is the driver's runtime for one machine.
 type Node struct {
-	cfg    Config
-	ctrl   control.Store
-	starts control.TaskStarts // ctrl, when it records where tasks run; else nil
-	ckpts  control.Checkpoints
-	dir    string
-	ln     net.Listener
-	root   ids.TaskID
-	count  atomic.Uint64 // tasks submitted by the driver
-	puts   atomic.Uint64 // objects put by the driver
-	done   chan struct{} // closed by Shutdown
+	cfg     Config
+	ctrl    control.Store
+	starts  control.TaskStarts // ctrl, when it records where tasks run; else nil
+	ckpts   control.Checkpoints
+	root    ids.TaskID
+	count   atomic.Uint64 // tasks submitted by the driver
+	puts    atomic.Uint64 // objects put by the driver
+	done    chan struct{} // closed by Shutdown
 
 	mu       sync.Mutex
 	closed   bool
@@ -115,10 +107,8 @@ type Node struct {
 	objs     *objtable.Table           // who holds which object and why (runtime/objtable)
 	core     *sched.Cluster[*pending]  // resources, queues and the pools' decisions, per node
 	workers  map[sched.WorkerID]*proc
-	stacks   stackWaiters // callers of Stacks (stacks.go)
 	actors   map[ids.ActorID]*actor
 	errQ     []*task.TaskError // failures to report outside the lock
-	dirty    []*proc           // workers with messages to flush at unlock
 	spawnErr error             // set when workers cannot start at all
 	gone     *gone             // the worker or node whose end is being stepped
 	quiet    bool              // failures being stored are intended (gray.Kill): do not report them
@@ -138,11 +128,12 @@ type Node struct {
 	// to: a Get of its result reads the answer itself (helpFor).
 	lastExec *proc
 	// epoch and runTimes time function tasks on their workers, to pack
-	// short ones onto few workers (pack.go).
+	// short ones onto few workers (sched.RunTimes).
 	epoch    time.Time
-	runTimes map[*task.Entry]*runTime
+	runTimes sched.RunTimes[*task.Entry]
 
-	wg sync.WaitGroup // every goroutine the node starts
+	pool *pool.Pool     // the workers' processes and connections
+	wg   sync.WaitGroup // the node's own goroutines (the pool's are its own)
 }
 
 // waiter is a task waiting for one of its arguments.
@@ -196,25 +187,17 @@ type request struct {
 	timer *time.Timer
 }
 
-// proc is a worker process.
+// proc is a worker: its connection and process (pool.Worker) and what the
+// node decides about it.
 type proc struct {
+	*pool.Worker
 	id       sched.WorkerID
 	name     string
-	conn     *wire.Conn
 	actor    *actor
-	dirty    bool          // in Node.dirty
-	handler  wire.Handler  // handles its messages (handle), on the connection's reading role
-	results  []task.Object // scratch of handle's MsgResult; used by the connection's reading role only
-	finished atomic.Uint64 // results handled (helpers stop at the next one, see help)
 	dead     bool
-	process  *os.Process  // set under the node's lock once started
-	node     sched.NodeID // where it runs: sched.Local, or a node of the cluster
-	exited   chan struct{}
-	exitOnce sync.Once // closes exited, for a remote worker
-	exitErr  error
+	node     sched.NodeID          // where it runs: sched.Local, or a node of the cluster
 	reserved map[ids.ObjectID]bool // results of its running task it is writing into reserved room
 	lastDone int64                 // when its last function task's result came, in Node.now's clock
-	ran      int64                 // the run time its result being handled reports (ns), or -1
 }
 
 // actor is one actor and its dedicated worker.
@@ -253,16 +236,6 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if cfg.NumWorkers <= 0 {
 		cfg.NumWorkers = max(1, int(math.Ceil(cfg.Resources.CPU)))
 	}
-	if cfg.Output == nil {
-		cfg.Output = os.Stdout
-	}
-	if cfg.Executable == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, fmt.Errorf("gray: finding the program's executable to start workers: %w", err)
-		}
-		cfg.Executable = exe
-	}
 	if cfg.Control == nil {
 		cfg.Control = control.NewMem()
 	}
@@ -272,31 +245,12 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if cfg.Checkpoints == nil {
 		cfg.Checkpoints = control.NewMemCheckpoints()
 	}
-	if cfg.LogDir != "" {
-		if err := os.MkdirAll(cfg.LogDir, 0o755); err != nil {
-			return nil, fmt.Errorf("gray: creating the worker log folder: %w", err)
-		}
-	}
-	// Socket folders of killed drivers are swept here, by the next one.
-	_, _ = owned.Sweep(os.TempDir(), SocketDirPrefix)
-	dir, err := owned.MkdirTemp("", SocketDirPrefix)
-	if err != nil {
-		return nil, fmt.Errorf("gray: creating the session folder: %w", err)
-	}
-	sock := filepath.Join(dir, "node.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("gray: listening on %s: %w", sock, err)
-	}
 	n := &Node{
 		cfg:     cfg,
 		epoch:   time.Now(),
 		ctrl:    cfg.Control,
 		starts:  taskStarts(cfg.Control),
 		ckpts:   cfg.Checkpoints,
-		dir:     dir,
-		ln:      ln,
 		root:    ids.Root(cfg.Seed, cfg.Seeded),
 		done:    make(chan struct{}),
 		store:   cfg.Store,
@@ -312,15 +266,22 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n.waits = sched.NewWaits[*request](n.core)
 	n.ob = objects.New(objects.Config[*pending]{Store: n.store, Shared: n.shared, Table: n.objs, Rec: n.rec,
 		Tasks: objectTasks{n}, Lock: n.mu.Lock, Unlock: n.unlock})
+	pc := pool.Config{Lock: &n.mu, Executable: cfg.Executable, Args: cfg.Args, Env: cfg.Env,
+		LogDir: cfg.LogDir, Output: cfg.Output, Play: cfg.startWorker}
+	if cfg.Shared != nil {
+		pc.StoreDir, pc.StoreCap = cfg.Shared.Dir(), cfg.Shared.Capacity()
+	}
+	p, err := pool.New(pc, (*poolHandler)(n))
+	if err != nil {
+		return nil, err
+	}
+	n.pool = p
 	if cfg.Cluster != nil {
 		if err := n.listenTCP(); err != nil {
-			ln.Close()
-			os.RemoveAll(dir)
+			_ = p.Close(nil)
 			return nil, err
 		}
 	}
-	n.wg.Add(1)
-	go n.acceptFrom(ln)
 	n.mu.Lock()
 	n.core.Boot()
 	n.step()
@@ -389,50 +350,17 @@ func (n *Node) Shutdown() error {
 	n.ob.Shut()
 	n.core.Close()
 	close(n.done)
-	procs := make([]*proc, 0, len(n.workers))
-	conns := []*wire.Conn{}
+	ws := make([]*pool.Worker, 0, len(n.workers))
 	for _, w := range n.workers {
-		procs = append(procs, w)
-		if w.conn != nil {
-			conns = append(conns, w.conn)
-		}
+		ws = append(ws, w.Worker)
 	}
 	n.unlock()
-	n.ln.Close()
-	if n.remote != nil {
-		n.remote.ln.Close()
-	}
 	n.ob.Close()
-	// A worker exits when it reads the end of its connection. What is still
-	// queued for a busy one is of no use now, so nothing waits to send it;
-	// a worker that does not exit in time is killed.
-	for _, c := range conns {
-		c.Abort()
-	}
-	deadline := time.Now().Add(2 * time.Second)
-	for _, w := range procs {
-		if w.node != sched.Local {
-			continue // its node kills it when its connection ends
-		}
-		select {
-		case <-w.exited:
-		case <-time.After(time.Until(deadline)):
-		}
-		select {
-		case <-w.exited:
-		default:
-			n.mu.Lock()
-			p := w.process
-			n.unlock()
-			if p != nil {
-				_ = p.Kill()
-			}
-		}
-	}
+	perr := n.pool.Close(ws)
 	n.wg.Wait()
 	var serr error
 	if n.shared != nil {
 		serr = n.shared.Close()
 	}
-	return errors.Join(os.RemoveAll(n.dir), serr)
+	return errors.Join(perr, serr)
 }

@@ -91,7 +91,7 @@ func TestShell(t *testing.T) {
 		}},
 		{"synchronous calls: each Get returns its own task's result, whoever reads the worker's answer", func(t *testing.T, h *harness) {
 			// The waiting Get reads the worker's connection itself when it
-			// can (syncget.go); the answer must be the same as serve's.
+			// can (pool.Worker.Help); the answer must be the same as serve's.
 			fw := h.worker()
 			for i := range 200 {
 				arg := strconv.Itoa(i)

@@ -1,81 +1,38 @@
 package node
 
 import (
-	"errors"
 	"fmt"
-	"net"
 	"os"
-	"path/filepath"
-	"slices"
-	"strconv"
 	"time"
 
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/objtable"
+	"github.com/gray-ml/gray/runtime/pool"
 	"github.com/gray-ml/gray/runtime/recovery"
 	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
 	"github.com/gray-ml/gray/runtime/wire"
-	"github.com/gray-ml/gray/runtime/workerproc"
 )
 
+// Worker processes: the node's side of runtime/pool, which starts them,
+// serves their connections and writes what the node queues for them. The
+// node decides what a worker is for and what its messages and death mean.
+
 // append queues a message for w; it is written when the node's lock is
-// released (see unlock), so a burst of messages to one worker costs one write.
+// released (unlock), so a burst of messages to one worker costs one write.
 func (n *Node) append(w *proc, typ byte, fn func([]byte) []byte) error {
-	if w.conn == nil {
-		return wire.ErrClosed
-	}
-	if !w.dirty {
-		w.dirty = true
-		n.dirty = append(n.dirty, w)
-	}
-	return w.conn.Append(typ, fn)
+	return n.pool.Append(w.Worker, typ, fn)
 }
 
 // unlock releases the node's lock and writes the messages queued under it.
-// Writing outside the lock keeps a slow socket from stalling the node.
-func (n *Node) unlock() {
-	// The usual few workers are copied out so n.dirty's array is reused
-	// (no allocation per unlock); a longer list is handed over whole.
-	var few [8]*proc
-	d := n.dirty
-	if len(d) <= len(few) {
-		d = few[:copy(few[:], d)]
-		clear(n.dirty)
-		n.dirty = n.dirty[:0]
-	} else {
-		n.dirty = nil
-	}
-	for _, w := range d {
-		w.dirty = false
-	}
-	n.mu.Unlock()
-	for _, w := range d {
-		if w.node != sched.Local {
-			// A worker on another node: its TCP connection's own goroutine
-			// writes, so a caller submitting a burst goes on appending while
-			// it does and the burst costs a few writes, not one per task.
-			w.conn.FlushAsync()
-			continue
-		}
-		_ = w.conn.Flush()
-	}
-}
+func (n *Node) unlock() { n.pool.Unlock() }
 
 // unlockFor is unlock for the reader of w's connection: while more input
-// from w is already buffered, queued messages wait for the next unlock, so
-// replies to a burst go out together.
-func (n *Node) unlockFor(w *proc) {
-	if w.conn.Buffered() > 0 {
-		n.mu.Unlock()
-		return
-	}
-	n.unlock()
-}
+// from w is already buffered, the replies wait for the next unlock.
+func (n *Node) unlockFor(w *proc) { n.pool.UnlockFor(w.Worker) }
 
 // spawn starts worker process id; a is the actor it will host, or nil for
-// a pool worker. The fork happens on a new goroutine so the lock isn't held
-// across it.
+// a pool worker.
 func (n *Node) spawn(a *actor, id sched.WorkerID) {
 	if n.spawnErr != nil {
 		if a != nil {
@@ -85,265 +42,148 @@ func (n *Node) spawn(a *actor, id sched.WorkerID) {
 		}
 		return
 	}
-	w := &proc{id: id, actor: a, exited: make(chan struct{}), node: sched.NodeOf(id)}
+	k := sched.NodeOf(id)
+	w := &proc{Worker: pool.NewWorker(id, k == sched.Local), id: id, actor: a, node: k}
 	w.name = fmt.Sprintf("worker %d", w.id)
 	n.workers[w.id] = w
+	var gpus []int
 	if a != nil {
-		a.w = w
+		a.w, gpus = w, a.gpus
 	}
-	if w.node != sched.Local {
-		n.spawnRemote(w)
+	if k == sched.Local {
+		n.pool.Start(w.Worker, a != nil, gpus)
 		return
 	}
-	if n.cfg.startWorker != nil {
-		n.wg.Add(1)
-		go n.startWith(w)
-		return
-	}
-	env := append(append(os.Environ(), n.cfg.Env...),
-		task.EnvSocket+"="+filepath.Join(n.dir, "node.sock"),
-		task.EnvWorker+"="+strconv.Itoa(int(w.id)))
-	if n.shared != nil {
-		env = append(env, task.EnvStore+"="+n.shared.Dir(), task.EnvCap+"="+strconv.FormatInt(n.shared.Capacity(), 10))
-	}
-	if a != nil {
-		env = append(env, "CUDA_VISIBLE_DEVICES="+workerproc.JoinInts(a.gpus))
-	}
-	if os.Getenv("GORACE") == "" {
-		// A race-enabled worker would otherwise sleep 1 s at every exit.
-		env = append(env, "GORACE=atexit_sleep_ms=0")
-	}
-	n.wg.Add(1)
-	go n.startProc(w, workerproc.Spec{Path: n.cfg.Executable, Args: n.cfg.Args, Env: env, ID: int(w.id), LogDir: n.cfg.LogDir, Output: n.cfg.Output})
+	w.name = fmt.Sprintf("worker %d on %s", w.id-sched.FirstWorker(k)+1, n.rec.Name(k))
+	n.remote.cfg.Remote.StartWorker(k, w.id, pool.RemoteEnv(w.Worker, n.remote.addr, n.remote.cfg.Token, a != nil, gpus))
 }
 
-// startProc runs worker w's process (runtime/workerproc) and reports its
-// end.
-func (n *Node) startProc(w *proc, s workerproc.Spec) {
-	defer n.wg.Done()
-	err := workerproc.Run(s, func(p *os.Process) bool {
-		n.mu.Lock()
-		w.process = p
-		w.name = fmt.Sprintf("worker %d (pid %d)", w.id, p.Pid)
-		kill := w.dead || n.closed || (w.actor != nil && w.actor.dead) // killed or shut down while starting
-		n.unlock()
-		return !kill
-	})
-	n.ended(w, err)
+// poolHandler is the node as the pool's pool.Handler (its methods are
+// not the node's API).
+type poolHandler Node
+
+// Started implements pool.Handler: local worker pw's process runs.
+func (h *poolHandler) Started(pw *pool.Worker) bool {
+	n := (*Node)(h)
+	w := n.workers[pw.ID()]
+	if w == nil || n.closed || (w.actor != nil && w.actor.dead) {
+		return false // killed or shut down while starting
+	}
+	w.name = fmt.Sprintf("worker %d (pid %d)", w.id, pw.PID())
+	return true
 }
 
-// startWith runs worker w with Config.startWorker instead of a process.
-func (n *Node) startWith(w *proc) {
-	defer n.wg.Done()
-	n.ended(w, n.cfg.startWorker(filepath.Join(n.dir, "node.sock"), int(w.id)))
-}
-
-// ended records that worker w's process ended, how (err), and reports its
-// death if it never connected (else its connection's reader does).
-func (n *Node) ended(w *proc, err error) {
-	w.exitErr = err
-	close(w.exited)
-	n.mu.Lock()
-	connected := w.conn != nil
-	n.unlock()
-	if !connected { // never connected: its reader will not report the death
-		n.died(w)
-	}
-}
-
-func (n *Node) acceptFrom(ln net.Listener) {
-	defer n.wg.Done()
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		n.wg.Add(1)
-		go n.serve(c)
-	}
-}
-
-// serve reads one worker's messages until its connection closes.
-func (n *Node) serve(c net.Conn) {
-	defer n.wg.Done()
-	conn := wire.New(c)
-	typ, payload, err := conn.Recv()
-	if err != nil || typ != task.MsgHello {
-		conn.Close()
-		return
-	}
-	// A worker on this machine gets the shared-memory fast path (the
-	// socket stays for wake-ups and the connection's end).
-	if err := conn.Offer(); err != nil {
-		fmt.Fprintf(os.Stderr, "gray: worker connection: %v\n", err)
-		conn.Close()
-		return
-	}
-	d := wire.Dec{B: payload}
-	id := sched.WorkerID(d.Uvarint())
-	n.mu.Lock()
+// Connected implements pool.Handler: worker id said hello on c.
+func (h *poolHandler) Connected(id sched.WorkerID, c *wire.Conn) *pool.Worker {
+	n := (*Node)(h)
 	w := n.workers[id]
 	n.rec.Step(recovery.Connected{Node: sched.NodeOf(id)})
-	if w == nil || w.conn != nil || n.closed || (w.actor != nil && w.actor.dead) {
-		n.unlock()
-		conn.Close()
-		return
-	}
-	w.conn = conn
-	w.handler = func(typ byte, payload []byte) error {
-		if err := n.handle(w, typ, payload); err != nil {
-			return badMessage{err}
-		}
+	if w == nil || w.Connected() || n.closed || (w.actor != nil && w.actor.dead) {
 		return nil
 	}
-	if a := w.actor; a != nil {
-		if a.ft != nil {
-			a.ft.starting = false // a restart counts from here (restart.go)
+	w.Attach(c, func(typ byte, payload []byte) error {
+		if err := n.handle(w, typ, payload); err != nil {
+			return pool.Bad(err)
 		}
-		n.ctrl.ActorPlaced(a.id, w.name)
-		n.pump(a)
+		return nil
+	})
+	if w.actor != nil {
+		n.placed(w.actor, w)
 	} else {
 		n.core.WorkerReady(w.id)
 		n.step()
 	}
-	n.unlock()
-	// The handler runs on this goroutine, or on a driver's goroutine that
-	// waits for w's answer and reads it itself (see helpFor).
-	if err := conn.Serve(w.handler); err != nil {
-		var bad badMessage
-		if errors.As(err, &bad) {
-			n.mu.Lock() // w.name is written under the lock once the process starts
-			name := w.name
-			n.mu.Unlock()
-			fmt.Fprintf(os.Stderr, "gray: bad message from %s: %v\n", name, bad.err)
-		}
-	}
-	conn.Close()
-	n.died(w)
+	return w.Worker
 }
 
+// placed makes w, connected, actor a's worker: a's calls go to it.
+func (n *Node) placed(a *actor, w *proc) {
+	if a.ft != nil {
+		a.ft.starting = false // a restart counts from here (restart.go)
+	}
+	n.ctrl.ActorPlaced(a.id, w.name)
+	n.pump(a)
+}
+
+// hostActor makes pool worker id, started and idle and now out of the
+// core's pool (see sched's reuse.go), the worker of actor a, so creating
+// the actor costs no process start.
+func (n *Node) hostActor(a *actor, id sched.WorkerID) {
+	w := n.workers[id]
+	if w == nil || w.dead {
+		// The core takes only connected workers, and a death reaches the
+		// core and this table under the same lock; fail loudly if not.
+		n.actorDied(a, &task.TaskError{Function: a.typ, Message: "its pool worker was gone before the actor started on it", Cause: task.ErrWorkerDied})
+		return
+	}
+	w.actor, a.w = a, w
+	n.placed(a, w)
+}
+
+// handle carries out one message of worker w (its connection's reader,
+// or a driver's goroutine helping it: requests.go).
 func (n *Node) handle(w *proc, typ byte, payload []byte) error {
-	d := wire.Dec{B: payload}
 	switch typ {
 	case task.MsgResult:
-		var tid ids.TaskID
-		d.Fixed(tid[:])
-		retiring := d.Byte() == 1
-		cnt := d.Count()
-		// result copies the objects out: the reader's scratch slice
-		// serves every result (no allocation per task).
-		objs := slices.Grow(w.results[:0], cnt)[:cnt]
-		for i := range objs {
-			objs[i] = task.DecodeObject(&d)
-		}
-		w.results = objs
-		// The task's run time on the worker, when the worker says (a
-		// trailing field: see worker.run).
-		w.ran = -1
-		if d.Err == nil && len(d.B) > 0 {
-			w.ran = int64(d.Uvarint())
-		}
-		if d.Err != nil {
-			clear(objs)
-			return d.Err
+		r, err := w.DecodeResult(payload)
+		if err != nil {
+			return err
 		}
 		n.mu.Lock()
-		n.result(w, tid, objs, retiring)
+		n.result(w, r)
 		n.unlockFor(w)
-		w.finished.Add(1)
-		clear(objs) // keep no payload alive
+		w.Handled()
 	case task.MsgSubmit:
+		d := wire.Dec{B: payload}
 		s := task.DecodeSpec(&d)
 		if d.Err != nil {
 			return d.Err
 		}
 		n.mu.Lock()
-		if n.submittedBefore(w, s) {
-			// Submitted by an earlier run of w's call (resubmit.go): the
-			// first submission stands.
-		} else if n.submitLocked(s) == nil { // errors are stored in the task's returns
+		// One submitted by an earlier run of w's call stands (resubmit.go);
+		// errors are stored in the task's returns.
+		if !n.submittedBefore(w, s) && n.submitLocked(s) == nil {
 			n.adoptChild(w, s)
 		}
 		n.unlockFor(w)
 	case task.MsgPut:
-		var id ids.ObjectID
-		d.Fixed(id[:])
-		o := task.DecodeObject(&d)
-		if d.Err != nil {
-			return d.Err
+		m, err := pool.DecodePut(payload)
+		if err != nil {
+			return err
 		}
 		n.mu.Lock()
-		if w.reserved[id] { // a Put in a task, written into reserved room
-			delete(w.reserved, id)
-			o = n.sealReserved(id, o, w)
-		} else if _, exists := n.store.Get(id); !exists && w.node != sched.Local {
-			o = n.adoptInline(id, o, w)
-		} else if !exists {
-			o = n.adopt(id, o, w)
-		}
-		if _, exists := n.store.Get(id); !exists {
-			n.putLocked(id, o)
-		}
+		n.putFrom(w, m.ID, m.Object)
 		n.unlockFor(w)
-	case task.MsgDrop:
-		cnt := d.Count()
+	case task.MsgDrop, task.MsgFree:
 		n.mu.Lock()
-		for range cnt {
-			var id ids.ObjectID
-			d.Fixed(id[:])
-			if d.Err == nil && !n.closed {
+		err := pool.EachID(payload, func(id ids.ObjectID) {
+			switch {
+			case n.closed:
+			case typ == task.MsgDrop:
 				n.drop(objtable.WorkerHolder(int(w.id)), id)
-			}
-		}
-		n.unlockFor(w)
-		if d.Err != nil {
-			return d.Err
-		}
-	case task.MsgReserve:
-		rid := d.Uvarint()
-		var id ids.ObjectID
-		d.Fixed(id[:])
-		size := d.Uvarint()
-		if d.Err != nil {
-			return d.Err
-		}
-		n.reserve(w, rid, id, int64(size))
-	case task.MsgFree:
-		cnt := d.Count()
-		n.mu.Lock()
-		for range cnt {
-			var id ids.ObjectID
-			d.Fixed(id[:])
-			if d.Err == nil && !n.closed {
+			default:
 				n.freeNow(id)
 			}
-		}
+		})
 		n.unlockFor(w)
-		if d.Err != nil {
-			return d.Err
+		if err != nil {
+			return err
 		}
+	case task.MsgReserve:
+		m, err := pool.DecodeReserve(payload)
+		if err != nil {
+			return err
+		}
+		n.reserve(w, m.Req, m.ID, m.Size)
 	case task.MsgGet, task.MsgWait:
-		rid := d.Uvarint()
-		need, timeout := 0, time.Duration(0)
-		if typ == task.MsgWait {
-			need = int(d.Uvarint())
-			timeout = time.Duration(d.Uvarint())
-		}
-		cnt := d.Count()
-		oids := make([]ids.ObjectID, cnt)
-		for i := range oids {
-			d.Fixed(oids[i][:])
-		}
-		if d.Err != nil {
-			return d.Err
-		}
-		if typ == task.MsgGet {
-			need = cnt
+		m, err := pool.DecodeRequest(typ, payload)
+		if err != nil {
+			return err
 		}
 		n.mu.Lock()
-		r := n.newRequest(w, rid, oids, need, typ == task.MsgWait)
-		if timeout > 0 && n.waits.Open(r.rq) {
-			r.timer = time.AfterFunc(timeout, func() {
+		r := n.newRequest(w, m.ID, m.Objects, m.Need, m.Wait)
+		if m.Timeout > 0 && n.waits.Open(r.rq) {
+			r.timer = time.AfterFunc(m.Timeout, func() {
 				n.mu.Lock()
 				n.waits.Timeout(r.rq)
 				n.step()
@@ -352,46 +192,40 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 		}
 		n.unlockFor(w)
 	case task.MsgGiveBack:
-		cnt := d.Count()
-		back := make(map[ids.TaskID]bool, cnt)
-		for range cnt {
-			var id ids.TaskID
-			d.Fixed(id[:])
-			back[id] = true
-		}
-		if d.Err != nil {
-			return d.Err
+		back, err := pool.DecodeTasks(payload)
+		if err != nil {
+			return err
 		}
 		n.mu.Lock()
 		n.core.GiveBack(w.id, func(p *pending) bool { return back[p.spec.ID] })
 		n.step()
 		n.unlockFor(w)
 	case task.MsgStacks:
-		n.gotStacks(w, payload)
+		n.pool.GotStacks(w.Worker, payload)
 	case task.MsgKillActor:
 		var id ids.ActorID
-		d.Fixed(id[:])
-		if d.Err != nil {
-			return d.Err
+		if err := fixed(payload, id[:]); err != nil {
+			return err
 		}
 		_ = n.Kill(id)
-	case task.MsgCheckpoint:
-		if err := n.handleCheckpoint(w, &d); err != nil {
-			return err
-		}
-	case task.MsgHold, task.MsgContain:
-		if err := n.handleNested(w, typ, &d); err != nil {
-			return err
-		}
 	case task.MsgReleaseShared:
 		var id ids.ObjectID
-		d.Fixed(id[:])
-		if d.Err != nil {
-			return d.Err
+		if err := fixed(payload, id[:]); err != nil {
+			return err
 		}
 		n.mu.Lock()
 		n.releaseOneKept(w, id)
 		n.unlockFor(w)
+	case task.MsgCheckpoint:
+		d := wire.Dec{B: payload}
+		if err := n.handleCheckpoint(w, &d); err != nil {
+			return err
+		}
+	case task.MsgHold, task.MsgContain:
+		d := wire.Dec{B: payload}
+		if err := n.handleNested(w, typ, &d); err != nil {
+			return err
+		}
 	default:
 		return fmt.Errorf("unknown message type %d", typ)
 	}
@@ -399,8 +233,31 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 	return nil
 }
 
+// putFrom stores an object a task of w put (MsgPut).
+func (n *Node) putFrom(w *proc, id ids.ObjectID, o task.Object) {
+	if w.reserved[id] { // written into reserved room
+		delete(w.reserved, id)
+		o = n.sealReserved(id, o, w)
+	} else if _, exists := n.store.Get(id); !exists && w.node != sched.Local {
+		o = n.adoptInline(id, o, w)
+	} else if !exists {
+		o = n.adopt(id, o, w)
+	}
+	if _, exists := n.store.Get(id); !exists {
+		n.putLocked(id, o)
+	}
+}
+
+// fixed decodes a message that carries one ID into dst.
+func fixed(payload, dst []byte) error {
+	d := wire.Dec{B: payload}
+	d.Fixed(dst)
+	return d.Err
+}
+
 // result stores what a task returned and frees its worker.
-func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool) {
+func (n *Node) result(w *proc, r pool.Result) {
+	tid, objs := r.Task, r.Objects
 	var p *pending
 	n.unpinReads(w)
 	if a := w.actor; a != nil {
@@ -416,8 +273,8 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 		}
 		p = run
 		n.waits.TaskEnded(w.id) // a Get that outlived its task: nobody waits for an answer parked
-		n.core.TaskDone(w.id, retiring)
-		n.timeRun(w, p)
+		n.core.TaskDone(w.id, r.Retiring)
+		n.timeRun(w, p, r.Ran)
 	}
 	n.cfg.Events.Finished(int(w.id), tid, p.spec.Func, p.sent)
 	if p.discard {
@@ -487,18 +344,18 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 	n.step()
 }
 
-// died handles the end of a worker process.
-func (n *Node) died(w *proc) {
-	if w.node == sched.Local {
-		select {
-		case <-w.exited:
-		case <-time.After(2 * time.Second):
-		}
-	}
+// Gone implements pool.Handler: worker pw's connection or process ended
+// (bad: the message that ended it).
+func (h *poolHandler) Gone(pw *pool.Worker, bad error) {
+	n := (*Node)(h)
 	n.mu.Lock()
-	if w.dead {
+	w := n.workers[pw.ID()]
+	if w == nil || w.Worker != pw {
 		n.unlock()
-		return
+		return // reported already
+	}
+	if bad != nil {
+		fmt.Fprintf(os.Stderr, "gray: bad message from %s: %v\n", w.name, bad)
 	}
 	w.dead = true
 	delete(n.workers, w.id)
@@ -513,16 +370,12 @@ func (n *Node) died(w *proc) {
 	}
 	n.dropHolds(w)
 	n.waits.WorkerGone(w.id)
-	if w.conn == nil && (w.actor == nil || !w.actor.dead) { // not an actor killed while starting
-		if w.node != sched.Local {
-			n.remoteStartFailed(w)
-		} else {
-			n.startFailed(w)
-		}
+	if !w.Connected() && (w.actor == nil || !w.actor.dead) { // not an actor killed while starting
+		n.startFailed(w)
 	}
 	how := "exited"
-	if w.exitErr != nil {
-		how = w.exitErr.Error()
+	if err := w.Err(); err != nil {
+		how = err.Error()
 	}
 	if a := w.actor; a != nil {
 		why := &task.TaskError{Function: a.typ, Worker: w.name, Message: "its worker process died (" + how + ")", Cause: task.ErrWorkerDied}
@@ -543,13 +396,17 @@ func (n *Node) died(w *proc) {
 }
 
 // startFailed counts a worker that exited before connecting. Several in a
-// row mean the program does not serve tasks when started as a worker: stop
-// starting workers and fail what waits for one, rather than respawn
-// forever (the recovery core decides; stopSpawning).
+// row mean the program does not serve tasks when started as a worker: on
+// this machine, stop starting workers and fail what waits for one, rather
+// than respawn forever (stopSpawning); on another node, take the node out
+// of the job (recovery.DropNode). The recovery core decides.
 func (n *Node) startFailed(w *proc) {
 	why := "exited"
-	if w.exitErr != nil {
-		why = w.exitErr.Error()
+	if w.node != sched.Local {
+		why = "they exited"
 	}
-	n.recover(recovery.StartFailed{Node: sched.Local, Why: why})
+	if err := w.Err(); err != nil {
+		why = err.Error()
+	}
+	n.recover(recovery.StartFailed{Node: w.node, Why: why})
 }

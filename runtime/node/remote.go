@@ -1,11 +1,8 @@
 package node
 
 import (
-	"encoding/hex"
 	"fmt"
-	"net"
 	"os"
-	"strconv"
 
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/objects"
@@ -13,7 +10,6 @@ import (
 	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
 	"github.com/gray-ml/gray/runtime/transfer"
-	"github.com/gray-ml/gray/runtime/workerproc"
 )
 
 // Workers on other nodes of a cluster.
@@ -66,7 +62,6 @@ type LocationTable = objects.LocationTable
 // remoteState is the node's part of a cluster; nil without one.
 type remoteState struct {
 	cfg    ClusterConfig
-	ln     net.Listener
 	addr   string          // what workers dial
 	warned map[string]bool // functions told to wait for a node that can hold them
 }
@@ -82,13 +77,12 @@ func (n *Node) listenTCP() error {
 	if addr == "" {
 		addr = ln.Addr().String()
 	}
-	n.remote = &remoteState{cfg: *c, ln: ln, addr: addr, warned: map[string]bool{}}
+	n.remote = &remoteState{cfg: *c, addr: addr, warned: map[string]bool{}}
 	if err := n.startObjects(addr); err != nil {
 		ln.Close()
 		return err
 	}
-	n.wg.Add(1)
-	go n.acceptFrom(ln)
+	n.pool.Listen(ln)
 	return nil
 }
 
@@ -160,9 +154,7 @@ func (n *Node) NodeGone(k sched.NodeID, why string) {
 	n.gone = nil
 	n.unlock()
 	for _, w := range conns {
-		if w.conn != nil {
-			w.conn.Abort()
-		}
+		n.pool.Abort(w.Worker)
 	}
 	n.flushErrors()
 }
@@ -201,53 +193,9 @@ func (n *Node) WorkerExited(w sched.WorkerID, why error) {
 	n.mu.Lock()
 	x := n.workers[w]
 	n.unlock()
-	if x == nil {
-		return
+	if x != nil {
+		n.pool.Exited(x.Worker, why)
 	}
-	x.exitOnce.Do(func() {
-		// Under the lock: died reads it when the connection's reader
-		// reports the death, which does not wait for this call.
-		n.mu.Lock()
-		x.exitErr = why
-		n.mu.Unlock()
-		close(x.exited)
-	})
-	n.mu.Lock()
-	connected := x.conn != nil
-	n.unlock()
-	if !connected {
-		n.died(x)
-	}
-}
-
-// spawnRemote asks node k to start worker w.
-func (n *Node) spawnRemote(w *proc) {
-	k := w.node
-	w.name = fmt.Sprintf("worker %d on %s", w.id-sched.FirstWorker(k)+1, n.rec.Name(k))
-	env := []string{
-		task.EnvSocket + "=tcp:" + n.remote.addr,
-		task.EnvWorker + "=" + strconv.Itoa(int(w.id)),
-		task.EnvToken + "=" + hex.EncodeToString(n.remote.cfg.Token),
-		task.EnvRemote + "=1",
-	}
-	if w.actor != nil {
-		env = append(env, "CUDA_VISIBLE_DEVICES="+workerproc.JoinInts(w.actor.gpus))
-	}
-	if os.Getenv("GORACE") == "" {
-		env = append(env, "GORACE=atexit_sleep_ms=0")
-	}
-	n.remote.cfg.Remote.StartWorker(k, w.id, env)
-}
-
-// remoteStartFailed counts a remote worker that ended before connecting;
-// several in a row on one node take the node out of the job (the recovery
-// core decides: recovery.DropNode).
-func (n *Node) remoteStartFailed(w *proc) {
-	why := "they exited"
-	if w.exitErr != nil {
-		why = w.exitErr.Error()
-	}
-	n.recover(recovery.StartFailed{Node: w.node, Why: why})
 }
 
 // adoptInline records a large result of remote worker w (objects.Keeper.AdoptRemote).

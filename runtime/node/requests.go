@@ -9,6 +9,7 @@ import (
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/objstore"
 	"github.com/gray-ml/gray/runtime/objtable"
+	"github.com/gray-ml/gray/runtime/pool"
 	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
 	"github.com/gray-ml/gray/runtime/wire"
@@ -62,18 +63,7 @@ func (n *Node) answer(a sched.Answer[*request]) {
 func (n *Node) reply(r *request, a sched.Answer[*request]) {
 	w := r.w
 	if r.wait {
-		_ = n.append(w, task.MsgWaitReply, func(b []byte) []byte {
-			b = wire.AppendUvarint(b, r.id)
-			b = wire.AppendUvarint(b, uint64(len(r.ready)))
-			for _, ok := range r.ready {
-				if ok {
-					b = append(b, 1)
-				} else {
-					b = append(b, 0)
-				}
-			}
-			return b
-		})
+		_ = n.append(w, task.MsgWaitReply, func(b []byte) []byte { return pool.AppendWaitReply(b, r.id, r.ready) })
 		return
 	}
 	// Pin the shared objects until the worker's task ends, so its mappings
@@ -149,7 +139,7 @@ func (n *Node) Get(ctx context.Context, oids []ids.ObjectID) ([]task.Object, err
 	n.unlock()
 	if !done {
 		if help != nil {
-			n.help(help, r)
+			help.Help(r.answered)
 		}
 		select {
 		case <-r.ch:
@@ -251,4 +241,37 @@ func (n *Node) Wait(ctx context.Context, oids []ids.ObjectID, num int, timeout t
 	n.waits.Timeout(r.rq) // answers it now, unless it was answered already
 	n.step()
 	return append([]bool(nil), r.ready...), nil
+}
+
+// helpFor returns the worker whose connection a Get of oids should read
+// itself (pool.Worker.Help), or nil: the local worker the last task was
+// sent to, if it runs (or, for an actor, was last sent) the task that
+// makes the last of the objects. The caller holds mu.
+func (n *Node) helpFor(oids []ids.ObjectID) *proc {
+	w := n.lastExec
+	if w == nil || w.dead || !w.CanHelp() || len(oids) == 0 {
+		return nil
+	}
+	tid := oids[len(oids)-1].Task()
+	if a := w.actor; a != nil {
+		if k := len(a.inflight); k > 0 && a.inflight[k-1].spec.ID == tid {
+			return w
+		}
+		return nil
+	}
+	if run, ok := n.core.Running(w.id); ok && w.node == sched.Local && run.spec.ID == tid {
+		return w
+	}
+	return nil
+}
+
+// answered reports whether a driver request was answered. It reads the
+// channel answer closes, so it needs no lock.
+func (r *request) answered() bool {
+	select {
+	case <-r.ch:
+		return true
+	default:
+		return false
+	}
 }

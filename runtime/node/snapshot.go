@@ -1,11 +1,14 @@
 package node
 
 import (
+	"context"
+	"fmt"
 	"sort"
 
 	"github.com/gray-ml/gray/runtime/events"
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/objstore"
+	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
 )
 
@@ -65,10 +68,7 @@ func (n *Node) Snapshot() Snapshot {
 	}
 	for _, w := range n.workers {
 		tasks := n.core.Sent(w.id)
-		ws := WorkerState{ID: int(w.id), Name: w.name}
-		if w.process != nil {
-			ws.PID = w.process.Pid
-		}
+		ws := WorkerState{ID: int(w.id), Name: w.name, PID: w.PID()}
 		if w.actor != nil {
 			ws.Actor = w.actor.typ
 			tasks = w.actor.inflight
@@ -144,3 +144,19 @@ func (n *Node) Object(id ids.ObjectID) (ObjectState, bool) {
 	}
 	return st, true
 }
+
+// Stacks returns the goroutine dump of worker id, a process of this
+// machine (pool.Pool.Stacks), waiting for it for ctx or the worker's end.
+func (n *Node) Stacks(ctx context.Context, id int) (string, error) {
+	n.mu.Lock()
+	w := n.workers[sched.WorkerID(id)]
+	n.mu.Unlock()
+	if w == nil {
+		return "", fmt.Errorf("gray: worker %d is not running in this session", id)
+	}
+	return n.pool.Stacks(ctx, w.Worker)
+}
+
+// LogDir is where workers write their output (worker-N.out and .err); ""
+// when it goes to the driver's output instead.
+func (n *Node) LogDir() string { return n.cfg.LogDir }

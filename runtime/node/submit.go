@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
+	"github.com/gray-ml/gray/runtime/control"
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/recovery"
 	"github.com/gray-ml/gray/runtime/sched"
@@ -240,7 +242,7 @@ func (n *Node) apply(e sched.Effect[*pending]) {
 	}
 }
 
-// gone is the worker or node whose end the node is stepping (died,
+// gone is the worker or node whose end the node is stepping (poolHandler.Gone,
 // NodeGone): what the core's Orphan effects say why with.
 type gone struct {
 	w    *proc  // the worker that died; nil: node
@@ -337,7 +339,7 @@ func (n *Node) unpinArgs(p *pending) {
 
 // pump sends an actor's queued calls whose arguments exist, in order.
 func (n *Node) pump(a *actor) {
-	if a.w == nil || a.w.conn == nil || a.dead {
+	if a.w == nil || !a.w.Connected() || a.dead {
 		return
 	}
 	for len(a.queue) > 0 {
@@ -483,12 +485,8 @@ func (n *Node) actorDied(a *actor, why *task.TaskError) {
 	n.core.ActorGone(a.id)
 	n.endChildren(a)
 	if w := a.w; w != nil && !w.dead {
-		if w.conn != nil {
-			_ = n.append(w, task.MsgExit, nil)
-		}
-		if w.process != nil {
-			_ = w.process.Kill()
-		}
+		_ = n.append(w, task.MsgExit, nil) // (nothing if it never connected)
+		w.Kill()
 		if w.node != sched.Local {
 			n.remote.cfg.Remote.StopWorker(w.node, w.id)
 		}
@@ -529,3 +527,53 @@ func hasRefArgs(s *task.Spec) bool {
 	}
 	return false
 }
+
+// taskStarts returns the control store's TaskStarts, or nil when it does
+// not record where tasks run (a control.Mem): the send path then pays one
+// nil check.
+func taskStarts(s control.Store) control.TaskStarts {
+	ts, _ := s.(control.TaskStarts)
+	return ts
+}
+
+// recordStart tells the control store that the task id was sent to w,
+// naming w's cluster node ("" for this machine). Called under n.mu.
+func (n *Node) recordStart(w *proc, id ids.TaskID) {
+	if n.starts == nil {
+		return
+	}
+	name := ""
+	if w.node != sched.Local && n.remote != nil {
+		name = n.rec.Name(w.node)
+	}
+	n.starts.TaskStarted(id, name)
+}
+
+// now is the node's clock for timing tasks: the timeline's when it
+// records one (so that p.sent serves both), else the node's own.
+func (n *Node) now() int64 {
+	if n.cfg.Events != nil {
+		return n.cfg.Events.Now()
+	}
+	return int64(time.Since(n.epoch))
+}
+
+// timeRun records how long function task p ran on w, which just returned
+// its result: ran, as the worker says (its own clock around the call), or,
+// from a worker that does not say (ran < 0), as the node saw it (from w's
+// previous result if p waited behind that task, to now).
+func (n *Node) timeRun(w *proc, p *pending, ran int64) {
+	if ran >= 0 {
+		n.runTimes.Ran(p.entry, time.Duration(ran))
+		return
+	}
+	t := n.now()
+	queued := p.sent < w.lastDone
+	n.runTimes.Observed(p.entry, time.Duration(t-max(p.sent, w.lastDone)), queued)
+	w.lastDone = t
+}
+
+// packDepth returns how many tasks a task of entry e may wait behind on a
+// busy worker (sched.Core.SubmitPacked), or 0 when its tasks are not
+// short enough to pack (or not yet timed).
+func (n *Node) packDepth(e *task.Entry) int { return n.runTimes.Depth(e) }

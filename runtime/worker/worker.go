@@ -185,7 +185,7 @@ func (w *Worker) ensureReader() {
 
 // run runs one task and sends its result, ending with how long the task
 // ran here in nanoseconds (the driver packs short tasks onto few workers
-// by it: runtime/node/pack.go).
+// by it: runtime/sched/runtimes.go).
 func (w *Worker) run(s *task.Spec) {
 	t0 := time.Now()
 	objs, retire := w.exec(s)

@@ -1,0 +1,160 @@
+package pool
+
+import (
+	"slices"
+	"time"
+
+	"github.com/gray-ml/gray/runtime/ids"
+	"github.com/gray-ml/gray/runtime/task"
+	"github.com/gray-ml/gray/runtime/wire"
+)
+
+// The driver's side of the messages a worker sends most (task.Msg*): what
+// they carry, decoded, so the node's handler reads as a table of what each
+// means.
+
+// Result is a MsgResult: what a task returned.
+type Result struct {
+	Task     ids.TaskID
+	Retiring bool          // the worker exits after this task (a MaxCalls limit)
+	Objects  []task.Object // the returns; valid until Worker.Handled
+	Ran      int64         // how long the task ran on the worker (ns, its clock); -1: not said
+}
+
+// DecodeResult decodes a MsgResult of w. The objects are decoded into w's
+// scratch, which serves every result (no allocation per task): the caller
+// copies what it keeps and calls Handled once done. On w's reading role.
+func (w *Worker) DecodeResult(payload []byte) (Result, error) {
+	d := wire.Dec{B: payload}
+	var r Result
+	d.Fixed(r.Task[:])
+	r.Retiring = d.Byte() == 1
+	cnt := d.Count()
+	objs := slices.Grow(w.results[:0], cnt)[:cnt]
+	for i := range objs {
+		objs[i] = task.DecodeObject(&d)
+	}
+	w.results = objs
+	// The task's run time, when the worker says (a trailing field: see
+	// worker.run).
+	r.Ran = -1
+	if d.Err == nil && len(d.B) > 0 {
+		r.Ran = int64(d.Uvarint())
+	}
+	if d.Err != nil {
+		clear(objs)
+		return Result{}, d.Err
+	}
+	r.Objects = objs
+	return r, nil
+}
+
+// Handled ends the handling of the result DecodeResult returned: its
+// objects are let go (the scratch keeps no payload alive), and a helper
+// waiting for w's next result (Help) stops.
+func (w *Worker) Handled() {
+	w.finished.Add(1)
+	clear(w.results)
+}
+
+// Request is a MsgGet or MsgWait: a running task asks for objects.
+type Request struct {
+	ID      uint64 // the worker's number for it, repeated in the reply
+	Wait    bool   // a Wait: answered with ready flags once Need are ready
+	Need    int    // objects that must be ready (a Get: all)
+	Timeout time.Duration
+	Objects []ids.ObjectID
+}
+
+// DecodeRequest decodes a MsgGet or MsgWait (typ says which).
+func DecodeRequest(typ byte, payload []byte) (Request, error) {
+	d := wire.Dec{B: payload}
+	r := Request{ID: d.Uvarint(), Wait: typ == task.MsgWait}
+	if r.Wait {
+		r.Need = int(d.Uvarint())
+		r.Timeout = time.Duration(d.Uvarint())
+	}
+	r.Objects = make([]ids.ObjectID, d.Count())
+	for i := range r.Objects {
+		d.Fixed(r.Objects[i][:])
+	}
+	if !r.Wait {
+		r.Need = len(r.Objects)
+	}
+	return r, d.Err
+}
+
+// AppendWaitReply appends the payload of a MsgWaitReply: request id's
+// ready flags.
+func AppendWaitReply(b []byte, id uint64, ready []bool) []byte {
+	b = wire.AppendUvarint(b, id)
+	b = wire.AppendUvarint(b, uint64(len(ready)))
+	for _, ok := range ready {
+		if ok {
+			b = append(b, 1)
+		} else {
+			b = append(b, 0)
+		}
+	}
+	return b
+}
+
+// EachID calls fn with each object ID of a MsgDrop or MsgFree, in order,
+// and returns the error of a payload cut short (fn has then seen the IDs
+// before the cut).
+func EachID(payload []byte, fn func(ids.ObjectID)) error {
+	d := wire.Dec{B: payload}
+	for range d.Count() {
+		var id ids.ObjectID
+		d.Fixed(id[:])
+		if d.Err != nil {
+			break
+		}
+		fn(id)
+	}
+	return d.Err
+}
+
+// DecodeTasks decodes a MsgGiveBack: the tasks a worker hands back.
+func DecodeTasks(payload []byte) (map[ids.TaskID]bool, error) {
+	d := wire.Dec{B: payload}
+	cnt := d.Count()
+	back := make(map[ids.TaskID]bool, cnt)
+	for range cnt {
+		var id ids.TaskID
+		d.Fixed(id[:])
+		back[id] = true
+	}
+	return back, d.Err
+}
+
+// Put is a MsgPut: an object a worker's task put.
+type Put struct {
+	ID     ids.ObjectID
+	Object task.Object
+}
+
+// DecodePut decodes a MsgPut.
+func DecodePut(payload []byte) (Put, error) {
+	d := wire.Dec{B: payload}
+	var p Put
+	d.Fixed(p.ID[:])
+	p.Object = task.DecodeObject(&d)
+	return p, d.Err
+}
+
+// Reserve is a MsgReserve: room a task asks for to write a result into.
+type Reserve struct {
+	Req  uint64 // the worker's number for it, repeated in the reply
+	ID   ids.ObjectID
+	Size int64
+}
+
+// DecodeReserve decodes a MsgReserve.
+func DecodeReserve(payload []byte) (Reserve, error) {
+	d := wire.Dec{B: payload}
+	r := Reserve{Req: d.Uvarint()}
+	d.Fixed(r.ID[:])
+	r.Size = int64(d.Uvarint())
+	return r, d.Err
+}

@@ -1,0 +1,94 @@
+package pool
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/gray-ml/gray/runtime/ids"
+	"github.com/gray-ml/gray/runtime/task"
+	"github.com/gray-ml/gray/runtime/wire"
+)
+
+// TestDecode: each message decodes to what a worker encoded (the layout of
+// task's Msg* comments, written here as runtime/worker writes it), and a
+// payload cut anywhere short is an error, never a value.
+func TestDecode(t *testing.T) {
+	tid := ids.TaskID{1, 2, 3}
+	a, b := ids.ObjectID{4}, ids.ObjectID{5}
+	appendIDs := func(p []byte, oids ...ids.ObjectID) []byte {
+		p = wire.AppendUvarint(p, uint64(len(oids)))
+		for _, id := range oids {
+			p = append(p, id[:]...)
+		}
+		return p
+	}
+	result := func(ran bool) []byte {
+		p := append(tid[:], 1) // retiring
+		p = wire.AppendUvarint(p, 2)
+		p = task.AppendObject(p, &task.Object{Data: []byte("x")})
+		p = task.AppendObject(p, &task.Object{Shared: true, Size: 1 << 20})
+		if ran {
+			p = wire.AppendUvarint(p, 1500)
+		}
+		return p
+	}
+	w := NewWorker(1, true)
+	for _, tc := range []struct {
+		name    string
+		payload []byte
+		decode  func([]byte) (any, error)
+		want    any
+		short   int // the shortest cut that is not an error (0: every cut is)
+	}{
+		{"result with its run time", result(true), func(p []byte) (any, error) {
+			r, err := w.DecodeResult(p)
+			return r, err
+		}, Result{Task: tid, Retiring: true, Ran: 1500, Objects: []task.Object{{Data: []byte("x")}, {Shared: true, Size: 1 << 20}}}, len(result(false))},
+		{"result from a worker that does not time", result(false), func(p []byte) (any, error) {
+			r, err := w.DecodeResult(p)
+			return r, err
+		}, Result{Task: tid, Retiring: true, Ran: -1, Objects: []task.Object{{Data: []byte("x")}, {Shared: true, Size: 1 << 20}}}, 0},
+		{"get", appendIDs(wire.AppendUvarint(nil, 7), a, b), func(p []byte) (any, error) { return DecodeRequest(task.MsgGet, p) },
+			Request{ID: 7, Need: 2, Objects: []ids.ObjectID{a, b}}, 0},
+		{"wait", appendIDs(wire.AppendUvarint(wire.AppendUvarint(wire.AppendUvarint(nil, 8), 1), uint64(time.Second)), a, b),
+			func(p []byte) (any, error) { return DecodeRequest(task.MsgWait, p) },
+			Request{ID: 8, Wait: true, Need: 1, Timeout: time.Second, Objects: []ids.ObjectID{a, b}}, 0},
+		{"put", task.AppendObject(append([]byte(nil), a[:]...), &task.Object{Data: []byte("v")}),
+			func(p []byte) (any, error) { return DecodePut(p) }, Put{ID: a, Object: task.Object{Data: []byte("v")}}, 0},
+		{"reserve", wire.AppendUvarint(append(wire.AppendUvarint(nil, 3), b[:]...), 4096),
+			func(p []byte) (any, error) { return DecodeReserve(p) }, Reserve{Req: 3, ID: b, Size: 4096}, 0},
+		{"give back", append(wire.AppendUvarint(nil, 1), tid[:]...),
+			func(p []byte) (any, error) { return DecodeTasks(p) }, map[ids.TaskID]bool{tid: true}, 0},
+		{"drop", appendIDs(nil, a, b), func(p []byte) (any, error) {
+			var got []ids.ObjectID
+			err := EachID(p, func(id ids.ObjectID) { got = append(got, id) })
+			return got, err
+		}, []ids.ObjectID{a, b}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.decode(tc.payload)
+			if err != nil || !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("decoded %+v, %v; want %+v", got, err, tc.want)
+			}
+			for cut := range len(tc.payload) {
+				if cut == tc.short && cut > 0 {
+					continue // a complete message without its optional tail
+				}
+				if got, err := tc.decode(tc.payload[:cut]); err == nil {
+					t.Fatalf("cut to %d of %d bytes: decoded %+v, want an error", cut, len(tc.payload), got)
+				}
+			}
+		})
+	}
+}
+
+// TestWaitReply: a Wait's reply carries its number and one flag per object.
+func TestWaitReply(t *testing.T) {
+	d := wire.Dec{B: AppendWaitReply(nil, 9, []bool{true, false, true})}
+	id, n := d.Uvarint(), d.Uvarint()
+	flags := []byte{d.Byte(), d.Byte(), d.Byte()}
+	if d.Err != nil || id != 9 || n != 3 || !reflect.DeepEqual(flags, []byte{1, 0, 1}) || len(d.B) != 0 {
+		t.Fatalf("reply: id %d, %d flags %v, %d bytes left, %v", id, n, flags, len(d.B), d.Err)
+	}
+}
