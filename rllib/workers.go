@@ -7,16 +7,37 @@ import (
 	"math"
 
 	"github.com/gray-ml/gray"
+	"github.com/gray-ml/gray/envs"
 )
 
-// WorkerOptions are the options of every algorithm's worker actor. A
+// workerOptions are the options of every algorithm's worker actor. A
 // worker holds one CPU while it lives (CheckWorkers counts on it), so the
 // scheduler spreads the workers over the CPUs it has, a cluster's nodes
 // included, rather than packing them all beside the driver. It checkpoints
 // after every call, an empty checkpoint (Stateless), which keeps a
 // cluster's replay log of each worker short.
-func WorkerOptions() []gray.Option {
+func workerOptions() []gray.Option {
 	return []gray.Option{gray.CPUs(1), gray.CheckpointInterval(1)}
+}
+
+// Checkpointed is a worker actor's type: a pointer to its struct, which
+// embeds Stateless (or checkpoints its own state).
+type Checkpointed[T any] interface {
+	*T
+	gray.Checkpointer
+}
+
+// WorkerActor registers an algorithm's worker actor of one constructor
+// argument (its WorkerSpec), placed and checkpointed as every algorithm's
+// workers are. An algorithm registers its workers at package level, so that
+// driver and worker processes (the same executable) agree on the names.
+func WorkerActor[T any, PT Checkpointed[T], A any](name string, ctor func(context.Context, A) (*T, error)) *gray.ActorType[T] {
+	return gray.Actor1(name, ctor, workerOptions()...)
+}
+
+// WorkerActor2 is WorkerActor for a constructor of two arguments.
+func WorkerActor2[T any, PT Checkpointed[T], A1, A2 any](name string, ctor func(context.Context, A1, A2) (*T, error)) *gray.ActorType[T] {
+	return gray.Actor2(name, ctor, workerOptions()...)
 }
 
 // Stateless, embedded in a worker actor's struct, makes it a
@@ -83,6 +104,32 @@ func StartWorkers[T any](ctx context.Context, alg, what string, n int, zeroMeans
 		hs = append(hs, h)
 	}
 	return hs, nil
+}
+
+// BuildWorker is where every worker's constructor starts: it checks
+// spec's config (a worker process gets it from the driver, which checked
+// it, but the constructor is exported), makes the worker's numEnvs
+// environments (envs.MakeVector) and builds the worker on them with build.
+// When build fails it closes the environments. Errors start with
+// "<who> <index>: ", as in "PPO worker 2: ".
+func BuildWorker[C any, PC interface {
+	*C
+	Config
+}, W any](who string, spec WorkerSpec[C], numEnvs int, build func(vec envs.Vector) (W, error)) (W, error) {
+	var none W
+	if err := PC(&spec.Config).Validate(); err != nil {
+		return none, err
+	}
+	vec, err := envs.MakeVector(spec.Env, envs.Config(spec.EnvConfig), numEnvs)
+	if err != nil {
+		return none, fmt.Errorf("%s %d: %w", who, spec.Index, err)
+	}
+	w, err := build(vec)
+	if err != nil {
+		_ = vec.Close()
+		return none, fmt.Errorf("%s %d: %w", who, spec.Index, err)
+	}
+	return w, nil
 }
 
 // KillWorkers kills every actor of hs, joining the errors.

@@ -58,28 +58,23 @@ type Agent struct {
 // New creates an A3C agent for opts.Env with cfg (DefaultConfig with the
 // user's keys over it), starts its runners and gives each its first task.
 func New(ctx context.Context, opts rllib.Options, cfg Config) (*Agent, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	seed := cfg.RunSeed(opts.Seed)
-	if !gray.IsInitialized() {
-		return nil, errors.New("A3C: the runners are actors and need the gray runtime: call gray.Init first (the train command does)")
-	}
-	// The driver builds one environment to learn the spaces.
-	obsSpace, actSpace, err := rllib.EnvSpaces("A3C", opts)
+	base, obsSpace, actSpace, err := rllib.NewBase("A3C", opts, cfg)
 	if err != nil {
 		return nil, err
+	}
+	if !gray.IsInitialized() {
+		return nil, errors.New("A3C: the runners are actors and need the gray runtime: call gray.Init first (the train command does)")
 	}
 	threads, err := rllib.LearnerThreads("A3C", cfg.NumLearnerThreads, cfg.NumWorkers)
 	if err != nil {
 		return nil, err
 	}
-	pol, err := newPolicy(opts.Env, obsSpace, actSpace, cfg.Model, seed)
+	pol, err := newPolicy(opts.Env, obsSpace, actSpace, cfg.Model, base.Seed)
 	if err != nil {
 		return nil, fmt.Errorf("A3C: %w", err)
 	}
 	a := &Agent{
-		Base: rllib.Base[Config]{Name: "A3C", Opts: opts, Cfg: cfg, Seed: seed}, pol: pol, opt: models.NewAdam(cfg.LR),
+		Base: base, pol: pol, opt: models.NewAdam(cfg.LR),
 		team: models.NewTeam(threads), lr: cfg.LearningRate(), actSpace: actSpace,
 		window:   sample.NewEpisodeWindow(cfg.MetricsSmoothingEpisodes),
 		restarts: make([]int, cfg.NumWorkers), deaths: make([]int, cfg.NumWorkers),

@@ -61,30 +61,23 @@ type Runner struct {
 // of the policy.
 func NewRunner(ctx context.Context, spec RunnerSpec) (*Runner, error) {
 	cfg := spec.Config
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	vec, err := envs.MakeVector(spec.Env, envs.Config(spec.EnvConfig), cfg.NumEnvsPerWorker)
-	if err != nil {
-		return nil, fmt.Errorf("A3C runner %d: %w", spec.Index, err)
-	}
-	pol, err := newPolicy(spec.Env, vec.ObservationSpace(), vec.ActionSpace(), cfg.Model, spec.Seed)
-	if err != nil {
-		_ = vec.Close()
-		return nil, fmt.Errorf("A3C runner %d: %w", spec.Index, err)
-	}
-	// Replacements get their own environment seeds as well.
-	envSeed := spec.Seed + int64(spec.Restart)*104729
-	w, err := rollout.NewWithVector(rollout.Config{
-		Env: spec.Env, FragmentLength: cfg.RolloutFragmentLength, Seed: envSeed, Index: spec.Index,
-		MaxSeqLen: cfg.Model.MaxSeqLen,
-	}, vec, pol, pol)
-	if err != nil {
-		_ = vec.Close()
-		return nil, fmt.Errorf("A3C runner %d: %w", spec.Index, err)
-	}
-	rng := rand.New(rand.NewPCG(uint64(spec.Seed), uint64(spec.Index)<<32|uint64(spec.Restart)))
-	return &Runner{spec: spec, pol: pol, worker: w, rng: rng}, nil
+	return rllib.BuildWorker("A3C runner", spec.WorkerSpec, cfg.NumEnvsPerWorker, func(vec envs.Vector) (*Runner, error) {
+		pol, err := newPolicy(spec.Env, vec.ObservationSpace(), vec.ActionSpace(), cfg.Model, spec.Seed)
+		if err != nil {
+			return nil, err
+		}
+		// Replacements get their own environment seeds as well.
+		envSeed := spec.Seed + int64(spec.Restart)*104729
+		w, err := rollout.NewWithVector(rollout.Config{
+			Env: spec.Env, FragmentLength: cfg.RolloutFragmentLength, Seed: envSeed, Index: spec.Index,
+			MaxSeqLen: cfg.Model.MaxSeqLen,
+		}, vec, pol, pol)
+		if err != nil {
+			return nil, err
+		}
+		rng := rand.New(rand.NewPCG(uint64(spec.Seed), uint64(spec.Index)<<32|uint64(spec.Restart)))
+		return &Runner{spec: spec, pol: pol, worker: w, rng: rng}, nil
+	})
 }
 
 // ComputeGradient sets the weights it was sent, runs every environment
@@ -200,13 +193,9 @@ func (r *Runner) Close() error {
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
-// The runner actor, registered at package level so that driver and worker
-// processes (the same executable) agree on the names; placed and
-// checkpointed as every algorithm's workers are (rllib.WorkerOptions).
+// The runner actor (rllib.WorkerActor).
 var (
-	runnerActor    = gray.Actor1("a3c.Runner", NewRunner, rllib.WorkerOptions()...)
+	runnerActor    = rllib.WorkerActor("a3c.Runner", NewRunner)
 	gradientMethod = gray.Method1(runnerActor, "ComputeGradient", (*Runner).ComputeGradient)
 	pidMethod      = gray.Method0(runnerActor, "Pid", (*Runner).Pid)
-
-	_ gray.Checkpointer = (*Runner)(nil)
 )

@@ -48,15 +48,11 @@ type Agent struct {
 // An environment whose actions are not Discrete is an error that names the
 // algorithms that fit it.
 func New(ctx context.Context, opts rllib.Options, cfg Config) (*Agent, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	seed := cfg.RunSeed(opts.Seed)
-	// The driver builds one environment to learn the spaces.
-	obsSpace, actSpace, err := rllib.EnvSpaces("DQN", opts)
+	base, obsSpace, actSpace, err := rllib.NewBase("DQN", opts, cfg)
 	if err != nil {
 		return nil, err
 	}
+	seed := base.Seed
 	nActions, err := discreteActions(actSpace, opts.Env)
 	if err != nil {
 		return nil, err
@@ -66,7 +62,7 @@ func New(ctx context.Context, opts rllib.Options, cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("DQN: %w", err)
 	}
 	a := &Agent{
-		Base: rllib.Base[Config]{Name: "DQN", Opts: opts, Cfg: cfg, Seed: seed}, pre: pre,
+		Base: base, pre: pre,
 		eps: cfg.epsilonSchedule(), beta: cfg.betaSchedule(), lr: cfg.LearningRate(),
 		window: sample.NewEpisodeWindow(cfg.MetricsSmoothingEpisodes),
 	}

@@ -8,14 +8,10 @@ import (
 	"github.com/gray-ml/gray/rllib"
 )
 
-// Rollout workers as actors, registered at package level so that driver
-// and worker processes (the same executable) agree on the names; placed
-// and checkpointed as every algorithm's workers are (rllib.WorkerOptions).
+// The rollout worker actor (rllib.WorkerActor).
 var (
-	workerActor  = gray.Actor1("dqn.RolloutWorker", NewRolloutWorker, rllib.WorkerOptions()...)
+	workerActor  = rllib.WorkerActor("dqn.RolloutWorker", NewRolloutWorker)
 	sampleMethod = gray.Method2(workerActor, "Sample", (*RolloutWorker).Sample)
-
-	_ gray.Checkpointer = (*RolloutWorker)(nil)
 )
 
 // samplers is how the agent collects one training round's experience.

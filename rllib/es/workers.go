@@ -10,15 +10,12 @@ import (
 	"github.com/gray-ml/gray/rllib"
 )
 
-// Worker actors, registered at package level so that driver and worker
-// processes (the same executable) agree on the names; placed and
-// checkpointed as every algorithm's workers are (rllib.WorkerOptions).
+// The worker actor (rllib.WorkerActor2: its second argument is the noise
+// table's reference).
 var (
-	workerActor = gray.Actor2("es.Worker", NewWorker, rllib.WorkerOptions()...)
+	workerActor = rllib.WorkerActor2("es.Worker", NewWorker)
 	runMethod   = gray.Method2(workerActor, "Run", (*Worker).Run)
 	infoMethod  = gray.Method0(workerActor, "Info", (*Worker).Info)
-
-	_ gray.Checkpointer = (*Worker)(nil)
 )
 
 // pool is how the agent runs one iteration's tasks, one per worker.

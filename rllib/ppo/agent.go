@@ -66,15 +66,11 @@ func New(ctx context.Context, opts rllib.Options, cfg Config) (*Agent, error) {
 // newWithBackend is New with the learner backend num_gpus uses (tests stand
 // the CPU learner in for CUDA on machines without a GPU).
 func newWithBackend(ctx context.Context, opts rllib.Options, cfg Config, gpuBackend string) (*Agent, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	seed := cfg.RunSeed(opts.Seed)
-	// The driver builds one environment to learn the spaces.
-	obsSpace, actSpace, err := rllib.EnvSpaces("PPO", opts)
+	base, obsSpace, actSpace, err := rllib.NewBase("PPO", opts, cfg)
 	if err != nil {
 		return nil, err
 	}
+	seed := base.Seed
 	proc, err := newObsProcessor(opts.Env, obsSpace, cfg.ObservationFilter, cfg.Model.Image())
 	if err != nil {
 		return nil, fmt.Errorf("PPO: %w", err)
@@ -84,7 +80,7 @@ func newWithBackend(ctx context.Context, opts rllib.Options, cfg Config, gpuBack
 		return nil, fmt.Errorf("PPO: %w", err)
 	}
 	a := &Agent{
-		Base: rllib.Base[Config]{Name: "PPO", Opts: opts, Cfg: cfg, Seed: seed}, pol: pol, proc: proc,
+		Base: base, pol: pol, proc: proc,
 		lr: cfg.lrSchedule(), klCoeff: cfg.KLCoeff, actSpace: actSpace,
 		window: sample.NewEpisodeWindow(cfg.MetricsSmoothingEpisodes),
 	}

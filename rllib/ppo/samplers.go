@@ -10,14 +10,10 @@ import (
 	"github.com/gray-ml/gray/rllib/sample"
 )
 
-// Rollout workers as actors, registered at package level so that driver
-// and worker processes (the same executable) agree on the names; placed
-// and checkpointed as every algorithm's workers are (rllib.WorkerOptions).
+// The rollout worker actor (rllib.WorkerActor).
 var (
-	workerActor  = gray.Actor1("ppo.RolloutWorker", NewRolloutWorker, rllib.WorkerOptions()...)
+	workerActor  = rllib.WorkerActor("ppo.RolloutWorker", NewRolloutWorker)
 	sampleMethod = gray.Method2(workerActor, "Sample", (*RolloutWorker).Sample)
-
-	_ gray.Checkpointer = (*RolloutWorker)(nil)
 )
 
 // newSamplers picks the local worker (num_workers 0) or rollout worker

@@ -55,39 +55,31 @@ func NewRolloutWorker(ctx context.Context, spec WorkerSpec) (*RolloutWorker, err
 // master filter, so there are no weights to copy).
 func newRolloutWorker(spec WorkerSpec, pol *policy, proc *obsProcessor) (*RolloutWorker, error) {
 	cfg := spec.Config
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	vec, err := envs.MakeVector(spec.Env, envs.Config(spec.EnvConfig), cfg.NumEnvsPerWorker)
-	if err != nil {
-		return nil, fmt.Errorf("PPO worker %d: %w", spec.Index, err)
-	}
-	fail := func(err error) (*RolloutWorker, error) {
-		_ = vec.Close()
-		return nil, fmt.Errorf("PPO worker %d: %w", spec.Index, err)
-	}
-	if proc == nil {
-		if proc, err = newObsProcessor(spec.Env, vec.ObservationSpace(), cfg.ObservationFilter, cfg.Model.Image()); err != nil {
-			return fail(err)
+	return rllib.BuildWorker("PPO worker", spec, cfg.NumEnvsPerWorker, func(vec envs.Vector) (*RolloutWorker, error) {
+		var err error
+		if proc == nil {
+			if proc, err = newObsProcessor(spec.Env, vec.ObservationSpace(), cfg.ObservationFilter, cfg.Model.Image()); err != nil {
+				return nil, err
+			}
 		}
-	}
-	owns := pol == nil
-	if owns {
-		if pol, err = newPolicy(proc.pre, vec.ActionSpace(), cfg.Model, spec.Seed); err != nil {
-			return fail(err)
-		}
-	}
-	w, err := rollout.NewWithVector(rollout.Config{
-		Env: spec.Env, FragmentLength: cfg.fragmentLength(), Seed: spec.Seed, Index: spec.Index,
-		MaxSeqLen: cfg.Model.MaxSeqLen,
-	}, vec, pol, proc)
-	if err != nil {
+		owns := pol == nil
 		if owns {
-			_ = pol.close()
+			if pol, err = newPolicy(proc.pre, vec.ActionSpace(), cfg.Model, spec.Seed); err != nil {
+				return nil, err
+			}
 		}
-		return fail(err)
-	}
-	return &RolloutWorker{spec: spec, pol: pol, proc: proc, worker: w, ownsPolicy: owns}, nil
+		w, err := rollout.NewWithVector(rollout.Config{
+			Env: spec.Env, FragmentLength: cfg.fragmentLength(), Seed: spec.Seed, Index: spec.Index,
+			MaxSeqLen: cfg.Model.MaxSeqLen,
+		}, vec, pol, proc)
+		if err != nil {
+			if owns {
+				_ = pol.close()
+			}
+			return nil, err
+		}
+		return &RolloutWorker{spec: spec, pol: pol, proc: proc, worker: w, ownsPolicy: owns}, nil
+	})
 }
 
 // Sample sets the weights and filter, then collects one fragment from each
