@@ -132,6 +132,14 @@ func BuildWorker[C any, PC interface {
 	return w, nil
 }
 
+// StartWorkerActors is StartWorkers for the usual worker: actor i, for i
+// = 1..n, is built from b's WorkerSpec(i).
+func StartWorkerActors[C, T any](ctx context.Context, b *Base[C], actor *gray.ActorType[T], what string, n int, zeroMeans string) ([]gray.Handle[T], error) {
+	return StartWorkers(ctx, b.Name, what, n, zeroMeans, func(ctx context.Context, i int) (gray.Handle[T], error) {
+		return actor.Remote(ctx, b.WorkerSpec(i))
+	})
+}
+
 // KillWorkers kills every actor of hs, joining the errors.
 func KillWorkers[T any](hs []gray.Handle[T]) error {
 	var errs []error

@@ -328,7 +328,7 @@ func (a *Agent) apply(grad []float64, lr float64) error {
 // bounds). A recurrent policy (use_lstm) carries its state from call to
 // call: call StartEpisode when a new episode starts.
 func (a *Agent) ComputeAction(obs []float64) ([]float64, error) {
-	a.obsBuf = resize(a.obsBuf, a.pol.Size())
+	a.obsBuf = sample.Resize(a.obsBuf, a.pol.Size())
 	if err := a.pol.Process(a.obsBuf, obs, false); err != nil {
 		return nil, fmt.Errorf("A3C: ComputeAction: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/gray-ml/gray/envs"
 	"github.com/gray-ml/gray/models"
 	"github.com/gray-ml/gray/rllib/rollout"
+	"github.com/gray-ml/gray/rllib/sample"
 )
 
 // policy is A3C's actor-critic: the catalog's policy (preprocessor, model
@@ -74,7 +75,7 @@ func (p *policy) Act(obs []float64, n int, rng *rand.Rand, out *rollout.Actions)
 
 // ActRecurrent implements rollout.Recurrent.
 func (p *policy) ActRecurrent(obs, state []float64, n int, rng *rand.Rand, out *rollout.Actions) error {
-	out.State = resize(out.State, n*p.rnn.StateSize())
+	out.State = sample.Resize(out.State, n*p.rnn.StateSize())
 	return p.fill(p.forwardSeq(obs, state, n, out.State), n, rng, out)
 }
 
@@ -91,7 +92,7 @@ func (p *policy) forwardSeq(obs, state []float64, n int, next []float64) models.
 func (p *policy) fill(o models.Output, n int, rng *rand.Rand, out *rollout.Actions) error {
 	out.DistInputs = append(out.DistInputs[:0], o.Out.Data...)
 	out.VPreds = append(out.VPreds[:0], o.Value.Data...)
-	out.Actions = resize(out.Actions, n*p.Dist.ActionSize())
+	out.Actions = sample.Resize(out.Actions, n*p.Dist.ActionSize())
 	var err error
 	if rng == nil {
 		err = p.Dist.Mode(out.DistInputs, out.Actions)
@@ -101,7 +102,7 @@ func (p *policy) fill(o models.Output, n int, rng *rand.Rand, out *rollout.Actio
 	if err != nil {
 		return err
 	}
-	out.Logp = resize(out.Logp, n)
+	out.Logp = sample.Resize(out.Logp, n)
 	return p.Dist.LogProb(out.DistInputs, out.Actions, out.Logp)
 }
 
@@ -132,11 +133,4 @@ func (p *policy) Process(dst, raw []float64, _ bool) error {
 		return fmt.Errorf("observation: %w", err)
 	}
 	return nil
-}
-
-func resize(xs []float64, n int) []float64 {
-	if cap(xs) >= n {
-		return xs[:n]
-	}
-	return make([]float64, n)
 }

@@ -240,11 +240,11 @@ func (a *Agent) learnRound(rng *rand.Rand) (stepStats, int, error) {
 // ComputeAction implements rllib.Agent: the greedy action, the argmax of
 // the online network's Q-values.
 func (a *Agent) ComputeAction(obs []float64) ([]float64, error) {
-	a.obsBuf = grow(a.obsBuf, a.pre.Size())
+	a.obsBuf = sample.Resize(a.obsBuf, a.pre.Size())
 	if err := a.pre.Transform(obs, a.obsBuf); err != nil {
 		return nil, fmt.Errorf("DQN: ComputeAction: %w", err)
 	}
-	a.actBuf = grow(a.actBuf, 1)
+	a.actBuf = sample.Resize(a.actBuf, 1)
 	a.q.act(a.obsBuf, 1, 0, nil, a.actBuf)
 	return []float64{a.actBuf[0]}, nil
 }
@@ -252,7 +252,7 @@ func (a *Agent) ComputeAction(obs []float64) ([]float64, error) {
 // QValues returns the online network's Q-value of every action for one
 // observation.
 func (a *Agent) QValues(obs []float64) ([]float64, error) {
-	a.obsBuf = grow(a.obsBuf, a.pre.Size())
+	a.obsBuf = sample.Resize(a.obsBuf, a.pre.Size())
 	if err := a.pre.Transform(obs, a.obsBuf); err != nil {
 		return nil, fmt.Errorf("DQN: QValues: %w", err)
 	}
@@ -267,13 +267,6 @@ func (a *Agent) Stop() error {
 	err := a.samplers.close()
 	a.samplers = nil
 	return err
-}
-
-func grow(xs []float64, n int) []float64 {
-	if cap(xs) >= n {
-		return xs[:n]
-	}
-	return make([]float64, n)
 }
 
 var _ rllib.Agent = (*Agent)(nil)

@@ -62,10 +62,8 @@ type actorSamplers struct {
 }
 
 func newActorSamplers(ctx context.Context, a *Agent) (*actorSamplers, error) {
-	hs, err := rllib.StartWorkers(ctx, "DQN", "rollout worker", a.Cfg.NumWorkers, "to sample in this process (the fastest choice for cheap environments such as CartPole)",
-		func(ctx context.Context, i int) (gray.Handle[RolloutWorker], error) {
-			return workerActor.Remote(ctx, a.WorkerSpec(i))
-		})
+	hs, err := rllib.StartWorkerActors(ctx, &a.Base, workerActor, "rollout worker", a.Cfg.NumWorkers,
+		"to sample in this process (the fastest choice for cheap environments such as CartPole)")
 	if err != nil {
 		return nil, err
 	}

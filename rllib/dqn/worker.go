@@ -10,6 +10,7 @@ import (
 	"github.com/gray-ml/gray/models"
 	"github.com/gray-ml/gray/rllib"
 	"github.com/gray-ml/gray/rllib/replay"
+	"github.com/gray-ml/gray/rllib/rollout"
 	"github.com/gray-ml/gray/rllib/sample"
 	"github.com/gray-ml/gray/rllib/schedule"
 )
@@ -105,12 +106,7 @@ func buildRolloutWorker(spec WorkerSpec, vec envs.Vector, q *qNetwork) (*Rollout
 		}
 		w.nsteps = append(w.nsteps, ns)
 	}
-	seeds := make([]int64, n)
-	for i := range seeds {
-		// Distinct, reproducible seeds per worker and environment.
-		seeds[i] = spec.Seed*1_000_003 + int64(spec.Index*n+i)*7919
-	}
-	raw, err := vec.Reset(seeds)
+	raw, err := vec.Reset(rollout.EnvSeeds(spec.Seed, spec.Index, n))
 	if err != nil {
 		return nil, fmt.Errorf("resetting %q: %w", spec.Env, err)
 	}

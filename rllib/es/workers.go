@@ -189,10 +189,7 @@ func (p *actorPool) info(ctx context.Context) ([]WorkerInfo, error) {
 }
 
 func (p *actorPool) close() error {
-	var errs []error
-	for _, h := range p.hs {
-		errs = append(errs, gray.Kill(h))
-	}
+	err := rllib.KillWorkers(p.hs)
 	p.hs = nil
-	return errors.Join(errs...)
+	return err
 }

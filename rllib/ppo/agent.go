@@ -269,7 +269,7 @@ func (a *Agent) ComputeActionSampled(obs []float64, rng *rand.Rand) ([]float64, 
 }
 
 func (a *Agent) computeAction(obs []float64, rng *rand.Rand) ([]float64, error) {
-	a.obsBuf = grow(a.obsBuf, a.proc.Size())
+	a.obsBuf = sample.Resize(a.obsBuf, a.proc.Size())
 	if err := a.proc.ProcessStream(computeStream, false, a.obsBuf, obs, false); err != nil {
 		return nil, fmt.Errorf("PPO: ComputeAction: %w", err)
 	}

@@ -218,13 +218,13 @@ func (m *minibatch) gather(b *sample.Batch, idx []int, seq bool, starts []int) {
 	}
 	n := len(idx)
 	m.rows, m.valid = n, n
-	m.obs = grow(m.obs, n*od)
-	m.act = grow(m.act, n*ad)
-	m.dist = grow(m.dist, n*dd)
-	m.logp = grow(m.logp, n)
-	m.adv = grow(m.adv, n)
-	m.vtarg = grow(m.vtarg, n)
-	m.vpred = grow(m.vpred, n)
+	m.obs = sample.Resize(m.obs, n*od)
+	m.act = sample.Resize(m.act, n*ad)
+	m.dist = sample.Resize(m.dist, n*dd)
+	m.logp = sample.Resize(m.logp, n)
+	m.adv = sample.Resize(m.adv, n)
+	m.vtarg = sample.Resize(m.vtarg, n)
+	m.vpred = sample.Resize(m.vpred, n)
 	for k, r := range idx {
 		copy(m.obs[k*od:(k+1)*od], b.Obs[r*od:(r+1)*od])
 		copy(m.act[k*ad:(k+1)*ad], b.Actions[r*ad:(r+1)*ad])

@@ -8,6 +8,7 @@ import (
 	"github.com/gray-ml/gray/envs"
 	"github.com/gray-ml/gray/models"
 	"github.com/gray-ml/gray/rllib/rollout"
+	"github.com/gray-ml/gray/rllib/sample"
 )
 
 // policy is PPO's actor-critic: the catalog's model (with a value output)
@@ -103,7 +104,7 @@ func (p *policy) Act(obs []float64, n int, rng *rand.Rand, out *rollout.Actions)
 
 // ActRecurrent implements rollout.Recurrent.
 func (p *policy) ActRecurrent(obs, state []float64, n int, rng *rand.Rand, out *rollout.Actions) error {
-	out.State = grow(out.State, n*p.rnn.StateSize())
+	out.State = sample.Resize(out.State, n*p.rnn.StateSize())
 	return p.fill(p.forwardSeq(obs, state, n, out.State), n, rng, out)
 }
 
@@ -114,10 +115,10 @@ func (p *policy) fill(o models.Output, n int, rng *rand.Rand, out *rollout.Actio
 	if err != nil { // a custom model's failure
 		return err
 	}
-	out.Actions = grow(out.Actions, n*p.actDim)
-	out.Logp = grow(out.Logp, n)
-	out.VPreds = grow(out.VPreds, n)
-	out.DistInputs = grow(out.DistInputs, n*p.distDim)
+	out.Actions = sample.Resize(out.Actions, n*p.actDim)
+	out.Logp = sample.Resize(out.Logp, n)
+	out.VPreds = sample.Resize(out.VPreds, n)
+	out.DistInputs = sample.Resize(out.DistInputs, n*p.distDim)
 	copy(out.DistInputs, o.Out.Data)
 	copy(out.VPreds, o.Value.Data)
 	if rng == nil {
@@ -149,13 +150,6 @@ func (p *policy) ValuesRecurrent(obs, state []float64, n int, vals []float64) er
 	o := p.forwardSeq(obs, state, n, nil)
 	copy(vals[:n], o.Value.Data)
 	return nil
-}
-
-func grow(xs []float64, n int) []float64 {
-	if cap(xs) >= n {
-		return xs[:n]
-	}
-	return make([]float64, n)
 }
 
 // obsProcessor applies the catalog's preprocessor and, when configured,

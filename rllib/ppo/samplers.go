@@ -45,10 +45,7 @@ type actorSamplers struct {
 }
 
 func newActorSamplers(ctx context.Context, a *Agent) (*actorSamplers, error) {
-	hs, err := rllib.StartWorkers(ctx, "PPO", "rollout worker", a.Cfg.NumWorkers, "to sample in this process",
-		func(ctx context.Context, i int) (gray.Handle[RolloutWorker], error) {
-			return workerActor.Remote(ctx, a.WorkerSpec(i))
-		})
+	hs, err := rllib.StartWorkerActors(ctx, &a.Base, workerActor, "rollout worker", a.Cfg.NumWorkers, "to sample in this process")
 	if err != nil {
 		return nil, err
 	}

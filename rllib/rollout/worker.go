@@ -174,12 +174,7 @@ func NewWithVector(cfg Config, vec envs.Vector, policy Policy, proc ObsProcessor
 	}
 	w.epRew = make([]float64, n)
 	w.epLen = make([]int, n)
-	seeds := make([]int64, n)
-	for i := range seeds {
-		// Distinct, reproducible seeds per worker and sub-environment.
-		seeds[i] = cfg.Seed*1_000_003 + int64(cfg.Index*n+i)*7919
-	}
-	raw, err := vec.Reset(seeds)
+	raw, err := vec.Reset(EnvSeeds(cfg.Seed, cfg.Index, n))
 	if err != nil {
 		return nil, fmt.Errorf("rollout: resetting %q: %w", cfg.Env, err)
 	}
@@ -189,6 +184,17 @@ func NewWithVector(cfg Config, vec envs.Vector, policy Policy, proc ObsProcessor
 		}
 	}
 	return w, nil
+}
+
+// EnvSeeds are the reset seeds of worker index's n environments in a run
+// of seed: distinct for every worker and environment, and the same in
+// every run of that seed.
+func EnvSeeds(seed int64, index, n int) []int64 {
+	seeds := make([]int64, n)
+	for i := range seeds {
+		seeds[i] = seed*1_000_003 + int64(index*n+i)*7919
+	}
+	return seeds
 }
 
 func (w *Worker) row(i int) []float64 { return w.obs[i*w.obsDim : (i+1)*w.obsDim] }
