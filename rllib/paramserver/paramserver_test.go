@@ -34,6 +34,16 @@ func newClient(t *testing.T, cfg Config, init Named) *Client {
 	return c
 }
 
+// wantPulled pulls c's weights and compares them with want (equalNamed).
+func wantPulled(t *testing.T, c *Client, want Named, tol float64) {
+	t.Helper()
+	got, err := c.Pull(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	equalNamed(t, got, want, tol)
+}
+
 func equalNamed(t *testing.T, got, want Named, tol float64) {
 	t.Helper()
 	if len(got) != len(want) {
@@ -55,16 +65,12 @@ func equalNamed(t *testing.T, got, want Named, tol float64) {
 func TestPushPull(t *testing.T) {
 	ctx := context.Background()
 	c := newClient(t, Config{}, weights())
-	got, err := c.Pull(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	equalNamed(t, got, weights(), 0)
+	wantPulled(t, c, weights(), 0)
 
 	if err := c.Push(ctx, Named{"w1": {1, 1, 1, 1}, "b2": {2}}); err != nil {
 		t.Fatal(err)
 	}
-	got, err = c.Pull(ctx, "w1", "b2")
+	got, err := c.Pull(ctx, "w1", "b2")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,11 +104,7 @@ func TestBadInput(t *testing.T) {
 		})
 	}
 	// A rejected push changed nothing.
-	got, err := c.Pull(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	equalNamed(t, got, weights(), 0)
+	wantPulled(t, c, weights(), 0)
 }
 
 // putGrads puts one gradient per worker into the object store.
@@ -168,11 +170,7 @@ func TestAsyncAppliesInOrder(t *testing.T) {
 			t.Fatalf("push %d applied as version %d, want %d", i+1, v, i+1)
 		}
 	}
-	got, err := c.Pull(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	equalNamed(t, got, local, 1e-12)
+	wantPulled(t, c, local, 1e-12)
 }
 
 func TestShardingSplitsAndReassembles(t *testing.T) {
@@ -201,11 +199,7 @@ func TestShardingSplitsAndReassembles(t *testing.T) {
 	if len(seen) != len(init) {
 		t.Fatalf("shards hold %d keys, want %d", len(seen), len(init))
 	}
-	got, err := c.Pull(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	equalNamed(t, got, init, 0)
+	wantPulled(t, c, init, 0)
 }
 
 // A client of two shards computes exactly what one server does, for both

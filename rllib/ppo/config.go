@@ -152,7 +152,3 @@ func (c *Config) fragmentLength() int {
 	envs := c.workers() * c.NumEnvsPerWorker
 	return (c.TrainBatchSize + envs - 1) / envs
 }
-
-// constantLR is a schedule that is always lr (for tests and callers that
-// override the configured schedule).
-func constantLR(lr float64) schedule.Piecewise { return schedule.Constant(lr) }

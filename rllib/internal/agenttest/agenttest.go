@@ -6,6 +6,7 @@ package agenttest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -122,6 +123,22 @@ func Train(t testing.TB, a rllib.Agent, iters int) rllib.Result {
 		}
 	}
 	return r
+}
+
+// TrainFails checks that a's next Train fails with an error of type E
+// whose text contains want, and leaves a's weights and iteration count as
+// they were.
+func TrainFails[E error](t testing.TB, a Weighted, want string) {
+	t.Helper()
+	before, iter := a.Weights(), a.Iteration()
+	_, err := a.Train(context.Background())
+	var e E
+	if !errors.As(err, &e) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Train: %v, want a %T naming %q", err, e, want)
+	}
+	if !slices.Equal(before, a.Weights()) || a.Iteration() != iter {
+		t.Error("a failed iteration changed the weights or the iteration count")
+	}
 }
 
 // Experiment reads the experiment file at path (a configs/*.yaml) and
