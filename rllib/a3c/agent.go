@@ -160,7 +160,7 @@ func (a *Agent) startRunners(ctx context.Context) error {
 
 // putWeights puts the current weights into the object store once.
 func (a *Agent) putWeights(ctx context.Context) error {
-	ref, err := gray.Put(ctx, a.pol.params.GetFlat(nil))
+	ref, err := gray.Put(ctx, a.pol.Params.GetFlat(nil))
 	if err != nil {
 		return fmt.Errorf("A3C: putting the weights: %w", err)
 	}
@@ -196,7 +196,7 @@ func (a *Agent) replace(ctx context.Context, i int, cause error) error {
 func (a *Agent) Iteration() int { return a.iteration }
 
 // Weights returns a copy of the policy's flat weights.
-func (a *Agent) Weights() []float64 { return a.pol.params.GetFlat(nil) }
+func (a *Agent) Weights() []float64 { return a.pol.Params.GetFlat(nil) }
 
 // RunnerPids returns each runner's process id.
 func (a *Agent) RunnerPids(ctx context.Context) ([]int, error) {
@@ -312,15 +312,15 @@ func (a *Agent) Train(ctx context.Context) (rllib.Result, error) {
 // apply takes one Adam step with grad, refusing a gradient of the wrong
 // size or with NaN or Inf (the weights stay as they were).
 func (a *Agent) apply(grad []float64, lr float64) error {
-	if len(grad) != a.pol.params.Len() {
-		return fmt.Errorf("has %d values, the model has %d weights", len(grad), a.pol.params.Len())
+	if len(grad) != a.pol.Params.Len() {
+		return fmt.Errorf("has %d values, the model has %d weights", len(grad), a.pol.Params.Len())
 	}
 	if !a.team.AllFinite(grad) {
 		j := slices.IndexFunc(grad, func(x float64) bool { return !finite(x) })
 		return fmt.Errorf("value %d is %v; weights kept", j, grad[j])
 	}
 	a.opt.LR = lr
-	return a.opt.StepOn(a.team, a.pol.params.Flat(), grad)
+	return a.opt.StepOn(a.team, a.pol.Params.Flat(), grad)
 }
 
 // ComputeAction implements rllib.Agent: the policy's most likely action

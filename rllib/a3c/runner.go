@@ -91,7 +91,7 @@ func (r *Runner) ComputeGradient(ctx context.Context, weights []float64) (Gradie
 	fail := func(err error) (Gradient, error) {
 		return Gradient{}, fmt.Errorf("A3C runner %d: %w", r.spec.Index, err)
 	}
-	if err := r.pol.params.SetFlat(weights); err != nil {
+	if err := r.pol.Params.SetFlat(weights); err != nil {
 		return fail(err)
 	}
 	b, err := r.worker.Sample(ctx, r.rng)
@@ -124,13 +124,13 @@ func (r *Runner) loss(b *sample.Batch, g *Gradient) error {
 	obs, act, adv, vtarg := b.Obs, b.Actions, b.Advantages, b.ValueTargets
 	var o models.Output
 	mean := t.Mean
-	if r.pol.rnn != nil {
+	if r.pol.RNN != nil {
 		r.layout(b)
 		p := &r.seq
 		n = p.T * p.B
 		obs, act = r.obs, r.act
 		adv, vtarg = r.adv, r.vtarg
-		o = r.pol.rnn.ForwardSeq(t, t.Const(n, b.ObsDim, obs), t.Const(p.B, r.pol.rnn.StateSize(), p.State), nil)
+		o = r.pol.RNN.ForwardSeq(t, t.Const(n, b.ObsDim, obs), t.Const(p.B, r.pol.RNN.StateSize(), p.State), nil)
 		mask, inv := t.Const(n, 1, p.Mask), 1/float64(p.Valid)
 		mean = func(x *models.Tensor) *models.Tensor { return t.Scale(t.Sum(t.Mul(x, mask)), inv) }
 	} else {
@@ -148,18 +148,18 @@ func (r *Runner) loss(b *sample.Batch, g *Gradient) error {
 	if !finite(total.Item()) {
 		return fmt.Errorf("loss is %v (policy %v, value %v, entropy %v); lower lr or set grad_clip", total.Item(), g.PolicyLoss, g.VFLoss, g.Entropy)
 	}
-	r.pol.params.ZeroGrad()
+	r.pol.Params.ZeroGrad()
 	t.Backward(total)
-	if err := r.pol.params.CheckFinite(true); err != nil {
+	if err := r.pol.Params.CheckFinite(true); err != nil {
 		return fmt.Errorf("gradient: %w", err)
 	}
-	grads := r.pol.params.Grads()
+	grads := r.pol.Params.Grads()
 	if cfg.GradClip > 0 {
 		g.GradNorm = models.ClipByGlobalNorm(grads, cfg.GradClip)
 	} else {
 		g.GradNorm = models.GlobalNorm(grads)
 	}
-	g.Grad = r.pol.params.GetFlatGrad(nil)
+	g.Grad = r.pol.Params.GetFlatGrad(nil)
 	return nil
 }
 

@@ -207,23 +207,11 @@ func TestShardingSplitsAndReassembles(t *testing.T) {
 // through the object store by reference.
 func TestTwoShardsEqualOne(t *testing.T) {
 	ctx := context.Background()
-	init := Named{"big": make([]float64, 10000), "small": {1, 2}, "mid": make([]float64, 300)}
-	for i := range init["big"] {
-		init["big"][i] = math.Sin(float64(i))
-	}
+	init := bigWeights()
 	cfg := ServerConfig{Optimizer: OptAdam, LR: 0.01}
 	one := newClient(t, Config{Shards: 1, Server: cfg}, init)
 	two := newClient(t, Config{Shards: 2, Server: cfg}, init)
-	grad := func(seed int) Named {
-		g := Named{}
-		for k, v := range init {
-			g[k] = make([]float64, len(v))
-			for i := range g[k] {
-				g[k][i] = math.Cos(float64(seed*7 + i))
-			}
-		}
-		return g
-	}
+	grad := func(seed int) Named { return gradOf(init, seed) }
 	for step := 0; step < 3; step++ {
 		for _, c := range []*Client{one, two} {
 			if err := c.Push(ctx, grad(step)); err != nil {

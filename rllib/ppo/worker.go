@@ -74,7 +74,7 @@ func newRolloutWorker(spec WorkerSpec, pol *policy, proc *obsProcessor) (*Rollou
 		}, vec, pol, proc)
 		if err != nil {
 			if owns {
-				_ = pol.close()
+				_ = pol.Close()
 			}
 			return nil, err
 		}
@@ -87,7 +87,7 @@ func newRolloutWorker(spec WorkerSpec, pol *policy, proc *obsProcessor) (*Rollou
 // seed, the iteration and the worker's index, so a fixed worker count
 // gives the same run.
 func (w *RolloutWorker) Sample(ctx context.Context, weights Weights, iteration int) (Samples, error) {
-	if err := w.pol.params.SetFlat(weights.Params); err != nil {
+	if err := w.pol.Params.SetFlat(weights.Params); err != nil {
 		return Samples{}, fmt.Errorf("PPO worker %d: %w", w.spec.Index, err)
 	}
 	if err := w.proc.setStats(weights.Filter); err != nil {
@@ -115,7 +115,7 @@ func (w *RolloutWorker) sample(ctx context.Context, iteration int) (Samples, err
 func (w *RolloutWorker) Close() error {
 	err := w.worker.Close()
 	if w.ownsPolicy {
-		err = errors.Join(err, w.pol.close())
+		err = errors.Join(err, w.pol.Close())
 	}
 	return err
 }
