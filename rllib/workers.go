@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/envs"
@@ -138,6 +139,61 @@ func StartWorkerActors[C, T any](ctx context.Context, b *Base[C], actor *gray.Ac
 	return StartWorkers(ctx, b.Name, what, n, zeroMeans, func(ctx context.Context, i int) (gray.Handle[T], error) {
 		return actor.Remote(ctx, b.WorkerSpec(i))
 	})
+}
+
+// StartWait bounds AwaitStarted's wait: First for the first worker to
+// start, Stall for the next one once some have.
+type StartWait struct{ First, Stall time.Duration }
+
+// AwaitStarted waits until every worker actor has answered its call of
+// calls, a cheap method each answers once its constructor has run. Each
+// worker reserves one CPU; CheckWorkers has made sure the runtime has
+// enough in all, but other work may hold some, so the surplus waits for a
+// CPU: when none starts within wait.First, or some have and the next has
+// not within wait.Stall, it says so and what to change instead of hanging.
+// Errors start with "<alg>: "; what names a worker ("runner", 1-based in
+// errors) and zeroMeans is CheckWorkers'.
+func AwaitStarted[R any](ctx context.Context, alg, what string, calls []gray.Ref[R], wait StartWait, zeroMeans string) error {
+	index := make(map[gray.ObjectID]int, len(calls))
+	for i, r := range calls {
+		index[r.ID()] = i
+	}
+	start := time.Now()
+	progress, started, rest := start, 0, calls
+	for len(rest) > 0 {
+		left := wait.First - time.Since(start)
+		if started > 0 {
+			left = wait.Stall - time.Since(progress)
+		}
+		if left <= 0 {
+			break
+		}
+		ready, pending, err := gray.Wait(ctx, rest, 1, left)
+		if err != nil {
+			return fmt.Errorf("%s: waiting for the %ss to start: %w", alg, what, err)
+		}
+		for _, r := range ready {
+			if _, err := gray.Get(ctx, r); err != nil {
+				return fmt.Errorf("%s: starting %s %d: %w", alg, what, index[r.ID()]+1, err)
+			}
+			started++
+			progress = time.Now()
+		}
+		rest = pending
+	}
+	if len(rest) == 0 {
+		return nil
+	}
+	orZero := ""
+	if zeroMeans != "" {
+		orZero = ", or set num_workers to 0 " + zeroMeans
+	}
+	if started == 0 {
+		return fmt.Errorf("%s: no %s started within %v: the runtime has no free CPU for them (each reserves one); free CPUs or give the runtime more (train --num-cpus, gray.Options.NumCPUs)%s",
+			alg, what, wait.First, orZero)
+	}
+	return fmt.Errorf("%s: only %d of num_workers=%d %ss started (the rest waited %v for a CPU): each %s reserves one CPU and the runtime has no free CPU for the rest; set num_workers to at most %d, or give the runtime more CPUs (train --num-cpus, gray.Options.NumCPUs)%s",
+		alg, started, len(calls), what, wait.Stall, what, started, orZero)
 }
 
 // KillWorkers kills every actor of hs, joining the errors.

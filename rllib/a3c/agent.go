@@ -100,62 +100,26 @@ func (a *Agent) spec(i int) RunnerSpec {
 }
 
 // startRunners starts num_workers runner actors and waits until each
-// answers. Each runner reserves one CPU; rllib.CheckWorkers has made sure the
-// runtime has enough in all, but other work may hold some, so runners can
-// wait for one: when some runners have started and the rest make no
-// progress for a while, the agent gives up with an error that says what to
-// set instead of hanging.
+// answers (rllib.AwaitStarted): within runner_start_timeout_s for the
+// first, and, since runners start together and the rest follow within
+// moments unless they wait for a CPU, within min(10 s, half of it) for
+// each next one.
 func (a *Agent) startRunners(ctx context.Context) error {
 	n := a.Cfg.NumWorkers
 	if err := rllib.CheckWorkers("A3C", n, ""); err != nil {
 		return err
 	}
 	pids := make([]gray.Ref[int], n)
-	index := map[gray.ObjectID]int{}
-	for i := 0; i < n; i++ {
+	for i := range n {
 		h, err := runnerActor.Remote(ctx, a.spec(i))
 		if err != nil {
 			return fmt.Errorf("A3C: starting runner %d: %w", i+1, err)
 		}
 		a.runners = append(a.runners, h)
-		r := pidMethod.Remote(h)
-		pids[i] = r
-		index[r.ID()] = i
+		pids[i] = pidMethod.Remote(h)
 	}
 	timeout := time.Duration(a.Cfg.RunnerStartTimeoutS * float64(time.Second))
-	deadline := time.Now().Add(timeout)
-	// Runners start together; once one has, the rest follow within
-	// moments unless they wait for a CPU.
-	stall := min(10*time.Second, timeout/2)
-	begin := time.Now()
-	started, remaining := 0, pids
-	for len(remaining) > 0 {
-		wait := time.Until(deadline)
-		if started > 0 {
-			wait = min(wait, stall)
-		}
-		if wait <= 0 {
-			break
-		}
-		ready, rest, err := gray.Wait(ctx, remaining, 1, wait)
-		if err != nil {
-			return fmt.Errorf("A3C: waiting for the runners to start: %w", err)
-		}
-		if len(ready) == 0 {
-			break
-		}
-		i := index[ready[0].ID()]
-		if _, err := gray.Get(ctx, ready[0]); err != nil {
-			return fmt.Errorf("A3C: starting runner %d: %w", i+1, err)
-		}
-		started++
-		remaining = rest
-	}
-	if len(remaining) > 0 {
-		return fmt.Errorf("A3C: only %d of num_workers=%d runners started in %v: each runner reserves one CPU and the runtime has no free CPU for the rest; set num_workers to at most %d, or give the runtime more CPUs (train --num-cpus, gray.Options.NumCPUs)",
-			started, n, time.Since(begin).Round(time.Second), started)
-	}
-	return nil
+	return rllib.AwaitStarted(ctx, "A3C", "runner", pids, rllib.StartWait{First: timeout, Stall: min(10*time.Second, timeout/2)}, "")
 }
 
 // putWeights puts the current weights into the object store once.

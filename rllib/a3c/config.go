@@ -41,9 +41,10 @@ type Config struct {
 	// least, and MinIterTimeS the seconds it lasts at least.
 	UpdatesPerIter int     `json:"updates_per_iter"`
 	MinIterTimeS   float64 `json:"min_iter_time_s"`
-	// RunnerStartTimeoutS bounds how long the agent waits for its runners
-	// to start: runners that cannot get a CPU by then mean num_workers is
-	// more than the runtime can host.
+	// RunnerStartTimeoutS bounds how long the agent waits for its first
+	// runner to start (and half of it, at most 10 s, for each next one):
+	// runners that cannot get a CPU by then mean num_workers is more than
+	// the runtime can host.
 	RunnerStartTimeoutS float64 `json:"runner_start_timeout_s"`
 	// MaxRunnerRestarts is how many times in a row one runner may die and
 	// be replaced before the iteration fails.

@@ -74,44 +74,14 @@ func newActorPool(ctx context.Context, specs []WorkerSpec, noise gray.Ref[[]floa
 }
 
 // awaitStarted waits until every worker has built its environment and
-// policy. Each worker reserves one CPU; rllib.CheckWorkers has made sure the
-// runtime has enough in all, but other work may hold some, so the surplus
-// waits for a CPU: once some workers are up and no other has started for
-// startWait, that is what it reports, rather than hanging.
+// policy (rllib.AwaitStarted): up to workerStartLimit for the first, and
+// worker_start_timeout_s for each next one.
 func (p *actorPool) awaitStarted(ctx context.Context) error {
-	n := len(p.hs)
-	pending := make(map[gray.ObjectID]int, n)
-	refs := make([]gray.Ref[WorkerInfo], n)
+	refs := make([]gray.Ref[WorkerInfo], len(p.hs))
 	for i, h := range p.hs {
 		refs[i] = infoMethod.Remote(h)
-		pending[refs[i].ID()] = i
 	}
-	start, progress := time.Now(), time.Now()
-	started := 0
-	for started < n {
-		ready, rest, err := gray.Wait(ctx, refs, 1, time.Second)
-		if err != nil {
-			return fmt.Errorf("ES: waiting for workers to start: %w", err)
-		}
-		for _, r := range ready {
-			i := pending[r.ID()]
-			if _, err := gray.Get(ctx, r); err != nil {
-				return fmt.Errorf("ES: starting worker %d: %w", p.specs[i].Index, err)
-			}
-			started++
-			progress = time.Now()
-		}
-		refs = rest
-		switch {
-		case started == n:
-		case started > 0 && time.Since(progress) > p.startWait:
-			return fmt.Errorf("ES: only %d of num_workers=%d workers started (the rest waited %s for a CPU): each worker reserves one CPU and the runtime has %d free; set num_workers to at most %d, or give the runtime more CPUs (num_cpus in the experiment, gray.Options.NumCPUs)",
-				started, n, p.startWait, started, started)
-		case started == 0 && time.Since(start) > workerStartLimit:
-			return fmt.Errorf("ES: no worker started within %s: the runtime has no free CPU for them (each reserves one); free CPUs, give the runtime more (num_cpus, gray.Options.NumCPUs), or set num_workers to 0 to run episodes in the driver", workerStartLimit)
-		}
-	}
-	return nil
+	return rllib.AwaitStarted(ctx, "ES", "worker", refs, rllib.StartWait{First: workerStartLimit, Stall: p.startWait}, "to run episodes in the driver")
 }
 
 // run puts the weights into the object store once, gives every worker its
