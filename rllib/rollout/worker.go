@@ -1,7 +1,10 @@
 // Package rollout holds the rollout worker shared by on-policy algorithms:
 // it steps an envs.Vector with a policy and returns sample batches. It is a
 // plain Go type; algorithms wrap it in an actor to run it in a worker
-// process, or call it directly in the driver (RLlib's local worker).
+// process, or call it directly in the driver (RLlib's local worker). The
+// policy PPO and A3C share, an actor-critic over the model catalog, is
+// here too (ActorCritic), and the Actor that acts for an agent's
+// ComputeAction.
 package rollout
 
 import (
