@@ -181,17 +181,11 @@ func TestSIGINTDriver(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		fail(fmt.Errorf("no SIGINT came"))
 	}
-	time.Sleep(200 * time.Millisecond) // a worker killed by it would be gone by now
-	var alive []string
-	for _, f := range strings.Fields(before) {
-		pid, _ := strconv.Atoi(f)
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err == nil && !strings.Contains(string(b), ") Z ") {
-			alive = append(alive, f)
-		}
-	}
-	pids() // the workers still run tasks
-	fmt.Printf("after: %s\n", strings.Join(alive, " "))
+	// The signal reached the workers when the parent sent it, before it
+	// reached this process: a worker it killed would run no task after
+	// it, so two tasks on the same two workers show that both ignored it
+	// (a killed one would have been replaced by a worker of another pid).
+	fmt.Printf("after: %s\n", pids())
 	if err := gray.Shutdown(); err != nil {
 		fail(err)
 	}

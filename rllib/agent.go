@@ -1,10 +1,14 @@
 // Package rllib holds what every reinforcement-learning algorithm shares,
 // so that each algorithm's package keeps only what is its own: the agent
-// contract (agent.go), the registry (registry.go), the typed config and its
-// decoding (config.go), checkpoint files (checkpoint.go), and the worker
-// actors' start and stop (workers.go). Rollouts, sample batches, replay
-// buffers, schedules and parameter servers are sub-packages beside the
-// algorithms.
+// contract (agent.go), the registry (registry.go), the typed config, its
+// decoding and its range checks (config.go), an agent's start and
+// checkpointed state (base.go: NewBase, TrainState), checkpoint files
+// (checkpoint.go), and the worker actors' registration, construction,
+// start, wait and stop (workers.go: WorkerActor, BuildWorker,
+// StartWorkerActors, AwaitStarted, KillWorkers). Rollouts and the
+// actor-critic policy, sample batches, replay buffers, schedules and
+// parameter servers are sub-packages beside the algorithms;
+// internal/agenttest holds the checks their tests share.
 package rllib
 
 import (

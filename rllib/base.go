@@ -3,6 +3,7 @@ package rllib
 import (
 	"fmt"
 
+	"github.com/gray-ml/gray/envs"
 	"github.com/gray-ml/gray/models"
 )
 
@@ -17,6 +18,28 @@ type Base[C any] struct {
 	Cfg  C
 	// Seed is the run's seed (Common.RunSeed).
 	Seed int64
+}
+
+// Seeded is a config with the common keys (Common): a pointer to an
+// algorithm's config struct.
+type Seeded[C any] interface {
+	*C
+	Config
+	RunSeed(runSeed int64) int64
+}
+
+// NewBase is where every agent's New starts: it validates cfg, takes the
+// run's seed (Common.RunSeed) and builds opts.Env once to read its
+// observation and action spaces (EnvSpaces), which the agent's networks
+// are built for. Errors start with name.
+func NewBase[C any, PC Seeded[C]](name string, opts Options, cfg C) (b Base[C], obs, act envs.Space, err error) {
+	if err := PC(&cfg).Validate(); err != nil {
+		return b, nil, nil, err
+	}
+	if obs, act, err = EnvSpaces(name, opts); err != nil {
+		return b, nil, nil, err
+	}
+	return Base[C]{Name: name, Opts: opts, Cfg: cfg, Seed: PC(&cfg).RunSeed(opts.Seed)}, obs, act, nil
 }
 
 // LogDir implements Agent.

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gray-ml/gray/models"
 	"github.com/gray-ml/gray/rllib/schedule"
 )
 
@@ -100,14 +101,21 @@ func (c *Training) Check(ck *Check) {
 func (c *Training) LearningRate() schedule.Piecewise { return schedule.LR(c.LR, c.LRSchedule) }
 
 // Check collects a config's range checks: Key checks one key, Err returns
-// the first that failed as "<alg> config: <key> <msg>".
+// the first that failed as "<alg> config: <key> <msg>". An algorithm's
+// Validate starts one with NewCheck, checks its own keys, adds the shared
+// checks it needs (Model, FeedForward, LearnerThreads) and returns Err.
 type Check struct {
 	alg string
 	err error
 }
 
-// NewCheck starts the range checks of alg's config.
-func NewCheck(alg string) *Check { return &Check{alg: alg} }
+// NewCheck starts the range checks of alg's config with the keys every
+// algorithm has (common; Common.Check).
+func NewCheck(alg string, common *Common) *Check {
+	ck := &Check{alg: alg}
+	common.Check(ck)
+	return ck
+}
 
 // Key fails the check with "<key> <msg>" unless ok; only the first failure
 // is kept.
@@ -119,6 +127,29 @@ func (c *Check) Key(key string, ok bool, msg string) {
 
 // Err is the first failed key's error, or nil.
 func (c *Check) Err() error { return c.err }
+
+// fail keeps err, "<alg> config: <what>", unless an earlier check failed.
+func (c *Check) fail(what string, err error) {
+	if c.err == nil && err != nil {
+		c.err = fmt.Errorf("%s config: %s%w", c.alg, what, err)
+	}
+}
+
+// Model checks the "model" key's own values (models.ModelOptions.Validate).
+func (c *Check) Model(m models.ModelOptions) { c.fail("model: ", m.Validate()) }
+
+// FeedForward is the check of an algorithm whose networks are feed-forward
+// only: the model asks for no recurrent layer (use_lstm).
+func (c *Check) FeedForward(m models.ModelOptions) { c.fail("", m.CheckFeedForward(c.alg)) }
+
+// LearnerThreads checks num_learner_threads (CheckLearnerThreads): at least
+// 1 when given; the runtime's CPUs are checked when the agent starts
+// (LearnerThreads).
+func (c *Check) LearnerThreads(set *int, numWorkers int) {
+	if c.err == nil {
+		c.err = CheckLearnerThreads(c.alg, set, numWorkers, 0)
+	}
+}
 
 // Finite reports whether x is neither NaN nor infinite.
 func Finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }

@@ -14,8 +14,7 @@ type seededConfig struct {
 }
 
 func (c *seededConfig) Validate() error {
-	ck := NewCheck("TEST")
-	c.Common.Check(ck)
+	ck := NewCheck("TEST", &c.Common)
 	ck.Key("steps", c.Steps >= 1, "must be at least 1")
 	return ck.Err()
 }

@@ -5,18 +5,40 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/gray-ml/gray"
+	"github.com/gray-ml/gray/envs"
 )
 
-// WorkerOptions are the options of every algorithm's worker actor. A
+// workerOptions are the options of every algorithm's worker actor. A
 // worker holds one CPU while it lives (CheckWorkers counts on it), so the
 // scheduler spreads the workers over the CPUs it has, a cluster's nodes
 // included, rather than packing them all beside the driver. It checkpoints
 // after every call, an empty checkpoint (Stateless), which keeps a
 // cluster's replay log of each worker short.
-func WorkerOptions() []gray.Option {
+func workerOptions() []gray.Option {
 	return []gray.Option{gray.CPUs(1), gray.CheckpointInterval(1)}
+}
+
+// Checkpointed is a worker actor's type: a pointer to its struct, which
+// embeds Stateless (or checkpoints its own state).
+type Checkpointed[T any] interface {
+	*T
+	gray.Checkpointer
+}
+
+// WorkerActor registers an algorithm's worker actor of one constructor
+// argument (its WorkerSpec), placed and checkpointed as every algorithm's
+// workers are. An algorithm registers its workers at package level, so that
+// driver and worker processes (the same executable) agree on the names.
+func WorkerActor[T any, PT Checkpointed[T], A any](name string, ctor func(context.Context, A) (*T, error)) *gray.ActorType[T] {
+	return gray.Actor1(name, ctor, workerOptions()...)
+}
+
+// WorkerActor2 is WorkerActor for a constructor of two arguments.
+func WorkerActor2[T any, PT Checkpointed[T], A1, A2 any](name string, ctor func(context.Context, A1, A2) (*T, error)) *gray.ActorType[T] {
+	return gray.Actor2(name, ctor, workerOptions()...)
 }
 
 // Stateless, embedded in a worker actor's struct, makes it a
@@ -83,6 +105,95 @@ func StartWorkers[T any](ctx context.Context, alg, what string, n int, zeroMeans
 		hs = append(hs, h)
 	}
 	return hs, nil
+}
+
+// BuildWorker is where every worker's constructor starts: it checks
+// spec's config (a worker process gets it from the driver, which checked
+// it, but the constructor is exported), makes the worker's numEnvs
+// environments (envs.MakeVector) and builds the worker on them with build.
+// When build fails it closes the environments. Errors start with
+// "<who> <index>: ", as in "PPO worker 2: ".
+func BuildWorker[C any, PC interface {
+	*C
+	Config
+}, W any](who string, spec WorkerSpec[C], numEnvs int, build func(vec envs.Vector) (W, error)) (W, error) {
+	var none W
+	if err := PC(&spec.Config).Validate(); err != nil {
+		return none, err
+	}
+	vec, err := envs.MakeVector(spec.Env, envs.Config(spec.EnvConfig), numEnvs)
+	if err != nil {
+		return none, fmt.Errorf("%s %d: %w", who, spec.Index, err)
+	}
+	w, err := build(vec)
+	if err != nil {
+		_ = vec.Close()
+		return none, fmt.Errorf("%s %d: %w", who, spec.Index, err)
+	}
+	return w, nil
+}
+
+// StartWorkerActors is StartWorkers for the usual worker: actor i, for i
+// = 1..n, is built from b's WorkerSpec(i).
+func StartWorkerActors[C, T any](ctx context.Context, b *Base[C], actor *gray.ActorType[T], what string, n int, zeroMeans string) ([]gray.Handle[T], error) {
+	return StartWorkers(ctx, b.Name, what, n, zeroMeans, func(ctx context.Context, i int) (gray.Handle[T], error) {
+		return actor.Remote(ctx, b.WorkerSpec(i))
+	})
+}
+
+// StartWait bounds AwaitStarted's wait: First for the first worker to
+// start, Stall for the next one once some have.
+type StartWait struct{ First, Stall time.Duration }
+
+// AwaitStarted waits until every worker actor has answered its call of
+// calls, a cheap method each answers once its constructor has run. Each
+// worker reserves one CPU; CheckWorkers has made sure the runtime has
+// enough in all, but other work may hold some, so the surplus waits for a
+// CPU: when none starts within wait.First, or some have and the next has
+// not within wait.Stall, it says so and what to change instead of hanging.
+// Errors start with "<alg>: "; what names a worker ("runner", 1-based in
+// errors) and zeroMeans is CheckWorkers'.
+func AwaitStarted[R any](ctx context.Context, alg, what string, calls []gray.Ref[R], wait StartWait, zeroMeans string) error {
+	index := make(map[gray.ObjectID]int, len(calls))
+	for i, r := range calls {
+		index[r.ID()] = i
+	}
+	start := time.Now()
+	progress, started, rest := start, 0, calls
+	for len(rest) > 0 {
+		left := wait.First - time.Since(start)
+		if started > 0 {
+			left = wait.Stall - time.Since(progress)
+		}
+		if left <= 0 {
+			break
+		}
+		ready, pending, err := gray.Wait(ctx, rest, 1, left)
+		if err != nil {
+			return fmt.Errorf("%s: waiting for the %ss to start: %w", alg, what, err)
+		}
+		for _, r := range ready {
+			if _, err := gray.Get(ctx, r); err != nil {
+				return fmt.Errorf("%s: starting %s %d: %w", alg, what, index[r.ID()]+1, err)
+			}
+			started++
+			progress = time.Now()
+		}
+		rest = pending
+	}
+	if len(rest) == 0 {
+		return nil
+	}
+	orZero := ""
+	if zeroMeans != "" {
+		orZero = ", or set num_workers to 0 " + zeroMeans
+	}
+	if started == 0 {
+		return fmt.Errorf("%s: no %s started within %v: the runtime has no free CPU for them (each reserves one); free CPUs or give the runtime more (train --num-cpus, gray.Options.NumCPUs)%s",
+			alg, what, wait.First, orZero)
+	}
+	return fmt.Errorf("%s: only %d of num_workers=%d %ss started (the rest waited %v for a CPU): each %s reserves one CPU and the runtime has no free CPU for the rest; set num_workers to at most %d, or give the runtime more CPUs (train --num-cpus, gray.Options.NumCPUs)%s",
+		alg, started, len(calls), what, wait.Stall, what, started, orZero)
 }
 
 // KillWorkers kills every actor of hs, joining the errors.

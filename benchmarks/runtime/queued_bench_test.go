@@ -36,7 +36,12 @@ func BenchmarkQueuedTaskMemory(b *testing.B) {
 	for b.Loop() {
 		path := b.TempDir() + "/go"
 		h := hog.Remote(path)
-		time.Sleep(100 * time.Millisecond) // the hog takes both CPUs
+		// The tasks below queue once the hog holds every CPU.
+		for deadline := time.Now().Add(30 * time.Second); gray.AvailableResources()["CPU"] > 0; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				b.Fatalf("the hog did not start within 30 s: %g CPUs still free", gray.AvailableResources()["CPU"])
+			}
+		}
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)

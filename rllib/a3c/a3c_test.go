@@ -11,35 +11,24 @@ import (
 	"time"
 
 	"github.com/gray-ml/gray/rllib"
+	"github.com/gray-ml/gray/rllib/internal/agenttest"
 )
 
+// newAgent is an agent on CartPole-v1 (agenttest.New), stopped when the
+// test ends.
 func newAgent(t *testing.T, cfg map[string]any, seed int64) *Agent {
 	t.Helper()
-	a, err := newFromKeys(context.Background(), rllib.Options{Env: "CartPole-v1", Seed: seed, LogDir: t.TempDir()}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.Stop() })
-	return a
+	return agenttest.New(t, newFromKeys, rllib.Options{Env: "CartPole-v1", Seed: seed}, cfg)
 }
 
+// train runs one training iteration.
 func train(t *testing.T, a *Agent) rllib.Result {
 	t.Helper()
-	r, err := a.Train(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return agenttest.Train(t, a, 1)
 }
 
 func TestRegistered(t *testing.T) {
-	alg, err := rllib.Lookup("a3c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cfg, ok := alg.DefaultConfig().(*Config); !ok || cfg.RolloutFragmentLength != 20 {
-		t.Errorf("DefaultConfig() = %#v, want the typed A3C defaults", alg.DefaultConfig())
-	}
+	agenttest.Registered(t, "a3c", func(cfg *Config) bool { return cfg.RolloutFragmentLength == 20 })
 }
 
 // TestLearnsCartPole trains with two asynchronous runners: runs are not
@@ -141,28 +130,15 @@ func TestKilledRunnerIsReplaced(t *testing.T) {
 }
 
 func TestBadConfig(t *testing.T) {
-	tests := []struct {
-		name string
-		cfg  map[string]any
-		want string
-	}{
-		{"unknown key", map[string]any{"num_wrokers": 2}, `unknown key "num_wrokers"`},
-		{"wrong type", map[string]any{"lr": "fast"}, `key "lr" must be`},
-		{"no workers", map[string]any{"num_workers": 0}, "num_workers must be at least 1"},
-		{"bad gamma", map[string]any{"gamma": 1.5}, "gamma must be in [0, 1]"},
-		{"bad model", map[string]any{"model": map[string]any{"fcnet_hidens": []int{8}}}, "fcnet_hidens"},
-		{"a GPU", map[string]any{"num_gpus": 1}, "num_gpus (1): A3C learns on the CPU only for now; set num_gpus: 0"},
-		{"no learner threads", map[string]any{"num_learner_threads": 0}, "A3C config: num_learner_threads must be at least 1, got 0"},
-		{"too many learner threads", map[string]any{"num_workers": 2, "num_learner_threads": 3}, "num_learner_threads 3 is more than the learner's 2 CPUs"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := newFromKeys(context.Background(), rllib.Options{Env: "CartPole-v1"}, tt.cfg)
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("got %v, want an error containing %q", err, tt.want)
-			}
-		})
-	}
+	refuses := agenttest.Refuses(t, newFromKeys)
+	refuses(map[string]any{"num_wrokers": 2}, `unknown key "num_wrokers"`)
+	refuses(map[string]any{"lr": "fast"}, `key "lr" must be`)
+	refuses(map[string]any{"num_workers": 0}, "num_workers must be at least 1")
+	refuses(map[string]any{"gamma": 1.5}, "gamma must be in [0, 1]")
+	refuses(map[string]any{"model": map[string]any{"fcnet_hidens": []int{8}}}, "fcnet_hidens")
+	refuses(map[string]any{"num_gpus": 1}, "num_gpus (1): A3C learns on the CPU only for now; set num_gpus: 0")
+	refuses(map[string]any{"num_learner_threads": 0}, "A3C config: num_learner_threads must be at least 1, got 0")
+	refuses(map[string]any{"num_workers": 2, "num_learner_threads": 3}, "num_learner_threads 3 is more than the learner's 2 CPUs")
 }
 
 // More runners than the runtime has CPUs: a clear error, not a hang.

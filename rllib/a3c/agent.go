@@ -58,28 +58,23 @@ type Agent struct {
 // New creates an A3C agent for opts.Env with cfg (DefaultConfig with the
 // user's keys over it), starts its runners and gives each its first task.
 func New(ctx context.Context, opts rllib.Options, cfg Config) (*Agent, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	seed := cfg.RunSeed(opts.Seed)
-	if !gray.IsInitialized() {
-		return nil, errors.New("A3C: the runners are actors and need the gray runtime: call gray.Init first (the train command does)")
-	}
-	// The driver builds one environment to learn the spaces.
-	obsSpace, actSpace, err := rllib.EnvSpaces("A3C", opts)
+	base, obsSpace, actSpace, err := rllib.NewBase("A3C", opts, cfg)
 	if err != nil {
 		return nil, err
+	}
+	if !gray.IsInitialized() {
+		return nil, errors.New("A3C: the runners are actors and need the gray runtime: call gray.Init first (the train command does)")
 	}
 	threads, err := rllib.LearnerThreads("A3C", cfg.NumLearnerThreads, cfg.NumWorkers)
 	if err != nil {
 		return nil, err
 	}
-	pol, err := newPolicy(opts.Env, obsSpace, actSpace, cfg.Model, seed)
+	pol, err := newPolicy(opts.Env, obsSpace, actSpace, cfg.Model, base.Seed)
 	if err != nil {
 		return nil, fmt.Errorf("A3C: %w", err)
 	}
 	a := &Agent{
-		Base: rllib.Base[Config]{Name: "A3C", Opts: opts, Cfg: cfg, Seed: seed}, pol: pol, opt: models.NewAdam(cfg.LR),
+		Base: base, pol: pol, opt: models.NewAdam(cfg.LR),
 		team: models.NewTeam(threads), lr: cfg.LearningRate(), actSpace: actSpace,
 		window:   sample.NewEpisodeWindow(cfg.MetricsSmoothingEpisodes),
 		restarts: make([]int, cfg.NumWorkers), deaths: make([]int, cfg.NumWorkers),
@@ -105,67 +100,31 @@ func (a *Agent) spec(i int) RunnerSpec {
 }
 
 // startRunners starts num_workers runner actors and waits until each
-// answers. Each runner reserves one CPU; rllib.CheckWorkers has made sure the
-// runtime has enough in all, but other work may hold some, so runners can
-// wait for one: when some runners have started and the rest make no
-// progress for a while, the agent gives up with an error that says what to
-// set instead of hanging.
+// answers (rllib.AwaitStarted): within runner_start_timeout_s for the
+// first, and, since runners start together and the rest follow within
+// moments unless they wait for a CPU, within min(10 s, half of it) for
+// each next one.
 func (a *Agent) startRunners(ctx context.Context) error {
 	n := a.Cfg.NumWorkers
 	if err := rllib.CheckWorkers("A3C", n, ""); err != nil {
 		return err
 	}
 	pids := make([]gray.Ref[int], n)
-	index := map[gray.ObjectID]int{}
-	for i := 0; i < n; i++ {
+	for i := range n {
 		h, err := runnerActor.Remote(ctx, a.spec(i))
 		if err != nil {
 			return fmt.Errorf("A3C: starting runner %d: %w", i+1, err)
 		}
 		a.runners = append(a.runners, h)
-		r := pidMethod.Remote(h)
-		pids[i] = r
-		index[r.ID()] = i
+		pids[i] = pidMethod.Remote(h)
 	}
 	timeout := time.Duration(a.Cfg.RunnerStartTimeoutS * float64(time.Second))
-	deadline := time.Now().Add(timeout)
-	// Runners start together; once one has, the rest follow within
-	// moments unless they wait for a CPU.
-	stall := min(10*time.Second, timeout/2)
-	begin := time.Now()
-	started, remaining := 0, pids
-	for len(remaining) > 0 {
-		wait := time.Until(deadline)
-		if started > 0 {
-			wait = min(wait, stall)
-		}
-		if wait <= 0 {
-			break
-		}
-		ready, rest, err := gray.Wait(ctx, remaining, 1, wait)
-		if err != nil {
-			return fmt.Errorf("A3C: waiting for the runners to start: %w", err)
-		}
-		if len(ready) == 0 {
-			break
-		}
-		i := index[ready[0].ID()]
-		if _, err := gray.Get(ctx, ready[0]); err != nil {
-			return fmt.Errorf("A3C: starting runner %d: %w", i+1, err)
-		}
-		started++
-		remaining = rest
-	}
-	if len(remaining) > 0 {
-		return fmt.Errorf("A3C: only %d of num_workers=%d runners started in %v: each runner reserves one CPU and the runtime has no free CPU for the rest; set num_workers to at most %d, or give the runtime more CPUs (train --num-cpus, gray.Options.NumCPUs)",
-			started, n, time.Since(begin).Round(time.Second), started)
-	}
-	return nil
+	return rllib.AwaitStarted(ctx, "A3C", "runner", pids, rllib.StartWait{First: timeout, Stall: min(10*time.Second, timeout/2)}, "")
 }
 
 // putWeights puts the current weights into the object store once.
 func (a *Agent) putWeights(ctx context.Context) error {
-	ref, err := gray.Put(ctx, a.pol.params.GetFlat(nil))
+	ref, err := gray.Put(ctx, a.pol.Params.GetFlat(nil))
 	if err != nil {
 		return fmt.Errorf("A3C: putting the weights: %w", err)
 	}
@@ -201,7 +160,7 @@ func (a *Agent) replace(ctx context.Context, i int, cause error) error {
 func (a *Agent) Iteration() int { return a.iteration }
 
 // Weights returns a copy of the policy's flat weights.
-func (a *Agent) Weights() []float64 { return a.pol.params.GetFlat(nil) }
+func (a *Agent) Weights() []float64 { return a.pol.Params.GetFlat(nil) }
 
 // RunnerPids returns each runner's process id.
 func (a *Agent) RunnerPids(ctx context.Context) ([]int, error) {
@@ -317,15 +276,15 @@ func (a *Agent) Train(ctx context.Context) (rllib.Result, error) {
 // apply takes one Adam step with grad, refusing a gradient of the wrong
 // size or with NaN or Inf (the weights stay as they were).
 func (a *Agent) apply(grad []float64, lr float64) error {
-	if len(grad) != a.pol.params.Len() {
-		return fmt.Errorf("has %d values, the model has %d weights", len(grad), a.pol.params.Len())
+	if len(grad) != a.pol.Params.Len() {
+		return fmt.Errorf("has %d values, the model has %d weights", len(grad), a.pol.Params.Len())
 	}
 	if !a.team.AllFinite(grad) {
 		j := slices.IndexFunc(grad, func(x float64) bool { return !finite(x) })
 		return fmt.Errorf("value %d is %v; weights kept", j, grad[j])
 	}
 	a.opt.LR = lr
-	return a.opt.StepOn(a.team, a.pol.params.Flat(), grad)
+	return a.opt.StepOn(a.team, a.pol.Params.Flat(), grad)
 }
 
 // ComputeAction implements rllib.Agent: the policy's most likely action
@@ -333,7 +292,7 @@ func (a *Agent) apply(grad []float64, lr float64) error {
 // bounds). A recurrent policy (use_lstm) carries its state from call to
 // call: call StartEpisode when a new episode starts.
 func (a *Agent) ComputeAction(obs []float64) ([]float64, error) {
-	a.obsBuf = resize(a.obsBuf, a.pol.Size())
+	a.obsBuf = sample.Resize(a.obsBuf, a.pol.Size())
 	if err := a.pol.Process(a.obsBuf, obs, false); err != nil {
 		return nil, fmt.Errorf("A3C: ComputeAction: %w", err)
 	}

@@ -25,7 +25,7 @@ type checkpointState struct {
 // saved: a restored agent's runners go on with their own episodes.
 func (a *Agent) Save(ctx context.Context) (string, error) {
 	return a.SaveState(formatVersion, checkpointState{
-		TrainState: rllib.NewTrainState(a.pol.params, a.opt, a.iteration, a.timesteps),
+		TrainState: rllib.NewTrainState(a.pol.Params, a.opt, a.iteration, a.timesteps),
 		Updates:    a.updates, WindowState: a.window.State(),
 	})
 }
@@ -39,7 +39,7 @@ func (a *Agent) Restore(ctx context.Context, path string) error {
 	if err := a.LoadState(path, formatVersion, &st); err != nil {
 		return err
 	}
-	undo, err := a.ApplyTrainState(path, st.TrainState, a.pol.params, a.opt)
+	undo, err := a.ApplyTrainState(path, st.TrainState, a.pol.Params, a.opt)
 	if err != nil {
 		return err
 	}

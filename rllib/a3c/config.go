@@ -8,8 +8,6 @@
 package a3c
 
 import (
-	"fmt"
-
 	"github.com/gray-ml/gray/models"
 	"github.com/gray-ml/gray/rllib"
 )
@@ -43,9 +41,10 @@ type Config struct {
 	// least, and MinIterTimeS the seconds it lasts at least.
 	UpdatesPerIter int     `json:"updates_per_iter"`
 	MinIterTimeS   float64 `json:"min_iter_time_s"`
-	// RunnerStartTimeoutS bounds how long the agent waits for its runners
-	// to start: runners that cannot get a CPU by then mean num_workers is
-	// more than the runtime can host.
+	// RunnerStartTimeoutS bounds how long the agent waits for its first
+	// runner to start (and half of it, at most 10 s, for each next one):
+	// runners that cannot get a CPU by then mean num_workers is more than
+	// the runtime can host.
 	RunnerStartTimeoutS float64 `json:"runner_start_timeout_s"`
 	// MaxRunnerRestarts is how many times in a row one runner may die and
 	// be replaced before the iteration fails.
@@ -81,30 +80,21 @@ func DefaultConfig() Config {
 
 // Validate checks every value's range, naming the key at fault.
 func (c *Config) Validate() error {
-	finite := rllib.Finite
-	ck := rllib.NewCheck("A3C")
-	c.Common.Check(ck)
+	ck := rllib.NewCheck("A3C", &c.Common)
 	ck.Key("num_workers", c.NumWorkers >= 1, "must be at least 1 (A3C's gradients come from runner actors)")
 	c.Training.Check(ck)
 	ck.Key("rollout_fragment_length", c.RolloutFragmentLength >= 1, "must be at least 1")
-	ck.Key("lambda", finite(c.Lambda) && c.Lambda >= 0 && c.Lambda <= 1, "must be in [0, 1]")
-	ck.Key("vf_loss_coeff", finite(c.VFLossCoeff) && c.VFLossCoeff >= 0, "must be 0 or more")
-	ck.Key("entropy_coeff", finite(c.EntropyCoeff), "must be a finite number")
+	ck.Key("lambda", rllib.Finite(c.Lambda) && c.Lambda >= 0 && c.Lambda <= 1, "must be in [0, 1]")
+	ck.Key("vf_loss_coeff", rllib.Finite(c.VFLossCoeff) && c.VFLossCoeff >= 0, "must be 0 or more")
+	ck.Key("entropy_coeff", rllib.Finite(c.EntropyCoeff), "must be a finite number")
 	ck.Key("updates_per_iter", c.UpdatesPerIter >= 1, "must be at least 1")
-	ck.Key("min_iter_time_s", finite(c.MinIterTimeS) && c.MinIterTimeS >= 0, "must be 0 or more")
-	ck.Key("runner_start_timeout_s", finite(c.RunnerStartTimeoutS) && c.RunnerStartTimeoutS > 0, "must be positive")
+	ck.Key("min_iter_time_s", rllib.Finite(c.MinIterTimeS) && c.MinIterTimeS >= 0, "must be 0 or more")
+	ck.Key("runner_start_timeout_s", rllib.Finite(c.RunnerStartTimeoutS) && c.RunnerStartTimeoutS > 0, "must be positive")
 	ck.Key("max_runner_restarts", c.MaxRunnerRestarts >= 0, "must be 0 or more")
 	c.Common.CheckCPUOnly(ck)
-	if err := ck.Err(); err != nil {
-		return err
-	}
-	if err := rllib.CheckLearnerThreads("A3C", c.NumLearnerThreads, c.NumWorkers, 0); err != nil {
-		return err
-	}
-	if err := c.Model.Validate(); err != nil {
-		return fmt.Errorf("A3C config: model: %w", err)
-	}
-	return nil
+	ck.LearnerThreads(c.NumLearnerThreads, c.NumWorkers)
+	ck.Model(c.Model)
+	return ck.Err()
 }
 
 // LearnerThreads implements rllib.LearnerThreadsConfig.

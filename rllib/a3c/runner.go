@@ -61,30 +61,23 @@ type Runner struct {
 // of the policy.
 func NewRunner(ctx context.Context, spec RunnerSpec) (*Runner, error) {
 	cfg := spec.Config
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	vec, err := envs.MakeVector(spec.Env, envs.Config(spec.EnvConfig), cfg.NumEnvsPerWorker)
-	if err != nil {
-		return nil, fmt.Errorf("A3C runner %d: %w", spec.Index, err)
-	}
-	pol, err := newPolicy(spec.Env, vec.ObservationSpace(), vec.ActionSpace(), cfg.Model, spec.Seed)
-	if err != nil {
-		_ = vec.Close()
-		return nil, fmt.Errorf("A3C runner %d: %w", spec.Index, err)
-	}
-	// Replacements get their own environment seeds as well.
-	envSeed := spec.Seed + int64(spec.Restart)*104729
-	w, err := rollout.NewWithVector(rollout.Config{
-		Env: spec.Env, FragmentLength: cfg.RolloutFragmentLength, Seed: envSeed, Index: spec.Index,
-		MaxSeqLen: cfg.Model.MaxSeqLen,
-	}, vec, pol, pol)
-	if err != nil {
-		_ = vec.Close()
-		return nil, fmt.Errorf("A3C runner %d: %w", spec.Index, err)
-	}
-	rng := rand.New(rand.NewPCG(uint64(spec.Seed), uint64(spec.Index)<<32|uint64(spec.Restart)))
-	return &Runner{spec: spec, pol: pol, worker: w, rng: rng}, nil
+	return rllib.BuildWorker("A3C runner", spec.WorkerSpec, cfg.NumEnvsPerWorker, func(vec envs.Vector) (*Runner, error) {
+		pol, err := newPolicy(spec.Env, vec.ObservationSpace(), vec.ActionSpace(), cfg.Model, spec.Seed)
+		if err != nil {
+			return nil, err
+		}
+		// Replacements get their own environment seeds as well.
+		envSeed := spec.Seed + int64(spec.Restart)*104729
+		w, err := rollout.NewWithVector(rollout.Config{
+			Env: spec.Env, FragmentLength: cfg.RolloutFragmentLength, Seed: envSeed, Index: spec.Index,
+			MaxSeqLen: cfg.Model.MaxSeqLen,
+		}, vec, pol, pol)
+		if err != nil {
+			return nil, err
+		}
+		rng := rand.New(rand.NewPCG(uint64(spec.Seed), uint64(spec.Index)<<32|uint64(spec.Restart)))
+		return &Runner{spec: spec, pol: pol, worker: w, rng: rng}, nil
+	})
 }
 
 // ComputeGradient sets the weights it was sent, runs every environment
@@ -98,7 +91,7 @@ func (r *Runner) ComputeGradient(ctx context.Context, weights []float64) (Gradie
 	fail := func(err error) (Gradient, error) {
 		return Gradient{}, fmt.Errorf("A3C runner %d: %w", r.spec.Index, err)
 	}
-	if err := r.pol.params.SetFlat(weights); err != nil {
+	if err := r.pol.Params.SetFlat(weights); err != nil {
 		return fail(err)
 	}
 	b, err := r.worker.Sample(ctx, r.rng)
@@ -131,13 +124,13 @@ func (r *Runner) loss(b *sample.Batch, g *Gradient) error {
 	obs, act, adv, vtarg := b.Obs, b.Actions, b.Advantages, b.ValueTargets
 	var o models.Output
 	mean := t.Mean
-	if r.pol.rnn != nil {
+	if r.pol.RNN != nil {
 		r.layout(b)
 		p := &r.seq
 		n = p.T * p.B
 		obs, act = r.obs, r.act
 		adv, vtarg = r.adv, r.vtarg
-		o = r.pol.rnn.ForwardSeq(t, t.Const(n, b.ObsDim, obs), t.Const(p.B, r.pol.rnn.StateSize(), p.State), nil)
+		o = r.pol.RNN.ForwardSeq(t, t.Const(n, b.ObsDim, obs), t.Const(p.B, r.pol.RNN.StateSize(), p.State), nil)
 		mask, inv := t.Const(n, 1, p.Mask), 1/float64(p.Valid)
 		mean = func(x *models.Tensor) *models.Tensor { return t.Scale(t.Sum(t.Mul(x, mask)), inv) }
 	} else {
@@ -155,18 +148,18 @@ func (r *Runner) loss(b *sample.Batch, g *Gradient) error {
 	if !finite(total.Item()) {
 		return fmt.Errorf("loss is %v (policy %v, value %v, entropy %v); lower lr or set grad_clip", total.Item(), g.PolicyLoss, g.VFLoss, g.Entropy)
 	}
-	r.pol.params.ZeroGrad()
+	r.pol.Params.ZeroGrad()
 	t.Backward(total)
-	if err := r.pol.params.CheckFinite(true); err != nil {
+	if err := r.pol.Params.CheckFinite(true); err != nil {
 		return fmt.Errorf("gradient: %w", err)
 	}
-	grads := r.pol.params.Grads()
+	grads := r.pol.Params.Grads()
 	if cfg.GradClip > 0 {
 		g.GradNorm = models.ClipByGlobalNorm(grads, cfg.GradClip)
 	} else {
 		g.GradNorm = models.GlobalNorm(grads)
 	}
-	g.Grad = r.pol.params.GetFlatGrad(nil)
+	g.Grad = r.pol.Params.GetFlatGrad(nil)
 	return nil
 }
 
@@ -200,13 +193,9 @@ func (r *Runner) Close() error {
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
-// The runner actor, registered at package level so that driver and worker
-// processes (the same executable) agree on the names; placed and
-// checkpointed as every algorithm's workers are (rllib.WorkerOptions).
+// The runner actor (rllib.WorkerActor).
 var (
-	runnerActor    = gray.Actor1("a3c.Runner", NewRunner, rllib.WorkerOptions()...)
+	runnerActor    = rllib.WorkerActor("a3c.Runner", NewRunner)
 	gradientMethod = gray.Method1(runnerActor, "ComputeGradient", (*Runner).ComputeGradient)
 	pidMethod      = gray.Method0(runnerActor, "Pid", (*Runner).Pid)
-
-	_ gray.Checkpointer = (*Runner)(nil)
 )

@@ -48,15 +48,11 @@ type Agent struct {
 // An environment whose actions are not Discrete is an error that names the
 // algorithms that fit it.
 func New(ctx context.Context, opts rllib.Options, cfg Config) (*Agent, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	seed := cfg.RunSeed(opts.Seed)
-	// The driver builds one environment to learn the spaces.
-	obsSpace, actSpace, err := rllib.EnvSpaces("DQN", opts)
+	base, obsSpace, actSpace, err := rllib.NewBase("DQN", opts, cfg)
 	if err != nil {
 		return nil, err
 	}
+	seed := base.Seed
 	nActions, err := discreteActions(actSpace, opts.Env)
 	if err != nil {
 		return nil, err
@@ -66,7 +62,7 @@ func New(ctx context.Context, opts rllib.Options, cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("DQN: %w", err)
 	}
 	a := &Agent{
-		Base: rllib.Base[Config]{Name: "DQN", Opts: opts, Cfg: cfg, Seed: seed}, pre: pre,
+		Base: base, pre: pre,
 		eps: cfg.epsilonSchedule(), beta: cfg.betaSchedule(), lr: cfg.LearningRate(),
 		window: sample.NewEpisodeWindow(cfg.MetricsSmoothingEpisodes),
 	}
@@ -246,11 +242,11 @@ func (a *Agent) learnRound(rng *rand.Rand) (stepStats, int, error) {
 // ComputeAction implements rllib.Agent: the greedy action, the argmax of
 // the online network's Q-values.
 func (a *Agent) ComputeAction(obs []float64) ([]float64, error) {
-	a.obsBuf = grow(a.obsBuf, a.pre.Size())
+	a.obsBuf = sample.Resize(a.obsBuf, a.pre.Size())
 	if err := a.pre.Transform(obs, a.obsBuf); err != nil {
 		return nil, fmt.Errorf("DQN: ComputeAction: %w", err)
 	}
-	a.actBuf = grow(a.actBuf, 1)
+	a.actBuf = sample.Resize(a.actBuf, 1)
 	a.q.act(a.obsBuf, 1, 0, nil, a.actBuf)
 	return []float64{a.actBuf[0]}, nil
 }
@@ -258,7 +254,7 @@ func (a *Agent) ComputeAction(obs []float64) ([]float64, error) {
 // QValues returns the online network's Q-value of every action for one
 // observation.
 func (a *Agent) QValues(obs []float64) ([]float64, error) {
-	a.obsBuf = grow(a.obsBuf, a.pre.Size())
+	a.obsBuf = sample.Resize(a.obsBuf, a.pre.Size())
 	if err := a.pre.Transform(obs, a.obsBuf); err != nil {
 		return nil, fmt.Errorf("DQN: QValues: %w", err)
 	}
@@ -274,13 +270,6 @@ func (a *Agent) Stop() error {
 	a.samplers = nil
 	a.learner.close()
 	return err
-}
-
-func grow(xs []float64, n int) []float64 {
-	if cap(xs) >= n {
-		return xs[:n]
-	}
-	return make([]float64, n)
 }
 
 var _ rllib.Agent = (*Agent)(nil)

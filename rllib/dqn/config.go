@@ -19,8 +19,6 @@
 package dqn
 
 import (
-	"fmt"
-
 	"github.com/gray-ml/gray/models"
 	"github.com/gray-ml/gray/rllib"
 	"github.com/gray-ml/gray/rllib/schedule"
@@ -135,10 +133,8 @@ func DefaultConfig() Config {
 
 // Validate checks every value's range, naming the key at fault.
 func (c *Config) Validate() error {
-	finite := rllib.Finite
-	prob := func(x float64) bool { return finite(x) && x >= 0 && x <= 1 }
-	ck := rllib.NewCheck("DQN")
-	c.Common.Check(ck)
+	prob := func(x float64) bool { return rllib.Finite(x) && x >= 0 && x <= 1 }
+	ck := rllib.NewCheck("DQN", &c.Common)
 	c.Training.Check(ck)
 	ck.Key("timesteps_per_iteration", c.TimestepsPerIteration >= 1, "must be at least 1")
 	ck.Key("train_freq", c.TrainFreq >= 1, "must be at least 1")
@@ -147,33 +143,22 @@ func (c *Config) Validate() error {
 	ck.Key("learning_starts", c.LearningStarts >= 0, "must be 0 or more")
 	ck.Key("target_network_update_freq", c.TargetNetworkUpdateFreq >= 1, "must be at least 1")
 	ck.Key("buffer_size", c.BufferSize >= 1, "must be at least 1")
-	ck.Key("prioritized_replay_alpha", finite(c.PrioritizedReplayAlpha) && c.PrioritizedReplayAlpha >= 0, "must be 0 or more")
+	ck.Key("prioritized_replay_alpha", rllib.Finite(c.PrioritizedReplayAlpha) && c.PrioritizedReplayAlpha >= 0, "must be 0 or more")
 	ck.Key("prioritized_replay_beta", prob(c.PrioritizedReplayBeta), "must be in [0, 1]")
 	ck.Key("final_prioritized_replay_beta", prob(c.FinalPrioritizedReplayBeta), "must be in [0, 1]")
-	ck.Key("prioritized_replay_eps", finite(c.PrioritizedReplayEps) && c.PrioritizedReplayEps > 0, "must be positive")
+	ck.Key("prioritized_replay_eps", rllib.Finite(c.PrioritizedReplayEps) && c.PrioritizedReplayEps > 0, "must be positive")
 	ck.Key("n_step", c.NStep >= 1, "must be at least 1")
-	ck.Key("huber_delta", finite(c.HuberDelta) && c.HuberDelta > 0, "must be positive")
+	ck.Key("huber_delta", rllib.Finite(c.HuberDelta) && c.HuberDelta > 0, "must be positive")
 	ck.Key("schedule_max_timesteps", c.ScheduleMaxTimesteps >= 1, "must be at least 1")
 	ck.Key("exploration_fraction", prob(c.ExplorationFraction), "must be in [0, 1]")
 	ck.Key("exploration_initial_eps", prob(c.ExplorationInitialEps), "must be in [0, 1]")
 	ck.Key("exploration_final_eps", prob(c.ExplorationFinalEps), "must be in [0, 1]")
 	c.Common.CheckCPUOnly(ck)
-	if err := ck.Err(); err != nil {
-		return err
-	}
-	if c.Model.FreeLogStd {
-		return fmt.Errorf("DQN config: model: free_log_std applies to Gaussian policies only; DQN's actions are Discrete")
-	}
-	if err := rllib.CheckLearnerThreads("DQN", c.NumLearnerThreads, c.NumWorkers, 0); err != nil {
-		return err
-	}
-	if err := c.Model.Validate(); err != nil {
-		return fmt.Errorf("DQN config: model: %w", err)
-	}
-	if err := c.Model.CheckFeedForward("DQN"); err != nil {
-		return fmt.Errorf("DQN config: %w", err)
-	}
-	return nil
+	ck.Key("model.free_log_std", !c.Model.FreeLogStd, "applies to Gaussian policies only; DQN's actions are Discrete")
+	ck.LearnerThreads(c.NumLearnerThreads, c.NumWorkers)
+	ck.Model(c.Model)
+	ck.FeedForward(c.Model)
+	return ck.Err()
 }
 
 // epsilonSchedule is ε as a function of timesteps.

@@ -2,7 +2,6 @@ package dqn
 
 import (
 	"context"
-	"errors"
 	"math"
 	"slices"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/gray-ml/gray/models"
 	"github.com/gray-ml/gray/rllib"
 	"github.com/gray-ml/gray/rllib/internal/agenttest"
+	"github.com/gray-ml/gray/rllib/schedule"
 )
 
 // smallCartPole is a quick configuration for tests that do not need
@@ -25,13 +25,7 @@ func smallCartPole() map[string]any {
 }
 
 func TestRegistered(t *testing.T) {
-	alg, err := rllib.Lookup("dqn")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cfg, ok := alg.DefaultConfig().(*Config); !ok || cfg.TargetNetworkUpdateFreq == 0 || !cfg.DoubleQ {
-		t.Errorf("DefaultConfig() = %#v, want the typed DQN defaults", alg.DefaultConfig())
-	}
+	agenttest.Registered(t, "dqn", func(cfg *Config) bool { return cfg.TargetNetworkUpdateFreq != 0 && cfg.DoubleQ })
 }
 
 // TestLearnsCartPole is the CI-sized learning run: the default
@@ -111,36 +105,23 @@ func TestBoxActionSpaceError(t *testing.T) {
 }
 
 func TestBadConfig(t *testing.T) {
-	tests := []struct {
-		cfg  map[string]any
-		want string
-	}{
-		{map[string]any{"target_update_freq": 3}, `unknown key "target_update_freq"`},
-		{map[string]any{"lr": "fast"}, `"lr" must be a number`},
-		{map[string]any{"n_step": 0}, "n_step must be at least 1"},
-		{map[string]any{"exploration_final_eps": 1.5}, "exploration_final_eps must be in [0, 1]"},
-		{map[string]any{"prioritized_replay_eps": 0}, "prioritized_replay_eps must be positive"},
-		{map[string]any{"gamma": -1}, "gamma must be in [0, 1]"},
-		{map[string]any{"lr_schedule": [][]float64{{100, 1e-3}, {50, 1e-4}}}, "lr_schedule"},
-		{map[string]any{"model": map[string]any{"free_log_std": true}}, "free_log_std"},
-		{map[string]any{"model": map[string]any{"fcnet_hidens": []int{8}}}, "fcnet_hidens"},
-		{map[string]any{"model": map[string]any{"use_lstm": true}}, "model.use_lstm: DQN trains feed-forward policies only"},
-		{map[string]any{"num_learner_threads": 0}, "num_learner_threads must be at least 1, got 0"},
-		// The runtime's 4 CPUs are all the learner has with no workers.
-		{map[string]any{"num_learner_threads": 5}, "num_learner_threads 5 is more than the learner's 4 CPUs"},
-		{map[string]any{"num_gpus": 1}, "num_gpus (1): DQN learns on the CPU only for now; set num_gpus: 0"},
-	}
+	refuses := agenttest.Refuses(t, newFromKeys)
+	refuses(map[string]any{"target_update_freq": 3}, `unknown key "target_update_freq"`)
+	refuses(map[string]any{"lr": "fast"}, `"lr" must be a number`)
+	refuses(map[string]any{"n_step": 0}, "n_step must be at least 1")
+	refuses(map[string]any{"exploration_final_eps": 1.5}, "exploration_final_eps must be in [0, 1]")
+	refuses(map[string]any{"prioritized_replay_eps": 0}, "prioritized_replay_eps must be positive")
+	refuses(map[string]any{"gamma": -1}, "gamma must be in [0, 1]")
+	refuses(map[string]any{"lr_schedule": [][]float64{{100, 1e-3}, {50, 1e-4}}}, "lr_schedule")
+	refuses(map[string]any{"model": map[string]any{"free_log_std": true}}, "free_log_std")
+	refuses(map[string]any{"model": map[string]any{"fcnet_hidens": []int{8}}}, "fcnet_hidens")
+	refuses(map[string]any{"model": map[string]any{"use_lstm": true}}, "model.use_lstm: DQN trains feed-forward policies only")
+	refuses(map[string]any{"num_learner_threads": 0}, "num_learner_threads must be at least 1, got 0")
+	// The runtime's 4 CPUs are all the learner has with no workers.
+	refuses(map[string]any{"num_learner_threads": 5}, "num_learner_threads 5 is more than the learner's 4 CPUs")
+	refuses(map[string]any{"num_gpus": 1}, "num_gpus (1): DQN learns on the CPU only for now; set num_gpus: 0")
 	// TestMain gives the runtime 4 CPUs and each rollout worker reserves one.
-	tests = append(tests, struct {
-		cfg  map[string]any
-		want string
-	}{map[string]any{"num_workers": 5}, "num_workers=5 needs 5 CPUs (each worker actor reserves one); the runtime has 4: set num_workers to at most 4"})
-	for _, tc := range tests {
-		_, err := newFromKeys(context.Background(), rllib.Options{Env: "CartPole-v1"}, tc.cfg)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("config %v: error %v, want one mentioning %s", tc.cfg, err, tc.want)
-		}
-	}
+	refuses(map[string]any{"num_workers": 5}, "num_workers=5 needs 5 CPUs (each worker actor reserves one); the runtime has 4: set num_workers to at most 4")
 }
 
 func TestSaveRestoreContinue(t *testing.T) {
@@ -241,16 +222,8 @@ func TestDeadWorkerReplaced(t *testing.T) {
 func TestNaNStopsRoundAndKeepsWeights(t *testing.T) {
 	a := newAgent(t, "CartPole-v1", smallCartPole(), 1)
 	agenttest.Train(t, a, 2)
-	before := a.Weights()
-	a.lr = constantLR(1e300) // sends the weights to Inf in one step
-	_, err := a.Train(context.Background())
-	var ne *nanError
-	if !errors.As(err, &ne) || !strings.Contains(err.Error(), "gradient step") {
-		t.Fatalf("Train with lr 1e300: %v, want a NaN error naming the gradient step", err)
-	}
-	if !slices.Equal(before, a.Weights()) || a.Iteration() != 2 {
-		t.Error("a failed iteration changed the weights or the iteration count")
-	}
+	a.lr = schedule.Constant(1e300) // sends the weights to Inf in one step
+	agenttest.TrainFails[*nanError](t, a, "gradient step")
 }
 
 func TestComputeActionGreedy(t *testing.T) {

@@ -8,14 +8,10 @@ import (
 	"github.com/gray-ml/gray/rllib"
 )
 
-// Rollout workers as actors, registered at package level so that driver
-// and worker processes (the same executable) agree on the names; placed
-// and checkpointed as every algorithm's workers are (rllib.WorkerOptions).
+// The rollout worker actor (rllib.WorkerActor).
 var (
-	workerActor  = gray.Actor1("dqn.RolloutWorker", NewRolloutWorker, rllib.WorkerOptions()...)
+	workerActor  = rllib.WorkerActor("dqn.RolloutWorker", NewRolloutWorker)
 	sampleMethod = gray.Method2(workerActor, "Sample", (*RolloutWorker).Sample)
-
-	_ gray.Checkpointer = (*RolloutWorker)(nil)
 )
 
 // samplers is how the agent collects one training round's experience.
@@ -66,10 +62,8 @@ type actorSamplers struct {
 }
 
 func newActorSamplers(ctx context.Context, a *Agent) (*actorSamplers, error) {
-	hs, err := rllib.StartWorkers(ctx, "DQN", "rollout worker", a.Cfg.NumWorkers, "to sample in this process (the fastest choice for cheap environments such as CartPole)",
-		func(ctx context.Context, i int) (gray.Handle[RolloutWorker], error) {
-			return workerActor.Remote(ctx, a.WorkerSpec(i))
-		})
+	hs, err := rllib.StartWorkerActors(ctx, &a.Base, workerActor, "rollout worker", a.Cfg.NumWorkers,
+		"to sample in this process (the fastest choice for cheap environments such as CartPole)")
 	if err != nil {
 		return nil, err
 	}

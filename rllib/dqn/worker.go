@@ -10,6 +10,7 @@ import (
 	"github.com/gray-ml/gray/models"
 	"github.com/gray-ml/gray/rllib"
 	"github.com/gray-ml/gray/rllib/replay"
+	"github.com/gray-ml/gray/rllib/rollout"
 	"github.com/gray-ml/gray/rllib/sample"
 	"github.com/gray-ml/gray/rllib/schedule"
 )
@@ -70,29 +71,25 @@ func NewRolloutWorker(ctx context.Context, spec WorkerSpec) (*RolloutWorker, err
 // newRolloutWorker builds a worker; with q given it acts with that
 // network (the driver's local sampler shares the learner's).
 func newRolloutWorker(spec WorkerSpec, q *qNetwork) (*RolloutWorker, error) {
-	cfg := spec.Config
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	vec, err := envs.MakeVector(spec.Env, envs.Config(spec.EnvConfig), cfg.NumEnvsPerWorker)
-	if err != nil {
-		return nil, fmt.Errorf("DQN worker %d: %w", spec.Index, err)
-	}
-	fail := func(err error) (*RolloutWorker, error) {
-		_ = vec.Close()
-		return nil, fmt.Errorf("DQN worker %d: %w", spec.Index, err)
-	}
+	return rllib.BuildWorker("DQN worker", spec, spec.Config.NumEnvsPerWorker, func(vec envs.Vector) (*RolloutWorker, error) {
+		return buildRolloutWorker(spec, vec, q)
+	})
+}
+
+// buildRolloutWorker builds a worker on its environments vec.
+func buildRolloutWorker(spec WorkerSpec, vec envs.Vector, q *qNetwork) (*RolloutWorker, error) {
+	cfg := &spec.Config
 	nActions, err := discreteActions(vec.ActionSpace(), spec.Env)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	pre, err := models.GetPreprocessor(spec.Env, vec.ObservationSpace(), nil)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	if q == nil {
 		if q, err = newQNetwork(pre.Shape(), nActions, cfg.Model, cfg.Dueling, spec.Seed); err != nil {
-			return fail(err)
+			return nil, err
 		}
 	}
 	n, od := vec.NumEnvs(), pre.Size()
@@ -105,22 +102,17 @@ func newRolloutWorker(spec WorkerSpec, q *qNetwork) (*RolloutWorker, error) {
 		w.actions[i] = make([]float64, 1)
 		ns, err := replay.NewNStep(cfg.NStep, cfg.Gamma, od, 1)
 		if err != nil {
-			return fail(err)
+			return nil, err
 		}
 		w.nsteps = append(w.nsteps, ns)
 	}
-	seeds := make([]int64, n)
-	for i := range seeds {
-		// Distinct, reproducible seeds per worker and environment.
-		seeds[i] = spec.Seed*1_000_003 + int64(spec.Index*n+i)*7919
-	}
-	raw, err := vec.Reset(seeds)
+	raw, err := vec.Reset(rollout.EnvSeeds(spec.Seed, spec.Index, n))
 	if err != nil {
-		return fail(fmt.Errorf("resetting %q: %w", spec.Env, err))
+		return nil, fmt.Errorf("resetting %q: %w", spec.Env, err)
 	}
 	for i, o := range raw {
 		if err := pre.Transform(o, w.row(i)); err != nil {
-			return fail(fmt.Errorf("first observation of environment %d: %w", i, err))
+			return nil, fmt.Errorf("first observation of environment %d: %w", i, err)
 		}
 	}
 	return w, nil

@@ -39,22 +39,18 @@ type Agent struct {
 // With num_workers above 0 it needs the gray runtime: it creates the noise
 // table with a remote task and starts the worker actors.
 func New(ctx context.Context, opts rllib.Options, cfg Config) (*Agent, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	seed := cfg.RunSeed(opts.Seed)
-	obsSpace, actSpace, err := rllib.EnvSpaces("ES", opts)
+	base, obsSpace, actSpace, err := rllib.NewBase("ES", opts, cfg)
 	if err != nil {
 		return nil, err
 	}
-	pol, box, err := newPolicy(opts.Env, obsSpace, actSpace, cfg, seed)
+	pol, box, err := newPolicy(opts.Env, obsSpace, actSpace, cfg, base.Seed)
 	if err != nil {
 		return nil, fmt.Errorf("ES: %w", err)
 	}
 	if pol.Model.Params().Len() > cfg.NoiseSize {
 		return nil, fmt.Errorf("ES config: noise_size %d is smaller than the policy's %d weights; raise noise_size or shrink the model", cfg.NoiseSize, pol.Model.Params().Len())
 	}
-	a := &Agent{Base: rllib.Base[Config]{Name: "ES", Opts: opts, Cfg: cfg, Seed: seed}, pol: pol, box: box, opt: models.NewAdam(cfg.Stepsize), tape: models.NewTape()}
+	a := &Agent{Base: base, pol: pol, box: box, opt: models.NewAdam(cfg.Stepsize), tape: models.NewTape()}
 	a.tape.SetNoGrad(true)
 	if err := a.startWorkers(ctx); err != nil {
 		return nil, err

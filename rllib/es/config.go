@@ -23,8 +23,6 @@
 package es
 
 import (
-	"fmt"
-
 	"github.com/gray-ml/gray/models"
 	"github.com/gray-ml/gray/rllib"
 )
@@ -103,33 +101,24 @@ func DefaultConfig() Config {
 
 // Validate checks every value's range, naming the key at fault.
 func (c *Config) Validate() error {
-	finite := rllib.Finite
-	ck := rllib.NewCheck("ES")
-	c.Common.Check(ck)
+	ck := rllib.NewCheck("ES", &c.Common)
 	ck.Key("episodes_per_batch", c.EpisodesPerBatch >= 1, "must be at least 1")
 	ck.Key("train_batch_size", c.TrainBatchSize >= 1, "must be at least 1")
-	ck.Key("noise_stdev", finite(c.NoiseStdev) && c.NoiseStdev > 0, "must be positive")
-	ck.Key("stepsize", finite(c.Stepsize) && c.Stepsize > 0, "must be positive")
-	ck.Key("l2_coeff", finite(c.L2Coeff) && c.L2Coeff >= 0, "must be 0 or more")
+	ck.Key("noise_stdev", rllib.Finite(c.NoiseStdev) && c.NoiseStdev > 0, "must be positive")
+	ck.Key("stepsize", rllib.Finite(c.Stepsize) && c.Stepsize > 0, "must be positive")
+	ck.Key("l2_coeff", rllib.Finite(c.L2Coeff) && c.L2Coeff >= 0, "must be 0 or more")
 	ck.Key("noise_size", c.NoiseSize >= 1, "must be positive")
 	ck.Key("return_proc_mode", c.ReturnProcMode == "centered_rank", `must be "centered_rank"`)
-	ck.Key("action_noise_std", finite(c.ActionNoiseStd) && c.ActionNoiseStd >= 0, "must be 0 or more")
+	ck.Key("action_noise_std", rllib.Finite(c.ActionNoiseStd) && c.ActionNoiseStd >= 0, "must be 0 or more")
 	ck.Key("eval_episodes", c.EvalEpisodes >= 0, "must be 0 or more")
-	ck.Key("eval_prob", finite(c.EvalProb) && c.EvalProb >= 0 && c.EvalProb <= 1, "must be in [0, 1]")
+	ck.Key("eval_prob", rllib.Finite(c.EvalProb) && c.EvalProb >= 0 && c.EvalProb <= 1, "must be in [0, 1]")
 	ck.Key("observation_filter", c.ObservationFilter == "NoFilter" || c.ObservationFilter == "MeanStdFilter", `must be "NoFilter" or "MeanStdFilter"`)
 	ck.Key("max_worker_restarts", c.MaxWorkerRestarts >= 0, "must be 0 or more")
-	ck.Key("worker_start_timeout_s", finite(c.WorkerStartTimeoutS) && c.WorkerStartTimeoutS > 0, "must be positive")
+	ck.Key("worker_start_timeout_s", rllib.Finite(c.WorkerStartTimeoutS) && c.WorkerStartTimeoutS > 0, "must be positive")
 	c.Common.CheckCPUOnly(ck)
-	if err := ck.Err(); err != nil {
-		return err
-	}
-	if err := c.Model.Validate(); err != nil {
-		return fmt.Errorf("ES config: model: %w", err)
-	}
-	if err := c.Model.CheckFeedForward("ES"); err != nil {
-		return fmt.Errorf("ES config: %w", err)
-	}
-	return nil
+	ck.Model(c.Model)
+	ck.FeedForward(c.Model)
+	return ck.Err()
 }
 
 // workers is the number of rollout workers: the driver counts as one.

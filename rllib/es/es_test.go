@@ -132,36 +132,20 @@ func TestAntitheticPairs(t *testing.T) {
 }
 
 func TestRegistered(t *testing.T) {
-	alg, err := rllib.Lookup("es")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cfg, ok := alg.DefaultConfig().(*Config); !ok || cfg.NoiseSize != 25_000_000 || cfg.ReturnProcMode != "centered_rank" {
-		t.Errorf("DefaultConfig() = %#v, want the typed ES defaults", alg.DefaultConfig())
-	}
+	agenttest.Registered(t, "es", func(cfg *Config) bool { return cfg.NoiseSize == 25_000_000 && cfg.ReturnProcMode == "centered_rank" })
 }
 
 func TestBadConfig(t *testing.T) {
-	tests := []struct {
-		cfg  map[string]any
-		want string
-	}{
-		{map[string]any{"noise_stdv": 0.1}, `unknown key "noise_stdv"`},
-		{map[string]any{"stepsize": "big"}, `"stepsize" must be a number`},
-		{map[string]any{"noise_stdev": -1}, "noise_stdev must be positive"},
-		{map[string]any{"return_proc_mode": "raw"}, "return_proc_mode"},
-		{map[string]any{"eval_prob": 2}, "eval_prob"},
-		{map[string]any{"model": map[string]any{"fcnet_hidens": []int{8}}}, "fcnet_hidens"},
-		{map[string]any{"noise_size": 10, "num_workers": 0}, "noise_size"},
-		{map[string]any{"model": map[string]any{"use_lstm": true}}, "model.use_lstm: ES trains feed-forward policies only"},
-		{map[string]any{"num_gpus": 1}, "num_gpus (1): ES learns on the CPU only for now; set num_gpus: 0"},
-	}
-	for _, tc := range tests {
-		_, err := newFromKeys(context.Background(), rllib.Options{Env: "CartPole-v1"}, tc.cfg)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("config %v: error %v, want one mentioning %s", tc.cfg, err, tc.want)
-		}
-	}
+	refuses := agenttest.Refuses(t, newFromKeys)
+	refuses(map[string]any{"noise_stdv": 0.1}, `unknown key "noise_stdv"`)
+	refuses(map[string]any{"stepsize": "big"}, `"stepsize" must be a number`)
+	refuses(map[string]any{"noise_stdev": -1}, "noise_stdev must be positive")
+	refuses(map[string]any{"return_proc_mode": "raw"}, "return_proc_mode")
+	refuses(map[string]any{"eval_prob": 2}, "eval_prob")
+	refuses(map[string]any{"model": map[string]any{"fcnet_hidens": []int{8}}}, "fcnet_hidens")
+	refuses(map[string]any{"noise_size": 10, "num_workers": 0}, "noise_size")
+	refuses(map[string]any{"model": map[string]any{"use_lstm": true}}, "model.use_lstm: ES trains feed-forward policies only")
+	refuses(map[string]any{"num_gpus": 1}, "num_gpus (1): ES learns on the CPU only for now; set num_gpus: 0")
 }
 
 func TestTooManyWorkers(t *testing.T) {

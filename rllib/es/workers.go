@@ -10,15 +10,12 @@ import (
 	"github.com/gray-ml/gray/rllib"
 )
 
-// Worker actors, registered at package level so that driver and worker
-// processes (the same executable) agree on the names; placed and
-// checkpointed as every algorithm's workers are (rllib.WorkerOptions).
+// The worker actor (rllib.WorkerActor2: its second argument is the noise
+// table's reference).
 var (
-	workerActor = gray.Actor2("es.Worker", NewWorker, rllib.WorkerOptions()...)
+	workerActor = rllib.WorkerActor2("es.Worker", NewWorker)
 	runMethod   = gray.Method2(workerActor, "Run", (*Worker).Run)
 	infoMethod  = gray.Method0(workerActor, "Info", (*Worker).Info)
-
-	_ gray.Checkpointer = (*Worker)(nil)
 )
 
 // pool is how the agent runs one iteration's tasks, one per worker.
@@ -77,44 +74,14 @@ func newActorPool(ctx context.Context, specs []WorkerSpec, noise gray.Ref[[]floa
 }
 
 // awaitStarted waits until every worker has built its environment and
-// policy. Each worker reserves one CPU; rllib.CheckWorkers has made sure the
-// runtime has enough in all, but other work may hold some, so the surplus
-// waits for a CPU: once some workers are up and no other has started for
-// startWait, that is what it reports, rather than hanging.
+// policy (rllib.AwaitStarted): up to workerStartLimit for the first, and
+// worker_start_timeout_s for each next one.
 func (p *actorPool) awaitStarted(ctx context.Context) error {
-	n := len(p.hs)
-	pending := make(map[gray.ObjectID]int, n)
-	refs := make([]gray.Ref[WorkerInfo], n)
+	refs := make([]gray.Ref[WorkerInfo], len(p.hs))
 	for i, h := range p.hs {
 		refs[i] = infoMethod.Remote(h)
-		pending[refs[i].ID()] = i
 	}
-	start, progress := time.Now(), time.Now()
-	started := 0
-	for started < n {
-		ready, rest, err := gray.Wait(ctx, refs, 1, time.Second)
-		if err != nil {
-			return fmt.Errorf("ES: waiting for workers to start: %w", err)
-		}
-		for _, r := range ready {
-			i := pending[r.ID()]
-			if _, err := gray.Get(ctx, r); err != nil {
-				return fmt.Errorf("ES: starting worker %d: %w", p.specs[i].Index, err)
-			}
-			started++
-			progress = time.Now()
-		}
-		refs = rest
-		switch {
-		case started == n:
-		case started > 0 && time.Since(progress) > p.startWait:
-			return fmt.Errorf("ES: only %d of num_workers=%d workers started (the rest waited %s for a CPU): each worker reserves one CPU and the runtime has %d free; set num_workers to at most %d, or give the runtime more CPUs (num_cpus in the experiment, gray.Options.NumCPUs)",
-				started, n, p.startWait, started, started)
-		case started == 0 && time.Since(start) > workerStartLimit:
-			return fmt.Errorf("ES: no worker started within %s: the runtime has no free CPU for them (each reserves one); free CPUs, give the runtime more (num_cpus, gray.Options.NumCPUs), or set num_workers to 0 to run episodes in the driver", workerStartLimit)
-		}
-	}
-	return nil
+	return rllib.AwaitStarted(ctx, "ES", "worker", refs, rllib.StartWait{First: workerStartLimit, Stall: p.startWait}, "to run episodes in the driver")
 }
 
 // run puts the weights into the object store once, gives every worker its
@@ -192,10 +159,7 @@ func (p *actorPool) info(ctx context.Context) ([]WorkerInfo, error) {
 }
 
 func (p *actorPool) close() error {
-	var errs []error
-	for _, h := range p.hs {
-		errs = append(errs, gray.Kill(h))
-	}
+	err := rllib.KillWorkers(p.hs)
 	p.hs = nil
-	return errors.Join(errs...)
+	return err
 }

@@ -34,6 +34,16 @@ func newClient(t *testing.T, cfg Config, init Named) *Client {
 	return c
 }
 
+// wantPulled pulls c's weights and compares them with want (equalNamed).
+func wantPulled(t *testing.T, c *Client, want Named, tol float64) {
+	t.Helper()
+	got, err := c.Pull(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	equalNamed(t, got, want, tol)
+}
+
 func equalNamed(t *testing.T, got, want Named, tol float64) {
 	t.Helper()
 	if len(got) != len(want) {
@@ -55,16 +65,12 @@ func equalNamed(t *testing.T, got, want Named, tol float64) {
 func TestPushPull(t *testing.T) {
 	ctx := context.Background()
 	c := newClient(t, Config{}, weights())
-	got, err := c.Pull(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	equalNamed(t, got, weights(), 0)
+	wantPulled(t, c, weights(), 0)
 
 	if err := c.Push(ctx, Named{"w1": {1, 1, 1, 1}, "b2": {2}}); err != nil {
 		t.Fatal(err)
 	}
-	got, err = c.Pull(ctx, "w1", "b2")
+	got, err := c.Pull(ctx, "w1", "b2")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,11 +104,7 @@ func TestBadInput(t *testing.T) {
 		})
 	}
 	// A rejected push changed nothing.
-	got, err := c.Pull(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	equalNamed(t, got, weights(), 0)
+	wantPulled(t, c, weights(), 0)
 }
 
 // putGrads puts one gradient per worker into the object store.
@@ -168,11 +170,7 @@ func TestAsyncAppliesInOrder(t *testing.T) {
 			t.Fatalf("push %d applied as version %d, want %d", i+1, v, i+1)
 		}
 	}
-	got, err := c.Pull(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	equalNamed(t, got, local, 1e-12)
+	wantPulled(t, c, local, 1e-12)
 }
 
 func TestShardingSplitsAndReassembles(t *testing.T) {
@@ -201,11 +199,7 @@ func TestShardingSplitsAndReassembles(t *testing.T) {
 	if len(seen) != len(init) {
 		t.Fatalf("shards hold %d keys, want %d", len(seen), len(init))
 	}
-	got, err := c.Pull(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	equalNamed(t, got, init, 0)
+	wantPulled(t, c, init, 0)
 }
 
 // A client of two shards computes exactly what one server does, for both
@@ -213,23 +207,11 @@ func TestShardingSplitsAndReassembles(t *testing.T) {
 // through the object store by reference.
 func TestTwoShardsEqualOne(t *testing.T) {
 	ctx := context.Background()
-	init := Named{"big": make([]float64, 10000), "small": {1, 2}, "mid": make([]float64, 300)}
-	for i := range init["big"] {
-		init["big"][i] = math.Sin(float64(i))
-	}
+	init := bigWeights()
 	cfg := ServerConfig{Optimizer: OptAdam, LR: 0.01}
 	one := newClient(t, Config{Shards: 1, Server: cfg}, init)
 	two := newClient(t, Config{Shards: 2, Server: cfg}, init)
-	grad := func(seed int) Named {
-		g := Named{}
-		for k, v := range init {
-			g[k] = make([]float64, len(v))
-			for i := range g[k] {
-				g[k][i] = math.Cos(float64(seed*7 + i))
-			}
-		}
-		return g
-	}
+	grad := func(seed int) Named { return gradOf(init, seed) }
 	for step := 0; step < 3; step++ {
 		for _, c := range []*Client{one, two} {
 			if err := c.Push(ctx, grad(step)); err != nil {

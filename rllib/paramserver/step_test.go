@@ -86,11 +86,7 @@ func TestStepShipsWeightsToAView(t *testing.T) {
 				t.Fatal(err)
 			}
 			equalNamed(t, got, want, 1e-12)
-			pulled, err := c.Pull(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			equalNamed(t, pulled, want, 0)
+			wantPulled(t, c, want, 0)
 		})
 	}
 }
@@ -127,11 +123,7 @@ func TestStepRejectsBadGradients(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("got %v, want an error containing %q", err, tt.want)
 			}
-			got, err := c.Pull(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			equalNamed(t, got, init, 0)
+			wantPulled(t, c, init, 0)
 		})
 	}
 	if err := c.ApplyGradients(ctx, putGrads(t, []Named{good})); err != nil {
@@ -143,11 +135,7 @@ func TestStepRejectsBadGradients(t *testing.T) {
 			w[i] -= 0.5 * good[k][i]
 		}
 	}
-	got, err := c.Pull(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	equalNamed(t, got, want, 0)
+	wantPulled(t, c, want, 0)
 	if _, err := c.Step(ctx, nil); err == nil {
 		t.Fatal("a step without gradients was accepted")
 	}

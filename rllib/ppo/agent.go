@@ -66,15 +66,11 @@ func New(ctx context.Context, opts rllib.Options, cfg Config) (*Agent, error) {
 // newWithBackend is New with the learner backend num_gpus uses (tests stand
 // the CPU learner in for CUDA on machines without a GPU).
 func newWithBackend(ctx context.Context, opts rllib.Options, cfg Config, gpuBackend string) (*Agent, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	seed := cfg.RunSeed(opts.Seed)
-	// The driver builds one environment to learn the spaces.
-	obsSpace, actSpace, err := rllib.EnvSpaces("PPO", opts)
+	base, obsSpace, actSpace, err := rllib.NewBase("PPO", opts, cfg)
 	if err != nil {
 		return nil, err
 	}
+	seed := base.Seed
 	proc, err := newObsProcessor(opts.Env, obsSpace, cfg.ObservationFilter, cfg.Model.Image())
 	if err != nil {
 		return nil, fmt.Errorf("PPO: %w", err)
@@ -84,13 +80,13 @@ func newWithBackend(ctx context.Context, opts rllib.Options, cfg Config, gpuBack
 		return nil, fmt.Errorf("PPO: %w", err)
 	}
 	a := &Agent{
-		Base: rllib.Base[Config]{Name: "PPO", Opts: opts, Cfg: cfg, Seed: seed}, pol: pol, proc: proc,
+		Base: base, pol: pol, proc: proc,
 		lr: cfg.lrSchedule(), klCoeff: cfg.KLCoeff, actSpace: actSpace,
 		window: sample.NewEpisodeWindow(cfg.MetricsSmoothingEpisodes),
 	}
 	threads, err := rllib.LearnerThreads("PPO", cfg.NumLearnerThreads, cfg.NumWorkers)
 	if err != nil {
-		return nil, errors.Join(err, pol.close())
+		return nil, errors.Join(err, pol.Close())
 	}
 	a.learner, err = newLearner(&a.Cfg, pol, threads, func() (*policy, error) {
 		return newPolicy(proc.pre, actSpace, cfg.Model, seed)
@@ -100,7 +96,7 @@ func newWithBackend(ctx context.Context, opts rllib.Options, cfg Config, gpuBack
 	}
 	if cfg.NumGPUs > 0 {
 		if a.gpu, err = newRemoteLearner(ctx, a, gpuBackend); err != nil {
-			return nil, errors.Join(err, a.learner.close(), pol.close())
+			return nil, errors.Join(err, a.learner.close(), pol.Close())
 		}
 	}
 	if a.samplers, err = newSamplers(ctx, a); err != nil {
@@ -113,7 +109,7 @@ func newWithBackend(ctx context.Context, opts rllib.Options, cfg Config, gpuBack
 func (a *Agent) Iteration() int { return a.iteration }
 
 // Weights returns a copy of the policy's flat weights.
-func (a *Agent) Weights() []float64 { return a.pol.params.GetFlat(nil) }
+func (a *Agent) Weights() []float64 { return a.pol.Params.GetFlat(nil) }
 
 // Train implements rllib.Agent: it samples train_batch_size steps,
 // computes advantages and runs minibatch SGD. On NaN or Inf in a loss,
@@ -169,7 +165,7 @@ func (a *Agent) Train(ctx context.Context) (rllib.Result, error) {
 
 	// Keep the last good state: a NaN mid-SGD must not corrupt it.
 	learnStart := time.Now()
-	goodWeights := a.pol.params.GetFlat(nil)
+	goodWeights := a.pol.Params.GetFlat(nil)
 	goodOpt := a.learner.opt.State()
 	lr := a.lr.Value(a.timesteps)
 	var stats learnStats
@@ -179,7 +175,7 @@ func (a *Agent) Train(ctx context.Context) (rllib.Result, error) {
 		stats, err = a.learner.learn(ctx, &b, lr, a.klCoeff, shuffleRNG(a.Seed, iter))
 	}
 	if err != nil {
-		_ = a.pol.params.SetFlat(goodWeights)
+		_ = a.pol.Params.SetFlat(goodWeights)
 		_ = a.learner.opt.SetState(goodOpt)
 		return rllib.Result{}, fmt.Errorf("PPO iteration %d: %w; weights and optimizer state kept from iteration %d", iter, err, a.iteration)
 	}
@@ -273,7 +269,7 @@ func (a *Agent) ComputeActionSampled(obs []float64, rng *rand.Rand) ([]float64, 
 }
 
 func (a *Agent) computeAction(obs []float64, rng *rand.Rand) ([]float64, error) {
-	a.obsBuf = grow(a.obsBuf, a.proc.Size())
+	a.obsBuf = sample.Resize(a.obsBuf, a.proc.Size())
 	if err := a.proc.ProcessStream(computeStream, false, a.obsBuf, obs, false); err != nil {
 		return nil, fmt.Errorf("PPO: ComputeAction: %w", err)
 	}
@@ -322,7 +318,7 @@ func (a *Agent) stopLearner() error {
 		errs = append(errs, a.gpu.close())
 		a.gpu = nil
 	}
-	return errors.Join(append(errs, a.learner.close(), a.pol.close())...)
+	return errors.Join(append(errs, a.learner.close(), a.pol.Close())...)
 }
 
 // localSampler samples in the driver with the learner's own policy and
@@ -354,7 +350,7 @@ func newLocalSampler(ctx context.Context, a *Agent) (*localSampler, error) {
 
 // weights is the state every remote worker receives each iteration.
 func (a *Agent) weights() Weights {
-	return Weights{Params: a.pol.params.GetFlat(nil), Filter: a.proc.stats()}
+	return Weights{Params: a.pol.Params.GetFlat(nil), Filter: a.proc.stats()}
 }
 
 var _ rllib.Agent = (*Agent)(nil)

@@ -30,7 +30,7 @@ type checkpointState struct {
 // state.
 func (a *Agent) Save(ctx context.Context) (string, error) {
 	return a.SaveState(formatVersion, checkpointState{
-		TrainState: rllib.NewTrainState(a.pol.params, a.learner.opt, a.iteration, a.timesteps),
+		TrainState: rllib.NewTrainState(a.pol.Params, a.learner.opt, a.iteration, a.timesteps),
 		Filter:     a.proc.stats(), KLCoeff: a.klCoeff, WindowState: a.window.State(),
 	})
 }
@@ -46,7 +46,7 @@ func (a *Agent) Restore(ctx context.Context, path string) error {
 	if (st.Filter == nil) != (a.proc.filter == nil) {
 		return fmt.Errorf("PPO: Restore: %q was saved with a different observation_filter", path)
 	}
-	undo, err := a.ApplyTrainState(path, st.TrainState, a.pol.params, a.learner.opt)
+	undo, err := a.ApplyTrainState(path, st.TrainState, a.pol.Params, a.learner.opt)
 	if err != nil {
 		return err
 	}

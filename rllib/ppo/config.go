@@ -108,38 +108,29 @@ func defaultModel() models.ModelOptions {
 
 // Validate checks every value's range, naming the key at fault.
 func (c *Config) Validate() error {
-	finite := rllib.Finite
-	ck := rllib.NewCheck("PPO")
-	c.Common.Check(ck)
+	ck := rllib.NewCheck("PPO", &c.Common)
 	c.Training.Check(ck)
 	ck.Key("train_batch_size", c.TrainBatchSize >= 1, "must be at least 1")
-	ck.Key("lambda", finite(c.Lambda) && c.Lambda >= 0 && c.Lambda <= 1, "must be in [0, 1]")
-	ck.Key("clip_param", finite(c.ClipParam) && c.ClipParam > 0, "must be positive")
-	ck.Key("vf_clip_param", finite(c.VFClipParam) && c.VFClipParam >= 0, "must be 0 (off) or positive")
-	ck.Key("vf_loss_coeff", finite(c.VFLossCoeff) && c.VFLossCoeff >= 0, "must be 0 or more")
-	ck.Key("entropy_coeff", finite(c.EntropyCoeff), "must be a finite number")
-	ck.Key("kl_coeff", finite(c.KLCoeff) && c.KLCoeff >= 0, "must be 0 (off) or positive")
-	ck.Key("kl_target", finite(c.KLTarget) && c.KLTarget > 0, "must be positive")
+	ck.Key("lambda", rllib.Finite(c.Lambda) && c.Lambda >= 0 && c.Lambda <= 1, "must be in [0, 1]")
+	ck.Key("clip_param", rllib.Finite(c.ClipParam) && c.ClipParam > 0, "must be positive")
+	ck.Key("vf_clip_param", rllib.Finite(c.VFClipParam) && c.VFClipParam >= 0, "must be 0 (off) or positive")
+	ck.Key("vf_loss_coeff", rllib.Finite(c.VFLossCoeff) && c.VFLossCoeff >= 0, "must be 0 or more")
+	ck.Key("entropy_coeff", rllib.Finite(c.EntropyCoeff), "must be a finite number")
+	ck.Key("kl_coeff", rllib.Finite(c.KLCoeff) && c.KLCoeff >= 0, "must be 0 (off) or positive")
+	ck.Key("kl_target", rllib.Finite(c.KLTarget) && c.KLTarget > 0, "must be positive")
 	ck.Key("num_sgd_iter", c.NumSGDIter >= 1, "must be at least 1")
 	ck.Key("sgd_minibatch_size", c.SGDMinibatchSize >= 1, "must be at least 1")
 	ck.Key("sgd_minibatch_size", c.SGDMinibatchSize <= c.TrainBatchSize,
 		fmt.Sprintf("(%d) must not exceed train_batch_size (%d): a minibatch is a slice of the train batch; lower it or raise train_batch_size",
 			c.SGDMinibatchSize, c.TrainBatchSize))
-	ck.Key("lr_final", c.LRFinal == nil || (finite(*c.LRFinal) && *c.LRFinal >= 0), "must be 0 or more")
+	ck.Key("lr_final", c.LRFinal == nil || (rllib.Finite(*c.LRFinal) && *c.LRFinal >= 0), "must be 0 or more")
 	ck.Key("lr_decay_timesteps", c.LRFinal == nil || c.LRDecayTimesteps > 0, "must be positive when lr_final is set")
 	ck.Key("observation_filter", c.ObservationFilter == "NoFilter" || c.ObservationFilter == "MeanStdFilter", `must be "NoFilter" or "MeanStdFilter"`)
 	ck.Key("sample_async", !c.SampleAsync || c.NumWorkers >= 1, "needs num_workers of 1 or more (rollout worker actors to sample while the driver learns); set num_workers or drop sample_async")
 	ck.Key("num_gpus", c.NumGPUs == 0 || c.NumGPUs == 1, fmt.Sprintf("(%g) must be 0 (learn on the CPU) or 1 (learn on one GPU)", c.NumGPUs))
-	if err := ck.Err(); err != nil {
-		return err
-	}
-	if err := rllib.CheckLearnerThreads("PPO", c.NumLearnerThreads, c.NumWorkers, 0); err != nil {
-		return err
-	}
-	if err := c.Model.Validate(); err != nil {
-		return fmt.Errorf("PPO config: model: %w", err)
-	}
-	return nil
+	ck.LearnerThreads(c.NumLearnerThreads, c.NumWorkers)
+	ck.Model(c.Model)
+	return ck.Err()
 }
 
 // lrSchedule is the learning rate as a function of timesteps.
@@ -161,7 +152,3 @@ func (c *Config) fragmentLength() int {
 	envs := c.workers() * c.NumEnvsPerWorker
 	return (c.TrainBatchSize + envs - 1) / envs
 }
-
-// constantLR is a schedule that is always lr (for tests and callers that
-// override the configured schedule).
-func constantLR(lr float64) schedule.Piecewise { return schedule.Constant(lr) }

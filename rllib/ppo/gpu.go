@@ -128,10 +128,10 @@ func NewGPULearner(ctx context.Context, spec LearnerSpec) (*GPULearner, error) {
 }
 
 func (g *GPULearner) openCUDA() error {
-	if g.pol.dist.Name() != "Categorical" {
-		return &models.NoDeviceKernelError{Layer: fmt.Sprintf("PPO's loss for a %s action distribution (the GPU computes Categorical policies)", g.pol.dist.Name())}
+	if g.pol.Dist.Name() != "Categorical" {
+		return &models.NoDeviceKernelError{Layer: fmt.Sprintf("PPO's loss for a %s action distribution (the GPU computes Categorical policies)", g.pol.Dist.Name())}
 	}
-	if _, err := models.DeviceGraphOf(g.pol.model); err != nil {
+	if _, err := models.DeviceGraphOf(g.pol.Model); err != nil {
 		return err // before touching the GPU: the model is at fault, not the machine
 	}
 	d, err := cuda.Open(0)
@@ -140,7 +140,7 @@ func (g *GPULearner) openCUDA() error {
 	}
 	g.dev, g.info.Device = d, d.String()
 	c := g.spec.Config
-	g.gpu, err = cuda.NewPPOLearner(d, g.pol.model, min(c.SGDMinibatchSize, c.TrainBatchSize), cuda.PPOConfig{
+	g.gpu, err = cuda.NewPPOLearner(d, g.pol.Model, min(c.SGDMinibatchSize, c.TrainBatchSize), cuda.PPOConfig{
 		ClipParam: c.ClipParam, VFClipParam: c.VFClipParam, VFLossCoeff: c.VFLossCoeff,
 		EntropyCoeff: c.EntropyCoeff, GradClip: c.GradClip,
 	})
@@ -163,7 +163,7 @@ func (g *GPULearner) Close() error {
 		g.cpu = nil
 	}
 	if g.pol != nil {
-		errs = append(errs, g.pol.close())
+		errs = append(errs, g.pol.Close())
 		g.pol = nil
 	}
 	return errors.Join(errs...)
@@ -186,13 +186,13 @@ func (g *GPULearner) Learn(ctx context.Context, req LearnRequest) (LearnReply, e
 	var reply LearnReply
 	var err error
 	if g.cpu != nil {
-		good, goodOpt := g.pol.params.GetFlat(nil), g.cpu.opt.State()
+		good, goodOpt := g.pol.Params.GetFlat(nil), g.cpu.opt.State()
 		if s, err = g.cpu.learn(ctx, &req.Batch, req.LR, req.KLCoeff, rng); err != nil {
-			_ = g.pol.params.SetFlat(good)
+			_ = g.pol.Params.SetFlat(good)
 			_ = g.cpu.opt.SetState(goodOpt)
 			return LearnReply{}, err
 		}
-		reply.Weights, reply.Adam = g.pol.params.GetFlat(nil), g.cpu.opt.State()
+		reply.Weights, reply.Adam = g.pol.Params.GetFlat(nil), g.cpu.opt.State()
 	} else {
 		b := &req.Batch
 		if b.ActDim != 1 {
@@ -230,7 +230,7 @@ func (g *GPULearner) setState(w []float64, adam *models.AdamState) error {
 		st = *adam
 	}
 	if g.cpu != nil {
-		if err := g.pol.params.SetFlat(w); err != nil {
+		if err := g.pol.Params.SetFlat(w); err != nil {
 			return err
 		}
 		return g.cpu.opt.SetState(st)
@@ -285,9 +285,9 @@ func newRemoteLearner(ctx context.Context, a *Agent, backend string) (*remoteLea
 // Adam's state into the driver's policy and optimizer.
 func (r *remoteLearner) learn(ctx context.Context, a *Agent, b *sample.Batch, lr, klCoeff float64, iter int) (learnStats, error) {
 	req := LearnRequest{Batch: *b, LR: lr, KLCoeff: klCoeff, Iter: iter}
-	if !slices.Equal(r.synced, a.pol.params.Flat()) {
+	if !slices.Equal(r.synced, a.pol.Params.Flat()) {
 		st := a.learner.opt.State()
-		req.Weights, req.Adam = a.pol.params.GetFlat(nil), &st
+		req.Weights, req.Adam = a.pol.Params.GetFlat(nil), &st
 	}
 	rep, err := gray.Get(ctx, gpuLearnMethod.Remote(r.h, req))
 	if err != nil {
@@ -296,7 +296,7 @@ func (r *remoteLearner) learn(ctx context.Context, a *Agent, b *sample.Batch, lr
 		r.synced = nil
 		return learnStats{}, fmt.Errorf("GPU learner: %w", err)
 	}
-	if err := a.pol.params.SetFlat(rep.Weights); err != nil {
+	if err := a.pol.Params.SetFlat(rep.Weights); err != nil {
 		return learnStats{}, err
 	}
 	if err := a.learner.opt.SetState(rep.Adam); err != nil {

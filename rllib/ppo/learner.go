@@ -78,24 +78,24 @@ const minShardRows = 32
 // first, which uses pol itself.
 func newLearner(cfg *Config, pol *policy, threads int, copyPolicy func() (*policy, error)) (*learner, error) {
 	l := &learner{cfg: cfg, pol: pol, opt: models.NewAdam(cfg.LR), team: models.NewTeam(threads)}
-	l.shards = append(l.shards, &shard{model: pol.model, rnn: pol.rnn, params: pol.params, tape: models.NewTape(), dirty: true})
+	l.shards = append(l.shards, &shard{model: pol.Model, rnn: pol.RNN, params: pol.Params, tape: models.NewTape(), dirty: true})
 	for len(l.shards) < threads {
 		p, err := copyPolicy()
 		if err != nil {
 			_ = l.close()
 			return nil, err
 		}
-		// Every shard uses the first policy's distribution (l.pol.dist):
+		// Every shard uses the first policy's distribution (l.pol.Dist):
 		// release the copy's, a plugin process when it is one.
-		if err := models.CloseActionDist(p.dist); err != nil {
-			_ = models.CloseModel(p.model)
+		if err := models.CloseActionDist(p.Dist); err != nil {
+			_ = models.CloseModel(p.Model)
 			_ = l.close()
 			return nil, err
 		}
-		sh := &shard{model: p.model, rnn: p.rnn, params: p.params, tape: models.NewTape(), copied: cfg.Model.CustomModel != ""}
+		sh := &shard{model: p.Model, rnn: p.RNN, params: p.Params, tape: models.NewTape(), copied: cfg.Model.CustomModel != ""}
 		if !sh.copied {
-			if err := sh.params.ShareWeights(pol.params); err != nil {
-				_ = models.CloseModel(p.model)
+			if err := sh.params.ShareWeights(pol.Params); err != nil {
+				_ = models.CloseModel(p.Model)
 				_ = l.close()
 				return nil, err
 			}
@@ -160,7 +160,7 @@ func (l *learner) learn(ctx context.Context, b *sample.Batch, lr, klCoeff float6
 	// n units (rows, or sequences for a recurrent model), mb per minibatch.
 	n := b.Len()
 	mb := min(l.cfg.SGDMinibatchSize, n)
-	if l.pol.rnn != nil {
+	if l.pol.RNN != nil {
 		if len(b.SeqLens) == 0 {
 			return learnStats{}, errors.New("the recurrent policy's batch has no sequences")
 		}
@@ -218,13 +218,13 @@ func (m *minibatch) gather(b *sample.Batch, idx []int, seq bool, starts []int) {
 	}
 	n := len(idx)
 	m.rows, m.valid = n, n
-	m.obs = grow(m.obs, n*od)
-	m.act = grow(m.act, n*ad)
-	m.dist = grow(m.dist, n*dd)
-	m.logp = grow(m.logp, n)
-	m.adv = grow(m.adv, n)
-	m.vtarg = grow(m.vtarg, n)
-	m.vpred = grow(m.vpred, n)
+	m.obs = sample.Resize(m.obs, n*od)
+	m.act = sample.Resize(m.act, n*ad)
+	m.dist = sample.Resize(m.dist, n*dd)
+	m.logp = sample.Resize(m.logp, n)
+	m.adv = sample.Resize(m.adv, n)
+	m.vtarg = sample.Resize(m.vtarg, n)
+	m.vpred = sample.Resize(m.vpred, n)
 	for k, r := range idx {
 		copy(m.obs[k*od:(k+1)*od], b.Obs[r*od:(r+1)*od])
 		copy(m.act[k*ad:(k+1)*ad], b.Actions[r*ad:(r+1)*ad])
@@ -248,7 +248,7 @@ func (m *minibatch) gather(b *sample.Batch, idx []int, seq bool, starts []int) {
 // steps only.
 func (l *learner) step(b *sample.Batch, idx []int, klCoeff float64) (learnStats, error) {
 	m := len(idx)
-	seq := l.pol.rnn != nil
+	seq := l.pol.RNN != nil
 	rows := m
 	if seq {
 		rows = 0
@@ -258,7 +258,7 @@ func (l *learner) step(b *sample.Batch, idx []int, klCoeff float64) (learnStats,
 	}
 	n := min(len(l.shards), m, max(1, rows/minShardRows))
 	shards := l.shards[:n]
-	master := l.pol.params
+	master := l.pol.Params
 	// Shard k takes units [k·m/n, (k+1)·m/n) and weighs its means by its
 	// share of the real rows, so the summed gradient is the whole
 	// minibatch's. The shards read the master's weights (a custom model's
@@ -316,9 +316,9 @@ func (l *learner) step(b *sample.Batch, idx []int, klCoeff float64) (learnStats,
 // on the shard's model and leaves its gradient in the shard's parameters.
 // It returns the weighted statistics.
 func (l *learner) shardLoss(sh *shard, weight, klCoeff float64) learnStats {
-	cfg, t, dist, mb := l.cfg, sh.tape, l.pol.dist, &sh.mb
+	cfg, t, dist, mb := l.cfg, sh.tape, l.pol.Dist, &sh.mb
 	n := mb.rows
-	od, ad, dd := l.pol.obsDim, l.pol.actDim, l.pol.distDim
+	od, ad, dd := l.pol.ObsDim(), l.pol.ActDim(), l.pol.DistDim()
 	t.Reset()
 	var o models.Output
 	// mean averages over the real rows: padding rows have mask 0.

@@ -132,7 +132,7 @@ func TestLSTMRemoteWorkersAndComputeAction(t *testing.T) {
 func TestStatelessCartPoleConfig(t *testing.T) {
 	keys := agenttest.Experiment(t, "../../configs/statelesscartpole-ppo-lstm.yaml", "PPO", "StatelessCartPole-v1")
 	a := newAgent(t, "StatelessCartPole-v1", keys, 1)
-	if !a.Cfg.Model.UseLSTM || a.Cfg.Model.LSTMCellSize != 64 || a.Cfg.Model.MaxSeqLen != 20 || a.pol.rnn == nil {
+	if !a.Cfg.Model.UseLSTM || a.Cfg.Model.LSTMCellSize != 64 || a.Cfg.Model.MaxSeqLen != 20 || a.pol.RNN == nil {
 		t.Errorf("decoded model %+v", a.Cfg.Model)
 	}
 }

@@ -3,159 +3,18 @@ package ppo
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 
 	"github.com/gray-ml/gray/envs"
 	"github.com/gray-ml/gray/models"
 	"github.com/gray-ml/gray/rllib/rollout"
 )
 
-// policy is PPO's actor-critic: the catalog's model (with a value output)
-// and action distribution. It implements rollout.Recurrent, and is
-// recurrent when the model is (use_lstm).
-type policy struct {
-	model models.Model
-	// rnn is the model when it is recurrent, else nil.
-	rnn    models.Recurrent
-	dist   models.ActionDist
-	params *models.Params
-	// tape is a no-grad tape for acting; the learner has its own.
-	tape    *models.Tape
-	obsDim  int
-	actDim  int
-	distDim int
-}
+// policy is PPO's actor-critic, the one A3C shares (rollout.ActorCritic).
+type policy = rollout.ActorCritic
 
-// newPolicy builds the networks for the environment's spaces. A free
-// log-std applies to Gaussian policies only: for a Categorical it would turn
-// half the logits into constants.
+// newPolicy builds the networks for the environment's spaces.
 func newPolicy(pre models.Preprocessor, act envs.Space, opts models.ModelOptions, seed int64) (*policy, error) {
-	dist, err := models.NewActionDist(act, opts)
-	if err != nil {
-		return nil, err
-	}
-	opts.Value = true
-	if dist.Name() != "DiagGaussian" {
-		opts.FreeLogStd = false
-	}
-	model, err := models.NewModel(pre.Shape(), dist.InputSize(), opts, uint64(seed))
-	if err != nil {
-		return nil, errors.Join(err, models.CloseActionDist(dist))
-	}
-	tape := models.NewTape()
-	tape.SetNoGrad(true)
-	p := &policy{
-		model: model, dist: dist, params: model.Params(), tape: tape,
-		obsDim: pre.Size(), actDim: dist.ActionSize(), distDim: dist.InputSize(),
-	}
-	if opts.UseLSTM {
-		rnn, ok := model.(models.Recurrent)
-		if !ok {
-			_ = models.CloseModel(model)
-			return nil, fmt.Errorf("model: use_lstm built a %T, which is not recurrent", model)
-		}
-		p.rnn = rnn
-	}
-	return p, nil
-}
-
-// StateSize implements rollout.Recurrent: 0 for a feed-forward model.
-func (p *policy) StateSize() int {
-	if p.rnn == nil {
-		return 0
-	}
-	return p.rnn.StateSize()
-}
-
-// close releases the outside resources of the model and the distribution
-// (plugin processes).
-func (p *policy) close() error {
-	return errors.Join(models.CloseModel(p.model), models.CloseActionDist(p.dist))
-}
-
-// DistDim implements rollout.Policy.
-func (p *policy) DistDim() int { return p.distDim }
-
-// forward runs the model without gradients on n observations.
-func (p *policy) forward(obs []float64, n int) models.Output {
-	p.tape.Reset()
-	return p.model.Forward(p.tape, p.tape.Const(n, p.obsDim, obs))
-}
-
-// forwardSeq runs the recurrent model without gradients one step from
-// state on n observations, writing the next state into next when non-nil.
-func (p *policy) forwardSeq(obs, state []float64, n int, next []float64) models.Output {
-	p.tape.Reset()
-	t := p.tape
-	return p.rnn.ForwardSeq(t, t.Const(n, p.obsDim, obs), t.Const(n, p.rnn.StateSize(), state), next)
-}
-
-// Act implements rollout.Policy: it samples actions (rng nil: takes the
-// distribution's mode) and reports their log-likelihoods, the value
-// estimates and the distribution inputs. A recurrent policy acts from the
-// zero state.
-func (p *policy) Act(obs []float64, n int, rng *rand.Rand, out *rollout.Actions) error {
-	if p.rnn != nil {
-		return p.ActRecurrent(obs, make([]float64, n*p.rnn.StateSize()), n, rng, out)
-	}
-	return p.fill(p.forward(obs, n), n, rng, out)
-}
-
-// ActRecurrent implements rollout.Recurrent.
-func (p *policy) ActRecurrent(obs, state []float64, n int, rng *rand.Rand, out *rollout.Actions) error {
-	out.State = grow(out.State, n*p.rnn.StateSize())
-	return p.fill(p.forwardSeq(obs, state, n, out.State), n, rng, out)
-}
-
-// fill turns the model's outputs into actions, log-likelihoods, values
-// and distribution inputs.
-func (p *policy) fill(o models.Output, n int, rng *rand.Rand, out *rollout.Actions) error {
-	err := p.tape.Err()
-	if err != nil { // a custom model's failure
-		return err
-	}
-	out.Actions = grow(out.Actions, n*p.actDim)
-	out.Logp = grow(out.Logp, n)
-	out.VPreds = grow(out.VPreds, n)
-	out.DistInputs = grow(out.DistInputs, n*p.distDim)
-	copy(out.DistInputs, o.Out.Data)
-	copy(out.VPreds, o.Value.Data)
-	if rng == nil {
-		err = p.dist.Mode(out.DistInputs, out.Actions)
-	} else {
-		err = p.dist.Sample(rng, out.DistInputs, out.Actions)
-	}
-	if err != nil {
-		return err
-	}
-	return p.dist.LogProb(out.DistInputs, out.Actions, out.Logp)
-}
-
-// Values implements rollout.Policy.
-func (p *policy) Values(obs []float64, n int, vals []float64) error {
-	if p.rnn != nil {
-		return p.ValuesRecurrent(obs, make([]float64, n*p.rnn.StateSize()), n, vals)
-	}
-	o := p.forward(obs, n)
-	if err := p.tape.Err(); err != nil {
-		return err
-	}
-	copy(vals[:n], o.Value.Data)
-	return nil
-}
-
-// ValuesRecurrent implements rollout.Recurrent.
-func (p *policy) ValuesRecurrent(obs, state []float64, n int, vals []float64) error {
-	o := p.forwardSeq(obs, state, n, nil)
-	copy(vals[:n], o.Value.Data)
-	return nil
-}
-
-func grow(xs []float64, n int) []float64 {
-	if cap(xs) >= n {
-		return xs[:n]
-	}
-	return make([]float64, n)
+	return rollout.NewActorCritic(pre, act, opts, seed)
 }
 
 // obsProcessor applies the catalog's preprocessor and, when configured,

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/gray-ml/gray/envs"
-	"github.com/gray-ml/gray/rllib"
 	"github.com/gray-ml/gray/rllib/internal/agenttest"
+	"github.com/gray-ml/gray/rllib/schedule"
 )
 
 // fastCartPole is a CI-sized configuration.
@@ -22,13 +22,7 @@ func fastCartPole() map[string]any {
 }
 
 func TestRegistered(t *testing.T) {
-	alg, err := rllib.Lookup("ppo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cfg, ok := alg.DefaultConfig().(*Config); !ok || cfg.ClipParam != 0.2 {
-		t.Errorf("DefaultConfig() = %#v, want the typed PPO defaults", alg.DefaultConfig())
-	}
+	agenttest.Registered(t, "ppo", func(cfg *Config) bool { return cfg.ClipParam == 0.2 })
 }
 
 // tunedCartPole is the CartPole setting of benchmarks/rl.
@@ -189,54 +183,33 @@ func TestRestoreRejectsOtherCheckpoints(t *testing.T) {
 }
 
 func TestBadConfig(t *testing.T) {
-	tests := []struct {
-		cfg  map[string]any
-		want string
-	}{
-		{map[string]any{"num_sgd_iters": 3}, `unknown key "num_sgd_iters"`},
-		{map[string]any{"lr": "fast"}, `"lr" must be a number`},
-		{map[string]any{"num_workers": 1.5}, `"num_workers" must be an integer`},
-		{map[string]any{"gamma": 1.5}, "gamma must be in [0, 1]"},
-		{map[string]any{"observation_filter": "Fancy"}, "observation_filter"},
-		{map[string]any{"model": map[string]any{"fcnet_hidens": []int{8}}}, "fcnet_hidens"},
-		{map[string]any{"lr_schedule": [][]float64{{100, 1e-3}, {50, 1e-4}}}, "lr_schedule"},
-		{map[string]any{"lr_final": 1e-5}, "lr_decay_timesteps"},
-		{map[string]any{"train_batch_size": 200, "sgd_minibatch_size": 256}, "sgd_minibatch_size (256) must not exceed train_batch_size (200)"},
-		// TestMain gives the runtime 4 CPUs and each rollout worker
-		// reserves one: a fifth would wait forever.
-		{map[string]any{"num_workers": 5}, "num_workers=5 needs 5 CPUs (each worker actor reserves one); the runtime has 4: set num_workers to at most 4"},
-		{map[string]any{"sample_async": true}, "sample_async needs num_workers of 1 or more"},
-		{map[string]any{"num_learner_threads": 0}, "num_learner_threads must be at least 1, got 0"},
-		{map[string]any{"num_learner_threads": -2}, "num_learner_threads must be at least 1, got -2"},
-		// Two workers leave the learner 2 of the runtime's 4 CPUs.
-		{map[string]any{"num_workers": 2, "num_learner_threads": 3}, "num_learner_threads 3 is more than the learner's 2 CPUs"},
-	}
-	for _, tc := range tests {
-		_, err := newFromKeys(context.Background(), rllib.Options{Env: "CartPole-v1"}, tc.cfg)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("config %v: error %v, want one mentioning %s", tc.cfg, err, tc.want)
-		}
-	}
-	if _, err := newFromKeys(context.Background(), rllib.Options{Env: "NoSuchEnv-v0"}, nil); err == nil || !strings.Contains(err.Error(), "CartPole") {
-		t.Errorf("unknown environment: %v, want an error listing the known ones", err)
-	}
+	refuses := agenttest.Refuses(t, newFromKeys)
+	refuses(map[string]any{"num_sgd_iters": 3}, `unknown key "num_sgd_iters"`)
+	refuses(map[string]any{"lr": "fast"}, `"lr" must be a number`)
+	refuses(map[string]any{"num_workers": 1.5}, `"num_workers" must be an integer`)
+	refuses(map[string]any{"gamma": 1.5}, "gamma must be in [0, 1]")
+	refuses(map[string]any{"observation_filter": "Fancy"}, "observation_filter")
+	refuses(map[string]any{"model": map[string]any{"fcnet_hidens": []int{8}}}, "fcnet_hidens")
+	refuses(map[string]any{"lr_schedule": [][]float64{{100, 1e-3}, {50, 1e-4}}}, "lr_schedule")
+	refuses(map[string]any{"lr_final": 1e-5}, "lr_decay_timesteps")
+	refuses(map[string]any{"train_batch_size": 200, "sgd_minibatch_size": 256}, "sgd_minibatch_size (256) must not exceed train_batch_size (200)")
+	// TestMain gives the runtime 4 CPUs and each rollout worker
+	// reserves one: a fifth would wait forever.
+	refuses(map[string]any{"num_workers": 5}, "num_workers=5 needs 5 CPUs (each worker actor reserves one); the runtime has 4: set num_workers to at most 4")
+	refuses(map[string]any{"sample_async": true}, "sample_async needs num_workers of 1 or more")
+	refuses(map[string]any{"num_learner_threads": 0}, "num_learner_threads must be at least 1, got 0")
+	refuses(map[string]any{"num_learner_threads": -2}, "num_learner_threads must be at least 1, got -2")
+	// Two workers leave the learner 2 of the runtime's 4 CPUs.
+	refuses(map[string]any{"num_workers": 2, "num_learner_threads": 3}, "num_learner_threads 3 is more than the learner's 2 CPUs")
 }
 
 func TestNaNStopsIterationAndKeepsWeights(t *testing.T) {
 	cfg := fastCartPole()
 	a := newAgent(t, "CartPole-v1", cfg, 1)
 	agenttest.Train(t, a, 1)
-	before := a.Weights()
 	// A learning rate this large sends the weights to Inf in one step.
-	a.lr = constantLR(1e300)
-	_, err := a.Train(context.Background())
-	var ne *nanError
-	if !errors.As(err, &ne) || !strings.Contains(err.Error(), "epoch 1, minibatch") {
-		t.Fatalf("Train with lr 1e300: %v, want a NaN error naming the epoch and minibatch", err)
-	}
-	if !slices.Equal(before, a.Weights()) || a.Iteration() != 1 {
-		t.Error("a failed iteration changed the weights or the iteration count")
-	}
+	a.lr = schedule.Constant(1e300)
+	agenttest.TrainFails[*nanError](t, a, "epoch 1, minibatch")
 	a.lr = a.Cfg.lrSchedule()
 	if _, err := a.Train(context.Background()); err != nil {
 		t.Errorf("training after a failed iteration: %v", err)

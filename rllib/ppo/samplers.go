@@ -10,14 +10,10 @@ import (
 	"github.com/gray-ml/gray/rllib/sample"
 )
 
-// Rollout workers as actors, registered at package level so that driver
-// and worker processes (the same executable) agree on the names; placed
-// and checkpointed as every algorithm's workers are (rllib.WorkerOptions).
+// The rollout worker actor (rllib.WorkerActor).
 var (
-	workerActor  = gray.Actor1("ppo.RolloutWorker", NewRolloutWorker, rllib.WorkerOptions()...)
+	workerActor  = rllib.WorkerActor("ppo.RolloutWorker", NewRolloutWorker)
 	sampleMethod = gray.Method2(workerActor, "Sample", (*RolloutWorker).Sample)
-
-	_ gray.Checkpointer = (*RolloutWorker)(nil)
 )
 
 // newSamplers picks the local worker (num_workers 0) or rollout worker
@@ -49,10 +45,7 @@ type actorSamplers struct {
 }
 
 func newActorSamplers(ctx context.Context, a *Agent) (*actorSamplers, error) {
-	hs, err := rllib.StartWorkers(ctx, "PPO", "rollout worker", a.Cfg.NumWorkers, "to sample in this process",
-		func(ctx context.Context, i int) (gray.Handle[RolloutWorker], error) {
-			return workerActor.Remote(ctx, a.WorkerSpec(i))
-		})
+	hs, err := rllib.StartWorkerActors(ctx, &a.Base, workerActor, "rollout worker", a.Cfg.NumWorkers, "to sample in this process")
 	if err != nil {
 		return nil, err
 	}

@@ -55,39 +55,31 @@ func NewRolloutWorker(ctx context.Context, spec WorkerSpec) (*RolloutWorker, err
 // master filter, so there are no weights to copy).
 func newRolloutWorker(spec WorkerSpec, pol *policy, proc *obsProcessor) (*RolloutWorker, error) {
 	cfg := spec.Config
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	vec, err := envs.MakeVector(spec.Env, envs.Config(spec.EnvConfig), cfg.NumEnvsPerWorker)
-	if err != nil {
-		return nil, fmt.Errorf("PPO worker %d: %w", spec.Index, err)
-	}
-	fail := func(err error) (*RolloutWorker, error) {
-		_ = vec.Close()
-		return nil, fmt.Errorf("PPO worker %d: %w", spec.Index, err)
-	}
-	if proc == nil {
-		if proc, err = newObsProcessor(spec.Env, vec.ObservationSpace(), cfg.ObservationFilter, cfg.Model.Image()); err != nil {
-			return fail(err)
+	return rllib.BuildWorker("PPO worker", spec, cfg.NumEnvsPerWorker, func(vec envs.Vector) (*RolloutWorker, error) {
+		var err error
+		if proc == nil {
+			if proc, err = newObsProcessor(spec.Env, vec.ObservationSpace(), cfg.ObservationFilter, cfg.Model.Image()); err != nil {
+				return nil, err
+			}
 		}
-	}
-	owns := pol == nil
-	if owns {
-		if pol, err = newPolicy(proc.pre, vec.ActionSpace(), cfg.Model, spec.Seed); err != nil {
-			return fail(err)
-		}
-	}
-	w, err := rollout.NewWithVector(rollout.Config{
-		Env: spec.Env, FragmentLength: cfg.fragmentLength(), Seed: spec.Seed, Index: spec.Index,
-		MaxSeqLen: cfg.Model.MaxSeqLen,
-	}, vec, pol, proc)
-	if err != nil {
+		owns := pol == nil
 		if owns {
-			_ = pol.close()
+			if pol, err = newPolicy(proc.pre, vec.ActionSpace(), cfg.Model, spec.Seed); err != nil {
+				return nil, err
+			}
 		}
-		return fail(err)
-	}
-	return &RolloutWorker{spec: spec, pol: pol, proc: proc, worker: w, ownsPolicy: owns}, nil
+		w, err := rollout.NewWithVector(rollout.Config{
+			Env: spec.Env, FragmentLength: cfg.fragmentLength(), Seed: spec.Seed, Index: spec.Index,
+			MaxSeqLen: cfg.Model.MaxSeqLen,
+		}, vec, pol, proc)
+		if err != nil {
+			if owns {
+				_ = pol.Close()
+			}
+			return nil, err
+		}
+		return &RolloutWorker{spec: spec, pol: pol, proc: proc, worker: w, ownsPolicy: owns}, nil
+	})
 }
 
 // Sample sets the weights and filter, then collects one fragment from each
@@ -95,7 +87,7 @@ func newRolloutWorker(spec WorkerSpec, pol *policy, proc *obsProcessor) (*Rollou
 // seed, the iteration and the worker's index, so a fixed worker count
 // gives the same run.
 func (w *RolloutWorker) Sample(ctx context.Context, weights Weights, iteration int) (Samples, error) {
-	if err := w.pol.params.SetFlat(weights.Params); err != nil {
+	if err := w.pol.Params.SetFlat(weights.Params); err != nil {
 		return Samples{}, fmt.Errorf("PPO worker %d: %w", w.spec.Index, err)
 	}
 	if err := w.proc.setStats(weights.Filter); err != nil {
@@ -123,7 +115,7 @@ func (w *RolloutWorker) sample(ctx context.Context, iteration int) (Samples, err
 func (w *RolloutWorker) Close() error {
 	err := w.worker.Close()
 	if w.ownsPolicy {
-		err = errors.Join(err, w.pol.close())
+		err = errors.Join(err, w.pol.Close())
 	}
 	return err
 }

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+
+	"github.com/gray-ml/gray/rllib/sample"
 )
 
 // Transitions is a set of transitions in row-major columns. A transition
@@ -176,12 +178,12 @@ func (b *Buffer) Sample(rng *rand.Rand, n int, beta float64, out *Batch) error {
 	}
 	od, ad := b.cfg.ObsDim, b.cfg.ActDim
 	out.ObsDim, out.ActDim = od, ad
-	out.Obs = resize(out.Obs, n*od)
-	out.NextObs = resize(out.NextObs, n*od)
-	out.Actions = resize(out.Actions, n*ad)
-	out.Rewards = resize(out.Rewards, n)
-	out.Discounts = resize(out.Discounts, n)
-	out.Weights = resize(out.Weights, n)
+	out.Obs = sample.Resize(out.Obs, n*od)
+	out.NextObs = sample.Resize(out.NextObs, n*od)
+	out.Actions = sample.Resize(out.Actions, n*ad)
+	out.Rewards = sample.Resize(out.Rewards, n)
+	out.Discounts = sample.Resize(out.Discounts, n)
+	out.Weights = sample.Resize(out.Weights, n)
 	if cap(out.Indices) < n {
 		out.Indices = make([]int, n)
 	}
@@ -246,11 +248,4 @@ func (b *Buffer) Priority(k int) float64 {
 		return 0
 	}
 	return b.tree.Get(k)
-}
-
-func resize(xs []float64, n int) []float64 {
-	if cap(xs) >= n {
-		return xs[:n]
-	}
-	return make([]float64, n)
 }

@@ -1,7 +1,10 @@
 // Package rollout holds the rollout worker shared by on-policy algorithms:
 // it steps an envs.Vector with a policy and returns sample batches. It is a
 // plain Go type; algorithms wrap it in an actor to run it in a worker
-// process, or call it directly in the driver (RLlib's local worker).
+// process, or call it directly in the driver (RLlib's local worker). The
+// policy PPO and A3C share, an actor-critic over the model catalog, is
+// here too (ActorCritic), and the Actor that acts for an agent's
+// ComputeAction.
 package rollout
 
 import (
@@ -174,12 +177,7 @@ func NewWithVector(cfg Config, vec envs.Vector, policy Policy, proc ObsProcessor
 	}
 	w.epRew = make([]float64, n)
 	w.epLen = make([]int, n)
-	seeds := make([]int64, n)
-	for i := range seeds {
-		// Distinct, reproducible seeds per worker and sub-environment.
-		seeds[i] = cfg.Seed*1_000_003 + int64(cfg.Index*n+i)*7919
-	}
-	raw, err := vec.Reset(seeds)
+	raw, err := vec.Reset(EnvSeeds(cfg.Seed, cfg.Index, n))
 	if err != nil {
 		return nil, fmt.Errorf("rollout: resetting %q: %w", cfg.Env, err)
 	}
@@ -189,6 +187,17 @@ func NewWithVector(cfg Config, vec envs.Vector, policy Policy, proc ObsProcessor
 		}
 	}
 	return w, nil
+}
+
+// EnvSeeds are the reset seeds of worker index's n environments in a run
+// of seed: distinct for every worker and environment, and the same in
+// every run of that seed.
+func EnvSeeds(seed int64, index, n int) []int64 {
+	seeds := make([]int64, n)
+	for i := range seeds {
+		seeds[i] = seed*1_000_003 + int64(index*n+i)*7919
+	}
+	return seeds
 }
 
 func (w *Worker) row(i int) []float64 { return w.obs[i*w.obsDim : (i+1)*w.obsDim] }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gray-ml/gray/envs"
+	"github.com/gray-ml/gray/rllib/sample"
 )
 
 // counter is an environment whose observation is the step count. Action 1
@@ -67,10 +68,7 @@ func TestWorkerTruncationAndBoundaries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := w.Sample(context.Background(), rand.New(rand.NewPCG(1, 2)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := mustSample(t, w, 2)
 	if err := b.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -97,18 +95,8 @@ func TestWorkerTruncationAndBoundaries(t *testing.T) {
 }
 
 func TestWorkerBootstrapsTruncatedAndCutFragments(t *testing.T) {
-	vec, err := envs.NewVector(&counter{limit: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := NewWithVector(Config{Env: "counter", FragmentLength: 3}, vec, scripted{terminateAt: -1}, identity{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := w.Sample(context.Background(), rand.New(rand.NewPCG(1, 2)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := newCounterWorker(t, Config{Env: "counter", FragmentLength: 3}, scripted{terminateAt: -1}, identity{}, 2)
+	b := mustSample(t, w, 2)
 	// Observations 0, 1 then truncation (final observation 2, value 20),
 	// then 0 and a fragment cut whose next observation is 1 (value 10).
 	if !b.Truncated[1] || b.Bootstrap[1] != 20 {
@@ -122,10 +110,7 @@ func TestWorkerBootstrapsTruncatedAndCutFragments(t *testing.T) {
 	}
 	// The unfinished episode continues into the next sample: observations
 	// 1 (truncated), 0, 1 (truncated).
-	b2, err := w.Sample(context.Background(), rand.New(rand.NewPCG(1, 2)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b2 := mustSample(t, w, 2)
 	if b2.Obs[0] != 1 || len(b2.Episodes) != 2 || b2.Episodes[0].Length != 2 {
 		t.Errorf("second sample starts at %v with episodes %v, want 1 and two episodes of length 2", b2.Obs[0], b2.Episodes)
 	}
@@ -134,18 +119,8 @@ func TestWorkerBootstrapsTruncatedAndCutFragments(t *testing.T) {
 func TestWorkerSimultaneousTruncations(t *testing.T) {
 	// Every sub-environment hits its time limit at the same step, as
 	// Pendulum's do.
-	vec, err := envs.NewVector(&counter{limit: 2}, &counter{limit: 2}, &counter{limit: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := NewWithVector(Config{Env: "counter", FragmentLength: 2}, vec, scripted{terminateAt: -1}, identity{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := w.Sample(context.Background(), rand.New(rand.NewPCG(1, 2)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := newCounterWorker(t, Config{Env: "counter", FragmentLength: 2}, scripted{terminateAt: -1}, identity{}, 2, 2, 2)
+	b := mustSample(t, w, 2)
 	for _, r := range []int{1, 3, 5} {
 		if !b.Truncated[r] || b.Bootstrap[r] != 20 {
 			t.Errorf("row %d: truncated %v bootstrap %v, want true and 20", r, b.Truncated[r], b.Bootstrap[r])
@@ -190,19 +165,9 @@ func (stepCounter) ValuesRecurrent(obs, state []float64, n int, vals []float64) 
 // max_seq_len steps that never cross an episode end, each with its
 // initial state.
 func TestWorkerCarriesRecurrentState(t *testing.T) {
-	vec, err := envs.NewVector(&counter{limit: 5}, &counter{limit: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := NewWithVector(Config{Env: "counter", FragmentLength: 7, MaxSeqLen: 3}, vec, stepCounter{}, identity{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := newCounterWorker(t, Config{Env: "counter", FragmentLength: 7, MaxSeqLen: 3}, stepCounter{}, identity{}, 5, 100)
 	defer w.Close()
-	b, err := w.Sample(context.Background(), rand.New(rand.NewPCG(1, 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := mustSample(t, w, 1)
 	if err := b.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -224,10 +189,7 @@ func TestWorkerCarriesRecurrentState(t *testing.T) {
 			t.Fatalf("bootstrap of row %d = %v, want %v (all %v)", r, b.Bootstrap[r], want, b.Bootstrap)
 		}
 	}
-	b2, err := w.Sample(context.Background(), rand.New(rand.NewPCG(1, 2)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b2 := mustSample(t, w, 2)
 	if b2.VPreds[0] != 2 || b2.VPreds[7] != 7 || b2.StateIn[0] != 2 {
 		t.Fatalf("second fragment starts from states %v and %v (StateIn %v), want 2 and 7", b2.VPreds[0], b2.VPreds[7], b2.StateIn)
 	}
@@ -298,14 +260,7 @@ func TestWorkerStreamProcessor(t *testing.T) {
 // never leak into it.
 func TestWorkerRecycleReusesObservations(t *testing.T) {
 	newWorker := func() *Worker {
-		vec, err := envs.NewVector(&counter{limit: 5}, &counter{limit: 7})
-		if err != nil {
-			t.Fatal(err)
-		}
-		w, err := NewWithVector(Config{Env: "counter", FragmentLength: 4}, vec, scripted{terminateAt: -1}, identity{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		w := newCounterWorker(t, Config{Env: "counter", FragmentLength: 4}, scripted{terminateAt: -1}, identity{}, 5, 7)
 		return w
 	}
 	ctx := context.Background()
@@ -336,4 +291,34 @@ func TestWorkerRecycleReusesObservations(t *testing.T) {
 	if !slices.Equal(got.Obs, want.Obs) || !slices.Equal(got.Rewards, want.Rewards) || !slices.Equal(got.Bootstrap, want.Bootstrap) {
 		t.Errorf("after recycling: obs %v rewards %v bootstrap %v; without: %v %v %v", got.Obs, got.Rewards, got.Bootstrap, want.Obs, want.Rewards, want.Bootstrap)
 	}
+}
+
+// newCounterWorker is a worker with pol and proc on counters that end
+// their episodes after the given limits.
+func newCounterWorker(t *testing.T, cfg Config, pol Policy, proc ObsProcessor, limits ...int) *Worker {
+	t.Helper()
+	counters := make([]envs.Env, len(limits))
+	for i, l := range limits {
+		counters[i] = &counter{limit: l}
+	}
+	vec, err := envs.NewVector(counters...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewWithVector(cfg, vec, pol, proc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// mustSample is w's next batch, its actions drawn from the generator of
+// seeds 1 and seed.
+func mustSample(t *testing.T, w *Worker, seed uint64) sample.Batch {
+	t.Helper()
+	b, err := w.Sample(context.Background(), rand.New(rand.NewPCG(1, seed)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -177,3 +177,13 @@ func Concat(batches ...Batch) (Batch, error) {
 	}
 	return out, concatSeqs(&out, batches)
 }
+
+// Resize returns xs with length n, reusing its array when it has room
+// (the values are then the old ones) and allocating a zeroed one when not:
+// the buffers an algorithm refills every step keep their memory.
+func Resize(xs []float64, n int) []float64 {
+	if cap(xs) >= n {
+		return xs[:n]
+	}
+	return make([]float64, n)
+}

@@ -28,8 +28,8 @@ func ComputeGAE(b *Batch, gamma, lambda float64) error {
 	if err := checkDiscount(gamma, lambda); err != nil {
 		return err
 	}
-	b.Advantages = resize(b.Advantages, n)
-	b.ValueTargets = resize(b.ValueTargets, n)
+	b.Advantages = Resize(b.Advantages, n)
+	b.ValueTargets = Resize(b.ValueTargets, n)
 	var adv float64
 	for t := n - 1; t >= 0; t-- {
 		var delta float64
@@ -62,8 +62,8 @@ func DiscountedReturns(b *Batch, gamma float64) error {
 		return err
 	}
 	n := b.Len()
-	b.Advantages = resize(b.Advantages, n)
-	b.ValueTargets = resize(b.ValueTargets, n)
+	b.Advantages = Resize(b.Advantages, n)
+	b.ValueTargets = Resize(b.ValueTargets, n)
 	var ret float64
 	for t := n - 1; t >= 0; t-- {
 		switch {
@@ -91,13 +91,6 @@ func checkDiscount(gamma, lambda float64) error {
 		return fmt.Errorf("sample: lambda must be in [0, 1], got %v", lambda)
 	}
 	return nil
-}
-
-func resize(xs []float64, n int) []float64 {
-	if cap(xs) >= n {
-		return xs[:n]
-	}
-	return make([]float64, n)
 }
 
 // Standardize shifts and scales xs in place to mean 0 and standard deviation

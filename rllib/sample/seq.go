@@ -96,7 +96,7 @@ func (p *Padded) Layout(b *Batch, starts, seqs []int) {
 		p.T = max(p.T, l)
 		p.Valid += l
 	}
-	p.Mask = resize(p.Mask, p.T*p.B)
+	p.Mask = Resize(p.Mask, p.T*p.B)
 	for t := 0; t < p.T; t++ {
 		for j, l := range p.lens {
 			m := 0.0
@@ -107,7 +107,7 @@ func (p *Padded) Layout(b *Batch, starts, seqs []int) {
 		}
 	}
 	d := b.StateDim
-	p.State = resize(p.State, p.B*d)
+	p.State = Resize(p.State, p.B*d)
 	for j, s := range seqs {
 		copy(p.State[j*d:(j+1)*d], b.StateIn[s*d:(s+1)*d])
 	}
@@ -117,7 +117,7 @@ func (p *Padded) Layout(b *Batch, starts, seqs []int) {
 // b.ObsDim) for the chosen sequences into dst, grown as needed, and
 // returns it: [T·B×width], zero on padding.
 func (p *Padded) Pad(dst, col []float64, width int) []float64 {
-	dst = resize(dst, p.T*p.B*width)
+	dst = Resize(dst, p.T*p.B*width)
 	for t := 0; t < p.T; t++ {
 		for j, l := range p.lens {
 			row := dst[(t*p.B+j)*width : (t*p.B+j+1)*width]

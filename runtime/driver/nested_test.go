@@ -33,12 +33,29 @@ var (
 	})
 )
 
-// collectFor runs the collector for a while, so that a reference wrongly
-// dropped would have been freed by the end.
-func collectFor(d time.Duration) {
-	for end := time.Now().Add(d); time.Now().Before(end); {
-		runtime.GC()
-		time.Sleep(10 * time.Millisecond)
+// collect runs the collector until the finalizers of everything it found
+// unreachable have run, so that a reference wrongly dropped has been freed
+// by the end (a Ref's finalizer drops it at once). Finalizers run one at a
+// time, and a batch newest first: a sentinel's finalizer having run shows
+// that its batch, holding everything queued before it, was taken; a second
+// sentinel, queued after the first ran, runs once that batch is done.
+func collect(t *testing.T) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for range 2 {
+		ran := make(chan struct{})
+		// 64 bytes: not a tiny object, which may never be finalized.
+		runtime.SetFinalizer(new([64]byte), func(*[64]byte) { close(ran) })
+		for done := false; !done; {
+			runtime.GC()
+			select {
+			case <-ran:
+				done = true
+			case <-time.After(10 * time.Millisecond): // collect again
+			case <-deadline:
+				t.Fatal("the collector ran no finalizer within 10 s")
+			}
+		}
 	}
 }
 
@@ -68,7 +85,7 @@ func TestRefInsideStruct(t *testing.T) {
 			t.Fatal(err)
 		}
 		inner = gray.Ref[[]float64]{}
-		collectFor(100 * time.Millisecond)
+		collect(t)
 		if n := objects(t); n != 2 {
 			t.Fatalf("free=%v: %d objects while the outer one is alive, want 2 (the inner one was freed?)", free, n)
 		}
@@ -84,7 +101,7 @@ func TestRefInsideStruct(t *testing.T) {
 				t.Fatal(err)
 			}
 			// The decoded reference still holds the inner object.
-			collectFor(50 * time.Millisecond)
+			collect(t)
 			if v, err := gray.Get(ctx, h.R); err != nil || v[0] != 42 {
 				t.Fatalf("inner object after freeing the outer one, while still referred to: %v, %v", v, err)
 			}
@@ -107,7 +124,7 @@ func TestWorkerReturnsRefInsideStruct(t *testing.T) {
 		t.Fatal(err)
 	}
 	out = gray.Ref[holder]{}
-	collectFor(100 * time.Millisecond)
+	collect(t)
 	if v, err := gray.Get(ctx, h.R); err != nil || len(v) != 3 || v[2] != 9 {
 		t.Fatalf("object put by a worker, read through the returned struct: %v, %v", v, err)
 	}
@@ -140,7 +157,7 @@ func TestSliceOfRefsInsideValue(t *testing.T) {
 	}
 	sum := itSumRefs.Remote(rs)
 	rs = nil
-	collectFor(100 * time.Millisecond)
+	collect(t)
 	if v, err := gray.Get(ctx, sum); err != nil || v != want {
 		t.Fatalf("task summing 100 references passed in a slice: %v, %v; want %d", v, err, want)
 	}

@@ -6,6 +6,7 @@ package agenttest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -78,6 +79,39 @@ func Maker[A rllib.Agent](newAgent func(context.Context, rllib.Options, map[stri
 	}
 }
 
+// Registered checks that the algorithm name is registered (rllib.Lookup,
+// in any case) with its typed defaults: its DefaultConfig is a *C for
+// which isDefault holds.
+func Registered[C any, PC interface {
+	*C
+	rllib.Config
+}](t testing.TB, name string, isDefault func(*C) bool) {
+	t.Helper()
+	alg, err := rllib.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg, ok := alg.DefaultConfig().(PC); !ok || !isDefault(cfg) {
+		t.Errorf("%s: DefaultConfig() = %#v, want the typed defaults", name, alg.DefaultConfig())
+	}
+}
+
+// Refuses returns a check that newAgent refuses the config keys, on
+// CartPole-v1, with an error containing want: a table of bad configs is
+// one call of it a row.
+func Refuses[A rllib.Agent](t testing.TB, newAgent func(context.Context, rllib.Options, map[string]any) (A, error)) func(keys map[string]any, want string) {
+	return func(keys map[string]any, want string) {
+		t.Helper()
+		a, err := newAgent(context.Background(), rllib.Options{Env: "CartPole-v1"}, keys)
+		if err == nil {
+			_ = a.Stop()
+		}
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("config %v: error %v, want one mentioning %s", keys, err, want)
+		}
+	}
+}
+
 // Train runs iters training iterations and returns the last result.
 func Train(t testing.TB, a rllib.Agent, iters int) rllib.Result {
 	t.Helper()
@@ -89,6 +123,22 @@ func Train(t testing.TB, a rllib.Agent, iters int) rllib.Result {
 		}
 	}
 	return r
+}
+
+// TrainFails checks that a's next Train fails with an error of type E
+// whose text contains want, and leaves a's weights and iteration count as
+// they were.
+func TrainFails[E error](t testing.TB, a Weighted, want string) {
+	t.Helper()
+	before, iter := a.Weights(), a.Iteration()
+	_, err := a.Train(context.Background())
+	var e E
+	if !errors.As(err, &e) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Train: %v, want a %T naming %q", err, e, want)
+	}
+	if !slices.Equal(before, a.Weights()) || a.Iteration() != iter {
+		t.Error("a failed iteration changed the weights or the iteration count")
+	}
 }
 
 // Experiment reads the experiment file at path (a configs/*.yaml) and
