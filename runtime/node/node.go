@@ -299,7 +299,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		store:   cfg.Store,
 		waiters: map[ids.ObjectID][]waiter{},
 		objs:    objtable.New(),
-		core:    sched.NewCluster[*pending](sched.Config{Total: cfg.Resources, Workers: cfg.NumWorkers, Capacity: localCapacity(cfg), GPUs: localGPUs(cfg)}),
+		core:    sched.NewCluster[*pending](sched.Config{Total: cfg.Resources, Workers: cfg.NumWorkers, Capacity: localCapacity(cfg), GPUs: localGPUs(cfg), PackWorkers: packWorkers()}),
 		workers: map[sched.WorkerID]*proc{},
 		actors:  map[ids.ActorID]*actor{},
 

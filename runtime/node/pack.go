@@ -1,6 +1,7 @@
 package node
 
 import (
+	"runtime"
 	"time"
 
 	"github.com/gray-ml/gray/runtime/task"
@@ -33,6 +34,10 @@ const packShort = 50 * time.Microsecond
 // scheduled, and the Go runtime's sysmon polling every 20 µs for a
 // millisecond in a process that leaves idleness).
 const packBudget = time.Millisecond
+
+// sampleMax is the most one timed task adds to its function's estimate:
+// twice packShort, so only a run of long samples unpacks a function.
+const sampleMax = 2 * packShort
 
 // packSamples is how many of a function's tasks are timed before its
 // tasks are packed: until then they are spread as before.
@@ -79,6 +84,12 @@ func (n *Node) timeRun(w *proc, p *pending) {
 			return
 		}
 	}
+	// A sample is wall time: a no-op preempted by the system reads
+	// milliseconds on a busy machine. Clamped, one such sample moves a
+	// short function's mean by an eighth of the clamp, not past packShort
+	// (which unpacked its tasks and spread the next burst over every idle
+	// worker); a function that is long most of the time still reads long.
+	d = min(d, float64(sampleMax))
 	if r.n == 0 {
 		r.mean = d
 	} else {
@@ -100,3 +111,13 @@ func (n *Node) packDepth(e *task.Entry) int {
 	}
 	return int(float64(packBudget) / max(r.mean, 1))
 }
+
+// packWorkers is how many of the node's workers may run packed tasks at
+// once (sched.Config.PackWorkers): the processors of this machine, where
+// its pool workers run. A session with more CPUs than the machine has
+// (--cpus 16 on two cores) would otherwise wake a worker per packBudget of
+// a burst, up to all of them, though no more than this many can run at
+// once; each wake-up of an idle Go process costs it more than a thousand
+// tiny tasks' worth of CPU (the scheduler's threads and sysmon spinning up,
+// the connection's reader spinning and dozing before it sleeps again).
+func packWorkers() int { return runtime.NumCPU() }

@@ -20,6 +20,7 @@ func TestPackDepth(t *testing.T) {
 		{"no-op tasks: as deep as the budget allows", repeat(4*time.Microsecond, 8), int(packBudget / (4 * time.Microsecond))},
 		{"just short enough", repeat(packShort, 8), int(packBudget / packShort)},
 		{"long tasks run side by side", repeat(2*packShort, 8), 0},
+		{"one preempted run does not unpack a short function", append(repeat(4*time.Microsecond, 8), 20*time.Millisecond), int(packBudget / (4*time.Microsecond + (sampleMax-4*time.Microsecond)/8))},
 		{"a function that slows down stops being packed", append(repeat(4*time.Microsecond, 8), repeat(time.Millisecond, 16)...), 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
