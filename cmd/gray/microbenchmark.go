@@ -135,6 +135,9 @@ func newMicrobenchmark() *cobra.Command {
 				return err
 			}
 			defer gray.Shutdown()
+			if err := waitPool(ctx); err != nil {
+				return err
+			}
 			if queued > 0 {
 				return queuedProbe(ctx, cmd.OutOrStdout(), queued)
 			}
