@@ -38,3 +38,17 @@ func TestRefWithoutObject(t *testing.T) {
 		t.Fatalf("Free of a Ref made before Init: %v, want ErrNotInitialized", err)
 	}
 }
+
+var allocProbe = Func1("test.allocProbe", func(_ context.Context, x int) (int, error) { return x, nil })
+
+// A call's builder stays on the caller's stack (newCall inlines): queueing
+// a million tasks allocates no 64-byte call each. Before Init a call
+// allocates its Ref's record and nothing else.
+func TestRemoteKeepsItsCallOnTheStack(t *testing.T) {
+	if current.Load() != nil {
+		t.Skip("a session is open; this measures a call made before Init")
+	}
+	if n := testing.AllocsPerRun(100, func() { allocProbe.Remote(7) }); n > 1 {
+		t.Fatalf("Remote before Init allocates %v times, want 1 (its Ref's record; the call builder escaped?)", n)
+	}
+}

@@ -39,8 +39,9 @@ var (
 // processClients starts k client actors (reserving nothing, like the
 // driver's goroutines they stand in for), has each submit tasks for d from
 // its own process, and returns the tasks done and the seconds they took
-// (the actors' start left out).
-func processClients(ctx context.Context, k int, d time.Duration) (tasks, seconds float64, err error) {
+// (the actors' start left out, and the CPU of the pool workers started to
+// replace those the actors took: start is called once they are up).
+func processClients(ctx context.Context, k int, d time.Duration, start func()) (tasks, seconds float64, err error) {
 	hs := make([]gray.Handle[benchCounter], 0, k)
 	defer func() {
 		for _, h := range hs {
@@ -59,6 +60,10 @@ func processClients(ctx context.Context, k int, d time.Duration) (tasks, seconds
 	if _, err := gray.GetAll(ctx, warm); err != nil {
 		return 0, 0, err
 	}
+	if err := waitPool(ctx); err != nil {
+		return 0, 0, err
+	}
+	start()
 	refs := make([]gray.Ref[int], k)
 	t0 := time.Now()
 	for i, h := range hs {
@@ -135,6 +140,9 @@ func newMicrobenchmark() *cobra.Command {
 				return err
 			}
 			defer gray.Shutdown()
+			if err := waitPool(ctx); err != nil {
+				return err
+			}
 			if queued > 0 {
 				return queuedProbe(ctx, cmd.OutOrStdout(), queued)
 			}
@@ -204,9 +212,9 @@ type bench struct {
 	run  func(ctx context.Context, d time.Duration) (float64, error)
 	rate bool
 	// timed, when set instead of run, returns the units done and the
-	// seconds they took, its setup left out of both (and of the CPU time
-	// measured, up to the setup's own cost).
-	timed func(ctx context.Context, d time.Duration) (units, seconds float64, err error)
+	// seconds they took, its setup left out of both; it calls start once
+	// its setup is done, which is where the CPU time measured begins.
+	timed func(ctx context.Context, d time.Duration, start func()) (units, seconds float64, err error)
 }
 
 func measure(ctx context.Context, b bench, d time.Duration, trials int) (row, error) {
@@ -218,7 +226,7 @@ func measure(ctx context.Context, b bench, d time.Duration, trials int) (row, er
 		var n, secs float64
 		var err error
 		if b.timed != nil {
-			n, secs, err = b.timed(ctx, d)
+			n, secs, err = b.timed(ctx, d, func() { cpu0, cpuErr = sessionCPU() })
 		} else {
 			n, err = b.run(ctx, d)
 			secs = time.Since(t0).Seconds()
@@ -336,8 +344,8 @@ func benchmarks() []bench {
 				})
 			})
 		}},
-		{name: fmt.Sprintf("multi client tasks async (%d process clients)", clients), unit: "calls/s", timed: func(ctx context.Context, d time.Duration) (float64, float64, error) {
-			return processClients(ctx, clients, d)
+		{name: fmt.Sprintf("multi client tasks async (%d process clients)", clients), unit: "calls/s", timed: func(ctx context.Context, d time.Duration, start func()) (float64, float64, error) {
+			return processClients(ctx, clients, d, start)
 		}},
 		{name: rowActorSync, unit: "calls/s", run: func(ctx context.Context, d time.Duration) (float64, error) {
 			h, err := mbCounter.Remote(ctx)

@@ -63,8 +63,8 @@ func runScaling(ctx context.Context, out io.Writer, counts []int, childArgs []st
 		if err := c.Run(); err != nil {
 			return fmt.Errorf("--cpus %d: %w", n, err)
 		}
-		var rows []row
-		if err := json.Unmarshal(stdout.Bytes(), &rows); err != nil {
+		rows, err := childRows(stdout.Bytes())
+		if err != nil {
 			return fmt.Errorf("--cpus %d: reading its rows: %w", n, err)
 		}
 		runs = append(runs, scalingRun{CPUs: n, Rows: rows})
@@ -79,6 +79,29 @@ func runScaling(ctx context.Context, out io.Writer, counts []int, childArgs []st
 	}
 	printScaling(out, runs)
 	return nil
+}
+
+// childRows decodes the rows a child printed with --json. Its session's
+// workers print to the same standard output, each line prefixed
+// "(worker N) " (a warning of a loaded machine, say), before or after the
+// rows: the rows are the JSON array that starts a line.
+func childRows(out []byte) ([]row, error) {
+	i := 0
+	for i < len(out) && out[i] != '[' {
+		nl := bytes.IndexByte(out[i:], '\n')
+		if nl < 0 {
+			return nil, fmt.Errorf("no JSON array of rows in its output (%d bytes)", len(out))
+		}
+		i += nl + 1
+	}
+	if i >= len(out) {
+		return nil, fmt.Errorf("no JSON array of rows in its output (%d bytes)", len(out))
+	}
+	var rows []row
+	if err := json.NewDecoder(bytes.NewReader(out[i:])).Decode(&rows); err != nil {
+		return nil, err
+	}
+	return rows, nil
 }
 
 // printScaling prints one line per row and CPU count column: the rate and

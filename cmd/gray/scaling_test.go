@@ -46,3 +46,34 @@ func TestParseStat(t *testing.T) {
 		}
 	}
 }
+
+// A --scaling child's rows are found among its workers' output lines,
+// before or after them; output without them is an error.
+func TestChildRows(t *testing.T) {
+	rows := `[
+  {"name": "single client tasks async", "rate": 5, "unit": "calls/s", "spread": 0}
+]
+`
+	for _, tc := range []struct {
+		name, out string
+		ok        bool
+	}{
+		{"rows alone", rows, true},
+		{"worker lines before and after", "(worker 3) wire: a warning\n" + rows + "(worker 7) [late] line\n", true},
+		{"no rows", "(worker 3) only a warning\n", false},
+		{"nothing", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := childRows([]byte(tc.out))
+			if !tc.ok {
+				if err == nil {
+					t.Fatalf("rows %v from %q, want an error", got, tc.out)
+				}
+				return
+			}
+			if err != nil || len(got) != 1 || got[0].Name != "single client tasks async" || got[0].Rate != 5 {
+				t.Fatalf("rows %v, %v; want the one row", got, err)
+			}
+		})
+	}
+}

@@ -90,14 +90,14 @@ var ErrShutdown = errors.New("gray has been shut down (or was never initialised 
 
 // Node is the driver's runtime for one machine.
 type Node struct {
-	cfg     Config
-	ctrl    control.Store
-	starts  control.TaskStarts // ctrl, when it records where tasks run; else nil
-	ckpts   control.Checkpoints
-	root    ids.TaskID
-	count   atomic.Uint64 // tasks submitted by the driver
-	puts    atomic.Uint64 // objects put by the driver
-	done    chan struct{} // closed by Shutdown
+	cfg    Config
+	ctrl   control.Store
+	starts control.TaskStarts // ctrl, when it records where tasks run; else nil
+	ckpts  control.Checkpoints
+	root   ids.TaskID
+	count  atomic.Uint64 // tasks submitted by the driver
+	puts   atomic.Uint64 // objects put by the driver
+	done   chan struct{} // closed by Shutdown
 
 	mu       sync.Mutex
 	closed   bool
@@ -256,7 +256,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		store:   cfg.Store,
 		waiters: map[ids.ObjectID][]waiter{},
 		objs:    objtable.New(),
-		core:    sched.NewCluster[*pending](sched.Config{Total: cfg.Resources, Workers: cfg.NumWorkers, Capacity: localCapacity(cfg), GPUs: localGPUs(cfg)}),
+		core:    sched.NewCluster[*pending](sched.Config{Total: cfg.Resources, Workers: cfg.NumWorkers, Capacity: localCapacity(cfg), GPUs: localGPUs(cfg), PackWorkers: packWorkers()}),
 		workers: map[sched.WorkerID]*proc{},
 		actors:  map[ids.ActorID]*actor{},
 

@@ -18,6 +18,7 @@ type Snapshot struct {
 	Objects          int            // objects in the driver's store
 	Shared           objstore.Stats // the shared-memory store (zero without one)
 	Workers          []WorkerState
+	Starting         int         // pool workers started and not yet connected
 	Tasks            []TaskState // tasks queued for resources or sent to workers
 	Actors           []ActorState
 }
@@ -62,7 +63,7 @@ type ActorState struct {
 func (n *Node) Snapshot() Snapshot {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	s := Snapshot{Total: n.core.Total(), Available: n.core.Available(), Objects: n.store.Len()}
+	s := Snapshot{Total: n.core.Total(), Available: n.core.Available(), Objects: n.store.Len(), Starting: n.core.Starting()}
 	if n.shared != nil {
 		s.Shared = n.shared.Stats()
 	}

@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"time"
 
@@ -577,3 +578,13 @@ func (n *Node) timeRun(w *proc, p *pending, ran int64) {
 // busy worker (sched.Core.SubmitPacked), or 0 when its tasks are not
 // short enough to pack (or not yet timed).
 func (n *Node) packDepth(e *task.Entry) int { return n.runTimes.Depth(e) }
+
+// packWorkers is how many of the node's workers may run packed tasks at
+// once (sched.Config.PackWorkers): the processors of this machine, where
+// its pool workers run. A session with more CPUs than the machine has
+// (--cpus 16 on two cores) would otherwise wake a worker per PackBudget of
+// a burst, up to all of them, though no more than this many can run at
+// once; each wake-up of an idle Go process costs it more than a thousand
+// tiny tasks' worth of CPU (the scheduler's threads and sysmon spinning up,
+// the connection's reader spinning and dozing before it sleeps again).
+func packWorkers() int { return runtime.NumCPU() }

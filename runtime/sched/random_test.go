@@ -520,7 +520,7 @@ func TestRandomEvents(t *testing.T) {
 	}
 	for seq := range seqs {
 		total := task.Resources{CPU: float64(1 + seq%4), GPU: float64(seq % 3), Custom: map[string]float64{"disk": 2}}
-		c := New[int](Config{Total: total, Workers: 1 + seq%3})
+		c := New[int](Config{Total: total, Workers: 1 + seq%3, PackWorkers: seq % 3})
 		s := &sim{
 			t: t, c: c, res: map[int]*task.Resources{}, rng: rand.New(rand.NewPCG(uint64(seq), 7)),
 			pack: rand.New(rand.NewPCG(uint64(seq), 13)),

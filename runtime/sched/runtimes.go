@@ -30,6 +30,10 @@ const PackShort = 50 * time.Microsecond
 // millisecond in a process that leaves idleness).
 const PackBudget = time.Millisecond
 
+// sampleMax is the most one timed task adds to its function's estimate:
+// twice PackShort, so only a run of long samples unpacks a function.
+const sampleMax = 2 * PackShort
+
 // packSamples is how many of a function's tasks are timed before its
 // tasks are packed: until then they are spread as before.
 const packSamples = 4
@@ -76,6 +80,12 @@ func (t *RunTimes[K]) Observed(k K, d time.Duration, queued bool) {
 }
 
 func (r *runTime) add(d float64) {
+	// A sample is wall time: a no-op preempted by the system reads
+	// milliseconds on a busy machine. Clamped, one such sample moves a
+	// short function's mean by an eighth of the clamp, not past PackShort
+	// (which unpacked its tasks and spread the next burst over every idle
+	// worker); a function that is long most of the time still reads long.
+	d = min(d, float64(sampleMax))
 	if r.n == 0 {
 		r.mean = d
 	} else {

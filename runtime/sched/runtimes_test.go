@@ -34,7 +34,8 @@ func TestRunTimesDepth(t *testing.T) {
 		{"a send-timed task that took longer (a wake-up) does not raise the mean",
 			append(ran(4*time.Microsecond, 4), obs{time.Millisecond, true, false}), int(PackBudget / (4 * time.Microsecond))},
 		{"shell-timed: each lower time lowers the mean by an eighth of the gap", []obs{{PackShort, true, false}, {PackShort, true, false}, {PackShort / 2, true, false}, {PackShort / 2, true, false}}, 22}, // mean 50, 50, 46.9, 44.1 µs
-		{"shell-timed behind a queued task raises the mean", append(ran(4*time.Microsecond, 4), obs{time.Millisecond, true, true}, obs{time.Millisecond, true, true}), 0},
+		{"shell-timed behind a queued task raises the mean", append(ran(4*time.Microsecond, 4), obs{time.Millisecond, true, true}, obs{time.Millisecond, true, true}, obs{time.Millisecond, true, true}, obs{time.Millisecond, true, true}, obs{time.Millisecond, true, true}, obs{time.Millisecond, true, true}, obs{time.Millisecond, true, true}, obs{time.Millisecond, true, true}), 0},
+		{"one preempted run does not unpack a short function", append(ran(4*time.Microsecond, 8), obs{d: 20 * time.Millisecond}), int(PackBudget / (4*time.Microsecond + (sampleMax-4*time.Microsecond)/8))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var rt RunTimes[string]

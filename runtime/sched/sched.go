@@ -121,6 +121,12 @@ type Config struct {
 	// node's daemon granted (it owns them, so drivers sharing a node never
 	// hand out the same one). Nil: 0 up to Total.GPU.
 	GPUs []int
+	// PackWorkers bounds the workers running packed tasks (SubmitPacked)
+	// at once: the processors of the machine the workers run on. More
+	// workers cannot run short tasks any sooner than that many, and each
+	// one woken costs more CPU than such tasks; past the bound a packed
+	// task waits for room behind one of them. Zero: no bound.
+	PackWorkers int
 }
 
 // MaxPipeline bounds the tasks queued at one worker, so a long task holds
@@ -172,6 +178,8 @@ type Core[T any] struct {
 	// reported.
 	capacity, owed, returned task.Resources
 	owing                    bool
+
+	packWorkers int // Config.PackWorkers
 }
 
 // item is a task with the resources it needs.
@@ -212,15 +220,16 @@ type actor struct {
 // start the pool.
 func New[T any](cfg Config) *Core[T] {
 	c := &Core[T]{
-		total:   cfg.Total.Clone(),
-		avail:   cfg.Total.Clone(),
-		workers: max(cfg.Workers, 1),
-		queues:  map[string]*fifo[T]{},
-		pool:    map[WorkerID]*worker[T]{},
-		actors:  map[ids.ActorID]*actor{},
-		node:    cfg.Node,
-		next:    FirstWorker(cfg.Node) - 1,
-		demand:  task.Resources{Custom: map[string]float64{}},
+		total:       cfg.Total.Clone(),
+		avail:       cfg.Total.Clone(),
+		workers:     max(cfg.Workers, 1),
+		queues:      map[string]*fifo[T]{},
+		pool:        map[WorkerID]*worker[T]{},
+		actors:      map[ids.ActorID]*actor{},
+		node:        cfg.Node,
+		next:        FirstWorker(cfg.Node) - 1,
+		packWorkers: max(cfg.PackWorkers, 0),
+		demand:      task.Resources{Custom: map[string]float64{}},
 	}
 	c.capacity = cfg.Capacity.Max(c.total)
 	c.sink = &c.effects

@@ -248,3 +248,55 @@ func TestFeasible(t *testing.T) {
 		}
 	}
 }
+
+// TestPackWorkersBound: with Config.PackWorkers set, packed tasks run on
+// at most that many workers at once; the rest wait for room behind them
+// rather than wake an idle worker, unless one of them blocks.
+func TestPackWorkersBound(t *testing.T) {
+	tests := []struct {
+		name string
+		run  func(c *Core[int]) []Effect[int]
+		want string
+	}{
+		{"a burst deeper than one worker's depth waits for it, the other workers sleep", func(c *Core[int]) []Effect[int] {
+			for i := 1; i <= 4; i++ {
+				c.SubmitPacked(i, cpus(1), 2)
+			}
+			return c.Effects()
+		}, "run(4,1) run(4,2)"},
+		{"room behind the hot worker takes the next", func(c *Core[int]) []Effect[int] {
+			for i := 1; i <= 4; i++ {
+				c.SubmitPacked(i, cpus(1), 2)
+			}
+			c.TaskDone(4, false)
+			return c.Effects()
+		}, "run(4,1) run(4,2) run(4,3)"},
+		{"a hot worker blocked in Get does not count: another is woken", func(c *Core[int]) []Effect[int] {
+			for i := 1; i <= 3; i++ {
+				c.SubmitPacked(i, cpus(1), 2)
+			}
+			c.Block(4, c.Epoch(4))
+			return c.Effects()
+		}, "run(4,1) run(4,2) recall(4) run(3,3)"},
+		{"a worker running a task that is not packed does not count", func(c *Core[int]) []Effect[int] {
+			c.Submit(1, cpus(1), false)
+			c.SubmitPacked(2, cpus(1), 1) // wakes worker 3, now the hot one
+			c.SubmitPacked(3, cpus(1), 1) // waits for it
+			return c.Effects()
+		}, "run(4,1) run(3,2)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := New[int](Config{Total: task.Resources{CPU: 4}, Workers: 4, PackWorkers: 1})
+			c.Boot()
+			for _, e := range c.Effects() {
+				c.WorkerReady(e.Worker)
+			}
+			c.Effects()
+			if got := kinds(tc.run(c)); got != tc.want {
+				t.Fatalf("effects %q, want %q", got, tc.want)
+			}
+			must(t, c)
+		})
+	}
+}

@@ -52,11 +52,15 @@ func (c *Core[T]) schedule() {
 		for q.len() > 0 {
 			p := q.front()
 			if p.pack > 0 {
-				if w := c.packTarget(k, int(p.pack)); w != nil {
+				w, hot := c.packTarget(k, int(p.pack))
+				if w != nil {
 					q.pop()
 					c.addDemand(p.res, -1)
 					c.send(w, p)
 					continue
+				}
+				if c.packWorkers > 0 && hot >= c.packWorkers {
+					break // room comes as the hot workers finish tasks
 				}
 			}
 			if c.fits(p.res) {
@@ -127,19 +131,26 @@ func (c *Core[T]) pipelineTarget(k string) *worker[T] {
 // packTarget returns, among the busy pool workers running tasks of shape
 // k and holding fewer than depth, the one holding the most: load is
 // concentrated on as few workers as keep up, so the others drain and
-// sleep. Nil when every such worker is full (an idle one is woken then).
-func (c *Core[T]) packTarget(k string, depth int) *worker[T] {
-	var best *worker[T]
+// sleep. Nil when every such worker is full (an idle one is woken then,
+// unless hot reaches Config.PackWorkers). hot counts the workers of shape
+// k running a packed task now, full or not.
+func (c *Core[T]) packTarget(k string, depth int) (best *worker[T], hot int) {
 	for _, id := range c.order {
 		w := c.pool[id]
-		if w.retiring || w.blocked > 0 || w.lent || w.parked || w.recalled || len(w.tasks) == 0 || len(w.tasks) >= depth || w.shape != k {
+		if w.retiring || w.blocked > 0 || w.lent || w.parked || w.recalled || len(w.tasks) == 0 || w.shape != k {
+			continue
+		}
+		if w.tasks[0].pack > 0 {
+			hot++
+		}
+		if len(w.tasks) >= depth {
 			continue
 		}
 		if best == nil || len(w.tasks) > len(best.tasks) {
 			best = w
 		}
 	}
-	return best
+	return best, hot
 }
 
 func (c *Core[T]) popIdle() *worker[T] {
