@@ -221,14 +221,14 @@ func TestChaos(t *testing.T) {
 		killed := time.Now()
 		c.KillNode(victim.Index)
 		type result struct {
-			all, driver time.Duration
-			why         string
-			err         error
+			all, driver, printed time.Duration
+			why                  string
+			err                  error
 		}
 		measured := make(chan result, 1)
 		go func() {
-			all, driver, why, err := waitBalance(c, drv, self, victim.ID, killed)
-			measured <- result{all, driver, why, err}
+			all, driver, printed, why, err := waitBalance(c, drv, self, victim.ID, killed)
+			measured <- result{all, driver, printed, why, err}
 		}()
 		repl := c.AddNode()
 		live = append(live, repl.Index)
@@ -239,8 +239,8 @@ func TestChaos(t *testing.T) {
 			continue
 		}
 		balance = append(balance, d)
-		t.Logf("kill %d: node %d (%s) killed; the driver's scheduler in balance %v later, gray status too %v later; out of balance: %s",
-			len(balance), victim.Index, victim.ID, dd.Round(time.Millisecond), d.Round(time.Millisecond), r.why)
+		t.Logf("kill %d: node %d (%s) killed; the driver's scheduler in balance %v later, gray status too %v later (as read; printed %v later); out of balance: %s",
+			len(balance), victim.Index, victim.ID, dd.Round(time.Millisecond), d.Round(time.Millisecond), r.printed.Round(time.Millisecond), r.why)
 	}
 	stopRun()
 	done := make(chan struct{})
@@ -307,29 +307,43 @@ func sameRes(avail, total, held task.Resources) bool {
 // nodes only). why says what was out of balance on the way, and from when
 // to when after the kill (the soak's log tells a slow balance's cause by
 // it).
-func waitBalance(c *clustertest.Cluster, drv *node.Node, self, dead string, killed time.Time) (all, driver time.Duration, why string, err error) {
+//
+// all is when the balanced status was read (its read_at), not when the
+// command printed it: on a loaded machine a `gray status` process takes
+// seconds to start and print (printed says when it did).
+func waitBalance(c *clustertest.Cluster, drv *node.Node, self, dead string, killed time.Time) (all, driver, printed time.Duration, why string, err error) {
 	deadline := killed.Add(60 * time.Second)
 	var out imbalances
 	for {
+		began := time.Now()
 		ok, reason := driverBalanced(drv, self, dead)
+		out.took("driver check", time.Since(began))
 		if ok {
 			driver = time.Since(killed)
 			break
 		}
 		out.saw("driver: "+reason, time.Since(killed))
 		if time.Now().After(deadline) {
-			return 0, 0, out.String(), errors.New("the driver's scheduler is not in balance within 60 s: " + reason)
+			return 0, 0, 0, out.String(), errors.New("the driver's scheduler is not in balance within 60 s: " + reason)
 		}
-		time.Sleep(2 * time.Millisecond)
+		// Not more often: each check takes the driver's node lock, which
+		// its scheduling needs too.
+		time.Sleep(20 * time.Millisecond)
 	}
 	for {
-		ok, reason := statusBalanced(c, dead)
+		began := time.Now()
+		ok, readAt, reason := statusBalanced(c, dead)
+		out.took("gray status", time.Since(began))
 		if ok {
-			return time.Since(killed), driver, out.String(), nil
+			return readAt.Sub(killed), driver, time.Since(killed), out.String(), nil
 		}
-		out.saw(reason, time.Since(killed))
+		if !readAt.IsZero() {
+			out.saw(reason, readAt.Sub(killed))
+		} else {
+			out.saw(reason, time.Since(killed))
+		}
 		if time.Now().After(deadline) {
-			return 0, 0, out.String(), errors.New("gray status is not in balance within 60 s: " + reason)
+			return 0, 0, 0, out.String(), errors.New("gray status is not in balance within 60 s: " + reason)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -340,6 +354,16 @@ func waitBalance(c *clustertest.Cluster, drv *node.Node, self, dead string, kill
 type imbalances struct {
 	order []string
 	seen  map[string]*imbalance
+	// slowest is the longest one check of each kind took ("gray status":
+	// the command, from its start to its output).
+	slowest map[string]time.Duration
+}
+
+func (o *imbalances) took(what string, d time.Duration) {
+	if o.slowest == nil {
+		o.slowest = map[string]time.Duration{}
+	}
+	o.slowest[what] = max(o.slowest[what], d)
 }
 
 type imbalance struct {
@@ -368,7 +392,16 @@ func (o *imbalances) String() string {
 		b := o.seen[r]
 		parts = append(parts, fmt.Sprintf("%s (%.3fs-%.3fs, %d checks)", r, b.first.Seconds(), b.last.Seconds(), b.n))
 	}
-	return strings.Join(parts, "; ")
+	if len(parts) == 0 {
+		parts = append(parts, "nothing seen")
+	}
+	s := strings.Join(parts, "; ")
+	for _, what := range []string{"driver check", "gray status"} {
+		if d, ok := o.slowest[what]; ok {
+			s += fmt.Sprintf("; slowest %s %.3fs", what, d.Seconds())
+		}
+	}
+	return s
 }
 
 func driverBalanced(drv *node.Node, self, dead string) (bool, string) {
@@ -383,11 +416,18 @@ func driverBalanced(drv *node.Node, self, dead string) (bool, string) {
 	return true, ""
 }
 
-func statusBalanced(c *clustertest.Cluster, dead string) (bool, string) {
+// statusBalanced reports whether `gray status --json` shows the cluster
+// in balance after node dead's death, and when it read the tables.
+func statusBalanced(c *clustertest.Cluster, dead string) (bool, time.Time, string) {
 	st, err := c.Status()
 	if err != nil {
-		return false, err.Error()
+		return false, time.Time{}, err.Error()
 	}
+	ok, why := balancedStatus(st, dead)
+	return ok, st.ReadAt, why
+}
+
+func balancedStatus(st clustertest.Status, dead string) (bool, string) {
 	n, ok := st.Node(dead)
 	if !ok || n.Alive {
 		head := "no head alive"
