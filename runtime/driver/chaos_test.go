@@ -313,6 +313,35 @@ func sameRes(avail, total, held task.Resources) bool {
 // seconds to start and print (printed says when it did).
 func waitBalance(c *clustertest.Cluster, drv *node.Node, self, dead string, killed time.Time) (all, driver, printed time.Duration, why string, err error) {
 	deadline := killed.Add(60 * time.Second)
+	// The two are watched side by side from the kill on: a `gray status`
+	// read is not held back until the driver balanced.
+	var statusOut imbalances
+	type shown struct {
+		all, printed time.Duration
+		err          error
+	}
+	status := make(chan shown, 1)
+	go func() {
+		for {
+			began := time.Now()
+			ok, readAt, reason := statusBalanced(c, dead)
+			statusOut.took("gray status", time.Since(began))
+			if ok {
+				status <- shown{all: readAt.Sub(killed), printed: time.Since(killed)}
+				return
+			}
+			if !readAt.IsZero() {
+				statusOut.saw(reason, readAt.Sub(killed))
+			} else {
+				statusOut.saw(reason, time.Since(killed))
+			}
+			if time.Now().After(deadline) {
+				status <- shown{err: errors.New("gray status is not in balance within 60 s: " + reason)}
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
 	var out imbalances
 	for {
 		began := time.Now()
@@ -324,29 +353,22 @@ func waitBalance(c *clustertest.Cluster, drv *node.Node, self, dead string, kill
 		}
 		out.saw("driver: "+reason, time.Since(killed))
 		if time.Now().After(deadline) {
-			return 0, 0, 0, out.String(), errors.New("the driver's scheduler is not in balance within 60 s: " + reason)
+			err = errors.New("the driver's scheduler is not in balance within 60 s: " + reason)
+			break
 		}
 		// Not more often: each check takes the driver's node lock, which
 		// its scheduling needs too.
 		time.Sleep(20 * time.Millisecond)
 	}
-	for {
-		began := time.Now()
-		ok, readAt, reason := statusBalanced(c, dead)
-		out.took("gray status", time.Since(began))
-		if ok {
-			return readAt.Sub(killed), driver, time.Since(killed), out.String(), nil
-		}
-		if !readAt.IsZero() {
-			out.saw(reason, readAt.Sub(killed))
-		} else {
-			out.saw(reason, time.Since(killed))
-		}
-		if time.Now().After(deadline) {
-			return 0, 0, 0, out.String(), errors.New("gray status is not in balance within 60 s: " + reason)
-		}
-		time.Sleep(20 * time.Millisecond)
+	st := <-status
+	out.merge(&statusOut)
+	if err == nil {
+		err = st.err
 	}
+	if err != nil {
+		return 0, 0, 0, out.String(), err
+	}
+	return st.all, driver, st.printed, out.String(), nil
 }
 
 // imbalances records what was out of balance after a kill: each reason
@@ -357,6 +379,18 @@ type imbalances struct {
 	// slowest is the longest one check of each kind took ("gray status":
 	// the command, from its start to its output).
 	slowest map[string]time.Duration
+}
+
+// merge adds what other saw.
+func (o *imbalances) merge(other *imbalances) {
+	for _, r := range other.order {
+		b := other.seen[r]
+		o.saw(r, b.first)
+		o.seen[r].last, o.seen[r].n = b.last, b.n
+	}
+	for what, d := range other.slowest {
+		o.took(what, d)
+	}
 }
 
 func (o *imbalances) took(what string, d time.Duration) {
