@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gray-ml/gray/runtime/cluster"
 	"github.com/gray-ml/gray/runtime/control"
 	"github.com/gray-ml/gray/runtime/monitor"
 	"github.com/gray-ml/gray/runtime/session"
@@ -147,14 +148,30 @@ func startMonitor(ctx context.Context, s *session.Session, after func()) (stop f
 	}
 	mctx, cancelMonitor := context.WithCancel(ctx)
 	mdone := make(chan struct{})
+	// A connection to every other node tells at once when its process
+	// died; the heartbeat confirms it (runtime/cluster/links.go).
+	interval := s.HeartbeatInterval
+	if interval <= 0 {
+		interval = monitor.DefaultInterval
+	}
+	links := cluster.NewLinks(mctx, store, []byte(s.Token), interval)
 	m := &monitor.Monitor{
 		Store:   store,
 		Timeout: s.NodeTimeout,
-		OnDeath: func(id, reason string, _ time.Duration) { log.Printf("node %s declared dead: %s", id, reason) },
+		Watch: func(id string) bool {
+			if id != s.NodeID {
+				links.Follow(id)
+			}
+			return true
+		},
+		Unreachable: links.Unreachable,
+		Confirm:     2 * interval,
+		OnDeath:     func(id, reason string, _ time.Duration) { log.Printf("node %s declared dead: %s", id, reason) },
 	}
 	go func() {
 		defer close(mdone)
 		m.Run(mctx)
+		links.Wait()
 	}()
 	pdone := make(chan struct{})
 	go func() {

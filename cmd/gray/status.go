@@ -58,6 +58,7 @@ func newStatus() *cobra.Command {
 // snake_case keys (state.Status).
 type clusterStatus struct {
 	Address     string
+	ReadAt      time.Time // when readStatus began reading
 	Nodes       []nodeStatus
 	Alive, Dead int
 	// Over the live nodes:
@@ -86,6 +87,7 @@ type nodeStatus struct {
 }
 
 func readStatus(ctx context.Context, store *control.Redis, addr string) (*clusterStatus, error) {
+	readAt := time.Now()
 	nodes, err := store.Nodes(ctx)
 	if err != nil {
 		return nil, err
@@ -94,7 +96,7 @@ func readStatus(ctx context.Context, store *control.Redis, addr string) (*cluste
 	if err != nil {
 		return nil, err
 	}
-	st := &clusterStatus{Address: addr, Jobs: jobs, Nodes: []nodeStatus{}}
+	st := &clusterStatus{Address: addr, ReadAt: readAt, Jobs: jobs, Nodes: []nodeStatus{}}
 	// What the running jobs hold on each node, as their drivers publish it.
 	byNode := map[string]*control.JobNodeLoad{}
 	for _, j := range jobs {

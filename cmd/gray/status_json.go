@@ -8,7 +8,7 @@ import (
 // stable snake_case keys, every one listed in docs/cluster.md).
 func statusJSONOf(st *clusterStatus) state.Status {
 	out := state.Status{
-		Address: st.Address, NodesAlive: st.Alive, NodesDead: st.Dead,
+		Address: st.Address, ReadAt: st.ReadAt.UTC(), NodesAlive: st.Alive, NodesDead: st.Dead,
 		ResourcesTotal: state.ResourcesOf(st.Total), ResourcesUsed: state.ResourcesOf(st.Used),
 		StoreUsedBytes: st.StoreUsed, StoreCapacityBytes: st.StoreCapacity,
 		Tasks: st.Tasks, Actors: st.Actors, Workers: st.Workers,

@@ -362,6 +362,7 @@ func (c *Cluster) WaitRedis(old int) int {
 // snake_case keys by DecodeStatus).
 type Status struct {
 	Address                  string
+	ReadAt                   time.Time // when gray status read the tables
 	Nodes                    []NodeStatus
 	Alive, Dead              int
 	Total, Used              task.Resources

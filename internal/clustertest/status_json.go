@@ -21,7 +21,7 @@ func DecodeStatus(b []byte) (Status, error) {
 	if err := json.Unmarshal(b, &k); err != nil {
 		return Status{}, err
 	}
-	st := Status{Address: k.Address, Alive: k.NodesAlive, Dead: k.NodesDead, Total: k.ResourcesTotal.Task(), Used: k.ResourcesUsed.Task(),
+	st := Status{Address: k.Address, ReadAt: k.ReadAt, Alive: k.NodesAlive, Dead: k.NodesDead, Total: k.ResourcesTotal.Task(), Used: k.ResourcesUsed.Task(),
 		StoreUsed: k.StoreUsedBytes, StoreCapacity: k.StoreCapacityBytes, Tasks: k.Tasks, Actors: k.Actors, Workers: k.Workers,
 		Waiting: state.TaskList(k.Waiting)}
 	for _, n := range k.Nodes {

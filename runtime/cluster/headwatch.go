@@ -14,8 +14,10 @@ import (
 //
 // The head runs the cluster's monitor, which declares silent nodes dead;
 // it cannot declare itself dead. So every other node watches the head's
-// heartbeat (a monitor.Monitor limited to head nodes): when the head is
-// silent past the node timeout, the node says so in its log, in one line
+// heartbeat (a monitor.Monitor limited to head nodes) and holds a
+// connection to the head: when the head is silent past the node timeout,
+// or its connection is lost and its heartbeat silent for two periods (a
+// killed head closes its connections at once), the node says so in its log, in one line
 // that names what to do, and declares the head dead, so `gray status`
 // shows it and drivers stop using it. A head started again (`gray start
 // --head` on its temp dir, or on a standby machine pointed at the same
@@ -50,16 +52,34 @@ func (h *headSet) isHead(id string) bool {
 	return h.head[id]
 }
 
-// watchHead runs until ctx ends, declaring a silent head dead (see
-// above); self is this node's ID, timeout the silence that means death.
-func watchHead(ctx context.Context, store *control.Redis, self string, timeout time.Duration) {
+// watchHead runs until ctx ends, declaring a dead head dead (see above).
+// Two signs tell: the head's heartbeat silent past cfg.HeadTimeout, or,
+// much sooner, the connection this node holds to the head lost and not
+// taken again (a killed process closes its connections at once), with
+// the heartbeat silent for two of its periods to confirm it. A head that
+// is only slow keeps its connections, so only the timeout judges it.
+func watchHead(ctx context.Context, store *control.Redis, cfg NodeConfig) {
 	heads := &headSet{store: store, head: map[string]bool{}}
+	interval := cfg.HeartbeatInterval
+	if interval <= 0 {
+		interval = monitor.DefaultInterval
+	}
+	links := NewLinks(ctx, store, cfg.Token, interval)
+	defer links.Wait()
 	m := &monitor.Monitor{
 		Store:   store,
-		Timeout: timeout,
-		Watch:   func(id string) bool { return id != self && heads.isHead(id) },
+		Timeout: cfg.HeadTimeout,
+		Confirm: 2 * interval,
+		Watch: func(id string) bool {
+			if id == cfg.ID || !heads.isHead(id) {
+				return false
+			}
+			links.Follow(id)
+			return true
+		},
+		Unreachable: links.Unreachable,
 		OnSilent: func(id, reason string) {
-			log.Printf("gray: node %s: the head node %s is dead (%s): no node's death is detected and no driver can use the head's machine until a head runs again; %s", self, id, reason, HeadRestartHint)
+			log.Printf("gray: node %s: the head node %s is dead (%s): no node's death is detected and no driver can use the head's machine until a head runs again; %s", cfg.ID, id, reason, HeadRestartHint)
 		},
 		Logf: func(string, ...any) {}, // the heartbeater reports Redis trouble
 	}

@@ -73,7 +73,7 @@ func ServeNode(ctx context.Context, cfg NodeConfig) error {
 	if ip == "" {
 		ip = "127.0.0.1"
 	}
-	d := &daemon{cfg: cfg, books: newBooks(cfg.Resources), leases: map[*lease]bool{},
+	d := &daemon{cfg: cfg, books: newBooks(cfg.Resources), leases: map[*lease]bool{}, watchers: map[*wire.Conn]bool{},
 		logs: filepath.Join(cfg.TempDir, "logs")}
 	if err := os.MkdirAll(d.logs, 0o700); err != nil {
 		return fmt.Errorf("cluster: node %s: %w", cfg.ID, err)
@@ -130,7 +130,7 @@ func ServeNode(ctx context.Context, cfg NodeConfig) error {
 			watched := make(chan struct{})
 			go func() {
 				defer close(watched)
-				watchHead(hctx, store, cfg.ID, cfg.HeadTimeout)
+				watchHead(hctx, store, cfg)
 			}()
 			defer func() { // before the store closes
 				stopWatch()
@@ -157,8 +157,11 @@ type daemon struct {
 	mu     sync.Mutex
 	books  // what no lease holds (grant.go)
 	leases map[*lease]bool
-	nextN  uint64 // numbers the leases, oldest first (grant.go)
-	exes   *exeCache
+	// watchers are the other nodes' connections watching this head
+	// (headwatch.go), ended with the daemon (nil once it ends).
+	watchers map[*wire.Conn]bool
+	nextN    uint64 // numbers the leases, oldest first (grant.go)
+	exes     *exeCache
 }
 
 // load is the node's load for its heartbeat.
@@ -199,6 +202,10 @@ func (d *daemon) closeAll() {
 	for l := range d.leases {
 		ls = append(ls, l)
 	}
+	for w := range d.watchers {
+		w.Abort()
+	}
+	d.watchers = nil // none is taken any more
 	d.mu.Unlock()
 	for _, l := range ls {
 		l.conn.Abort()
@@ -232,7 +239,15 @@ func (d *daemon) serve(ctx context.Context, c net.Conn) {
 	conn := wire.New(c)
 	defer conn.Close()
 	l := &lease{d: d, conn: conn, workers: map[uint64]*os.Process{}}
-	if err := l.hello(ctx); err != nil {
+	typ, payload, err := conn.Recv()
+	if err != nil {
+		return
+	}
+	if typ == msgWatch {
+		d.watched(ctx, conn) // headwatch.go
+		return
+	}
+	if err := l.hello(ctx, typ, payload); err != nil {
 		_ = conn.Send(msgWelcome, func(b []byte) []byte {
 			b = append(b, 1)
 			b = wire.AppendString(b, err.Error())
@@ -247,7 +262,7 @@ func (d *daemon) serve(ctx context.Context, c net.Conn) {
 	l.n = d.nextN
 	d.leases[l] = true
 	// The welcome goes out before any grant rebalancing sends.
-	err := conn.Send(msgWelcome, func(b []byte) []byte {
+	err = conn.Send(msgWelcome, func(b []byte) []byte {
 		b = append(b, 0)
 		b = wire.AppendString(b, d.cfg.ID)
 		return appendInts(appendRes(b, granted), gpus)
@@ -319,13 +334,11 @@ func (d *daemon) serve(ctx context.Context, c net.Conn) {
 	}
 }
 
-// hello reads the driver's hello and makes sure the node holds its
-// executable (exe.go); the resources wanted are left in l.want.
-func (l *lease) hello(ctx context.Context) error {
-	typ, payload, err := l.conn.Recv()
-	if err != nil {
-		return err
-	}
+// hello reads the driver's hello (the connection's first message) and
+// makes sure the node holds its executable (exe.go); the resources wanted
+// are left in l.want.
+func (l *lease) hello(ctx context.Context, typ byte, payload []byte) error {
+	var err error
 	if typ != msgHello {
 		return fmt.Errorf("expected a hello, got message %d", typ)
 	}

@@ -19,6 +19,11 @@
 //	node → driver  grant    resources added to the grant (numbered), their GPU indices
 //	node → driver  reclaim  resources to give back as running tasks end
 //
+// Every other node also holds a connection to the head that starts with
+// "watch" instead of a hello (headwatch.go): the head welcomes it and
+// keeps it open, so that its end tells the node at once that the head's
+// process died.
+//
 // The welcome grants what the node has free, up to what the hello asks;
 // from then on the grant follows demand (grant.go): the driver asks for
 // more when its queued work could use it, gives back what it held idle,
@@ -53,6 +58,11 @@ const (
 	msgReturn  // driver → node: resources it gives back, their GPU indices
 	msgGrant   // node → driver: seq, resources added to its grant, their GPU indices
 	msgReclaim // node → driver: resources to give back as its tasks end
+	// msgWatch, a node's first message to the head instead of a hello,
+	// asks for nothing: the head welcomes it and holds the connection
+	// open, whose end tells the node at once that the head's process
+	// died (headwatch.go).
+	msgWatch
 )
 
 func appendRes(b []byte, r task.Resources) []byte {

@@ -93,10 +93,12 @@ redis.call('HSET', KEYS[1], 'hb', ARGV[1])
 return 1`)
 
 // markDeadScript declares a live node dead and publishes the event once:
-// 1 = it was alive, 0 = it was dead or unknown already.
+// 1 = it was alive, 0 = it was dead or unknown already, or its heartbeat
+// is no longer ARGV[4] (when that is not empty).
 var markDeadScript = redis.NewScript(`
 local a = redis.call('HGET', KEYS[1], 'alive')
 if a ~= '1' then return 0 end
+if ARGV[4] ~= '' and redis.call('HGET', KEYS[1], 'hb') ~= ARGV[4] then return 0 end
 redis.call('HSET', KEYS[1], 'alive', '0', 'death', ARGV[1], 'died', ARGV[3])
 redis.call('PUBLISH', KEYS[2], ARGV[2])
 return 1`)
@@ -179,8 +181,16 @@ func (r *Redis) MarkDead(ctx context.Context, id, reason string) error {
 // (false: the node was dead already, or is unknown), so that of two
 // monitors only one announces a death.
 func (r *Redis) DeclareDead(ctx context.Context, id, reason string) (bool, error) {
+	return r.DeclareSilent(ctx, id, "", reason)
+}
+
+// DeclareSilent is DeclareDead for a node whose last heartbeat was beat
+// (a Stamp's Beat): it does nothing (false) if the node has beaten since,
+// e.g. a head started again under the same ID between a monitor's read
+// and its verdict. An empty beat declares it dead whatever its heartbeat.
+func (r *Redis) DeclareSilent(ctx context.Context, id, beat, reason string) (bool, error) {
 	ev, _ := json.Marshal(wireEvent{Kind: NodeDied, ID: id, Reason: reason})
-	res, err := markDeadScript.Run(ctx, r.c, []string{nodeKey(id), chanNodes}, reason, ev, time.Now().UnixMilli()).Int()
+	res, err := markDeadScript.Run(ctx, r.c, []string{nodeKey(id), chanNodes}, reason, ev, time.Now().UnixMilli(), beat).Int()
 	if err != nil {
 		return false, fmt.Errorf("control: marking node %s dead: %w", id, err)
 	}

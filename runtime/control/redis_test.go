@@ -132,6 +132,36 @@ func TestNodeTable(t *testing.T) {
 	}
 }
 
+// A monitor's verdict on a silent node holds only if the node has not
+// beaten since the read that found it silent: a head started again under
+// the same ID in between stays alive.
+func TestDeclareSilentOnlyIfStillSilent(t *testing.T) {
+	s, _ := startServer(t)
+	r := dial(t, s.Addr(), "")
+	ctx := context.Background()
+	if err := r.RegisterNode(ctx, NodeInfo{ID: "h"}); err != nil {
+		t.Fatal(err)
+	}
+	stamps, err := r.HeartbeatStamps(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := stamps["h"].Beat
+	if err := r.Heartbeat(ctx, "h", NodeLoad{Tasks: 1}); err != nil { // another load: another stamp
+		t.Fatal(err)
+	}
+	if did, err := r.DeclareSilent(ctx, "h", seen, "silent"); err != nil || did {
+		t.Fatalf("DeclareSilent with an old beat = %v, %v; want false: it beat since", did, err)
+	}
+	if n, _, _ := r.Node(ctx, "h"); !n.Alive {
+		t.Fatal("a node that beat since the read was declared dead")
+	}
+	stamps, _ = r.HeartbeatStamps(ctx)
+	if did, err := r.DeclareSilent(ctx, "h", stamps["h"].Beat, "silent"); err != nil || !did {
+		t.Fatalf("DeclareSilent with its last beat = %v, %v; want true", did, err)
+	}
+}
+
 func TestStoreWritesAreBatched(t *testing.T) {
 	s, _ := startServer(t)
 	r := dial(t, s.Addr(), "job1")

@@ -8,6 +8,7 @@ import (
 	"math/rand"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -33,7 +34,7 @@ import (
 // that long, killing a node every 10 s (GRAY_CHAOS_PERIOD: another
 // period; benchmarks/soak/run.sh runs the soak):
 //
-//	GRAY_CHAOS=3m go test -run TestChaos -v -timeout 20m .
+//	GRAY_CHAOS=3m go test -run TestChaos -v -timeout 20m ./runtime/driver/
 
 // chaosStep adds one after a while; it runs only on the killable nodes.
 var chaosStep = gray.Func1("test.chaos.step", func(ctx context.Context, x int) (int, error) {
@@ -220,25 +221,26 @@ func TestChaos(t *testing.T) {
 		killed := time.Now()
 		c.KillNode(victim.Index)
 		type result struct {
-			all, driver time.Duration
-			err         error
+			all, driver, printed time.Duration
+			why                  string
+			err                  error
 		}
 		measured := make(chan result, 1)
 		go func() {
-			all, driver, err := waitBalance(c, drv, self, victim.ID, killed)
-			measured <- result{all, driver, err}
+			all, driver, printed, why, err := waitBalance(c, drv, self, victim.ID, killed)
+			measured <- result{all, driver, printed, why, err}
 		}()
 		repl := c.AddNode()
 		live = append(live, repl.Index)
 		r := <-measured
 		d, dd, err := r.all, r.driver, r.err
 		if err != nil {
-			t.Errorf("kill %d (node %d, %s): %v", len(balance)+1, victim.Index, victim.ID, err)
+			t.Errorf("kill %d (node %d, %s): %v; out of balance: %s", len(balance)+1, victim.Index, victim.ID, err, r.why)
 			continue
 		}
 		balance = append(balance, d)
-		t.Logf("kill %d: node %d (%s) killed; the driver's scheduler in balance %v later, gray status too %v later",
-			len(balance), victim.Index, victim.ID, dd.Round(time.Millisecond), d.Round(time.Millisecond))
+		t.Logf("kill %d: node %d (%s) killed; the driver's scheduler in balance %v later, gray status too %v later (as read; printed %v later); out of balance: %s",
+			len(balance), victim.Index, victim.ID, dd.Round(time.Millisecond), d.Round(time.Millisecond), r.printed.Round(time.Millisecond), r.why)
 	}
 	stopRun()
 	done := make(chan struct{})
@@ -302,35 +304,138 @@ func sameRes(avail, total, held task.Resources) bool {
 // driver's scheduler was (it no longer counts the node and its
 // invariants hold) and until `gray status --json` was too (it shows the
 // node dead, no job's work on it, and totals that add up over the live
-// nodes only).
-func waitBalance(c *clustertest.Cluster, drv *node.Node, self, dead string, killed time.Time) (all, driver time.Duration, err error) {
+// nodes only). why says what was out of balance on the way, and from when
+// to when after the kill (the soak's log tells a slow balance's cause by
+// it).
+//
+// all is when the balanced status was read (its read_at), not when the
+// command printed it: on a loaded machine a `gray status` process takes
+// seconds to start and print (printed says when it did).
+func waitBalance(c *clustertest.Cluster, drv *node.Node, self, dead string, killed time.Time) (all, driver, printed time.Duration, why string, err error) {
 	deadline := killed.Add(60 * time.Second)
-	reasons := map[string]int{}
+	// The two are watched side by side from the kill on: a `gray status`
+	// read is not held back until the driver balanced.
+	var statusOut imbalances
+	type shown struct {
+		all, printed time.Duration
+		err          error
+	}
+	status := make(chan shown, 1)
+	go func() {
+		for {
+			began := time.Now()
+			ok, readAt, reason := statusBalanced(c, dead)
+			statusOut.took("gray status", time.Since(began))
+			if ok {
+				status <- shown{all: readAt.Sub(killed), printed: time.Since(killed)}
+				return
+			}
+			if !readAt.IsZero() {
+				statusOut.saw(reason, readAt.Sub(killed))
+			} else {
+				statusOut.saw(reason, time.Since(killed))
+			}
+			if time.Now().After(deadline) {
+				status <- shown{err: errors.New("gray status is not in balance within 60 s: " + reason)}
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	var out imbalances
 	for {
-		ok, why := driverBalanced(drv, self, dead)
+		began := time.Now()
+		ok, reason := driverBalanced(drv, self, dead)
+		out.took("driver check", time.Since(began))
 		if ok {
 			driver = time.Since(killed)
-			if driver > time.Second {
-				fmt.Fprintf(os.Stderr, "chaos: the driver took %v to balance: %v\n", driver, reasons)
-			}
 			break
 		}
-		reasons[why]++
+		out.saw("driver: "+reason, time.Since(killed))
 		if time.Now().After(deadline) {
-			return 0, 0, errors.New("the driver's scheduler is not in balance within 60 s: " + why)
+			err = errors.New("the driver's scheduler is not in balance within 60 s: " + reason)
+			break
 		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	for {
-		ok, why := statusBalanced(c, dead)
-		if ok {
-			return time.Since(killed), driver, nil
-		}
-		if time.Now().After(deadline) {
-			return 0, 0, errors.New("gray status is not in balance within 60 s: " + why)
-		}
+		// Not more often: each check takes the driver's node lock, which
+		// its scheduling needs too.
 		time.Sleep(20 * time.Millisecond)
 	}
+	st := <-status
+	out.merge(&statusOut)
+	if err == nil {
+		err = st.err
+	}
+	if err != nil {
+		return 0, 0, 0, out.String(), err
+	}
+	return st.all, driver, st.printed, out.String(), nil
+}
+
+// imbalances records what was out of balance after a kill: each reason
+// with when it was first and last seen, and how often.
+type imbalances struct {
+	order []string
+	seen  map[string]*imbalance
+	// slowest is the longest one check of each kind took ("gray status":
+	// the command, from its start to its output).
+	slowest map[string]time.Duration
+}
+
+// merge adds what other saw.
+func (o *imbalances) merge(other *imbalances) {
+	for _, r := range other.order {
+		b := other.seen[r]
+		o.saw(r, b.first)
+		o.seen[r].last, o.seen[r].n = b.last, b.n
+	}
+	for what, d := range other.slowest {
+		o.took(what, d)
+	}
+}
+
+func (o *imbalances) took(what string, d time.Duration) {
+	if o.slowest == nil {
+		o.slowest = map[string]time.Duration{}
+	}
+	o.slowest[what] = max(o.slowest[what], d)
+}
+
+type imbalance struct {
+	first, last time.Duration
+	n           int
+}
+
+func (o *imbalances) saw(reason string, at time.Duration) {
+	if o.seen == nil {
+		o.seen = map[string]*imbalance{}
+	}
+	b := o.seen[reason]
+	if b == nil {
+		b = &imbalance{first: at}
+		o.seen[reason] = b
+		o.order = append(o.order, reason)
+	}
+	b.last, b.n = at, b.n+1
+}
+
+// String lists the reasons in the order first seen, e.g. `gray status
+// does not show the node dead (0.012s-1.204s, 31 checks)`.
+func (o *imbalances) String() string {
+	parts := make([]string, 0, len(o.order))
+	for _, r := range o.order {
+		b := o.seen[r]
+		parts = append(parts, fmt.Sprintf("%s (%.3fs-%.3fs, %d checks)", r, b.first.Seconds(), b.last.Seconds(), b.n))
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "nothing seen")
+	}
+	s := strings.Join(parts, "; ")
+	for _, what := range []string{"driver check", "gray status"} {
+		if d, ok := o.slowest[what]; ok {
+			s += fmt.Sprintf("; slowest %s %.3fs", what, d.Seconds())
+		}
+	}
+	return s
 }
 
 func driverBalanced(drv *node.Node, self, dead string) (bool, string) {
@@ -345,14 +450,27 @@ func driverBalanced(drv *node.Node, self, dead string) (bool, string) {
 	return true, ""
 }
 
-func statusBalanced(c *clustertest.Cluster, dead string) (bool, string) {
+// statusBalanced reports whether `gray status --json` shows the cluster
+// in balance after node dead's death, and when it read the tables.
+func statusBalanced(c *clustertest.Cluster, dead string) (bool, time.Time, string) {
 	st, err := c.Status()
 	if err != nil {
-		return false, err.Error()
+		return false, time.Time{}, err.Error()
 	}
+	ok, why := balancedStatus(st, dead)
+	return ok, st.ReadAt, why
+}
+
+func balancedStatus(st clustertest.Status, dead string) (bool, string) {
 	n, ok := st.Node(dead)
 	if !ok || n.Alive {
-		return false, "gray status does not show the node dead"
+		head := "no head alive"
+		for _, h := range st.Nodes {
+			if h.Head && h.Alive {
+				head = "head " + h.ID + " alive"
+			}
+		}
+		return false, "gray status does not show the node dead (" + head + ")"
 	}
 	for _, j := range st.Jobs {
 		if j.Load == nil {

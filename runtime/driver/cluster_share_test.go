@@ -282,14 +282,15 @@ func TestClusterGrantsFollowDemand(t *testing.T) {
 	b.do("wait", "done") // it is still there, connected
 }
 
-// Two drivers busy at once on one node each get a share: a driver that
-// connects while another has a backlog of tasks runs its own before that
-// backlog is done.
+// Two drivers busy at once on one node split it fairly: a driver that
+// connects while another has a backlog of tasks gets half the node (the
+// other gives back a CPU as a task of its ends), so both run side by side,
+// one CPU each, and its tasks run before that backlog is done.
 func TestClusterDriversShareABusyNode(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{CPUsPerNode: 2})
 	head := c.Node(0).ID
 	dir := t.TempDir()
-	const ticks = 60 // 100 ms each: 3 s of work on the node's 2 CPUs
+	const ticks = 80 // 100 ms each: 4 s of work on the node's 2 CPUs
 	a := startHelper(t, c)
 	a.expect("ready")
 	initCluster(t, c)
@@ -306,11 +307,22 @@ func TestClusterDriversShareABusyNode(t *testing.T) {
 		}
 		return false
 	})
-	// ... and this driver's tasks get a share of it all the same.
-	refs := make([]gray.Ref[int], 6)
+	// ... and this driver's tasks get a share of it all the same: half.
+	refs := make([]gray.Ref[int], 20) // 2 s of work on one CPU
 	for i := range refs {
 		refs[i] = countDone.Remote(dir)
 	}
+	c.WaitStatus(30*time.Second, "both drivers busy on one CPU of the node each", func(st clustertest.Status) bool {
+		busy := 0
+		for _, j := range st.Jobs {
+			for _, n := range jobNodes(j) {
+				if n.Node == head && n.Granted.CPU == 1 && n.Tasks > 0 {
+					busy++
+				}
+			}
+		}
+		return busy == 2
+	})
 	first := ticks
 	for _, n := range getAll(t, "this driver's tasks beside the other's backlog", refs) {
 		first = min(first, n)

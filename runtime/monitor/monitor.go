@@ -112,7 +112,9 @@ func (h *Heartbeater) Run(ctx context.Context) error {
 // NodeWatcher is what a Monitor needs of the control store.
 type NodeWatcher interface {
 	HeartbeatStamps(ctx context.Context) (map[string]control.Stamp, error)
-	DeclareDead(ctx context.Context, id, reason string) (bool, error)
+	// DeclareSilent declares node id dead unless its heartbeat is no
+	// longer beat (it beat after the read that found it silent).
+	DeclareSilent(ctx context.Context, id, beat, reason string) (bool, error)
 	// ForgetNode removes a dead node's entries from the object-location
 	// tables.
 	ForgetNode(ctx context.Context, id string) (int, error)
@@ -133,13 +135,25 @@ type Monitor struct {
 	// OnDeath, when set, is called after this monitor declared a node
 	// dead, with how long it had been silent.
 	OnDeath func(id, reason string, silent time.Duration)
-	// Watch, when set, limits the monitor to the nodes it accepts: the
-	// nodes other than the head watch the head this way, since the head's
-	// own monitor cannot declare it dead (HeadWatch).
+	// Watch, when set, limits the monitor to the live nodes it accepts
+	// (asked at every read): the nodes other than the head watch the head
+	// this way, since the head's own monitor cannot declare it dead
+	// (runtime/cluster's headwatch.go).
 	Watch func(id string) bool
 	// OnSilent, when set, is called once per silence of a watched node
-	// past Timeout, whether this monitor or another declared it dead.
+	// past Timeout (or Confirm, see Unreachable), whether this monitor or
+	// another declared it dead.
 	OnSilent func(id, reason string)
+	// Unreachable, when set, says since when a node has refused or
+	// dropped the connection its caller keeps to it (ok false while one
+	// is held). A process killed with SIGKILL closes its connections at
+	// once, while one that is only slow keeps them: so an unreachable
+	// node is dead once its heartbeat, too, is silent for Confirm, long
+	// before Timeout, and a slow one still gets the whole Timeout.
+	Unreachable func(id string) (since time.Time, ok bool)
+	// Confirm is the heartbeat silence that confirms an unreachable node
+	// dead; 0 means 2×DefaultInterval.
+	Confirm time.Duration
 	// Logf reports trouble; nil means log.Printf.
 	Logf func(format string, args ...any)
 }
@@ -155,9 +169,16 @@ func (m *Monitor) Run(ctx context.Context) error {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
+	confirm := m.Confirm
+	if confirm <= 0 {
+		confirm = 2 * DefaultInterval
+	}
 	poll := m.Poll
 	if poll <= 0 {
 		poll = max(timeout/10, 10*time.Millisecond)
+		if m.Unreachable != nil {
+			poll = max(min(poll, confirm/4), 10*time.Millisecond)
+		}
 	}
 	logf := m.Logf
 	if logf == nil {
@@ -185,11 +206,11 @@ func (m *Monitor) Run(ctx context.Context) error {
 			grace := lastPoll.IsZero() || now.Sub(lastPoll) > timeout/2
 			lastPoll = now
 			for id, st := range stamps {
-				if m.Watch != nil && !m.Watch(id) {
-					continue
-				}
 				if !st.Alive {
 					delete(last, id)
+					continue
+				}
+				if m.Watch != nil && !m.Watch(id) {
 					continue
 				}
 				prev, known := last[id]
@@ -198,14 +219,18 @@ func (m *Monitor) Run(ctx context.Context) error {
 					continue
 				}
 				silent := now.Sub(prev.at)
-				if silent <= timeout {
-					continue
-				}
 				reason := fmt.Sprintf("no heartbeat for %v (timeout %v)", silent.Round(time.Millisecond), timeout)
+				if silent <= timeout {
+					since, gone := m.unreachable(id)
+					if !gone || silent <= confirm {
+						continue
+					}
+					reason = fmt.Sprintf("its connection was lost %v ago and no heartbeat came for %v", now.Sub(since).Round(time.Millisecond), silent.Round(time.Millisecond))
+				}
 				if m.OnSilent != nil {
 					m.OnSilent(id, reason)
 				}
-				did, err := m.Store.DeclareDead(ctx, id, reason)
+				did, err := m.Store.DeclareSilent(ctx, id, prev.beat, reason)
 				if err != nil {
 					logf("gray: monitor: %v", err)
 					continue
@@ -235,4 +260,11 @@ func (m *Monitor) Run(ctx context.Context) error {
 		case <-tick.C:
 		}
 	}
+}
+
+func (m *Monitor) unreachable(id string) (time.Time, bool) {
+	if m.Unreachable == nil {
+		return time.Time{}, false
+	}
+	return m.Unreachable(id)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -279,5 +280,41 @@ func TestDeadNodesObjectsLeaveTheLocationTable(t *testing.T) {
 	reader := r.Dial(t, "job-1")
 	if locs, err := reader.Locations(ctx, obj); err != nil || !slices.Equal(locs, []string{"b"}) {
 		t.Fatalf("after node a's death the object is listed on %q (%v), want [b]", locs, err)
+	}
+}
+
+// A node its caller cannot reach (Unreachable: a lost connection) is
+// declared dead once its heartbeat, too, is silent for Confirm, long
+// before Timeout; one that cannot be reached but still beats is not.
+func TestUnreachableSilentNodeIsDeadAfterConfirm(t *testing.T) {
+	r := clustertest.StartRedis(t)
+	store := r.Dial(t, "")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	evs, err := store.WatchNodes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	beat(t, store, "a")
+	stopB := beat(t, store, "b")
+	for joined := map[string]bool{}; !joined["a"] || !joined["b"]; { // in either order
+		ev := <-evs
+		joined[ev.Node.ID] = joined[ev.Node.ID] || ev.Kind == control.NodeJoined
+	}
+	since := time.Now()
+	m := &monitor.Monitor{Store: store, Timeout: time.Hour, Confirm: 200 * time.Millisecond, Logf: t.Logf,
+		Unreachable: func(id string) (time.Time, bool) { return since, true }}
+	mctx, stopMonitor := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { m.Run(mctx); close(done) }()
+	defer func() { stopMonitor(); <-done }()
+
+	stopB()
+	ev := waitEvent(t, evs, control.NodeDied, "b")
+	if !strings.Contains(ev.Reason, "connection was lost") {
+		t.Errorf("b died %q, want by its lost connection", ev.Reason)
+	}
+	if !alive(t, store, "a") {
+		t.Error("a, unreachable but beating, was declared dead")
 	}
 }

@@ -11,7 +11,10 @@ import (
 // name ("CPU", "GPU", custom names), as Ray writes them. It is defined
 // once here so that the command and the tools reading it agree.
 type Status struct {
-	Address            string       `json:"address"`
+	Address string `json:"address"`
+	// ReadAt is when the command read the cluster's tables: what follows
+	// is the cluster as of then, however long the command took to print.
+	ReadAt             time.Time    `json:"read_at"`
 	NodesAlive         int          `json:"nodes_alive"`
 	NodesDead          int          `json:"nodes_dead"`
 	ResourcesTotal     Resources    `json:"resources_total"`
