@@ -379,6 +379,10 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 		if err := n.handleCheckpoint(w, &d); err != nil {
 			return err
 		}
+	case task.MsgActorAddr, task.MsgDirectAddr, task.MsgDirectReadsDone:
+		if err := n.handleDirect(w, typ, &d); err != nil {
+			return err
+		}
 	case task.MsgHold, task.MsgContain:
 		if err := n.handleNested(w, typ, &d); err != nil {
 			return err
@@ -483,6 +487,9 @@ func (n *Node) result(w *proc, tid ids.TaskID, objs []task.Object, retiring bool
 	}
 	if a := w.actor; a != nil && a.draining && len(a.queue) == 0 && len(a.inflight) == 0 {
 		n.actorDied(a, &task.TaskError{Function: a.typ, Message: "no handle to the actor remains", Cause: task.ErrActorDead})
+	}
+	if a := w.actor; a != nil {
+		n.answerDirect(a) // its constructor may have run (direct.go)
 	}
 	n.step()
 }

@@ -243,6 +243,9 @@ func (n *Node) spawnRemote(w *proc) {
 	if os.Getenv("GORACE") == "" {
 		env = append(env, "GORACE=atexit_sleep_ms=0")
 	}
+	if v := os.Getenv(task.EnvDirect); v != "" {
+		env = append(env, task.EnvDirect+"="+v) // direct actor calls (worker/direct.go)
+	}
 	n.remote.cfg.Remote.StartWorker(k, w.id, env)
 }
 
