@@ -113,6 +113,34 @@ var (
 		r := dLogAdd.Remote(h, 5)
 		return gray.Get(ctx, dPlusOne.Remote(r))
 	})
+	// waitFree waits for one of a blocked call and a quick one (the quick
+	// one is ready, the blocked one not), then frees the quick one: a Get
+	// of it then fails with ErrFreed. It opens the gate before returning.
+	dCallerWaitFree = gray.Method2(dCallerType, "waitFree", func(c *dCaller, ctx context.Context, h gray.Handle[dLog], g string) (string, error) {
+		blocked, quick := dLogBlock.Remote(h, g), dPlusOne.Remote(1)
+		more := dLogAdd.Remote(h, 7)
+		ready, rest, err := gray.Wait(ctx, []gray.Ref[int]{blocked, quick}, 1, 0)
+		if err != nil {
+			return "", err
+		}
+		if len(ready) != 1 || ready[0].ID() != quick.ID() || len(rest) != 1 {
+			return fmt.Sprintf("Wait(1) returned %d ready, %d not", len(ready), len(rest)), nil
+		}
+		if err := os.WriteFile(g, nil, 0o644); err != nil {
+			return "", err
+		}
+		ready, _, err = gray.Wait(ctx, []gray.Ref[int]{blocked, more}, 2, 0)
+		if err != nil || len(ready) != 2 {
+			return fmt.Sprintf("Wait(2) after the gate opened: %d ready, %v", len(ready), err), nil
+		}
+		if err := gray.Free(ctx, more); err != nil {
+			return "", err
+		}
+		if _, err := gray.Get(ctx, more); !errors.Is(err, gray.ErrFreed) {
+			return fmt.Sprintf("Get of a freed direct result: %v, want ErrFreed", err), nil
+		}
+		return "ok", nil
+	})
 	dPlusOne = gray.Func1("test.direct.plusOne", func(_ context.Context, x int) (int, error) { return x + 1, nil })
 )
 
@@ -231,6 +259,24 @@ func TestDirectActorCallsBypassTheDriver(t *testing.T) {
 	}
 	if v, err := gray.Get(ctx, dCallerPass.Remote(c, log)); err != nil || v != 4 {
 		t.Fatalf("a task given a direct call's result returned %d, %v; want 4 (log length 3, plus one)", v, err)
+	}
+}
+
+// Wait and Free of the results of direct calls, in the caller, mixed with
+// a task's result (which the driver holds).
+func TestDirectResultsWaitAndFree(t *testing.T) {
+	ctx := startDirect(t)
+	log, err := dLogType.Remote(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := dCallerType.Remote(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newGate(t, "block")
+	if got, err := gray.Get(ctx, dCallerWaitFree.Remote(c, log, string(g))); err != nil || got != "ok" {
+		t.Fatalf("waitFree: %q, %v", got, err)
 	}
 }
 

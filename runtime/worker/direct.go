@@ -51,9 +51,11 @@ type directCalls struct {
 	mu      sync.Mutex
 	callees map[ids.ActorID]*callee
 	owned   map[ids.ObjectID]*owned
-	// changed is closed and replaced whenever an owned result arrives, so
-	// a Wait can watch many of them.
-	changed chan struct{}
+	// changed is closed and replaced when an owned result arrives while a
+	// Wait watches (watchers > 0), so it can watch many of them.
+	changed  chan struct{}
+	watchers int
+	seq      uint64 // calls owned so far: owned.seq
 	// contains are the first returns of calls being made whose argument
 	// values hold references (MsgContain was sent for them): such a
 	// result is published when it arrives, see above.
@@ -89,6 +91,7 @@ type owned struct {
 	args      []ids.ObjectID // reference arguments held in the driver until the result (first return only)
 	c         *callee        // the actor called
 	fn        string         // the method, for errors
+	seq       uint64         // its call's place among this process's owned calls
 }
 
 // newDirectCalls returns the caller's state, or nil when direct calls are
@@ -147,8 +150,9 @@ func (dc *directCalls) submit(s *task.Spec) (bool, error) {
 func (dc *directCalls) own(c *callee, s *task.Spec) {
 	pub := dc.contains[s.Return(0)]
 	delete(dc.contains, s.Return(0))
+	dc.seq++
 	for i := range max(s.NumReturns, 1) {
-		dc.owned[s.Return(i)] = &owned{done: make(chan struct{}), publish: pub, c: c, fn: s.Func}
+		dc.owned[s.Return(i)] = &owned{done: make(chan struct{}), publish: pub, c: c, fn: s.Func, seq: dc.seq}
 	}
 	var refs []ids.ObjectID
 	for _, a := range s.Args {
@@ -225,15 +229,33 @@ func (dc *directCalls) ask(c *callee) {
 	}
 }
 
-// dialDirect connects to a callee's address.
+// dialDirect connects to a callee's address. On one machine the
+// connection then carries its frames through shared memory, as a worker's
+// connection to its driver does (wire.Conn.Offer): the callee offers once
+// it has the caller's hello.
 func dialDirect(addr string) (*wire.Conn, error) {
+	c, err := dialAddr(addr)
+	if err != nil {
+		return nil, err
+	}
+	conn := wire.New(c)
+	if err := conn.Send(task.MsgHello, nil); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	if err := conn.Answer(); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
+}
+
+// dialAddr dials a Unix socket path, or "tcp:HOST:PORT" with the cluster
+// token's handshake.
+func dialAddr(addr string) (net.Conn, error) {
 	hostPort, tcp := strings.CutPrefix(addr, "tcp:")
 	if !tcp {
-		c, err := net.Dial("unix", addr)
-		if err != nil {
-			return nil, err
-		}
-		return wire.New(c), nil
+		return net.Dial("unix", addr)
 	}
 	tok, err := hex.DecodeString(os.Getenv(task.EnvToken))
 	if err != nil || len(tok) == 0 {
@@ -248,7 +270,7 @@ func dialDirect(addr string) (*wire.Conn, error) {
 	if tc, ok := c.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
-	return wire.New(c), nil
+	return c, nil
 }
 
 // receive reads c's results until its connection ends.
@@ -297,8 +319,10 @@ func (dc *directCalls) arrived(id ids.ObjectID, obj task.Object, refs bool) {
 	o.args = nil
 	pub, gone := o.publish, o.dropped
 	close(o.done)
-	close(dc.changed)
-	dc.changed = make(chan struct{})
+	if dc.watchers > 0 {
+		close(dc.changed)
+		dc.changed = make(chan struct{})
+	}
 	dc.mu.Unlock()
 	if len(args) > 0 {
 		dc.w.dropIDs(args)

@@ -102,6 +102,13 @@ func (w *Worker) acceptDirect(ln net.Listener) {
 // ends. Calls already queued still run; their results go nowhere.
 func (w *Worker) serveDirect(c *wire.Conn) {
 	defer c.Close()
+	if typ, _, err := c.Recv(); err != nil || typ != task.MsgHello {
+		return
+	}
+	if err := c.Offer(); err != nil {
+		fmt.Fprintf(os.Stderr, "gray: %s: direct call connection: %v\n", w.name, err)
+		return
+	}
 	for {
 		typ, payload, err := c.Recv()
 		if err != nil {

@@ -34,18 +34,14 @@ func (dc *directCalls) anyOwned(oids []ids.ObjectID) bool {
 // get answers a Get of oids, some of them owned here: those wait for their
 // results, the rest are asked of the driver.
 func (dc *directCalls) get(ctx context.Context, oids []ids.ObjectID) ([]task.Object, error) {
+	if err := dc.await(ctx, oids); err != nil {
+		return nil, err
+	}
 	out := make([]task.Object, len(oids))
 	var rest []ids.ObjectID
 	var at []int
 	for i, id := range oids {
 		o := dc.lookup(id)
-		if o != nil {
-			select {
-			case <-o.done:
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-		}
 		if o == nil || o.viaDriver {
 			rest = append(rest, id)
 			at = append(at, i)
@@ -67,6 +63,31 @@ func (dc *directCalls) get(ctx context.Context, oids []ids.ObjectID) ([]task.Obj
 	return out, nil
 }
 
+// await waits until the owned results among oids have arrived. It waits
+// for the one whose call was made last, then looks again: a callee
+// answers in order, so a Get of many results of one callee wakes about
+// once, not once per result.
+func (dc *directCalls) await(ctx context.Context, oids []ids.ObjectID) error {
+	for {
+		var last *owned
+		dc.mu.Lock()
+		for _, id := range oids {
+			if o := dc.owned[id]; o != nil && !isDone(o.done) && (last == nil || o.seq > last.seq) {
+				last = o
+			}
+		}
+		dc.mu.Unlock()
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-last.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
 // wait answers a Wait of oids, some of them owned here: ready once num of
 // them are, or timeout passed (0: no timeout). The others are asked of the
 // driver, again each time an owned one arrives before its answer.
@@ -83,6 +104,7 @@ func (dc *directCalls) wait(ctx context.Context, oids []ids.ObjectID, num int, t
 		var at []int
 		dc.mu.Lock()
 		changed := dc.changed
+		dc.watchers++
 		for i, id := range oids {
 			o := dc.owned[id]
 			switch {
@@ -95,7 +117,13 @@ func (dc *directCalls) wait(ctx context.Context, oids []ids.ObjectID, num int, t
 			}
 		}
 		dc.mu.Unlock()
+		unwatch := func() {
+			dc.mu.Lock()
+			dc.watchers--
+			dc.mu.Unlock()
+		}
 		if k >= num {
+			unwatch()
 			return ready, nil
 		}
 		answer := make(chan []bool, 1)
@@ -115,14 +143,17 @@ func (dc *directCalls) wait(ctx context.Context, oids []ids.ObjectID, num int, t
 		select {
 		case r := <-answer:
 			stop()
+			unwatch()
 			for j, i := range at {
 				ready[i] = r[j]
 			}
 			return ready, nil
 		case <-changed:
 			stop()
+			unwatch()
 		case <-ctx.Done():
 			stop()
+			unwatch()
 			if timeout > 0 && ctx.Err() == context.DeadlineExceeded {
 				return ready, nil
 			}
