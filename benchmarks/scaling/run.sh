@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The scaling figures of a big host in one table (issue 22): the async rows
 # of `gray microbenchmark --scaling` at 1, 2, 4, ... CPUs up to all of them
-# (rate, ratio to linear, CPU time per call), actor creation beside process
+# (rate, ratio to linear, CPU time per call), the actor rows again with
+# direct actor calls (GRAY_DIRECT_CALLS=1), actor creation beside process
 # starts, 1,000,000 queued tasks, and PixelPong PPO with 0, 4 and 14 rollout
 # workers. It builds nothing: give it a folder holding prebuilt `gray` and
 # `train` (go build -o DIR/ ./cmd/gray ./cmd/train on any machine of the
@@ -35,12 +36,23 @@ echo "run.sh: gray microbenchmark --scaling" >&2
 "$bin/gray" microbenchmark --scaling --trials 3 >"$work/scaling.txt"
 header=$(head -1 "$work/scaling.txt" | sed -E 's/^row \([^)]*\) *//; s/  +/ · /g')
 row "scaling" "row (columns: $header)" ""
-tail -n +2 "$work/scaling.txt" | while IFS= read -r line; do
-	name=$(cut -c1-48 <<<"$line" | sed -E 's/^ +//; s/ +$//')
-	cells=$(cut -c49- <<<"$line" | sed -E 's/^ +//; s/ {2,}/ · /g')
-	echo "| scaling | $name | $cells |"
-done >"$work/scaling.md"
+# scalingRows SECTION: the rows of a --scaling table on stdin, in markdown.
+scalingRows() {
+	while IFS= read -r line; do
+		name=$(cut -c1-48 <<<"$line" | sed -E 's/^ +//; s/ +$//')
+		cells=$(cut -c49- <<<"$line" | sed -E 's/^ +//; s/ {2,}/ · /g')
+		echo "| $1 | $name | $cells |"
+	done
+}
+tail -n +2 "$work/scaling.txt" | scalingRows "scaling" >"$work/scaling.md"
 while IFS= read -r l; do rows+=("$l"); done <"$work/scaling.md"
+
+# 1b. The actor rows again with actors calling actors directly
+# (GRAY_DIRECT_CALLS=1, off by default: docs/scaling.md).
+echo "run.sh: gray microbenchmark --scaling, direct actor calls" >&2
+GRAY_DIRECT_CALLS=1 "$bin/gray" microbenchmark --scaling --trials 3 >"$work/direct.txt"
+tail -n +2 "$work/direct.txt" | grep "actor calls" | scalingRows "scaling, direct calls" >"$work/direct.md"
+while IFS= read -r l; do rows+=("$l"); done <"$work/direct.md"
 
 # 2. Actor creation beside process starts, at every CPU count of the scaling rows.
 n=1

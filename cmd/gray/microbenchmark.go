@@ -34,14 +34,28 @@ var (
 		})
 		return int(n), err
 	})
+	// callFor calls the counters (round robin, in batches) for d from the
+	// client's process: the n:n actor row with process clients.
+	mbCallFor = gray.Method2(mbClient, "callFor", func(c *benchCounter, ctx context.Context, hs []gray.Handle[benchCounter], d time.Duration) (int, error) {
+		n, err := until(d, func() (float64, error) {
+			return asyncBatch(ctx, func(i int) gray.Ref[int] { return mbIncr.Remote(hs[i%len(hs)], 1) })
+		})
+		return int(n), err
+	})
 )
 
+// submitTasksFor is a process client's work in the multi-client task row.
+func submitTasksFor(h gray.Handle[benchCounter], d time.Duration) gray.Ref[int] {
+	return mbSubmitFor.Remote(h, d)
+}
+
 // processClients starts k client actors (reserving nothing, like the
-// driver's goroutines they stand in for), has each submit tasks for d from
-// its own process, and returns the tasks done and the seconds they took
-// (the actors' start left out, and the CPU of the pool workers started to
-// replace those the actors took: start is called once they are up).
-func processClients(ctx context.Context, k int, d time.Duration, start func()) (tasks, seconds float64, err error) {
+// driver's goroutines they stand in for), has each run work for d from its
+// own process (work(h, d) starts it on client h and counts what it did),
+// and returns the count and the seconds it took (the actors' start left
+// out, and the CPU of the pool workers started to replace those the actors
+// took: start is called once they are up).
+func processClients(ctx context.Context, k int, d time.Duration, work func(h gray.Handle[benchCounter], d time.Duration) gray.Ref[int], start func()) (tasks, seconds float64, err error) {
 	hs := make([]gray.Handle[benchCounter], 0, k)
 	defer func() {
 		for _, h := range hs {
@@ -55,7 +69,7 @@ func processClients(ctx context.Context, k int, d time.Duration, start func()) (
 			return 0, 0, err
 		}
 		hs = append(hs, h)
-		warm = append(warm, mbSubmitFor.Remote(h, time.Duration(0)))
+		warm = append(warm, work(h, time.Duration(0)))
 	}
 	if _, err := gray.GetAll(ctx, warm); err != nil {
 		return 0, 0, err
@@ -67,7 +81,7 @@ func processClients(ctx context.Context, k int, d time.Duration, start func()) (
 	refs := make([]gray.Ref[int], k)
 	t0 := time.Now()
 	for i, h := range hs {
-		refs[i] = mbSubmitFor.Remote(h, d)
+		refs[i] = work(h, d)
 	}
 	counts, err := gray.GetAll(ctx, refs)
 	if err != nil {
@@ -345,7 +359,7 @@ func benchmarks() []bench {
 			})
 		}},
 		{name: fmt.Sprintf("multi client tasks async (%d process clients)", clients), unit: "calls/s", timed: func(ctx context.Context, d time.Duration, start func()) (float64, float64, error) {
-			return processClients(ctx, clients, d, start)
+			return processClients(ctx, clients, d, submitTasksFor, start)
 		}},
 		{name: rowActorSync, unit: "calls/s", run: func(ctx context.Context, d time.Duration) (float64, error) {
 			h, err := mbCounter.Remote(ctx)
@@ -394,6 +408,9 @@ func benchmarks() []bench {
 					return asyncBatch(ctx, func(int) gray.Ref[int] { return mbIncr.Remote(hs[c], 1) })
 				})
 			})
+		}},
+		{name: fmt.Sprintf("n:n actor calls async (n=%d process clients)", clients), unit: "calls/s", timed: func(ctx context.Context, d time.Duration, start func()) (float64, float64, error) {
+			return actorClients(ctx, clients, d, start)
 		}},
 		{name: rowActorCreate, unit: "actors/s", run: func(ctx context.Context, d time.Duration) (float64, error) {
 			return until(d, func() (float64, error) { return createActors(ctx, actorBatch()) })

@@ -123,6 +123,7 @@ type Node struct {
 	ob *objects.Keeper[*pending]
 
 	remote *remoteState // nil outside a cluster
+	direct directTable  // where actors take direct calls (direct.go)
 
 	// lastExec is the local worker the last task or actor call was sent
 	// to: a Get of its result reads the answer itself (helpFor).

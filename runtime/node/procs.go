@@ -208,6 +208,11 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 			return err
 		}
 		_ = n.Kill(id)
+	case task.MsgActorAddr, task.MsgDirectAddr, task.MsgDirectReadsDone:
+		d := wire.Dec{B: payload}
+		if err := n.handleDirect(w, typ, &d); err != nil {
+			return err
+		}
 	case task.MsgReleaseShared:
 		var id ids.ObjectID
 		if err := fixed(payload, id[:]); err != nil {
@@ -340,6 +345,9 @@ func (n *Node) result(w *proc, r pool.Result) {
 	}
 	if a := w.actor; a != nil && a.draining && len(a.queue) == 0 && len(a.inflight) == 0 {
 		n.actorDied(a, &task.TaskError{Function: a.typ, Message: "no handle to the actor remains", Cause: task.ErrActorDead})
+	}
+	if a := w.actor; a != nil {
+		n.answerDirect(a) // its constructor may have run (direct.go)
 	}
 	n.step()
 }

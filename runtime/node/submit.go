@@ -473,6 +473,7 @@ func (n *Node) actorDied(a *actor, why *task.TaskError) {
 		why.Cause = deadCause(why.Cause)
 	}
 	a.death = why
+	n.answerDirect(a) // its direct callers go through the driver
 	n.ctrl.ActorDied(a.id, why.Message)
 	n.dropRestartState(a)
 	for _, p := range a.inflight {

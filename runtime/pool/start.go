@@ -55,6 +55,9 @@ func RemoteEnv(w *Worker, addr string, token []byte, actor bool, gpus []int) []s
 		task.EnvToken + "=" + hex.EncodeToString(token),
 		task.EnvRemote + "=1",
 	}
+	if v := os.Getenv(task.EnvDirect); v != "" {
+		env = append(env, task.EnvDirect+"="+v) // direct actor calls (worker/direct.go)
+	}
 	return append(env, extraEnv(actor, gpus)...)
 }
 

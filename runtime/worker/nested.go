@@ -26,6 +26,9 @@ func (w *Worker) Hold(id ids.ObjectID) {
 // children, which then live as long as parent does.
 func (w *Worker) Contain(parent ids.ObjectID, children []ids.ObjectID) {
 	w.nested.Add(1)
+	if w.direct != nil {
+		w.direct.contain(parent, children) // results of direct calls (direct.go)
+	}
 	_ = w.conn.Send(task.MsgContain, func(b []byte) []byte {
 		b = append(b, parent[:]...)
 		b = wire.AppendUvarint(b, uint64(len(children)))
@@ -51,5 +54,8 @@ func (w *Worker) ContainResult(i int, children []ids.ObjectID) {
 	w.mu.Lock()
 	id := ids.Return(w.cur, i)
 	w.mu.Unlock()
+	if w.callee.running.Load() {
+		w.callee.refs.Store(true) // its caller publishes the result (direct.go)
+	}
 	w.Contain(id, children)
 }

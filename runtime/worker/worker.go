@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"runtime/debug"
 	"strconv"
@@ -74,6 +75,13 @@ type Worker struct {
 	locs  map[ids.ObjectID]string
 	pull  *transfer.Client
 	sink  transfer.Sink // into the node's store; one, so that the client merges pulls of one object
+
+	// Direct actor calls (direct.go): as a caller (nil: off), and as a
+	// callee (direct_callee.go).
+	direct     *directCalls
+	callee     calleeState
+	calleeAddr string
+	localIP    net.IP // this end of a TCP connection to the driver: where a callee listens
 }
 
 // Env reports whether this process was started as a worker.
@@ -105,6 +113,10 @@ func Connect() (*Worker, error) {
 		w.reader = objstore.NewReader(dir, 16)
 	}
 	w.remote = os.Getenv(task.EnvRemote) == "1"
+	if a, ok := c.LocalAddr().(*net.TCPAddr); ok {
+		w.localIP = a.IP
+	}
+	w.direct = newDirectCalls(w)
 	w.gpuEnv, w.gpuEnvOK = os.LookupEnv("CUDA_VISIBLE_DEVICES")
 	w.answerStacks() // before hello: the driver signals only workers it knows
 	if err := w.conn.Send(task.MsgHello, func(b []byte) []byte { return wire.AppendUvarint(b, uint64(id)) }); err != nil {
@@ -187,6 +199,10 @@ func (w *Worker) ensureReader() {
 // ran here in nanoseconds (the driver packs short tasks onto few workers
 // by it: runtime/sched/runtimes.go).
 func (w *Worker) run(s *task.Spec) {
+	if c := w.originOf(s); c != nil {
+		w.runDirect(s, c)
+		return
+	}
 	t0 := time.Now()
 	objs, retire := w.exec(s)
 	ran := time.Since(t0)
@@ -258,7 +274,7 @@ func (w *Worker) read() {
 			w.mu.Lock()
 			w.queue = append(w.queue, s)
 			w.mu.Unlock()
-		case task.MsgGetReply, task.MsgWaitReply, task.MsgReserveReply:
+		case task.MsgGetReply, task.MsgWaitReply, task.MsgReserveReply, task.MsgActorAddrReply:
 			d := wire.Dec{B: payload}
 			id := d.Uvarint()
 			w.reqMu.Lock()
@@ -272,6 +288,8 @@ func (w *Worker) read() {
 			w.locate(payload)
 		case task.MsgRecall:
 			w.giveBack()
+		case task.MsgDirectListen:
+			w.listenDirect()
 		case task.MsgExit:
 			w.exit(0)
 		}
@@ -492,6 +510,11 @@ func (w *Worker) Submit(s *task.Spec) error {
 		}
 		return err
 	}
+	if w.direct != nil {
+		if sent, err := w.direct.submit(s); sent || err != nil {
+			return err
+		}
+	}
 	return w.conn.Send(task.MsgSubmit, func(b []byte) []byte { return task.AppendSpec(b, s) })
 }
 
@@ -532,7 +555,13 @@ func (w *Worker) request(ctx context.Context, typ byte, fn func([]byte) []byte) 
 // Get asks the driver for objects, waiting until they exist. While it
 // waits, the driver lends this worker's CPUs to other tasks.
 func (w *Worker) Get(ctx context.Context, oids []ids.ObjectID) ([]task.Object, error) {
-	out, err := w.getObjects(ctx, oids)
+	var out []task.Object
+	var err error
+	if w.direct != nil && w.direct.anyOwned(oids) {
+		out, err = w.direct.get(ctx, oids) // results of direct calls (direct.go)
+	} else {
+		out, err = w.driverGet(ctx, oids)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -546,6 +575,14 @@ func (w *Worker) Get(ctx context.Context, oids []ids.ObjectID) ([]task.Object, e
 		}
 	}
 	return out, nil
+}
+
+// driverGet is getObjects for a Get of the program.
+func (w *Worker) driverGet(ctx context.Context, oids []ids.ObjectID) ([]task.Object, error) {
+	if w.callee.running.Load() {
+		w.callee.read.Store(true) // unpinned when the direct call ends
+	}
+	return w.getObjects(ctx, oids)
 }
 
 // getObjects asks the driver for objects and returns its answer, shared
@@ -703,64 +740,11 @@ func (w *Worker) StoreResult(i int, size int, encode func([]byte) error) error {
 // On another node than the driver with no store it is "(inline)": large
 // values are encoded zero-copy all the same, and sent inline.
 func (w *Worker) SharedDir() string {
+	if w.callee.running.Load() {
+		return "" // a direct call's values go back inline (direct_callee.go)
+	}
 	if w.remote && w.dir == "" {
 		return "(inline)"
 	}
 	return w.dir
-}
-
-// Drop tells the driver this process holds no reference to the object.
-func (w *Worker) Drop(id ids.ObjectID) {
-	_ = w.conn.Send(task.MsgDrop, func(b []byte) []byte {
-		b = wire.AppendUvarint(b, 1)
-		return append(b, id[:]...)
-	})
-}
-
-// Free tells the driver the running program freed these objects
-// (gray.Free). Messages on the connection keep their order, so a later Get
-// from this worker sees the objects freed.
-func (w *Worker) Free(oids []ids.ObjectID) error {
-	err := w.conn.Send(task.MsgFree, func(b []byte) []byte {
-		b = wire.AppendUvarint(b, uint64(len(oids)))
-		for _, id := range oids {
-			b = append(b, id[:]...)
-		}
-		return b
-	})
-	if err != nil {
-		return fmt.Errorf("gray: free: %w", err)
-	}
-	return nil
-}
-
-// Wait asks the driver which objects exist once num do or timeout passes.
-func (w *Worker) Wait(ctx context.Context, oids []ids.ObjectID, num int, timeout time.Duration) ([]bool, error) {
-	p, err := w.request(ctx, task.MsgWait, func(b []byte) []byte {
-		b = wire.AppendUvarint(b, uint64(num))
-		b = wire.AppendUvarint(b, uint64(max(timeout, 0)))
-		b = wire.AppendUvarint(b, uint64(len(oids)))
-		for _, id := range oids {
-			b = append(b, id[:]...)
-		}
-		return b
-	})
-	if err != nil {
-		return nil, fmt.Errorf("gray: wait: %w", err)
-	}
-	d := wire.Dec{B: p}
-	n := d.Count()
-	ready := make([]bool, n)
-	for i := range ready {
-		ready[i] = d.Byte() == 1
-	}
-	if d.Err != nil || n != len(oids) {
-		return nil, fmt.Errorf("gray: wait: malformed reply from the driver")
-	}
-	return ready, nil
-}
-
-// Kill asks the driver to kill an actor.
-func (w *Worker) Kill(id ids.ActorID) error {
-	return w.conn.Send(task.MsgKillActor, func(b []byte) []byte { return append(b, id[:]...) })
 }

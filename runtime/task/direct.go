@@ -1,0 +1,31 @@
+package task
+
+// Direct actor calls (runtime/worker/direct.go): an actor's worker calls
+// another actor over a connection of its own to the callee's worker,
+// instead of through the driver. These messages find the callee; the calls
+// and their results then travel as MsgExec and MsgResult on the direct
+// connection. They are numbered apart from the main list, like MsgHold.
+const (
+	// MsgActorAddr (W→D: request number, actor ID) asks where the actor
+	// takes direct calls.
+	MsgActorAddr byte = 90
+	// MsgActorAddrReply (D→W: request number, address) answers it once the
+	// actor is constructed: a Unix socket path, "tcp:HOST:PORT" (dialled
+	// with the cluster token), or "": call it through the driver (it may be
+	// restarted, it is dead, or its worker cannot be reached from the
+	// caller's node).
+	MsgActorAddrReply byte = 91
+	// MsgDirectListen (D→W) asks an actor's worker to take direct calls.
+	MsgDirectListen byte = 92
+	// MsgDirectAddr (W→D: address) is the answer: where it listens ("" if
+	// it could not listen).
+	MsgDirectAddr byte = 93
+	// MsgDirectReadsDone (W→D) says a direct call that read objects through
+	// the driver (MsgGet) has ended: the driver unpins them, as it does
+	// when a call it sent returns its result.
+	MsgDirectReadsDone byte = 94
+)
+
+// EnvDirect, set to "1" in a driver's environment, makes its actors call
+// other actors directly (runtime/worker/direct.go). Off by default.
+const EnvDirect = "GRAY_DIRECT_CALLS"

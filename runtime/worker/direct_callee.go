@@ -1,0 +1,205 @@
+package worker
+
+import (
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/gray-ml/gray/runtime/ids"
+	"github.com/gray-ml/gray/runtime/task"
+	"github.com/gray-ml/gray/runtime/transfer"
+	"github.com/gray-ml/gray/runtime/wire"
+)
+
+// Direct actor calls, the callee's side (see direct.go). When the driver
+// asks (MsgDirectListen), an actor's worker listens: on a Unix socket
+// beside the driver's on the driver's machine, on TCP (with the cluster
+// token's handshake) on another node. Calls read from a caller's
+// connection join the worker's one queue, behind and between the driver's
+// and other callers' (each connection's in its order), and their results
+// go back on that connection. While such a call runs, its large return
+// values travel inline (the driver never sees the result, so it could not
+// seal room reserved in its store), and the objects its Gets pinned are
+// unpinned when it ends (MsgDirectReadsDone).
+
+// calleeState is a worker's state as a callee of direct calls.
+type calleeState struct {
+	ln      net.Listener
+	on      atomic.Bool               // ln is set: originOf has calls to look for
+	origins map[*task.Spec]*wire.Conn // queued direct calls and their connections, under Worker.mu
+	running atomic.Bool               // a direct call runs now
+	refs    atomic.Bool               // its return values hold references (ContainResult)
+	read    atomic.Bool               // it read objects through the driver (Get)
+}
+
+// listenDirect answers MsgDirectListen: it starts listening (once) and
+// tells the driver where.
+func (w *Worker) listenDirect() {
+	addr := ""
+	w.mu.Lock()
+	if w.callee.ln == nil {
+		ln, a, err := w.directListener()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "gray: %s: taking direct calls: %v; they go through the driver\n", w.name, err)
+		} else {
+			w.callee.ln = ln
+			w.callee.on.Store(true)
+			go w.acceptDirect(ln) // owned by the listener, which lives as long as the process
+		}
+		addr = a
+	} else {
+		addr = w.calleeAddr
+	}
+	w.calleeAddr = addr
+	w.mu.Unlock()
+	_ = w.conn.Send(task.MsgDirectAddr, func(b []byte) []byte { return wire.AppendString(b, addr) })
+}
+
+// directListener listens where callers can reach this worker.
+func (w *Worker) directListener() (net.Listener, string, error) {
+	sock := os.Getenv(task.EnvSocket)
+	if !strings.HasPrefix(sock, "tcp:") {
+		path := filepath.Join(filepath.Dir(sock), "direct-"+strconv.Itoa(w.id)+".sock")
+		_ = os.Remove(path) // a previous process of this worker number
+		ln, err := net.Listen("unix", path)
+		return ln, path, err
+	}
+	tok, err := hex.DecodeString(os.Getenv(task.EnvToken))
+	if err != nil || len(tok) == 0 {
+		return nil, "", fmt.Errorf("no cluster token in %s", task.EnvToken)
+	}
+	host := "0.0.0.0"
+	if w.localIP != nil {
+		host = w.localIP.String()
+	}
+	ln, err := transfer.Listen(net.JoinHostPort(host, "0"), tok)
+	if err != nil {
+		return nil, "", err
+	}
+	return ln, "tcp:" + ln.Addr().String(), nil
+}
+
+// acceptDirect takes callers' connections.
+func (w *Worker) acceptDirect(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true)
+		}
+		go w.serveDirect(wire.New(c)) // owned by the connection: it ends with it
+	}
+}
+
+// serveDirect queues the calls read from one caller's connection until it
+// ends. Calls already queued still run; their results go nowhere.
+func (w *Worker) serveDirect(c *wire.Conn) {
+	defer c.Close()
+	if typ, _, err := c.Recv(); err != nil || typ != task.MsgHello {
+		return
+	}
+	if err := c.Offer(); err != nil {
+		fmt.Fprintf(os.Stderr, "gray: %s: direct call connection: %v\n", w.name, err)
+		return
+	}
+	for {
+		typ, payload, err := c.Recv()
+		if err != nil {
+			return
+		}
+		if typ != task.MsgExec {
+			continue
+		}
+		d := wire.Dec{B: payload}
+		s := task.DecodeSpec(&d)
+		if d.Err != nil {
+			fmt.Fprintf(os.Stderr, "gray: %s: bad direct call: %v\n", w.name, d.Err)
+			return
+		}
+		w.mu.Lock()
+		w.queue = append(w.queue, s)
+		if w.callee.origins == nil {
+			w.callee.origins = map[*task.Spec]*wire.Conn{}
+		}
+		w.callee.origins[s] = c
+		w.mu.Unlock()
+		if c.Buffered() > 0 {
+			continue // take the whole burst in before running it
+		}
+		w.kick()
+	}
+}
+
+// kick runs the queued tasks on this goroutine unless one runs them
+// already; if no goroutine then reads the driver's messages, it starts one.
+func (w *Worker) kick() {
+	w.mu.Lock()
+	if w.running || len(w.queue) == 0 {
+		w.mu.Unlock()
+		return
+	}
+	w.running = true
+	w.mu.Unlock()
+	if w.runQueue() {
+		go w.read()
+	}
+}
+
+// originOf returns the caller's connection of direct call s (nil: the
+// driver sent it).
+func (w *Worker) originOf(s *task.Spec) *wire.Conn {
+	if !w.callee.on.Load() {
+		return nil // no lock per task for a worker that takes no direct calls
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	c := w.callee.origins[s]
+	if c != nil {
+		delete(w.callee.origins, s)
+	}
+	return c
+}
+
+// runDirect runs direct call s and sends its result back on c.
+func (w *Worker) runDirect(s *task.Spec, c *wire.Conn) {
+	w.callee.running.Store(true)
+	w.callee.refs.Store(false)
+	w.callee.read.Store(false)
+	objs, _ := w.exec(s)
+	w.callee.running.Store(false)
+	refs := w.callee.refs.Load()
+	// A caller that went away gets nothing; the actor goes on.
+	_ = c.Send(task.MsgResult, func(b []byte) []byte {
+		b = append(b, s.ID[:]...)
+		b = wire.AppendUvarint(b, uint64(len(objs)))
+		for i := range objs {
+			b = task.AppendObject(b, &objs[i])
+		}
+		if refs {
+			return append(b, 1)
+		}
+		return append(b, 0)
+	})
+	if w.callee.read.Load() {
+		_ = w.conn.Send(task.MsgDirectReadsDone, nil)
+	}
+	w.collectNested()
+}
+
+// lastTaskID returns the ID of the task the running task submitted last
+// (zero if none).
+func (w *Worker) lastTaskID() ids.TaskID {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.subs == 0 {
+		return ids.TaskID{}
+	}
+	return ids.Child(w.cur, w.subs)
+}
