@@ -19,7 +19,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/gray-ml/gray/runtime/state"
 	"io/fs"
 	"net"
 	"net/http"
@@ -61,8 +60,9 @@ type Options struct {
 	// Runtime, when not nil, adds the runtime and timeline views.
 	Runtime Runtime
 	// Cluster, when not nil, adds the cluster view: every driver's
-	// nodes, jobs, actors and tasks (cluster.go).
-	Cluster state.Reader
+	// nodes, jobs, actors and tasks, and each node's CPU and memory over
+	// the last hour (cluster.go). A *control.Redis is one.
+	Cluster ClusterReader
 	// Interval is the least time between two looks at the log dir's files
 	// (0: one second). Pages are told of changes at this pace.
 	Interval time.Duration
