@@ -59,14 +59,7 @@ func TestWatchedIndexRefusesWhatLeftBetweenLooks(t *testing.T) {
 	if err := os.RemoveAll(gone); err != nil {
 		t.Fatal(err)
 	}
-	os.Remove(filepath.Join(fileRun, resultFile))
-	if err := os.Symlink(filepath.Join(secret, resultFile), filepath.Join(fileRun, resultFile)); err != nil {
-		t.Fatal(err)
-	}
-	os.RemoveAll(dirRun)
-	if err := os.Symlink(secret, dirRun); err != nil {
-		t.Fatal(err)
-	}
+	swapInLinks(t, secret, fileRun, dirRun)
 	for _, id := range []string{"exp/gone", "exp/file", "exp/dir"} {
 		for _, u := range []string{"/api/run?id=" + id, "/api/csv?run=" + id, "/api/series?run=" + id, "/api/logs?run=" + id} {
 			if code, body, _ := httpGet(t, srv, u); code == http.StatusOK || strings.Contains(body, "666") {
