@@ -66,7 +66,7 @@ checkpoint.`,
 			if err != nil {
 				return err
 			}
-			defer dash.start(cmd.Context(), exp.LocalDir, stdout)()
+			defer dash.start(cmd.Context(), exp.LocalDir, stdout, cl)()
 			if isSweep {
 				return runSweep(cmd.Context(), exp, resume, cmd.Flags().Changed("name"), stdout, opts)
 			}

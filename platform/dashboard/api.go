@@ -62,7 +62,7 @@ func badRequest(w http.ResponseWriter, format string, args ...any) {
 // current locks the index, brings it up to date and returns the unlock.
 func (s *Server) current() func() {
 	s.idx.mu.Lock()
-	s.idx.update(time.Now())
+	s.idx.current(time.Now())
 	return s.idx.mu.Unlock
 }
 
@@ -98,6 +98,23 @@ func (s *Server) apiRuns(w http.ResponseWriter, r *http.Request) {
 	}
 	unlock := s.current()
 	defer unlock()
+	if re != nil {
+		writeJSON(w, s.runsList(re))
+		return
+	}
+	// The page's own question (every run) is answered from what was
+	// encoded for this version of the index.
+	a, err := s.runsAnswer.cached(s.boot, s.idx.version, func() any { return s.runsList(nil) })
+	if err != nil {
+		http.Error(w, "dashboard: encoding the runs list: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	a.serve(w, r)
+}
+
+// runsList is /api/runs's answer: the runs whose ID re matches (all when
+// re is nil). The caller holds the index's lock.
+func (s *Server) runsList(re *regexp.Regexp) map[string]any {
 	now := time.Now()
 	trialStatus := s.trialStatuses()
 	rows := make([]runRow, 0, len(s.idx.runOrder))
@@ -115,7 +132,7 @@ func (s *Server) apiRuns(w http.ResponseWriter, r *http.Request) {
 			Metric: num(run.last, s.opts.Metric), Elapsed: num(run.last, "time_total_s"), Bad: run.bad,
 		})
 	}
-	writeJSON(w, map[string]any{"version": s.idx.version, "metric": s.opts.Metric, "runs": rows})
+	return map[string]any{"version": s.idx.version, "metric": s.opts.Metric, "runs": rows}
 }
 
 // trialStatuses maps trial folders to their status in their sweep's

@@ -29,7 +29,7 @@ func BenchmarkBrowserRunsList1000(b *testing.B) {
 		}
 	}
 	load() // the server's read, and chromium's first compile of the page
-	reportBrowserCPU(b, load)
+	reportBrowserCPU(b, ctx, load)
 }
 
 // reopen loads the page afresh (by way of a blank page, so nothing of the
@@ -90,5 +90,5 @@ func BenchmarkBrowserChart58000Points(b *testing.B) {
 		}
 	}
 	load()
-	reportBrowserCPU(b, load)
+	reportBrowserCPU(b, ctx, load)
 }

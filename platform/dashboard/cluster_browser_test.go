@@ -19,7 +19,7 @@ var clusterSquare = gray.Func1("dashboard_test.cluster.square", func(ctx context
 // shows its tasks on the cluster page, through the filter box.
 func TestBrowserClusterViewListsAJobsTasks(t *testing.T) {
 	browserCtx(t)
-	c := clustertest.Start(t, clustertest.Options{Nodes: 0, CPUsPerNode: 1})
+	c := clustertest.Start(t, clustertest.Options{Nodes: 1, CPUsPerNode: 1})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := gray.Init(ctx, gray.Options{Address: c.Address(), Token: c.Token(), ObjectStoreMemory: 64 << 20}); err != nil {
@@ -56,6 +56,17 @@ func TestBrowserClusterViewListsAJobsTasks(t *testing.T) {
 	if rec.Code != 400 || !strings.Contains(rec.Body.String(), "task_id") {
 		t.Fatalf("a bad filter: %d %q", rec.Code, rec.Body.String())
 	}
+	// The nodes kind draws each node's CPU and memory of the last hour,
+	// from the samples its heartbeats carry (one every 5 s, after a
+	// baseline): a chart with samples for the head and for the other node.
+	if err := chromedp.Do(tab, chromedp.Click(`#cl-kinds button[data-kind="nodes"]`)); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, tab, `[...document.querySelectorAll("#cl-history svg.hist")].filter(g => Number(g.dataset.samples) >= 1 && g.querySelector("path.cpu") && g.querySelector("path.mem")).length === 2`)
+	if n := eval[int](t, tab, `document.querySelectorAll("#cl-rows tbody tr").length`); n != 2 {
+		t.Errorf("nodes table: %d rows, want 2", n)
+	}
+	screenshot(t, tab, "cluster-nodes-history")
 	// The jobs list counts what ran.
 	// Another kind starts unfiltered (its keys differ).
 	if err := chromedp.Do(tab, chromedp.Click(`#cl-kinds button[data-kind="jobs"]`)); err != nil {

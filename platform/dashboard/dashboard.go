@@ -19,7 +19,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/gray-ml/gray/runtime/state"
 	"io/fs"
 	"net"
 	"net/http"
@@ -61,8 +60,9 @@ type Options struct {
 	// Runtime, when not nil, adds the runtime and timeline views.
 	Runtime Runtime
 	// Cluster, when not nil, adds the cluster view: every driver's
-	// nodes, jobs, actors and tasks (cluster.go).
-	Cluster state.Reader
+	// nodes, jobs, actors and tasks, and each node's CPU and memory over
+	// the last hour (cluster.go). A *control.Redis is one.
+	Cluster ClusterReader
 	// Interval is the least time between two looks at the log dir's files
 	// (0: one second). Pages are told of changes at this pace.
 	Interval time.Duration
@@ -81,6 +81,9 @@ type Server struct {
 	ln       net.Listener
 	handler  http.Handler
 	history  *history // the nodes' CPU and memory (with a Runtime)
+	boot     string   // random, names this server's answers in ETags
+
+	runsAnswer answer // /api/runs, encoded once per version of the index
 }
 
 // New prepares a dashboard for opts.LogDir and starts listening. It fails
@@ -113,6 +116,11 @@ func New(opts Options) (*Server, error) {
 		opts.Interval = time.Second
 	}
 	s := &Server{opts: opts, root: root, idx: newIndex(root, opts.Interval), loopback: isLoopback(opts.Host), history: newHistory(opts.SampleEvery)}
+	var nonce [6]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return nil, fmt.Errorf("dashboard: generating a nonce: %w", err)
+	}
+	s.boot = hex.EncodeToString(nonce[:])
 	s.token = opts.Token
 	if s.token == "" && !s.loopback {
 		var b [16]byte
@@ -163,6 +171,10 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(s.ln) }()
+	wctx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() { defer close(watched); s.idx.watch(wctx) }()
+	defer func() { stopWatch(); <-watched }()
 	if s.opts.Runtime != nil {
 		hctx, stop := context.WithCancel(ctx)
 		defer stop()

@@ -71,14 +71,7 @@ func TestLinkSwappedInAfterIndexingIsRefused(t *testing.T) {
 	}
 	// Swap result.json of one run, and the other run's whole folder, for
 	// links out of the log dir.
-	os.Remove(filepath.Join(fileRun, resultFile))
-	if err := os.Symlink(filepath.Join(secret, resultFile), filepath.Join(fileRun, resultFile)); err != nil {
-		t.Fatal(err)
-	}
-	os.RemoveAll(dirRun)
-	if err := os.Symlink(secret, dirRun); err != nil {
-		t.Fatal(err)
-	}
+	swapInLinks(t, secret, fileRun, dirRun)
 	for _, id := range []string{"exp/file", "exp/dir"} {
 		for _, u := range []string{"/api/csv?run=" + id, "/api/series?run=" + id, "/api/run?id=" + id} {
 			rec := get(t, h, u)
@@ -89,6 +82,20 @@ func TestLinkSwappedInAfterIndexingIsRefused(t *testing.T) {
 	}
 	if body := get(t, h, "/api/runs").Body.String(); strings.Contains(body, "666") {
 		t.Errorf("runs list shows the linked file's values: %s", body)
+	}
+}
+
+// swapInLinks replaces fileRun's result.json, and the whole of dirRun,
+// with links to the run folder secret outside the log dir.
+func swapInLinks(t *testing.T, secret, fileRun, dirRun string) {
+	t.Helper()
+	os.Remove(filepath.Join(fileRun, resultFile))
+	if err := os.Symlink(filepath.Join(secret, resultFile), filepath.Join(fileRun, resultFile)); err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(dirRun)
+	if err := os.Symlink(secret, dirRun); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -1,14 +1,13 @@
 package dashboard
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"net/http"
 	"os"
-	"strconv"
 	"sync"
 	"time"
+
+	"github.com/gray-ml/gray/runtime/machine"
 )
 
 // historySpan is how far back node history goes; historyMax bounds the
@@ -19,14 +18,8 @@ const (
 	defaultSampleEach = 5 * time.Second
 )
 
-// sample is one look at a node: when, the share of its CPU time busy
-// since the last look, and its memory in use and in all (bytes).
-type sample struct {
-	T        int64   `json:"t"` // Unix milliseconds
-	CPU      float64 `json:"cpu"`
-	MemUsed  float64 `json:"mem_used"`
-	MemTotal float64 `json:"mem_total"`
-}
+// sample is one look at a node's machine.
+type sample = machine.Sample
 
 // history keeps each node's samples of the last hour in a ring of fixed
 // size, so its memory does not grow with time.
@@ -37,9 +30,8 @@ type history struct {
 	mu    sync.Mutex
 	rings map[string]*ring
 
-	host     string
-	lastBusy uint64 // /proc/stat's busy and total ticks at the last look
-	lastAll  uint64
+	host    string
+	sampler machine.Sampler // this machine's
 }
 
 // ring holds the latest samples, oldest first from next once full.
@@ -90,80 +82,21 @@ func (h *history) run(ctx context.Context) {
 // look samples this machine from /proc: the driver's machine is the node
 // the session's workers run on. The first look only sets the CPU baseline.
 func (h *history) look(now time.Time) {
-	busy, all, okCPU := procCPU()
-	used, total, okMem := procMem()
+	if smp, ok := h.sampler.Look(now); ok {
+		h.add(h.host, smp)
+	}
+}
+
+// add puts a sample in node's ring.
+func (h *history) add(node string, smp sample) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	first := h.lastAll == 0
-	dBusy, dAll := busy-h.lastBusy, all-h.lastAll
-	h.lastBusy, h.lastAll = busy, all
-	if first || !okCPU || !okMem || dAll == 0 {
-		return
-	}
-	r := h.rings[h.host]
+	r := h.rings[node]
 	if r == nil {
 		r = &ring{buf: make([]sample, max(h.size, 2))}
-		h.rings[h.host] = r
+		h.rings[node] = r
 	}
-	r.add(sample{T: now.UnixMilli(), CPU: float64(dBusy) / float64(dAll), MemUsed: used, MemTotal: total})
-}
-
-// procCPU reads the busy and total CPU ticks of all cores from /proc/stat.
-func procCPU() (busy, all uint64, ok bool) {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0, 0, false
-	}
-	line, _, _ := bytes.Cut(b, []byte("\n"))
-	f := bytes.Fields(line)
-	if len(f) < 5 || string(f[0]) != "cpu" {
-		return 0, 0, false
-	}
-	for i, v := range f[1:] {
-		n, err := strconv.ParseUint(string(v), 10, 64)
-		if err != nil {
-			return 0, 0, false
-		}
-		if i >= 8 { // guest and guest_nice are counted in user already
-			break
-		}
-		all += n
-		if i != 3 && i != 4 { // idle, iowait
-			busy += n
-		}
-	}
-	return busy, all, true
-}
-
-// procMem reads the memory in use (MemTotal less MemAvailable) and in all
-// from /proc/meminfo, in bytes.
-func procMem() (used, total float64, ok bool) {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return 0, 0, false
-	}
-	defer f.Close()
-	var avail float64
-	have := 0
-	sc := bufio.NewScanner(f)
-	for sc.Scan() && have < 2 {
-		k, v, _ := bytes.Cut(sc.Bytes(), []byte(":"))
-		fields := bytes.Fields(v)
-		if len(fields) == 0 {
-			continue
-		}
-		n, err := strconv.ParseFloat(string(fields[0]), 64)
-		if err != nil {
-			continue
-		}
-		switch string(k) {
-		case "MemTotal":
-			total, have = n*1024, have+1
-		case "MemAvailable":
-			avail, have = n*1024, have+1
-		}
-	}
-	return total - avail, total, have == 2
+	r.add(smp)
 }
 
 // apiHistory answers /api/runtime/history: each node's CPU and memory

@@ -1,14 +1,16 @@
 package dashboard
 
 import (
+	"context"
 	"path/filepath"
 	"sync"
 	"time"
 )
 
 // index is what the dashboard knows of the log dir. It is brought up to
-// date on demand, at most once per interval, by reading only what files
-// gained since the last look.
+// date at most once per interval, by reading only what files gained since
+// the last look: by its watcher while the server runs (so a request only
+// reads what the last look found), else on demand by the request.
 type index struct {
 	root     string
 	interval time.Duration // least time between two looks at the files
@@ -22,6 +24,7 @@ type index struct {
 	lastLook   time.Time
 	lastScan   time.Time
 	version    uint64 // grows whenever something the pages show changed
+	watched    bool   // a watcher keeps the index current: requests do not look
 }
 
 func newIndex(root string, interval time.Duration) *index {
@@ -31,12 +34,56 @@ func newIndex(root string, interval time.Duration) *index {
 	}
 }
 
+// watch looks at the files every interval until ctx ends, so that the
+// look (a stat of every run's file, a listing of the folders now and
+// then) is off the requests' path. Requests still check the one run they
+// read (run.present), so a folder deleted or swapped for a link since the
+// last look is refused, not served.
+func (x *index) watch(ctx context.Context) {
+	x.mu.Lock()
+	x.watched = true
+	x.look(time.Now())
+	x.mu.Unlock()
+	defer func() {
+		x.mu.Lock()
+		x.watched = false
+		x.mu.Unlock()
+	}()
+	tick := time.NewTicker(x.interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			x.mu.Lock()
+			x.look(now)
+			x.mu.Unlock()
+		}
+	}
+}
+
+// current brings the index up to date when no watcher does. The caller
+// holds x.mu.
+func (x *index) current(now time.Time) {
+	if !x.watched {
+		x.update(now)
+	}
+}
+
 // update brings the index up to date unless it was looked at less than
 // the interval ago. The caller holds x.mu.
 func (x *index) update(now time.Time) {
 	if now.Sub(x.lastLook) < x.interval {
 		return
 	}
+	x.look(now)
+}
+
+// look brings the index up to date: new folders (at most every rescan),
+// what each run's and sweep's files gained, runs and sweeps gone. The
+// caller holds x.mu.
+func (x *index) look(now time.Time) {
 	x.lastLook = now
 	changed := false
 	if now.Sub(x.lastScan) >= x.rescan {
@@ -54,7 +101,10 @@ func (x *index) update(now time.Time) {
 			continue
 		}
 		kept = append(kept, r)
-		if r.size != size || !r.mtime.Equal(mtime) {
+		// A run that stops writing turns from running to stopped with no
+		// change to its file: that is news to the pages too.
+		if st := r.status(now); r.size != size || !r.mtime.Equal(mtime) || st != r.shown {
+			r.shown = st
 			changed = true
 		}
 	}

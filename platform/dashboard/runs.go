@@ -47,7 +47,8 @@ type run struct {
 	mtime time.Time // result.json's modification time
 	last  map[string]float64
 	done  bool
-	bad   int // malformed result lines seen
+	bad   int    // malformed result lines seen
+	shown string // status(now) at the index's last look
 
 	// summary follows result.json for the runs table: the last result
 	// and the count of malformed lines, holding nothing else.

@@ -122,8 +122,7 @@ func TestHistoryRingIsBounded(t *testing.T) {
 	}
 	now := time.Now()
 	for i := 0; i < 3*historyMax; i++ {
-		h.lastAll, h.lastBusy = 1, 0 // a baseline: each look adds a sample
-		h.look(now.Add(time.Duration(i) * time.Millisecond))
+		h.add(h.host, sample{T: now.Add(time.Duration(i) * time.Millisecond).UnixMilli(), CPU: 0.5, MemUsed: 1 << 30, MemTotal: 2 << 30})
 	}
 	r := h.rings[h.host]
 	if r == nil || len(r.buf) != historyMax || len(r.list()) != historyMax {

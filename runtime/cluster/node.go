@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gray-ml/gray/runtime/control"
+	"github.com/gray-ml/gray/runtime/machine"
 	"github.com/gray-ml/gray/runtime/monitor"
 	"github.com/gray-ml/gray/runtime/task"
 	"github.com/gray-ml/gray/runtime/transfer"
@@ -74,7 +75,8 @@ func ServeNode(ctx context.Context, cfg NodeConfig) error {
 		ip = "127.0.0.1"
 	}
 	d := &daemon{cfg: cfg, books: newBooks(cfg.Resources), leases: map[*lease]bool{}, watchers: map[*wire.Conn]bool{},
-		logs: filepath.Join(cfg.TempDir, "logs")}
+		machine: machine.Sampler{Every: control.MachineSampleEvery},
+		logs:    filepath.Join(cfg.TempDir, "logs")}
 	if err := os.MkdirAll(d.logs, 0o700); err != nil {
 		return fmt.Errorf("cluster: node %s: %w", cfg.ID, err)
 	}
@@ -162,6 +164,8 @@ type daemon struct {
 	watchers map[*wire.Conn]bool
 	nextN    uint64 // numbers the leases, oldest first (grant.go)
 	exes     *exeCache
+	// machine samples the CPU and memory use the heartbeats carry.
+	machine machine.Sampler
 }
 
 // load is the node's load for its heartbeat.
@@ -175,6 +179,9 @@ func (d *daemon) load() control.NodeLoad {
 		ls.mu.Lock()
 		l.Workers += len(ls.workers)
 		ls.mu.Unlock()
+	}
+	if smp, ok := d.machine.Sample(time.Now()); ok {
+		l.Machine = &smp
 	}
 	return l
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gray-ml/gray/runtime/machine"
 	"github.com/gray-ml/gray/runtime/task"
 	"github.com/redis/go-redis/v9"
 )
@@ -38,6 +39,11 @@ type NodeLoad struct {
 	ObjectsServed int64
 	// Waiting lists requests that no node that has joined can place yet.
 	Waiting []task.Resources
+	// Machine is the node's machine's CPU and memory use at its latest
+	// sample (every MachineSampleEvery); nil from a node that sends none
+	// (an older one). A new sample is also kept in the node's history
+	// (NodeHistories).
+	Machine *machine.Sample `json:",omitempty"`
 }
 
 // NodeEventKind says what happened to a node.
@@ -84,12 +90,24 @@ type heartbeat struct {
 }
 
 // heartbeatScript writes a heartbeat only for a live, registered node:
-// 0 = unknown node, 1 = written, 2 = the node is dead.
+// 0 = unknown node, 1 = written, 2 = the node is dead. A machine sample
+// newer than the last one kept (ARGV[2], its time ARGV[3]) is appended to
+// the node's history list KEYS[2], trimmed to ARGV[4] entries and expiring
+// ARGV[5] ms after the last: the same round trip as the heartbeat.
 var heartbeatScript = redis.NewScript(`
 local a = redis.call('HGET', KEYS[1], 'alive')
 if not a then return 0 end
 if a == '0' then return 2 end
 redis.call('HSET', KEYS[1], 'hb', ARGV[1])
+if ARGV[2] ~= '' then
+  local last = tonumber(redis.call('HGET', KEYS[1], 'mt') or '0')
+  if tonumber(ARGV[3]) > last then
+    redis.call('RPUSH', KEYS[2], ARGV[2])
+    redis.call('LTRIM', KEYS[2], -tonumber(ARGV[4]), -1)
+    redis.call('PEXPIRE', KEYS[2], ARGV[5])
+    redis.call('HSET', KEYS[1], 'mt', ARGV[3])
+  end
+end
 return 1`)
 
 // markDeadScript declares a live node dead and publishes the event once:
@@ -151,7 +169,8 @@ func (r *Redis) Heartbeat(ctx context.Context, id string, load NodeLoad) error {
 	if err != nil {
 		return fmt.Errorf("control: encoding the heartbeat of node %s: %w", id, err)
 	}
-	res, err := heartbeatScript.Run(ctx, r.c, []string{nodeKey(id)}, hb).Int()
+	smp, t := historyArgs(load.Machine)
+	res, err := heartbeatScript.Run(ctx, r.c, []string{nodeKey(id), nodeHistoryKey(id)}, hb, smp, t, machineHistoryLen, MachineHistorySpan.Milliseconds()).Int()
 	if err != nil {
 		return fmt.Errorf("control: heartbeat of node %s: %w", id, err)
 	}

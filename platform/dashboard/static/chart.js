@@ -149,7 +149,7 @@ const chartView = {
     if (!ids.length) { main.replaceChildren(el("p", {}, "No run chosen: pick runs on the Runs page.")); return; }
     const many = ids.length > 20;
     let keysRE = this.opts.tags;
-    if (!keysRE && many) keysRE = "^" + state.info.metric.replace(/[.*+?^${}()|[\]\\]/g, "\\$&") + "$";
+    if (!keysRE && many) keysRE = "^" + (await state.infoReady).metric.replace(/[.*+?^${}()|[\]\\]/g, "\\$&") + "$";
     const qs = ids.map(id => "run=" + encodeURIComponent(id)).join("&") + "&x=" + encodeURIComponent(this.opts.x) +
       (keysRE ? "&keys=" + encodeURIComponent(keysRE) : "") + (this.opts.full ? "&points=0" : "");
     const d = await api("/api/series?" + qs);

@@ -48,6 +48,14 @@ const clusterView = {
     notes.replaceChildren(...d.notes.map(n => el("div", { class: "muted" }, n)),
       el("div", { class: "muted", id: "cl-count" }, `${d.rows.length} of ${d.matched} ${this.kind}`));
     rows.replaceChildren(table(cols, d.rows.map(r => cols.map(c => cell(r[c])))));
+    if (this.kind === "nodes") {
+      // Each node's CPU and memory over the last hour, as its heartbeats
+      // left them in the cluster's Redis.
+      const h = await api("/api/cluster/history");
+      const charts = workerTools.history(h);
+      charts.id = "cl-history";
+      rows.append(el("h3", {}, "CPU and memory, last hour"), charts);
+    }
     rows.dataset.kind = this.kind;
     rows.dataset.count = String(d.rows.length);
   },

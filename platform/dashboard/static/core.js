@@ -5,7 +5,7 @@
 
 const SVGNS = "http://www.w3.org/2000/svg";
 const COLORS = ["#2f6fde", "#e4572e", "#17a673", "#9b59b6", "#f0a202", "#00a6c8", "#d6336c", "#6c757d", "#8c564b", "#1f3b73"];
-const state = { info: null, version: -1 };
+const state = { info: null, infoReady: null, version: -1 };
 
 // el builds an element: el("td", {class: "num"}, "text", child...).
 function el(tag, attrs, ...kids) {

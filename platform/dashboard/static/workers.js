@@ -53,7 +53,8 @@ const workerTools = {
         const x = t => L + (W - L - R) * (t - t0) / Math.max(t1 - t0, 1), y = v => T + (H - T - B) * (1 - v / 100);
         for (const v of [0, 50, 100]) g.append(svg("line", { x1: L, x2: W - R, y1: y(v), y2: y(v), class: "grid" }), svg("text", { x: L - 4, y: y(v) + 4, "text-anchor": "end", class: "ytick" }, v + "%"));
         g.append(svg("text", { x: L, y: H - 6, class: "xtick" }, `${((t1 - t0) / 60000).toFixed(1)} min ago`), svg("text", { x: W - R, y: H - 6, "text-anchor": "end", class: "xtick" }, "now"));
-        const line = (f, cls) => svg("path", { class: cls, d: s.map((p, i) => (i ? "L" : "M") + x(p.t).toFixed(1) + "," + y(f(p)).toFixed(1)).join("") });
+        // One sample is drawn as a short dash ending now, not an invisible point.
+        const line = (f, cls) => svg("path", { class: cls, d: s.map((p, i) => (i ? "L" : "M") + x(p.t).toFixed(1) + "," + y(f(p)).toFixed(1)).join("") + (s.length === 1 ? "h-4" : "") });
         g.append(line(p => 100 * p.cpu, "cpu"), line(p => 100 * p.mem_used / p.mem_total, "mem"));
       }
       const last = s[s.length - 1];
