@@ -28,11 +28,13 @@ package node
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -267,7 +269,13 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n.waits = sched.NewWaits[*request](n.core)
 	n.ob = objects.New(objects.Config[*pending]{Store: n.store, Shared: n.shared, Table: n.objs, Rec: n.rec,
 		Tasks: objectTasks{n}, Lock: n.mu.Lock, Unlock: n.unlock})
-	pc := pool.Config{Lock: &n.mu, Executable: cfg.Executable, Args: cfg.Args, Env: cfg.Env,
+	env := cfg.Env
+	if cfg.Cluster != nil {
+		// Local workers too dial other nodes (pulling objects, direct
+		// calls), with the cluster's token.
+		env = append(slices.Clip(env), task.EnvToken+"="+hex.EncodeToString(cfg.Cluster.Token))
+	}
+	pc := pool.Config{Lock: &n.mu, Executable: cfg.Executable, Args: cfg.Args, Env: env,
 		LogDir: cfg.LogDir, Output: cfg.Output, Play: cfg.startWorker}
 	if cfg.Shared != nil {
 		pc.StoreDir, pc.StoreCap = cfg.Shared.Dir(), cfg.Shared.Capacity()

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -468,6 +467,5 @@ func (n *Node) startObjects(addr string) error {
 	if err := n.ob.StartTransfer(objects.Transfer{Host: host, Token: c.Token, Remote: ro, Locations: c.Locations}); err != nil {
 		return err
 	}
-	n.cfg.Env = append(n.cfg.Env, task.EnvToken+"="+hex.EncodeToString(c.Token))
 	return nil
 }
