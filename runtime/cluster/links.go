@@ -2,7 +2,9 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
@@ -92,11 +94,17 @@ func (h *Links) hold(id string, l *nodeLink) {
 				l.down = false
 				h.mu.Unlock()
 			})
-			h.mu.Lock()
-			if !l.down {
-				l.down, l.since = true, time.Now()
+			// A dead process refuses or resets at once; one that is only
+			// slow or stopped (SIGSTOP, a loaded machine) lets a dial or
+			// handshake time out. Only the first is a sign of death: the
+			// second is left to the node timeout, as a slow node's is.
+			if !timedOut(err) {
+				h.mu.Lock()
+				if !l.down {
+					l.down, l.since = true, time.Now()
+				}
+				h.mu.Unlock()
 			}
-			h.mu.Unlock()
 			if err == nil {
 				continue // it was held, then lost: try again at once
 			}
@@ -172,4 +180,11 @@ func (d *daemon) watched(ctx context.Context, conn *wire.Conn) {
 			return
 		}
 	}
+}
+
+// timedOut reports whether err is a dial or handshake that ran out of
+// time, as with a peer that is alive but slow, rather than refused.
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
