@@ -1,18 +1,12 @@
 package worker
 
 import (
-	"context"
-	"encoding/hex"
 	"fmt"
-	"net"
 	"os"
-	"strings"
 	"sync"
-	"time"
 
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/task"
-	"github.com/gray-ml/gray/runtime/transfer"
 	"github.com/gray-ml/gray/runtime/wire"
 )
 
@@ -234,7 +228,7 @@ func (dc *directCalls) ask(c *callee) {
 // connection to its driver does (wire.Conn.Offer): the callee offers once
 // it has the caller's hello.
 func dialDirect(addr string) (*wire.Conn, error) {
-	c, err := dialAddr(addr)
+	c, err := dial(addr)
 	if err != nil {
 		return nil, err
 	}
@@ -248,29 +242,6 @@ func dialDirect(addr string) (*wire.Conn, error) {
 		return nil, err
 	}
 	return conn, nil
-}
-
-// dialAddr dials a Unix socket path, or "tcp:HOST:PORT" with the cluster
-// token's handshake.
-func dialAddr(addr string) (net.Conn, error) {
-	hostPort, tcp := strings.CutPrefix(addr, "tcp:")
-	if !tcp {
-		return net.Dial("unix", addr)
-	}
-	tok, err := hex.DecodeString(os.Getenv(task.EnvToken))
-	if err != nil || len(tok) == 0 {
-		return nil, fmt.Errorf("no cluster token in %s to connect to %s with", task.EnvToken, hostPort)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := transfer.Dial(ctx, hostPort, tok)
-	if err != nil {
-		return nil, err
-	}
-	if tc, ok := c.(*net.TCPConn); ok {
-		_ = tc.SetNoDelay(true)
-	}
-	return c, nil
 }
 
 // receive reads c's results until its connection ends.

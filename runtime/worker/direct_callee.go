@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"encoding/hex"
 	"fmt"
 	"net"
 	"os"
@@ -69,9 +68,9 @@ func (w *Worker) directListener() (net.Listener, string, error) {
 		ln, err := net.Listen("unix", path)
 		return ln, path, err
 	}
-	tok, err := hex.DecodeString(os.Getenv(task.EnvToken))
-	if err != nil || len(tok) == 0 {
-		return nil, "", fmt.Errorf("no cluster token in %s", task.EnvToken)
+	tok, err := clusterToken("to serve direct calls with")
+	if err != nil {
+		return nil, "", err
 	}
 	host := "0.0.0.0"
 	if w.localIP != nil {

@@ -14,17 +14,17 @@ import (
 	"github.com/gray-ml/gray/runtime/transfer"
 )
 
-// dial connects to the driver: a Unix socket path, or "tcp:HOST:PORT" for a
-// worker another node started, which proves it holds the cluster token
-// (task.EnvToken).
+// dial connects to the driver or, for a direct call, to another actor's
+// worker: a Unix socket path, or "tcp:HOST:PORT" on another node, proving
+// it holds the cluster token (task.EnvToken).
 func dial(sock string) (net.Conn, error) {
 	addr, ok := strings.CutPrefix(sock, "tcp:")
 	if !ok {
 		return net.Dial("unix", sock)
 	}
-	tok, err := hex.DecodeString(os.Getenv(task.EnvToken))
+	tok, err := clusterToken("to connect to " + addr + " with")
 	if err != nil {
-		return nil, fmt.Errorf("%s is not hex: %w", task.EnvToken, err)
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -36,6 +36,17 @@ func dial(sock string) (net.Conn, error) {
 		_ = tc.SetNoDelay(true)
 	}
 	return c, nil
+}
+
+// clusterToken is the cluster token this worker was started with
+// (task.EnvToken); why says what it is for, in the error when it is
+// missing.
+func clusterToken(why string) ([]byte, error) {
+	tok, err := hex.DecodeString(os.Getenv(task.EnvToken))
+	if err != nil || len(tok) == 0 {
+		return nil, fmt.Errorf("no cluster token in %s %s", task.EnvToken, why)
+	}
+	return tok, nil
 }
 
 // encodeInline encodes a large value zero-copy into memory of its own, for

@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/objstore"
-	"github.com/gray-ml/gray/runtime/task"
 	"github.com/gray-ml/gray/runtime/transfer"
 	"github.com/gray-ml/gray/runtime/wire"
 )
@@ -94,9 +92,9 @@ func (w *Worker) pullClient() (*transfer.Client, transfer.Sink, error) {
 	if w.pull != nil {
 		return w.pull, w.sink, nil
 	}
-	tok, err := hex.DecodeString(os.Getenv(task.EnvToken))
-	if err != nil || len(tok) == 0 {
-		return nil, nil, fmt.Errorf("no cluster token in %s to pull objects with", task.EnvToken)
+	tok, err := clusterToken("to pull objects with")
+	if err != nil {
+		return nil, nil, err
 	}
 	w.pull, w.sink = transfer.NewClient(tok), transfer.DirSink(w.dir)
 	return w.pull, w.sink, nil
