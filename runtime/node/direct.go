@@ -100,7 +100,7 @@ func (n *Node) lookupDirect(w *proc, rid uint64, id ids.ActorID) {
 
 // directable reports whether a's calls may bypass the driver.
 func directable(a *actor) bool {
-	if a.dead || a.draining || a.ft != nil {
+	if a.dead || a.draining || a.restartable {
 		return false
 	}
 	e, err := task.Lookup(a.typ)

@@ -47,6 +47,7 @@ import (
 	"github.com/gray-ml/gray/runtime/objtable"
 	"github.com/gray-ml/gray/runtime/pool"
 	"github.com/gray-ml/gray/runtime/recovery"
+	"github.com/gray-ml/gray/runtime/restart"
 	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
 )
@@ -119,6 +120,9 @@ type Node struct {
 	// rec decides what is rebuilt, run again or given up when something
 	// is lost (runtime/recovery).
 	rec *recovery.Core[*pending]
+	// rs decides which actors restart when their process or node dies,
+	// and what they replay (runtime/restart, glue in restart.go).
+	rs *restart.Core
 	// ob keeps the objects: their lifetimes, rebuilds and copies on other
 	// nodes (runtime/objects, glue in objects.go). store, shared, objs and
 	// rec are its parts, which the shell reads.
@@ -150,11 +154,10 @@ type pending struct {
 	entry  *task.Entry
 	failed *task.TaskError // the first failed argument
 	actor  *actor
-	// record is the task as submitted (reference arguments intact): for a
-	// function task on a node with a shared store, its lineage (often spec
-	// itself); for a call of an actor that may be restarted (restart.go),
-	// the record its replay log keeps. No task needs both, so they share
-	// one field (a queued task's record is 64 bytes, not 80).
+	// record is a function task as submitted (reference arguments
+	// intact) on a node with a shared store: its lineage (often spec
+	// itself). The calls of an actor that may be restarted are recorded
+	// by the restart core (restart.go).
 	record  *task.Spec
 	sent    int64 // when it was handed to a worker, in Config.Events' clock
 	missing int32 // reference arguments not yet available
@@ -214,9 +217,11 @@ type actor struct {
 	inflight []*pending // sent, in order
 	dead     bool
 	death    *task.TaskError
-	draining bool          // no handle remains: exit once the queue is empty
-	killed   bool          // by gray.Kill: its calls fail quietly (ErrActorDead, no report)
-	ft       *restartState // its replay log, when its type allows restarts (restart.go)
+	draining bool // no handle remains: exit once the queue is empty
+	killed   bool // by gray.Kill: its calls fail quietly (ErrActorDead, no report)
+	// restartable: its type allows restarts, so the restart core
+	// (runtime/restart) logs its calls (restart.go).
+	restartable bool
 	// ownsChildren: its type has NoRestarts, so the actors it creates end
 	// when it does (children, in creation order): no one else could end
 	// them once it is gone.
@@ -265,6 +270,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 
 		shared: cfg.Shared,
 		rec:    recovery.New[*pending](recovery.Limits{Cluster: cfg.Cluster != nil}),
+		rs:     restart.New(restart.Config{Cluster: cfg.Cluster != nil, NodeLoss: maxRetries}),
 	}
 	n.waits = sched.NewWaits[*request](n.core)
 	n.ob = objects.New(objects.Config[*pending]{Store: n.store, Shared: n.shared, Table: n.objs, Rec: n.rec,

@@ -9,6 +9,7 @@ import (
 	"github.com/gray-ml/gray/runtime/objtable"
 	"github.com/gray-ml/gray/runtime/pool"
 	"github.com/gray-ml/gray/runtime/recovery"
+	"github.com/gray-ml/gray/runtime/restart"
 	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
 	"github.com/gray-ml/gray/runtime/wire"
@@ -98,8 +99,8 @@ func (h *poolHandler) Connected(id sched.WorkerID, c *wire.Conn) *pool.Worker {
 
 // placed makes w, connected, actor a's worker: a's calls go to it.
 func (n *Node) placed(a *actor, w *proc) {
-	if a.ft != nil {
-		a.ft.starting = false // a restart counts from here (restart.go)
+	if a.restartable {
+		n.stepRestart(restart.Placed{Actor: a.id}) // a restart counts from here
 	}
 	n.ctrl.ActorPlaced(a.id, w.name)
 	n.pump(a)
@@ -387,8 +388,8 @@ func (h *poolHandler) Gone(pw *pool.Worker, bad error) {
 	}
 	if a := w.actor; a != nil {
 		why := &task.TaskError{Function: a.typ, Worker: w.name, Message: "its worker process died (" + how + ")", Cause: task.ErrWorkerDied}
-		if a.w == w && !n.restartActor(a, why, w.node != sched.Local) {
-			n.actorDied(a, why)
+		if a.w == w {
+			n.actorLost(a, why, w.node != sched.Local)
 		}
 	} else {
 		// Its running task comes back as an Orphan effect (orphaned); the

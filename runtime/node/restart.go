@@ -1,95 +1,81 @@
 package node
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/gray-ml/gray/runtime/ids"
+	"github.com/gray-ml/gray/runtime/restart"
 	"github.com/gray-ml/gray/runtime/task"
 	"github.com/gray-ml/gray/runtime/wire"
 )
 
-// Actors that are recreated when their process dies (gray.MaxRestarts),
-// with their calls replayed in order (section 1.23.3 of Ray 0.2's
-// documentation).
-//
-// An actor whose type allows restarts keeps a log: its creation task as
-// submitted, and every method call it ran since its last checkpoint, as
-// submitted (reference arguments intact). The log holds a Lineage claim
-// on each reference argument, so they are not freed while they may be
-// replayed. A call enters the log when it is sent (logSend) and stays
-// there once its result came back (logDone); a checkpoint of the actor's
-// state after call X (MsgCheckpoint) trims the log up to X.
-//
-// When the actor's process dies unexpectedly (not Kill, not the release of
-// its last handle), restartActor queues, in front of the calls not yet
-// sent: the creation task, a restore of the last checkpoint if there is
-// one, the logged calls (run again for their effect on the state only:
-// their results were stored already and are discarded), then the calls
-// the dead process had been sent but not finished (their results are
-// stored as usual). The core starts a new worker on the resources the
-// actor holds, and pump sends the queue in order once it connects.
-//
-// A cluster calls restartActor for the actors of a node that died.
+// Actors that are recreated when their process or node dies
+// (gray.MaxRestarts), with their calls replayed in order. The restart
+// core (runtime/restart, Node.rs) keeps each such actor's log and decides
+// whether it restarts and what its new process runs; the node tells it
+// what happens (stepRestart) and carries out its effects here: the queue
+// of the restarted actor, its checkpoints, the log's claims on arguments.
 
-// restartState is the log of an actor whose type allows restarts.
-type restartState struct {
-	max      int // restarts allowed; -1: no limit
-	restarts int // restarts so far
-	create   *task.Spec
-	log      []*task.Spec // calls run since the last checkpoint, in order
-	saved    bool         // a checkpoint exists in n.ckpts
-	// nodeLossOnly: restarted only when its node died (a cluster's
-	// default for types without MaxRestarts), not when its process did.
-	nodeLossOnly bool
-	// starting: the actor's current worker has not connected yet. Losing
-	// it then (its node died before it started, or the death of the
-	// previous process and of its node are both reported) places the
-	// actor again without counting another restart: one node death is
-	// one restart.
-	starting bool
+// stepRestart feeds the restart core ev and carries out its effects.
+func (n *Node) stepRestart(ev restart.Event) {
+	n.rs.Step(ev)
+	for _, e := range n.rs.Effects() {
+		switch e.Kind {
+		case restart.Claim:
+			n.ob.ClaimLineage(e.Spec)
+		case restart.Release:
+			n.ob.ReleaseLineage(e.Spec)
+		case restart.Restart:
+			n.restartActor(n.actors[e.Actor], e)
+		case restart.Die:
+			if a := n.actors[e.Actor]; a != nil {
+				n.actorDied(a, e.Err)
+			}
+		case restart.Save:
+			n.saveCheckpoint(e)
+		case restart.DropCheckpoint:
+			n.ckpts.DropCheckpoint(e.Actor)
+		}
+	}
 }
 
 // enableRestarts starts a's log if its type allows restarts. Called when
 // the creation task s is submitted, before its arguments are resolved.
 func (n *Node) enableRestarts(a *actor, s *task.Spec, e *task.Entry) {
-	switch {
-	case e.MaxRestarts != 0:
-		a.ft = &restartState{max: e.MaxRestarts, starting: true, create: n.claimCall(s)}
-	case n.remote != nil && !e.NoRestarts:
-		// On a cluster every actor survives the loss of its node (section
-		// 1.23.3 of Ray 0.2's documentation), up to maxRetries times; the
-		// death of its process alone still ends it, as on one machine,
-		// unless its type asks for restarts.
-		a.ft = &restartState{max: maxRetries, nodeLossOnly: true, starting: true, create: n.claimCall(s)}
-	}
+	n.stepRestart(restart.Created{Actor: a.id, Spec: s, MaxRestarts: e.MaxRestarts, NoRestarts: e.NoRestarts})
+	a.restartable = n.rs.Restartable(a.id)
 }
 
-// claimCall returns a copy of s with its reference arguments intact and
-// claimed, so they are not freed while the call may be replayed.
-func (n *Node) claimCall(s *task.Spec) *task.Spec {
-	c := *s
-	c.Args = append([]task.Arg(nil), s.Args...)
-	c.SetGPUIDs(nil)
-	n.ob.ClaimLineage(&c)
-	return &c
-}
-
-// releaseCall ends the claims of claimCall.
-func (n *Node) releaseCall(s *task.Spec) { n.ob.ReleaseLineage(s) }
-
-// logSend records method call p as it is sent to a's worker.
+// logSend records method call p as it is sent to a's worker (before its
+// arguments are resolved).
 func (n *Node) logSend(a *actor, p *pending) {
-	if a.ft != nil && p.record == nil && p.spec.Kind == task.KindActorMethod {
-		p.record = n.claimCall(p.spec)
+	if a.restartable {
+		n.stepRestart(restart.Sent{Actor: a.id, Call: p.spec})
 	}
 }
 
-// logDone moves call p, whose result came back, into a's log.
+// logDone records that call p of a ran.
 func (n *Node) logDone(a *actor, p *pending) {
-	if a.ft != nil && p.record != nil {
-		a.ft.log = append(a.ft.log, p.record)
-		p.record = nil
+	if a.restartable {
+		n.stepRestart(restart.Done{Actor: a.id, ID: p.spec.ID})
 	}
+}
+
+// actorLost handles the death of a's process (why): a restarts, or dies.
+// nodeLost says its node died (or may have: a worker on another node),
+// which a cluster's actors survive by default.
+func (n *Node) actorLost(a *actor, why *task.TaskError, nodeLost bool) {
+	ev := restart.Died{Actor: a.id, Why: why, NodeLost: nodeLost,
+		Final: a.dead || a.killed || n.closed || n.spawnErr != nil || a.draining && len(a.queue) == 0 && len(a.inflight) == 0}
+	if n.rs.Saved(a.id) {
+		data, ok, err := n.ckpts.Checkpoint(a.id)
+		if err == nil && !ok {
+			err = errors.New("none is stored")
+		}
+		ev.Checkpoint, ev.CheckpointErr = data, err
+	}
+	n.stepRestart(ev)
 }
 
 // replayDone handles the result of p, a call run again only to rebuild
@@ -105,120 +91,59 @@ func (n *Node) replayDone(a *actor, w *proc, p *pending, objs []task.Object) {
 	}
 }
 
-// restartActor recreates a, whose process died (why), and reports whether
-// it did. It does not when a's type allows no restarts, or they are used
-// up (then it says so in why), or the actor is ending anyway. nodeLost
-// says its node died (or may have: a worker on another node), which a
-// cluster's actors survive by default.
-func (n *Node) restartActor(a *actor, why *task.TaskError, nodeLost bool) bool {
-	f := a.ft
-	if f == nil || f.nodeLossOnly && !nodeLost || a.dead || a.killed || n.closed || n.spawnErr != nil {
-		return false
-	}
-	if a.draining && len(a.queue) == 0 && len(a.inflight) == 0 {
-		return false
-	}
-	if !f.starting && f.max >= 0 && f.restarts >= f.max {
-		why.Message += fmt.Sprintf("; it was restarted %s, the most its MaxRestarts allows", times(f.restarts))
-		return false
-	}
-	var data []byte
-	if f.saved {
-		var ok bool
-		var err error
-		if data, ok, err = n.ckpts.Checkpoint(a.id); err != nil || !ok {
-			why.Message += fmt.Sprintf("; it could not be restarted: its checkpoint cannot be read (%v)", err)
-			return false
-		}
-	}
-	if !f.starting {
-		f.restarts++
-		f.starting = true
-	}
+// restartActor carries out the restart core's Restart effect e for a:
+// it queues, in front of the calls not yet sent, the creation task, the
+// restore of its checkpoint and the calls to replay, and asks the
+// scheduling core for a new worker on the resources a holds (or anew,
+// when its node is gone). pump sends the queue once the worker connects.
+func (n *Node) restartActor(a *actor, e restart.Effect) {
 	n.ob.ReleaseKept(a.id) // the dead process's kept mappings; the calls sent again hold them again
 	// The queue may still hold what an earlier restart queued and the dead
 	// process never got: its creation task is reused; a restore is made
-	// again below.
+	// again below; its replays stay behind those of this restart.
 	rest := a.queue
 	var head *pending
 	if len(rest) > 0 && rest[0].spec.Kind == task.KindActorCreate {
 		head, rest = rest[0], rest[1:]
 	} else {
-		head = n.replayPending(a, f.create, nil, false)
+		head = n.replayPending(a, e.Spec, false)
 	}
 	again := []*pending{head}
-	if f.saved {
-		s := &task.Spec{ID: ids.Child(a.id, 1<<62+uint64(f.restarts)), Kind: task.KindActorRestore, Func: a.typ,
-			NumReturns: 1, Args: []task.Arg{{Data: data}}}
-		again = append(again, &pending{spec: s, actor: a, discard: true})
+	if e.Restore != nil {
+		again = append(again, &pending{spec: e.Restore, actor: a, discard: true})
 	}
-	for _, c := range f.log {
-		again = append(again, n.replayPending(a, c, c, true))
+	for _, r := range e.Replay {
+		again = append(again, n.replayPending(a, r.Spec, r.Discard))
 	}
 	for _, p := range a.inflight {
-		n.unpinTask(p)
-		if p.record != nil { // not the creation task or a restore: made again above
-			again = append(again, n.replayPending(a, p.record, p.record, p.discard))
-		}
+		n.unpinTask(p) // its call is in the replay, if it was a method call
 	}
 	for _, p := range rest {
 		if p.spec.Kind != task.KindActorRestore {
 			again = append(again, p)
 		}
 	}
-	a.queue = again
-	f.log, a.inflight = nil, nil
-	a.w = nil
+	a.queue, a.inflight, a.w = again, nil, nil
 	n.ctrl.ActorPlaced(a.id, "") // starting again
-	if !n.core.RestartActor(a.id) {
-		// Its node is gone (the core returned it): place it anew.
-		n.core.WaitActor(a.id, a.res)
-	}
+	n.core.RestartActor(a.id, a.res)
 	n.step()
-	return true
 }
 
 // replayPending makes a pending task that runs s (the record of a call as
-// submitted) again on a restarted actor. call is the record whose claims
-// the new task carries into the log (nil for the creation task, whose
-// record stays in the log's head); discard drops its results.
-func (n *Node) replayPending(a *actor, s, call *task.Spec, discard bool) *pending {
+// submitted) again on a restarted actor; discard drops its results.
+func (n *Node) replayPending(a *actor, s *task.Spec, discard bool) *pending {
 	c := *s
 	c.Args = append([]task.Arg(nil), s.Args...)
 	e, _ := task.Lookup(s.Func)
-	p := &pending{spec: &c, entry: e, actor: a, record: call, again: true, discard: discard}
+	p := &pending{spec: &c, entry: e, actor: a, again: true, discard: discard}
 	n.needArgs(p)
 	return p
 }
 
-// dropRestartState ends the claims of a's log: a is dead for good.
-func (n *Node) dropRestartState(a *actor) {
-	f := a.ft
-	if f == nil {
-		return
-	}
-	a.ft = nil
-	n.releaseCall(f.create)
-	for _, c := range f.log {
-		n.releaseCall(c)
-	}
-	for _, ps := range [][]*pending{a.inflight, a.queue} {
-		for _, p := range ps {
-			if p.record != nil {
-				n.releaseCall(p.record)
-				p.record = nil
-			}
-		}
-	}
-	if f.saved {
-		n.ckpts.DropCheckpoint(a.id)
-	}
-}
-
 // handleCheckpoint decodes a MsgCheckpoint from w: the state of w's actor
-// after call tid. It becomes the actor's checkpoint and the log forgets
-// the calls up to tid; a failed checkpoint is reported and changes
-// nothing.
+// after call tid. The restart core decides whether it becomes the actor's
+// checkpoint (saveCheckpoint); a failed checkpoint is reported and
+// changes nothing.
 func (n *Node) handleCheckpoint(w *proc, d *wire.Dec) error {
 	var tid ids.TaskID
 	d.Fixed(tid[:])
@@ -236,37 +161,36 @@ func (n *Node) handleCheckpoint(w *proc, d *wire.Dec) error {
 	n.mu.Lock()
 	defer n.unlockFor(w)
 	a := w.actor
-	if a == nil || a.ft == nil || a.dead {
+	if a == nil || !a.restartable || a.dead {
 		return nil
-	}
-	fail := func(msg string, cause error) {
-		e := &task.TaskError{Function: a.typ + ".Checkpoint", Worker: w.name,
-			Message: fmt.Sprintf("checkpointing actor %s after call %s failed (the previous checkpoint stays in force): %s", a.id, tid, msg), Cause: cause}
-		n.ctrl.AddError(e)
-		n.errQ = append(n.errQ, e)
 	}
 	if !ok {
-		fail(msg, nil)
+		n.checkpointFailed(a, w, tid, msg, nil)
 		return nil
 	}
-	f := a.ft
-	i := len(f.log) - 1
-	for i >= 0 && f.log[i].ID != tid {
-		i--
-	}
-	if i < 0 {
-		return nil // not a call this log knows: keep replaying from the last checkpoint
-	}
-	if err := n.ckpts.SaveCheckpoint(a.id, data); err != nil {
-		fail(err.Error(), err)
-		return nil
-	}
-	f.saved = true
-	for _, c := range f.log[:i+1] {
-		n.releaseCall(c)
-	}
-	f.log = append([]*task.Spec(nil), f.log[i+1:]...)
+	n.stepRestart(restart.Checkpointed{Actor: a.id, After: tid, Data: data})
 	return nil
+}
+
+// saveCheckpoint stores the checkpoint of the restart core's Save effect
+// e and tells the core it is saved.
+func (n *Node) saveCheckpoint(e restart.Effect) {
+	if err := n.ckpts.SaveCheckpoint(e.Actor, e.Data); err != nil {
+		if a := n.actors[e.Actor]; a != nil && a.w != nil {
+			n.checkpointFailed(a, a.w, e.Task, err.Error(), err)
+		}
+		return
+	}
+	n.stepRestart(restart.Saved{Actor: e.Actor, After: e.Task})
+}
+
+// checkpointFailed reports that a's checkpoint after call tid failed
+// (msg, cause): the previous one stays in force.
+func (n *Node) checkpointFailed(a *actor, w *proc, tid ids.TaskID, msg string, cause error) {
+	e := &task.TaskError{Function: a.typ + ".Checkpoint", Worker: w.name,
+		Message: fmt.Sprintf("checkpointing actor %s after call %s failed (the previous checkpoint stays in force): %s", a.id, tid, msg), Cause: cause}
+	n.ctrl.AddError(e)
+	n.errQ = append(n.errQ, e)
 }
 
 // Restarts returns how many times actor id was restarted, and how many
@@ -274,19 +198,5 @@ func (n *Node) handleCheckpoint(w *proc, d *wire.Dec) error {
 func (n *Node) Restarts(id ids.ActorID) (restarts, logged int) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if a := n.actors[id]; a != nil && a.ft != nil {
-		return a.ft.restarts, len(a.ft.log)
-	}
-	return 0, 0
-}
-
-// times says n times in words: "once", "twice", "3 times".
-func times(n int) string {
-	switch n {
-	case 1:
-		return "once"
-	case 2:
-		return "twice"
-	}
-	return fmt.Sprintf("%d times", n)
+	return n.rs.Restarts(id)
 }

@@ -75,27 +75,13 @@ func (n *Node) submittedBefore(w *proc, s *task.Spec) bool {
 		if n.callKnown(a, s) {
 			return true
 		}
-		if w.actor != nil && n.callLogged(a, s) {
+		if w.actor != nil && n.rs.Logged(a.id, s.ID) {
 			// A replaying actor's call made this one, which ran (the
 			// target's log says so) but whose result is gone: made
 			// again, it would change the target's state twice.
 			if !stored {
 				n.failGone(s)
 			}
-			return true
-		}
-	}
-	return false
-}
-
-// callLogged reports whether call s is in actor a's replay log: it ran
-// since a's last checkpoint.
-func (n *Node) callLogged(a *actor, s *task.Spec) bool {
-	if a.ft == nil {
-		return false
-	}
-	for _, c := range a.ft.log {
-		if c.ID == s.ID {
 			return true
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/gray-ml/gray/runtime/control"
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/recovery"
+	"github.com/gray-ml/gray/runtime/restart"
 	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
 )
@@ -230,9 +231,7 @@ func (n *Node) apply(e sched.Effect[*pending]) {
 	case sched.OrphanActor:
 		if a := n.actors[e.Actor]; a != nil && n.gone != nil {
 			why := &task.TaskError{Function: a.typ, Message: fmt.Sprintf("its node %s died (%s)", n.gone.node, n.gone.why), Cause: task.ErrWorkerDied}
-			if !n.restartActor(a, why, true) {
-				n.actorDied(a, why)
-			}
+			n.actorLost(a, why, true)
 		}
 	case sched.Refuse:
 		n.finishErr(e.Task, n.spawnFailure())
@@ -475,7 +474,10 @@ func (n *Node) actorDied(a *actor, why *task.TaskError) {
 	a.death = why
 	n.answerDirect(a) // its direct callers go through the driver
 	n.ctrl.ActorDied(a.id, why.Message)
-	n.dropRestartState(a)
+	if a.restartable { // dead for good: its log's claims end
+		a.restartable = false
+		n.stepRestart(restart.Dropped{Actor: a.id})
+	}
 	for _, p := range a.inflight {
 		n.finishErr(p, n.deadErr(a, p.spec.Func))
 	}

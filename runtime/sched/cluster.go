@@ -334,15 +334,16 @@ func (cl *Cluster[T]) ActorGone(id ids.ActorID) {
 }
 
 // RestartActor: see Core.RestartActor. The actor restarts on the node that
-// holds its resources; an actor whose node is gone is not known here (the
-// node's removal returned it) and reports false.
-func (cl *Cluster[T]) RestartActor(id ids.ActorID) bool {
-	n, ok := cl.actorAt[id]
-	if !ok {
-		return false
+// holds its resources; one whose node is gone (RemoveNode handed it back)
+// is placed anew, as WaitActor.
+func (cl *Cluster[T]) RestartActor(id ids.ActorID, res task.Resources) {
+	if n, ok := cl.actorAt[id]; ok {
+		if c := cl.cores[n]; c != nil && c.actors[id] != nil {
+			c.RestartActor(id, res)
+			return
+		}
 	}
-	c := cl.cores[n]
-	return c != nil && c.RestartActor(id)
+	cl.WaitActor(id, res)
 }
 
 // on returns the core of worker w's node, or nil once the node is gone.

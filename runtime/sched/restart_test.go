@@ -10,7 +10,7 @@ import (
 
 // A restarted actor gets a new worker on the resources it holds, even when
 // tasks queue for them; one still waiting starts when they free up, and an
-// unknown one is refused.
+// unknown one (its node gone) waits for its resources anew.
 func TestRestartActorKeepsItsResources(t *testing.T) {
 	c := booted(t, task.Resources{CPU: 1, GPU: 1}, 1)
 	a := ids.TaskID{1}
@@ -24,9 +24,7 @@ func TestRestartActorKeepsItsResources(t *testing.T) {
 	if got := kinds(c.Effects()); got != "" {
 		t.Fatalf("a task while the actor holds every CPU: %s, want nothing", got)
 	}
-	if !c.RestartActor(a) {
-		t.Fatal("RestartActor of a live actor reported it unknown")
-	}
+	c.RestartActor(a, task.Resources{CPU: 1, GPU: 1})
 	es = c.Effects()
 	if len(es) != 1 || es[0].Kind != StartActor || es[0].Worker == first || !slices.Equal(es[0].GPUs, []int{0}) {
 		t.Fatalf("restart: %s, want a new worker for the actor on the same GPU", kinds(es))
@@ -38,19 +36,28 @@ func TestRestartActorKeepsItsResources(t *testing.T) {
 
 	b := ids.TaskID{2}
 	c.WaitActor(b, task.Resources{CPU: 1})
-	if !c.RestartActor(b) || len(c.Effects()) != 0 {
-		t.Fatal("restart of an actor waiting for resources: want it known, and no start yet")
+	c.RestartActor(b, task.Resources{CPU: 1})
+	if got := kinds(c.Effects()); got != "" {
+		t.Fatalf("restart of an actor waiting for resources: %s, want no start yet", got)
 	}
-	if c.RestartActor(ids.TaskID{3}) {
-		t.Fatal("RestartActor of an unknown actor reported it known")
-	}
-	c.ActorGone(a)
-	started := false
-	for _, e := range c.Effects() {
-		started = started || (e.Kind == StartActor && e.Actor == b)
-	}
-	if !started {
-		t.Fatal("the waiting actor did not start once the restarted one ended")
+	unknown := ids.TaskID{3}
+	c.RestartActor(unknown, task.Resources{CPU: 1})
+	if got := kinds(c.Effects()); got != "" {
+		t.Fatalf("restart of an unknown actor while the CPU is held: %s, want it to wait", got)
 	}
 	must(t, c)
+	for _, gone := range []ids.ActorID{a, b} {
+		c.ActorGone(gone)
+		var started []ids.ActorID
+		for _, e := range c.Effects() {
+			if e.Kind == StartActor {
+				started = append(started, e.Actor)
+			}
+		}
+		want := map[ids.ActorID]ids.ActorID{a: b, b: unknown}[gone]
+		if !slices.Equal(started, []ids.ActorID{want}) {
+			t.Fatalf("once %s ended, started %v, want %s: the waiting actors start in order", gone, started, want)
+		}
+		must(t, c)
+	}
 }
