@@ -3,8 +3,9 @@
 // driver's calls into events for the scheduling core (runtime/sched) and
 // its objects part (runtime/objects, which keeps the object store's index,
 // the object table of runtime/objtable and the recovery core of
-// runtime/recovery, and on a cluster moves objects between nodes), and
-// their effects into messages and worker processes. The workers'
+// runtime/recovery, and on a cluster moves objects between nodes) and the
+// actor-restart core (runtime/restart), and their effects into messages
+// and worker processes. The workers'
 // processes and connections are runtime/pool's: it starts them, serves
 // their connections (calling the node's handler for each message, under
 // the node's lock) and writes what the node queued once the lock is
@@ -19,7 +20,8 @@
 // objects.go (the glue to runtime/objects: the events the node feeds it,
 // the effects on tasks it hands back, the API's object calls),
 // accounts.go, gpu.go and grants.go (resources, GPUs, a cluster node's
-// grant), restart.go (actors recreated), resubmit.go (calls made again by
+// grant), restart.go (the restart core's effects: actors recreated, their
+// checkpoints), resubmit.go (calls made again by
 // a replay), remote.go (a cluster's nodes), snapshot.go (the state for
 // inspection), and backend.go (the API the root package calls).
 // runtime/README.md describes the threads, the locks and the route of a
