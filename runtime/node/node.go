@@ -224,11 +224,6 @@ type actor struct {
 	// restartable: its type allows restarts, so the restart core
 	// (runtime/restart) logs its calls (restart.go).
 	restartable bool
-	// ownsChildren: its type has NoRestarts, so the actors it creates end
-	// when it does (children, in creation order): no one else could end
-	// them once it is gone.
-	ownsChildren bool
-	children     []ids.ActorID
 }
 
 // Start starts a node: its socket, its control and object stores and its

@@ -143,8 +143,8 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 		n.mu.Lock()
 		// One submitted by an earlier run of w's call stands (resubmit.go);
 		// errors are stored in the task's returns.
-		if !n.submittedBefore(w, s) && n.submitLocked(s) == nil {
-			n.adoptChild(w, s)
+		if !n.submittedBefore(w, s) && n.submitLocked(s) == nil && s.Kind == task.KindActorCreate && w.actor != nil {
+			n.stepRestart(restart.Adopted{Parent: w.actor.id, Child: s.ID})
 		}
 		n.unlockFor(w)
 	case task.MsgPut:

@@ -36,6 +36,8 @@ func (n *Node) stepRestart(ev restart.Event) {
 			n.saveCheckpoint(e)
 		case restart.DropCheckpoint:
 			n.ckpts.DropCheckpoint(e.Actor)
+		case restart.End:
+			n.endChild(n.actors[e.Actor], n.actors[e.Parent])
 		}
 	}
 }
@@ -191,6 +193,20 @@ func (n *Node) checkpointFailed(a *actor, w *proc, tid ids.TaskID, msg string, c
 		Message: fmt.Sprintf("checkpointing actor %s after call %s failed (the previous checkpoint stays in force): %s", a.id, tid, msg), Cause: cause}
 	n.ctrl.AddError(e)
 	n.errQ = append(n.errQ, e)
+}
+
+// endChild kills c, which parent (a NoRestarts type's actor) created,
+// as gray.Kill does: parent ended. On a cluster a trial's learner (tune)
+// whose node died would otherwise leave its rollout workers on other
+// nodes holding their CPUs, with no one left to kill them.
+func (n *Node) endChild(c, parent *actor) {
+	if c == nil || c.dead || parent == nil {
+		return
+	}
+	quiet := n.quiet
+	n.quiet, c.killed = true, true
+	n.actorDied(c, &task.TaskError{Function: c.typ, Message: "the actor that created it (" + parent.typ + ") ended", Cause: task.ErrActorDead})
+	n.quiet = quiet
 }
 
 // Restarts returns how many times actor id was restarted, and how many

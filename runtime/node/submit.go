@@ -91,7 +91,7 @@ func (n *Node) submitLocked(s *task.Spec) error {
 		}
 	}
 	if s.Kind == task.KindActorCreate {
-		a = &actor{id: s.ID, typ: s.Func, res: task.Res(s, e), ownsChildren: e.NoRestarts}
+		a = &actor{id: s.ID, typ: s.Func, res: task.Res(s, e)}
 		p.actor = a
 		n.actors[s.ID] = a
 		n.ctrl.ActorCreated(s.ID, s.Func, "")
@@ -474,10 +474,6 @@ func (n *Node) actorDied(a *actor, why *task.TaskError) {
 	a.death = why
 	n.answerDirect(a) // its direct callers go through the driver
 	n.ctrl.ActorDied(a.id, why.Message)
-	if a.restartable { // dead for good: its log's claims end
-		a.restartable = false
-		n.stepRestart(restart.Dropped{Actor: a.id})
-	}
 	for _, p := range a.inflight {
 		n.finishErr(p, n.deadErr(a, p.spec.Func))
 	}
@@ -487,7 +483,10 @@ func (n *Node) actorDied(a *actor, why *task.TaskError) {
 	a.inflight, a.queue = nil, nil
 	n.ob.ReleaseKept(a.id)
 	n.core.ActorGone(a.id)
-	n.endChildren(a)
+	// Dead for good: its log's claims end; the actors it created end
+	// with it when it allows no restarts.
+	a.restartable = false
+	n.stepRestart(restart.Dropped{Actor: a.id})
 	if w := a.w; w != nil && !w.dead {
 		_ = n.append(w, task.MsgExit, nil) // (nothing if it never connected)
 		w.Kill()
@@ -496,31 +495,6 @@ func (n *Node) actorDied(a *actor, why *task.TaskError) {
 		}
 	}
 	n.step()
-}
-
-// adoptChild records actor creation s, submitted by worker w, as a child
-// of the actor w hosts when that actor's type has NoRestarts.
-func (n *Node) adoptChild(w *proc, s *task.Spec) {
-	if s.Kind == task.KindActorCreate && w.actor != nil && w.actor.ownsChildren {
-		w.actor.children = append(w.actor.children, s.ID)
-	}
-}
-
-// endChildren ends the actors a created (a NoRestarts type's), which a
-// ends with: killed, as by gray.Kill. On a cluster a trial's learner
-// (tune) whose node died would otherwise leave its rollout workers on
-// other nodes holding their CPUs, with no one left to kill them.
-func (n *Node) endChildren(a *actor) {
-	quiet := n.quiet
-	n.quiet = true
-	for _, id := range a.children {
-		if c := n.actors[id]; c != nil && !c.dead {
-			c.killed = true
-			n.actorDied(c, &task.TaskError{Function: c.typ, Message: "the actor that created it (" + a.typ + ") ended", Cause: task.ErrActorDead})
-		}
-	}
-	n.quiet = quiet
-	a.children = nil
 }
 
 func hasRefArgs(s *task.Spec) bool {

@@ -17,6 +17,11 @@
 // effect on the state only: their results were stored already), then the
 // calls the dead process had been sent but not finished.
 //
+// It also ends, with an actor of a type that allows no restarts
+// (gray.NoRestarts), the actors that actor created: no one else could end
+// them once it is gone (on a cluster, a tune trial's learner whose node
+// died would otherwise leave its rollout workers holding their CPUs).
+//
 // Like runtime/sched and runtime/recovery it is a plain state machine: no
 // clock, no goroutine, no I/O. The shell (runtime/node) feeds it events
 // with Step and carries out the effects it leaves (Effects), in order;
@@ -52,6 +57,7 @@ type Config struct {
 type Core struct {
 	cfg     Config
 	actors  map[ids.ActorID]*log
+	owners  map[ids.ActorID][]ids.ActorID // NoRestarts actors -> the actors they created, in order
 	effects []Effect
 }
 
@@ -90,7 +96,7 @@ func New(cfg Config) *Core {
 	if cfg.NodeLoss <= 0 {
 		cfg.NodeLoss = DefaultNodeLoss
 	}
-	return &Core{cfg: cfg, actors: map[ids.ActorID]*log{}}
+	return &Core{cfg: cfg, actors: map[ids.ActorID]*log{}, owners: map[ids.ActorID][]ids.ActorID{}}
 }
 
 // Effects returns the effects of the events stepped since the last call,

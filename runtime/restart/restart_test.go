@@ -19,14 +19,16 @@ import (
 var (
 	root  = ids.Root(1, true)
 	actor = ids.Child(root, 1)
-	arg   = ids.Put(root, 1)
+	// kid1, kid2: actors the actor creates.
+	kid1, kid2 = ids.Child(actor, 1), ids.Child(actor, 2)
+	arg        = ids.Put(root, 1)
 	// create: the actor's creation; c1..c4: its calls (c2 takes arg).
 	create = &task.Spec{ID: actor, Kind: task.KindActorCreate, Func: "Counter", NumReturns: 1}
 	c1     = method(2, false)
 	c2     = method(3, true)
 	c3     = method(4, false)
 	c4     = method(5, false)
-	names  = map[ids.TaskID]string{actor: "create", c1.ID: "c1", c2.ID: "c2", c3.ID: "c3", c4.ID: "c4"}
+	names  = map[ids.TaskID]string{actor: "create", kid1: "kid1", kid2: "kid2", c1.ID: "c1", c2.ID: "c2", c3.ID: "c3", c4.ID: "c4"}
 	died   = &task.TaskError{Function: "Counter", Message: "its worker process died (exit status 1)", Cause: task.ErrWorkerDied}
 )
 
@@ -71,6 +73,8 @@ func show(e Effect) string {
 		return fmt.Sprintf("save %q after %s", e.Data, name(e.Task))
 	case DropCheckpoint:
 		return "drop checkpoint"
+	case End:
+		return fmt.Sprintf("end %s (made by %s)", name(e.Actor), name(e.Parent))
 	}
 	return fmt.Sprintf("effect %d", e.Kind)
 }
@@ -208,6 +212,19 @@ func TestRestarts(t *testing.T) {
 			{Sent{Actor: actor, Call: c2}, []string{"claim c2 (1 refs)"}},
 			{Dropped{Actor: actor}, []string{"release create (0 refs)", "release c2 (1 refs)", "drop checkpoint"}},
 			{lost(false), []string{"die: its worker process died (exit status 1)"}},
+		}},
+		{"a NoRestarts actor's children end with it, in order", Config{Cluster: true}, []step{
+			{Created{Actor: actor, Spec: create, NoRestarts: true}, nil},
+			{Adopted{Parent: actor, Child: kid1}, nil},
+			{Adopted{Parent: actor, Child: kid2}, nil},
+			{lost(true), []string{"die: its worker process died (exit status 1)"}},
+			{Dropped{Actor: actor}, []string{"end kid1 (made by create)", "end kid2 (made by create)"}},
+			{Dropped{Actor: actor}, nil},
+		}},
+		{"other actors' children outlive them", Config{Cluster: true}, []step{
+			{Created{Actor: actor, Spec: create}, []string{"claim create (0 refs)"}},
+			{Adopted{Parent: actor, Child: kid1}, nil},
+			{Dropped{Actor: actor}, []string{"release create (0 refs)"}},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { run(t, New(tc.cfg), tc.steps) })

@@ -20,6 +20,10 @@ type Created struct {
 	NoRestarts  bool
 }
 
+// Adopted: actor Parent's process created actor Child. When Parent's type
+// allows no restarts, Child ends with it (Dropped).
+type Adopted struct{ Parent, Child ids.ActorID }
+
 // Sent: method call Call (reference arguments intact) is being sent to
 // actor Actor's process. Effect: Claim for its record, the first time.
 type Sent struct {
@@ -68,10 +72,12 @@ type Saved struct {
 }
 
 // Dropped: actor Actor is dead for good. Effects: Release for every
-// record; DropCheckpoint when it has one.
+// record; DropCheckpoint when it has one; End for each actor it created
+// when its type allows no restarts.
 type Dropped struct{ Actor ids.ActorID }
 
 func (Created) event()      {}
+func (Adopted) event()      {}
 func (Sent) event()         {}
 func (Done) event()         {}
 func (Placed) event()       {}
@@ -100,6 +106,9 @@ const (
 	Save
 	// DropCheckpoint deletes Actor's checkpoint.
 	DropCheckpoint
+	// End kills Actor (as gray.Kill does) because Parent, which created
+	// it and allows no restarts, ended.
+	End
 )
 
 // Replay is a call a restarted actor runs again.
@@ -114,9 +123,10 @@ type Replay struct {
 type Effect struct {
 	Kind    Kind
 	Actor   ids.ActorID
-	Spec    *task.Spec // Claim, Release: a record; Restart: the creation task
-	Restore *task.Spec // Restart: the restore of the last checkpoint, or nil
-	Replay  []Replay   // Restart
+	Parent  ids.ActorID // End
+	Spec    *task.Spec  // Claim, Release: a record; Restart: the creation task
+	Restore *task.Spec  // Restart: the restore of the last checkpoint, or nil
+	Replay  []Replay    // Restart
 	Err     *task.TaskError
 	Task    ids.TaskID // Save
 	Data    []byte     // Save
@@ -127,6 +137,9 @@ type Effect struct {
 func (c *Core) Step(ev Event) {
 	switch e := ev.(type) {
 	case Created:
+		if e.NoRestarts {
+			c.owners[e.Actor] = nil
+		}
 		var l *log
 		switch {
 		case e.MaxRestarts != 0:
@@ -139,6 +152,10 @@ func (c *Core) Step(ev Event) {
 		l.starting = true
 		l.create = c.record(e.Spec)
 		c.actors[e.Actor] = l
+	case Adopted:
+		if kids, ok := c.owners[e.Parent]; ok {
+			c.owners[e.Parent] = append(kids, e.Child)
+		}
 	case Sent:
 		l := c.actors[e.Actor]
 		if l == nil || e.Call.Kind != task.KindActorMethod {
@@ -186,6 +203,12 @@ func (c *Core) Step(ev Event) {
 			}
 		}
 	case Dropped:
+		if kids, ok := c.owners[e.Actor]; ok {
+			delete(c.owners, e.Actor)
+			for _, k := range kids {
+				c.emit(Effect{Kind: End, Actor: k, Parent: e.Actor})
+			}
+		}
 		l := c.actors[e.Actor]
 		if l == nil {
 			return
