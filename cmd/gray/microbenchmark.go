@@ -195,9 +195,9 @@ func newMicrobenchmark() *cobra.Command {
 	cmd.Flags().StringVar(&filter, "filter", "", "only rows whose name contains this (or one of these, comma-separated)")
 	cmd.Flags().BoolVar(&noTL, "no-timeline", false, "turn off task event recording (to measure what it costs)")
 	cmd.Flags().StringVar(&address, "address", "", "measure as a driver of the cluster at IP:PORT (\"auto\": the one on this machine; default $GRAY_ADDRESS)")
-	cmd.Flags().BoolVar(&scaling, "scaling", false, "run the async rows at 1, 2, 4, … CPUs up to this machine's (see --scaling-cpus), each in a fresh session, with each rate's ratio to linear and the CPU time per call")
+	cmd.Flags().BoolVar(&scaling, "scaling", false, "run the async rows at 1, 2, 4, … CPUs up to this machine's (see --scaling-cpus), each in a fresh session, with each rate's ratio to linear and the CPU time per call, split between the driver and the workers")
 	cmd.Flags().StringVar(&scaleOn, "scaling-cpus", "", "the CPU counts of --scaling, comma-separated (default 1, 2, 4, … up to all logical CPUs)")
-	cmd.Flags().IntVar(&queued, "queued", 0, "instead of the rows: queue this many no-op tasks behind an actor holding every CPU, and print the time and the driver's heap per queued task")
+	cmd.Flags().IntVar(&queued, "queued", 0, "instead of the rows: queue this many no-op tasks behind an actor holding every CPU, and print the time, the driver's CPU time and its heap per queued task")
 	cmd.Flags().StringVar(&token, "token", "", "the cluster's token (default $GRAY_TOKEN, or found on the head's machine)")
 	return cmd
 }
