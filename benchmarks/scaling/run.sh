@@ -68,9 +68,10 @@ done
 for n in 2 "$cpus"; do
 	echo "run.sh: 1,000,000 queued tasks at --cpus $n" >&2
 	"$bin/gray" microbenchmark --cpus "$n" --queued 1000000 >"$work/queued.txt"
-	row "1,000,000 queued tasks" "--cpus $n: seconds to queue" "$(awk 'NR==1{print $(NF-3)}' "$work/queued.txt") s"
-	row "1,000,000 queued tasks" "--cpus $n: driver heap per task" "$(awk 'NR==2{print $(NF-1)}' "$work/queued.txt") bytes"
-	row "1,000,000 queued tasks" "--cpus $n: then all run" "$(awk 'NR==3{print $(NF-1)}' "$work/queued.txt") s"
+	row "1,000,000 queued tasks" "--cpus $n: seconds to queue" "$(awk '/^queue /{print $(NF-3)}' "$work/queued.txt") s"
+	row "1,000,000 queued tasks" "--cpus $n: driver CPU while queueing" "$(awk '/driver CPU time while queueing/{print $(NF-1)}' "$work/queued.txt") s"
+	row "1,000,000 queued tasks" "--cpus $n: driver heap per task" "$(awk '/driver heap per queued task/{print $(NF-1)}' "$work/queued.txt") bytes"
+	row "1,000,000 queued tasks" "--cpus $n: then all run" "$(awk '/then all run/{print $(NF-1)}' "$work/queued.txt") s"
 done
 
 # 4. PixelPong PPO: environment steps per second with 0, 4 and 14 rollout workers.

@@ -12,7 +12,7 @@ import (
 // own process for d. Clients calling actors are where direct actor calls
 // (GRAY_DIRECT_CALLS=1, runtime/worker/direct.go) bypass the driver; the
 // goroutine row beside it calls from the driver.
-func actorClients(ctx context.Context, k int, d time.Duration, start func()) (calls, seconds float64, err error) {
+func actorClients(ctx context.Context, k int, d time.Duration, start, stop func()) (calls, seconds float64, err error) {
 	hs := make([]gray.Handle[benchCounter], 0, k)
 	defer func() {
 		for _, h := range hs {
@@ -28,5 +28,5 @@ func actorClients(ctx context.Context, k int, d time.Duration, start func()) (ca
 	}
 	return processClients(ctx, k, d, func(c gray.Handle[benchCounter], d time.Duration) gray.Ref[int] {
 		return mbCallFor.Remote(c, hs, d)
-	}, start)
+	}, start, stop)
 }

@@ -54,8 +54,9 @@ func submitTasksFor(h gray.Handle[benchCounter], d time.Duration) gray.Ref[int] 
 // own process (work(h, d) starts it on client h and counts what it did),
 // and returns the count and the seconds it took (the actors' start left
 // out, and the CPU of the pool workers started to replace those the actors
-// took: start is called once they are up).
-func processClients(ctx context.Context, k int, d time.Duration, work func(h gray.Handle[benchCounter], d time.Duration) gray.Ref[int], start func()) (tasks, seconds float64, err error) {
+// took: start is called once they are up, stop once their work is done,
+// before they are killed).
+func processClients(ctx context.Context, k int, d time.Duration, work func(h gray.Handle[benchCounter], d time.Duration) gray.Ref[int], start, stop func()) (tasks, seconds float64, err error) {
 	hs := make([]gray.Handle[benchCounter], 0, k)
 	defer func() {
 		for _, h := range hs {
@@ -84,13 +85,15 @@ func processClients(ctx context.Context, k int, d time.Duration, work func(h gra
 		refs[i] = work(h, d)
 	}
 	counts, err := gray.GetAll(ctx, refs)
+	seconds = time.Since(t0).Seconds()
+	stop()
 	if err != nil {
 		return 0, 0, err
 	}
 	for _, n := range counts {
 		tasks += float64(n)
 	}
-	return tasks, time.Since(t0).Seconds(), nil
+	return tasks, seconds, nil
 }
 
 // row is one line of the report.
@@ -103,6 +106,9 @@ type row struct {
 	// unit (median over the trials, in seconds); 0 when not measured (a
 	// row that times itself, or no /proc).
 	CPUPerUnit float64 `json:"cpu_per_unit,omitempty"`
+	// Split is where that trial's CPU time went: the driver, the workers,
+	// how many of them ran, and how often they were woken.
+	Split *cpuSplit `json:"cpu_split,omitempty"`
 }
 
 func newMicrobenchmark() *cobra.Command {
@@ -189,9 +195,9 @@ func newMicrobenchmark() *cobra.Command {
 	cmd.Flags().StringVar(&filter, "filter", "", "only rows whose name contains this (or one of these, comma-separated)")
 	cmd.Flags().BoolVar(&noTL, "no-timeline", false, "turn off task event recording (to measure what it costs)")
 	cmd.Flags().StringVar(&address, "address", "", "measure as a driver of the cluster at IP:PORT (\"auto\": the one on this machine; default $GRAY_ADDRESS)")
-	cmd.Flags().BoolVar(&scaling, "scaling", false, "run the async rows at 1, 2, 4, … CPUs up to this machine's (see --scaling-cpus), each in a fresh session, with each rate's ratio to linear and the CPU time per call")
+	cmd.Flags().BoolVar(&scaling, "scaling", false, "run the async rows at 1, 2, 4, … CPUs up to this machine's (see --scaling-cpus), each in a fresh session, with each rate's ratio to linear and the CPU time per call, split between the driver and the workers")
 	cmd.Flags().StringVar(&scaleOn, "scaling-cpus", "", "the CPU counts of --scaling, comma-separated (default 1, 2, 4, … up to all logical CPUs)")
-	cmd.Flags().IntVar(&queued, "queued", 0, "instead of the rows: queue this many no-op tasks behind an actor holding every CPU, and print the time and the driver's heap per queued task")
+	cmd.Flags().IntVar(&queued, "queued", 0, "instead of the rows: queue this many no-op tasks behind an actor holding every CPU, and print the time, the driver's CPU time and its heap per queued task")
 	cmd.Flags().StringVar(&token, "token", "", "the cluster's token (default $GRAY_TOKEN, or found on the head's machine)")
 	return cmd
 }
@@ -227,20 +233,30 @@ type bench struct {
 	rate bool
 	// timed, when set instead of run, returns the units done and the
 	// seconds they took, its setup left out of both; it calls start once
-	// its setup is done, which is where the CPU time measured begins.
-	timed func(ctx context.Context, d time.Duration, start func()) (units, seconds float64, err error)
+	// its setup is done, which is where the CPU time measured begins, and
+	// stop once its work is done, before its teardown (a killed actor's
+	// process that exits while the CPU time is read would count only in
+	// part).
+	timed func(ctx context.Context, d time.Duration, start, stop func()) (units, seconds float64, err error)
 }
 
 func measure(ctx context.Context, b bench, d time.Duration, trials int) (row, error) {
 	rates := make([]float64, 0, trials)
-	var perUnit []float64
+	var splits []cpuSplit
 	for range trials {
 		t0 := time.Now()
-		cpu0, cpuErr := sessionCPU()
+		cpu0, cpuErr := readCPU()
+		var cpu1 cpuReading
+		var cpu1Err error
+		stopped := false
+		stop := func() {
+			cpu1, cpu1Err = readCPU()
+			stopped = true
+		}
 		var n, secs float64
 		var err error
 		if b.timed != nil {
-			n, secs, err = b.timed(ctx, d, func() { cpu0, cpuErr = sessionCPU() })
+			n, secs, err = b.timed(ctx, d, func() { cpu0, cpuErr = readCPU() }, stop)
 		} else {
 			n, err = b.run(ctx, d)
 			secs = time.Since(t0).Seconds()
@@ -248,8 +264,11 @@ func measure(ctx context.Context, b bench, d time.Duration, trials int) (row, er
 		if err != nil {
 			return row{}, err
 		}
-		if cpu1, err := sessionCPU(); !b.rate && cpuErr == nil && err == nil && n > 0 {
-			perUnit = append(perUnit, (cpu1-cpu0).Seconds()/n)
+		if !stopped {
+			cpu1, cpu1Err = readCPU()
+		}
+		if !b.rate && cpuErr == nil && cpu1Err == nil && n > 0 {
+			splits = append(splits, split(cpu0, cpu1, n))
 		}
 		if !b.rate {
 			n /= secs
@@ -258,11 +277,50 @@ func measure(ctx context.Context, b bench, d time.Duration, trials int) (row, er
 	}
 	sort.Float64s(rates)
 	r := row{Name: b.name, Rate: rates[len(rates)/2], Unit: b.unit, Spread: (rates[len(rates)-1] - rates[0]) / 2}
-	if len(perUnit) > 0 {
-		sort.Float64s(perUnit)
-		r.CPUPerUnit = perUnit[len(perUnit)/2]
+	if len(splits) > 0 {
+		// The median trial by total, with its split: the parts of one
+		// trial add up, medians of each part need not.
+		sort.Slice(splits, func(i, j int) bool { return splits[i].Driver+splits[i].Workers < splits[j].Driver+splits[j].Workers })
+		m := splits[len(splits)/2]
+		r.CPUPerUnit, r.Split = m.Driver+m.Workers, &m
 	}
 	return r, nil
+}
+
+// actorCalls creates k counter actors, calls each once and waits for the
+// pool's workers to start (an actor takes an idle pool worker, and the
+// pool starts another in its place), so that neither the actors' start
+// nor those processes count; then k goroutines call one actor each in
+// async batches for about d. It returns the calls done and the seconds
+// they took; stop is called before the actors are killed.
+func actorCalls(ctx context.Context, k int, d time.Duration, start, stop func()) (float64, float64, error) {
+	hs := make([]gray.Handle[benchCounter], k)
+	warm := make([]gray.Ref[int], k)
+	for i := range hs {
+		h, err := mbCounter.Remote(ctx)
+		if err != nil {
+			return 0, 0, err
+		}
+		hs[i] = h
+		defer gray.Kill(h)
+		warm[i] = mbIncr.Remote(h, 1)
+	}
+	if _, err := gray.GetAll(ctx, warm); err != nil {
+		return 0, 0, err
+	}
+	if err := waitPool(ctx); err != nil {
+		return 0, 0, err
+	}
+	start()
+	t0 := time.Now()
+	n, err := parallel(k, func(c int) (float64, error) {
+		return until(d, func() (float64, error) {
+			return asyncBatch(ctx, func(int) gray.Ref[int] { return mbIncr.Remote(hs[c], 1) })
+		})
+	})
+	secs := time.Since(t0).Seconds()
+	stop()
+	return n, secs, err
 }
 
 // until calls step until d has passed and returns the units counted.
@@ -358,8 +416,8 @@ func benchmarks() []bench {
 				})
 			})
 		}},
-		{name: fmt.Sprintf("multi client tasks async (%d process clients)", clients), unit: "calls/s", timed: func(ctx context.Context, d time.Duration, start func()) (float64, float64, error) {
-			return processClients(ctx, clients, d, submitTasksFor, start)
+		{name: fmt.Sprintf("multi client tasks async (%d process clients)", clients), unit: "calls/s", timed: func(ctx context.Context, d time.Duration, start, stop func()) (float64, float64, error) {
+			return processClients(ctx, clients, d, submitTasksFor, start, stop)
 		}},
 		{name: rowActorSync, unit: "calls/s", run: func(ctx context.Context, d time.Duration) (float64, error) {
 			h, err := mbCounter.Remote(ctx)
@@ -383,34 +441,14 @@ func benchmarks() []bench {
 				return err
 			})
 		}},
-		{name: "1:1 actor calls async", unit: "calls/s", run: func(ctx context.Context, d time.Duration) (float64, error) {
-			h, err := mbCounter.Remote(ctx)
-			if err != nil {
-				return 0, err
-			}
-			defer gray.Kill(h)
-			return until(d, func() (float64, error) {
-				return asyncBatch(ctx, func(int) gray.Ref[int] { return mbIncr.Remote(h, 1) })
-			})
+		{name: "1:1 actor calls async", unit: "calls/s", timed: func(ctx context.Context, d time.Duration, start, stop func()) (float64, float64, error) {
+			return actorCalls(ctx, 1, d, start, stop)
 		}},
-		{name: fmt.Sprintf("n:n actor calls async (n=%d)", clients), unit: "calls/s", run: func(ctx context.Context, d time.Duration) (float64, error) {
-			hs := make([]gray.Handle[benchCounter], clients)
-			for i := range hs {
-				h, err := mbCounter.Remote(ctx)
-				if err != nil {
-					return 0, err
-				}
-				hs[i] = h
-				defer gray.Kill(h)
-			}
-			return parallel(clients, func(c int) (float64, error) {
-				return until(d, func() (float64, error) {
-					return asyncBatch(ctx, func(int) gray.Ref[int] { return mbIncr.Remote(hs[c], 1) })
-				})
-			})
+		{name: fmt.Sprintf("n:n actor calls async (n=%d)", clients), unit: "calls/s", timed: func(ctx context.Context, d time.Duration, start, stop func()) (float64, float64, error) {
+			return actorCalls(ctx, clients, d, start, stop)
 		}},
-		{name: fmt.Sprintf("n:n actor calls async (n=%d process clients)", clients), unit: "calls/s", timed: func(ctx context.Context, d time.Duration, start func()) (float64, float64, error) {
-			return actorClients(ctx, clients, d, start)
+		{name: fmt.Sprintf("n:n actor calls async (n=%d process clients)", clients), unit: "calls/s", timed: func(ctx context.Context, d time.Duration, start, stop func()) (float64, float64, error) {
+			return actorClients(ctx, clients, d, start, stop)
 		}},
 		{name: rowActorCreate, unit: "actors/s", run: func(ctx context.Context, d time.Duration) (float64, error) {
 			return until(d, func() (float64, error) { return createActors(ctx, actorBatch()) })

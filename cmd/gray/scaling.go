@@ -136,6 +136,34 @@ func printScaling(w io.Writer, runs []scalingRun) {
 			fmt.Fprintf(w, " %22s", cell)
 		}
 		fmt.Fprintln(w)
+		printSplit(w, runs, base.Name, i)
+	}
+}
+
+// printSplit prints where a row's CPU time per call went at each count:
+// the driver's share and the workers', how many workers ran (used CPU or
+// were woken) of those alive, and the workers' wake-ups per call.
+func printSplit(w io.Writer, runs []scalingRun, name string, i int) {
+	for _, line := range []struct {
+		label string
+		cell  func(s *cpuSplit) string
+	}{
+		{"    of which driver + workers", func(s *cpuSplit) string {
+			return fmt.Sprintf("%.1f + %.1f µs", s.Driver*1e6, s.Workers*1e6)
+		}},
+		{"    workers that ran; their wake-ups per call", func(s *cpuSplit) string {
+			return fmt.Sprintf("%d of %d; %.3f", s.Ran, s.Of, s.Wakeups)
+		}},
+	} {
+		fmt.Fprintf(w, "%-48s", line.label)
+		for _, r := range runs {
+			cell := "—"
+			if x := find(r.Rows, name, i); x.Split != nil {
+				cell = line.cell(x.Split)
+			}
+			fmt.Fprintf(w, " %22s", cell)
+		}
+		fmt.Fprintln(w)
 	}
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	stdslices "slices"
 	"testing"
+	"time"
 )
 
 func TestScalingCPUs(t *testing.T) {
@@ -75,5 +76,62 @@ func TestChildRows(t *testing.T) {
 				t.Fatalf("rows %v, %v; want the one row", got, err)
 			}
 		})
+	}
+}
+
+func TestZombie(t *testing.T) {
+	for _, c := range []struct {
+		stat string
+		want bool
+	}{
+		{"4490 (python3) Z 4488 20095 0 -1 4227148 233 0 0 0 11 1 0 0 20", true},
+		{"4490 (a) Z) S 4488 20095 0 -1 4227148 233 0 0 0 11 1 0 0 20", false},
+		{"4490 (gray) S 4488 20095 0 -1 4227148 233 0 0 0 11 1 0 0 20", false},
+		{"garbage", false},
+	} {
+		if got := zombie(c.stat); got != c.want {
+			t.Errorf("zombie(%q) = %v; want %v", c.stat, got, c.want)
+		}
+	}
+}
+
+func TestParseSwitches(t *testing.T) {
+	for _, c := range []struct {
+		status string
+		want   int64
+	}{
+		{"Name:\tgray\nvoluntary_ctxt_switches:\t4711\nnonvoluntary_ctxt_switches:\t9\n", 4711},
+		{"Name:\tgray\nnonvoluntary_ctxt_switches:\t9\n", 0},
+		{"Name:\tgray\nvoluntary_ctxt_switches:\tx\n", 0},
+	} {
+		if got := parseSwitches(c.status); got != c.want {
+			t.Errorf("parseSwitches(%q) = %d; want %d", c.status, got, c.want)
+		}
+	}
+}
+
+// A split counts a worker that ran between the readings, one started
+// meanwhile whole, and one that exited by its reaped time less what it
+// had used before: its parts add up to the difference of the totals.
+func TestSplit(t *testing.T) {
+	ms := time.Millisecond
+	a := cpuReading{driver: 10 * ms, reaped: 0, workers: map[int]procReading{
+		1: {cpu: 5 * ms, wakeups: 10}, // runs
+		2: {cpu: 5 * ms, wakeups: 10}, // idle
+		3: {cpu: 1 * ms, wakeups: 1},  // exits, reaped
+	}}
+	b := cpuReading{driver: 30 * ms, reaped: 2 * ms, workers: map[int]procReading{
+		1: {cpu: 15 * ms, wakeups: 30},
+		2: {cpu: 5 * ms, wakeups: 10},
+		4: {cpu: 4 * ms, wakeups: 5}, // started meanwhile
+	}}
+	got := split(a, b, 1000)
+	want := cpuSplit{Driver: 20e-6, Workers: 15e-6, Ran: 2, Of: 3, Wakeups: 0.025}
+	near := func(x, y float64) bool { return x-y < 1e-12 && y-x < 1e-12 }
+	if !near(got.Driver, want.Driver) || !near(got.Workers, want.Workers) || got.Ran != want.Ran || got.Of != want.Of || !near(got.Wakeups, want.Wakeups) {
+		t.Errorf("split = %+v; want %+v", got, want)
+	}
+	if d := b.total() - a.total(); d != 35*ms {
+		t.Errorf("total grew by %v; want 35ms (the split's sum)", d)
 	}
 }
