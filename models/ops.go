@@ -458,30 +458,12 @@ func (nd *node) backward() {
 	out, a, b := nd.out, nd.a, nd.b
 	g := out.Grad
 	switch nd.op {
-	case opMatMul:
+	case opMatMul, opLinear:
 		m, k, n := a.Rows, a.Cols, b.Cols
 		if a.Grad != nil { // dA += dC·Bᵀ
 			gemm(false, true, m, k, n, g, n, b.Data, n, 1, a.Grad, k, &nd.scratch)
 		}
-		if b.Grad != nil { // dB += Aᵀ·dC
-			gemm(true, false, k, n, m, a.Data, k, g, n, 1, b.Grad, n, &nd.scratch)
-		}
-	case opLinear:
-		m, k, n := a.Rows, a.Cols, b.Cols
-		if a.Grad != nil {
-			gemm(false, true, m, k, n, g, n, b.Data, n, 1, a.Grad, k, &nd.scratch)
-		}
-		if b.Grad != nil {
-			gemm(true, false, k, n, m, a.Data, k, g, n, 1, b.Grad, n, &nd.scratch)
-		}
-		if c := nd.c; c != nil && c.Grad != nil {
-			cg := c.Grad[:n]
-			for i := 0; i < m; i++ {
-				for j, v := range g[i*n : (i+1)*n] {
-					cg[j] += v
-				}
-			}
-		}
+		nd.productBackwardRest()
 	case opAdd, opSub, opMul, opDiv, opMin, opMax:
 		nd.binaryBackward()
 	case opConv:

@@ -15,6 +15,9 @@ type Replicas struct {
 	tapes  []*Tape
 	grads  [][]float64
 	losses []float64
+	// tr shares the weights' transposes between the replicas' backward
+	// passes (nil with one replica).
+	tr *Transposes
 }
 
 // NewReplicas returns replicas of master run by team: copies are models
@@ -36,6 +39,12 @@ func NewReplicas(team *Team, master *Params, copies []*Params) (*Replicas, error
 		r.grads = append(r.grads, p.Grads())
 	}
 	r.losses = make([]float64, len(r.params))
+	if len(r.params) > 1 {
+		r.tr = NewTransposes(master)
+		for _, t := range r.tapes {
+			t.ShareTransposes(r.tr)
+		}
+	}
 	return r, nil
 }
 
@@ -51,6 +60,7 @@ func (r *Replicas) Shards(n int) int { return max(1, min(len(r.params), n)) }
 // added in shard order.
 func (r *Replicas) Grad(n int, shard func(k int, t *Tape, lo, hi int) float64) float64 {
 	shards := r.Shards(n)
+	r.tr.Reset() // the weights may have changed since the last call
 	r.team.Run(shards, func(k int) {
 		r.params[k].ZeroGrad()
 		lo, hi := ShardBounds(k, shards, n)

@@ -25,7 +25,8 @@ type Tape struct {
 	n      int
 	noGrad bool
 	err    error
-	f32    *scratch32 // the float32 inference path's buffers (conv32.go)
+	f32    *scratch32  // the float32 inference path's buffers (conv32.go)
+	tr     *Transposes // weights' transposes shared with other tapes, or nil
 }
 
 // NewTape returns an empty tape.
@@ -252,6 +253,9 @@ func (t *Tape) backprop() {
 			if err := nd.fn.Backward(nd.a, nd.b, nd.out, nd.out.Grad, nd.a.Grad, wg); err != nil && t.err == nil {
 				t.err = fmt.Errorf("models: backward of an external function: %w", err)
 			}
+		case t.tr != nil && (nd.op == opLinear || nd.op == opMatMul) && nd.a.Grad != nil &&
+			!fewRowsCheaper(nd.a.Rows, nd.a.Cols, nd.b.Cols):
+			nd.backwardShared(t.transposedWeight(nd.b))
 		default:
 			nd.backward()
 		}

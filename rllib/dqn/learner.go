@@ -28,8 +28,11 @@ type learner struct {
 	// shards are the per-thread network copies; shards[0] uses q and
 	// target themselves. grads holds their gradient vectors in shard
 	// order, for the team's gradient sum.
-	shards  []*dqnShard
-	grads   [][]float64
+	shards []*dqnShard
+	grads  [][]float64
+	// tr shares the online weights' transposes between the shards'
+	// backward passes (nil with one shard).
+	tr      *models.Transposes
 	batch   replay.Batch
 	y       []float64
 	tdAbs   []float64
@@ -81,6 +84,12 @@ func newLearner(cfg *Config, q, target *qNetwork, threads int, newNet func() (*q
 	for _, sh := range l.shards {
 		l.grads = append(l.grads, sh.q.params.Grads())
 	}
+	if len(l.shards) > 1 {
+		l.tr = models.NewTransposes(q.params)
+		for _, sh := range l.shards {
+			sh.tape.ShareTransposes(l.tr)
+		}
+	}
 	return l, nil
 }
 
@@ -125,6 +134,7 @@ func (l *learner) step(buf *replay.Buffer, rng *rand.Rand, beta float64) (stepSt
 	// loss by its share of the rows, so the summed gradient is the whole
 	// batch's.
 	shards := l.shards[:min(len(l.shards), n)]
+	l.tr.Reset() // the last step changed the weights
 	l.team.Run(len(shards), func(k int) {
 		lo, hi := models.ShardBounds(k, len(shards), n)
 		l.shardStep(shards[k], lo, hi, float64(hi-lo)/float64(n))

@@ -33,6 +33,9 @@ type learner struct {
 	shards []*shard
 	opt    *models.Adam
 	team   *models.Team
+	// tr shares the weights' transposes between the shards' backward
+	// passes (nil with one shard).
+	tr *models.Transposes
 	// grads holds each shard's gradient vector, shard 0's (the master's)
 	// first, for models.SumGrads.
 	grads [][]float64
@@ -105,6 +108,12 @@ func newLearner(cfg *Config, pol *policy, threads int, copyPolicy func() (*polic
 	l.grads = make([][]float64, len(l.shards))
 	for k, sh := range l.shards {
 		l.grads[k] = sh.params.Grads()
+	}
+	if len(l.shards) > 1 {
+		l.tr = models.NewTransposes(pol.Params)
+		for _, sh := range l.shards {
+			sh.tape.ShareTransposes(l.tr)
+		}
 	}
 	return l, nil
 }
@@ -262,7 +271,9 @@ func (l *learner) step(b *sample.Batch, idx []int, klCoeff float64) (learnStats,
 	// Shard k takes units [k·m/n, (k+1)·m/n) and weighs its means by its
 	// share of the real rows, so the summed gradient is the whole
 	// minibatch's. The shards read the master's weights (a custom model's
-	// shard starts from a copy of them).
+	// shard starts from a copy of them), whose transposes the last step's
+	// update made out of date.
+	l.tr.Reset()
 	l.team.Run(n, func(k int) {
 		sh := shards[k]
 		if sh.copied {
