@@ -341,7 +341,9 @@ func (s *localSampler) recycle(b sample.Batch) { s.w.worker.Recycle(b) }
 func (s *localSampler) close() error { return s.w.Close() }
 
 func newLocalSampler(ctx context.Context, a *Agent) (*localSampler, error) {
-	w, err := newRolloutWorker(a.WorkerSpec(0), a.pol, a.proc)
+	// The learner's team steps the environments while it has no minibatch
+	// to learn from: sampling and learning take turns on its goroutines.
+	w, err := newRolloutWorker(a.WorkerSpec(0), a.pol, a.proc, a.learner.team)
 	if err != nil {
 		return nil, fmt.Errorf("PPO: %w", err)
 	}

@@ -47,13 +47,15 @@ type RolloutWorker struct {
 
 // NewRolloutWorker builds the worker's environments and policy.
 func NewRolloutWorker(ctx context.Context, spec WorkerSpec) (*RolloutWorker, error) {
-	return newRolloutWorker(spec, nil, nil)
+	return newRolloutWorker(spec, nil, nil, nil)
 }
 
 // newRolloutWorker builds a worker; with pol and proc given it shares them
 // (the driver's local worker samples with the learner's own policy and
-// master filter, so there are no weights to copy).
-func newRolloutWorker(spec WorkerSpec, pol *policy, proc *obsProcessor) (*RolloutWorker, error) {
+// master filter, so there are no weights to copy), and with runner it
+// steps its environments in parts on runner's goroutines (the learner's,
+// idle while the driver samples).
+func newRolloutWorker(spec WorkerSpec, pol *policy, proc *obsProcessor, runner rollout.Runner) (*RolloutWorker, error) {
 	cfg := spec.Config
 	return rllib.BuildWorker("PPO worker", spec, cfg.NumEnvsPerWorker, func(vec envs.Vector) (*RolloutWorker, error) {
 		var err error
@@ -70,7 +72,7 @@ func newRolloutWorker(spec WorkerSpec, pol *policy, proc *obsProcessor) (*Rollou
 		}
 		w, err := rollout.NewWithVector(rollout.Config{
 			Env: spec.Env, FragmentLength: cfg.fragmentLength(), Seed: spec.Seed, Index: spec.Index,
-			MaxSeqLen: cfg.Model.MaxSeqLen,
+			MaxSeqLen: cfg.Model.MaxSeqLen, Runner: runner,
 		}, vec, pol, proc)
 		if err != nil {
 			if owns {
