@@ -43,6 +43,11 @@ type RolloutWorker struct {
 	// ownsPolicy is set when the worker built pol (remote workers) rather
 	// than sharing the learner's.
 	ownsPolicy bool
+	// last is a remote worker's previous batch: the runtime encoded it into
+	// the object store when Sample returned, so the next Sample refills its
+	// observation buffer instead of allocating (and faulting in) tens of
+	// megabytes again.
+	last sample.Batch
 }
 
 // NewRolloutWorker builds the worker's environments and policy.
@@ -95,7 +100,14 @@ func (w *RolloutWorker) Sample(ctx context.Context, weights Weights, iteration i
 	if err := w.proc.setStats(weights.Filter); err != nil {
 		return Samples{}, fmt.Errorf("PPO worker %d: %w", w.spec.Index, err)
 	}
-	return w.sample(ctx, iteration)
+	if w.ownsPolicy {
+		w.worker.Recycle(w.last)
+	}
+	s, err := w.sample(ctx, iteration)
+	if w.ownsPolicy {
+		w.last = s.Batch
+	}
+	return s, err
 }
 
 // sample collects a batch with the worker's current weights.
