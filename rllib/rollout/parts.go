@@ -48,6 +48,8 @@ type PartProcessor interface {
 // not depend on the runner's size.
 func (w *Worker) setParts(runner Runner) {
 	w.parts = 1
+	// Allocated here, not when first needed: parts write its rows at once.
+	w.finalBuf = make([]float64, w.cfg.NumEnvs*w.obsDim)
 	rs, ok := w.vec.(envs.RangeStepper)
 	if !ok || !rs.Concurrent() {
 		return
@@ -173,11 +175,7 @@ func (w *Worker) transform(i int, start bool, dst, raw []float64, frame []uint8,
 	return w.process(i, start, dst, raw, update)
 }
 
-// finalRow is sub-environment i's row of w.finalBuf, allocated when an
-// episode is first truncated.
+// finalRow is sub-environment i's row of w.finalBuf.
 func (w *Worker) finalRow(i int) []float64 {
-	if w.finalBuf == nil {
-		w.finalBuf = make([]float64, w.cfg.NumEnvs*w.obsDim)
-	}
 	return w.finalBuf[i*w.obsDim : (i+1)*w.obsDim]
 }
