@@ -76,4 +76,10 @@ type VectorStep struct {
 	// FinalObs[i] is the last observation of an episode that ended at this
 	// step in sub-environment i, nil otherwise.
 	FinalObs [][]float64
+	// Frames and FinalFrames replace Obs and FinalObs (which stay nil) when
+	// a RangeStepper steps in frame mode: each sub-environment's 8-bit
+	// frame, the observation value for value, in a buffer the Vector owns
+	// until the sub-environment's next step.
+	Frames      [][]uint8
+	FinalFrames [][]uint8
 }

@@ -202,13 +202,17 @@ func (e *PixelPong) resetInto(seed int64, obs []float64) {
 	e.serveWait = pongServeFrames
 	e.oppWait = 0
 	e.render()
-	writeObs(obs, e.frame)
+	if obs != nil {
+		writeObs(obs, e.frame)
+	}
 }
 
 func (e *PixelPong) stepInto(action []float64, obs []float64) (float64, bool, bool) {
 	reward, terminated := e.advance(int(action[0]))
 	e.render()
-	writeObs(obs, e.frame)
+	if obs != nil { // nil: frame mode, the vector hands out e.frame
+		writeObs(obs, e.frame)
+	}
 	return reward, terminated, e.finish(terminated)
 }
 

@@ -44,6 +44,11 @@ type serialVector struct {
 
 	// StepInto's buffers: n rows of dim values each.
 	obsBuf, finalBuf []float64
+	// frames are the sub-environments when every one renders 8-bit frames
+	// (frame mode), else nil; finalFrames their ended episodes' last
+	// frames, allocated when first needed.
+	frames      []frameEnv
+	finalFrames [][]uint8
 }
 
 func newSerialVector(name string, cfg Config, n int) (*serialVector, error) {
@@ -95,6 +100,20 @@ func buildSerial(name string, envs []Env) (*serialVector, error) {
 		flat[i] = f
 	}
 	v.flat = flat
+	if flat != nil {
+		frames := make([]frameEnv, n)
+		for i, f := range flat {
+			fe, ok := f.(frameEnv)
+			if !ok || len(fe.Frame()) != v.dim {
+				frames = nil
+				break
+			}
+			frames[i] = fe
+		}
+		if frames != nil {
+			v.frames, v.finalFrames = frames, make([][]uint8, n)
+		}
+	}
 	v.obsBuf = make([]float64, n*v.dim)
 	v.finalBuf = make([]float64, n*v.dim)
 	return v, nil
@@ -269,62 +288,12 @@ func (v *serialVector) Step(actions [][]float64) (VectorStep, error) {
 	return out, nil
 }
 
-// StepInto implements InPlaceStepper.
+// StepInto implements InPlaceStepper: every sub-environment in turn.
 func (v *serialVector) StepInto(actions [][]float64, out *VectorStep) error {
-	if err := v.check(actions); err != nil {
+	if err := v.StartStep(actions, out, false); err != nil {
 		return err
 	}
-	n := len(v.envs)
-	if len(out.Rewards) != n {
-		out.Rewards = make([]float64, n)
-	}
-	if len(out.Terminated) != n {
-		out.Terminated = make([]bool, n)
-	}
-	if len(out.Truncated) != n {
-		out.Truncated = make([]bool, n)
-	}
-	if len(out.Obs) != n {
-		out.Obs = make([][]float64, n)
-	}
-	if len(out.FinalObs) != n {
-		out.FinalObs = make([][]float64, n)
-	}
-	for i := 0; i < n; i++ {
-		obs := v.row(v.obsBuf, i)
-		var r float64
-		var term, trunc bool
-		if v.flat != nil {
-			r, term, trunc = v.flat[i].stepInto(actions[i], obs)
-		} else {
-			s, err := v.envs[i].Step(actions[i])
-			if err != nil {
-				return fmt.Errorf("envs: step of sub-environment %d: %w", i, err)
-			}
-			if err := v.checkObs(i, "Step", s.Obs); err != nil {
-				return err
-			}
-			r, term, trunc = s.Reward, s.Terminated, s.Truncated
-			copy(obs, s.Obs)
-		}
-		out.Rewards[i], out.Terminated[i], out.Truncated[i] = r, term, trunc
-		out.Obs[i], out.FinalObs[i] = obs, nil
-		if term || trunc {
-			final := v.row(v.finalBuf, i)
-			copy(final, obs)
-			out.FinalObs[i] = final
-			if v.flat != nil {
-				v.autoResetFlat(i, obs)
-			} else {
-				o, err := v.autoResetEnv(i)
-				if err != nil {
-					return err
-				}
-				copy(obs, o)
-			}
-		}
-	}
-	return nil
+	return v.StepRange(actions, out, 0, len(v.envs), false)
 }
 
 // Close implements Vector.

@@ -105,8 +105,9 @@ func PreprocessorFor(envName string, space spaces.Space, opts ImageOptions) (Pre
 // to [0, 1], then optionally frame differencing and frame stacking. With
 // neither of the last two it is stateless; with either, its output depends
 // on the episode so far, which it keeps per stream (see StreamPreprocessor).
-// It allocates nothing per observation once a stream exists. It is not safe
-// for concurrent use.
+// It allocates nothing per observation once a stream exists. Distinct
+// streams may be transformed at once (TransformStream, TransformFrame);
+// other uses are not safe for concurrent use.
 type ImagePreprocessor struct {
 	opts        ImageOptions
 	inH, inW    int // input frame
@@ -118,7 +119,7 @@ type ImagePreprocessor struct {
 	rowLo, rowN []int
 	colLo, colN []int
 	streams     map[int]*imageStream
-	scratch     []float64 // one processed frame (stateless path)
+	scratch     []float64 // one processed frame (Transform)
 }
 
 // imageStream is the history of one stream.
@@ -194,7 +195,7 @@ func (p *ImagePreprocessor) Size() int { return p.frameSize() * p.stack }
 // observation: stacked slots repeat it and a difference is zero. Callers
 // that step episodes use TransformStream.
 func (p *ImagePreprocessor) Transform(obs, dst []float64) error {
-	if err := p.checkIO(obs, dst); err != nil {
+	if err := p.checkIO(len(obs), dst); err != nil {
 		return err
 	}
 	f := p.scratch
@@ -207,21 +208,58 @@ func (p *ImagePreprocessor) Transform(obs, dst []float64) error {
 	return nil
 }
 
-// TransformStream implements StreamPreprocessor.
+// TransformStream implements StreamPreprocessor. Calls for distinct
+// streams may run at once on different goroutines once each stream
+// exists (its first observation was transformed), as a rollout worker's
+// sub-environments do; Transform and ResetStream may not run beside them.
 func (p *ImagePreprocessor) TransformStream(stream int, start bool, obs, dst []float64) error {
-	if !p.Stateful() {
-		return p.Transform(obs, dst)
-	}
-	if err := p.checkIO(obs, dst); err != nil {
+	if err := p.checkIO(len(obs), dst); err != nil {
 		return err
 	}
+	if !p.Stateful() {
+		p.shrink(obs, dst[:p.frameSize()])
+		return nil
+	}
+	st := p.stream(stream, &start)
+	p.shrink(obs, st.cur)
+	p.push(st, start, dst)
+	return nil
+}
+
+// TransformFrame is TransformStream of an 8-bit frame (an environment's
+// rendering, which holds the observation's values as bytes): the same
+// result to the bit, reading an eighth of the memory. It may run beside
+// TransformStream and other TransformFrame calls as they may.
+func (p *ImagePreprocessor) TransformFrame(stream int, start bool, frame []uint8, dst []float64) error {
+	if err := p.checkIO(len(frame), dst); err != nil {
+		return err
+	}
+	if !p.Stateful() {
+		p.shrinkFrame(frame, dst[:p.frameSize()])
+		return nil
+	}
+	st := p.stream(stream, &start)
+	p.shrinkFrame(frame, st.cur)
+	p.push(st, start, dst)
+	return nil
+}
+
+// stream returns a stream's history, creating it (which then starts an
+// episode) when it is new.
+func (p *ImagePreprocessor) stream(stream int, start *bool) *imageStream {
 	st := p.streams[stream]
 	if st == nil {
 		st = p.newStream()
 		p.streams[stream] = st
-		start = true
+		*start = true
 	}
-	p.shrink(obs, st.cur)
+	return st
+}
+
+// push takes st.cur, the newest processed frame, into the stream's
+// history (differenced and stacked as configured) and writes the stacked
+// result into dst.
+func (p *ImagePreprocessor) push(st *imageStream, start bool, dst []float64) {
 	f := st.cur
 	if p.opts.FrameDiff {
 		if start {
@@ -249,7 +287,6 @@ func (p *ImagePreprocessor) TransformStream(stream int, start bool, obs, dst []f
 	p.spread(dst, func(j int) []float64 {
 		return st.frames[(newest+1+j)%p.stack]
 	})
-	return nil
 }
 
 // ResetStream forgets a stream's history: its next observation starts an
@@ -265,9 +302,9 @@ func (p *ImagePreprocessor) newStream() *imageStream {
 	return st
 }
 
-func (p *ImagePreprocessor) checkIO(obs, dst []float64) error {
-	if n := p.inH * p.inW * p.inC; len(obs) != n {
-		return fmt.Errorf("models: image observation has %d values, want %d×%d×%d = %d", len(obs), p.inH, p.inW, p.inC, n)
+func (p *ImagePreprocessor) checkIO(obsLen int, dst []float64) error {
+	if n := p.inH * p.inW * p.inC; obsLen != n {
+		return fmt.Errorf("models: image observation has %d values, want %d×%d×%d = %d", obsLen, p.inH, p.inW, p.inC, n)
 	}
 	if len(dst) < p.Size() {
 		return fmt.Errorf("models: preprocessor output buffer holds %d values, needs %d", len(dst), p.Size())
@@ -279,11 +316,32 @@ func (p *ImagePreprocessor) checkIO(obs, dst []float64) error {
 // scaled to [0, 1]. Colour values outside [0, 255] (NaN included) are
 // clamped to it, so that a bad frame cannot poison the network.
 func (p *ImagePreprocessor) shrink(obs, f []float64) {
-	clear(f)
 	if p.outC == 1 && p.inC == 3 {
 		p.shrinkRGBToGray(obs, f)
 		return
 	}
+	shrinkAny(p, obs, f)
+}
+
+// shrinkFrame is shrink of an 8-bit frame. Its sums of whole numbers are
+// exact, so it gives the same bits as shrink of the frame widened to
+// float64.
+func (p *ImagePreprocessor) shrinkFrame(frame []uint8, f []float64) {
+	if p.outC == 1 && p.inC == 3 {
+		p.shrinkRGBToGrayFrame(frame, f)
+		return
+	}
+	shrinkAny(p, frame, f)
+}
+
+// level is a colour value as shrink counts it: clamped to [0, 255], NaN
+// as 0.
+func level[T uint8 | float64](v T) float64 { return clamp255(float64(v)) }
+
+// shrinkAny is shrink for any channel layout, from float64 observations
+// or 8-bit frames.
+func shrinkAny[T uint8 | float64](p *ImagePreprocessor, obs []T, f []float64) {
+	clear(f)
 	gray := p.outC == 1 && p.inC > 1
 	// Grayscale averages the colour channels (alpha, a 4th, is ignored).
 	colours := min(p.inC, 3)
@@ -298,7 +356,7 @@ func (p *ImagePreprocessor) shrink(obs, f []float64) {
 					// The common case (RGB to gray), without the inner loop.
 					s := 0.0
 					for x := 0; x+2 < len(row); x += 3 {
-						s += clamp255(row[x]) + clamp255(row[x+1]) + clamp255(row[x+2])
+						s += level(row[x]) + level(row[x+1]) + level(row[x+2])
 					}
 					out[0] += s / 3
 					continue
@@ -308,12 +366,12 @@ func (p *ImagePreprocessor) shrink(obs, f []float64) {
 					if gray {
 						s := 0.0
 						for c := range colours {
-							s += clamp255(px[c])
+							s += level(px[c])
 						}
 						out[0] += s / float64(colours)
 					} else {
 						for c := range out {
-							out[c] += clamp255(px[c])
+							out[c] += level(px[c])
 						}
 					}
 				}
@@ -338,6 +396,7 @@ func (p *ImagePreprocessor) shrinkRGBToGray(obs, f []float64) {
 	w := p.colLo[p.outW-1] + p.colN[p.outW-1] // the cropped width
 	for oy := range p.outH {
 		out := f[oy*p.outW : (oy+1)*p.outW]
+		clear(out)
 		y0, ny := p.top+p.rowLo[oy], p.rowN[oy]
 		for y := y0; y < y0+ny; y++ {
 			row := obs[(y*p.inW+p.left)*3 : (y*p.inW+p.left+w)*3]
@@ -355,6 +414,29 @@ func (p *ImagePreprocessor) shrinkRGBToGray(obs, f []float64) {
 		}
 		for ox := range out {
 			out[ox] /= 3 * 255 * float64(p.colN[ox]*ny)
+		}
+	}
+}
+
+// shrinkRGBToGrayFrame is shrinkRGBToGray of an 8-bit frame: crop, gray
+// and shrink in one pass over the cropped bytes, summing each output
+// pixel's bin in integers (exact, so the result is shrinkRGBToGray's to
+// the bit) and scaling once.
+func (p *ImagePreprocessor) shrinkRGBToGrayFrame(frame []uint8, f []float64) {
+	w := p.colLo[p.outW-1] + p.colN[p.outW-1] // the cropped width
+	for oy := range p.outH {
+		out := f[oy*p.outW : (oy+1)*p.outW]
+		y0, ny := p.top+p.rowLo[oy], p.rowN[oy]
+		for ox, lo := range p.colLo {
+			hi := lo + p.colN[ox]
+			var s uint32
+			for y := y0; y < y0+ny; y++ {
+				row := frame[(y*p.inW+p.left)*3 : (y*p.inW+p.left+w)*3]
+				for _, v := range row[lo*3 : hi*3] {
+					s += uint32(v)
+				}
+			}
+			out[ox] = float64(s) / (3 * 255 * float64(p.colN[ox]*ny))
 		}
 	}
 }
@@ -378,6 +460,13 @@ func (p *ImagePreprocessor) spread(dst []float64, frame func(j int) []float64) {
 	c, k := p.outC, p.stack
 	for j := range k {
 		f := frame(j)
+		if c == 1 { // gray: one value per pixel, no copy call each
+			out := dst[j : len(f)*k]
+			for px, v := range f {
+				out[px*k] = v
+			}
+			continue
+		}
 		for px := 0; px < p.outH*p.outW; px++ {
 			copy(dst[(px*k+j)*c:(px*k+j+1)*c], f[px*c:(px+1)*c])
 		}

@@ -3,6 +3,7 @@ package models
 import (
 	"encoding/json"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -259,6 +260,25 @@ func BenchmarkImagePreprocessor(b *testing.B) {
 			})
 		})
 	}
+	// The same frame as bytes (envs' frame mode), into the PixelPong preset.
+	b.Run("40x40-crop-diff-stack2-frame", func(b *testing.B) {
+		p, err := NewImagePreprocessor(pongSpace(), ImageOptions{Dim: 40, Crop: []int{34, 16, 0, 0}, FrameDiff: true, FrameStack: 2})
+		if err != nil {
+			b.Fatal(err)
+		}
+		frame := make([]uint8, len(raw))
+		for i := range frame {
+			frame[i] = uint8(raw[i])
+		}
+		dst := make([]float64, p.Size())
+		start := true
+		measure(b, func() {
+			if err := p.TransformFrame(0, start, frame, dst); err != nil {
+				b.Fatal(err)
+			}
+			start = false
+		})
+	})
 	b.Run("peer-memcpy-frame", func(b *testing.B) {
 		dst := make([]float64, len(raw))
 		measure(b, func() { copy(dst, raw) })
@@ -326,6 +346,57 @@ func TestGrayShrinkClampsBadValues(t *testing.T) {
 						t.Errorf("pixel (%d,%d) = %v, want %v", oy, ox, got*255, want*255)
 					}
 				}
+			}
+		})
+	}
+}
+
+// An 8-bit frame gives the same processed observation, to the bit, as the
+// same frame widened to float64, for every layout the preprocessor
+// handles, over an episode's first and later frames.
+func TestTransformFrameMatchesFloat(t *testing.T) {
+	colour := false
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, tc := range []struct {
+		name  string
+		shape []int
+		opts  ImageOptions
+	}{
+		{"pong-gray-diff-stack2", []int{210, 160, 3}, ImageOptions{Dim: 40, Crop: []int{34, 16, 0, 0}, FrameDiff: true, FrameStack: 2}},
+		{"rgb-stack3", []int{30, 24, 3}, ImageOptions{Dim: 7, Grayscale: &colour, FrameStack: 3}},
+		{"rgba-gray", []int{20, 20, 4}, ImageOptions{Dim: 6}},
+		{"gray-input", []int{21, 19, 1}, ImageOptions{Dim: 5, FrameDiff: true}},
+		{"stateless-rgb-gray", []int{50, 40, 3}, ImageOptions{Dim: 11, Crop: []int{3, 2, 1, 4}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			space := spaces.NewBox(0, 255, tc.shape...)
+			pf, err := NewImagePreprocessor(space, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pb, _ := NewImagePreprocessor(space, tc.opts)
+			frame := make([]uint8, space.Size())
+			wide := make([]float64, space.Size())
+			got, want := make([]float64, pf.Size()), make([]float64, pf.Size())
+			for step := range 4 {
+				for i := range frame {
+					frame[i] = uint8(rng.IntN(256))
+					wide[i] = float64(frame[i])
+				}
+				if err := pf.TransformStream(0, step == 0, wide, want); err != nil {
+					t.Fatal(err)
+				}
+				if err := pb.TransformFrame(0, step == 0, frame, got); err != nil {
+					t.Fatal(err)
+				}
+				for i := range got {
+					if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+						t.Fatalf("step %d value %d: frame gives %v, float64 %v", step, i, got[i], want[i])
+					}
+				}
+			}
+			if err := pb.TransformFrame(0, false, frame[1:], got); err == nil || !strings.Contains(err.Error(), "values, want") {
+				t.Errorf("short frame: %v, want an error naming the sizes", err)
 			}
 		})
 	}

@@ -341,7 +341,9 @@ func (s *localSampler) recycle(b sample.Batch) { s.w.worker.Recycle(b) }
 func (s *localSampler) close() error { return s.w.Close() }
 
 func newLocalSampler(ctx context.Context, a *Agent) (*localSampler, error) {
-	w, err := newRolloutWorker(a.WorkerSpec(0), a.pol, a.proc)
+	// The learner's team steps the environments while it has no minibatch
+	// to learn from: sampling and learning take turns on its goroutines.
+	w, err := newRolloutWorker(a.WorkerSpec(0), a.pol, a.proc, a.learner.team)
 	if err != nil {
 		return nil, fmt.Errorf("PPO: %w", err)
 	}
@@ -355,19 +357,23 @@ func (a *Agent) weights() Weights {
 
 var _ rllib.Agent = (*Agent)(nil)
 
-// joinBatches is sample.Concat, except that a single batch the agent owns
-// (the local sampler's) is validated and used as it is: sampling allocated
-// it for this iteration alone, and copying it would double the memory
-// traffic of image observations (50 MB a batch for 2,048 frames of
-// 40×40×2 values). A rollout worker's batch is copied even alone: a large
-// one is read-only memory of the object store, which the learner must not
-// write (advantages are standardized in place).
+// joinBatches is sample.Concat, except that a single batch is validated
+// and used as it is: copying it would double the memory traffic of image
+// observations (50 MB a batch for 2,048 frames of 40×40×2 values). A
+// rollout worker's batch may then be read-only memory of the object store
+// (its reference is held until recycle), which the learner only reads:
+// the columns written from here on, advantages and value targets, are
+// dropped so that ComputeGAE allocates them afresh.
 func joinBatches(batches []sample.Batch, owned bool) (sample.Batch, error) {
-	if len(batches) != 1 || !owned {
+	if len(batches) != 1 {
 		return sample.Concat(batches...)
 	}
-	if err := batches[0].Validate(); err != nil {
+	b := batches[0]
+	if err := b.Validate(); err != nil {
 		return sample.Batch{}, fmt.Errorf("sample: concat batch 0: %w", err)
 	}
-	return batches[0], nil
+	if !owned {
+		b.Advantages, b.ValueTargets = nil, nil
+	}
+	return b, nil
 }

@@ -51,27 +51,50 @@ func (p *obsProcessor) Process(dst, raw []float64, update bool) error {
 	if err := p.pre.Transform(raw, dst); err != nil {
 		return err
 	}
+	return p.Filter(dst, update)
+}
+
+// ProcessStream implements rollout.StreamProcessor: a preprocessor that
+// stacks or differences frames keeps one history per sub-environment.
+func (p *obsProcessor) ProcessStream(stream int, start bool, dst, raw []float64, update bool) error {
+	if err := p.Transform(stream, start, dst, raw, nil); err != nil {
+		return err
+	}
+	return p.Filter(dst, update)
+}
+
+// Parts implements rollout.PartProcessor: the image preprocessor's
+// streams may be transformed at once, and it reads 8-bit frames; other
+// preprocessors (cheap ones, or a user's) run on one goroutine.
+func (p *obsProcessor) Parts() (concurrent, frames bool) {
+	_, image := p.pre.(*models.ImagePreprocessor)
+	return image, image
+}
+
+// Transform implements rollout.PartProcessor.
+func (p *obsProcessor) Transform(stream int, start bool, dst, raw []float64, frame []uint8) error {
+	if frame != nil {
+		img, ok := p.pre.(*models.ImagePreprocessor)
+		if !ok {
+			return errors.New("an 8-bit frame given to a preprocessor that reads no frames")
+		}
+		return img.TransformFrame(stream, start, frame, dst)
+	}
+	if sp, ok := p.pre.(models.StreamPreprocessor); ok && sp.Stateful() {
+		return sp.TransformStream(stream, start, raw, dst)
+	}
+	return p.pre.Transform(raw, dst)
+}
+
+// Filter implements rollout.PartProcessor.
+func (p *obsProcessor) Filter(dst []float64, update bool) error {
 	if p.filter != nil {
 		return p.filter.Apply(dst[:p.pre.Size()], update)
 	}
 	return nil
 }
 
-// ProcessStream implements rollout.StreamProcessor: a preprocessor that
-// stacks or differences frames keeps one history per sub-environment.
-func (p *obsProcessor) ProcessStream(stream int, start bool, dst, raw []float64, update bool) error {
-	sp, ok := p.pre.(models.StreamPreprocessor)
-	if !ok || !sp.Stateful() {
-		return p.Process(dst, raw, update)
-	}
-	if err := sp.TransformStream(stream, start, raw, dst); err != nil {
-		return err
-	}
-	if p.filter != nil {
-		return p.filter.Apply(dst[:p.pre.Size()], update)
-	}
-	return nil
-}
+var _ rollout.PartProcessor = (*obsProcessor)(nil)
 
 // stats returns the filter's statistics, nil without a filter.
 func (p *obsProcessor) stats() *models.RunningStat {

@@ -43,17 +43,24 @@ type RolloutWorker struct {
 	// ownsPolicy is set when the worker built pol (remote workers) rather
 	// than sharing the learner's.
 	ownsPolicy bool
+	// last is a remote worker's previous batch: the runtime encoded it into
+	// the object store when Sample returned, so the next Sample refills its
+	// observation buffer instead of allocating (and faulting in) tens of
+	// megabytes again.
+	last sample.Batch
 }
 
 // NewRolloutWorker builds the worker's environments and policy.
 func NewRolloutWorker(ctx context.Context, spec WorkerSpec) (*RolloutWorker, error) {
-	return newRolloutWorker(spec, nil, nil)
+	return newRolloutWorker(spec, nil, nil, nil)
 }
 
 // newRolloutWorker builds a worker; with pol and proc given it shares them
 // (the driver's local worker samples with the learner's own policy and
-// master filter, so there are no weights to copy).
-func newRolloutWorker(spec WorkerSpec, pol *policy, proc *obsProcessor) (*RolloutWorker, error) {
+// master filter, so there are no weights to copy), and with runner it
+// steps its environments in parts on runner's goroutines (the learner's,
+// idle while the driver samples).
+func newRolloutWorker(spec WorkerSpec, pol *policy, proc *obsProcessor, runner rollout.Runner) (*RolloutWorker, error) {
 	cfg := spec.Config
 	return rllib.BuildWorker("PPO worker", spec, cfg.NumEnvsPerWorker, func(vec envs.Vector) (*RolloutWorker, error) {
 		var err error
@@ -70,7 +77,7 @@ func newRolloutWorker(spec WorkerSpec, pol *policy, proc *obsProcessor) (*Rollou
 		}
 		w, err := rollout.NewWithVector(rollout.Config{
 			Env: spec.Env, FragmentLength: cfg.fragmentLength(), Seed: spec.Seed, Index: spec.Index,
-			MaxSeqLen: cfg.Model.MaxSeqLen,
+			MaxSeqLen: cfg.Model.MaxSeqLen, Runner: runner,
 		}, vec, pol, proc)
 		if err != nil {
 			if owns {
@@ -93,7 +100,14 @@ func (w *RolloutWorker) Sample(ctx context.Context, weights Weights, iteration i
 	if err := w.proc.setStats(weights.Filter); err != nil {
 		return Samples{}, fmt.Errorf("PPO worker %d: %w", w.spec.Index, err)
 	}
-	return w.sample(ctx, iteration)
+	if w.ownsPolicy {
+		w.worker.Recycle(w.last)
+	}
+	s, err := w.sample(ctx, iteration)
+	if w.ownsPolicy {
+		w.last = s.Batch
+	}
+	return s, err
 }
 
 // sample collects a batch with the worker's current weights.

@@ -11,10 +11,11 @@ import (
 
 // Rollout workers' batches of 2,000 steps are over the object store's
 // inline threshold, so the agent reads them in place from shared memory.
-// They must stay there until the learner copied them, whatever the garbage
-// collector does meanwhile (here it runs without pause), and a lone
-// worker's batch must be copied before advantages are standardized in
-// place: either mistake stops the test binary with a fault.
+// They must stay there until the learner is done with them, whatever the
+// garbage collector does meanwhile (here it runs without pause), and a
+// lone worker's batch, learned from in place, must get advantages of its
+// own before they are standardized: either mistake stops the test binary
+// with a fault.
 func TestLargeWorkerBatchesOutliveGC(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(1))
 	stop, done := make(chan struct{}), make(chan struct{})

@@ -9,7 +9,6 @@ package rollout
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -98,6 +97,11 @@ type Config struct {
 	// MaxSeqLen is the longest sequence a recurrent policy's batches are
 	// cut into (model.max_seq_len); ignored for feed-forward policies.
 	MaxSeqLen int
+	// Runner, when set, steps and preprocesses the sub-environments in
+	// parts on its goroutines, where the Vector and the ObsProcessor allow
+	// it (envs.RangeStepper, PartProcessor); results are the same as
+	// without it.
+	Runner Runner
 }
 
 // Worker steps a Vector of environments with a policy. Episodes run on
@@ -128,6 +132,21 @@ type Worker struct {
 	// spareObs is the observation buffer of a batch handed back with
 	// Recycle, for the next Sample to fill.
 	spareObs []float64
+
+	// How each step's per-environment work runs (setParts): rs is the
+	// Vector when it steps ranges of sub-environments, split the processor
+	// when it transforms streams apart from its filter, frames whether
+	// observations come as 8-bit frames, parts how many groups of
+	// sub-environments runner runs at once. finalBuf holds truncated
+	// episodes' preprocessed final observations, errs each
+	// sub-environment's error in the last step.
+	rs       envs.RangeStepper
+	split    PartProcessor
+	frames   bool
+	runner   Runner
+	parts    int
+	finalBuf []float64
+	errs     []error
 }
 
 // New creates the worker's environments and resets them with seeds derived
@@ -177,6 +196,7 @@ func NewWithVector(cfg Config, vec envs.Vector, policy Policy, proc ObsProcessor
 	}
 	w.epRew = make([]float64, n)
 	w.epLen = make([]int, n)
+	w.setParts(cfg.Runner)
 	raw, err := vec.Reset(EnvSeeds(cfg.Seed, cfg.Index, n))
 	if err != nil {
 		return nil, fmt.Errorf("rollout: resetting %q: %w", cfg.Env, err)
@@ -289,7 +309,6 @@ func (w *Worker) Sample(ctx context.Context, rng *rand.Rand) (sample.Batch, erro
 		}
 		for i := 0; i < n; i++ {
 			r := i*T + t
-			copy(b.Obs[r*w.obsDim:(r+1)*w.obsDim], w.row(i))
 			a := w.out.Actions[i*w.actDim : (i+1)*w.actDim]
 			copy(b.Actions[r*w.actDim:(r+1)*w.actDim], a)
 			w.toEnvAction(w.actions[i], a)
@@ -303,10 +322,13 @@ func (w *Worker) Sample(ctx context.Context, rng *rand.Rand) (sample.Batch, erro
 				copy(b.DistInputs[r*distDim:(r+1)*distDim], w.out.DistInputs[i*distDim:(i+1)*distDim])
 			}
 		}
-		step, err := w.stepEnvs()
-		if err != nil {
-			return sample.Batch{}, fmt.Errorf("rollout: stepping %q: %w", w.cfg.Env, err)
+		// The observations go into the batch, the environments step and
+		// their next observations are preprocessed (in parts, when the
+		// worker has them); the rest, in sub-environment order, here.
+		if err := w.stepAll(&b, t); err != nil {
+			return sample.Batch{}, err
 		}
+		step := w.step
 		truncRows = truncRows[:0]
 		finalObs = finalObs[:0]
 		finalState = finalState[:0]
@@ -325,14 +347,11 @@ func (w *Worker) Sample(ctx context.Context, rng *rand.Rand) (sample.Batch, erro
 				b.Episodes = append(b.Episodes, sample.Episode{Reward: w.epRew[i], Length: w.epLen[i]})
 				w.epRew[i], w.epLen[i] = 0, 0
 				if b.Truncated[r] {
-					if step.FinalObs == nil || step.FinalObs[i] == nil {
-						return sample.Batch{}, errors.New("rollout: a truncated episode came without its final observation")
-					}
 					truncRows = append(truncRows, r)
-					finalObs = finalObs[:len(finalObs)+w.obsDim]
-					if err := w.process(i, false, finalObs[len(finalObs)-w.obsDim:], step.FinalObs[i], false); err != nil {
+					if err := w.filter(w.finalRow(i), false); err != nil {
 						return sample.Batch{}, fmt.Errorf("rollout: final observation of %q sub-environment %d: %w", w.cfg.Env, i, err)
 					}
+					finalObs = append(finalObs, w.finalRow(i)...)
 					if w.rec != nil {
 						finalState = append(finalState, w.stateRow(i)...)
 					}
@@ -342,7 +361,7 @@ func (w *Worker) Sample(ctx context.Context, rng *rand.Rand) (sample.Batch, erro
 					w.seqLen[i] = 0
 				}
 			}
-			if err := w.process(i, step.Terminated[i] || step.Truncated[i], w.row(i), step.Obs[i], true); err != nil {
+			if err := w.filter(w.row(i), true); err != nil {
 				return sample.Batch{}, fmt.Errorf("rollout: observation of %q sub-environment %d: %w", w.cfg.Env, i, err)
 			}
 		}
@@ -421,6 +440,15 @@ func (w *Worker) process(i int, start bool, dst, raw []float64, update bool) err
 		return sp.ProcessStream(i, start, dst, raw, update)
 	}
 	return w.proc.Process(dst, raw, update)
+}
+
+// filter applies a splitting processor's running filter to a row the
+// parts preprocessed (a processor that does not split applied its own).
+func (w *Worker) filter(dst []float64, update bool) error {
+	if w.split == nil {
+		return nil
+	}
+	return w.split.Filter(dst, update)
 }
 
 // stepEnvs steps the Vector, without allocating when it supports that.
