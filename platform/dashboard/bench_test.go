@@ -293,59 +293,90 @@ func chromiumCPU() time.Duration {
 // (the DevTools Performance domain).
 func reportBrowserCPU(b *testing.B, ctx context.Context, body func()) {
 	b.Helper()
-	metrics := func() map[string]float64 {
-		var m []*performance.Metric
-		if err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			if _, err := cdp.Call(ctx, tg, performance.Enable, performance.EnableParams{}); err != nil {
-				return err
-			}
-			res, err := cdp.Call(ctx, tg, performance.GetMetrics, cdp.Empty{})
-			m = res.Metrics
-			return err
-		})); err != nil {
-			b.Fatal(err)
-		}
-		out := map[string]float64{}
-		for _, x := range m {
-			out[x.Name] = x.Value
-		}
-		return out
-	}
-	var pageMs, script, styleLayout, thread float64
-	goStart, chStart, n, pages := cpuTime(), chromiumCPU(), 0, 0
+	var fig pageFigures
+	goStart, chStart, n := cpuTime(), chromiumCPU(), 0
 	for b.Loop() {
 		b.StopTimer()
-		before := metrics() // counted since enabling, for the tab's renderer
+		before := browserMetrics(b, ctx) // counted since enabling, for the tab's renderer
 		b.StartTimer()
 		body()
 		n++
 		b.StopTimer()
 		// A body that leaves the page drawn has none of its figures to read.
 		if drawn := eval[float64](b, ctx, `window.grayFirstDrawn || 0`); drawn > 0 {
-			m := metrics()
-			d := func(k string) float64 { return m[k] - before[k] }
-			script += d("ScriptDuration")
-			styleLayout += d("RecalcStyleDuration") + d("LayoutDuration")
-			thread += d("ThreadTime")
-			pageMs += drawn
-			pages++
-			if os.Getenv("GRAY_BENCH_METRICS") != "" {
-				b.Logf("metrics: %v", m)
-			}
+			fig.add(b, ctx, drawn, before)
 		}
 		b.StartTimer()
 	}
-	goCPU, chCPU := (cpuTime() - goStart).Seconds(), (chromiumCPU() - chStart).Seconds()
-	f := float64(n)
-	b.ReportMetric((goCPU+chCPU)/f, "cpu-s/op")
-	b.ReportMetric(goCPU/f, "go-cpu-s/op")
-	b.ReportMetric(chCPU/f, "chromium-cpu-s/op")
-	if pages > 0 {
-		p := float64(pages)
-		b.ReportMetric(pageMs/p, "page-ms/op")
-		b.ReportMetric(script*1000/p, "script-ms/op")
-		b.ReportMetric(styleLayout*1000/p, "style+layout-ms/op")
-		b.ReportMetric(thread*1000/p, "main-thread-cpu-ms/op")
+	fig.report(b, n, (cpuTime() - goStart).Seconds(), (chromiumCPU() - chStart).Seconds())
+}
+
+// browserMetrics reads the DevTools Performance domain's counters of the
+// tab's renderer.
+func browserMetrics(b *testing.B, ctx context.Context) map[string]float64 {
+	b.Helper()
+	var m []*performance.Metric
+	if err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		if _, err := cdp.Call(ctx, tg, performance.Enable, performance.EnableParams{}); err != nil {
+			return err
+		}
+		res, err := cdp.Call(ctx, tg, performance.GetMetrics, cdp.Empty{})
+		m = res.Metrics
+		return err
+	})); err != nil {
+		b.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, x := range m {
+		out[x.Name] = x.Value
+	}
+	return out
+}
+
+// pageFigures sums what the pages of a benchmark reported: their own time
+// to drawn, and what chromium's main thread spent on them.
+type pageFigures struct {
+	pageMs, script, styleLayout, thread float64
+	pages, threadPages                  int
+}
+
+// add counts one page drawn drawnMs after its navigation, with the
+// renderer's counters as they were before it.
+func (f *pageFigures) add(b *testing.B, ctx context.Context, drawnMs float64, before map[string]float64) {
+	m := browserMetrics(b, ctx)
+	d := func(k string) float64 { return m[k] - before[k] }
+	f.pageMs += drawnMs
+	f.pages++
+	// A navigation that moved the tab to another renderer process starts
+	// its counters again: nothing to tell of that page's main thread.
+	if d("ThreadTime") >= 0 && d("ScriptDuration") >= 0 {
+		f.script += d("ScriptDuration")
+		f.styleLayout += d("RecalcStyleDuration") + d("LayoutDuration")
+		f.thread += d("ThreadTime")
+		f.threadPages++
+	}
+	if os.Getenv("GRAY_BENCH_METRICS") != "" {
+		b.Logf("metrics: %v", m)
+	}
+}
+
+// report reports the figures of n operations that cost this process
+// goCPU and its chromium chCPU seconds: CPU seconds, which on a loaded
+// machine say more than the wall clock; the pages' own time from
+// navigation to drawn (by the page's clock); and what chromium's main
+// thread spent in script, and in style and layout.
+func (f *pageFigures) report(b *testing.B, n int, goCPU, chCPU float64) {
+	ops := float64(n)
+	b.ReportMetric((goCPU+chCPU)/ops, "cpu-s/op")
+	b.ReportMetric(goCPU/ops, "go-cpu-s/op")
+	b.ReportMetric(chCPU/ops, "chromium-cpu-s/op")
+	if f.pages > 0 {
+		b.ReportMetric(f.pageMs/float64(f.pages), "page-ms/op")
+	}
+	if p := float64(f.threadPages); p > 0 {
+		b.ReportMetric(f.script*1000/p, "script-ms/op")
+		b.ReportMetric(f.styleLayout*1000/p, "style+layout-ms/op")
+		b.ReportMetric(f.thread*1000/p, "main-thread-cpu-ms/op")
 	}
 }
 

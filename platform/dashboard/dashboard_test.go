@@ -49,12 +49,17 @@ func TestTailerReadsOnlyWholeNewLines(t *testing.T) {
 	}
 }
 
-// testServer serves logdir through the handler, without a network.
+// testServer serves logdir through the handler, without a network. Unless
+// opts says otherwise, every request looks at the files (an interval of a
+// nanosecond: any two requests are further apart), so that a test that
+// writes and then asks sees what it wrote, however fast it ran. With 1 ms,
+// a write and the requests after it could all fall within a millisecond
+// of the last look, and /api/runs answered from before the write.
 func testServer(t *testing.T, opts Options) *Server {
 	t.Helper()
 	opts.Port = -1
 	if opts.Interval == 0 {
-		opts.Interval = time.Millisecond
+		opts.Interval = time.Nanosecond
 	}
 	srv, err := New(opts)
 	if err != nil {

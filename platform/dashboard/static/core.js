@@ -60,9 +60,14 @@ function regex(input) {
 }
 function status(s) { return el("span", { class: "st st-" + s }, s); }
 
-// tableChunk is how many rows a table draws at first and per scroll to
-// its end: laying out a thousand rows took most of a page's time.
-const tableChunk = 200;
+// A long table draws what fills its box first, then tableChunk more rows
+// each time it is scrolled to within scrollAhead px of its end: laying out
+// rows nobody sees took most of a long list's time to its first frame.
+const tableChunk = 200, scrollAhead = 300;
+// firstRows is how many rows fill a table's box (at most 70% of the
+// window's height, app.css) and twice the scroll margin below it, at rows
+// of at least 20 px (13 px text, 1.4 line height, 8 px padding).
+function firstRows() { return Math.ceil((window.innerHeight * 0.7 + 2 * scrollAhead) / 20); }
 
 // sortableTable puts a table whose headers sort its rows (numbers as
 // numbers, blanks last) into holder. rows: [{tr or make(), key: [values]}]
@@ -91,23 +96,21 @@ function sortableTable(holder, cols, rows, onSort, sort) {
   if (!wrap) {
     wrap = el("div", { class: "tablewrap" });
     holder.replaceChildren(wrap);
-    wrap.addEventListener("scroll", () => { if (wrap.scrollTop + wrap.clientHeight > wrap.scrollHeight - 300) wrap.more(); });
+    wrap.addEventListener("scroll", () => { if (wrap.scrollTop + wrap.clientHeight > wrap.scrollHeight - scrollAhead) wrap.more(tableChunk); });
   }
   const body = el("tbody");
   let shown = 0;
   const note = el("div", { class: "muted more" });
-  wrap.more = () => {
+  const more = n => {
     if (shown >= sorted.length) return;
-    const next = Math.min(sorted.length, shown + tableChunk);
+    const next = Math.min(sorted.length, shown + n);
     body.append(...sorted.slice(shown, next).map(r => r.tr || (r.tr = r.make())));
     shown = next;
     note.textContent = shown < sorted.length ? `${shown} of ${sorted.length} rows drawn: scroll for more` : "";
+    wrap.shown = shown;
   };
-  const before = wrap.shown || 0;
-  while (shown < Math.min(Math.max(before, tableChunk), sorted.length)) wrap.more();
-  wrap.shown = shown;
-  const more = wrap.more;
-  wrap.more = () => { more(); wrap.shown = shown; };
+  more(Math.max(wrap.shown || 0, firstRows()));
+  wrap.more = more;
   wrap.replaceChildren(el("table", {}, el("thead", {}, tr), body), note);
 }
 function table(cols, rows) {
