@@ -189,30 +189,17 @@ func TestHeartbeaterRegistersAgainAfterRedisLostIt(t *testing.T) {
 	r := clustertest.StartRedis(t)
 	store := r.Dial(t, "")
 	beat(t, store, "a")
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if n, ok, _ := store.Node(context.Background(), "a"); ok && n.Alive {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("node a never registered")
-		}
-		time.Sleep(20 * time.Millisecond)
+	alive := func() bool {
+		n, ok, err := store.Node(context.Background(), "a")
+		return err == nil && ok && n.Alive
 	}
+	clustertest.WaitFor(t, 20*time.Second, "node a to register", alive)
 	// Redis comes back empty: same port, a new directory without the
 	// append-only file.
 	r.Kill()
 	r.Config.Dir = t.TempDir()
 	r.Restart(t)
-	for {
-		if n, ok, err := store.Node(context.Background(), "a"); err == nil && ok && n.Alive {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("node a did not register again after Redis lost it")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	clustertest.WaitFor(t, 20*time.Second, "node a to register again after Redis lost it", alive)
 }
 
 func TestHeartbeaterStopsWhenDeclaredDead(t *testing.T) {
@@ -223,12 +210,7 @@ func TestHeartbeaterStopsWhenDeclaredDead(t *testing.T) {
 	h := &monitor.Heartbeater{Store: store, Node: control.NodeInfo{ID: "z"}, Interval: 20 * time.Millisecond, Logf: t.Logf}
 	done := make(chan error, 1)
 	go func() { done <- h.Run(ctx) }()
-	for !func() bool { _, ok, _ := store.Node(ctx, "z"); return ok }() {
-		if ctx.Err() != nil {
-			t.Fatal("node z never registered")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	clustertest.WaitFor(t, 20*time.Second, "node z to register", func() bool { _, ok, _ := store.Node(ctx, "z"); return ok })
 	if err := store.MarkDead(ctx, "z", "test"); err != nil {
 		t.Fatal(err)
 	}
