@@ -114,25 +114,35 @@ func alive(t *testing.T, store *control.Redis, id string) bool {
 	return n.Alive
 }
 
-func TestSilentNodeIsDeclaredDead(t *testing.T) {
-	r := clustertest.StartRedis(t)
-	store := r.Dial(t, "")
+// twoNodes starts Redis and two beating nodes, a and b, and waits for both
+// to join, in either order. It returns the store, its node events (watched
+// from before the joins, until the test ends) and a function that stops b's
+// heartbeat.
+func twoNodes(t *testing.T) (store *control.Redis, evs <-chan control.NodeEvent, stopB func()) {
+	t.Helper()
+	store = clustertest.StartRedis(t).Dial(t, "")
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(cancel)
 	evs, err := store.WatchNodes(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	beat(t, store, "a")
-	stopB := beat(t, store, "b")
+	stopB = beat(t, store, "b")
+	deadline := time.After(20 * time.Second)
 	for joined := map[string]bool{}; !joined["a"] || !joined["b"]; {
 		select {
 		case ev := <-evs:
-			joined[ev.Node.ID] = ev.Kind == control.NodeJoined
-		case <-time.After(20 * time.Second):
+			joined[ev.Node.ID] = joined[ev.Node.ID] || ev.Kind == control.NodeJoined
+		case <-deadline:
 			t.Fatalf("nodes joined: %v, want a and b", joined)
 		}
 	}
+	return store, evs, stopB
+}
+
+func TestSilentNodeIsDeclaredDead(t *testing.T) {
+	store, evs, stopB := twoNodes(t)
 	deaths := make(chan time.Duration, 4)
 	runMonitor(t, store, func(id, reason string, silent time.Duration) { deaths <- silent })
 
@@ -269,20 +279,7 @@ func TestDeadNodesObjectsLeaveTheLocationTable(t *testing.T) {
 // declared dead once its heartbeat, too, is silent for Confirm, long
 // before Timeout; one that cannot be reached but still beats is not.
 func TestUnreachableSilentNodeIsDeadAfterConfirm(t *testing.T) {
-	r := clustertest.StartRedis(t)
-	store := r.Dial(t, "")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	evs, err := store.WatchNodes(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	beat(t, store, "a")
-	stopB := beat(t, store, "b")
-	for joined := map[string]bool{}; !joined["a"] || !joined["b"]; { // in either order
-		ev := <-evs
-		joined[ev.Node.ID] = joined[ev.Node.ID] || ev.Kind == control.NodeJoined
-	}
+	store, evs, stopB := twoNodes(t)
 	since := time.Now()
 	m := &monitor.Monitor{Store: store, Timeout: time.Hour, Confirm: 200 * time.Millisecond, Logf: t.Logf,
 		Unreachable: func(id string) (time.Time, bool) { return since, true }}
