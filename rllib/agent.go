@@ -4,8 +4,8 @@
 // decoding and its range checks (config.go), an agent's start and
 // checkpointed state (base.go: NewBase, TrainState), checkpoint files
 // (checkpoint.go), and the worker actors' registration, construction,
-// start, wait and stop (workers.go: WorkerActor, BuildWorker,
-// StartWorkerActors, AwaitStarted, KillWorkers). Rollouts and the
+// start, wait and stop (workers.go: WorkerActor, NewRolloutActor,
+// BuildWorker, StartWorkerActors, AwaitStarted, KillWorkers). Rollouts and the
 // actor-critic policy, sample batches, replay buffers, schedules and
 // parameter servers are sub-packages beside the algorithms;
 // internal/agenttest holds the checks their tests share.

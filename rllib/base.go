@@ -91,15 +91,26 @@ func NewTrainState(params *models.Params, opt *models.Adam, iteration int, times
 
 func (s TrainState) trainState() TrainState { return s }
 
-// State is an algorithm's checkpoint state: a struct embedding TrainState.
-type State interface{ trainState() TrainState }
+// Format is the layout version of a state struct embedding TrainState,
+// written into the checkpoint's header and checked by Restore: 1, every
+// algorithm's first layout. An algorithm whose state struct changes
+// defines Format on it, returning the next number, so that an older
+// checkpoint is refused with a clear error rather than decoded wrong.
+func (TrainState) Format() int { return 1 }
+
+// State is an algorithm's checkpoint state: a struct embedding TrainState,
+// or a pointer to one.
+type State interface {
+	trainState() TrainState
+	Format() int
+}
 
 // SaveState writes the checkpoint of state's iteration (SaveCheckpoint):
-// the header, with the config, and state, the algorithm's training state
-// whose layout version is format.
-func (b *Base[C]) SaveState(format int, state State) (string, error) {
+// the header, with the config and state's Format, and state, the
+// algorithm's training state.
+func (b *Base[C]) SaveState(state State) (string, error) {
 	ts := state.trainState()
-	h := CheckpointHeader{Algorithm: b.Name, Env: b.Opts.Env, Format: format, Iteration: ts.Iteration, TimestepsTotal: ts.Timesteps}
+	h := CheckpointHeader{Algorithm: b.Name, Env: b.Opts.Env, Format: state.Format(), Iteration: ts.Iteration, TimestepsTotal: ts.Timesteps}
 	return SaveCheckpoint(b.Opts.LogDir, checkpointMeta[C]{CheckpointHeader: h, Config: b.Cfg}, state)
 }
 
@@ -123,10 +134,11 @@ func (b *Base[C]) ApplyTrainState(path string, st TrainState, params *models.Par
 	}, nil
 }
 
-// LoadState reads the checkpoint at path into state (LoadCheckpoint),
-// after checking that it is one of this algorithm, environment and format.
-func (b *Base[C]) LoadState(path string, format int, state any) error {
-	return LoadCheckpoint(path, CheckpointHeader{Algorithm: b.Name, Env: b.Opts.Env, Format: format}, state)
+// LoadState reads the checkpoint at path into state, a pointer to the
+// algorithm's state struct (LoadCheckpoint), after checking that it is one
+// of this algorithm, environment and state's Format.
+func (b *Base[C]) LoadState(path string, state State) error {
+	return LoadCheckpoint(path, CheckpointHeader{Algorithm: b.Name, Env: b.Opts.Env, Format: state.Format()}, state)
 }
 
 // CheckWeights is Restore's check that the checkpoint at path holds as

@@ -66,8 +66,10 @@ func (c *Common) RunSeed(runSeed int64) int64 {
 }
 
 // Training holds the keys of the algorithms that learn by gradient steps
-// on sampled experience (PPO, A3C, DQN), embedded as Common is.
+// on sampled experience (PPO, A3C, DQN): the common ones and their own.
+// Such an algorithm's config embeds it in place of Common.
 type Training struct {
+	Common
 	// NumEnvsPerWorker is the number of environments each sampler steps
 	// together.
 	NumEnvsPerWorker int `json:"num_envs_per_worker"`
@@ -82,9 +84,17 @@ type Training struct {
 	// MetricsSmoothingEpisodes is the number of most recent episodes the
 	// reported episode statistics average over.
 	MetricsSmoothingEpisodes int `json:"metrics_smoothing_episodes"`
+	// NumLearnerThreads is the number of goroutines each learner step
+	// is split over (PPO and DQN: each gradient step, in fixed shards whose
+	// gradients are summed in a fixed order, so that a seed and a thread
+	// count give the same run anywhere; A3C: the driver's check and Adam
+	// step of each runner's gradient, whose weights do not depend on it).
+	// Unset, it is the CPUs the learner reserves: the runtime's less one
+	// per worker actor (LearnerThreads).
+	NumLearnerThreads *int `json:"num_learner_threads"`
 }
 
-// Check checks the training keys' ranges.
+// Check checks the training keys' ranges (the common ones are NewCheck's).
 func (c *Training) Check(ck *Check) {
 	ck.Key("num_envs_per_worker", c.NumEnvsPerWorker >= 1, "must be at least 1")
 	ck.Key("gamma", Finite(c.Gamma) && c.Gamma >= 0 && c.Gamma <= 1, "must be in [0, 1]")
@@ -95,10 +105,25 @@ func (c *Training) Check(ck *Check) {
 		_, err := schedule.NewPiecewise(c.LRSchedule)
 		ck.Key("lr_schedule", err == nil, fmt.Sprintf("is not a valid schedule: %v", err))
 	}
+	ck.LearnerThreads(c.NumLearnerThreads, c.NumWorkers)
 }
 
 // LearningRate is the learning rate as a function of timesteps.
 func (c *Training) LearningRate() schedule.Piecewise { return schedule.LR(c.LR, c.LRSchedule) }
+
+// LearnerThreads implements LearnerThreadsConfig.
+func (c *Training) LearnerThreads() (*int, int) { return c.NumLearnerThreads, c.NumWorkers }
+
+// Samplers is the number of samplers: the num_workers rollout workers, or
+// the driver's own when there are none.
+func (c *Training) Samplers() int { return max(1, c.NumWorkers) }
+
+// StepsPerEnv is the number of steps each of the samplers' environments
+// takes for at least total steps in all (rounded up).
+func (c *Training) StepsPerEnv(total int) int {
+	envs := c.Samplers() * c.NumEnvsPerWorker
+	return (total + envs - 1) / envs
+}
 
 // Check collects a config's range checks: Key checks one key, Err returns
 // the first that failed as "<alg> config: <key> <msg>". An algorithm's

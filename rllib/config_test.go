@@ -78,3 +78,20 @@ func TestEnvSpaces(t *testing.T) {
 		t.Errorf("an unknown environment: %v, want an error starting with the algorithm", err)
 	}
 }
+
+// StepsPerEnv splits a total over every environment of every sampler
+// (the driver's own when num_workers is 0), rounding up so that the total
+// is reached.
+func TestStepsPerEnv(t *testing.T) {
+	for _, tc := range []struct{ workers, envs, total, want int }{
+		{0, 1, 1000, 1000},
+		{0, 8, 512, 64},
+		{2, 8, 512, 32},
+		{3, 4, 100, 9}, // 12 environments: 9 steps each make 108 ≥ 100
+	} {
+		c := Training{Common: Common{NumWorkers: tc.workers}, NumEnvsPerWorker: tc.envs}
+		if got := c.StepsPerEnv(tc.total); got != tc.want {
+			t.Errorf("%d workers × %d envs, %d steps: %d per environment, want %d", tc.workers, tc.envs, tc.total, got, tc.want)
+		}
+	}
+}

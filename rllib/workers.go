@@ -36,6 +36,21 @@ func WorkerActor[T any, PT Checkpointed[T], A any](name string, ctor func(contex
 	return gray.Actor1(name, ctor, workerOptions()...)
 }
 
+// RolloutActor is a rollout worker actor type with its Sample method,
+// the one call an algorithm's driver makes of its rollout workers: it
+// passes the weights (W) and what to sample (R) and gets the samples (S).
+type RolloutActor[T, W, R, S any] struct {
+	*gray.ActorType[T]
+	Sample *gray.ActorMethod2[T, W, R, S]
+}
+
+// NewRolloutActor registers a rollout worker actor built from its
+// WorkerSpec (WorkerActor) and its method sample under the name "Sample".
+func NewRolloutActor[T any, PT Checkpointed[T], C, W, R, S any](name string, ctor func(context.Context, WorkerSpec[C]) (*T, error), sample func(*T, context.Context, W, R) (S, error)) RolloutActor[T, W, R, S] {
+	t := WorkerActor[T, PT](name, ctor)
+	return RolloutActor[T, W, R, S]{ActorType: t, Sample: gray.Method2(t, "Sample", sample)}
+}
+
 // WorkerActor2 is WorkerActor for a constructor of two arguments.
 func WorkerActor2[T any, PT Checkpointed[T], A1, A2 any](name string, ctor func(context.Context, A1, A2) (*T, error)) *gray.ActorType[T] {
 	return gray.Actor2(name, ctor, workerOptions()...)

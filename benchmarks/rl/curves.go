@@ -55,7 +55,7 @@ func (c *curveWriter) close() error {
 }
 
 // plotCurves draws the curves of the CSV files into out with gonum/plot:
-// one line per label and seed, the seeds of one label in one colour, the
+// one line per label and seed, every run of one label in one colour, the
 // legend in the top right corner.
 func plotCurves(out, title string, files []string) error {
 	var curves []curve

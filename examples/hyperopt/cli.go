@@ -48,6 +48,17 @@ func (d DataFlags) Load() (Data, error) {
 	return LoadData(d.Dir, d.TrainN, d.ValN, d.TestN)
 }
 
+// Open is the start of every search: the search space called space
+// (LookupSpace) and the data the flags describe (Load).
+func (d DataFlags) Open(space string) (Space, Data, error) {
+	sp, err := LookupSpace(space)
+	if err != nil {
+		return Space{}, Data{}, err
+	}
+	data, err := d.Load()
+	return sp, data, err
+}
+
 // Main runs a search in a gray session and ends the program's output with
 // the line every example prints: the test accuracy of the best model.
 // Flags must be parsed, and gray.ServeIfWorker called, before it.

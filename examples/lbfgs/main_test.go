@@ -2,26 +2,18 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"math"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/datasets/fashionmnist"
 	"github.com/gray-ml/gray/datasets/fashionmnist/fmtest"
+	"github.com/gray-ml/gray/internal/graytest"
 )
 
 func TestMain(m *testing.M) {
-	gray.ServeIfWorker()
-	if err := gray.Init(context.Background(), gray.Options{NumCPUs: 2, NoGPUs: true}); err != nil {
-		fmt.Fprintln(os.Stderr, "gray.Init:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	gray.Shutdown()
-	os.Exit(code)
+	graytest.Main(m, gray.Options{NumCPUs: 2, NoGPUs: true})
 }
 
 // TestShortRun fits a few hundred images with and without actors: the

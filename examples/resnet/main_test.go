@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"math"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -12,21 +10,15 @@ import (
 	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/datasets/fashionmnist"
 	"github.com/gray-ml/gray/datasets/fashionmnist/fmtest"
+	"github.com/gray-ml/gray/internal/graytest"
 	"github.com/gray-ml/gray/models"
 	"github.com/gray-ml/gray/rllib/paramserver"
 )
 
 func TestMain(m *testing.M) {
-	gray.ServeIfWorker()
 	// Two GPUs as far as the scheduler knows (none is touched: the models
 	// package computes on the CPU), so the GPU-aware placement is tested.
-	if err := gray.Init(context.Background(), gray.Options{NumCPUs: 2, NumGPUs: 2}); err != nil {
-		fmt.Fprintln(os.Stderr, "gray.Init:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	gray.Shutdown()
-	os.Exit(code)
+	graytest.Main(m, gray.Options{NumCPUs: 2, NumGPUs: 2})
 }
 
 // TestShortRun trains on a few hundred images with two workers and a

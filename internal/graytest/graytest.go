@@ -1,10 +1,13 @@
 // Package graytest holds what the test packages that start gray sessions
-// share: the root package's API tests and runtime/driver's end-to-end
-// tests.
+// share: the root package's API tests, runtime/driver's end-to-end tests,
+// and the TestMain of test packages that keep one session for all their
+// tests (the examples', the algorithms').
 package graytest
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -33,4 +36,19 @@ func Start(t *testing.T, opts gray.Options) context.Context {
 		}
 	})
 	return ctx
+}
+
+// Main is a test binary's TestMain for tests that share one session: when
+// the binary runs as a gray worker it serves the package's tasks and
+// actors; otherwise it starts a session with opts, runs the tests and shuts
+// the session down.
+func Main(m *testing.M, opts gray.Options) {
+	gray.ServeIfWorker()
+	if err := gray.Init(context.Background(), opts); err != nil {
+		fmt.Fprintln(os.Stderr, "gray.Init:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = gray.Shutdown()
+	os.Exit(code)
 }

@@ -8,10 +8,6 @@ import (
 	"github.com/gray-ml/gray/rllib/sample"
 )
 
-// formatVersion is the checkpoint format: it changes when checkpointState's
-// layout does.
-const formatVersion = 1
-
 // checkpointState is the training state: the network, Adam and counters
 // (rllib.TrainState), the number of gradients applied, recent episodes.
 type checkpointState struct {
@@ -24,7 +20,7 @@ type checkpointState struct {
 // holding the header file and state.cbor. Runners' environments are not
 // saved: a restored agent's runners go on with their own episodes.
 func (a *Agent) Save(ctx context.Context) (string, error) {
-	return a.SaveState(formatVersion, checkpointState{
+	return a.SaveState(checkpointState{
 		TrainState: rllib.NewTrainState(a.pol.Params, a.opt, a.iteration, a.timesteps),
 		Updates:    a.updates, WindowState: a.window.State(),
 	})
@@ -36,7 +32,7 @@ func (a *Agent) Save(ctx context.Context) (string, error) {
 // they are dropped when they arrive.
 func (a *Agent) Restore(ctx context.Context, path string) error {
 	var st checkpointState
-	if err := a.LoadState(path, formatVersion, &st); err != nil {
+	if err := a.LoadState(path, &st); err != nil {
 		return err
 	}
 	undo, err := a.ApplyTrainState(path, st.TrainState, a.pol.Params, a.opt)

@@ -15,13 +15,12 @@ import (
 // Config is A3C's configuration. Every key has a default (DefaultConfig);
 // users override keys by name with JSON or YAML.
 type Config struct {
-	// Common holds num_workers (runner actors, at least 1; each reserves
-	// one CPU), seed and num_gpus (only 0: A3C learns on the CPU for
-	// now; models/cuda has its loss kernel, not yet its learner).
-	rllib.Common
-	// Training holds num_envs_per_worker, gamma, lr (the driver's Adam),
+	// Training holds the common keys: num_workers (runner actors, at least
+	// 1; each reserves one CPU), seed and num_gpus (only 0: A3C learns on
+	// the CPU for now; models/cuda has its loss kernel, not yet its
+	// learner); and num_envs_per_worker, gamma, lr (the driver's Adam),
 	// lr_schedule, grad_clip (the global-norm limit runners clip their
-	// gradients to) and metrics_smoothing_episodes.
+	// gradients to), metrics_smoothing_episodes and num_learner_threads.
 	rllib.Training
 	// RolloutFragmentLength is the number of steps of each of a runner's
 	// environments per gradient (the n of n-step returns).
@@ -49,20 +48,13 @@ type Config struct {
 	// MaxRunnerRestarts is how many times in a row one runner may die and
 	// be replaced before the iteration fails.
 	MaxRunnerRestarts int `json:"max_runner_restarts"`
-	// NumLearnerThreads is the number of goroutines the driver's step
-	// (checking a runner's gradient and applying it with Adam) is split
-	// over; the weights it gives do not depend on it. Runners compute
-	// their gradients on the one CPU each reserves: their parallelism is
-	// num_workers. Unset, it is the CPUs the learner reserves
-	// (rllib.LearnerThreads).
-	NumLearnerThreads *int `json:"num_learner_threads"`
 }
 
 // DefaultConfig returns A3C's defaults, tuned to solve CartPole-v1.
 func DefaultConfig() Config {
 	return Config{
-		Common: rllib.Common{NumWorkers: 2},
 		Training: rllib.Training{
+			Common:           rllib.Common{NumWorkers: 2},
 			NumEnvsPerWorker: 4, Gamma: 0.99, LR: 1e-3, GradClip: 40, MetricsSmoothingEpisodes: 100,
 		},
 		RolloutFragmentLength: 20,
@@ -92,10 +84,6 @@ func (c *Config) Validate() error {
 	ck.Key("runner_start_timeout_s", rllib.Finite(c.RunnerStartTimeoutS) && c.RunnerStartTimeoutS > 0, "must be positive")
 	ck.Key("max_runner_restarts", c.MaxRunnerRestarts >= 0, "must be 0 or more")
 	c.Common.CheckCPUOnly(ck)
-	ck.LearnerThreads(c.NumLearnerThreads, c.NumWorkers)
 	ck.Model(c.Model)
 	return ck.Err()
 }
-
-// LearnerThreads implements rllib.LearnerThreadsConfig.
-func (c *Config) LearnerThreads() (*int, int) { return c.NumLearnerThreads, c.NumWorkers }

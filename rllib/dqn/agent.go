@@ -110,7 +110,7 @@ func (a *Agent) Epsilon() float64 { return a.eps.Value(a.timesteps) }
 func (a *Agent) sampleRequest(round int64) SampleRequest {
 	return SampleRequest{
 		Round: round, Steps: a.Cfg.roundSteps(), Timestep: a.timesteps,
-		Stride: a.Cfg.samplers() * a.Cfg.NumEnvsPerWorker,
+		Stride: a.Cfg.Samplers() * a.Cfg.NumEnvsPerWorker,
 	}
 }
 

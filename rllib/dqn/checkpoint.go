@@ -8,10 +8,6 @@ import (
 	"github.com/gray-ml/gray/rllib/sample"
 )
 
-// formatVersion is the checkpoint format: it changes when checkpointState's
-// layout does.
-const formatVersion = 1
-
 // checkpointState is the training state: the online network, Adam and
 // counters (rllib.TrainState; timesteps set ε and β), the target network,
 // round and gradient-step counters, the target's sync point and recent
@@ -34,7 +30,7 @@ type checkpointState struct {
 // in all). Environment states are not saved either; a restored agent
 // starts new episodes.
 func (a *Agent) Save(ctx context.Context) (string, error) {
-	return a.SaveState(formatVersion, checkpointState{
+	return a.SaveState(checkpointState{
 		TrainState:    rllib.NewTrainState(a.q.params, a.learner.opt, a.iteration, a.timesteps),
 		TargetWeights: a.target.params.GetFlat(nil),
 		Rounds:        a.rounds, GradSteps: a.gradSteps, LastTargetSync: a.lastTargetSync, TargetUpdates: a.targetUpdates,
@@ -47,7 +43,7 @@ func (a *Agent) Save(ctx context.Context) (string, error) {
 // agent unchanged.
 func (a *Agent) Restore(ctx context.Context, path string) error {
 	var st checkpointState
-	if err := a.LoadState(path, formatVersion, &st); err != nil {
+	if err := a.LoadState(path, &st); err != nil {
 		return err
 	}
 	if n := a.target.params.Len(); len(st.TargetWeights) != n {

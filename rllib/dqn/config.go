@@ -27,13 +27,12 @@ import (
 // Config is DQN's configuration. Every key has a default (DefaultConfig);
 // users override keys by name with JSON or YAML.
 type Config struct {
-	// Common holds num_workers (rollout worker actors; 0 samples in the
-	// driver, the fastest choice for cheap environments such as CartPole),
-	// seed and num_gpus (only 0: DQN learns on the CPU for now; models/cuda
-	// has its loss kernel, not yet its learner).
-	rllib.Common
-	// Training holds num_envs_per_worker, gamma, lr (Adam's), lr_schedule,
-	// grad_clip and metrics_smoothing_episodes.
+	// Training holds the common keys: num_workers (rollout worker actors; 0
+	// samples in the driver, the fastest choice for cheap environments such
+	// as CartPole), seed and num_gpus (only 0: DQN learns on the CPU for
+	// now; models/cuda has its loss kernel, not yet its learner); and
+	// num_envs_per_worker, gamma, lr (Adam's), lr_schedule, grad_clip,
+	// metrics_smoothing_episodes and num_learner_threads.
 	rllib.Training
 	// TimestepsPerIteration is the least number of environment steps one
 	// Train call takes (rounded up to whole sampling rounds).
@@ -83,11 +82,6 @@ type Config struct {
 	// Model configures the Q network (fcnet_hiddens, fcnet_activation,
 	// init); free_log_std and vf_share_layers do not apply.
 	Model models.ModelOptions `json:"model"`
-	// NumLearnerThreads is the number of goroutines each gradient step is
-	// split over (fixed shards whose gradients are summed in a fixed
-	// order: a seed and a thread count give the same run anywhere). Unset,
-	// it is the CPUs the learner reserves (rllib.LearnerThreads).
-	NumLearnerThreads *int `json:"num_learner_threads"`
 }
 
 // DefaultConfig returns DQN's defaults. They start from the published
@@ -155,7 +149,6 @@ func (c *Config) Validate() error {
 	ck.Key("exploration_final_eps", prob(c.ExplorationFinalEps), "must be in [0, 1]")
 	c.Common.CheckCPUOnly(ck)
 	ck.Key("model.free_log_std", !c.Model.FreeLogStd, "applies to Gaussian policies only; DQN's actions are Discrete")
-	ck.LearnerThreads(c.NumLearnerThreads, c.NumWorkers)
 	ck.Model(c.Model)
 	ck.FeedForward(c.Model)
 	return ck.Err()
@@ -173,15 +166,6 @@ func (c *Config) betaSchedule() schedule.Piecewise {
 	return schedule.Linear(c.PrioritizedReplayBeta, c.FinalPrioritizedReplayBeta, c.ScheduleMaxTimesteps)
 }
 
-// samplers is the number of samplers: the driver's local one counts as one.
-func (c *Config) samplers() int { return max(1, c.NumWorkers) }
-
 // roundSteps is the number of vector steps each sampler takes per
 // training round, so that a round covers at least train_freq steps.
-func (c *Config) roundSteps() int {
-	envs := c.samplers() * c.NumEnvsPerWorker
-	return (c.TrainFreq + envs - 1) / envs
-}
-
-// LearnerThreads implements rllib.LearnerThreadsConfig.
-func (c *Config) LearnerThreads() (*int, int) { return c.NumLearnerThreads, c.NumWorkers }
+func (c *Config) roundSteps() int { return c.StepsPerEnv(c.TrainFreq) }

@@ -8,11 +8,8 @@ import (
 	"github.com/gray-ml/gray/rllib"
 )
 
-// The rollout worker actor (rllib.WorkerActor).
-var (
-	workerActor  = rllib.WorkerActor("dqn.RolloutWorker", NewRolloutWorker)
-	sampleMethod = gray.Method2(workerActor, "Sample", (*RolloutWorker).Sample)
-)
+// workerActor is the rollout worker actor and its Sample method.
+var workerActor = rllib.NewRolloutActor("dqn.RolloutWorker", NewRolloutWorker, (*RolloutWorker).Sample)
 
 // samplers is how the agent collects one training round's experience.
 type samplers interface {
@@ -62,7 +59,7 @@ type actorSamplers struct {
 }
 
 func newActorSamplers(ctx context.Context, a *Agent) (*actorSamplers, error) {
-	hs, err := rllib.StartWorkerActors(ctx, &a.Base, workerActor, "rollout worker", a.Cfg.NumWorkers,
+	hs, err := rllib.StartWorkerActors(ctx, &a.Base, workerActor.ActorType, "rollout worker", a.Cfg.NumWorkers,
 		"to sample in this process (the fastest choice for cheap environments such as CartPole)")
 	if err != nil {
 		return nil, err
@@ -78,7 +75,7 @@ func (s *actorSamplers) sample(ctx context.Context, a *Agent, round int64) ([]Sa
 	req := a.sampleRequest(round)
 	refs := make([]gray.Ref[Samples], len(s.hs))
 	for i, h := range s.hs {
-		refs[i] = sampleMethod.Remote(h, ref, req)
+		refs[i] = workerActor.Sample.Remote(h, ref, req)
 	}
 	s.held = refs
 	out := make([]Samples, len(s.hs))
@@ -96,7 +93,7 @@ func (s *actorSamplers) sample(ctx context.Context, a *Agent, round int64) ([]Sa
 			return nil, fmt.Errorf("rollout worker %d failed (%v) and could not be replaced: %w", i+1, err, rerr)
 		}
 		s.hs[i] = h
-		refs[i] = sampleMethod.Remote(h, ref, req)
+		refs[i] = workerActor.Sample.Remote(h, ref, req)
 		if out[i], rerr = gray.Get(ctx, refs[i]); rerr != nil {
 			return nil, fmt.Errorf("rollout worker %d failed (%v), and so did its replacement: %w", i+1, err, rerr)
 		}

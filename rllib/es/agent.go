@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/gray-ml/gray"
@@ -200,8 +201,8 @@ func (a *Agent) Train(ctx context.Context) (rllib.Result, error) {
 		EpisodesTotal:     a.episodes,
 		EpisodesThisIter:  len(returns),
 		EpisodeRewardMean: mean(returns),
-		EpisodeRewardMin:  minOf(returns),
-		EpisodeRewardMax:  maxOf(returns),
+		EpisodeRewardMin:  slices.Min(returns), // an iteration has at least one episode
+		EpisodeRewardMax:  slices.Max(returns),
 		EpisodeLenMean:    mean(lengths),
 		TimeThisIterS:     time.Since(start).Seconds(),
 		Learner: map[string]float64{
@@ -226,7 +227,7 @@ func (a *Agent) Train(ctx context.Context) (rllib.Result, error) {
 	if len(evalReturns) > 0 {
 		res.Learner["eval_reward_mean"] = mean(evalReturns)
 		res.Extra["eval_reward_mean"] = mean(evalReturns)
-		res.Extra["eval_reward_max"] = maxOf(evalReturns)
+		res.Extra["eval_reward_max"] = slices.Max(evalReturns)
 	}
 	return res, nil
 }
@@ -289,22 +290,6 @@ func mean(xs []float64) float64 {
 		s += x
 	}
 	return s / float64(max(1, len(xs)))
-}
-
-func minOf(xs []float64) float64 {
-	m := math.Inf(1)
-	for _, x := range xs {
-		m = math.Min(m, x)
-	}
-	return m
-}
-
-func maxOf(xs []float64) float64 {
-	m := math.Inf(-1)
-	for _, x := range xs {
-		m = math.Max(m, x)
-	}
-	return m
 }
 
 // ComputeAction implements rllib.Agent: the policy's deterministic action

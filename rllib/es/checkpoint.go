@@ -8,10 +8,6 @@ import (
 	"github.com/gray-ml/gray/rllib"
 )
 
-// formatVersion is the checkpoint format: it changes when checkpointState's
-// layout does.
-const formatVersion = 1
-
 // checkpointState is the training state: θ, Adam and counters
 // (rllib.TrainState), the network's signature, the observation filter and
 // the episode count. The noise table is not saved: it is a pure function
@@ -35,7 +31,7 @@ func (a *Agent) Save(ctx context.Context) (string, error) {
 		s := a.pol.Filter.Stats()
 		st.Filter = &s
 	}
-	return a.SaveState(formatVersion, st)
+	return a.SaveState(st)
 }
 
 // Restore implements rllib.Agent. A checkpoint of another algorithm or
@@ -43,7 +39,7 @@ func (a *Agent) Save(ctx context.Context) (string, error) {
 // agent unchanged.
 func (a *Agent) Restore(ctx context.Context, path string) error {
 	var st checkpointState
-	if err := a.LoadState(path, formatVersion, &st); err != nil {
+	if err := a.LoadState(path, &st); err != nil {
 		return err
 	}
 	params := a.pol.Model.Params()

@@ -9,10 +9,6 @@ import (
 	"github.com/gray-ml/gray/rllib/sample"
 )
 
-// formatVersion is the checkpoint format: it changes when checkpointState's
-// layout does.
-const formatVersion = 1
-
 // checkpointState is the training state, enough to continue exactly: the
 // network, Adam and counters (rllib.TrainState), the observation filter,
 // the KL coefficient and recent episodes.
@@ -29,7 +25,7 @@ type checkpointState struct {
 // randomness is derived from the seed and the iteration, so it needs no
 // state.
 func (a *Agent) Save(ctx context.Context) (string, error) {
-	return a.SaveState(formatVersion, checkpointState{
+	return a.SaveState(checkpointState{
 		TrainState: rllib.NewTrainState(a.pol.Params, a.learner.opt, a.iteration, a.timesteps),
 		Filter:     a.proc.stats(), KLCoeff: a.klCoeff, WindowState: a.window.State(),
 	})
@@ -40,7 +36,7 @@ func (a *Agent) Save(ctx context.Context) (string, error) {
 // agent unchanged.
 func (a *Agent) Restore(ctx context.Context, path string) error {
 	var st checkpointState
-	if err := a.LoadState(path, formatVersion, &st); err != nil {
+	if err := a.LoadState(path, &st); err != nil {
 		return err
 	}
 	if (st.Filter == nil) != (a.proc.filter == nil) {

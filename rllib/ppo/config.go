@@ -15,11 +15,10 @@ import (
 // Config is PPO's configuration. Every key has a default (DefaultConfig);
 // users override keys by name with JSON or YAML.
 type Config struct {
-	// Common holds num_workers (rollout worker actors; 0 samples in the
-	// driver, RLlib's local worker) and seed.
-	rllib.Common
-	// Training holds num_envs_per_worker, gamma, lr, lr_schedule,
-	// grad_clip and metrics_smoothing_episodes.
+	// Training holds the common keys: num_workers (rollout worker actors; 0
+	// samples in the driver, RLlib's local worker), seed and num_gpus (0 or
+	// 1); and num_envs_per_worker, gamma, lr, lr_schedule, grad_clip,
+	// metrics_smoothing_episodes and num_learner_threads.
 	rllib.Training
 	// TrainBatchSize is the number of environment steps per iteration,
 	// split evenly over workers and their environments (rounded up).
@@ -68,12 +67,6 @@ type Config struct {
 	// Needs num_workers of 1 or more (the driver's own sampling would
 	// compete with the learner for its CPUs).
 	SampleAsync bool `json:"sample_async"`
-	// NumLearnerThreads is the number of goroutines each SGD minibatch is
-	// split over (fixed shards whose gradients are summed in a fixed
-	// order: a seed and a thread count give the same run anywhere). Unset,
-	// it is the CPUs the learner reserves: the runtime's less one per
-	// rollout worker (rllib.LearnerThreads).
-	NumLearnerThreads *int `json:"num_learner_threads"`
 }
 
 // DefaultConfig returns PPO's defaults. They solve CartPole-v1 (a mean
@@ -128,7 +121,6 @@ func (c *Config) Validate() error {
 	ck.Key("observation_filter", c.ObservationFilter == "NoFilter" || c.ObservationFilter == "MeanStdFilter", `must be "NoFilter" or "MeanStdFilter"`)
 	ck.Key("sample_async", !c.SampleAsync || c.NumWorkers >= 1, "needs num_workers of 1 or more (rollout worker actors to sample while the driver learns); set num_workers or drop sample_async")
 	ck.Key("num_gpus", c.NumGPUs == 0 || c.NumGPUs == 1, fmt.Sprintf("(%g) must be 0 (learn on the CPU) or 1 (learn on one GPU)", c.NumGPUs))
-	ck.LearnerThreads(c.NumLearnerThreads, c.NumWorkers)
 	ck.Model(c.Model)
 	return ck.Err()
 }
@@ -141,14 +133,5 @@ func (c *Config) lrSchedule() schedule.Piecewise {
 	return c.LearningRate()
 }
 
-// LearnerThreads implements rllib.LearnerThreadsConfig.
-func (c *Config) LearnerThreads() (*int, int) { return c.NumLearnerThreads, c.NumWorkers }
-
-// workers is the number of samplers: the local worker counts as one.
-func (c *Config) workers() int { return max(1, c.NumWorkers) }
-
 // fragmentLength is the number of steps of each environment per iteration.
-func (c *Config) fragmentLength() int {
-	envs := c.workers() * c.NumEnvsPerWorker
-	return (c.TrainBatchSize + envs - 1) / envs
-}
+func (c *Config) fragmentLength() int { return c.StepsPerEnv(c.TrainBatchSize) }

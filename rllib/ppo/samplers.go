@@ -10,11 +10,8 @@ import (
 	"github.com/gray-ml/gray/rllib/sample"
 )
 
-// The rollout worker actor (rllib.WorkerActor).
-var (
-	workerActor  = rllib.WorkerActor("ppo.RolloutWorker", NewRolloutWorker)
-	sampleMethod = gray.Method2(workerActor, "Sample", (*RolloutWorker).Sample)
-)
+// workerActor is the rollout worker actor and its Sample method.
+var workerActor = rllib.NewRolloutActor("ppo.RolloutWorker", NewRolloutWorker, (*RolloutWorker).Sample)
 
 // newSamplers picks the local worker (num_workers 0) or rollout worker
 // actors.
@@ -45,7 +42,7 @@ type actorSamplers struct {
 }
 
 func newActorSamplers(ctx context.Context, a *Agent) (*actorSamplers, error) {
-	hs, err := rllib.StartWorkerActors(ctx, &a.Base, workerActor, "rollout worker", a.Cfg.NumWorkers, "to sample in this process")
+	hs, err := rllib.StartWorkerActors(ctx, &a.Base, workerActor.ActorType, "rollout worker", a.Cfg.NumWorkers, "to sample in this process")
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +82,7 @@ func (s *actorSamplers) submit(ctx context.Context, a *Agent, iter int) error {
 	}
 	refs := make([]gray.Ref[Samples], len(s.hs))
 	for i, h := range s.hs {
-		refs[i] = sampleMethod.Remote(h, ref, iter)
+		refs[i] = workerActor.Sample.Remote(h, ref, iter)
 	}
 	s.pending, s.pendingIter = refs, iter
 	s.putTime += time.Since(start)

@@ -63,35 +63,16 @@ var (
 	dRLogBlock = gray.Method1(dRLogType, "block", dLogBlockFn)
 
 	dCallerType = gray.Actor0("test.direct.Caller", func(context.Context) (*dCaller, error) { return &dCaller{}, nil })
-	// run makes n calls add(base+i) without waiting, then gets them all.
-	dCallerRun = gray.Method3(dCallerType, "run", func(c *dCaller, ctx context.Context, h gray.Handle[dLog], base, n int) ([]int, error) {
-		refs := make([]gray.Ref[int], n)
-		for i := range refs {
-			refs[i] = dLogAdd.Remote(h, base+i)
-		}
-		return gray.GetAll(ctx, refs)
-	})
-	dCallerRunFar = gray.Method3(dCallerType, "runFar", func(c *dCaller, ctx context.Context, h gray.Handle[dLog], base, n int) ([]int, error) {
-		refs := make([]gray.Ref[int], n)
-		for i := range refs {
-			refs[i] = dFarLogAdd.Remote(h, base+i)
-		}
-		return gray.GetAll(ctx, refs)
-	})
+	// run makes n calls add(base+i) without waiting, then gets them all;
+	// runFar does it on a far log.
+	dCallerRun    = gray.Method3(dCallerType, "run", runCalls(dLogAdd))
+	dCallerRunFar = gray.Method3(dCallerType, "runFar", runCalls(dFarLogAdd))
 	// start calls add(1), block(g) and add(2), keeping the references;
-	// it returns its own process ID.
-	dCallerStart = gray.Method2(dCallerType, "start", func(c *dCaller, ctx context.Context, h gray.Handle[dLog], g string) (int, error) {
-		c.refs = append(c.refs, dLogAdd.Remote(h, 1), dLogBlock.Remote(h, g), dLogAdd.Remote(h, 2))
-		return os.Getpid(), nil
-	})
-	dCallerStartR = gray.Method2(dCallerType, "startR", func(c *dCaller, ctx context.Context, h gray.Handle[dLog], g string) (int, error) {
-		c.refs = append(c.refs, dRLogAdd.Remote(h, 1), dRLogBlock.Remote(h, g), dRLogAdd.Remote(h, 2))
-		return os.Getpid(), nil
-	})
-	dCallerStartFar = gray.Method2(dCallerType, "startFar", func(c *dCaller, ctx context.Context, h gray.Handle[dLog], g string) (int, error) {
-		c.refs = append(c.refs, dFarLogAdd.Remote(h, 1), dFarLogBlock.Remote(h, g), dFarLogAdd.Remote(h, 2))
-		return os.Getpid(), nil
-	})
+	// it returns its own process ID. startR does it on a restartable log
+	// and startFar on a far one.
+	dCallerStart    = gray.Method2(dCallerType, "start", startCalls(dLogAdd, dLogBlock))
+	dCallerStartR   = gray.Method2(dCallerType, "startR", startCalls(dRLogAdd, dRLogBlock))
+	dCallerStartFar = gray.Method2(dCallerType, "startFar", startCalls(dFarLogAdd, dFarLogBlock))
 	// finish gets the kept references: "ok" or the error, for each.
 	dCallerFinish = gray.Method0(dCallerType, "finish", func(c *dCaller, ctx context.Context) ([]string, error) {
 		out := make([]string, len(c.refs))
@@ -144,6 +125,52 @@ var (
 	dPlusOne = gray.Func1("test.direct.plusOne", func(_ context.Context, x int) (int, error) { return x + 1, nil })
 )
 
+// runCalls is a caller's method that makes n calls add(base+i) of a log
+// without waiting, then gets them all.
+func runCalls(add *gray.ActorMethod1[dLog, int, int]) func(*dCaller, context.Context, gray.Handle[dLog], int, int) ([]int, error) {
+	return func(c *dCaller, ctx context.Context, h gray.Handle[dLog], base, n int) ([]int, error) {
+		refs := make([]gray.Ref[int], n)
+		for i := range refs {
+			refs[i] = add.Remote(h, base+i)
+		}
+		return gray.GetAll(ctx, refs)
+	}
+}
+
+// startCalls is a caller's method that calls add(1), block(g) and add(2)
+// of a log, keeping the references, and returns its own process ID.
+func startCalls(add *gray.ActorMethod1[dLog, int, int], block *gray.ActorMethod1[dLog, string, int]) func(*dCaller, context.Context, gray.Handle[dLog], string) (int, error) {
+	return func(c *dCaller, ctx context.Context, h gray.Handle[dLog], g string) (int, error) {
+		c.refs = append(c.refs, add.Remote(h, 1), block.Remote(h, g), add.Remote(h, 2))
+		return os.Getpid(), nil
+	}
+}
+
+// newActor creates an actor of typ, failing the test when it cannot.
+func newActor[T any](t *testing.T, ctx context.Context, typ *gray.ActorType[T]) gray.Handle[T] {
+	t.Helper()
+	h, err := typ.Remote(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// blockedCaller creates a caller whose start (a startCalls method) calls
+// callee three times, the second call blocked on a fresh gate, and waits
+// for that call to run. It returns the caller, the gate, the caller's
+// process ID and the process ID running the blocked call.
+func blockedCaller(t *testing.T, ctx context.Context, start *gray.ActorMethod2[dCaller, gray.Handle[dLog], string, int], callee gray.Handle[dLog]) (c gray.Handle[dCaller], g gate, callerPID, calleePID int) {
+	t.Helper()
+	c = newActor(t, ctx, dCallerType)
+	g = newGate(t, "block")
+	callerPID, err := gray.Get(ctx, start.Remote(c, callee, string(g)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, g, callerPID, waitStarted(t, g)
+}
+
 // startDirect starts a session whose actors call actors directly.
 func startDirect(t *testing.T) context.Context {
 	t.Setenv(task.EnvDirect, "1")
@@ -182,18 +209,9 @@ func waitStarted(t *testing.T, g gate) int {
 // results.
 func TestDirectActorCallsKeepEachCallersOrder(t *testing.T) {
 	ctx := startDirect(t)
-	log, err := dLogType.Remote(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := dCallerType.Remote(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := dCallerType.Remote(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	log := newActor(t, ctx, dLogType)
+	a := newActor(t, ctx, dCallerType)
+	b := newActor(t, ctx, dCallerType)
 	const n = 500
 	ra, rb := dCallerRun.Remote(a, log, 0, n), dCallerRun.Remote(b, log, 10000, n)
 	for _, r := range []gray.Ref[[]int]{ra, rb} {
@@ -229,19 +247,8 @@ func TestDirectActorCallsKeepEachCallersOrder(t *testing.T) {
 // found by the driver.
 func TestDirectActorCallsBypassTheDriver(t *testing.T) {
 	ctx := startDirect(t)
-	log, err := dLogType.Remote(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := dCallerType.Remote(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := newGate(t, "block")
-	if _, err := gray.Get(ctx, dCallerStart.Remote(c, log, string(g))); err != nil {
-		t.Fatal(err)
-	}
-	waitStarted(t, g)
+	log := newActor(t, ctx, dLogType)
+	c, g, _, _ := blockedCaller(t, ctx, dCallerStart, log)
 	s, err := gray.Snapshot()
 	if err != nil {
 		t.Fatal(err)
@@ -266,14 +273,8 @@ func TestDirectActorCallsBypassTheDriver(t *testing.T) {
 // a task's result (which the driver holds).
 func TestDirectResultsWaitAndFree(t *testing.T) {
 	ctx := startDirect(t)
-	log, err := dLogType.Remote(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := dCallerType.Remote(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	log := newActor(t, ctx, dLogType)
+	c := newActor(t, ctx, dCallerType)
 	g := newGate(t, "block")
 	if got, err := gray.Get(ctx, dCallerWaitFree.Remote(c, log, string(g))); err != nil || got != "ok" {
 		t.Fatalf("waitFree: %q, %v", got, err)
@@ -285,19 +286,9 @@ func TestDirectResultsWaitAndFree(t *testing.T) {
 // had sent would (the one before it succeeded), and later calls fail too.
 func TestDirectCalleeKilledMidCall(t *testing.T) {
 	ctx := startDirect(t)
-	log, err := dLogType.Remote(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := dCallerType.Remote(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := newGate(t, "block")
-	if _, err := gray.Get(ctx, dCallerStart.Remote(c, log, string(g))); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Kill(waitStarted(t, g), syscall.SIGKILL); err != nil {
+	log := newActor(t, ctx, dLogType)
+	c, _, _, calleePID := blockedCaller(t, ctx, dCallerStart, log)
+	if err := syscall.Kill(calleePID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	res, err := gray.Get(ctx, dCallerFinish.Remote(c))
@@ -322,19 +313,8 @@ func TestDirectCalleeKilledMidCall(t *testing.T) {
 // replayed, as without direct calls.
 func TestDirectCallsOfRestartableActorReplay(t *testing.T) {
 	ctx := startDirect(t)
-	rlog, err := dRLogType.Remote(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := dCallerType.Remote(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := newGate(t, "block")
-	if _, err := gray.Get(ctx, dCallerStartR.Remote(c, rlog, string(g))); err != nil {
-		t.Fatal(err)
-	}
-	pid := waitStarted(t, g)
+	rlog := newActor(t, ctx, dRLogType)
+	c, g, _, pid := blockedCaller(t, ctx, dCallerStartR, rlog)
 	s, err := gray.Snapshot()
 	if err != nil {
 		t.Fatal(err)
@@ -359,20 +339,8 @@ func TestDirectCallsOfRestartableActorReplay(t *testing.T) {
 // the callee lives on and answers others.
 func TestDirectCallerKilled(t *testing.T) {
 	ctx := startDirect(t)
-	log, err := dLogType.Remote(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := dCallerType.Remote(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := newGate(t, "block")
-	callerPID, err := gray.Get(ctx, dCallerStart.Remote(c, log, string(g)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitStarted(t, g)
+	log := newActor(t, ctx, dLogType)
+	c, g, callerPID, _ := blockedCaller(t, ctx, dCallerStart, log)
 	if err := syscall.Kill(callerPID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -399,22 +367,11 @@ func TestClusterDirectCallToAnotherNode(t *testing.T) {
 	waitResources(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	far, err := dFarLogType.Remote(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	far := newActor(t, ctx, dFarLogType)
 	if where, err := gray.Get(ctx, dFarLogWhere.Remote(far)); err != nil || where != c.Node(1).ID {
 		t.Fatalf("the callee runs on %q (%v), want node 1 (%s)", where, err, c.Node(1).ID)
 	}
-	caller, err := dCallerType.Remote(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := newGate(t, "block")
-	if _, err := gray.Get(ctx, dCallerStartFar.Remote(caller, far, string(g))); err != nil {
-		t.Fatal(err)
-	}
-	waitStarted(t, g)
+	caller, g, _, _ := blockedCaller(t, ctx, dCallerStartFar, far)
 	s, err := gray.Snapshot()
 	if err != nil {
 		t.Fatal(err)

@@ -114,25 +114,35 @@ func alive(t *testing.T, store *control.Redis, id string) bool {
 	return n.Alive
 }
 
-func TestSilentNodeIsDeclaredDead(t *testing.T) {
-	r := clustertest.StartRedis(t)
-	store := r.Dial(t, "")
+// twoNodes starts Redis and two beating nodes, a and b, and waits for both
+// to join, in either order. It returns the store, its node events (watched
+// from before the joins, until the test ends) and a function that stops b's
+// heartbeat.
+func twoNodes(t *testing.T) (store *control.Redis, evs <-chan control.NodeEvent, stopB func()) {
+	t.Helper()
+	store = clustertest.StartRedis(t).Dial(t, "")
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(cancel)
 	evs, err := store.WatchNodes(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	beat(t, store, "a")
-	stopB := beat(t, store, "b")
+	stopB = beat(t, store, "b")
+	deadline := time.After(20 * time.Second)
 	for joined := map[string]bool{}; !joined["a"] || !joined["b"]; {
 		select {
 		case ev := <-evs:
-			joined[ev.Node.ID] = ev.Kind == control.NodeJoined
-		case <-time.After(20 * time.Second):
+			joined[ev.Node.ID] = joined[ev.Node.ID] || ev.Kind == control.NodeJoined
+		case <-deadline:
 			t.Fatalf("nodes joined: %v, want a and b", joined)
 		}
 	}
+	return store, evs, stopB
+}
+
+func TestSilentNodeIsDeclaredDead(t *testing.T) {
+	store, evs, stopB := twoNodes(t)
 	deaths := make(chan time.Duration, 4)
 	runMonitor(t, store, func(id, reason string, silent time.Duration) { deaths <- silent })
 
@@ -189,30 +199,17 @@ func TestHeartbeaterRegistersAgainAfterRedisLostIt(t *testing.T) {
 	r := clustertest.StartRedis(t)
 	store := r.Dial(t, "")
 	beat(t, store, "a")
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if n, ok, _ := store.Node(context.Background(), "a"); ok && n.Alive {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("node a never registered")
-		}
-		time.Sleep(20 * time.Millisecond)
+	alive := func() bool {
+		n, ok, err := store.Node(context.Background(), "a")
+		return err == nil && ok && n.Alive
 	}
+	clustertest.WaitFor(t, 20*time.Second, "node a to register", alive)
 	// Redis comes back empty: same port, a new directory without the
 	// append-only file.
 	r.Kill()
 	r.Config.Dir = t.TempDir()
 	r.Restart(t)
-	for {
-		if n, ok, err := store.Node(context.Background(), "a"); err == nil && ok && n.Alive {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("node a did not register again after Redis lost it")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	clustertest.WaitFor(t, 20*time.Second, "node a to register again after Redis lost it", alive)
 }
 
 func TestHeartbeaterStopsWhenDeclaredDead(t *testing.T) {
@@ -223,12 +220,7 @@ func TestHeartbeaterStopsWhenDeclaredDead(t *testing.T) {
 	h := &monitor.Heartbeater{Store: store, Node: control.NodeInfo{ID: "z"}, Interval: 20 * time.Millisecond, Logf: t.Logf}
 	done := make(chan error, 1)
 	go func() { done <- h.Run(ctx) }()
-	for !func() bool { _, ok, _ := store.Node(ctx, "z"); return ok }() {
-		if ctx.Err() != nil {
-			t.Fatal("node z never registered")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	clustertest.WaitFor(t, 20*time.Second, "node z to register", func() bool { _, ok, _ := store.Node(ctx, "z"); return ok })
 	if err := store.MarkDead(ctx, "z", "test"); err != nil {
 		t.Fatal(err)
 	}
@@ -287,20 +279,7 @@ func TestDeadNodesObjectsLeaveTheLocationTable(t *testing.T) {
 // declared dead once its heartbeat, too, is silent for Confirm, long
 // before Timeout; one that cannot be reached but still beats is not.
 func TestUnreachableSilentNodeIsDeadAfterConfirm(t *testing.T) {
-	r := clustertest.StartRedis(t)
-	store := r.Dial(t, "")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	evs, err := store.WatchNodes(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	beat(t, store, "a")
-	stopB := beat(t, store, "b")
-	for joined := map[string]bool{}; !joined["a"] || !joined["b"]; { // in either order
-		ev := <-evs
-		joined[ev.Node.ID] = joined[ev.Node.ID] || ev.Kind == control.NodeJoined
-	}
+	store, evs, stopB := twoNodes(t)
 	since := time.Now()
 	m := &monitor.Monitor{Store: store, Timeout: time.Hour, Confirm: 200 * time.Millisecond, Logf: t.Logf,
 		Unreachable: func(id string) (time.Time, bool) { return since, true }}

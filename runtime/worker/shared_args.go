@@ -12,8 +12,8 @@ import (
 
 // keptSet holds the mappings of the gray.Shared arguments an actor keeps:
 // unlike other arguments they are neither copied nor unmapped when the call
-// ends. The driver holds each object for the actor (see the node's
-// actor_kept.go) until the actor dies or releases it.
+// ends. The driver holds each object for the actor (see
+// runtime/objects/shared_args.go) until the actor dies or releases it.
 type keptSet struct {
 	mu    sync.Mutex
 	views []keptView

@@ -73,11 +73,7 @@ type experiment struct {
 
 func run(ctx context.Context, cfg config, w io.Writer) (summary, error) {
 	start := time.Now()
-	space, err := hyperopt.LookupSpace(cfg.Space)
-	if err != nil {
-		return summary{}, err
-	}
-	data, err := cfg.Load()
+	space, data, err := cfg.Open(cfg.Space)
 	if err != nil {
 		return summary{}, err
 	}

@@ -2,25 +2,17 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"os"
 	"testing"
 
 	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/datasets/fashionmnist/fmtest"
 	"github.com/gray-ml/gray/examples/hyperopt"
+	"github.com/gray-ml/gray/internal/graytest"
 )
 
 func TestMain(m *testing.M) {
-	gray.ServeIfWorker()
-	if err := gray.Init(context.Background(), gray.Options{NumCPUs: 2, NoGPUs: true}); err != nil {
-		fmt.Fprintln(os.Stderr, "gray.Init:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	gray.Shutdown()
-	os.Exit(code)
+	graytest.Main(m, gray.Options{NumCPUs: 2, NoGPUs: true})
 }
 
 // TestShortSearch runs a few segments on a few hundred images: experiments

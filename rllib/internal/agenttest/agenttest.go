@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/gray-ml/gray"
+	"github.com/gray-ml/gray/internal/graytest"
 	"github.com/gray-ml/gray/rllib"
 	"gopkg.in/yaml.v3"
 )
@@ -26,16 +27,7 @@ import (
 func Main(m *testing.M, cpus int) { MainWith(m, gray.Options{NumCPUs: cpus}) }
 
 // MainWith is Main with the runtime's options (a declared GPU, say).
-func MainWith(m *testing.M, opts gray.Options) {
-	gray.ServeIfWorker()
-	if err := gray.Init(context.Background(), opts); err != nil {
-		fmt.Fprintln(os.Stderr, "gray.Init:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = gray.Shutdown()
-	os.Exit(code)
-}
+func MainWith(m *testing.M, opts gray.Options) { graytest.Main(m, opts) }
 
 // FromKeys is newAgent (an algorithm's New) taking the user's config keys,
 // decoded over defaults() as train decodes them (rllib.Decode), for tests
