@@ -88,7 +88,7 @@ type Config struct {
 }
 
 // ErrShutdown is returned by calls on a node that was shut down.
-var ErrShutdown = errors.New("gray has been shut down (or was never initialised in this session): call gray.Init first")
+var ErrShutdown = objects.ErrShutdown
 
 // Node is the driver's runtime for one machine.
 type Node struct {
@@ -104,10 +104,9 @@ type Node struct {
 	mu       sync.Mutex
 	closed   bool
 	store    objects.Store
-	waiters  map[ids.ObjectID][]waiter // tasks waiting for their arguments
-	waits    *sched.Waits[*request]    // Gets and Waits waiting for objects (sched.Waits)
-	objs     *objtable.Table           // who holds which object and why (runtime/objtable)
-	core     *sched.Cluster[*pending]  // resources, queues and the pools' decisions, per node
+	waits    *sched.Waits[*request]   // Gets and Waits waiting for objects (sched.Waits)
+	objs     *objtable.Table          // who holds which object and why (runtime/objtable)
+	core     *sched.Cluster[*pending] // resources, queues and the pools' decisions, per node
 	workers  map[sched.WorkerID]*proc
 	actors   map[ids.ActorID]*actor
 	errQ     []*task.TaskError // failures to report outside the lock
@@ -123,6 +122,9 @@ type Node struct {
 	// nodes (runtime/objects, glue in objects.go). store, shared, objs and
 	// rec are its parts, which the shell reads.
 	ob *objects.Keeper[*pending]
+	// The API's object calls (Put, Free, Drop...: objects.API) are the
+	// node's, each taking mu.
+	*objects.API[*pending]
 
 	remote *remoteState // nil outside a cluster
 	direct directTable  // where actors take direct calls (direct.go)
@@ -139,25 +141,19 @@ type Node struct {
 	wg   sync.WaitGroup // the node's own goroutines (the pool's are its own)
 }
 
-// waiter is a task waiting for one of its arguments.
-type waiter struct {
-	p *pending
-}
-
 // pending is a submitted task that has not finished.
 type pending struct {
-	spec   *task.Spec
-	entry  *task.Entry
-	failed *task.TaskError // the first failed argument
-	actor  *actor
+	spec  *task.Spec
+	entry *task.Entry
+	actor *actor
+	args  objects.ArgWait // its wait for its arguments (the Keeper's, objects/args.go)
 	// record is the task as submitted (reference arguments intact): for a
 	// function task on a node with a shared store, its lineage (often spec
 	// itself); for a call of an actor that may be restarted (restart.go),
 	// the record its replay log keeps. No task needs both, so they share
 	// one field (a queued task's record is 64 bytes, not 80).
-	record  *task.Spec
-	sent    int64 // when it was handed to a worker, in Config.Events' clock
-	missing int32 // reference arguments not yet available
+	record *task.Spec
+	sent   int64 // when it was handed to a worker, in Config.Events' clock
 	// For calls of an actor that may be restarted: whether it is sent
 	// again after a restart; whether its results were stored already (a
 	// replay).
@@ -167,6 +163,9 @@ type pending struct {
 	// arguments until it ends (objects/lineage.go).
 	lineageHeld bool
 }
+
+// Args implements objects.Task.
+func (p *pending) Args() *objects.ArgWait { return &p.args }
 
 // lineage returns the record of function task p for lineage, or nil.
 func (p *pending) lineage() *task.Spec {
@@ -198,9 +197,8 @@ type proc struct {
 	name     string
 	actor    *actor
 	dead     bool
-	node     sched.NodeID          // where it runs: sched.Local, or a node of the cluster
-	reserved map[ids.ObjectID]bool // results of its running task it is writing into reserved room
-	lastDone int64                 // when its last function task's result came, in Node.now's clock
+	node     sched.NodeID // where it runs: sched.Local, or a node of the cluster
+	lastDone int64        // when its last function task's result came, in Node.now's clock
 }
 
 // actor is one actor and its dedicated worker.
@@ -257,7 +255,6 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		root:    ids.Root(cfg.Seed, cfg.Seeded),
 		done:    make(chan struct{}),
 		store:   cfg.Store,
-		waiters: map[ids.ObjectID][]waiter{},
 		objs:    objtable.New(),
 		core:    sched.NewCluster[*pending](sched.Config{Total: cfg.Resources, Workers: cfg.NumWorkers, Capacity: localCapacity(cfg), GPUs: localGPUs(cfg), PackWorkers: packWorkers()}),
 		workers: map[sched.WorkerID]*proc{},
@@ -269,6 +266,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n.waits = sched.NewWaits[*request](n.core)
 	n.ob = objects.New(objects.Config[*pending]{Store: n.store, Shared: n.shared, Table: n.objs, Rec: n.rec,
 		Tasks: objectTasks{n}, Lock: n.mu.Lock, Unlock: n.unlock})
+	n.API = n.ob.API()
 	env := cfg.Env
 	if cfg.Cluster != nil {
 		// Local workers too dial other nodes (pulling objects, direct

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/gray-ml/gray/runtime/ids"
-	"github.com/gray-ml/gray/runtime/objtable"
 	"github.com/gray-ml/gray/runtime/pool"
 	"github.com/gray-ml/gray/runtime/recovery"
 	"github.com/gray-ml/gray/runtime/sched"
@@ -152,7 +151,7 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 			return err
 		}
 		n.mu.Lock()
-		n.putFrom(w, m.ID, m.Object)
+		n.ob.PutFrom(workerHolder(w), w.name, w.node, m.ID, m.Object)
 		n.unlockFor(w)
 	case task.MsgDrop, task.MsgFree:
 		n.mu.Lock()
@@ -160,9 +159,9 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 			switch {
 			case n.closed:
 			case typ == task.MsgDrop:
-				n.drop(objtable.WorkerHolder(int(w.id)), id)
+				n.ob.Drop(workerHolder(w), id)
 			default:
-				n.freeNow(id)
+				n.ob.FreeNow(id)
 			}
 		})
 		n.unlockFor(w)
@@ -238,21 +237,6 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 	return nil
 }
 
-// putFrom stores an object a task of w put (MsgPut).
-func (n *Node) putFrom(w *proc, id ids.ObjectID, o task.Object) {
-	if w.reserved[id] { // written into reserved room
-		delete(w.reserved, id)
-		o = n.sealReserved(id, o, w)
-	} else if _, exists := n.store.Get(id); !exists && w.node != sched.Local {
-		o = n.adoptInline(id, o, w)
-	} else if !exists {
-		o = n.adopt(id, o, w)
-	}
-	if _, exists := n.store.Get(id); !exists {
-		n.putLocked(id, o)
-	}
-}
-
 // fixed decodes a message that carries one ID into dst.
 func fixed(payload, dst []byte) error {
 	d := wire.Dec{B: payload}
@@ -310,21 +294,14 @@ func (n *Node) result(w *proc, r pool.Result) {
 			// second time, resubmit.go): keep the original.
 			continue
 		}
-		if w.reserved[id] {
-			delete(w.reserved, id)
-			o = n.sealReserved(id, o, w)
-		} else if w.node != sched.Local {
-			o = n.adoptInline(id, o, w)
-		} else {
-			o = n.adopt(id, o, w)
-		}
+		o = n.delivered(w, id, o)
 		if o.Err != nil && failed == nil {
 			failed = o.Err
 		}
 		// A rebuilt object was made once. If this attempt failed (no room
 		// in the store, say), the error answers who waits now and the next
 		// request rebuilds it again (see have), up to a point (lost.go).
-		o = n.stored(p, id, o, rebuilt)
+		o = n.ob.Result(id, p.lineage(), o, rebuilt)
 		n.putLocked(id, o)
 	}
 	n.releaseLineage(p) // its results' lineage records hold what they need now
@@ -376,7 +353,7 @@ func (h *poolHandler) Gone(pw *pool.Worker, bad error) {
 		n.unlock()
 		return
 	}
-	n.dropHolds(w)
+	n.ob.DropHolds(workerHolder(w))
 	n.waits.WorkerGone(w.id)
 	if !w.Connected() && (w.actor == nil || !w.actor.dead) { // not an actor killed while starting
 		n.startFailed(w)

@@ -88,15 +88,9 @@ func (n *Node) Snapshot() Snapshot {
 	n.core.EachQueued(func(p *pending) {
 		s.Tasks = append(s.Tasks, TaskState{ID: p.spec.ID, Func: p.spec.Func, State: TaskQueued, Worker: -1})
 	})
-	waiting := map[*pending]bool{}
-	for _, ws := range n.waiters {
-		for _, w := range ws {
-			if w.p != nil && !waiting[w.p] {
-				waiting[w.p] = true
-				s.Tasks = append(s.Tasks, TaskState{ID: w.p.spec.ID, Func: w.p.spec.Func, State: TaskWaiting, Worker: -1})
-			}
-		}
-	}
+	n.ob.EachWaiting(func(p *pending) {
+		s.Tasks = append(s.Tasks, TaskState{ID: p.spec.ID, Func: p.spec.Func, State: TaskWaiting, Worker: -1})
+	})
 	for _, a := range n.actors {
 		as := ActorState{ID: a.id, Type: a.typ, State: "ALIVE", Worker: -1, Pending: len(a.queue) + len(a.inflight)}
 		switch {

@@ -1,0 +1,131 @@
+package objects
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gray-ml/gray/runtime/ids"
+	"github.com/gray-ml/gray/runtime/task"
+)
+
+// Tasks waiting for their arguments (args.go), played as the Keeper's
+// other tests are: "args t1 a b" submits task t1 taking a and b, "ready
+// t1" is the Keeper handing it back (Tasks.Ready).
+
+// doArgs carries out the args events; false: not one of them.
+func (f *fixture) doArgs(w []string) bool {
+	k := f.k
+	switch w[0] {
+	case "args": // args T X...: task T takes X... (NeedArgs)
+		t, s := f.task(w[1], w[2:])
+		f.tasks.log = append(f.tasks.log, fmt.Sprintf("%s waits: %v", w[1], k.NeedArgs(t, s)))
+	case "args-lost": // args-lost T: T is about to be sent (ArgsLost)
+		t, s := f.task(w[1], nil)
+		f.tasks.log = append(f.tasks.log, fmt.Sprintf("%s lost: %v", w[1], k.ArgsLost(t, s)))
+	case "put-err": // put-err X: X is a failed task's result
+		k.Put(f.obj(w[1]), task.Object{Err: &task.TaskError{Function: "g", Message: "boom"}})
+	case "waiting": // which tasks wait for an argument
+		var names []string
+		k.EachWaiting(func(t tk) { names = append(names, t.name) })
+		slices.Sort(names)
+		f.tasks.log = append(f.tasks.log, "waiting: "+strings.Join(names, " "))
+	default:
+		return false
+	}
+	return true
+}
+
+// task returns task name and its spec, made taking args on first use.
+func (f *fixture) task(name string, args []string) (tk, *task.Spec) {
+	if t, ok := f.named[name]; ok {
+		return t, f.specs[name]
+	}
+	if f.named == nil {
+		f.named, f.specs = map[string]*fakeTask{}, map[string]*task.Spec{}
+	}
+	t := &fakeTask{name: name}
+	s := &task.Spec{ID: ids.Child(root, 100+uint64(len(f.named))), Func: name, NumReturns: 1}
+	for _, a := range args {
+		s.Args = append(s.Args, task.Arg{IsRef: true, Ref: f.obj(a)})
+	}
+	f.named[name], f.specs[name] = t, s
+	return t, s
+}
+
+func TestArgs(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		cluster bool
+		steps   []step
+	}{
+		{"a task waits for its missing arguments, and is ready once the last is stored", false, []step{
+			{"put a", []string{"wake a"}},
+			{"args t1 a b c", []string{"t1 waits: true"}},
+			{"waiting", []string{"waiting: t1"}},
+			{"put b", []string{"wake b"}},
+			{"put c", []string{"wake c", "ready t1"}},
+			{"waiting", []string{"waiting: "}},
+		}},
+		{"arguments that exist: no wait", false, []step{
+			{"put a", []string{"wake a"}},
+			{"args t1 a a", []string{"t1 waits: false"}},
+			{"waiting", []string{"waiting: "}},
+		}},
+		{"one object twice: counted twice, ready once", false, []step{
+			{"args t1 a a", []string{"t1 waits: true"}},
+			{"put a", []string{"wake a", "ready t1"}},
+		}},
+		{"waiters for one object wake in the order they came", false, []step{
+			{"args t2 a", []string{"t2 waits: true"}},
+			{"args t1 a b", []string{"t1 waits: true"}},
+			{"args t3 a", []string{"t3 waits: true"}},
+			{"put a", []string{"wake a", "ready t2", "ready t3"}},
+			{"waiting", []string{"waiting: t1"}},
+			{"put b", []string{"wake b", "ready t1"}},
+		}},
+		{"a failed argument makes the task fail, once all are there", false, []step{
+			{"args t1 a b", []string{"t1 waits: true"}},
+			{"put-err a", []string{"wake a: boom"}},
+			{"put b", []string{"wake b", "ready t1 (failed: boom)"}},
+		}},
+		{"a failed argument stored before: the task fails at once", false, []step{
+			{"put-err a", []string{"wake a: boom"}},
+			{"args t1 a", []string{"t1 waits: false"}},
+			{"put b", []string{"wake b"}}, // t1 does not wait for b: nothing
+		}},
+		{"an argument dropped while a task waits lives until the task is sent", false, []step{
+			{"args t1 a", []string{"t1 waits: true"}},
+			{"drop a", nil},
+			{"put-shared a 4096", []string{"wake a", "ready t1"}},
+			{"exists a", []string{"a true"}},
+			{"recorded a", []string{"recorded 1, kept 0, pins 1"}}, // its argument claim and the pin for the task
+		}},
+		{"a put lost with its node before the task is sent: the task fails with its loss", true, []step{
+			{"remote a 1 4096", []string{"wake a"}},
+			{"args t1 a", []string{"t1 waits: false"}},
+			{"node-gone 1", []string{"wake a: lost put"}},
+			{"args-lost t1", []string{"t1 lost: true"}},
+			{"waiting", []string{"waiting: "}},
+		}},
+		{"a result lost with its node before the task is sent: rebuilt, and the task waits for it", true, []step{
+			{"put-shared a 4096", []string{"wake a"}},
+			{"lineage", nil},
+			{"remote r 1 4096", []string{"wake r"}},
+			{"lineage-ends", nil},
+			{"args t1 r", []string{"t1 waits: false"}},
+			{"node-gone 1", nil},
+			{"args-lost t1", []string{"resubmit f", "t1 lost: true"}},
+			{"waiting", []string{"waiting: t1"}},
+			{"put-shared r 4096", []string{"wake r", "ready t1"}},
+		}},
+		{"nothing lost: the task goes", true, []step{
+			{"remote a 1 4096", []string{"wake a"}},
+			{"args t1 a", []string{"t1 waits: false"}},
+			{"args-lost t1", []string{"t1 lost: false"}},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { run(t, tc.cluster, tc.steps) })
+	}
+}
