@@ -105,10 +105,9 @@ func (n *Node) needArgs(p *pending)                                   { n.ob.Nee
 func (n *Node) argsLost(p *pending) bool                              { return n.ob.ArgsLost(p, p.spec) }
 func workerHolder(w *proc) objtable.Holder                            { return objtable.WorkerHolder(int(w.id)) }
 
-// delivered returns what to store as object id, which worker w delivered
-// as o (objects.Keeper.Delivered).
-func (n *Node) delivered(w *proc, id ids.ObjectID, o task.Object) task.Object {
-	return n.ob.Delivered(workerHolder(w), w.name, w.node, id, o)
+// objWorker is w as the Keeper knows it: who delivers objects.
+func objWorker(w *proc) objects.Worker {
+	return objects.Worker{Holder: workerHolder(w), Name: w.name, Node: w.node}
 }
 func (n *Node) releaseOneKept(w *proc, id ids.ObjectID) {
 	if w.actor != nil {

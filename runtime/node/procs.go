@@ -151,7 +151,7 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 			return err
 		}
 		n.mu.Lock()
-		n.ob.PutFrom(workerHolder(w), w.name, w.node, m.ID, m.Object)
+		n.ob.PutFrom(objWorker(w), m.ID, m.Object)
 		n.unlockFor(w)
 	case task.MsgDrop, task.MsgFree:
 		n.mu.Lock()
@@ -277,33 +277,7 @@ func (n *Node) result(w *proc, r pool.Result) {
 		n.step()
 		return
 	}
-	rebuilt := n.rec.Rebuilding(tid)
-	n.rec.Step(recovery.Ended[*pending]{Task: p, ID: tid})
-	var failed *task.TaskError
-	for i, o := range objs {
-		if p.spec.Kind == task.KindActorCreate {
-			if o.Err != nil && failed == nil {
-				failed = o.Err
-			}
-			continue
-		}
-		id := p.spec.Return(i)
-		if _, exists := n.store.Get(id); exists && (rebuilt || p.spec.Kind == task.KindFunc) {
-			// A return that was not evicted, or one that an earlier run
-			// of the same task stored (submitted again by a call run a
-			// second time, resubmit.go): keep the original.
-			continue
-		}
-		o = n.delivered(w, id, o)
-		if o.Err != nil && failed == nil {
-			failed = o.Err
-		}
-		// A rebuilt object was made once. If this attempt failed (no room
-		// in the store, say), the error answers who waits now and the next
-		// request rebuilds it again (see have), up to a point (lost.go).
-		o = n.ob.Result(id, p.lineage(), o, rebuilt)
-		n.putLocked(id, o)
-	}
+	failed := n.ob.Results(p, p.spec, p.lineage(), objWorker(w), objs)
 	n.releaseLineage(p) // its results' lineage records hold what they need now
 	n.abortReserved(w)  // reserved for returns the task did not deliver
 	if a := w.actor; a != nil {

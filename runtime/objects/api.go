@@ -141,3 +141,29 @@ func (a *API[T]) Recorded() int {
 	a.read(func(k *Keeper[T]) { n = k.Recorded() })
 	return n
 }
+
+// ObjectState is what the node knows of one object.
+type ObjectState struct {
+	Size    int    // bytes of its value (inline or in shared memory)
+	Shared  bool   // in the shared-memory store
+	Failed  string // the error it holds instead of a value, if any
+	Creator ids.TaskID
+}
+
+// Object looks an object up by its ID.
+func (a *API[T]) Object(id ids.ObjectID) (ObjectState, bool) {
+	var o task.Object
+	var ok bool
+	a.read(func(k *Keeper[T]) { o, ok = k.store.Get(id) })
+	if !ok {
+		return ObjectState{}, false
+	}
+	st := ObjectState{Size: len(o.Data), Shared: o.Shared, Creator: id.Task()}
+	if o.Shared {
+		st.Size = int(o.Size)
+	}
+	if o.Err != nil {
+		st.Failed = o.Err.Error()
+	}
+	return st, true
+}

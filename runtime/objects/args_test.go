@@ -10,12 +10,13 @@ import (
 	"github.com/gray-ml/gray/runtime/task"
 )
 
-// Tasks waiting for their arguments (args.go), played as the Keeper's
-// other tests are: "args t1 a b" submits task t1 taking a and b, "ready
-// t1" is the Keeper handing it back (Tasks.Ready).
+// Tasks waiting for their arguments (args.go) and what tasks return
+// (results.go), played as the Keeper's other tests are: "args t1 a b"
+// submits task t1 taking a and b, "ready t1" is the Keeper handing it
+// back (Tasks.Ready); "returns x" is f returning its result r.
 
-// doArgs carries out the args events; false: not one of them.
-func (f *fixture) doArgs(w []string) bool {
+// doTasks carries out the events about tasks; false: not one of them.
+func (f *fixture) doTasks(w []string) bool {
 	k := f.k
 	switch w[0] {
 	case "args": // args T X...: task T takes X... (NeedArgs)
@@ -26,6 +27,24 @@ func (f *fixture) doArgs(w []string) bool {
 		f.tasks.log = append(f.tasks.log, fmt.Sprintf("%s lost: %v", w[1], k.ArgsLost(t, s)))
 	case "put-err": // put-err X: X is a failed task's result
 		k.Put(f.obj(w[1]), task.Object{Err: &task.TaskError{Function: "g", Message: "boom"}})
+	case "returns": // returns x|err|shared: f's run returned a value, an error or 4 KiB in shared memory
+		o := task.Object{Data: []byte("x")}
+		switch w[1] {
+		case "err":
+			o = task.Object{Err: &task.TaskError{Function: "f", Message: "boom"}}
+		case "shared":
+			wr, err := f.shared.Create(StoreID(r), 4096)
+			if err == nil {
+				err = wr.Seal()
+			}
+			if err != nil {
+				f.t.Fatal(err)
+			}
+			o = task.Object{Shared: true, Size: 4096}
+		}
+		if err := k.Results(tt, fspec, fspec, Worker{Name: "worker 1"}, []task.Object{o}); err != nil {
+			f.tasks.log = append(f.tasks.log, "failed: "+err.Message)
+		}
 	case "waiting": // which tasks wait for an argument
 		var names []string
 		k.EachWaiting(func(t tk) { names = append(names, t.name) })
@@ -127,5 +146,38 @@ func TestArgs(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { run(t, tc.cluster, tc.steps) })
+	}
+}
+
+func TestResults(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		steps []step
+	}{
+		{"a result is stored and wakes the task waiting for it", []step{
+			{"args t1 r", []string{"t1 waits: true"}},
+			{"returns x", []string{"wake r", "ready t1"}},
+		}},
+		{"a failed result is stored as its error, and reported", []step{
+			{"returns err", []string{"wake r: boom", "failed: boom"}},
+			{"have r", []string{"have r: true: boom"}},
+		}},
+		{"a task run twice keeps its first result", []step{
+			{"returns x", []string{"wake r"}},
+			{"returns err", nil},
+			{"have r", []string{"have r: true"}},
+		}},
+		{"a rebuild stores the evicted result again", []step{
+			{"put-shared a 4096", []string{"wake a"}},
+			{"lineage", nil},
+			{"put-shared r 4096", []string{"wake r"}},
+			{"lineage-ends", nil},
+			{"evict r", nil},
+			{"have r", []string{"resubmit f", "have r: false"}},
+			{"returns shared", []string{"wake r"}},
+			{"have r", []string{"have r: true"}},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { run(t, false, tc.steps) })
 	}
 }

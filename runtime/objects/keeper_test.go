@@ -280,7 +280,7 @@ func (f *fixture) do(ev string) {
 	case "recorded":
 		f.tasks.log = append(f.tasks.log, fmt.Sprintf("recorded %d, kept %d, pins %d", k.Recorded(), k.KeptBy(actor), f.shared.Pins(StoreID(arg(1)))))
 	default:
-		if !f.doArgs(w) {
+		if !f.doTasks(w) {
 			f.t.Fatalf("unknown event %q", ev)
 		}
 	}
