@@ -17,11 +17,13 @@
 // hello, messages and end, and a task's result), requests.go (Get and
 // Wait, and a waiting Get reading a worker's connection itself),
 // objects.go (the glue to runtime/objects: the events the node feeds it,
-// the effects on tasks it hands back, the API's object calls),
-// accounts.go, gpu.go and grants.go (resources, GPUs, a cluster node's
-// grant), restart.go (actors recreated), resubmit.go (calls made again by
-// a replay), remote.go (a cluster's nodes), snapshot.go (the state for
-// inspection), and backend.go (the API the root package calls).
+// the tasks and effects it hands back; the API's object calls are
+// objects.API's, embedded in the Node), direct.go (direct actor calls'
+// addresses), accounts.go, gpu.go and grants.go (resources, GPUs, a
+// cluster node's grant), restart.go (actors recreated), resubmit.go
+// (calls made again by a replay), remote.go (a cluster's nodes),
+// snapshot.go (the state for inspection), and backend.go (the API the
+// root package calls).
 // runtime/README.md describes the threads, the locks and the route of a
 // task.
 package node
