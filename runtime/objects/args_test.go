@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/gray-ml/gray/runtime/ids"
+	"github.com/gray-ml/gray/runtime/objstore"
+	"github.com/gray-ml/gray/runtime/objtable"
 	"github.com/gray-ml/gray/runtime/task"
 )
 
@@ -33,7 +35,7 @@ func (f *fixture) doTasks(w []string) bool {
 		case "err":
 			o = task.Object{Err: &task.TaskError{Function: "f", Message: "boom"}}
 		case "shared":
-			wr, err := f.shared.Create(StoreID(r), 4096)
+			wr, err := objstore.CreateFile(f.shared.Dir(), StoreID(r), 4096) // as a worker writes it
 			if err == nil {
 				err = wr.Seal()
 			}
@@ -44,6 +46,32 @@ func (f *fixture) doTasks(w []string) bool {
 		}
 		if err := k.Results(tt, fspec, fspec, Worker{Name: "worker 1"}, []task.Object{o}); err != nil {
 			f.tasks.log = append(f.tasks.log, "failed: "+err.Message)
+		}
+	case "get-pins": // get-pins X...: a worker's Get is answered with X... (PinRead)
+		var oids []ids.ObjectID
+		for _, x := range w[1:] {
+			oids = append(oids, f.obj(x))
+		}
+		i, failed := k.PinRead(objtable.WorkerHolder(1), oids)
+		switch {
+		case i >= 0:
+			f.tasks.log = append(f.tasks.log, "reopen for "+w[1+i])
+		case len(failed) > 0:
+			f.tasks.log = append(f.tasks.log, fmt.Sprintf("pinned, %d failed", len(failed)))
+		default:
+			f.tasks.log = append(f.tasks.log, "pinned")
+		}
+	case "task-ends-on-worker": // the worker's task ends: its reads are unpinned
+		k.UnpinAll(objtable.WorkerHolder(1), objtable.ReadPin)
+	case "read": // read X: the driver's Get reads X (Read)
+		o, again, err := k.Read(f.obj(w[1]))
+		switch {
+		case err != nil:
+			f.tasks.log = append(f.tasks.log, "read "+w[1]+": "+err.Error())
+		case again != nil:
+			f.tasks.log = append(f.tasks.log, "read "+w[1]+": again")
+		default:
+			f.tasks.log = append(f.tasks.log, fmt.Sprintf("read %s: %d bytes%s", w[1], len(o.Data), showValue(o)))
 		}
 	case "waiting": // which tasks wait for an argument
 		var names []string
@@ -176,6 +204,60 @@ func TestResults(t *testing.T) {
 			{"have r", []string{"resubmit f", "have r: false"}},
 			{"returns shared", []string{"wake r"}},
 			{"have r", []string{"have r: true"}},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { run(t, false, tc.steps) })
+	}
+}
+
+// Reading what a Get was answered with (reads.go): an object evicted
+// between readiness and the read is rebuilt, and the read waits for it.
+func TestReads(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		steps []step
+	}{
+		{"a worker's answer is pinned until its task ends", []step{
+			{"put-shared a 4096", []string{"wake a"}},
+			{"put b", []string{"wake b"}},
+			{"get-pins a b", []string{"pinned"}},
+			{"recorded a", []string{"recorded 1, kept 0, pins 1"}},
+			{"task-ends-on-worker", nil},
+			{"recorded a", []string{"recorded 0, kept 0, pins 0"}},
+		}},
+		{"evicted before the worker's answer: rebuilt, the request waits again, nothing stays pinned", []step{
+			{"put-shared a 4096", []string{"wake a"}},
+			{"lineage", nil},
+			{"put-shared r 4096", []string{"wake r"}},
+			{"lineage-ends", nil},
+			{"evict r", nil},
+			{"get-pins a r", []string{"resubmit f", "reopen for r"}},
+			{"recorded a", []string{"recorded 1, kept 0, pins 0"}}, // r's lineage claims a; a's read pin was undone
+		}},
+		{"an evicted put in the worker's answer: sent as its loss", []step{
+			{"put-shared a 4096", []string{"wake a"}},
+			{"put-shared b 4096", []string{"wake b"}},
+			{"evict b", nil},
+			{"get-pins a b", []string{"pinned"}},
+			{"have b", []string{"have b: true: lost put"}},
+		}},
+		{"the driver maps a shared object and pins it once", []step{
+			{"put-shared a 4096", []string{"wake a"}},
+			{"read a", []string{"read a: 4096 bytes"}},
+			{"read a", []string{"read a: 4096 bytes"}},
+			{"recorded a", []string{"recorded 1, kept 0, pins 1"}},
+			{"drop a", nil},
+			{"recorded a", []string{"recorded 0, kept 0, pins 0"}},
+		}},
+		{"evicted before the driver's read: rebuilt, read again", []step{
+			{"put-shared a 4096", []string{"wake a"}},
+			{"lineage", nil},
+			{"put-shared r 4096", []string{"wake r"}},
+			{"lineage-ends", nil},
+			{"evict r", nil},
+			{"read r", []string{"resubmit f", "read r: again"}},
+			{"returns shared", []string{"wake r"}},
+			{"read r", []string{"read r: 4096 bytes"}},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { run(t, false, tc.steps) })
