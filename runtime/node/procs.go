@@ -318,16 +318,12 @@ func (h *poolHandler) Gone(pw *pool.Worker, bad error) {
 	}
 	w.dead = true
 	delete(n.workers, w.id)
-	if n.shared != nil && !n.closed {
-		n.unpinReads(w)
-		n.abortReserved(w)
-	}
 	if n.closed {
 		// Shutdown ends every worker: that is no task failure to report.
 		n.unlock()
 		return
 	}
-	n.ob.DropHolds(workerHolder(w))
+	n.ob.WorkerGone(workerHolder(w))
 	n.waits.WorkerGone(w.id)
 	if !w.Connected() && (w.actor == nil || !w.actor.dead) { // not an actor killed while starting
 		n.startFailed(w)

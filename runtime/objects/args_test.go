@@ -63,6 +63,8 @@ func (f *fixture) doTasks(w []string) bool {
 		}
 	case "task-ends-on-worker": // the worker's task ends: its reads are unpinned
 		k.UnpinAll(objtable.WorkerHolder(1), objtable.ReadPin)
+	case "worker-dies": // the worker dies
+		k.WorkerGone(objtable.WorkerHolder(1))
 	case "read": // read X: the driver's Get reads X (Read)
 		o, again, err := k.Read(f.obj(w[1]))
 		switch {
@@ -223,6 +225,15 @@ func TestReads(t *testing.T) {
 			{"get-pins a b", []string{"pinned"}},
 			{"recorded a", []string{"recorded 1, kept 0, pins 1"}},
 			{"task-ends-on-worker", nil},
+			{"recorded a", []string{"recorded 0, kept 0, pins 0"}},
+		}},
+		{"a dead worker's pins end with it", []step{
+			{"put-shared a 4096", []string{"wake a"}},
+			{"get-pins a", []string{"pinned"}},
+			{"drop a", nil},
+			{"exists a", []string{"a false"}},
+			{"recorded a", []string{"recorded 1, kept 0, pins 1"}},
+			{"worker-dies", nil},
 			{"recorded a", []string{"recorded 0, kept 0, pins 0"}},
 		}},
 		{"evicted before the worker's answer: rebuilt, the request waits again, nothing stays pinned", []step{

@@ -103,3 +103,13 @@ func (k *Keeper[T]) PutFrom(w Worker, id ids.ObjectID, o task.Object) {
 		k.Put(id, o)
 	}
 }
+
+// WorkerGone ends what worker h, which died, held: its task's read pins,
+// the room reserved for its results, its holds on references it decoded.
+func (k *Keeper[T]) WorkerGone(h objtable.Holder) {
+	if k.shared != nil {
+		k.UnpinAll(h, objtable.ReadPin)
+		k.AbortReserved(h)
+	}
+	k.DropHolds(h)
+}
