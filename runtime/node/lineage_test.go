@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gray-ml/gray/runtime/ids"
+	"github.com/gray-ml/gray/runtime/objects"
 	"github.com/gray-ml/gray/runtime/objstore"
 	"github.com/gray-ml/gray/runtime/task"
 )
@@ -36,7 +37,7 @@ func (h *harness) putShared(size int) ids.ObjectID {
 // the node's shared store, as a worker writes a large result.
 func (fw *fakeWorker) sharedResult(t *testing.T, h *harness, s *task.Spec, size int) {
 	t.Helper()
-	w, err := objstore.CreateFile(h.n.SharedDir(), storeID(s.Return(0)), int64(size))
+	w, err := objstore.CreateFile(h.n.SharedDir(), objects.StoreID(s.Return(0)), int64(size))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +136,7 @@ func TestGetRebuildsAVanishedCopy(t *testing.T) {
 		t.Fatalf("Wait = %v, %v", ready, err)
 	}
 	// The copy vanishes behind the node's back.
-	if err := h.n.shared.Release(storeID(s.Return(0))); err != nil {
+	if err := h.n.shared.Release(objects.StoreID(s.Return(0))); err != nil {
 		t.Fatal(err)
 	}
 	got := make(chan task.Object, 1)

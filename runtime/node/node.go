@@ -18,11 +18,12 @@
 // hello, messages and end, and a task's result), requests.go (Get and
 // Wait, and a waiting Get reading a worker's connection itself),
 // objects.go (the glue to runtime/objects: the events the node feeds it,
-// the effects on tasks it hands back, the API's object calls),
-// accounts.go, gpu.go and grants.go (resources, GPUs, a cluster node's
-// grant), restart.go (the restart core's effects: actors recreated, their
-// checkpoints), resubmit.go (calls made again by
-// a replay), remote.go (a cluster's nodes), snapshot.go (the state for
+// the tasks and effects it hands back; the API's object calls are
+// objects.API's, embedded in the Node), direct.go (direct actor calls'
+// addresses), accounts.go, gpu.go and grants.go (resources, GPUs, a
+// cluster node's grant), restart.go (the restart core's effects: actors
+// recreated, their checkpoints), resubmit.go (calls made again by a
+// replay), remote.go (a cluster's nodes), snapshot.go (the state for
 // inspection), and backend.go (the API the root package calls).
 // runtime/README.md describes the threads, the locks and the route of a
 // task.
@@ -91,7 +92,7 @@ type Config struct {
 }
 
 // ErrShutdown is returned by calls on a node that was shut down.
-var ErrShutdown = errors.New("gray has been shut down (or was never initialised in this session): call gray.Init first")
+var ErrShutdown = objects.ErrShutdown
 
 // Node is the driver's runtime for one machine.
 type Node struct {
@@ -107,10 +108,9 @@ type Node struct {
 	mu       sync.Mutex
 	closed   bool
 	store    objects.Store
-	waiters  map[ids.ObjectID][]waiter // tasks waiting for their arguments
-	waits    *sched.Waits[*request]    // Gets and Waits waiting for objects (sched.Waits)
-	objs     *objtable.Table           // who holds which object and why (runtime/objtable)
-	core     *sched.Cluster[*pending]  // resources, queues and the pools' decisions, per node
+	waits    *sched.Waits[*request]   // Gets and Waits waiting for objects (sched.Waits)
+	objs     *objtable.Table          // who holds which object and why (runtime/objtable)
+	core     *sched.Cluster[*pending] // resources, queues and the pools' decisions, per node
 	workers  map[sched.WorkerID]*proc
 	actors   map[ids.ActorID]*actor
 	errQ     []*task.TaskError // failures to report outside the lock
@@ -129,6 +129,9 @@ type Node struct {
 	// nodes (runtime/objects, glue in objects.go). store, shared, objs and
 	// rec are its parts, which the shell reads.
 	ob *objects.Keeper[*pending]
+	// The API's object calls (Put, Free, Drop...: objects.API) are the
+	// node's, each taking mu.
+	*objects.API[*pending]
 
 	remote *remoteState // nil outside a cluster
 	direct directTable  // where actors take direct calls (direct.go)
@@ -145,24 +148,18 @@ type Node struct {
 	wg   sync.WaitGroup // the node's own goroutines (the pool's are its own)
 }
 
-// waiter is a task waiting for one of its arguments.
-type waiter struct {
-	p *pending
-}
-
 // pending is a submitted task that has not finished.
 type pending struct {
-	spec   *task.Spec
-	entry  *task.Entry
-	failed *task.TaskError // the first failed argument
-	actor  *actor
+	spec  *task.Spec
+	entry *task.Entry
+	actor *actor
+	args  objects.ArgWait // its wait for its arguments (the Keeper's, objects/args.go)
 	// record is a function task as submitted (reference arguments
 	// intact) on a node with a shared store: its lineage (often spec
 	// itself). The calls of an actor that may be restarted are recorded
 	// by the restart core (restart.go).
-	record  *task.Spec
-	sent    int64 // when it was handed to a worker, in Config.Events' clock
-	missing int32 // reference arguments not yet available
+	record *task.Spec
+	sent   int64 // when it was handed to a worker, in Config.Events' clock
 	// For calls of an actor that may be restarted: whether it is sent
 	// again after a restart; whether its results were stored already (a
 	// replay).
@@ -172,6 +169,9 @@ type pending struct {
 	// arguments until it ends (objects/lineage.go).
 	lineageHeld bool
 }
+
+// Args implements objects.Task.
+func (p *pending) Args() *objects.ArgWait { return &p.args }
 
 // lineage returns the record of function task p for lineage, or nil.
 func (p *pending) lineage() *task.Spec {
@@ -203,9 +203,8 @@ type proc struct {
 	name     string
 	actor    *actor
 	dead     bool
-	node     sched.NodeID          // where it runs: sched.Local, or a node of the cluster
-	reserved map[ids.ObjectID]bool // results of its running task it is writing into reserved room
-	lastDone int64                 // when its last function task's result came, in Node.now's clock
+	node     sched.NodeID // where it runs: sched.Local, or a node of the cluster
+	lastDone int64        // when its last function task's result came, in Node.now's clock
 }
 
 // actor is one actor and its dedicated worker.
@@ -259,7 +258,6 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		root:    ids.Root(cfg.Seed, cfg.Seeded),
 		done:    make(chan struct{}),
 		store:   cfg.Store,
-		waiters: map[ids.ObjectID][]waiter{},
 		objs:    objtable.New(),
 		core:    sched.NewCluster[*pending](sched.Config{Total: cfg.Resources, Workers: cfg.NumWorkers, Capacity: localCapacity(cfg), GPUs: localGPUs(cfg), PackWorkers: packWorkers()}),
 		workers: map[sched.WorkerID]*proc{},
@@ -272,6 +270,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n.waits = sched.NewWaits[*request](n.core)
 	n.ob = objects.New(objects.Config[*pending]{Store: n.store, Shared: n.shared, Table: n.objs, Rec: n.rec,
 		Tasks: objectTasks{n}, Lock: n.mu.Lock, Unlock: n.unlock})
+	n.API = n.ob.API()
 	env := cfg.Env
 	if cfg.Cluster != nil {
 		// Local workers too dial other nodes (pulling objects, direct

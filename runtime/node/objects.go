@@ -7,7 +7,6 @@ import (
 
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/objects"
-	"github.com/gray-ml/gray/runtime/objstore"
 	"github.com/gray-ml/gray/runtime/objtable"
 	"github.com/gray-ml/gray/runtime/recovery"
 	"github.com/gray-ml/gray/runtime/sched"
@@ -40,36 +39,23 @@ type RemoteObjects = objects.RemoteObjects
 // objectTasks is the node as the Keeper's objects.Tasks.
 type objectTasks struct{ n *Node }
 
-func (t objectTasks) Waited(id ids.ObjectID) bool {
-	return len(t.n.waiters[id]) > 0 || t.n.waits.Waiting(id)
-}
+func (t objectTasks) Waited(id ids.ObjectID) bool { return t.n.waits.Waiting(id) }
 
-// Stored wakes the Gets, Waits and tasks waiting for id.
-func (t objectTasks) Stored(id ids.ObjectID, o task.Object) {
-	n := t.n
-	if n.waits.Waiting(id) {
+// Stored wakes the Gets and Waits waiting for id.
+func (t objectTasks) Stored(id ids.ObjectID, _ task.Object) {
+	if n := t.n; n.waits.Waiting(id) {
 		n.waits.Stored(id)
 		n.step()
 	}
-	ws, ok := n.waiters[id]
-	if !ok {
-		return
-	}
-	delete(n.waiters, id)
-	for _, w := range ws {
-		p := w.p
-		if o.Err != nil && p.failed == nil {
-			p.failed = o.Err
-		}
-		p.missing--
-		n.ob.PinArg(p.spec.ID, id, o)
-		if p.missing == 0 {
-			if p.actor != nil {
-				n.pump(p.actor)
-			} else {
-				n.ready(p)
-			}
-		}
+}
+
+// Ready sends task p, whose arguments all exist now (or one failed), on
+// its way: an actor's call in its actor's order, a task to the core.
+func (t objectTasks) Ready(p *pending) {
+	if p.actor != nil {
+		t.n.pump(p.actor)
+	} else {
+		t.n.ready(p)
 	}
 }
 
@@ -110,33 +96,19 @@ func (n *Node) stopSpawning(count int, why string) {
 // carried out by the Keeper.
 
 func (n *Node) recover(ev recovery.Event) []recovery.Effect[*pending] { return n.ob.Recover(ev) }
-func (n *Node) have(id ids.ObjectID) (task.Object, bool)              { return n.ob.Have(id) }
 func (n *Node) putLocked(id ids.ObjectID, o task.Object)              { n.ob.Put(id, o) }
-func (n *Node) drop(h objtable.Holder, id ids.ObjectID)               { n.ob.Drop(h, id) }
-func (n *Node) freeNow(id ids.ObjectID)                               { n.ob.FreeNow(id) }
-func (n *Node) remoteOnly(id ids.ObjectID) bool                       { return n.ob.RemoteOnly(id) }
-func (n *Node) pullLocal(id ids.ObjectID) <-chan struct{}             { return n.ob.PullLocal(id) }
 func (n *Node) constructed(s *task.Spec)                              { n.ob.ReleaseChildren(s.Return(0)) }
 func (n *Node) unpinTask(p *pending)                                  { n.ob.UnpinTask(p.spec.ID) }
 func (n *Node) unpinReads(w *proc)                                    { n.ob.UnpinAll(workerHolder(w), objtable.ReadPin) }
-func (n *Node) dropHolds(w *proc)                                     { n.ob.DropHolds(workerHolder(w)) }
-func (n *Node) adopt(id ids.ObjectID, o task.Object, w *proc) task.Object {
-	return n.ob.Adopt(id, o, w.name)
+func (n *Node) abortReserved(w *proc)                                 { n.ob.AbortReserved(workerHolder(w)) }
+func (n *Node) needArgs(p *pending)                                   { n.ob.NeedArgs(p, p.spec) }
+func (n *Node) argsLost(p *pending) bool                              { return n.ob.ArgsLost(p, p.spec) }
+func workerHolder(w *proc) objtable.Holder                            { return objtable.WorkerHolder(int(w.id)) }
+
+// objWorker is w as the Keeper knows it: who delivers objects.
+func objWorker(w *proc) objects.Worker {
+	return objects.Worker{Holder: workerHolder(w), Name: w.name, Node: w.node}
 }
-func (n *Node) pin(h objtable.Holder, id ids.ObjectID, k objtable.Kind) error {
-	return n.ob.Pin(h, id, k)
-}
-func (n *Node) unpinOne(h objtable.Holder, id ids.ObjectID, k objtable.Kind) {
-	n.ob.UnpinOne(h, id, k)
-}
-func (n *Node) stored(p *pending, id ids.ObjectID, o task.Object, rebuilt bool) task.Object {
-	return n.ob.Result(id, p.lineage(), o, rebuilt)
-}
-func (n *Node) sealReserved(id ids.ObjectID, o task.Object, w *proc) task.Object {
-	return n.ob.Seal(id, o, w.name)
-}
-func storeID(id ids.ObjectID) objstore.ID  { return objects.StoreID(id) }
-func workerHolder(w *proc) objtable.Holder { return objtable.WorkerHolder(int(w.id)) }
 func (n *Node) releaseOneKept(w *proc, id ids.ObjectID) {
 	if w.actor != nil {
 		n.ob.ReleaseOneKept(w.actor.id, id)
@@ -159,15 +131,6 @@ func (n *Node) sendLocate(w *proc, locs []objects.Location) {
 	}
 }
 
-// abortReserved drops the room reserved for w's results that were not
-// delivered (the task failed, or the worker died).
-func (n *Node) abortReserved(w *proc) {
-	for id := range w.reserved {
-		n.ob.Abort(id)
-	}
-	clear(w.reserved)
-}
-
 // reserve makes room in the shared-memory store for a task result that
 // worker w is about to write (MsgReserve) and answers with a
 // MsgReserveReply. The store is called without the node's lock.
@@ -178,10 +141,7 @@ func (n *Node) reserve(w *proc, rid uint64, id ids.ObjectID, size int64) {
 		if w.dead || n.closed {
 			n.ob.Abort(id)
 		} else {
-			if w.reserved == nil {
-				w.reserved = map[ids.ObjectID]bool{}
-			}
-			w.reserved[id] = true
+			n.ob.Reserved(workerHolder(w), id)
 		}
 	}
 	_ = n.append(w, task.MsgReserveReply, func(b []byte) []byte {
@@ -217,56 +177,19 @@ func (n *Node) handleNested(w *proc, typ byte, d *wire.Dec) error {
 
 // The tasks' side (submit.go, restart.go).
 
-// argsLost reports whether a reference argument of task p, about to be
-// sent to a worker (as its running task, pipelined behind it, or as an
-// actor's call), was lost since p got it (on a cluster: its only holder
-// died while p was queued). Have starts rebuilding each such argument, and
-// p waits for it again as at Submit (its claims and pins are still held);
-// an argument lost for good (a Put) fails p, as at Submit.
-func (n *Node) argsLost(p *pending) bool {
-	if !n.ob.Clustered() {
-		return false
-	}
-	for _, a := range p.spec.Args {
-		if !a.IsRef {
-			continue
-		}
-		o, ok := n.ob.Have(a.Ref)
-		if !ok {
-			p.missing++
-			n.waiters[a.Ref] = append(n.waiters[a.Ref], waiter{p: p})
-		} else if o.Err != nil && p.failed == nil {
-			p.failed = o.Err // lost for good (a Put): p fails with it
-		}
-	}
-	return p.missing > 0 || p.failed != nil
-}
-
 // refetchArgs prepares task p, which is to run again, when one of the
 // shared arguments it was sent is lost (or always, with force): its
-// arguments are claimed again (needArgs), so the lost ones are rebuilt
-// first. It reports whether it took p over (p is then submitted once its
-// arguments exist).
+// arguments are claimed again, so the lost ones are rebuilt first
+// (objects.Keeper.Refetch). It reports whether it took p over (p is then
+// submitted once its arguments exist, or failed).
 func (n *Node) refetchArgs(p *pending, force bool) bool {
-	orig := p.lineage()
-	if !n.ob.Clustered() || orig == nil || orig == p.spec || !force && !n.ob.ArgsGone(p.spec) {
-		return false
-	}
-	n.unpinTask(p)
-	for _, a := range orig.Args {
-		if _, ok := n.store.Get(a.Ref); a.IsRef && !ok {
-			n.finishErr(p, &task.TaskError{Function: p.spec.Func, Message: "argument " + a.Ref.String() + " was lost with its node and freed since; it cannot be rebuilt",
-				Cause: task.Lost(a.Ref, task.ErrLostLineageDropped, "", nil)})
-			return true
-		}
-	}
-	p.spec.Args = append(p.spec.Args[:0], orig.Args...)
-	p.failed, p.missing = nil, 0
-	n.needArgs(p)
-	if p.missing == 0 {
+	took, err := n.ob.Refetch(p, p.spec, p.lineage(), force)
+	if err != nil {
+		n.finishErr(p, err)
+	} else if took && !p.args.Waiting() {
 		n.ready(p)
 	}
-	return true
+	return took
 }
 
 // submitNear hands task p to the scheduling core, preferring the node that
@@ -301,124 +224,6 @@ func (n *Node) failRebuild(s *task.Spec, e *task.TaskError) {
 		n.ctrl.AddError(e)
 		n.errQ = append(n.errQ, e)
 	}
-}
-
-// The API (backend.go): each takes the lock and asks the Keeper.
-
-// Hold records that the driver decoded a reference to id out of a value.
-func (n *Node) Hold(id ids.ObjectID) {
-	n.mu.Lock()
-	if !n.closed {
-		n.ob.Hold(objtable.Holder{}, []ids.ObjectID{id})
-	}
-	n.mu.Unlock()
-}
-
-// Contain records that the value of object parent refers to children: they
-// are not freed before parent is.
-func (n *Node) Contain(parent ids.ObjectID, children []ids.ObjectID) {
-	n.mu.Lock()
-	if !n.closed {
-		n.ob.Contain(parent, children)
-	}
-	n.mu.Unlock()
-}
-
-// Drop tells the node that the program holds no reference to the object:
-// once no queued task needs it either, it is deleted. Only objects whose
-// references never left the driver are dropped (see the gray package).
-func (n *Node) Drop(id ids.ObjectID) {
-	n.mu.Lock()
-	if !n.closed {
-		n.ob.Drop(objtable.Holder{}, id)
-	}
-	n.mu.Unlock()
-}
-
-// Free releases objects the program promised not to use again (gray.Free),
-// without waiting for their references to be collected. Queued and running
-// tasks that take one as an argument keep it until they end; otherwise its
-// memory (shared pages included, which the store reuses for the next put) is
-// released at once, and what remains under its ID is a small error saying
-// it was freed, so a later Get fails clearly instead of waiting forever.
-func (n *Node) Free(oids []ids.ObjectID) error {
-	n.mu.Lock()
-	defer n.unlock()
-	if n.closed {
-		return ErrShutdown
-	}
-	for _, id := range oids {
-		n.ob.FreeNow(id)
-	}
-	return nil
-}
-
-// Put stores an object.
-func (n *Node) Put(id ids.ObjectID, o task.Object) error {
-	n.mu.Lock()
-	defer n.unlock()
-	if n.closed {
-		return ErrShutdown
-	}
-	n.ob.Put(id, o)
-	return nil
-}
-
-// PutEncoded stores a value of codec.InlineThreshold bytes or more in the
-// shared-memory store: it is encoded straight into the object's pages
-// (objects.Keeper.Write, without the lock).
-func (n *Node) PutEncoded(id ids.ObjectID, size int, encode func([]byte) error) error {
-	if err := n.ob.Write(id, size, encode); err != nil {
-		return err
-	}
-	return n.Put(id, task.Object{Shared: true, Size: int64(size)})
-}
-
-// Objects returns how many objects the node's store holds.
-func (n *Node) Objects() int {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.store.Len()
-}
-
-// ObjectStats returns the counts of the driver's objects across nodes
-// (zero outside a cluster).
-func (n *Node) ObjectStats() ObjectStats {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.ob.Stats()
-}
-
-// SharedDir returns the shared-memory store's directory ("" without one).
-func (n *Node) SharedDir() string {
-	if n.shared == nil {
-		return ""
-	}
-	return n.shared.Dir()
-}
-
-// SharedStats returns the shared-memory store's bookkeeping.
-func (n *Node) SharedStats() objstore.Stats {
-	if n.shared == nil {
-		return objstore.Stats{}
-	}
-	return n.shared.Stats()
-}
-
-// KeptBy returns how many claims the actor id holds on kept objects (for
-// tests).
-func (n *Node) KeptBy(id ids.ActorID) int {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.ob.KeptBy(id)
-}
-
-// Recorded returns how many objects the object table records a claim or
-// a pending deletion for (for tests: none once everything is freed).
-func (n *Node) Recorded() int {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.ob.Recorded()
 }
 
 // Check verifies the object table's invariants (objects.Keeper.Check), the

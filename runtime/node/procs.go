@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/gray-ml/gray/runtime/ids"
-	"github.com/gray-ml/gray/runtime/objtable"
 	"github.com/gray-ml/gray/runtime/pool"
 	"github.com/gray-ml/gray/runtime/recovery"
 	"github.com/gray-ml/gray/runtime/restart"
@@ -153,7 +152,7 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 			return err
 		}
 		n.mu.Lock()
-		n.putFrom(w, m.ID, m.Object)
+		n.ob.PutFrom(objWorker(w), m.ID, m.Object)
 		n.unlockFor(w)
 	case task.MsgDrop, task.MsgFree:
 		n.mu.Lock()
@@ -161,9 +160,9 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 			switch {
 			case n.closed:
 			case typ == task.MsgDrop:
-				n.drop(objtable.WorkerHolder(int(w.id)), id)
+				n.ob.Drop(workerHolder(w), id)
 			default:
-				n.freeNow(id)
+				n.ob.FreeNow(id)
 			}
 		})
 		n.unlockFor(w)
@@ -239,21 +238,6 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 	return nil
 }
 
-// putFrom stores an object a task of w put (MsgPut).
-func (n *Node) putFrom(w *proc, id ids.ObjectID, o task.Object) {
-	if w.reserved[id] { // written into reserved room
-		delete(w.reserved, id)
-		o = n.sealReserved(id, o, w)
-	} else if _, exists := n.store.Get(id); !exists && w.node != sched.Local {
-		o = n.adoptInline(id, o, w)
-	} else if !exists {
-		o = n.adopt(id, o, w)
-	}
-	if _, exists := n.store.Get(id); !exists {
-		n.putLocked(id, o)
-	}
-}
-
 // fixed decodes a message that carries one ID into dst.
 func fixed(payload, dst []byte) error {
 	d := wire.Dec{B: payload}
@@ -294,40 +278,7 @@ func (n *Node) result(w *proc, r pool.Result) {
 		n.step()
 		return
 	}
-	rebuilt := n.rec.Rebuilding(tid)
-	n.rec.Step(recovery.Ended[*pending]{Task: p, ID: tid})
-	var failed *task.TaskError
-	for i, o := range objs {
-		if p.spec.Kind == task.KindActorCreate {
-			if o.Err != nil && failed == nil {
-				failed = o.Err
-			}
-			continue
-		}
-		id := p.spec.Return(i)
-		if _, exists := n.store.Get(id); exists && (rebuilt || p.spec.Kind == task.KindFunc) {
-			// A return that was not evicted, or one that an earlier run
-			// of the same task stored (submitted again by a call run a
-			// second time, resubmit.go): keep the original.
-			continue
-		}
-		if w.reserved[id] {
-			delete(w.reserved, id)
-			o = n.sealReserved(id, o, w)
-		} else if w.node != sched.Local {
-			o = n.adoptInline(id, o, w)
-		} else {
-			o = n.adopt(id, o, w)
-		}
-		if o.Err != nil && failed == nil {
-			failed = o.Err
-		}
-		// A rebuilt object was made once. If this attempt failed (no room
-		// in the store, say), the error answers who waits now and the next
-		// request rebuilds it again (see have), up to a point (lost.go).
-		o = n.stored(p, id, o, rebuilt)
-		n.putLocked(id, o)
-	}
+	failed := n.ob.Results(p, p.spec, p.lineage(), objWorker(w), objs)
 	n.releaseLineage(p) // its results' lineage records hold what they need now
 	n.abortReserved(w)  // reserved for returns the task did not deliver
 	if a := w.actor; a != nil {
@@ -368,16 +319,12 @@ func (h *poolHandler) Gone(pw *pool.Worker, bad error) {
 	}
 	w.dead = true
 	delete(n.workers, w.id)
-	if n.shared != nil && !n.closed {
-		n.unpinReads(w)
-		n.abortReserved(w)
-	}
 	if n.closed {
 		// Shutdown ends every worker: that is no task failure to report.
 		n.unlock()
 		return
 	}
-	n.dropHolds(w)
+	n.ob.WorkerGone(workerHolder(w))
 	n.waits.WorkerGone(w.id)
 	if !w.Connected() && (w.actor == nil || !w.actor.dead) { // not an actor killed while starting
 		n.startFailed(w)

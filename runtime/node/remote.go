@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/objects"
 	"github.com/gray-ml/gray/runtime/recovery"
 	"github.com/gray-ml/gray/runtime/sched"
@@ -179,11 +178,7 @@ func (n *Node) checkRetries() error {
 			live[p] = true
 		}
 	}
-	for _, ws := range n.waiters {
-		for _, w := range ws {
-			live[w.p] = true
-		}
-	}
+	n.ob.EachWaiting(func(p *pending) { live[p] = true })
 	return n.rec.Check(func(p *pending) bool { return live[p] }, func(p *pending) string { return fmt.Sprintf("%s (%s)", p.spec.ID, p.spec.Func) })
 }
 
@@ -196,11 +191,6 @@ func (n *Node) WorkerExited(w sched.WorkerID, why error) {
 	if x != nil {
 		n.pool.Exited(x.Worker, why)
 	}
-}
-
-// adoptInline records a large result of remote worker w (objects.Keeper.AdoptRemote).
-func (n *Node) adoptInline(id ids.ObjectID, o task.Object, w *proc) task.Object {
-	return n.ob.AdoptRemote(id, o, w.node)
 }
 
 // warnWaiting tells the user, once per function, that a request waits for

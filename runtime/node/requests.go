@@ -2,13 +2,11 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"github.com/gray-ml/gray/runtime/objects"
 	"time"
 
 	"github.com/gray-ml/gray/runtime/ids"
-	"github.com/gray-ml/gray/runtime/objstore"
-	"github.com/gray-ml/gray/runtime/objtable"
 	"github.com/gray-ml/gray/runtime/pool"
 	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
@@ -30,7 +28,7 @@ func (n *Node) newRequest(w *proc, id uint64, oids []ids.ObjectID, need int, wai
 		q.Worker, q.Lends = w.id, w.actor == nil
 	}
 	for i, o := range oids {
-		if _, ok := n.have(o); ok {
+		if _, ok := n.ob.Have(o); ok {
 			q.Ready[i] = true
 		}
 	}
@@ -67,44 +65,10 @@ func (n *Node) reply(r *request, a sched.Answer[*request]) {
 		return
 	}
 	// Pin the shared objects until the worker's task ends, so its mappings
-	// stay valid. One evicted since it became ready (rare: between
-	// readiness and this reply) is rebuilt from its lineage and the request
-	// waits for it again, as if it had not been ready (sched.Waits.Reopen);
-	// one that cannot be rebuilt has been replaced by an error saying why,
-	// which is sent.
-	h := objtable.WorkerHolder(int(w.id))
-	var pinned []ids.ObjectID // by this reply: objtable.ReadPin, until the task ends
-	restarts := 0
-	var failed map[int]error
-	for i := 0; i < len(r.ids); i++ {
-		id := r.ids[i]
-		o, ok := n.store.Get(id)
-		if !ok || !o.Shared || o.Err != nil || n.remoteOnly(id) {
-			continue // a remote one: the worker pulls it (locate)
-		}
-		err := n.pin(h, id, objtable.ReadPin)
-		if err == nil {
-			pinned = append(pinned, id)
-			continue
-		}
-		if restarts == len(r.ids) {
-			// Should not happen; never loop: send the error.
-			if failed == nil {
-				failed = map[int]error{}
-			}
-			failed[i] = err
-			continue
-		}
-		for _, id := range pinned {
-			n.unpinOne(h, id, objtable.ReadPin)
-		}
-		pinned = pinned[:0]
-		if _, ok := n.have(id); ok {
-			// Readable again, or replaced by an error: pin from the start.
-			restarts++
-			i = -1
-			continue
-		}
+	// stay valid; one evicted since it became ready makes the request wait
+	// for it again (objects.Keeper.PinRead).
+	i, failed := n.ob.PinRead(workerHolder(w), r.ids)
+	if i >= 0 {
 		n.waits.Reopen(a, i)
 		return
 	}
@@ -115,7 +79,7 @@ func (n *Node) reply(r *request, a sched.Answer[*request]) {
 		for i, id := range r.ids {
 			o, _ := n.store.Get(id)
 			if err := failed[i]; err != nil {
-				o = task.Object{Err: &task.TaskError{Function: "(object store)", Message: fmt.Sprintf("object %s: %v", id, err), Cause: err}}
+				o = objects.ReadError(id, err)
 			}
 			b = task.AppendObject(b, &o)
 		}
@@ -155,50 +119,23 @@ func (n *Node) Get(ctx context.Context, oids []ids.ObjectID) ([]task.Object, err
 	out := make([]task.Object, len(oids))
 	n.mu.Lock()
 	for i, id := range oids {
-		o, ok := n.store.Get(id)
-		if !ok {
+		o, again, err := n.ob.Read(id)
+		if err != nil {
 			n.unlock()
-			return nil, fmt.Errorf("gray: get: object %s vanished", id)
+			return nil, fmt.Errorf("gray: get: %w", err)
 		}
-		if o.Shared && o.Err == nil {
-			if ch := n.pullLocal(id); ch != nil {
-				// On another node: pull it here, then look again.
-				n.unlock()
-				select {
-				case <-ch:
-				case <-ctx.Done():
-					return nil, fmt.Errorf("gray: get: %w", ctx.Err())
-				case <-n.done:
-					return nil, ErrShutdown
-				}
-				return n.Get(ctx, oids)
+		if again != nil {
+			// On another node (pulled here now), or evicted or lost since
+			// it was ready (rebuilt now): look again once it is here.
+			n.unlock()
+			select {
+			case <-again:
+			case <-ctx.Done():
+				return nil, fmt.Errorf("gray: get: %w", ctx.Err())
+			case <-n.done:
+				return nil, ErrShutdown
 			}
-			// Map it (once per object) and pin it against eviction until
-			// the program drops its last reference. The decoded slices
-			// point into the mapping, which the store lays over a Go heap
-			// allocation: they keep it valid on their own, after the
-			// object is freed too (objstore, "Lifetime of the owner's
-			// slices").
-			b, err := n.shared.Get(storeID(id))
-			if err != nil {
-				if errors.Is(err, objstore.ErrEvicted) || errors.Is(err, objstore.ErrNotFound) {
-					// Evicted between readiness and now, or lost with the
-					// node that held it (NodeGone dropped the holder after
-					// the request was answered): rebuild and wait.
-					n.have(id)
-					n.unlock()
-					return n.Get(ctx, oids)
-				}
-				n.unlock()
-				return nil, fmt.Errorf("gray: get: object %s: %w", id, err)
-			}
-			if n.objs.Claims(id, objtable.DriverPin) > 0 {
-				// One pin per object is enough: it lasts until the object is freed.
-				_ = n.shared.Unpin(storeID(id))
-			} else {
-				n.objs.Claim(objtable.Holder{}, id, objtable.DriverPin)
-			}
-			o.Data = b
+			return n.Get(ctx, oids)
 		}
 		out[i] = o
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gray-ml/gray/runtime/events"
 	"github.com/gray-ml/gray/runtime/ids"
+	"github.com/gray-ml/gray/runtime/objects"
 	"github.com/gray-ml/gray/runtime/objstore"
 	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
@@ -88,15 +89,9 @@ func (n *Node) Snapshot() Snapshot {
 	n.core.EachQueued(func(p *pending) {
 		s.Tasks = append(s.Tasks, TaskState{ID: p.spec.ID, Func: p.spec.Func, State: TaskQueued, Worker: -1})
 	})
-	waiting := map[*pending]bool{}
-	for _, ws := range n.waiters {
-		for _, w := range ws {
-			if w.p != nil && !waiting[w.p] {
-				waiting[w.p] = true
-				s.Tasks = append(s.Tasks, TaskState{ID: w.p.spec.ID, Func: w.p.spec.Func, State: TaskWaiting, Worker: -1})
-			}
-		}
-	}
+	n.ob.EachWaiting(func(p *pending) {
+		s.Tasks = append(s.Tasks, TaskState{ID: p.spec.ID, Func: p.spec.Func, State: TaskWaiting, Worker: -1})
+	})
 	for _, a := range n.actors {
 		as := ActorState{ID: a.id, Type: a.typ, State: "ALIVE", Worker: -1, Pending: len(a.queue) + len(a.inflight)}
 		switch {
@@ -120,31 +115,9 @@ func (n *Node) Snapshot() Snapshot {
 // Events is the node's task event recorder (nil when Config.Events was).
 func (n *Node) Events() *events.Recorder { return n.cfg.Events }
 
-// ObjectState is what the node knows of one object.
-type ObjectState struct {
-	Size    int    // bytes of its value (inline or in shared memory)
-	Shared  bool   // in the shared-memory store
-	Failed  string // the error it holds instead of a value, if any
-	Creator ids.TaskID
-}
-
-// Object looks an object up by its ID.
-func (n *Node) Object(id ids.ObjectID) (ObjectState, bool) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	o, ok := n.store.Get(id)
-	if !ok {
-		return ObjectState{}, false
-	}
-	st := ObjectState{Size: len(o.Data), Shared: o.Shared, Creator: id.Task()}
-	if o.Shared {
-		st.Size = int(o.Size)
-	}
-	if o.Err != nil {
-		st.Failed = o.Err.Error()
-	}
-	return st, true
-}
+// ObjectState is what the node knows of one object (its Object method,
+// objects.API.Object).
+type ObjectState = objects.ObjectState
 
 // Stacks returns the goroutine dump of worker id, a process of this
 // machine (pool.Pool.Stacks), waiting for it for ctx or the worker's end.

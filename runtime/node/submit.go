@@ -100,7 +100,7 @@ func (n *Node) submitLocked(s *task.Spec) error {
 	n.needArgs(p)
 	switch s.Kind {
 	case task.KindFunc:
-		if p.missing == 0 {
+		if !p.args.Waiting() {
 			n.ready(p)
 		}
 	case task.KindActorCreate:
@@ -118,26 +118,6 @@ func (n *Node) submitLocked(s *task.Spec) error {
 		n.pump(a)
 	}
 	return nil
-}
-
-// needArgs claims p's reference arguments for it and waits for those that
-// do not exist yet.
-func (n *Node) needArgs(p *pending) {
-	s := p.spec
-	for i := range s.Args {
-		arg := &s.Args[i]
-		if !arg.IsRef {
-			continue
-		}
-		if o, ok := n.ob.Need(s.ID, arg.Ref); ok {
-			if o.Err != nil && p.failed == nil {
-				p.failed = o.Err
-			}
-			continue
-		}
-		p.missing++
-		n.waiters[arg.Ref] = append(n.waiters[arg.Ref], waiter{p: p})
-	}
 }
 
 func (n *Node) deadErr(a *actor, fn string) *task.TaskError {
@@ -161,7 +141,7 @@ func deadCause(why error) error {
 
 // ready handles a normal task whose arguments all exist.
 func (n *Node) ready(p *pending) {
-	if p.failed != nil {
+	if p.args.Failed() != nil {
 		n.finishErr(p, argErr(p))
 		return
 	}
@@ -172,8 +152,8 @@ func (n *Node) ready(p *pending) {
 func argErr(p *pending) *task.TaskError {
 	return &task.TaskError{
 		Function: p.spec.Func,
-		Message:  fmt.Sprintf("an argument failed: %s", firstLine(p.failed.Error())),
-		Cause:    p.failed,
+		Message:  fmt.Sprintf("an argument failed: %s", firstLine(p.args.Failed().Error())),
+		Cause:    p.args.Failed(),
 	}
 }
 
@@ -285,7 +265,7 @@ func (n *Node) send(w *proc, p *pending, gpus []int) {
 		} else {
 			n.core.Withdraw(w.id, func(q *pending) bool { return q == p })
 		}
-		if p.missing == 0 {
+		if !p.args.Waiting() {
 			n.finishErr(p, argErr(p))
 		}
 		return
@@ -344,21 +324,21 @@ func (n *Node) pump(a *actor) {
 	}
 	for len(a.queue) > 0 {
 		p := a.queue[0]
-		if p.missing > 0 {
+		if p.args.Waiting() {
 			return
 		}
-		if p.failed == nil && n.argsLost(p) && p.missing > 0 {
+		if p.args.Failed() == nil && n.argsLost(p) && p.args.Waiting() {
 			return // an argument lost with its node since: sent once rebuilt
 		}
 		a.queue = a.queue[1:]
-		if p.failed != nil {
+		if failed := p.args.Failed(); failed != nil {
 			if p.spec.Kind == task.KindActorCreate {
-				n.actorDied(a, &task.TaskError{Function: a.typ, Message: "an argument of the constructor failed", Cause: p.failed})
+				n.actorDied(a, &task.TaskError{Function: a.typ, Message: "an argument of the constructor failed", Cause: failed})
 				return
 			}
 			if p.again { // a call replayed after a restart: the state cannot be rebuilt
 				n.unpinArgs(p)
-				n.actorDied(a, &task.TaskError{Function: a.typ, Message: "replaying " + p.spec.Func + " after a restart: an argument failed: " + firstLine(p.failed.Error()), Cause: p.failed})
+				n.actorDied(a, &task.TaskError{Function: a.typ, Message: "replaying " + p.spec.Func + " after a restart: an argument failed: " + firstLine(failed.Error()), Cause: failed})
 				return
 			}
 			n.finishErr(p, argErr(p))

@@ -30,14 +30,25 @@ import (
 	"github.com/gray-ml/gray/runtime/task"
 )
 
+// Task is the node's task as the Keeper sees it: a comparable handle
+// (the node's *pending) carrying its wait for its arguments (args.go).
+type Task interface {
+	comparable
+	Args() *ArgWait
+}
+
 // Tasks is what the Keeper asks of the node that owns it. Its methods are
 // called under the node's lock, from inside the Keeper's own calls.
-type Tasks[T comparable] interface {
-	// Waited reports whether a task or a Get waits for object id (it is
+type Tasks[T Task] interface {
+	// Waited reports whether a Get or a Wait waits for object id (it is
 	// not freed before it is stored).
 	Waited(id ids.ObjectID) bool
-	// Stored wakes what waits for id, stored now as o.
+	// Stored wakes the Gets and Waits waiting for id, stored now as o.
 	Stored(id ids.ObjectID, o task.Object)
+	// Ready hands back task t, which waited for its arguments (NeedArgs,
+	// ArgsLost) and has them all now; one that failed says so
+	// (ArgWait.Failed).
+	Ready(t T)
 	// Apply carries out an effect of the recovery core on tasks or
 	// workers: GiveUp (report it), Resubmit, Rerun, Fail, StopSpawning,
 	// DropNode.
@@ -45,20 +56,20 @@ type Tasks[T comparable] interface {
 }
 
 // Config is what a Keeper works on; every field but Shared must be set.
-type Config[T comparable] struct {
+type Config[T Task] struct {
 	Store  Store           // the index of the driver's objects
 	Shared *objstore.Store // the shared-memory store; nil: every object inline
 	Table  *objtable.Table
 	Rec    *recovery.Core[T]
 	Tasks  Tasks[T]
 	// Lock and Unlock take and release the node's lock, for the
-	// Keeper's own goroutines (pulls); nil outside a cluster.
+	// Keeper's own goroutines (pulls) and the API's calls.
 	Lock, Unlock func()
 }
 
 // Keeper keeps the driver's objects. It is guarded by the node's lock
 // (Config.Lock), except where a method says otherwise.
-type Keeper[T comparable] struct {
+type Keeper[T Task] struct {
 	store  Store
 	shared *objstore.Store
 	objs   *objtable.Table
@@ -67,6 +78,9 @@ type Keeper[T comparable] struct {
 	lock   func()
 	unlock func()
 
+	waiters  map[ids.ObjectID][]argWaiter[T]           // tasks waiting for their arguments (args.go)
+	reserved map[objtable.Holder]map[ids.ObjectID]bool // room reserved for results workers write (results.go)
+
 	sinceGC atomic.Int64 // bytes put into shared memory since the last collection (Write)
 	remote  *remote      // nil outside a cluster (transfer.go)
 	closed  bool
@@ -74,8 +88,9 @@ type Keeper[T comparable] struct {
 }
 
 // New returns a Keeper over cfg's store, table and recovery core.
-func New[T comparable](cfg Config[T]) *Keeper[T] {
-	return &Keeper[T]{store: cfg.Store, shared: cfg.Shared, objs: cfg.Table, rec: cfg.Rec, tasks: cfg.Tasks, lock: cfg.Lock, unlock: cfg.Unlock}
+func New[T Task](cfg Config[T]) *Keeper[T] {
+	return &Keeper[T]{store: cfg.Store, shared: cfg.Shared, objs: cfg.Table, rec: cfg.Rec, tasks: cfg.Tasks, lock: cfg.Lock, unlock: cfg.Unlock,
+		waiters: map[ids.ObjectID][]argWaiter[T]{}}
 }
 
 // StoreID is object id's name in the shared-memory store.
@@ -181,7 +196,7 @@ func (k *Keeper[T]) Sent(id ids.ObjectID) {
 // Free deletes an object nobody can ask for any more. One still being
 // computed, or waited for, is deleted when it arrives.
 func (k *Keeper[T]) Free(id ids.ObjectID) {
-	if k.objs.Claimed(id) || k.tasks.Waited(id) {
+	if k.objs.Claimed(id) || k.waited(id) {
 		k.objs.MarkDropped(id)
 		return
 	}
@@ -225,12 +240,14 @@ func (k *Keeper[T]) FreeNow(id ids.ObjectID) {
 	}})
 }
 
-// Put stores object id, wakes what waits for it (Tasks.Stored) and frees
-// it at once if its owner dropped it before it existed.
+// Put stores object id, wakes what waits for it (Gets and Waits through
+// Tasks.Stored, then tasks waiting for their arguments) and frees it at
+// once if its owner dropped it before it existed.
 func (k *Keeper[T]) Put(id ids.ObjectID, o task.Object) {
 	k.store.Put(id, o)
 	dropped := k.objs.Dropped(id)
 	k.tasks.Stored(id, o)
+	k.wake(id, o)
 	if dropped {
 		k.Free(id)
 	}
@@ -291,17 +308,6 @@ func (k *Keeper[T]) Reserve(id ids.ObjectID, size int64) (status byte, why strin
 		return task.ReserveExists, ""
 	}
 	return task.ReserveFailed, err.Error()
-}
-
-// DriverPin pins the shared object id that the driver's Get mapped, at
-// most once per object: that pin lasts until the object is freed. The
-// store took a pin when it mapped the object; a second is given back.
-func (k *Keeper[T]) DriverPin(id ids.ObjectID) {
-	if k.objs.Claims(id, objtable.DriverPin) > 0 {
-		_ = k.shared.Unpin(StoreID(id))
-		return
-	}
-	k.objs.Claim(objtable.Holder{}, id, objtable.DriverPin)
 }
 
 // Write creates object id of size bytes in the shared-memory store and

@@ -57,8 +57,20 @@ func nameHex(h string) string {
 	return h[:8]
 }
 
-// tk is the node's task in the tests.
-type tk string
+// tk is the node's task in the tests: a name, and its wait for its
+// arguments.
+type tk = *fakeTask
+
+type fakeTask struct {
+	name string
+	args ArgWait
+}
+
+func (t *fakeTask) Args() *ArgWait { return &t.args }
+func (t *fakeTask) String() string { return t.name }
+
+// tt is the task the events that name no task are about.
+var tt = &fakeTask{name: "t"}
 
 // fakeTasks is the node: it writes down what it is asked.
 type fakeTasks struct {
@@ -70,6 +82,14 @@ func (f *fakeTasks) Waited(id ids.ObjectID) bool { return f.waited[id] }
 
 func (f *fakeTasks) Stored(id ids.ObjectID, o task.Object) {
 	f.log = append(f.log, "wake "+name(id)+showValue(o))
+}
+
+func (f *fakeTasks) Ready(t tk) {
+	msg := "ready " + t.name
+	if err := t.args.Failed(); err != nil {
+		msg += " (failed" + showValue(task.Object{Err: err}) + ")"
+	}
+	f.log = append(f.log, msg)
 }
 
 func (f *fakeTasks) Apply(e recovery.Effect[tk]) {
@@ -115,6 +135,8 @@ func showValue(o task.Object) string {
 
 type fixture struct {
 	t      *testing.T
+	named  map[string]*fakeTask  // tasks of the args events, by name
+	specs  map[string]*task.Spec // and their specs
 	k      *Keeper[tk]
 	tasks  *fakeTasks
 	shared *objstore.Store
@@ -210,7 +232,7 @@ func (f *fixture) do(ev string) {
 		o, ok := k.Have(arg(1))
 		f.tasks.log = append(f.tasks.log, fmt.Sprintf("have %s: %v%s", w[1], ok, showValue(o)))
 	case "rebuild-fails": // f, run to rebuild r, ended with an error
-		k.rec.Step(recovery.Ended[tk]{Task: "t", ID: tf})
+		k.rec.Step(recovery.Ended[tk]{Task: tt, ID: tf})
 		k.FailRebuild(fspec, &task.TaskError{Function: "f", Message: "boom"})
 	case "free-now":
 		k.FreeNow(arg(1))
@@ -247,7 +269,7 @@ func (f *fixture) do(ev string) {
 		f.tasks.log = append(f.tasks.log, fmt.Sprintf("near: %d %v", n, ok))
 	case "pull-failed": // pull-failed X: task t's worker could not pull X
 		err := &task.TaskError{Function: "f", Message: "an argument failed", Cause: transfer.PullError(arg(1), "node1", errors.New("refused"))}
-		f.tasks.log = append(f.tasks.log, fmt.Sprintf("retry: %v", k.RetryPull("t", "worker 1", []task.Object{{Err: err}})))
+		f.tasks.log = append(f.tasks.log, fmt.Sprintf("retry: %v", k.RetryPull(tt, "worker 1", []task.Object{{Err: err}})))
 	case "exists": // exists X...: which of them the store holds
 		var s []string
 		for i := 1; i < len(w); i++ {
@@ -258,7 +280,9 @@ func (f *fixture) do(ev string) {
 	case "recorded":
 		f.tasks.log = append(f.tasks.log, fmt.Sprintf("recorded %d, kept %d, pins %d", k.Recorded(), k.KeptBy(actor), f.shared.Pins(StoreID(arg(1)))))
 	default:
-		f.t.Fatalf("unknown event %q", ev)
+		if !f.doTasks(w) {
+			f.t.Fatalf("unknown event %q", ev)
+		}
 	}
 }
 

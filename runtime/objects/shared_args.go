@@ -77,7 +77,8 @@ func (k *Keeper[T]) Recorded() int { return k.objs.Len() }
 // Check verifies the object table's invariants (see objtable.Table.Check:
 // alive says which holders still exist), and that the store holds every
 // pin the table records (so nothing pinned can be evicted): in the
-// driver's store, and on the other nodes that hold the only copies.
+// driver's store, and on the other nodes that hold the only copies; and
+// that each task waiting for arguments counts them right.
 func (k *Keeper[T]) Check(alive func(objtable.Holder) bool) error {
 	var pins error
 	if k.shared != nil {
@@ -85,5 +86,5 @@ func (k *Keeper[T]) Check(alive func(objtable.Holder) bool) error {
 			return k.shared.Pins(StoreID(id)) + k.rec.RemotePins(id)
 		})
 	}
-	return errors.Join(pins, k.objs.Check(alive))
+	return errors.Join(pins, k.objs.Check(alive), k.checkArgs())
 }

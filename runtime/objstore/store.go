@@ -335,7 +335,8 @@ func (s *Store) PutInline(id ID, data []byte) error {
 // Adopt records an object that another process on the node wrote and sealed
 // with CreateFile and FileWriter.Seal. The owner makes room for it (evicting
 // if needed); if it cannot, the file is removed and the error says why. The
-// object gets one reference.
+// object gets one reference. An object the store has already (ErrExists)
+// keeps its file: the file under its ID is that object's.
 func (s *Store) Adopt(id ID) error {
 	if err := id.check(); err != nil {
 		return err
@@ -348,7 +349,9 @@ func (s *Store) Adopt(id ID) error {
 	e, victims, err := s.reserve(id, fi.Size(), false)
 	s.notify(victims)
 	if err != nil {
-		_ = os.Remove(p)
+		if !errors.Is(err, ErrExists) {
+			_ = os.Remove(p)
+		}
 		return err
 	}
 	s.mu.Lock()
