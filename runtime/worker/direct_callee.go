@@ -29,13 +29,13 @@ import (
 // calleeState is a worker's state as a callee of direct calls.
 type calleeState struct {
 	ln      net.Listener
-	on      atomic.Bool               // ln is set: originOf has calls to look for
+	on      atomic.Bool                // ln is set: originOf has calls to look for
 	origins map[*task.Spec]*directConn // queued direct calls and their connections, under Worker.mu
 	running atomic.Bool                // a direct call runs now
 	leased  atomic.Bool                // it is a leased task (lease_callee.go)
 	blocked atomic.Bool                // it waits in Get or Wait: leased tasks go back at once
-	refs    atomic.Bool               // its return values hold references (ContainResult)
-	read    atomic.Bool               // it read objects through the driver (Get)
+	refs    atomic.Bool                // its return values hold references (ContainResult)
+	read    atomic.Bool                // it read objects through the driver (Get)
 }
 
 // listenDirect answers MsgDirectListen: it starts listening (once) and
