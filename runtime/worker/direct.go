@@ -234,6 +234,7 @@ func (dc *directCalls) ask(c *callee) {
 			}
 			_ = w.conn.Send(task.MsgSubmit, func(b []byte) []byte { return task.AppendSpec(b, s) })
 		}
+		dc.changedLocked() // a Wait watching them asks the driver now
 		dc.mu.Unlock()
 		return
 	}
@@ -336,10 +337,7 @@ func (dc *directCalls) arrived(id ids.ObjectID, obj task.Object, refs bool) {
 	o.args = nil
 	pub, gone := o.publish, o.dropped
 	close(o.done)
-	if dc.watchers > 0 {
-		close(dc.changed)
-		dc.changed = make(chan struct{})
-	}
+	dc.changedLocked()
 	dc.mu.Unlock()
 	if len(args) > 0 {
 		dc.w.dropIDs(args)
@@ -354,6 +352,15 @@ func (dc *directCalls) arrived(id ids.ObjectID, obj task.Object, refs bool) {
 		dc.mu.Lock()
 		delete(dc.owned, id)
 		dc.mu.Unlock()
+	}
+}
+
+// changedLocked wakes the Waits watching owned results: one arrived or
+// went to the driver. Called under dc.mu.
+func (dc *directCalls) changedLocked() {
+	if dc.watchers > 0 {
+		close(dc.changed)
+		dc.changed = make(chan struct{})
 	}
 }
 

@@ -208,6 +208,7 @@ func (dc *directCalls) viaDriver(s *task.Spec, held bool) {
 			close(o.done)
 		}
 	}
+	dc.changedLocked() // a Wait watching it asks the driver now
 	_ = dc.w.conn.Send(task.MsgSubmit, func(b []byte) []byte { return task.AppendSpec(b, s) })
 	if held && len(args) > 0 {
 		dc.w.dropIDs(args)
