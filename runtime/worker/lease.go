@@ -45,6 +45,14 @@ import (
 // longer burst asks for more leases rather than queue deep behind one.
 const leaseDepth = 16
 
+// maxLeases bounds the leases an owner holds per resource shape; past
+// them (each full) its tasks go through the driver, which packs short
+// tasks onto few workers and spreads long ones. Measured on a 2-core VM
+// (benchmarks/README.md, "Leases for nested tasks"): with no bound, four
+// clients of tiny tasks at --cpus 16 took up to 16 leases, a process and a
+// connection each, and cost 4-9x the CPU per task of the driver's path.
+const maxLeases = 1
+
 // leaseIdle is how long a lease with nothing in flight is kept for the
 // next task: a loop of submit-then-Get costs one lease, not one per task.
 const leaseIdle = 2 * time.Millisecond
@@ -95,7 +103,7 @@ func (dc *directCalls) submitTask(s *task.Spec) bool {
 		dc.sendLeased(c, s)
 		return true
 	}
-	if !sh.asking && time.Now().Before(sh.retry) {
+	if !sh.asking && (len(sh.leases) >= maxLeases || time.Now().Before(sh.retry)) {
 		return false
 	}
 	dc.ownLeased(s)
@@ -182,7 +190,7 @@ func (dc *directCalls) askLease(sh *shape) {
 			dc.sendLeased(c, s)
 			continue
 		}
-		if conn != nil { // every lease is full: ask for one more
+		if conn != nil && len(sh.leases) < maxLeases { // every lease is full: ask for one more
 			sh.waiting = q[i:]
 			sh.asking = true
 			go dc.askLease(sh)
