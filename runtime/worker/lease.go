@@ -22,7 +22,8 @@ import (
 // here, published to the driver before a reference to one leaves.
 //
 // A lease holds at most leaseDepth tasks not yet answered; past that the
-// owner asks for another lease (tasks made meanwhile wait here). A refused
+// owner asks for another lease, up to maxLeases per shape (tasks made
+// meanwhile wait here), and sends the rest through the driver. A refused
 // lease (no idle worker or resources free now: the driver never makes an
 // asker wait) sends the waiting tasks through the driver, and the shape
 // asks again only after leaseRetry. A lease goes back leaseIdle after its
