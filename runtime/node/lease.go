@@ -29,8 +29,8 @@ import (
 type lease struct {
 	p        *pending // the lease as the core's running task on w
 	owner    *proc
-	rid      uint64 // the owner's request, until answered
-	w        *proc  // the leased worker
+	rid      uint64         // the owner's request, until answered
+	id       sched.WorkerID // the leased worker
 	answered bool
 }
 
@@ -89,7 +89,7 @@ func (n *Node) grantLease(owner *proc, rid uint64, res *task.Resources) {
 		return
 	}
 	w := n.workers[id]
-	l := &lease{p: p, owner: owner, rid: rid, w: w}
+	l := &lease{p: p, owner: owner, rid: rid, id: id}
 	if n.direct.leased == nil {
 		n.direct.leased = map[sched.WorkerID]*lease{}
 		n.direct.leases = map[*pending]*lease{}
@@ -130,15 +130,15 @@ func (n *Node) leaseAddr(w *proc, addr string) bool {
 // endLease ends lease l: its worker is idle again (or takes queued tasks)
 // and the resources are free.
 func (n *Node) endLease(l *lease) {
-	delete(n.direct.leased, l.w.id)
+	delete(n.direct.leased, l.id)
 	delete(n.direct.leases, l.p)
 	if !l.answered {
 		l.answered = true
 		n.replyLease(l.owner, l.rid, 0, "")
 	}
-	if run, ok := n.core.Running(l.w.id); ok && run == l.p {
-		n.waits.TaskEnded(l.w.id) // a Get of a leased task outlived the lease
-		n.core.TaskDone(l.w.id, false)
+	if run, ok := n.core.Running(l.id); ok && run == l.p {
+		n.waits.TaskEnded(l.id) // a Get of a leased task outlived the lease
+		n.core.TaskDone(l.id, false)
 	}
 }
 
@@ -150,7 +150,7 @@ func (n *Node) leaseOrphaned(p *pending) bool {
 	if l == nil {
 		return false
 	}
-	delete(n.direct.leased, l.w.id)
+	delete(n.direct.leased, l.id)
 	delete(n.direct.leases, p)
 	if !l.answered {
 		l.answered = true
