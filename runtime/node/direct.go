@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/gray-ml/gray/runtime/ids"
+	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
 	"github.com/gray-ml/gray/runtime/wire"
 )
@@ -23,6 +24,10 @@ import (
 // directTable is the driver's state of direct calls, under Node.mu.
 type directTable struct {
 	actors map[ids.ActorID]*directActor
+	// Leases for nested tasks (lease.go): by leased worker, and by the
+	// core's task that stands for each.
+	leased map[sched.WorkerID]*lease
+	leases map[*pending]*lease
 }
 
 // directActor is what the driver knows of one actor's direct address.
@@ -58,7 +63,9 @@ func (n *Node) handleDirect(w *proc, typ byte, d *wire.Dec) error {
 			return d.Err
 		}
 		n.mu.Lock()
-		if a := w.actor; a != nil && a.w == w {
+		if n.leaseAddr(w, addr) {
+			// a leased worker (lease.go)
+		} else if a := w.actor; a != nil && a.w == w {
 			st := n.directOf(a)
 			st.addr, st.said = addr, true
 			n.answerDirect(a)
@@ -68,6 +75,8 @@ func (n *Node) handleDirect(w *proc, typ byte, d *wire.Dec) error {
 		n.mu.Lock()
 		n.unpinReads(w)
 		n.unlockFor(w)
+	case task.MsgLease, task.MsgLeaseReturn, task.MsgOwnerBlocked, task.MsgOwnerUnblocked:
+		return n.handleLease(w, typ, d)
 	}
 	return nil
 }

@@ -208,7 +208,7 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 			return err
 		}
 		_ = n.Kill(id)
-	case task.MsgActorAddr, task.MsgDirectAddr, task.MsgDirectReadsDone:
+	case task.MsgActorAddr, task.MsgDirectAddr, task.MsgDirectReadsDone, task.MsgLease, task.MsgLeaseReturn, task.MsgOwnerBlocked, task.MsgOwnerUnblocked:
 		d := wire.Dec{B: payload}
 		if err := n.handleDirect(w, typ, &d); err != nil {
 			return err
@@ -325,6 +325,7 @@ func (h *poolHandler) Gone(pw *pool.Worker, bad error) {
 		return
 	}
 	n.ob.WorkerGone(workerHolder(w))
+	n.ownerGone(w) // its leases (lease.go)
 	n.waits.WorkerGone(w.id)
 	if !w.Connected() && (w.actor == nil || !w.actor.dead) { // not an actor killed while starting
 		n.startFailed(w)

@@ -234,6 +234,9 @@ type gone struct {
 // fails, or, when it ran on another node (which may have died with its
 // worker), runs again elsewhere.
 func (n *Node) orphaned(p *pending) {
+	if n.leaseOrphaned(p) {
+		return // its worker died; the owner resends the tasks (lease.go)
+	}
 	g := n.gone
 	switch {
 	case g == nil: // never: the core orphans tasks only at those events

@@ -55,8 +55,10 @@ func RemoteEnv(w *Worker, addr string, token []byte, actor bool, gpus []int) []s
 		task.EnvToken + "=" + hex.EncodeToString(token),
 		task.EnvRemote + "=1",
 	}
-	if v := os.Getenv(task.EnvDirect); v != "" {
-		env = append(env, task.EnvDirect+"="+v) // direct actor calls (worker/direct.go)
+	for _, k := range []string{task.EnvDirect, task.EnvLeases} { // direct actor calls, leases (worker/direct.go, lease.go)
+		if v := os.Getenv(k); v != "" {
+			env = append(env, k+"="+v)
+		}
 	}
 	return append(env, extraEnv(actor, gpus)...)
 }

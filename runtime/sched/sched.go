@@ -207,6 +207,7 @@ type worker[T any] struct {
 	recalled  bool
 	retiring  bool
 	gpuUsed   bool // it held a GPU once: it never hosts an actor (reuse.go)
+	leased    bool // its running task is a lease (lease.go): nothing queues behind it
 }
 
 type actor struct {
@@ -464,7 +465,7 @@ func (c *Core[T]) TaskDone(w WorkerID, retiring bool) {
 	}
 	if len(x.tasks) == 0 {
 		c.release(&x.held, !lent, x.gpus)
-		x.held, x.gpus, x.shape = task.Resources{}, nil, ""
+		x.held, x.gpus, x.shape, x.leased = task.Resources{}, nil, "", false
 		x.tasks = nil
 		if !x.retiring && c.surplus() && c.Queued() == 0 {
 			// A spare started to cover blocked workers or a burst of

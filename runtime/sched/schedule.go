@@ -118,7 +118,7 @@ func (c *Core[T]) pipelineTarget(k string) *worker[T] {
 	var best *worker[T]
 	for _, id := range c.order {
 		w := c.pool[id]
-		if w.retiring || w.blocked > 0 || w.recalled || len(w.tasks) == 0 || len(w.tasks) >= MaxPipeline || w.shape != k {
+		if w.retiring || w.leased || w.blocked > 0 || w.recalled || len(w.tasks) == 0 || len(w.tasks) >= MaxPipeline || w.shape != k {
 			continue
 		}
 		if best == nil || len(w.tasks) < len(best.tasks) {
@@ -137,7 +137,7 @@ func (c *Core[T]) pipelineTarget(k string) *worker[T] {
 func (c *Core[T]) packTarget(k string, depth int) (best *worker[T], hot int) {
 	for _, id := range c.order {
 		w := c.pool[id]
-		if w.retiring || w.blocked > 0 || w.lent || w.parked || w.recalled || len(w.tasks) == 0 || w.shape != k {
+		if w.retiring || w.leased || w.blocked > 0 || w.lent || w.parked || w.recalled || len(w.tasks) == 0 || w.shape != k {
 			continue
 		}
 		if w.tasks[0].pack > 0 {

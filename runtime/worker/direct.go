@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -56,7 +57,15 @@ type directCalls struct {
 	contains map[ids.ObjectID]bool
 
 	pubMu sync.Mutex // orders publications before the messages they precede
+
+	actors  bool              // direct actor calls are on (task.EnvDirect)
+	leasing bool              // leases for function tasks are on (task.EnvLeases, lease.go)
+	shapes  map[string]*shape // leases by resource shape (lease.go)
 }
+
+// errMalformed marks the end of a direct connection by a message that
+// could not be decoded (the peer may live on).
+var errMalformed = errors.New("malformed message on a direct connection")
 
 // The paths of a callee.
 const (
@@ -71,6 +80,7 @@ type callee struct {
 	path   int
 	queued []*task.Spec // made while asking, in order
 	conn   *wire.Conn   // pathDirect
+	lease  *leaseState  // a leased worker for function tasks (lease.go); nil: an actor
 }
 
 // owned is the result of a direct call, or of a call made while asking.
@@ -86,23 +96,40 @@ type owned struct {
 	c         *callee        // the actor called
 	fn        string         // the method, for errors
 	seq       uint64         // its call's place among this process's owned calls
+	leased    bool           // a function task sent to a lease (lease.go)
 }
 
-// newDirectCalls returns the caller's state, or nil when direct calls are
-// off.
+// newDirectCalls returns the caller's state, or nil when direct calls and
+// leases are off.
 func newDirectCalls(w *Worker) *directCalls {
-	if os.Getenv(task.EnvDirect) != "1" {
+	actors, leasing := os.Getenv(task.EnvDirect) == "1", os.Getenv(task.EnvLeases) == "1"
+	if !actors && !leasing {
 		return nil
 	}
 	return &directCalls{w: w, callees: map[ids.ActorID]*callee{}, owned: map[ids.ObjectID]*owned{},
-		changed: make(chan struct{}), contains: map[ids.ObjectID]bool{}}
+		changed: make(chan struct{}), contains: map[ids.ObjectID]bool{},
+		actors: actors, leasing: leasing, shapes: map[string]*shape{}}
 }
 
 // submit sends s directly, or queues it until the driver says where its
 // actor is, and reports whether it did; false: s goes through the driver.
 func (dc *directCalls) submit(s *task.Spec) (bool, error) {
 	w := dc.w
-	if s.Kind != task.KindActorMethod || !w.isActor {
+	if s.Kind == task.KindFunc && dc.leasing {
+		// Owned results it takes go to the driver first: the leased
+		// worker reads its arguments there.
+		if err := dc.publishArgs(s); err != nil {
+			return false, err
+		}
+		if dc.submitTask(s) {
+			return true, nil
+		}
+		dc.mu.Lock()
+		delete(dc.contains, s.Return(0))
+		dc.mu.Unlock()
+		return false, nil
+	}
+	if s.Kind != task.KindActorMethod || !w.isActor || !dc.actors {
 		dc.mu.Lock()
 		delete(dc.contains, s.Return(0))
 		dc.mu.Unlock()
@@ -186,7 +213,7 @@ func (dc *directCalls) ask(c *callee) {
 	}
 	var conn *wire.Conn
 	if addr != "" {
-		conn, err = dialDirect(addr)
+		conn, err = dialDirect(addr, false)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "gray: %s: calling actor %s directly: %v; its calls go through the driver\n", w.name, c.id, err)
 		}
@@ -207,6 +234,7 @@ func (dc *directCalls) ask(c *callee) {
 			}
 			_ = w.conn.Send(task.MsgSubmit, func(b []byte) []byte { return task.AppendSpec(b, s) })
 		}
+		dc.changedLocked() // a Wait watching them asks the driver now
 		dc.mu.Unlock()
 		return
 	}
@@ -226,14 +254,20 @@ func (dc *directCalls) ask(c *callee) {
 // dialDirect connects to a callee's address. On one machine the
 // connection then carries its frames through shared memory, as a worker's
 // connection to its driver does (wire.Conn.Offer): the callee offers once
-// it has the caller's hello.
-func dialDirect(addr string) (*wire.Conn, error) {
+// it has the caller's hello, which says whether the caller holds a lease
+// (lease.go) or calls an actor.
+func dialDirect(addr string, lease bool) (*wire.Conn, error) {
 	c, err := dial(addr)
 	if err != nil {
 		return nil, err
 	}
 	conn := wire.New(c)
-	if err := conn.Send(task.MsgHello, nil); err != nil {
+	if err := conn.Send(task.MsgHello, func(b []byte) []byte {
+		if lease {
+			return append(b, 1)
+		}
+		return b
+	}); err != nil {
 		conn.Close()
 		return nil, err
 	}
@@ -252,6 +286,13 @@ func (dc *directCalls) receive(c *callee) {
 			dc.lost(c, err)
 			return
 		}
+		if typ == task.MsgGiveBack && c.lease != nil {
+			if err := dc.givenBack(c, payload); err != nil {
+				dc.lost(c, err)
+				return
+			}
+			continue
+		}
 		if typ != task.MsgResult {
 			continue
 		}
@@ -265,11 +306,17 @@ func (dc *directCalls) receive(c *callee) {
 		}
 		refs := d.Byte() == 1 // the values hold references (the callee sent MsgContain)
 		if d.Err != nil {
-			dc.lost(c, fmt.Errorf("malformed result: %w", d.Err))
+			dc.lost(c, fmt.Errorf("%w: result: %w", errMalformed, d.Err))
 			return
 		}
 		for i, o := range objs {
 			dc.arrived(ids.Return(tid, i), o, refs)
+		}
+		if c.lease != nil {
+			dc.mu.Lock()
+			c.lease.blocked = false
+			dc.leaseAnswered(c, tid)
+			dc.mu.Unlock()
 		}
 	}
 }
@@ -290,10 +337,7 @@ func (dc *directCalls) arrived(id ids.ObjectID, obj task.Object, refs bool) {
 	o.args = nil
 	pub, gone := o.publish, o.dropped
 	close(o.done)
-	if dc.watchers > 0 {
-		close(dc.changed)
-		dc.changed = make(chan struct{})
-	}
+	dc.changedLocked()
 	dc.mu.Unlock()
 	if len(args) > 0 {
 		dc.w.dropIDs(args)
@@ -311,6 +355,15 @@ func (dc *directCalls) arrived(id ids.ObjectID, obj task.Object, refs bool) {
 	}
 }
 
+// changedLocked wakes the Waits watching owned results: one arrived or
+// went to the driver. Called under dc.mu.
+func (dc *directCalls) changedLocked() {
+	if dc.watchers > 0 {
+		close(dc.changed)
+		dc.changed = make(chan struct{})
+	}
+}
+
 func isDone(ch chan struct{}) bool {
 	select {
 	case <-ch:
@@ -323,6 +376,10 @@ func isDone(ch chan struct{}) bool {
 // lost ends c's connection: its calls without a result fail with
 // ErrActorDead, and later calls go through the driver.
 func (dc *directCalls) lost(c *callee, why error) {
+	if c.lease != nil {
+		dc.leaseLost(c, errors.Is(why, errMalformed)) // its tasks go through the driver (lease.go)
+		return
+	}
 	dc.mu.Lock()
 	if c.path != pathDirect {
 		dc.mu.Unlock()

@@ -29,11 +29,13 @@ import (
 // calleeState is a worker's state as a callee of direct calls.
 type calleeState struct {
 	ln      net.Listener
-	on      atomic.Bool               // ln is set: originOf has calls to look for
-	origins map[*task.Spec]*wire.Conn // queued direct calls and their connections, under Worker.mu
-	running atomic.Bool               // a direct call runs now
-	refs    atomic.Bool               // its return values hold references (ContainResult)
-	read    atomic.Bool               // it read objects through the driver (Get)
+	on      atomic.Bool                // ln is set: originOf has calls to look for
+	origins map[*task.Spec]*directConn // queued direct calls and their connections, under Worker.mu
+	running atomic.Bool                // a direct call runs now
+	leased  atomic.Bool                // it is a leased task (lease_callee.go)
+	blocked atomic.Bool                // it waits in Get or Wait: leased tasks go back at once
+	refs    atomic.Bool                // its return values hold references (ContainResult)
+	read    atomic.Bool                // it read objects through the driver (Get)
 }
 
 // listenDirect answers MsgDirectListen: it starts listening (once) and
@@ -97,12 +99,25 @@ func (w *Worker) acceptDirect(ln net.Listener) {
 	}
 }
 
+// directConn is a caller's connection: an actor's caller, or the owner of
+// a lease on this worker (lease_callee.go).
+type directConn struct {
+	*wire.Conn
+	lease bool
+}
+
 // serveDirect queues the calls read from one caller's connection until it
-// ends. Calls already queued still run; their results go nowhere.
-func (w *Worker) serveDirect(c *wire.Conn) {
-	defer c.Close()
-	if typ, _, err := c.Recv(); err != nil || typ != task.MsgHello {
+// ends. Calls already queued still run, their results going nowhere;
+// tasks of a lease that ended are dropped (lease_callee.go).
+func (w *Worker) serveDirect(conn *wire.Conn) {
+	defer conn.Close()
+	typ, hello, err := conn.Recv()
+	if err != nil || typ != task.MsgHello {
 		return
+	}
+	c := &directConn{Conn: conn, lease: len(hello) > 0 && hello[0] == 1}
+	if c.lease {
+		defer w.leaseConnEnded(c)
 	}
 	if err := c.Offer(); err != nil {
 		fmt.Fprintf(os.Stderr, "gray: %s: direct call connection: %v\n", w.name, err)
@@ -122,10 +137,14 @@ func (w *Worker) serveDirect(c *wire.Conn) {
 			fmt.Fprintf(os.Stderr, "gray: %s: bad direct call: %v\n", w.name, d.Err)
 			return
 		}
+		if c.lease && w.callee.blocked.Load() {
+			giveBackTo(c, []*task.Spec{s}) // the running task waits: s runs elsewhere
+			continue
+		}
 		w.mu.Lock()
 		w.queue = append(w.queue, s)
 		if w.callee.origins == nil {
-			w.callee.origins = map[*task.Spec]*wire.Conn{}
+			w.callee.origins = map[*task.Spec]*directConn{}
 		}
 		w.callee.origins[s] = c
 		w.mu.Unlock()
@@ -153,7 +172,7 @@ func (w *Worker) kick() {
 
 // originOf returns the caller's connection of direct call s (nil: the
 // driver sent it).
-func (w *Worker) originOf(s *task.Spec) *wire.Conn {
+func (w *Worker) originOf(s *task.Spec) *directConn {
 	if !w.callee.on.Load() {
 		return nil // no lock per task for a worker that takes no direct calls
 	}
@@ -167,13 +186,21 @@ func (w *Worker) originOf(s *task.Spec) *wire.Conn {
 }
 
 // runDirect runs direct call s and sends its result back on c.
-func (w *Worker) runDirect(s *task.Spec, c *wire.Conn) {
+func (w *Worker) runDirect(s *task.Spec, c *directConn) {
 	w.callee.running.Store(true)
+	w.callee.leased.Store(c.lease)
 	w.callee.refs.Store(false)
 	w.callee.read.Store(false)
 	objs, _ := w.exec(s)
 	w.callee.running.Store(false)
+	w.callee.leased.Store(false)
 	refs := w.callee.refs.Load()
+	if w.callee.read.Load() {
+		// Before the result: once its caller has it, a lease may end and
+		// the driver send this worker a task whose reads this must not
+		// unpin.
+		_ = w.conn.Send(task.MsgDirectReadsDone, nil)
+	}
 	// A caller that went away gets nothing; the actor goes on.
 	_ = c.Send(task.MsgResult, func(b []byte) []byte {
 		b = append(b, s.ID[:]...)
@@ -186,9 +213,6 @@ func (w *Worker) runDirect(s *task.Spec, c *wire.Conn) {
 		}
 		return append(b, 0)
 	})
-	if w.callee.read.Load() {
-		_ = w.conn.Send(task.MsgDirectReadsDone, nil)
-	}
 	w.collectNested()
 }
 

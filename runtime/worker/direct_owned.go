@@ -80,10 +80,8 @@ func (dc *directCalls) await(ctx context.Context, oids []ids.ObjectID) error {
 		if last == nil {
 			return nil
 		}
-		select {
-		case <-last.done:
-		case <-ctx.Done():
-			return ctx.Err()
+		if err := dc.awaitOne(ctx, last); err != nil {
+			return err
 		}
 	}
 }

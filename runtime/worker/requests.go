@@ -56,14 +56,18 @@ func (w *Worker) Wait(ctx context.Context, oids []ids.ObjectID, num int, timeout
 
 // driverWait is Wait, asked of the driver.
 func (w *Worker) driverWait(ctx context.Context, oids []ids.ObjectID, num int, timeout time.Duration) ([]bool, error) {
-	p, err := w.request(ctx, task.MsgWait, func(b []byte) []byte {
-		b = wire.AppendUvarint(b, uint64(num))
-		b = wire.AppendUvarint(b, uint64(max(timeout, 0)))
-		b = wire.AppendUvarint(b, uint64(len(oids)))
-		for _, id := range oids {
-			b = append(b, id[:]...)
-		}
-		return b
+	var p []byte
+	var err error
+	w.blockLeased(func() { // lease_callee.go
+		p, err = w.request(ctx, task.MsgWait, func(b []byte) []byte {
+			b = wire.AppendUvarint(b, uint64(num))
+			b = wire.AppendUvarint(b, uint64(max(timeout, 0)))
+			b = wire.AppendUvarint(b, uint64(len(oids)))
+			for _, id := range oids {
+				b = append(b, id[:]...)
+			}
+			return b
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("gray: wait: %w", err)

@@ -274,7 +274,7 @@ func (w *Worker) read() {
 			w.mu.Lock()
 			w.queue = append(w.queue, s)
 			w.mu.Unlock()
-		case task.MsgGetReply, task.MsgWaitReply, task.MsgReserveReply, task.MsgActorAddrReply:
+		case task.MsgGetReply, task.MsgWaitReply, task.MsgReserveReply, task.MsgActorAddrReply, task.MsgLeaseReply:
 			d := wire.Dec{B: payload}
 			id := d.Uvarint()
 			w.reqMu.Lock()
@@ -582,7 +582,10 @@ func (w *Worker) driverGet(ctx context.Context, oids []ids.ObjectID) ([]task.Obj
 	if w.callee.running.Load() {
 		w.callee.read.Store(true) // unpinned when the direct call ends
 	}
-	return w.getObjects(ctx, oids)
+	var out []task.Object
+	var err error
+	w.blockLeased(func() { out, err = w.getObjects(ctx, oids) }) // lease_callee.go
+	return out, err
 }
 
 // getObjects asks the driver for objects and returns its answer, shared
