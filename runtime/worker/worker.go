@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"runtime/debug"
@@ -627,7 +628,25 @@ func (w *Worker) openView(id ids.ObjectID) (*objstore.View, error) {
 			return nil, err
 		}
 	}
-	return w.reader.Get(objstore.ID(id.String()))
+	v, err := w.reader.Get(objstore.ID(id.String()))
+	if err != nil && errors.Is(err, objstore.ErrNotFound) && w.storeGone() {
+		// The node that owns this store died and a node started since
+		// removed its folder (objstore.CleanStale). Failing the task here
+		// would hand the driver an error it takes for the task's own; dying
+		// like the node lets it run the task elsewhere.
+		fmt.Fprintf(os.Stderr, "gray worker: this node's object store %s is gone (its node died): exiting\n", w.dir)
+		w.exit(3)
+	}
+	return v, err
+}
+
+// storeGone tells whether the node's object store folder no longer exists.
+func (w *Worker) storeGone() bool {
+	if w.dir == "" {
+		return false
+	}
+	_, err := os.Stat(w.dir)
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 // mapObject returns the bytes of a shared object the driver pinned for the
