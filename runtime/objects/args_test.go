@@ -180,10 +180,7 @@ func TestArgs(t *testing.T) {
 }
 
 func TestResults(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		steps []step
-	}{
+	runAll(t, false, []scenario{
 		{"a result is stored and wakes the task waiting for it", []step{
 			{"args t1 r", []string{"t1 waits: true"}},
 			{"returns x", []string{"wake r", "ready t1"}},
@@ -207,18 +204,13 @@ func TestResults(t *testing.T) {
 			{"returns shared", []string{"wake r"}},
 			{"have r", []string{"have r: true"}},
 		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) { run(t, false, tc.steps) })
-	}
+	})
 }
 
 // Reading what a Get was answered with (reads.go): an object evicted
 // between readiness and the read is rebuilt, and the read waits for it.
 func TestReads(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		steps []step
-	}{
+	runAll(t, false, []scenario{
 		{"a worker's answer is pinned until its task ends", []step{
 			{"put-shared a 4096", []string{"wake a"}},
 			{"put b", []string{"wake b"}},
@@ -270,7 +262,5 @@ func TestReads(t *testing.T) {
 			{"returns shared", []string{"wake r"}},
 			{"read r", []string{"read r: 4096 bytes"}},
 		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) { run(t, false, tc.steps) })
-	}
+	})
 }

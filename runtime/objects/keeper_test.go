@@ -306,11 +306,22 @@ func run(t *testing.T, cluster bool, steps []step) {
 	}
 }
 
+// scenario is one case of an event table: a name and its steps.
+type scenario struct {
+	name  string
+	steps []step
+}
+
+// runAll runs each scenario as a subtest on a fresh fixture.
+func runAll(t *testing.T, cluster bool, cases []scenario) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { run(t, cluster, tc.steps) })
+	}
+}
+
 func TestLifetimes(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		steps []step
-	}{
+	runAll(t, false, []scenario{
 		{"dropped object is freed", []step{
 			{"put a", []string{"wake a"}},
 			{"drop a", nil},
@@ -366,16 +377,11 @@ func TestLifetimes(t *testing.T) {
 			{"put a", []string{"wake a"}},
 			{"keep a", []string{"kept a: false"}},
 		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) { run(t, false, tc.steps) })
-	}
+	})
 }
 
 func TestRebuilds(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		steps []step
-	}{
+	runAll(t, false, []scenario{
 		{"an evicted result with lineage is resubmitted, its argument kept", []step{
 			{"put-shared a 4096", []string{"wake a"}},
 			{"lineage", nil},
@@ -415,16 +421,11 @@ func TestRebuilds(t *testing.T) {
 			{"drop r", nil},
 			{"exists a r", []string{"a false, r false"}},
 		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) { run(t, false, tc.steps) })
-	}
+	})
 }
 
 func TestCluster(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		steps []step
-	}{
+	runAll(t, true, []scenario{
 		{"workers pull from the holder; the driver's store serves other nodes", []step{
 			{"remote a 1 4096", []string{"wake a"}},
 			{"put-shared b 4096", []string{"wake b"}},
@@ -471,7 +472,5 @@ func TestCluster(t *testing.T) {
 			{"near a b c", []string{"near: 1 true"}},
 			{"near b c", []string{"near: 0 false"}},
 		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) { run(t, true, tc.steps) })
-	}
+	})
 }
