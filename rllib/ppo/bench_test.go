@@ -182,6 +182,20 @@ func pixelPongTrainCfg() map[string]any {
 	return cfg
 }
 
+// pixelPongAgent is PPO on PixelPong-v0 with configs/pixelpong-ppo.yaml's
+// settings (seed 1) and the given learner threads, stopped when b ends.
+func pixelPongAgent(b *testing.B, threads int) *Agent {
+	b.Helper()
+	cfg := pixelPongTrainCfg()
+	cfg["num_learner_threads"] = threads
+	a, err := newFromKeys(context.Background(), rllib.Options{Env: "PixelPong-v0", Seed: 1}, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = a.Stop() })
+	return a
+}
+
 // BenchmarkPixelPongIteration times whole training iterations of PixelPong
 // PPO with num_workers 0 at 1 and 2 learner threads: steps/s, process CPU
 // seconds per 1,000 steps, and the shares of the iteration's wall time
@@ -190,13 +204,7 @@ func pixelPongTrainCfg() map[string]any {
 func BenchmarkPixelPongIteration(b *testing.B) {
 	for _, threads := range []int{1, 2} {
 		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
-			cfg := pixelPongTrainCfg()
-			cfg["num_learner_threads"] = threads
-			a, err := newFromKeys(context.Background(), rllib.Options{Env: "PixelPong-v0", Seed: 1}, cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { _ = a.Stop() })
+			a := pixelPongAgent(b, threads)
 			b.ResetTimer()
 			cpu0 := processCPUNanos()
 			steps, sampleS, learnS := 0.0, 0.0, 0.0
@@ -226,13 +234,7 @@ func BenchmarkPixelPongIteration(b *testing.B) {
 func BenchmarkPixelPongSample(b *testing.B) {
 	for _, threads := range []int{1, 2} {
 		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
-			cfg := pixelPongTrainCfg()
-			cfg["num_learner_threads"] = threads
-			a, err := newFromKeys(context.Background(), rllib.Options{Env: "PixelPong-v0", Seed: 1}, cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { _ = a.Stop() })
+			a := pixelPongAgent(b, threads)
 			ctx := context.Background()
 			steps := 0
 			sampleOnce := func() {
