@@ -216,13 +216,7 @@ func (p *ImagePreprocessor) TransformStream(stream int, start bool, obs, dst []f
 	if err := p.checkIO(len(obs), dst); err != nil {
 		return err
 	}
-	if !p.Stateful() {
-		p.shrink(obs, dst[:p.frameSize()])
-		return nil
-	}
-	st := p.stream(stream, &start)
-	p.shrink(obs, st.cur)
-	p.push(st, start, dst)
+	p.transformStream(stream, start, dst, func(out []float64) { p.shrink(obs, out) })
 	return nil
 }
 
@@ -234,14 +228,20 @@ func (p *ImagePreprocessor) TransformFrame(stream int, start bool, frame []uint8
 	if err := p.checkIO(len(frame), dst); err != nil {
 		return err
 	}
+	p.transformStream(stream, start, dst, func(out []float64) { p.shrinkFrame(frame, out) })
+	return nil
+}
+
+// transformStream shrinks one observation of a stream into its frame (with
+// shrink) and writes the stream's stacked observation to dst.
+func (p *ImagePreprocessor) transformStream(stream int, start bool, dst []float64, shrink func(frame []float64)) {
 	if !p.Stateful() {
-		p.shrinkFrame(frame, dst[:p.frameSize()])
-		return nil
+		shrink(dst[:p.frameSize()])
+		return
 	}
 	st := p.stream(stream, &start)
-	p.shrinkFrame(frame, st.cur)
+	shrink(st.cur)
 	p.push(st, start, dst)
-	return nil
 }
 
 // stream returns a stream's history, creating it (which then starts an
