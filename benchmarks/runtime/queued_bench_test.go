@@ -26,7 +26,9 @@ var hog = gray.Func1("bench.hog", func(ctx context.Context, path string) (int, e
 // BenchmarkQueuedTaskMemory queues tiny tasks behind one that holds every
 // CPU and reports the driver's heap per queued task (references, task
 // specifications and the runtime's records together). QUEUED sets how many
-// (default 100,000); run it with -benchtime 1x.
+// (default 100,000); run it with -benchtime 1x. QUEUED_CPU_PROFILE and
+// QUEUED_HEAP_PROFILE name files for a CPU profile of the queueing alone
+// and for the heap's live objects once the tasks are queued.
 func BenchmarkQueuedTaskMemory(b *testing.B) {
 	n := 100_000
 	if s := os.Getenv("QUEUED"); s != "" {
@@ -46,11 +48,13 @@ func BenchmarkQueuedTaskMemory(b *testing.B) {
 		runtime.GC()
 		runtime.ReadMemStats(&before)
 		refs := make([]gray.Ref[int], n)
+		stop := startCPUProfile(b, os.Getenv("QUEUED_CPU_PROFILE"))
 		start := time.Now()
 		for i := range refs {
 			refs[i] = noop.Remote(i)
 		}
 		queued := time.Since(start)
+		stop()
 		runtime.GC()
 		runtime.ReadMemStats(&after)
 		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(n), "heap-bytes/queued-task")
@@ -81,5 +85,26 @@ func writeHeapProfile(b *testing.B, path string) {
 	defer f.Close()
 	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
 		b.Fatal(err)
+	}
+}
+
+// startCPUProfile starts a CPU profile into path ("": none) and returns
+// what stops it.
+func startCPUProfile(b *testing.B, path string) (stop func()) {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
