@@ -100,7 +100,7 @@ func (c *call) init(kind task.Kind, name string, nret, nargs int) {
 		return
 	}
 	c.spec = task.NewSpec(nargs)
-	c.spec.ID, c.spec.Kind, c.spec.Func, c.spec.NumReturns = c.s.b.NewTaskID(), kind, name, nret
+	c.spec.ID, c.spec.Kind, c.spec.Func, c.spec.NumReturns = c.s.b.NewTaskID(), kind, name, int32(nret)
 }
 
 // addArg sets argument i from x: a value of type A, or a Ref[A].
@@ -182,7 +182,7 @@ func (c *call) submit() {
 	}
 	if c.err != nil {
 		e := &task.TaskError{Function: c.spec.Func, Worker: c.s.b.WorkerName(), Message: "calling " + c.spec.Func + ": " + c.err.Error(), Cause: c.err}
-		for i := range max(c.spec.NumReturns, 1) {
+		for i := range c.spec.Returns() {
 			_ = c.s.b.Put(c.spec.Return(i), task.Object{Err: e})
 		}
 		c.dropArgs()

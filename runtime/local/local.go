@@ -91,7 +91,7 @@ func (l *Local) Put(id ids.ObjectID, o task.Object) error {
 }
 
 func (l *Local) fail(s *task.Spec, e *task.TaskError) {
-	for i := range max(s.NumReturns, 1) {
+	for i := range s.Returns() {
 		_ = l.Put(s.Return(i), task.Object{Err: e})
 	}
 	l.mu.Lock()
@@ -138,7 +138,7 @@ func (l *Local) Submit(s *task.Spec) error {
 	if s.Kind == task.KindActorCreate {
 		return nil
 	}
-	for i := range max(s.NumReturns, 1) {
+	for i := range s.Returns() {
 		var data []byte
 		if i < len(outs) {
 			data = outs[i]

@@ -91,7 +91,7 @@ func (n *Node) submittedBefore(w *proc, s *task.Spec) bool {
 // failGone stores, as the results of call s, which ran once and whose
 // results were freed since, a lost-object error saying so.
 func (n *Node) failGone(s *task.Spec) {
-	for i := range max(s.NumReturns, 1) {
+	for i := range s.Returns() {
 		id := s.Return(i)
 		n.putLocked(id, task.Object{Err: task.Lost(id, task.ErrLostActorMethod,
 			fmt.Sprintf("a replayed call asks again for the result of %s, freed since; the call is not made twice", s.Func), nil)})

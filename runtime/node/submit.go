@@ -382,7 +382,7 @@ func (n *Node) storeReturns(s *task.Spec, e *task.TaskError) {
 	if s.Kind == task.KindActorCreate {
 		n.constructed(s) // the failure reaches the actor's calls instead
 	} else {
-		for i := range max(s.NumReturns, 1) {
+		for i := range s.Returns() {
 			n.putLocked(s.Return(i), task.Object{Err: e})
 		}
 	}

@@ -50,7 +50,7 @@ func (k *Keeper[T]) apply(e recovery.Effect[T]) {
 	case recovery.Discard:
 		k.store.Delete(e.ID)
 	case recovery.Resubmit:
-		for i := range max(e.Spec.NumReturns, 1) {
+		for i := range e.Spec.Returns() {
 			if r := e.Spec.Return(i); k.evicted(r) {
 				k.store.Delete(r)
 			}
@@ -128,7 +128,7 @@ func (k *Keeper[T]) Result(id ids.ObjectID, lineage *task.Spec, o task.Object, r
 // rebuilding get the error, counted by the recovery core; those not
 // evicted keep their value.
 func (k *Keeper[T]) FailRebuild(s *task.Spec, err *task.TaskError) {
-	for i := range max(s.NumReturns, 1) {
+	for i := range s.Returns() {
 		id := s.Return(i)
 		if _, ok := k.store.Get(id); ok {
 			continue

@@ -377,7 +377,7 @@ func (c *Core[T]) missing(id ids.ObjectID) {
 		return
 	}
 	c.rebuilding[spec.ID] = true
-	for i := range max(spec.NumReturns, 1) {
+	for i := range spec.Returns() {
 		if r := spec.Return(i); c.retry[r] {
 			delete(c.retry, r)
 			c.emit(Effect[T]{Kind: Discard, ID: r})

@@ -45,8 +45,8 @@ func TestSpecSizes(t *testing.T) {
 	if got := unsafe.Sizeof(Arg{}); got != 56 {
 		t.Errorf("Arg is %d bytes, want 56", got)
 	}
-	if got := unsafe.Sizeof(Spec{}) + unsafe.Sizeof(Arg{}); got > 144 {
-		t.Errorf("a one-argument spec is %d bytes, want at most 144", got)
+	if got := unsafe.Sizeof(Spec{}) + unsafe.Sizeof(Arg{}); got > 128 {
+		t.Errorf("a one-argument spec is %d bytes, want at most 128 (a size class)", got)
 	}
 	for n := range 7 {
 		s := NewSpec(n)

@@ -172,7 +172,7 @@ func (dc *directCalls) own(c *callee, s *task.Spec) {
 	pub := dc.contains[s.Return(0)]
 	delete(dc.contains, s.Return(0))
 	dc.seq++
-	for i := range max(s.NumReturns, 1) {
+	for i := range s.Returns() {
 		dc.owned[s.Return(i)] = &owned{done: make(chan struct{}), publish: pub, c: c, fn: s.Func, seq: dc.seq}
 	}
 	var refs []ids.ObjectID
@@ -225,7 +225,7 @@ func (dc *directCalls) ask(c *callee) {
 		// Through the driver, in the order they were made.
 		c.path = pathDriver
 		for _, s := range q {
-			for i := range max(s.NumReturns, 1) {
+			for i := range s.Returns() {
 				if o := dc.owned[s.Return(i)]; o != nil {
 					delete(dc.owned, s.Return(i))
 					o.viaDriver = true

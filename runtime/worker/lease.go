@@ -120,7 +120,7 @@ func (dc *directCalls) submitTask(s *task.Spec) bool {
 // here; called under dc.mu.
 func (dc *directCalls) ownLeased(s *task.Spec) {
 	dc.own(nil, s)
-	for i := range max(s.NumReturns, 1) {
+	for i := range s.Returns() {
 		dc.owned[s.Return(i)].leased = true
 	}
 }
@@ -143,7 +143,7 @@ func (sh *shape) target() *callee {
 // sendLeased sends s, owned already, to lease c; called under dc.mu. A
 // send that fails leaves s to lost, which the receiver calls.
 func (dc *directCalls) sendLeased(c *callee, s *task.Spec) {
-	for i := range max(s.NumReturns, 1) {
+	for i := range s.Returns() {
 		if o := dc.owned[s.Return(i)]; o != nil {
 			o.c = c
 		}
@@ -207,7 +207,7 @@ func (dc *directCalls) askLease(sh *shape) {
 // Called under dc.mu, which keeps the driver's messages in order.
 func (dc *directCalls) viaDriver(s *task.Spec, held bool) {
 	var args []ids.ObjectID
-	for i := range max(s.NumReturns, 1) {
+	for i := range s.Returns() {
 		if o := dc.owned[s.Return(i)]; o != nil {
 			delete(dc.owned, s.Return(i))
 			if i == 0 {

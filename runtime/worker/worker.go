@@ -368,7 +368,7 @@ func (w *Worker) exec(s *task.Spec) (objs []task.Object, retire bool) {
 		v.Done()
 	}
 	w.views = w.views[:0]
-	num := max(s.NumReturns, 1)
+	num := s.Returns()
 	objs = make([]task.Object, num)
 	for i := range objs {
 		if te != nil {
@@ -506,7 +506,7 @@ func (w *Worker) WorkerName() string { return w.name }
 func (w *Worker) Submit(s *task.Spec) error {
 	if _, err := task.Lookup(s.Func); err != nil {
 		te := &task.TaskError{Function: s.Func, Worker: w.name, Message: err.Error(), Cause: err}
-		for i := range max(s.NumReturns, 1) {
+		for i := range s.Returns() {
 			_ = w.Put(s.Return(i), task.Object{Err: te})
 		}
 		return err

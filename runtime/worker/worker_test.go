@@ -78,7 +78,7 @@ func spec(k task.Kind, fn string, args ...string) *task.Spec {
 	s.ID[0] = 1
 	s.Kind, s.Func = k, fn
 	if e, err := task.Lookup(fn); err == nil {
-		s.NumReturns = e.NumReturns
+		s.NumReturns = int32(e.NumReturns)
 	}
 	for i, a := range args {
 		s.Args[i].Data = []byte(a)
@@ -128,8 +128,8 @@ func TestExec(t *testing.T) {
 				t.Errorf("retire = %v, want %v", retire, tt.retire)
 			}
 			last := tt.specs[len(tt.specs)-1]
-			if len(objs) != max(last.NumReturns, 1) {
-				t.Fatalf("%d returns, want %d", len(objs), max(last.NumReturns, 1))
+			if len(objs) != last.Returns() {
+				t.Fatalf("%d returns, want %d", len(objs), last.Returns())
 			}
 			if tt.wantErr != nil || tt.wantMsg != "" {
 				e := objs[0].Err
