@@ -541,7 +541,7 @@ func (c *Core[T]) checkDemand() error {
 	d := task.Resources{Custom: map[string]float64{}}
 	for _, k := range c.shapes {
 		q := c.queues[k]
-		q.each(func(it *item[T]) bool {
+		q.each(func(it item[T]) bool {
 			d.CPU += it.res.CPU
 			d.GPU += it.res.GPU
 			for k, v := range it.res.Custom {

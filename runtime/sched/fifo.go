@@ -1,24 +1,43 @@
 package sched
 
+import "github.com/gray-ml/gray/runtime/task"
+
 // fifo is a queue of items kept in fixed-size chunks. A million queued
 // tasks once lived in one slice: each growth copied the whole queue into
 // fresh pages (14% of the driver's CPU while queueing them, issue 22) and
 // left up to a quarter of it as slack. Chunks are written once, and a
 // drained chunk is kept for the next.
+//
+// A queue holds one resource shape, so its items' resources are kept once
+// (res), not in every slot: a queued pointer-sized task costs 16 bytes of
+// queue instead of 24.
 type fifo[T any] struct {
 	head, tail *chunk[T]
 	hi, ti     int // the first item's index in head; one past the last's in tail
 	n          int
-	spare      *chunk[T] // a drained chunk, reused by the next push that needs one
+	spare      *chunk[T]       // a drained chunk, reused by the next push that needs one
+	res        *task.Resources // what each queued item asks for (the first push's)
 }
 
-// chunkLen items per chunk: 6 KiB of one-pointer tasks, so an idle shape's
-// queue costs little and a full one a pointer per 256 tasks.
-const chunkLen = 256
+// queued is a queued item without its resources (fifo.res).
+type queued[T any] struct {
+	t    T
+	pipe bool
+	pack uint8
+}
+
+// chunkLen items per chunk: 255 two-word entries and the link fill the
+// 4,096-byte size class, so an idle shape's queue costs little and a full
+// one a pointer per 255 tasks.
+const chunkLen = 255
 
 type chunk[T any] struct {
-	items [chunkLen]item[T]
+	items [chunkLen]queued[T]
 	next  *chunk[T]
+}
+
+func (q *fifo[T]) item(s queued[T]) item[T] {
+	return item[T]{t: s.t, res: q.res, pipe: s.pipe, pack: s.pack}
 }
 
 func (q *fifo[T]) len() int { return q.n }
@@ -32,6 +51,9 @@ func (q *fifo[T]) newChunk() *chunk[T] {
 }
 
 func (q *fifo[T]) push(p item[T]) {
+	if q.res == nil {
+		q.res = p.res
+	}
 	switch {
 	case q.tail == nil:
 		q.head = q.newChunk()
@@ -41,7 +63,7 @@ func (q *fifo[T]) push(p item[T]) {
 		q.tail.next = c
 		q.tail, q.ti = c, 0
 	}
-	q.tail.items[q.ti] = p
+	q.tail.items[q.ti] = queued[T]{t: p.t, pipe: p.pipe, pack: p.pack}
 	q.ti++
 	q.n++
 }
@@ -50,24 +72,26 @@ func (q *fifo[T]) push(p item[T]) {
 func (q *fifo[T]) pushFront(ps []item[T]) {
 	if len(ps) <= q.hi && q.n > 0 { // room before the first item
 		q.hi -= len(ps)
-		copy(q.head.items[q.hi:], ps)
+		for i, p := range ps {
+			q.head.items[q.hi+i] = queued[T]{t: p.t, pipe: p.pipe, pack: p.pack}
+		}
 		q.n += len(ps)
 		return
 	}
 	old := *q
-	*q = fifo[T]{spare: old.spare}
+	*q = fifo[T]{spare: old.spare, res: old.res}
 	for _, p := range ps {
 		q.push(p)
 	}
-	old.each(func(it *item[T]) bool { q.push(*it); return true })
+	old.each(func(it item[T]) bool { q.push(it); return true })
 }
 
-func (q *fifo[T]) front() item[T] { return q.head.items[q.hi] }
+func (q *fifo[T]) front() item[T] { return q.item(q.head.items[q.hi]) }
 
 func (q *fifo[T]) pop() item[T] {
 	h := q.head
-	p := h.items[q.hi]
-	h.items[q.hi] = item[T]{}
+	p := q.item(h.items[q.hi])
+	h.items[q.hi] = queued[T]{}
 	q.hi++
 	q.n--
 	switch {
@@ -83,7 +107,7 @@ func (q *fifo[T]) pop() item[T] {
 }
 
 // each calls fn for the queued items in order until it returns false.
-func (q *fifo[T]) each(fn func(*item[T]) bool) {
+func (q *fifo[T]) each(fn func(item[T]) bool) {
 	if q.n == 0 {
 		return
 	}
@@ -93,7 +117,7 @@ func (q *fifo[T]) each(fn func(*item[T]) bool) {
 			end = q.ti
 		}
 		for ; i < end; i++ {
-			if !fn(&c.items[i]) {
+			if !fn(q.item(c.items[i])) {
 				return
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"unsafe"
 )
 
 // The chunked queue behaves as a slice would, across chunk edges, under
@@ -15,7 +16,7 @@ func TestFifoMatchesASlice(t *testing.T) {
 	next := 0
 	contents := func() []int {
 		var got []int
-		q.each(func(it *item[int]) bool { got = append(got, it.t); return true })
+		q.each(func(it item[int]) bool { got = append(got, it.t); return true })
 		return got
 	}
 	for step := range 20000 {
@@ -56,8 +57,20 @@ func TestFifoMatchesASlice(t *testing.T) {
 	}
 	// each stops when asked.
 	n := 0
-	q.each(func(*item[int]) bool { n++; return n < 3 })
+	q.each(func(item[int]) bool { n++; return n < 3 })
 	if len(model) >= 3 && n != 3 {
 		t.Fatalf("each went on after false: %d calls", n)
+	}
+}
+
+// A queued pointer-sized task costs two words of queue, and a chunk fills
+// one allocation class (fifo's comment): a field added to the entries
+// shows here.
+func TestFifoChunkSize(t *testing.T) {
+	if got := unsafe.Sizeof(queued[*int]{}); got != 16 {
+		t.Errorf("a queue entry is %d bytes, want 16", got)
+	}
+	if got := unsafe.Sizeof(chunk[*int]{}); got > 4096 {
+		t.Errorf("a chunk is %d bytes, want at most 4096", got)
 	}
 }

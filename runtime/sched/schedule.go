@@ -176,7 +176,7 @@ func (c *Core[T]) grow(q *fifo[T]) {
 	cpu, gpu := c.avail.CPU, c.avail.GPU
 	var custom map[string]float64
 	want := 0
-	q.each(func(it *item[T]) bool {
+	q.each(func(it item[T]) bool {
 		if want >= MaxPool {
 			return false
 		}

@@ -22,6 +22,6 @@ func (c *Core[T]) Sent(w WorkerID) []T {
 func (c *Core[T]) EachQueued(fn func(T)) {
 	for _, k := range c.shapes {
 		q := c.queues[k]
-		q.each(func(it *item[T]) bool { fn(it.t); return true })
+		q.each(func(it item[T]) bool { fn(it.t); return true })
 	}
 }
