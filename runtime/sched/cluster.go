@@ -2,7 +2,6 @@ package sched
 
 import (
 	"fmt"
-	"math"
 	"slices"
 
 	"github.com/gray-ml/gray/runtime/ids"
@@ -217,19 +216,35 @@ func (cl *Cluster[T]) place(r *task.Resources) *Core[T] {
 			return c
 		}
 	}
+	// The least loaded node that can ever hold it. A load is worked out
+	// only where two nodes compete: a lone node (every task queued on one
+	// machine) gets a million queued tasks without a walk of its queues
+	// for each.
 	var best *Core[T]
-	bestLoad := math.Inf(1)
+	bestLoad := -1.0 // best's load, once needed
 	for _, id := range cl.order {
 		c := cl.cores[id]
 		if !c.fitsTotal(*r) {
 			continue
 		}
-		load := float64(c.Queued()+len(c.actorWait)) / max(c.total.CPU, 1)
-		if load < bestLoad {
+		if best == nil {
+			best = c
+			continue
+		}
+		if bestLoad < 0 {
+			bestLoad = best.load()
+		}
+		if load := c.load(); load < bestLoad {
 			best, bestLoad = c, load
 		}
 	}
 	return best
+}
+
+// load is what place weighs nodes by: queued tasks and waiting actors per
+// CPU.
+func (c *Core[T]) load() float64 {
+	return float64(c.Queued()+len(c.actorWait)) / max(c.total.CPU, 1)
 }
 
 // Feasible reports why a request for r by name can never be met by any node

@@ -163,3 +163,50 @@ func TestClusterWaitsForNodeAndRemovesNode(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A task that no node has room for queues on the node with the fewest
+// queued tasks per CPU, the first of equals (place); with one node it
+// queues there.
+func TestClusterQueuesOnTheLeastLoadedNode(t *testing.T) {
+	one := cpus(1)
+	tests := []struct {
+		name  string
+		nodes []float64 // CPUs of nodes 1, 2, ...
+		want  []NodeID  // where each task past the CPUs queues
+	}{
+		{"one node", nil, []NodeID{Local, Local, Local}},
+		{"per CPU, first of equals", []float64{2}, []NodeID{Local, 1, 1, Local, 1, 1}},
+		{"three nodes", []float64{1, 1}, []NodeID{Local, 1, 2, Local}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cl := NewCluster[int](Config{Total: task.Resources{CPU: 1}, Workers: 1})
+			total := 1
+			for i, c := range tc.nodes {
+				if err := cl.AddNode(NodeID(i+1), task.Resources{CPU: c}); err != nil {
+					t.Fatal(err)
+				}
+				total += int(c)
+			}
+			cl.Boot()
+			connectAll(t, cl)
+			for i := range total { // every CPU busy
+				cl.Submit(i+1, one, false)
+			}
+			connectAll(t, cl)
+			for i, want := range tc.want {
+				before := map[NodeID]int{}
+				for id, c := range cl.cores {
+					before[id] = c.Queued()
+				}
+				cl.Submit(100+i, one, false)
+				connectAll(t, cl)
+				for id, c := range cl.cores {
+					if grew := c.Queued() - before[id]; (id == want) != (grew == 1) {
+						t.Fatalf("task %d past the CPUs: node %d's queue grew by %d, want it queued on node %d", i+1, id, grew, want)
+					}
+				}
+			}
+		})
+	}
+}
