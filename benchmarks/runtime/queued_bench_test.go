@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -49,15 +50,21 @@ func BenchmarkQueuedTaskMemory(b *testing.B) {
 		runtime.ReadMemStats(&before)
 		refs := make([]gray.Ref[int], n)
 		stop := startCPUProfile(b, os.Getenv("QUEUED_CPU_PROFILE"))
+		faults := minorFaults()
 		start := time.Now()
 		for i := range refs {
 			refs[i] = noop.Remote(i)
 		}
 		queued := time.Since(start)
+		faults = minorFaults() - faults
 		stop()
 		runtime.GC()
 		runtime.ReadMemStats(&after)
 		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(n), "heap-bytes/queued-task")
+		// Counts that the machine's load does not move: what queueing
+		// allocates, and the fresh pages it touches (each a minor fault).
+		b.ReportMetric(float64(after.Mallocs-before.Mallocs)/float64(n), "allocs/queued-task")
+		b.ReportMetric(float64(faults)/float64(n)*1000, "page-faults/1k-queued")
 		if out := os.Getenv("QUEUED_HEAP_PROFILE"); out != "" {
 			writeHeapProfile(b, out)
 		}
@@ -86,6 +93,15 @@ func writeHeapProfile(b *testing.B, path string) {
 	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// minorFaults returns this process's minor page faults so far.
+func minorFaults() int64 {
+	var u syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+		return 0
+	}
+	return u.Minflt
 }
 
 // startCPUProfile starts a CPU profile into path ("": none) and returns
