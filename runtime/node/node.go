@@ -20,7 +20,7 @@
 // objects.go (the glue to runtime/objects: the events the node feeds it,
 // the tasks and effects it hands back; the API's object calls are
 // objects.API's, embedded in the Node), direct.go (direct actor calls'
-// addresses), accounts.go, gpu.go and grants.go (resources, GPUs, a
+// addresses), accounts.go and grants.go (resources, a
 // cluster node's grant), restart.go (the restart core's effects: actors
 // recreated, their checkpoints), resubmit.go (calls made again by a
 // replay), remote.go (a cluster's nodes), snapshot.go (the state for
