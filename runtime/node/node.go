@@ -50,6 +50,7 @@ import (
 	"github.com/gray-ml/gray/runtime/objtable"
 	"github.com/gray-ml/gray/runtime/pool"
 	"github.com/gray-ml/gray/runtime/recovery"
+	"github.com/gray-ml/gray/runtime/requests"
 	"github.com/gray-ml/gray/runtime/restart"
 	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
@@ -109,6 +110,7 @@ type Node struct {
 	closed   bool
 	store    objects.Store
 	waits    *sched.Waits[*request]   // Gets and Waits waiting for objects (sched.Waits)
+	reqs     *requests.Table[*proc]   // what Gets and Waits are and how they are answered (requests.go)
 	objs     *objtable.Table          // who holds which object and why (runtime/objtable)
 	core     *sched.Cluster[*pending] // resources, queues and the pools' decisions, per node
 	workers  map[sched.WorkerID]*proc
@@ -179,20 +181,6 @@ func (p *pending) lineage() *task.Spec {
 		return nil
 	}
 	return p.record
-}
-
-// request is the shell's side of a Get or Wait from the driver or from a
-// worker; sched.Waits decides when it is answered.
-type request struct {
-	w     *proc // nil: the driver
-	id    uint64
-	wait  bool
-	ids   []ids.ObjectID
-	rq    sched.ReqID
-	ready []bool        // set by the answer
-	done  bool          // driver requests: answered
-	ch    chan struct{} // driver requests: closed when answered
-	timer *time.Timer
 }
 
 // proc is a worker: its connection and process (pool.Worker) and what the
@@ -271,6 +259,8 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n.ob = objects.New(objects.Config[*pending]{Store: n.store, Shared: n.shared, Table: n.objs, Rec: n.rec,
 		Tasks: objectTasks{n}, Lock: n.mu.Lock, Unlock: n.unlock})
 	n.API = n.ob.API()
+	n.reqs = requests.New(requests.Config[*proc]{Waits: n.waits, Objects: n.ob, Store: n.store, Workers: askers{n},
+		Lock: n.mu.Lock, Unlock: n.unlock, Step: n.step, Done: n.done})
 	env := cfg.Env
 	if cfg.Cluster != nil {
 		// Local workers too dial other nodes (pulling objects, direct
