@@ -340,11 +340,20 @@ func run(t *testing.T, steps []step) {
 	}
 }
 
+type scenario struct {
+	name  string
+	steps []step
+}
+
+func runAll(t *testing.T, cases []scenario) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { run(t, tc.steps) })
+	}
+}
+
 func TestWorkerRequests(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		steps []step
-	}{
+	runAll(t, []scenario{
 		{"a Get of stored objects is answered at once, without lending", []step{
 			{"have a", nil},
 			{"ask w1 get a", []string{"locate w1", "reply w1 get 7: a"}},
@@ -385,16 +394,11 @@ func TestWorkerRequests(t *testing.T) {
 			{"store a", nil},
 			{"open", []string{"open 0"}},
 		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) { run(t, tc.steps) })
-	}
+	})
 }
 
 func TestDriverRequests(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		steps []step
-	}{
+	runAll(t, []scenario{
 		{"a Get of stored objects returns them", []step{
 			{"have a", nil},
 			{"get a", nil},
@@ -441,9 +445,7 @@ func TestDriverRequests(t *testing.T) {
 			{"waited", []string{"waited [true false]"}},
 			{"open", []string{"open 0"}},
 		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) { run(t, tc.steps) })
-	}
+	})
 }
 
 // TestWorkerWaitTimeout: a worker's Wait with a timeout is answered by
