@@ -5,7 +5,8 @@
 // the object table of runtime/objtable and the recovery core of
 // runtime/recovery, and on a cluster moves objects between nodes) and the
 // actor-restart core (runtime/restart), and their effects into messages
-// and worker processes. The workers'
+// and worker processes. Get and Wait requests are runtime/requests' (the
+// matching is sched.Waits'). The workers'
 // processes and connections are runtime/pool's: it starts them, serves
 // their connections (calling the node's handler for each message, under
 // the node's lock) and writes what the node queued once the lock is
@@ -16,15 +17,17 @@
 // actor calls going out, the scheduling core's effects, timing tasks to
 // pack short ones), procs.go (what the pool reports: a worker's start,
 // hello, messages and end, and a task's result), requests.go (Get and
-// Wait, and a waiting Get reading a worker's connection itself),
+// Wait handed to runtime/requests, the node's answers about its workers,
+// and which worker's connection a waiting Get reads itself),
 // objects.go (the glue to runtime/objects: the events the node feeds it,
 // the tasks and effects it hands back; the API's object calls are
 // objects.API's, embedded in the Node), direct.go (direct actor calls'
-// addresses), accounts.go and grants.go (resources, a
-// cluster node's grant), restart.go (the restart core's effects: actors
-// recreated, their checkpoints), resubmit.go (calls made again by a
-// replay), remote.go (a cluster's nodes), snapshot.go (the state for
-// inspection), and backend.go (the API the root package calls).
+// addresses), lease.go (leases for nested tasks), accounts.go and
+// grants.go (resources, a cluster node's grant), restart.go (the restart
+// core's effects: actors recreated, their checkpoints), resubmit.go
+// (calls made again by a replay), remote.go (a cluster's nodes),
+// snapshot.go (the state for inspection, a runtime/state Snapshot), and
+// backend.go (the API the root package calls).
 // runtime/README.md describes the threads, the locks and the route of a
 // task.
 package node
