@@ -10,6 +10,7 @@ import (
 	"github.com/gray-ml/gray/runtime/events"
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/node"
+	"github.com/gray-ml/gray/runtime/state"
 )
 
 // Inspector is a driver's runtime as tools and tests see it: what
@@ -18,7 +19,7 @@ import (
 // (the node's invariant checks, its store's figures) end-to-end tests use.
 type Inspector interface {
 	// Snapshot is the scheduler's state now.
-	Snapshot() node.Snapshot
+	Snapshot() state.Snapshot
 	// Events records the task events of Timeline (nil: not recorded).
 	Events() *events.Recorder
 	// Object looks one object up.
@@ -61,10 +62,10 @@ type TaskEvent struct {
 
 // Snapshot returns the running session's scheduler state: its resources,
 // workers, unfinished tasks and actors. The dashboard shows it.
-func Snapshot() (node.Snapshot, error) {
+func Snapshot() (state.Snapshot, error) {
 	n, err := Inspect()
 	if err != nil {
-		return node.Snapshot{}, err
+		return state.Snapshot{}, err
 	}
 	return n.Snapshot(), nil
 }

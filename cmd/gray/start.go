@@ -22,7 +22,7 @@ import (
 	"github.com/gray-ml/gray/internal/owned"
 	"github.com/gray-ml/gray/runtime/cluster"
 	"github.com/gray-ml/gray/runtime/control"
-	"github.com/gray-ml/gray/runtime/node"
+	"github.com/gray-ml/gray/runtime/machine"
 	"github.com/gray-ml/gray/runtime/objstore"
 	"github.com/gray-ml/gray/runtime/session"
 	"github.com/gray-ml/gray/runtime/task"
@@ -48,7 +48,7 @@ type startOptions struct {
 	maxTaskRecords    int
 	readyTimeout      time.Duration
 	// gpusSet: --num-gpus was given (else NVML's count is offered);
-	// detectGPUs counts them (node.ProbeGPUs; tests give a fake).
+	// detectGPUs counts them (machine.ProbeGPUs; tests give a fake).
 	gpusSet    bool
 	detectGPUs func() (int, error)
 }
@@ -115,11 +115,11 @@ func nodeGPUs(o startOptions) (float64, error) {
 	}
 	detect := o.detectGPUs
 	if detect == nil {
-		detect = node.ProbeGPUs
+		detect = machine.ProbeGPUs
 	}
 	found, err := detect()
 	switch {
-	case errors.Is(err, node.ErrNoNVML):
+	case errors.Is(err, machine.ErrNoNVML):
 		return o.gpus, nil // no NVIDIA driver: nothing found, nothing to check against
 	case err != nil && !o.gpusSet:
 		return 0, fmt.Errorf("detecting GPUs: %v; or give --num-gpus N (0: none) to skip detection", err)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gray-ml/gray/runtime/node"
+	"github.com/gray-ml/gray/runtime/machine"
 )
 
 func TestStartRefusesBadFlags(t *testing.T) {
@@ -64,7 +64,7 @@ func TestStartBuildsTheHeadSession(t *testing.T) {
 // with NVML faked: absent, broken, or finding some.
 func TestStartGPUs(t *testing.T) {
 	t.Setenv("GRAY_SESSION_DIR", filepath.Join(t.TempDir(), "index"))
-	noNVML := func() (int, error) { return 0, fmt.Errorf("GPU detection: %w", node.ErrNoNVML) }
+	noNVML := func() (int, error) { return 0, fmt.Errorf("GPU detection: %w", machine.ErrNoNVML) }
 	broken := func() (int, error) { return 0, errors.New("NVML is installed but nvmlInit_v2 failed with code 9") }
 	found := func(n int) func() (int, error) { return func() (int, error) { return n, nil } }
 	for _, tc := range []struct {

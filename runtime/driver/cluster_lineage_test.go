@@ -15,7 +15,7 @@ import (
 	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/internal/clustertest"
 	"github.com/gray-ml/gray/runtime/cluster"
-	"github.com/gray-ml/gray/runtime/node"
+	"github.com/gray-ml/gray/runtime/state"
 )
 
 // linLen is the length of the arrays of the lineage tests: 2 MiB of
@@ -272,8 +272,8 @@ func TestClusterTaskRerunWhenItsArgumentsNodeDiesMidPull(t *testing.T) {
 	waitResources(t, 3)
 	freeze(t, c.NodePID(1))
 	y := linUse.Remote(x) // on node 2, which pulls x from the frozen node 1
-	waitSnapshot(t, "the task to reach its worker (which then pulls x)", func(s node.Snapshot) bool {
-		return taskIn(s, y) == node.TaskRunning
+	waitSnapshot(t, "the task to reach its worker (which then pulls x)", func(s state.Snapshot) bool {
+		return taskIn(s, y) == state.TaskRunning
 	})
 	c.KillNode(1)
 	v, err := gray.Get(ctx, y)

@@ -14,7 +14,7 @@ import (
 	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/internal/clustertest"
 	"github.com/gray-ml/gray/runtime/cluster"
-	"github.com/gray-ml/gray/runtime/node"
+	"github.com/gray-ml/gray/runtime/state"
 	"github.com/gray-ml/gray/runtime/task"
 )
 
@@ -178,7 +178,7 @@ func startDirect(t *testing.T) context.Context {
 }
 
 // actorState returns the driver's view of actor h.
-func actorState(t *testing.T, s node.Snapshot, h gray.Handle[dLog]) node.ActorState {
+func actorState(t *testing.T, s state.Snapshot, h gray.Handle[dLog]) state.ActorState {
 	t.Helper()
 	for _, a := range s.Actors {
 		if a.ID == h.ID() {
@@ -186,7 +186,7 @@ func actorState(t *testing.T, s node.Snapshot, h gray.Handle[dLog]) node.ActorSt
 		}
 	}
 	t.Fatalf("actor %s is not in the driver's snapshot", h.ID())
-	return node.ActorState{}
+	return state.ActorState{}
 }
 
 // waitStarted waits for block(g) to start and returns its process ID.

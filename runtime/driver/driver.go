@@ -20,6 +20,7 @@ import (
 	"runtime"
 
 	"github.com/gray-ml/gray/runtime/events"
+	"github.com/gray-ml/gray/runtime/machine"
 	"github.com/gray-ml/gray/runtime/node"
 	"github.com/gray-ml/gray/runtime/objstore"
 	"github.com/gray-ml/gray/runtime/task"
@@ -71,7 +72,7 @@ func Start(ctx context.Context, c Config) (*Driver, error) {
 	case c.NoGPUs:
 		gpus = 0
 	case gpus == 0:
-		gpus = node.DetectGPUs()
+		gpus = machine.DetectGPUs()
 	}
 	cfg := node.Config{
 		Resources:  task.Resources{CPU: float64(cpus), GPU: float64(gpus), Custom: c.Resources},

@@ -12,7 +12,7 @@ import (
 
 	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/internal/clustertest"
-	"github.com/gray-ml/gray/runtime/node"
+	"github.com/gray-ml/gray/runtime/state"
 	"github.com/gray-ml/gray/runtime/task"
 )
 
@@ -121,16 +121,16 @@ func readPID(t *testing.T, file string) int {
 }
 
 // leaseHolder returns the worker the snapshot shows holding a lease.
-func leaseHolder(s node.Snapshot) (node.WorkerState, bool) {
+func leaseHolder(s state.Snapshot) (state.WorkerState, bool) {
 	for _, w := range s.Workers {
 		if strings.HasPrefix(w.Running, "(lease of ") {
 			return w, true
 		}
 	}
-	return node.WorkerState{}, false
+	return state.WorkerState{}, false
 }
 
-func snapshot(t *testing.T) node.Snapshot {
+func snapshot(t *testing.T) state.Snapshot {
 	t.Helper()
 	s, err := gray.Snapshot()
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 	"github.com/gray-ml/gray/internal/clustertest"
 	"github.com/gray-ml/gray/internal/graytest"
 	"github.com/gray-ml/gray/runtime/driver"
-	"github.com/gray-ml/gray/runtime/node"
+	"github.com/gray-ml/gray/runtime/state"
 )
 
 // TestMain serves tasks when this test binary runs as a gray worker; the
@@ -75,7 +75,7 @@ func (g gate) wait(ctx context.Context) error {
 }
 
 // waitSnapshot waits until the driver's scheduler state satisfies ok.
-func waitSnapshot(t *testing.T, what string, ok func(node.Snapshot) bool) {
+func waitSnapshot(t *testing.T, what string, ok func(state.Snapshot) bool) {
 	t.Helper()
 	clustertest.WaitFor(t, 30*time.Second, what, func() bool {
 		s, err := gray.Snapshot()
@@ -85,7 +85,7 @@ func waitSnapshot(t *testing.T, what string, ok func(node.Snapshot) bool) {
 
 // taskIn returns the state of the task whose first return is r in s ("" if
 // it is not there).
-func taskIn(s node.Snapshot, r gray.AnyRef) string {
+func taskIn(s state.Snapshot, r gray.AnyRef) string {
 	for _, ts := range s.Tasks {
 		if ts.ID == r.ID().Task() {
 			return ts.State

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/gray-ml/gray"
-	"github.com/gray-ml/gray/runtime/node"
+	"github.com/gray-ml/gray/runtime/state"
 )
 
 // A Snapshot counts the pool workers still starting: it reaches zero once
@@ -23,14 +23,14 @@ func TestSnapshotCountsStartingWorkers(t *testing.T) {
 	if pool := poolWorkers(s); s.Starting > pool || pool != 3 {
 		t.Fatalf("just after Init: %d starting of %d pool workers listed, want at most all 3 of 3", s.Starting, pool)
 	}
-	waitSnapshot(t, "every pool worker to connect", func(s node.Snapshot) bool { return s.Starting == 0 })
+	waitSnapshot(t, "every pool worker to connect", func(s state.Snapshot) bool { return s.Starting == 0 })
 	s, _ = gray.Snapshot()
 	if pool := poolWorkers(s); pool != 3 {
 		t.Fatalf("%d pool workers listed once none is starting, want 3", pool)
 	}
 }
 
-func poolWorkers(s node.Snapshot) int {
+func poolWorkers(s state.Snapshot) int {
 	n := 0
 	for _, w := range s.Workers {
 		if w.Actor == "" {

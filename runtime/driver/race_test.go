@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/gray-ml/gray"
-	"github.com/gray-ml/gray/runtime/node"
+	"github.com/gray-ml/gray/runtime/state"
 )
 
 type refHolder struct{ R gray.Ref[[]float64] }
@@ -65,11 +65,11 @@ func TestEvictedBeforeWorkerReplyIsRebuilt(t *testing.T) {
 	made, unblock := newGate(t, "made"), newGate(t, "unblock")
 	g := rcMake.Remote(log, made)
 	p := rcParent.Remote(refHolder{R: g}) // blocks in Get, giving its CPU back
-	waitSnapshot(t, "the parent to block in its Get", func(s node.Snapshot) bool {
-		return taskIn(s, p) == node.TaskRunning && s.Available.CPU == 1 // running, its CPU lent out
+	waitSnapshot(t, "the parent to block in its Get", func(s state.Snapshot) bool {
+		return taskIn(s, p) == state.TaskRunning && s.Available.CPU == 1 // running, its CPU lent out
 	})
 	b := rcBlock.Remote(unblock) // takes the CPU: the parent cannot resume when g is ready
-	waitSnapshot(t, "the blocker to run", func(s node.Snapshot) bool { return taskIn(s, b) == node.TaskRunning })
+	waitSnapshot(t, "the blocker to run", func(s state.Snapshot) bool { return taskIn(s, b) == state.TaskRunning })
 	made.open(t)
 	if _, _, err := gray.Wait(ctx, []gray.AnyRef{g}, 1, 0); err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
-// Package machine samples the CPU and memory use of the machine a process
-// runs on, from Linux's /proc: cheap enough for a node to send with its
-// heartbeats and for a dashboard to keep an hour of.
+// Package machine looks at the machine a process runs on: it samples its
+// CPU and memory use from Linux's /proc, cheap enough for a node to send
+// with its heartbeats and for a dashboard to keep an hour of (machine.go),
+// and counts its NVIDIA GPUs through NVML, loaded at run time (gpu.go).
 package machine
 
 import (

@@ -5,7 +5,8 @@
 // the object table of runtime/objtable and the recovery core of
 // runtime/recovery, and on a cluster moves objects between nodes) and the
 // actor-restart core (runtime/restart), and their effects into messages
-// and worker processes. The workers'
+// and worker processes. Get and Wait requests are runtime/requests' (the
+// matching is sched.Waits'). The workers'
 // processes and connections are runtime/pool's: it starts them, serves
 // their connections (calling the node's handler for each message, under
 // the node's lock) and writes what the node queued once the lock is
@@ -16,15 +17,17 @@
 // actor calls going out, the scheduling core's effects, timing tasks to
 // pack short ones), procs.go (what the pool reports: a worker's start,
 // hello, messages and end, and a task's result), requests.go (Get and
-// Wait, and a waiting Get reading a worker's connection itself),
+// Wait handed to runtime/requests, the node's answers about its workers,
+// and which worker's connection a waiting Get reads itself),
 // objects.go (the glue to runtime/objects: the events the node feeds it,
 // the tasks and effects it hands back; the API's object calls are
 // objects.API's, embedded in the Node), direct.go (direct actor calls'
-// addresses), accounts.go, gpu.go and grants.go (resources, GPUs, a
-// cluster node's grant), restart.go (the restart core's effects: actors
-// recreated, their checkpoints), resubmit.go (calls made again by a
-// replay), remote.go (a cluster's nodes), snapshot.go (the state for
-// inspection), and backend.go (the API the root package calls).
+// addresses), lease.go (leases for nested tasks), accounts.go and
+// grants.go (resources, a cluster node's grant), restart.go (the restart
+// core's effects: actors recreated, their checkpoints), resubmit.go
+// (calls made again by a replay), remote.go (a cluster's nodes),
+// snapshot.go (the state for inspection, a runtime/state Snapshot), and
+// backend.go (the API the root package calls).
 // runtime/README.md describes the threads, the locks and the route of a
 // task.
 package node
@@ -50,6 +53,7 @@ import (
 	"github.com/gray-ml/gray/runtime/objtable"
 	"github.com/gray-ml/gray/runtime/pool"
 	"github.com/gray-ml/gray/runtime/recovery"
+	"github.com/gray-ml/gray/runtime/requests"
 	"github.com/gray-ml/gray/runtime/restart"
 	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
@@ -109,6 +113,7 @@ type Node struct {
 	closed   bool
 	store    objects.Store
 	waits    *sched.Waits[*request]   // Gets and Waits waiting for objects (sched.Waits)
+	reqs     *requests.Table[*proc]   // what Gets and Waits are and how they are answered (requests.go)
 	objs     *objtable.Table          // who holds which object and why (runtime/objtable)
 	core     *sched.Cluster[*pending] // resources, queues and the pools' decisions, per node
 	workers  map[sched.WorkerID]*proc
@@ -179,20 +184,6 @@ func (p *pending) lineage() *task.Spec {
 		return nil
 	}
 	return p.record
-}
-
-// request is the shell's side of a Get or Wait from the driver or from a
-// worker; sched.Waits decides when it is answered.
-type request struct {
-	w     *proc // nil: the driver
-	id    uint64
-	wait  bool
-	ids   []ids.ObjectID
-	rq    sched.ReqID
-	ready []bool        // set by the answer
-	done  bool          // driver requests: answered
-	ch    chan struct{} // driver requests: closed when answered
-	timer *time.Timer
 }
 
 // proc is a worker: its connection and process (pool.Worker) and what the
@@ -271,6 +262,8 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n.ob = objects.New(objects.Config[*pending]{Store: n.store, Shared: n.shared, Table: n.objs, Rec: n.rec,
 		Tasks: objectTasks{n}, Lock: n.mu.Lock, Unlock: n.unlock})
 	n.API = n.ob.API()
+	n.reqs = requests.New(requests.Config[*proc]{Waits: n.waits, Objects: n.ob, Store: n.store, Workers: askers{n},
+		Lock: n.mu.Lock, Unlock: n.unlock, Step: n.step, Done: n.done})
 	env := cfg.Env
 	if cfg.Cluster != nil {
 		// Local workers too dial other nodes (pulling objects, direct

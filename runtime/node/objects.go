@@ -3,7 +3,6 @@ package node
 import (
 	"errors"
 	"fmt"
-	"net"
 
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/objects"
@@ -257,20 +256,4 @@ func (n *Node) Check() error {
 // memory (objects.Keeper.HoldKept).
 func (n *Node) holdKept(a *actor, s *task.Spec) {
 	n.ob.HoldKept(a.id, a.w != nil && a.w.node != sched.Local, s)
-}
-
-// startObjects starts the driver's transfer server, on the host of addr
-// (where its workers connect), with the cluster's token, which the
-// driver's own workers prove too when they pull.
-func (n *Node) startObjects(addr string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("gray: the cluster's worker address %q: %w", addr, err)
-	}
-	c := n.cfg.Cluster
-	ro, _ := c.Remote.(RemoteObjects)
-	if err := n.ob.StartTransfer(objects.Transfer{Host: host, Token: c.Token, Remote: ro, Locations: c.Locations}); err != nil {
-		return err
-	}
-	return nil
 }

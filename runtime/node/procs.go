@@ -3,7 +3,6 @@ package node
 import (
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/pool"
@@ -181,15 +180,7 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 			return err
 		}
 		n.mu.Lock()
-		r := n.newRequest(w, m.ID, m.Objects, m.Need, m.Wait)
-		if m.Timeout > 0 && n.waits.Open(r.rq) {
-			r.timer = time.AfterFunc(m.Timeout, func() {
-				n.mu.Lock()
-				n.waits.Timeout(r.rq)
-				n.step()
-				n.unlockFor(w)
-			})
-		}
+		n.reqs.Ask(w, w.id, w.actor == nil, m)
 		n.unlockFor(w)
 	case task.MsgGiveBack:
 		back, err := pool.DecodeTasks(payload)

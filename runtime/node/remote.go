@@ -77,7 +77,10 @@ func (n *Node) listenTCP() error {
 		addr = ln.Addr().String()
 	}
 	n.remote = &remoteState{cfg: *c, addr: addr, warned: map[string]bool{}}
-	if err := n.startObjects(addr); err != nil {
+	// The driver's objects are served to other nodes from the host its
+	// workers reach (objects.Keeper.StartTransfer).
+	ro, _ := c.Remote.(RemoteObjects)
+	if err := n.ob.StartTransfer(objects.Transfer{Workers: addr, Token: c.Token, Remote: ro, Locations: c.Locations}); err != nil {
 		ln.Close()
 		return err
 	}

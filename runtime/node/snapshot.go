@@ -6,94 +6,46 @@ import (
 	"sort"
 
 	"github.com/gray-ml/gray/runtime/events"
-	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/objects"
-	"github.com/gray-ml/gray/runtime/objstore"
 	"github.com/gray-ml/gray/runtime/sched"
-	"github.com/gray-ml/gray/runtime/task"
+	"github.com/gray-ml/gray/runtime/state"
 )
-
-// Snapshot is the node's state at one moment, for the dashboard.
-type Snapshot struct {
-	Total, Available task.Resources
-	Objects          int            // objects in the driver's store
-	Shared           objstore.Stats // the shared-memory store (zero without one)
-	Workers          []WorkerState
-	Starting         int         // pool workers started and not yet connected
-	Tasks            []TaskState // tasks queued for resources or sent to workers
-	Actors           []ActorState
-}
-
-// WorkerState is one worker process.
-type WorkerState struct {
-	ID      int
-	Name    string
-	PID     int
-	Actor   string // the actor type it hosts, "" for a pool worker
-	Running string // the function it runs now, "" when idle
-	Queued  int    // tasks sent to it behind the running one
-}
-
-// Task states in a Snapshot.
-const (
-	TaskQueued  = "QUEUED"  // waiting for a worker with the resources it needs
-	TaskSent    = "SENT"    // sent to a worker, behind its running task
-	TaskRunning = "RUNNING" // the first task a worker has
-	TaskWaiting = "WAITING" // waiting for the objects it takes as arguments
-)
-
-// TaskState is one unfinished task.
-type TaskState struct {
-	ID     ids.TaskID
-	Func   string
-	State  string
-	Worker int // -1 when not sent yet
-}
-
-// ActorState is one actor.
-type ActorState struct {
-	ID      ids.ActorID
-	Type    string
-	State   string // ALIVE, PENDING (no worker yet) or DEAD
-	Worker  int    // -1 without one
-	Pending int    // calls queued or in flight
-}
 
 // Snapshot copies the node's state under its lock. It costs time
 // proportional to the tasks and actors the node holds.
-func (n *Node) Snapshot() Snapshot {
+func (n *Node) Snapshot() state.Snapshot {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	s := Snapshot{Total: n.core.Total(), Available: n.core.Available(), Objects: n.store.Len(), Starting: n.core.Starting()}
+	s := state.Snapshot{Total: n.core.Total(), Available: n.core.Available(), Objects: n.store.Len(), Starting: n.core.Starting()}
 	if n.shared != nil {
 		s.Shared = n.shared.Stats()
 	}
 	for _, w := range n.workers {
 		tasks := n.core.Sent(w.id)
-		ws := WorkerState{ID: int(w.id), Name: w.name, PID: w.PID()}
+		ws := state.WorkerState{ID: int(w.id), Name: w.name, PID: w.PID()}
 		if w.actor != nil {
 			ws.Actor = w.actor.typ
 			tasks = w.actor.inflight
 		}
 		for i, p := range tasks {
-			st := TaskSent
+			st := state.TaskSent
 			if i == 0 {
-				st = TaskRunning
+				st = state.TaskRunning
 				ws.Running = p.spec.Func
 			}
-			s.Tasks = append(s.Tasks, TaskState{ID: p.spec.ID, Func: p.spec.Func, State: st, Worker: int(w.id)})
+			s.Tasks = append(s.Tasks, state.TaskState{ID: p.spec.ID, Func: p.spec.Func, State: st, Worker: int(w.id)})
 		}
 		ws.Queued = max(len(tasks)-1, 0)
 		s.Workers = append(s.Workers, ws)
 	}
 	n.core.EachQueued(func(p *pending) {
-		s.Tasks = append(s.Tasks, TaskState{ID: p.spec.ID, Func: p.spec.Func, State: TaskQueued, Worker: -1})
+		s.Tasks = append(s.Tasks, state.TaskState{ID: p.spec.ID, Func: p.spec.Func, State: state.TaskQueued, Worker: -1})
 	})
 	n.ob.EachWaiting(func(p *pending) {
-		s.Tasks = append(s.Tasks, TaskState{ID: p.spec.ID, Func: p.spec.Func, State: TaskWaiting, Worker: -1})
+		s.Tasks = append(s.Tasks, state.TaskState{ID: p.spec.ID, Func: p.spec.Func, State: state.TaskWaiting, Worker: -1})
 	})
 	for _, a := range n.actors {
-		as := ActorState{ID: a.id, Type: a.typ, State: "ALIVE", Worker: -1, Pending: len(a.queue) + len(a.inflight)}
+		as := state.ActorState{ID: a.id, Type: a.typ, State: "ALIVE", Worker: -1, Pending: len(a.queue) + len(a.inflight)}
 		switch {
 		case a.dead:
 			as.State = "DEAD"
@@ -104,7 +56,7 @@ func (n *Node) Snapshot() Snapshot {
 			as.Worker = int(a.w.id)
 		}
 		for _, p := range a.queue {
-			s.Tasks = append(s.Tasks, TaskState{ID: p.spec.ID, Func: p.spec.Func, State: TaskQueued, Worker: -1})
+			s.Tasks = append(s.Tasks, state.TaskState{ID: p.spec.ID, Func: p.spec.Func, State: state.TaskQueued, Worker: -1})
 		}
 		s.Actors = append(s.Actors, as)
 	}

@@ -172,7 +172,7 @@ func (n *Node) step() {
 			n.apply(e)
 		}
 		for a, ok := n.waits.Next(); ok; a, ok = n.waits.Next() {
-			n.answer(a)
+			n.reqs.Answer(a)
 		}
 	}
 }

@@ -100,19 +100,27 @@ type remote struct {
 
 // Transfer configures the objects' side of a cluster driver.
 type Transfer struct {
-	Host      string // where the driver's transfer server listens (its workers' host)
+	// Workers is the address the driver's workers connect to: its
+	// transfer server listens on that host.
+	Workers   string
 	Token     []byte // the cluster token every connection proves
 	Remote    RemoteObjects
 	Locations LocationTable
 }
 
-// StartTransfer starts the driver's transfer server (on t.Host) and its
-// transfer client: from now on objects may live on other nodes. Called
-// once, before any other method.
+// StartTransfer starts the driver's transfer server (on the host of
+// t.Workers, which its workers reach, with the cluster's token, which the
+// driver's own workers prove too when they pull) and its transfer client:
+// from now on objects may live on other nodes. Called once, before any
+// other method.
 func (k *Keeper[T]) StartTransfer(t Transfer) error {
-	ln, err := transfer.Listen(net.JoinHostPort(t.Host, "0"), t.Token)
+	host, _, err := net.SplitHostPort(t.Workers)
 	if err != nil {
-		return fmt.Errorf("gray: listening for object transfers on %s: %w", t.Host, err)
+		return fmt.Errorf("gray: the cluster's worker address %q: %w", t.Workers, err)
+	}
+	ln, err := transfer.Listen(net.JoinHostPort(host, "0"), t.Token)
+	if err != nil {
+		return fmt.Errorf("gray: listening for object transfers on %s: %w", host, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &remote{

@@ -2,7 +2,8 @@
 // tasks its Redis holds (runtime/control), as rows with stable snake_case
 // JSON keys, filtered and limited. `gray list`, `gray status --json` and
 // the dashboard read the cluster through it; docs/cluster.md lists every
-// key.
+// key. It also holds what one driver's scheduler shows of itself now
+// (Snapshot, snapshot.go: gray.Snapshot, the dashboard's session page).
 package state
 
 import (
