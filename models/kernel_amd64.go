@@ -35,3 +35,10 @@ func tanh4(dst, src []float64)
 //
 //go:noescape
 func adam4(w, g, m, v []float64, b1, b2, step, sc2, eps float64)
+
+// adamScaled4 is adam4 on the gradient g·scale that also sets g's first
+// len(w)&^3 values to zero; it reports whether every weight it updated is
+// finite.
+//
+//go:noescape
+func adamScaled4(w, g, m, v []float64, b1, b2, step, sc2, eps, scale float64) bool

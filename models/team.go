@@ -37,6 +37,7 @@ type Team struct {
 	closed  atomic.Bool
 
 	members []*member
+	barrier teamBarrier // RunSynced's meetings
 	sums    []float64   // GlobalNormOn's block sums
 	tracer  *teamTracer // set while Trace is on
 	// owner wakes the caller of Run when the last part ends while it sleeps.
@@ -189,13 +190,18 @@ func (t *Team) Run(parts int, fn func(k int)) {
 		}
 		return
 	}
-	// Only the members with a part join (and are woken): a Run of few
-	// parts waits for no other member.
-	active := t.members[:min(t.size, parts)-1]
 	if t.tracer != nil {
 		fn = t.tracer.traced(t.size, fn)
 		defer t.tracer.done()
 	}
+	t.run(parts, fn)
+}
+
+// run is Run on a team of at least two goroutines, for at least two parts.
+func (t *Team) run(parts int, fn func(k int)) {
+	// Only the members with a part join (and are woken): a Run of few
+	// parts waits for no other member.
+	active := t.members[:min(t.size, parts)-1]
 	t.parts, t.fn = parts, fn
 	t.runs++
 	t.pending.Store(int64(len(active)))
