@@ -143,7 +143,7 @@ func (t *Team) serve(m *member) {
 	var seen uint64 // no Run yet: the first may be set before this starts
 	for {
 		next := func() bool { return m.job.Load() != seen }
-		if !t.watch(next) {
+		if !t.watch(next, watchFor) {
 			m.sleepUnless(next)
 		}
 		seen = m.job.Load()
@@ -159,9 +159,9 @@ func (t *Team) serve(m *member) {
 	}
 }
 
-// watch spins until ready reports true or watchFor has passed (at once
-// when the team does not spin); it reports whether ready did.
-func (t *Team) watch(ready func() bool) bool {
+// watch spins until ready reports true or d has passed (at once when the
+// team does not spin); it reports whether ready did.
+func (t *Team) watch(ready func() bool, d time.Duration) bool {
 	if !t.spin {
 		return ready()
 	}
@@ -173,7 +173,7 @@ func (t *Team) watch(ready func() bool) bool {
 		if i&63 == 63 {
 			if start.IsZero() {
 				start = time.Now()
-			} else if time.Since(start) > watchFor {
+			} else if time.Since(start) > d {
 				return false
 			}
 		}
@@ -213,7 +213,7 @@ func (t *Team) run(parts int, fn func(k int)) {
 		fn(k)
 	}
 	finished := func() bool { return t.pending.Load() == 0 }
-	if !t.watch(finished) {
+	if !t.watch(finished, watchFor) {
 		t.owner.sleepUnless(finished)
 	}
 	t.fn = nil

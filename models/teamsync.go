@@ -18,7 +18,9 @@ import (
 // own: a phase boundary costs the members an atomic add and a short watch,
 // where a Run costs the owner's hand-offs and the members' wake-ups. A
 // member that waits longer than the team watches goes to sleep, so a
-// member that lost its core makes the others sleep, not spin.
+// member that lost its core makes the others sleep, not spin. fn must not
+// use the team itself, and every member must make the same number of sync
+// calls.
 func (t *Team) RunSynced(members int, fn func(j int, sync func(action func()))) {
 	members = min(max(members, 1), t.Size())
 	if members == 1 {
@@ -58,6 +60,13 @@ func (t *Team) RunSynced(members int, fn func(j int, sync func(action func()))) 
 	}
 }
 
+// syncWatch is how long a member watches at a sync before it sleeps:
+// shorter than between Runs (watchFor), because the phases of a step are
+// cut to take each member about as long, so a longer wait means a member
+// lost its core, and a watching member may hold the very core it waits
+// for.
+const syncWatch = 50 * time.Microsecond
+
 // teamBarrier is the meeting point of RunSynced's members: arrived counts
 // the members at the current meeting, and gen counts the meetings passed.
 type teamBarrier struct {
@@ -84,7 +93,7 @@ func (t *Team) arrive(j int, action func()) {
 		return
 	}
 	passed := func() bool { return b.gen.Load() != g }
-	if t.watch(passed) {
+	if t.watch(passed, syncWatch) {
 		return
 	}
 	s := &t.owner
@@ -129,7 +138,18 @@ func (tr *teamTracer) timedAction(action func()) func() {
 
 // doneSynced closes a RunSynced: each phase's busiest goroutine and every
 // action join the path.
+var DebugPhases [8][4]time.Duration
+var DebugActions time.Duration
+
 func (tr *teamTracer) doneSynced() {
+	DebugActions += tr.actions
+	for j, ph := range tr.phases {
+		for p, d := range ph {
+			if p < 8 && j < 4 {
+				DebugPhases[p][j] += d
+			}
+		}
+	}
 	for p := range tr.phases[0] {
 		most := time.Duration(0)
 		for _, ph := range tr.phases {
