@@ -11,12 +11,11 @@ import (
 // the sum, and the update (clipping, the optimizer step, the finite check
 // of the new weights) are phases of one RunSynced, separated by the
 // members' syncs instead of Runs: a Run costs the owner's hand-offs and a
-// wait for the slowest member's wake-up, as long as a small network's
-// whole update, so the sum and the update of a small network could not be
-// split over the team before. Each member sums and then updates the same
-// range of the weights, while it is in its cache. The values are those of
-// the separate calls (SumGradsOn, GlobalNormOn, scaling, Adam's StepOn,
-// AllFinite), for any team.
+// wait for the slowest member's wake-up. Each member sums and then
+// updates the same range of the weights, while it is in its cache; a
+// small network's sum and update are done by the last shard to finish.
+// The values are those of the separate calls (SumGradsOn, GlobalNormOn,
+// scaling, Adam's StepOn, AllFinite), for any team.
 
 // SumStep runs a data-parallel step on the team and returns the norm of the
 // summed gradient:
@@ -33,9 +32,14 @@ import (
 //     4,096 values (so an elementwise update gives the same values for
 //     any team).
 //
-// With a nil update SumStep only sums, and returns 0. The shards run on
-// min(Size, len(grads)) goroutines, the sum and update on as many, or more
-// for a large gradient.
+// With a nil update SumStep only sums, and returns 0. Shard k runs on
+// goroutine k mod min(Size, len(grads)). A gradient of fewer than
+// 2·rangeMin values is summed and updated by the last shard to finish,
+// alone, so that a small network's step meets the team once: splitting
+// its few thousand values saves less than a meeting costs when a member
+// has lost its core (on a loaded machine each one can wait a time
+// slice). A larger gradient is summed and updated by as many goroutines
+// as it has ranges, up to Size, each on its own range.
 func (t *Team) SumStep(grads [][]float64, shard func(k int), update func(norm float64) func(lo, hi int)) float64 {
 	dst := grads[0]
 	n := len(dst)
@@ -44,18 +48,11 @@ func (t *Team) SumStep(grads [][]float64, shard func(k int), update func(norm fl
 	if update != nil {
 		sums = t.blockSums(n)
 	}
-	members := min(t.Size(), max(len(grads), n/rangeMin))
 	norm := 0.0
 	var apply func(lo, hi int)
-	t.RunSynced(members, func(j int, sync func(func())) {
-		for k := j; k < len(grads); k += members {
-			shard(k)
-		}
-		sync(nil)
-		bl, bh := ShardBounds(j, members, blocks)
-		lo, hi := bl*normBlock, min(bh*normBlock, n)
-		// Block by block, so that the sum's block is still in the L1
-		// cache when it is squared.
+	// sum adds and squares blocks [bl, bh), block by block, so that the
+	// sum's block is still in the L1 cache when it is squared.
+	sum := func(bl, bh int) {
 		for b := bl; b < bh; b++ {
 			from, to := b*normBlock, min((b+1)*normBlock, n)
 			addClearing(grads, from, to)
@@ -63,14 +60,41 @@ func (t *Team) SumStep(grads [][]float64, shard func(k int), update func(norm fl
 				sumSquares(dst, sums, from, to)
 			}
 		}
+	}
+	decide := func() {
+		if update != nil {
+			norm = addSums(sums)
+			apply = update(norm)
+		}
+	}
+	if n < 2*rangeMin {
+		members := min(t.Size(), len(grads))
+		t.RunSynced(members, func(j int, sync func(func())) {
+			for k := j; k < len(grads); k += members {
+				shard(k)
+			}
+			sync(func() {
+				sum(0, blocks)
+				if decide(); apply != nil {
+					apply(0, n)
+				}
+			})
+		})
+		return norm
+	}
+	members := min(t.Size(), max(len(grads), n/rangeMin))
+	t.RunSynced(members, func(j int, sync func(func())) {
+		for k := j; k < len(grads); k += members {
+			shard(k)
+		}
+		sync(nil)
+		bl, bh := ShardBounds(j, members, blocks)
+		sum(bl, bh)
 		if update == nil {
 			return
 		}
-		sync(func() {
-			norm = addSums(sums)
-			apply = update(norm)
-		})
-		if apply != nil && lo < hi {
+		sync(decide)
+		if lo, hi := bl*normBlock, min(bh*normBlock, n); apply != nil && lo < hi {
 			apply(lo, hi)
 		}
 	})
