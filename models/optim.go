@@ -136,7 +136,7 @@ func (u *adamStep) apply(w, g []float64, lo, hi int) {
 func adamUpdate(w, g, m, v []float64, b1, b2, step, sc2, eps float64) {
 	done := 0
 	if haveFMA {
-		adam4(w, g, m, v, b1, b2, step, sc2, eps)
+		adam4(w, g, m, v, b1, b2, step, sc2, eps, 1, false)
 		done = len(w) &^ 3
 	}
 	adamGo(w[done:], g[done:], m[done:], v[done:], b1, b2, step, sc2, eps)
@@ -149,7 +149,7 @@ func adamUpdate(w, g, m, v []float64, b1, b2, step, sc2, eps float64) {
 func adamScaledUpdate(w, g, m, v []float64, b1, b2, step, sc2, eps, scale float64) bool {
 	done, finite := 0, true
 	if haveFMA {
-		finite = adamScaled4(w, g, m, v, b1, b2, step, sc2, eps, scale)
+		finite = adam4(w, g, m, v, b1, b2, step, sc2, eps, scale, true)
 		done = len(w) &^ 3
 	}
 	w, g, m, v = w[done:], g[done:len(w)], m[done:len(w)], v[done:len(w)]

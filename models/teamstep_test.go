@@ -158,56 +158,44 @@ func TestRunSynced(t *testing.T) {
 	}
 }
 
-// A traced RunSynced counts as one Run whose path is at most its work.
-func TestTeamTraceSynced(t *testing.T) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	team := NewTeam(2)
-	defer team.Close()
-	team.Trace(true)
-	g := randVec(5, 100_000)
-	for range 3 {
-		team.RunSynced(2, func(j int, sync func(func())) {
-			sumSquares(g, make([]float64, 25), 0, 100_000)
-			sync(func() { sumSquares(g, make([]float64, 25), 0, 100_000) })
-			sumSquares(g, make([]float64, 25), 0, 100_000)
-		})
-	}
-	got := team.Trace(false)
-	if got.Runs != 3 {
-		t.Errorf("Runs = %d, want 3", got.Runs)
-	}
-	if got.Path > got.Work || got.Path < 0 || got.Serial < 0 {
-		t.Errorf("trace %+v: the path exceeds the work or a figure is negative", got)
-	}
-	if runtime.GOOS == "linux" && got.Path == 0 {
-		t.Errorf("trace %+v: no path measured on Linux", got)
-	}
-}
-
-// A traced team counts its Runs, and no goroutine's share of a Run
-// exceeds the Run's whole work.
+// A traced team counts its Runs (a RunSynced with its syncs as one), no
+// Run's path exceeds its whole work, and a stopped trace reports nothing.
 func TestTeamTrace(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	team := NewTeam(2)
-	defer team.Close()
-	team.Trace(true)
 	g := randVec(5, 100_000)
-	for range 5 {
-		team.GlobalNormOn(g)
-	}
-	got := team.Trace(false)
-	if got.Runs != 5 {
-		t.Errorf("Runs = %d, want 5", got.Runs)
-	}
-	if got.Path > got.Work || got.Path < 0 || got.Serial < 0 {
-		t.Errorf("trace %+v: the path exceeds the work or a figure is negative", got)
-	}
-	if runtime.GOOS == "linux" && got.Work == 0 {
-		t.Errorf("trace %+v: no work measured on Linux", got)
-	}
-	if again := team.Trace(false); again != (TeamTrace{}) {
-		t.Errorf("a stopped trace reports %+v, want nothing", again)
+	square := func() { sumSquares(g, make([]float64, 25), 0, len(g)) }
+	for _, tc := range []struct {
+		name string
+		run  func(team *Team)
+	}{
+		{"Run", func(team *Team) { team.GlobalNormOn(g) }},
+		{"RunSynced", func(team *Team) {
+			team.RunSynced(2, func(j int, sync func(func())) {
+				square()
+				sync(square)
+				square()
+			})
+		}},
+	} {
+		team := NewTeam(2)
+		team.Trace(true)
+		for range 3 {
+			tc.run(team)
+		}
+		got := team.Trace(false)
+		if got.Runs != 3 {
+			t.Errorf("%s: Runs = %d, want 3", tc.name, got.Runs)
+		}
+		if got.Path > got.Work || got.Path < 0 || got.Serial < 0 {
+			t.Errorf("%s: trace %+v: the path exceeds the work or a figure is negative", tc.name, got)
+		}
+		if runtime.GOOS == "linux" && got.Path == 0 {
+			t.Errorf("%s: trace %+v: no path measured on Linux", tc.name, got)
+		}
+		if again := team.Trace(false); again != (TeamTrace{}) {
+			t.Errorf("%s: a stopped trace reports %+v, want nothing", tc.name, again)
+		}
+		team.Close()
 	}
 }
