@@ -49,21 +49,33 @@ func gemmAcc512(tA bool, m, n, k int, a []float64, lda int, b []float64, ldb int
 			}
 			continue
 		}
-		for i := 0; i < m; {
-			ai, ci := &a[i*ars+k0*aks], i*ldc
-			for j := 0; j < n; j += 16 {
-				mask := uint64(1)<<min(16, n-j) - 1
-				if i < m8 {
-					kern8x16(kb, ai, ars, aks, &b[k0*ldb+j], ldb, &c[ci+j], ldc, mask)
-				} else {
-					kern1x16(kb, ai, aks, &b[k0*ldb+j], ldb, &c[ci+j], mask)
+		// B's slice in column chunks that fit in L2 beside A's rows: a
+		// wide B (a layer's input gradient dY·Wᵀ through a large weight)
+		// would otherwise be read from farther away once per 8 rows.
+		nc := max(16, panelBytes/(8*kb)&^15)
+		for j0 := 0; j0 < n; j0 += nc {
+			j1 := min(j0+nc, n)
+			for i := 0; i < m; {
+				ai, ci := &a[i*ars+k0*aks], i*ldc
+				for j := j0; j < j1; j += 16 {
+					mask := uint64(1)<<min(16, n-j) - 1
+					if i < m8 {
+						kern8x16(kb, ai, ars, aks, &b[k0*ldb+j], ldb, &c[ci+j], ldc, mask)
+					} else {
+						kern1x16(kb, ai, aks, &b[k0*ldb+j], ldb, &c[ci+j], mask)
+					}
 				}
-			}
-			if i < m8 {
-				i += 8
-			} else {
-				i++
+				if i < m8 {
+					i += 8
+				} else {
+					i++
+				}
 			}
 		}
 	}
 }
+
+// panelBytes is how much of B's slice gemmAcc512 multiplies by all of A's
+// rows before it moves on: a quarter of a typical L2 cache, so that the
+// chunk and the rows of A streaming past it stay there together.
+const panelBytes = 256 << 10

@@ -161,32 +161,44 @@ store1:
 	VZEROUPPER
 	RET
 
-// func adam4(w, g, m, v []float64, b1, b2, step, sc2, eps float64)
+// func adam4(w, g, m, v []float64, b1, b2, step, sc2, eps, scale float64, clear bool) bool
 //
-// For i < len(w)&^3, four at a time:
-//   m = b1·m + (1-b1)·g;  v = b2·v + (1-b2)·g²;  w -= step·m / (√v·sc2 + eps)
-TEXT ·adam4(SB), NOSPLIT, $0-136
+// For i < len(w)&^3, four at a time, with d = g·scale:
+//   m = b1·m + (1-b1)·d;  v = b2·v + (1-b2)·d²;  w -= step·m / (√v·sc2 + eps)
+// and g = 0 when clear is set. The sum of every new w minus itself (0, or
+// NaN where w is not finite) tells whether all are finite.
+TEXT ·adam4(SB), NOSPLIT, $0-153
 	MOVQ w_base+0(FP), DI
 	MOVQ w_len+8(FP), CX
 	MOVQ g_base+24(FP), SI
 	MOVQ m_base+48(FP), R8
 	MOVQ v_base+72(FP), R9
+	MOVBQZX clear+144(FP), DX
+	MOVB $1, ret+152(FP)
 	SHRQ $2, CX
-	JZ   adamdone
+	JZ   adamsdone
 
 	VBROADCASTSD b1+96(FP), Y8
 	VBROADCASTSD b2+104(FP), Y9
 	VBROADCASTSD step+112(FP), Y10
 	VBROADCASTSD sc2+120(FP), Y11
 	VBROADCASTSD eps+128(FP), Y12
+	VBROADCASTSD scale+136(FP), Y15
 	MOVQ         $0x3ff0000000000000, AX
 	MOVQ         AX, X13
 	VBROADCASTSD X13, Y13
 	VSUBPD       Y8, Y13, Y14 // 1 - b1
 	VSUBPD       Y9, Y13, Y13 // 1 - b2
+	VXORPD       Y7, Y7, Y7   // the finite check's sum
 
-adamloop:
-	VMOVUPD     (SI), Y0
+adamsloop:
+	VMULPD      (SI), Y15, Y0 // g·scale
+	TESTQ       DX, DX
+	JZ          adamskeep
+	VXORPD      Y3, Y3, Y3
+	VMOVUPD     Y3, (SI)      // g = 0
+
+adamskeep:
 	VMULPD      (R8), Y8, Y1
 	VFMADD231PD Y0, Y14, Y1   // m = b1·m + (1-b1)·g
 	VMOVUPD     Y1, (R8)
@@ -201,13 +213,21 @@ adamloop:
 	VMOVUPD     (DI), Y6
 	VSUBPD      Y5, Y6, Y6
 	VMOVUPD     Y6, (DI)
+	VSUBPD      Y6, Y6, Y6    // 0 where w is finite, else NaN
+	VADDPD      Y6, Y7, Y7
 	ADDQ        $32, SI
 	ADDQ        $32, DI
 	ADDQ        $32, R8
 	ADDQ        $32, R9
 	DECQ        CX
-	JNZ         adamloop
-	VZEROUPPER
+	JNZ         adamsloop
 
-adamdone:
+	VCMPPD    $3, Y7, Y7, Y7 // unordered: a lane that met a NaN
+	VMOVMSKPD Y7, AX
+	VZEROUPPER
+	TESTQ     AX, AX
+	JZ        adamsdone
+	MOVB      $0, ret+152(FP)
+
+adamsdone:
 	RET

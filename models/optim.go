@@ -136,10 +136,35 @@ func (u *adamStep) apply(w, g []float64, lo, hi int) {
 func adamUpdate(w, g, m, v []float64, b1, b2, step, sc2, eps float64) {
 	done := 0
 	if haveFMA {
-		adam4(w, g, m, v, b1, b2, step, sc2, eps)
+		adam4(w, g, m, v, b1, b2, step, sc2, eps, 1, false)
 		done = len(w) &^ 3
 	}
 	adamGo(w[done:], g[done:], m[done:], v[done:], b1, b2, step, sc2, eps)
+}
+
+// adamScaledUpdate is adamUpdate on the gradient g·scale that leaves g
+// zero; it reports whether every updated weight is finite. The values are
+// adamUpdate's after scaling g (the product is the same in a register as
+// in memory).
+func adamScaledUpdate(w, g, m, v []float64, b1, b2, step, sc2, eps, scale float64) bool {
+	done, finite := 0, true
+	if haveFMA {
+		finite = adam4(w, g, m, v, b1, b2, step, sc2, eps, scale, true)
+		done = len(w) &^ 3
+	}
+	w, g, m, v = w[done:], g[done:len(w)], m[done:len(w)], v[done:len(w)]
+	for i, d := range g {
+		g[i] = 0
+		d *= scale
+		mi := b1*m[i] + (1-b1)*d
+		vi := b2*v[i] + (1-b2)*d*d
+		m[i], v[i] = mi, vi
+		w[i] -= step * mi / (math.Sqrt(vi)*sc2 + eps)
+		if math.IsNaN(w[i]) || math.IsInf(w[i], 0) {
+			finite = false
+		}
+	}
+	return finite
 }
 
 func adamGo(w, g, m, v []float64, b1, b2, step, sc2, eps float64) {

@@ -61,12 +61,15 @@ func (r *Replicas) Shards(n int) int { return max(1, min(len(r.params), n)) }
 func (r *Replicas) Grad(n int, shard func(k int, t *Tape, lo, hi int) float64) float64 {
 	shards := r.Shards(n)
 	r.tr.Reset() // the weights may have changed since the last call
-	r.team.Run(shards, func(k int) {
-		r.params[k].ZeroGrad()
+	// The shards and the sum are one meeting of the team. The sum clears
+	// the copies' gradients, so only the master's needs zeroing.
+	r.team.SumStep(r.grads[:shards], func(k int) {
+		if k == 0 {
+			r.params[0].ZeroGrad()
+		}
 		lo, hi := ShardBounds(k, shards, n)
 		r.losses[k] = shard(k, r.tapes[k], lo, hi)
-	})
-	r.team.SumGradsOn(r.grads[:shards])
+	}, nil)
 	loss := 0.0
 	for _, l := range r.losses[:shards] {
 		loss += l

@@ -37,6 +37,7 @@ type Team struct {
 	closed  atomic.Bool
 
 	members []*member
+	barrier teamBarrier // RunSynced's meetings
 	sums    []float64   // GlobalNormOn's block sums
 	tracer  *teamTracer // set while Trace is on
 	// owner wakes the caller of Run when the last part ends while it sleeps.
@@ -142,7 +143,7 @@ func (t *Team) serve(m *member) {
 	var seen uint64 // no Run yet: the first may be set before this starts
 	for {
 		next := func() bool { return m.job.Load() != seen }
-		if !t.watch(next) {
+		if !t.watch(next, watchFor) {
 			m.sleepUnless(next)
 		}
 		seen = m.job.Load()
@@ -158,9 +159,9 @@ func (t *Team) serve(m *member) {
 	}
 }
 
-// watch spins until ready reports true or watchFor has passed (at once
-// when the team does not spin); it reports whether ready did.
-func (t *Team) watch(ready func() bool) bool {
+// watch spins until ready reports true or d has passed (at once when the
+// team does not spin); it reports whether ready did.
+func (t *Team) watch(ready func() bool, d time.Duration) bool {
 	if !t.spin {
 		return ready()
 	}
@@ -172,7 +173,7 @@ func (t *Team) watch(ready func() bool) bool {
 		if i&63 == 63 {
 			if start.IsZero() {
 				start = time.Now()
-			} else if time.Since(start) > watchFor {
+			} else if time.Since(start) > d {
 				return false
 			}
 		}
@@ -189,13 +190,18 @@ func (t *Team) Run(parts int, fn func(k int)) {
 		}
 		return
 	}
-	// Only the members with a part join (and are woken): a Run of few
-	// parts waits for no other member.
-	active := t.members[:min(t.size, parts)-1]
 	if t.tracer != nil {
 		fn = t.tracer.traced(t.size, fn)
 		defer t.tracer.done()
 	}
+	t.run(parts, fn)
+}
+
+// run is Run on a team of at least two goroutines, for at least two parts.
+func (t *Team) run(parts int, fn func(k int)) {
+	// Only the members with a part join (and are woken): a Run of few
+	// parts waits for no other member.
+	active := t.members[:min(t.size, parts)-1]
 	t.parts, t.fn = parts, fn
 	t.runs++
 	t.pending.Store(int64(len(active)))
@@ -207,7 +213,7 @@ func (t *Team) Run(parts int, fn func(k int)) {
 		fn(k)
 	}
 	finished := func() bool { return t.pending.Load() == 0 }
-	if !t.watch(finished) {
+	if !t.watch(finished, watchFor) {
 		t.owner.sleepUnless(finished)
 	}
 	t.fn = nil

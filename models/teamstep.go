@@ -6,26 +6,99 @@ import (
 	"sync/atomic"
 )
 
-// A data-parallel training step meets its team three times: the shards'
-// forward and backward passes, the gradient sum, and the update. The
-// gradient sum and the norm of the sum (SumNormOn), and the clipping, the
-// optimizer step and the finite check of the new weights (Adam's
-// StepScaledOn) each take one Run instead of two or three: every meeting
-// costs a hand-off and a wait for the slowest member, as long as a small
-// network's whole update. The values are those of the separate calls,
-// for any team.
+// A data-parallel training step is one meeting of its team (SumStep): the
+// shards' forward and backward passes, the gradient sum with the norm of
+// the sum, and the update (clipping, the optimizer step, the finite check
+// of the new weights) are phases of one RunSynced, separated by the
+// members' syncs instead of Runs: a Run costs the owner's hand-offs and a
+// wait for the slowest member's wake-up. Each member sums and then
+// updates the same range of the weights, while it is in its cache; a
+// small network's sum and update are done by the last shard to finish.
+// The values are those of the separate calls (SumGradsOn, GlobalNormOn,
+// scaling, Adam's StepOn, AllFinite), for any team.
 
-// SumNormOn adds srcs[1:] into srcs[0] as SumGradsOn does (clearing them)
-// and returns the global norm of the sum as GlobalNormOn computes it, in
-// one Run: each member squares the blocks it has just summed.
-func (t *Team) SumNormOn(srcs [][]float64) float64 {
-	dst := srcs[0]
-	sums := t.blockSums(len(dst))
-	t.Ranges(len(dst), normBlock, func(lo, hi int) {
-		addClearing(srcs, lo, hi)
-		sumSquares(dst, sums, lo, hi)
+// SumStep runs a data-parallel step on the team and returns the norm of the
+// summed gradient:
+//
+//  1. shard(k) for each k in [0, len(grads)): it leaves shard k's gradient
+//     in grads[k] (grads[0] is the master's);
+//  2. the team adds grads[1:] into grads[0] in order, clearing them (the
+//     shards' next backward passes start from zero), and squares the sum's
+//     blocks for the norm, which is GlobalNormOn's;
+//  3. update(norm) runs once, on one goroutine, after every shard and the
+//     whole sum, and returns what to do to each range of the sum: nil for
+//     nothing;
+//  4. the team calls that on its ranges [lo, hi), which are aligned to
+//     4,096 values (so an elementwise update gives the same values for
+//     any team).
+//
+// With a nil update SumStep only sums, and returns 0. Shard k runs on
+// goroutine k mod min(Size, len(grads)). A gradient of fewer than
+// 2·rangeMin values is summed and updated by the last shard to finish,
+// alone, so that a small network's step meets the team once: splitting
+// its few thousand values saves less than a meeting costs when a member
+// has lost its core (on a loaded machine each one can wait a time
+// slice). A larger gradient is summed and updated by as many goroutines
+// as it has ranges, up to Size, each on its own range.
+func (t *Team) SumStep(grads [][]float64, shard func(k int), update func(norm float64) func(lo, hi int)) float64 {
+	dst := grads[0]
+	n := len(dst)
+	blocks := (n + normBlock - 1) / normBlock
+	var sums []float64
+	if update != nil {
+		sums = t.blockSums(n)
+	}
+	norm := 0.0
+	var apply func(lo, hi int)
+	// sum adds and squares blocks [bl, bh), block by block, so that the
+	// sum's block is still in the L1 cache when it is squared.
+	sum := func(bl, bh int) {
+		for b := bl; b < bh; b++ {
+			from, to := b*normBlock, min((b+1)*normBlock, n)
+			addClearing(grads, from, to)
+			if sums != nil {
+				sumSquares(dst, sums, from, to)
+			}
+		}
+	}
+	decide := func() {
+		if update != nil {
+			norm = addSums(sums)
+			apply = update(norm)
+		}
+	}
+	if n < 2*rangeMin {
+		members := min(t.Size(), len(grads))
+		t.RunSynced(members, func(j int, sync func(func())) {
+			for k := j; k < len(grads); k += members {
+				shard(k)
+			}
+			sync(func() {
+				sum(0, blocks)
+				if decide(); apply != nil {
+					apply(0, n)
+				}
+			})
+		})
+		return norm
+	}
+	members := min(t.Size(), max(len(grads), n/rangeMin))
+	t.RunSynced(members, func(j int, sync func(func())) {
+		for k := j; k < len(grads); k += members {
+			shard(k)
+		}
+		sync(nil)
+		bl, bh := ShardBounds(j, members, blocks)
+		sum(bl, bh)
+		if update == nil {
+			return
+		}
+		sync(decide)
+		if lo, hi := bl*normBlock, min(bh*normBlock, n); apply != nil && lo < hi {
+			apply(lo, hi)
+		}
 	})
-	return addSums(sums)
+	return norm
 }
 
 // blockSums returns a slice for the squares of n values' norm blocks:
@@ -60,33 +133,43 @@ func addSums(sums []float64) float64 {
 	return math.Sqrt(s)
 }
 
-// StepScaledOn multiplies g by scale (unless scale is 1), applies StepOn's
-// update and reports whether every updated weight is finite, with each
-// member doing all three on its own range of weights: the values are those
-// of scaling, StepOn and Team.AllFinite one after the other.
-func (o *Adam) StepScaledOn(team *Team, w, g []float64, scale float64) (finite bool, err error) {
+// AdamRanges is one Adam step on a gradient scaled by a factor, ready to
+// be applied range by range (Team.SumStep's update): each range's
+// gradient is multiplied by the factor, the step applied to its weights,
+// the gradient left zero (so the next backward pass starts from zero), and
+// the new weights checked. The weights are those of scaling the gradient,
+// Adam's StepOn and AllFinite one after the other, for any cut of ranges
+// aligned to 1,024 values.
+type AdamRanges struct {
+	u       adamStep
+	w, g    []float64
+	scale   float64
+	nonFini atomic.Bool
+}
+
+// Ranges counts one step of o on the weights w with the gradient g times
+// scale and returns it, to apply by ranges (Apply). It fails when o holds
+// a state for a different number of weights.
+func (o *Adam) Ranges(w, g []float64, scale float64) (*AdamRanges, error) {
 	if len(w) != len(g) {
-		return false, fmt.Errorf("models: Adam step with %d weights and %d gradients", len(w), len(g))
+		return nil, fmt.Errorf("models: Adam step with %d weights and %d gradients", len(w), len(g))
 	}
 	u, err := o.next(len(w))
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	var bad atomic.Bool
-	team.Ranges(len(w), normBlock, func(lo, hi int) {
-		gr := g[lo:hi]
-		if scale != 1 {
-			for i := range gr {
-				gr[i] *= scale
-			}
-		}
-		u.apply(w, g, lo, hi)
-		for _, v := range w[lo:hi] {
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				bad.Store(true)
-				return
-			}
-		}
-	})
-	return !bad.Load(), nil
+	return &AdamRanges{u: u, w: w, g: g, scale: scale}, nil
 }
+
+// Apply updates the weights [lo, hi), lo a multiple of 1,024. Ranges that
+// do not overlap may be applied concurrently.
+func (r *AdamRanges) Apply(lo, hi int) {
+	u := &r.u
+	if !adamScaledUpdate(r.w[lo:hi], r.g[lo:hi], u.m[lo:hi], u.v[lo:hi], u.b1, u.b2, u.step, u.sc2, u.epsilon, r.scale) {
+		r.nonFini.Store(true)
+	}
+}
+
+// Finite reports whether every weight the applied ranges updated is
+// finite.
+func (r *AdamRanges) Finite() bool { return !r.nonFini.Load() }

@@ -4,99 +4,198 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"sync/atomic"
 	"testing"
 )
 
-// The fused calls (SumNormOn, StepScaledOn) give the bits of the separate
-// ones (SumGradsOn, ClipByGlobalNormOn, StepOn, AllFinite) for every team,
-// on a small network's weights (one range) and a large one's (several),
-// clipped or not.
-func TestTeamFusedStepSameAsSeparate(t *testing.T) {
+// SumStep with Adam's ranges gives the bits of the separate calls (the sum,
+// the norm, clipping, Adam's Step) for every team and shard count, on a
+// small network's weights (fewer than two ranges' worth) and a large one's,
+// clipped or not; it clears every shard's gradient, the master's included.
+func TestSumStepSameAsSeparate(t *testing.T) {
 	for _, n := range []int{9_001, 70_001} {
 		for _, clip := range []float64{0.5, 1e9} {
-			separate := func() ([]float64, float64) {
+			for _, shards := range []int{1, 2, 3} {
+				grad := func(step, k int) []float64 { return randVec(uint64(10+10*k+step), n) }
 				w, opt := randVec(1, n), NewAdam(1e-3)
-				norm := 0.0
+				wantNorm := 0.0
 				for step := range 3 {
-					srcs := [][]float64{randVec(uint64(10+step), n), randVec(20, n)}
+					srcs := make([][]float64, shards)
+					for k := range srcs {
+						srcs[k] = grad(step, k)
+					}
 					SumGrads(srcs, 1)
-					norm = (*Team)(nil).ClipByGlobalNormOn(srcs[0], clip)
+					wantNorm = (*Team)(nil).ClipByGlobalNormOn(srcs[0], clip)
 					if err := opt.Step(w, srcs[0]); err != nil {
 						t.Fatal(err)
 					}
 				}
-				return w, norm
-			}
-			want, wantNorm := separate()
-			for _, size := range []int{1, 2, 3} {
-				team := NewTeam(size)
-				w, opt := randVec(1, n), NewAdam(1e-3)
-				norm := 0.0
-				for step := range 3 {
-					srcs := [][]float64{randVec(uint64(10+step), n), randVec(20, n)}
-					norm = team.SumNormOn(srcs)
-					if slices.ContainsFunc(srcs[1], func(v float64) bool { return v != 0 }) {
-						t.Fatalf("n=%d team of %d: SumNormOn left a shard's gradient uncleared", n, size)
+				want := w
+				for _, size := range []int{1, 2, 3} {
+					team := NewTeam(size)
+					w, opt := randVec(1, n), NewAdam(1e-3)
+					grads := make([][]float64, shards)
+					for k := range grads {
+						grads[k] = make([]float64, n)
 					}
-					scale := 1.0
-					if norm > clip {
-						scale = clip / norm
+					norm := 0.0
+					for step := range 3 {
+						ran := make([]atomic.Int32, shards)
+						var r *AdamRanges
+						norm = team.SumStep(grads, func(k int) {
+							ran[k].Add(1)
+							addTo(grads[k], grad(step, k))
+						}, func(norm float64) func(lo, hi int) {
+							scale := 1.0
+							if norm > clip {
+								scale = clip / norm
+							}
+							var err error
+							if r, err = opt.Ranges(w, grads[0], scale); err != nil {
+								t.Error(err)
+								return nil
+							}
+							return r.Apply
+						})
+						for k := range ran {
+							if c := ran[k].Load(); c != 1 {
+								t.Fatalf("n=%d team of %d, %d shards: shard %d ran %d times", n, size, shards, k, c)
+							}
+						}
+						if r == nil || !r.Finite() {
+							t.Fatalf("n=%d team of %d: the update did not run or found a non-finite weight", n, size)
+						}
+						for k, g := range grads {
+							if slices.ContainsFunc(g, func(v float64) bool { return v != 0 }) {
+								t.Fatalf("n=%d team of %d, %d shards: shard %d's gradient was left uncleared", n, size, shards, k)
+							}
+						}
 					}
-					ok, err := opt.StepScaledOn(team, w, srcs[0], scale)
-					if err != nil || !ok {
-						t.Fatalf("n=%d team of %d: StepScaledOn = %v, %v", n, size, ok, err)
+					team.Close()
+					if norm != wantNorm || !slices.Equal(w, want) {
+						t.Errorf("n=%d clip=%v team of %d, %d shards: norm %v (want %v) or weights differ from the separate calls'", n, clip, size, shards, norm, wantNorm)
 					}
-				}
-				team.Close()
-				if norm != wantNorm || !slices.Equal(w, want) {
-					t.Errorf("n=%d clip=%v team of %d: norm %v (want %v) or weights differ from the separate calls'", n, clip, size, norm, wantNorm)
 				}
 			}
 		}
 	}
 }
 
-// StepScaledOn reports a weight the step made infinite, wherever it is.
-func TestStepScaledOnFindsNonFinite(t *testing.T) {
+// Without an update SumStep only sums (and returns 0); an update that
+// declines leaves the weights alone and the sum in place.
+func TestSumStepWithoutUpdate(t *testing.T) {
+	const n = 20_003
 	team := NewTeam(2)
 	defer team.Close()
-	const n = 50_000
-	for _, at := range []int{0, 24_999, n - 1} {
-		w, g := randVec(2, n), randVec(3, n)
-		w[at] = math.Inf(1)
-		ok, err := NewAdam(1e-3).StepScaledOn(team, w, g, 1)
-		if err != nil || ok {
-			t.Errorf("an infinite weight at %d: StepScaledOn = %v, %v; want false, nil", at, ok, err)
+	a, b := randVec(1, n), randVec(2, n)
+	want := slices.Clone(a)
+	addTo(want, b)
+	for _, update := range []func(float64) func(int, int){nil, func(float64) func(int, int) { return nil }} {
+		grads := [][]float64{make([]float64, n), make([]float64, n)}
+		norm := team.SumStep(grads, func(k int) { copy(grads[k], [][]float64{a, b}[k]) }, update)
+		if !slices.Equal(grads[0], want) || slices.ContainsFunc(grads[1], func(v float64) bool { return v != 0 }) {
+			t.Errorf("update %v: the master's gradient is not the sum, or the other shard's is not cleared", update != nil)
+		}
+		if wantNorm := (*Team)(nil).GlobalNormOn(want); update == nil && norm != 0 || update != nil && norm != wantNorm {
+			t.Errorf("update %v: norm %v", update != nil, norm)
 		}
 	}
-	if _, err := NewAdam(1e-3).StepScaledOn(team, make([]float64, 3), make([]float64, 4), 1); err == nil {
+}
+
+// Adam's ranges report a weight the step made infinite, wherever it is (the
+// vector kernel's part and the rest), and refuse mismatched lengths.
+func TestAdamRangesFindNonFinite(t *testing.T) {
+	team := NewTeam(2)
+	defer team.Close()
+	const n = 50_003
+	for _, at := range []int{0, 24_999, n - 4, n - 1} {
+		w, g := randVec(2, n), randVec(3, n)
+		w[at] = math.Inf(1)
+		r, err := NewAdam(1e-3).Ranges(w, g, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		team.Ranges(n, adamGrain, r.Apply)
+		if r.Finite() {
+			t.Errorf("an infinite weight at %d: Finite() = true", at)
+		}
+	}
+	if _, err := NewAdam(1e-3).Ranges(make([]float64, 3), make([]float64, 4), 1); err == nil {
 		t.Error("3 weights and 4 gradients: want an error")
 	}
 }
 
-// A traced team counts its Runs, and no goroutine's share of a Run
-// exceeds the Run's whole work.
+// RunSynced's members all pass each sync together: the action runs once,
+// after every member's work before the sync and before any member's work
+// after it, whether the members watch or sleep (a team larger than
+// GOMAXPROCS sleeps at once).
+func TestRunSynced(t *testing.T) {
+	for _, size := range []int{1, 2, 3, runtime.GOMAXPROCS(0) + 2} {
+		team := NewTeam(size)
+		for _, members := range []int{1, 2, size} {
+			const rounds = 200
+			m := min(members, size)
+			counts := make([]int, m)
+			actions := 0
+			team.RunSynced(members, func(j int, sync func(func())) {
+				for r := range rounds {
+					counts[j] = r + 1
+					sync(func() {
+						actions++
+						for k, c := range counts {
+							if c != r+1 {
+								t.Errorf("team of %d, %d members: the action of round %d saw member %d at %d", size, m, r, k, c)
+							}
+						}
+					})
+				}
+			})
+			if actions != rounds {
+				t.Errorf("team of %d, %d members: %d actions, want %d", size, m, actions, rounds)
+			}
+		}
+		team.Close()
+	}
+}
+
+// A traced team counts its Runs (a RunSynced with its syncs as one), no
+// Run's path exceeds its whole work, and a stopped trace reports nothing.
 func TestTeamTrace(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	team := NewTeam(2)
-	defer team.Close()
-	team.Trace(true)
 	g := randVec(5, 100_000)
-	for range 5 {
-		team.GlobalNormOn(g)
-	}
-	got := team.Trace(false)
-	if got.Runs != 5 {
-		t.Errorf("Runs = %d, want 5", got.Runs)
-	}
-	if got.Path > got.Work || got.Path < 0 || got.Serial < 0 {
-		t.Errorf("trace %+v: the path exceeds the work or a figure is negative", got)
-	}
-	if runtime.GOOS == "linux" && got.Work == 0 {
-		t.Errorf("trace %+v: no work measured on Linux", got)
-	}
-	if again := team.Trace(false); again != (TeamTrace{}) {
-		t.Errorf("a stopped trace reports %+v, want nothing", again)
+	square := func() { sumSquares(g, make([]float64, 25), 0, len(g)) }
+	for _, tc := range []struct {
+		name string
+		run  func(team *Team)
+	}{
+		{"Run", func(team *Team) { team.GlobalNormOn(g) }},
+		{"RunSynced", func(team *Team) {
+			team.RunSynced(2, func(j int, sync func(func())) {
+				square()
+				sync(square)
+				square()
+			})
+		}},
+	} {
+		team := NewTeam(2)
+		team.Trace(true)
+		for range 3 {
+			tc.run(team)
+		}
+		got := team.Trace(false)
+		if got.Runs != 3 {
+			t.Errorf("%s: Runs = %d, want 3", tc.name, got.Runs)
+		}
+		if got.Path > got.Work || got.Path < 0 || got.Serial < 0 {
+			t.Errorf("%s: trace %+v: the path exceeds the work or a figure is negative", tc.name, got)
+		}
+		if runtime.GOOS == "linux" && got.Path == 0 {
+			t.Errorf("%s: trace %+v: no path measured on Linux", tc.name, got)
+		}
+		if again := team.Trace(false); again != (TeamTrace{}) {
+			t.Errorf("%s: a stopped trace reports %+v, want nothing", tc.name, again)
+		}
+		team.Close()
 	}
 }

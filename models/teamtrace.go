@@ -25,6 +25,10 @@ type TeamTrace struct {
 type teamTracer struct {
 	TeamTrace
 	busy []time.Duration // this Run's parts' CPU time per goroutine
+	// phases are a RunSynced's CPU times per goroutine and phase, and
+	// actions the CPU time of its sync actions.
+	phases  [][]time.Duration
+	actions time.Duration
 	// left is the owner's thread CPU time when the last Run returned (0
 	// before the first).
 	left time.Duration

@@ -135,13 +135,41 @@ func (l *learner) step(buf *replay.Buffer, rng *rand.Rand, beta float64) (stepSt
 	// batch's.
 	shards := l.shards[:min(len(l.shards), n)]
 	l.tr.Reset() // the last step changed the weights
-	l.team.Run(len(shards), func(k int) {
+	p := l.q.params
+	var s stepStats
+	var stepErr error
+	var upd *models.AdamRanges
+	// One meeting of the team: the shards, the gradient sum (which clears
+	// the other shards' gradients for their next step) with its norm, then
+	// the checks, clipping, the Adam step and the check of the new weights.
+	s.gradNorm = l.team.SumStep(l.grads[:len(shards)], func(k int) {
 		lo, hi := models.ShardBounds(k, len(shards), n)
 		l.shardStep(shards[k], lo, hi, float64(hi-lo)/float64(n))
+	}, func(norm float64) func(lo, hi int) {
+		for _, sh := range shards {
+			s.loss += sh.loss
+		}
+		switch {
+		case math.IsNaN(s.loss) || math.IsInf(s.loss, 0):
+			stepErr = &nanError{what: "the loss"}
+		case math.IsNaN(norm) || math.IsInf(norm, 0):
+			stepErr = &nanError{what: "the gradient"}
+		}
+		if stepErr != nil {
+			return nil
+		}
+		scale := 1.0
+		if limit := cfg.GradClip; norm > limit && limit > 0 {
+			scale = limit / norm
+		}
+		upd, stepErr = l.opt.Ranges(p.Flat(), p.Grads(), scale)
+		if stepErr != nil {
+			return nil
+		}
+		return upd.Apply
 	})
-	var s stepStats
-	for _, sh := range shards {
-		s.loss += sh.loss
+	for _, sh := range shards[1:] {
+		sh.dirty = false
 	}
 	for i := range n {
 		s.meanQ += l.qsa[i]
@@ -149,27 +177,12 @@ func (l *learner) step(buf *replay.Buffer, rng *rand.Rand, beta float64) (stepSt
 	}
 	s.meanQ /= float64(n)
 	s.meanTD /= float64(n)
-	p := l.q.params
-	// The sum clears the other shards' gradients for their next step.
-	s.gradNorm = l.team.SumNormOn(l.grads[:len(shards)])
-	for _, sh := range shards[1:] {
-		sh.dirty = false
+	if stepErr != nil {
+		return s, stepErr
 	}
-	if math.IsNaN(s.loss) || math.IsInf(s.loss, 0) {
-		return s, &nanError{what: "the loss"}
-	}
-	if math.IsNaN(s.gradNorm) || math.IsInf(s.gradNorm, 0) {
-		return s, &nanError{what: "the gradient"}
-	}
-	scale := 1.0
-	if limit := cfg.GradClip; s.gradNorm > limit && limit > 0 {
-		scale = limit / s.gradNorm
-	}
-	ok, err := l.opt.StepScaledOn(l.team, p.Flat(), p.Grads(), scale)
-	if err != nil {
-		return s, err
-	}
-	if !ok {
+	// The update cleared the master's gradient as it read it.
+	shards[0].dirty = false
+	if !upd.Finite() {
 		return s, &nanError{what: "a weight"}
 	}
 	if buf.Prioritized() {

@@ -274,7 +274,14 @@ func (l *learner) step(b *sample.Batch, idx []int, klCoeff float64) (learnStats,
 	// shard starts from a copy of them), whose transposes the last step's
 	// update made out of date.
 	l.tr.Reset()
-	l.team.Run(n, func(k int) {
+	var s learnStats
+	var stepErr error
+	var upd *models.AdamRanges
+	// One meeting of the team: the shards, the gradient sum (which clears
+	// the other shards' gradients for their next step) with the norm of
+	// the sum, then, once the whole sum is in, the checks, clipping by the
+	// global norm, the Adam step and the check of the new weights.
+	s.gradNorm = l.team.SumStep(l.grads[:n], func(k int) {
 		sh := shards[k]
 		if sh.copied {
 			copy(sh.params.Flat(), master.Flat())
@@ -282,42 +289,46 @@ func (l *learner) step(b *sample.Batch, idx []int, klCoeff float64) (learnStats,
 		lo, hi := models.ShardBounds(k, n, m)
 		sh.mb.gather(b, idx[lo:hi], seq, l.starts)
 		sh.stats = l.shardLoss(sh, float64(sh.mb.valid)/float64(rows), klCoeff)
-	})
-	var s learnStats
-	for _, sh := range shards {
-		if err := sh.tape.Err(); err != nil { // a custom model's failure
-			return s, err
+	}, func(norm float64) func(lo, hi int) {
+		for _, sh := range shards {
+			if err := sh.tape.Err(); err != nil { // a custom model's failure
+				stepErr = err
+				return nil
+			}
+			s.policyLoss += sh.stats.policyLoss
+			s.vfLoss += sh.stats.vfLoss
+			s.totalLoss += sh.stats.totalLoss
+			s.entropy += sh.stats.entropy
+			s.kl += sh.stats.kl
 		}
-		s.policyLoss += sh.stats.policyLoss
-		s.vfLoss += sh.stats.vfLoss
-		s.totalLoss += sh.stats.totalLoss
-		s.entropy += sh.stats.entropy
-		s.kl += sh.stats.kl
-	}
-	// The sum clears the other shards' gradients for their next step;
-	// the team squares the sum's blocks for the norm as it adds them.
-	grads := master.Grads()
-	s.gradNorm = l.team.SumNormOn(l.grads[:n])
+		switch {
+		case !finite(s.totalLoss):
+			stepErr = &nanError{what: "the total loss"}
+		case !finite(norm):
+			stepErr = &nanError{what: "the gradient"}
+		}
+		if stepErr != nil {
+			return nil
+		}
+		scale := 1.0
+		if limit := l.cfg.GradClip; norm > limit && limit > 0 {
+			scale = limit / norm
+		}
+		upd, stepErr = l.opt.Ranges(master.Flat(), master.Grads(), scale)
+		if stepErr != nil {
+			return nil
+		}
+		return upd.Apply
+	})
 	for _, sh := range shards[1:] {
 		sh.dirty = false
 	}
-	if !finite(s.totalLoss) {
-		return s, &nanError{what: "the total loss"}
+	if stepErr != nil {
+		return s, stepErr
 	}
-	if !finite(s.gradNorm) {
-		return s, &nanError{what: "the gradient"}
-	}
-	// Clipping by the global norm, the Adam step and the check of the new
-	// weights in one pass of the team.
-	scale := 1.0
-	if limit := l.cfg.GradClip; s.gradNorm > limit && limit > 0 {
-		scale = limit / s.gradNorm
-	}
-	ok, err := l.opt.StepScaledOn(l.team, master.Flat(), grads, scale)
-	if err != nil {
-		return s, err
-	}
-	if !ok {
+	// The update cleared the master's gradient as it read it.
+	shards[0].dirty = false
+	if !upd.Finite() {
 		return s, &nanError{what: "a weight"}
 	}
 	return s, nil
