@@ -6,8 +6,9 @@ package models
 // gonum's BLAS.
 const haveFMA = false
 
-// haveAVX512 is false where there is no assembly kernel.
-const haveAVX512 = false
+// haveAVX512 is false where there is no assembly kernel. A variable, as on
+// amd64, so that tests can pin the portable path on every architecture.
+var haveAVX512 = false
 
 func kern8x16(k int, a *float64, ars, aks int, b *float64, ldb int, c *float64, ldc int, mask uint64) {
 	panic("models: kern8x16 without assembly")
