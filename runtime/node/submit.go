@@ -77,7 +77,7 @@ func (n *Node) submitLocked(s *task.Spec) error {
 	p := &pending{spec: s, entry: e, actor: a}
 	if s.Kind == task.KindFunc && n.shared != nil {
 		// Lineage needs the spec as submitted. Only reference arguments
-		// change when the task is sent (resolveArgs), so a spec without
+		// change when the task is sent (objects.Keeper.Send), so a spec without
 		// them is its own record, which saves a copy per queued task.
 		p.record = s
 		if hasRefArgs(s) {
@@ -273,51 +273,13 @@ func (n *Node) send(w *proc, p *pending, gpus []int) {
 		}
 		return
 	}
-	n.sendLocate(w, n.ob.LocateArgs(w.node, s))
-	n.resolveArgs(s)
+	n.sendLocate(w, n.ob.Send(w.node, s))
 	s.SetGPUIDs(gpus)
 	p.sent = n.now()
 	n.recordStart(w, s.ID)
 	n.lastExec = w
 	// A broken connection is noticed by the reader, which fails the task.
 	_ = n.append(w, task.MsgExec, func(b []byte) []byte { return task.AppendSpec(b, s) })
-}
-
-// resolveArgs replaces reference arguments by their values: the objects live
-// in the driver, so sending them with the task saves the worker a round trip.
-// The task no longer needs the objects afterwards.
-//
-// A shared-memory argument is sent as its ID and size; the task's pin (see
-// objects.Keeper.Need) keeps it from eviction and freeing until the task ends.
-//
-// A worker whose node may lack a shared argument is told where to pull it
-// from first (objects.Keeper.LocateArgs).
-func (n *Node) resolveArgs(s *task.Spec) {
-	for i := range s.Args {
-		a := &s.Args[i]
-		if a.IsRef {
-			o, _ := n.store.Get(a.Ref)
-			a.IsRef = false
-			if o.Shared && o.Err == nil {
-				a.Shared, a.Size = true, o.Size
-			} else {
-				a.Data = o.Data
-			}
-			n.ob.Sent(a.Ref)
-		}
-	}
-}
-
-// unpinArgs releases the objects of a task that ends without running.
-func (n *Node) unpinArgs(p *pending) {
-	s := p.spec
-	n.unpinTask(p)
-	for i := range s.Args {
-		if a := &s.Args[i]; a.IsRef {
-			a.IsRef = false
-			n.ob.Sent(a.Ref)
-		}
-	}
 }
 
 // pump sends an actor's queued calls whose arguments exist, in order.
@@ -340,7 +302,7 @@ func (n *Node) pump(a *actor) {
 				return
 			}
 			if p.again { // a call replayed after a restart: the state cannot be rebuilt
-				n.unpinArgs(p)
+				n.ob.Unsent(p.spec)
 				n.actorDied(a, &task.TaskError{Function: a.typ, Message: "replaying " + p.spec.Func + " after a restart: an argument failed: " + firstLine(failed.Error()), Cause: failed})
 				return
 			}
@@ -349,8 +311,7 @@ func (n *Node) pump(a *actor) {
 		}
 		n.logSend(a, p)
 		n.holdKept(a, p.spec)
-		n.sendLocate(a.w, n.ob.LocateArgs(a.w.node, p.spec))
-		n.resolveArgs(p.spec)
+		n.sendLocate(a.w, n.ob.Send(a.w.node, p.spec))
 		p.spec.SetGPUIDs(a.gpus)
 		a.inflight = append(a.inflight, p)
 		p.sent = n.now()
@@ -368,7 +329,7 @@ func (n *Node) pump(a *actor) {
 func (n *Node) finishErr(p *pending, e *task.TaskError) {
 	rebuilding := n.rec.Rebuilding(p.spec.ID)
 	n.rec.Step(recovery.Ended[*pending]{Task: p, ID: p.spec.ID})
-	n.unpinArgs(p)
+	n.ob.Unsent(p.spec)
 	n.releaseLineage(p)
 	if rebuilding {
 		n.failRebuild(p.spec, e)
