@@ -230,24 +230,20 @@ type gone struct {
 	why  string // how the worker ended, or why the node is gone
 }
 
-// orphaned handles task p, whose worker or node is gone (Node.gone): it
-// fails, or, when it ran on another node (which may have died with its
-// worker), runs again elsewhere.
+// orphaned handles task p, whose worker or node is gone (Node.gone): the
+// recovery core fails it, or, when it ran on another node (which may have
+// died with its worker), runs it again elsewhere.
 func (n *Node) orphaned(p *pending) {
 	if n.leaseOrphaned(p) {
 		return // its worker died; the owner resends the tasks (lease.go)
 	}
-	g := n.gone
-	switch {
-	case g == nil: // never: the core orphans tasks only at those events
-		n.finishErr(p, &task.TaskError{Function: p.spec.Func, Message: "its worker is gone", Cause: task.ErrWorkerDied})
-	case g.w == nil:
-		n.rerun(p, fmt.Sprintf("node %s died (%s)", g.node, g.why))
-	case g.w.node != sched.Local:
-		n.rerun(p, fmt.Sprintf("%s died (%s)", g.w.name, g.why))
-	default:
-		n.finishErr(p, &task.TaskError{Function: p.spec.Func, Worker: g.w.name, Message: "the worker process died while running it (" + g.why + ")", Cause: task.ErrWorkerDied})
+	ev := recovery.TaskLost[*pending]{Task: p, Why: "its worker is gone", Local: true} // no n.gone: never
+	if g := n.gone; g != nil && g.w == nil {
+		ev.Why, ev.Local = fmt.Sprintf("node %s died (%s)", g.node, g.why), false
+	} else if g != nil {
+		ev.Worker, ev.Why, ev.Local = g.w.name, g.why, g.w.node == sched.Local
 	}
+	n.recover(ev)
 }
 
 // spawnFailure is the error of what waited for a worker when none can
