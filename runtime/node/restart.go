@@ -95,44 +95,25 @@ func (n *Node) replayDone(a *actor, w *proc, p *pending, objs []task.Object) {
 
 // restartActor carries out the restart core's Restart effect e for a:
 // it queues, in front of the calls not yet sent, the creation task, the
-// restore of its checkpoint and the calls to replay, and asks the
-// scheduling core for a new worker on the resources a holds (or anew,
-// when its node is gone). pump sends the queue once the worker connects.
+// restore of its checkpoint and the calls to replay (restart.Queue), and
+// asks the scheduling core for a new worker on the resources a holds (or
+// anew, when its node is gone). pump sends the queue once the worker
+// connects.
 func (n *Node) restartActor(a *actor, e restart.Effect) {
 	n.ob.ReleaseKept(a.id) // the dead process's kept mappings; the calls sent again hold them again
-	// The queue may still hold what an earlier restart queued and the dead
-	// process never got: its creation task is reused; a restore is made
-	// again below; its replays stay behind those of this restart.
-	rest := a.queue
-	var head *pending
-	if len(rest) > 0 && rest[0].spec.Kind == task.KindActorCreate {
-		head, rest = rest[0], rest[1:]
-	} else {
-		head = n.replayPending(a, e.Spec, false)
-	}
-	again := []*pending{head}
-	if e.Restore != nil {
-		again = append(again, &pending{spec: e.Restore, actor: a, discard: true})
-	}
-	for _, r := range e.Replay {
-		again = append(again, n.replayPending(a, r.Spec, r.Discard))
-	}
 	for _, p := range a.inflight {
 		n.unpinTask(p) // its call is in the replay, if it was a method call
 	}
-	for _, p := range rest {
-		if p.spec.Kind != task.KindActorRestore {
-			again = append(again, p)
-		}
-	}
-	a.queue, a.inflight, a.w = again, nil, nil
+	a.queue = restart.Queue(e, a.queue, func(s *task.Spec, discard bool) *pending { return n.replayPending(a, s, discard) })
+	a.inflight, a.w = nil, nil
 	n.ctrl.ActorPlaced(a.id, "") // starting again
 	n.core.RestartActor(a.id, a.res)
 	n.step()
 }
 
 // replayPending makes a pending task that runs s (the record of a call as
-// submitted) again on a restarted actor; discard drops its results.
+// submitted, or the restore of a checkpoint) again on a restarted actor;
+// discard drops its results.
 func (n *Node) replayPending(a *actor, s *task.Spec, discard bool) *pending {
 	c := *s
 	c.Args = append([]task.Arg(nil), s.Args...)
@@ -208,6 +189,9 @@ func (n *Node) endChild(c, parent *actor) {
 	n.actorDied(c, &task.TaskError{Function: c.typ, Message: "the actor that created it (" + parent.typ + ") ended", Cause: task.ErrActorDead})
 	n.quiet = quiet
 }
+
+// Kind implements restart.Call.
+func (p *pending) Kind() task.Kind { return p.spec.Kind }
 
 // Restarts returns how many times actor id was restarted, and how many
 // calls its replay log holds (for tests and inspection).
