@@ -204,7 +204,7 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 		n.pool.GotStacks(w.Worker, payload)
 	case task.MsgKillActor:
 		var id ids.ActorID
-		if err := fixed(payload, id[:]); err != nil {
+		if err := pool.DecodeID(payload, id[:]); err != nil {
 			return err
 		}
 		_ = n.Kill(id)
@@ -215,17 +215,18 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 		}
 	case task.MsgReleaseShared:
 		var id ids.ObjectID
-		if err := fixed(payload, id[:]); err != nil {
+		if err := pool.DecodeID(payload, id[:]); err != nil {
 			return err
 		}
 		n.mu.Lock()
 		n.releaseOneKept(w, id)
 		n.unlockFor(w)
 	case task.MsgCheckpoint:
-		d := wire.Dec{B: payload}
-		if err := n.handleCheckpoint(w, &d); err != nil {
+		m, err := pool.DecodeCheckpoint(payload)
+		if err != nil {
 			return err
 		}
+		n.checkpoint(w, m)
 	case task.MsgHold, task.MsgContain:
 		d := wire.Dec{B: payload}
 		if err := n.handleNested(w, typ, &d); err != nil {
@@ -236,13 +237,6 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 	}
 	n.flushErrors()
 	return nil
-}
-
-// fixed decodes a message that carries one ID into dst.
-func fixed(payload, dst []byte) error {
-	d := wire.Dec{B: payload}
-	d.Fixed(dst)
-	return d.Err
 }
 
 // result stores what a task returned and frees its worker.

@@ -5,9 +5,9 @@ import (
 	"fmt"
 
 	"github.com/gray-ml/gray/runtime/ids"
+	"github.com/gray-ml/gray/runtime/pool"
 	"github.com/gray-ml/gray/runtime/restart"
 	"github.com/gray-ml/gray/runtime/task"
-	"github.com/gray-ml/gray/runtime/wire"
 )
 
 // Actors that are recreated when their process or node dies
@@ -123,36 +123,22 @@ func (n *Node) replayPending(a *actor, s *task.Spec, discard bool) *pending {
 	return p
 }
 
-// handleCheckpoint decodes a MsgCheckpoint from w: the state of w's actor
-// after call tid. The restart core decides whether it becomes the actor's
+// checkpoint handles w's MsgCheckpoint m: the state of w's actor after
+// call m.After. The restart core decides whether it becomes the actor's
 // checkpoint (saveCheckpoint); a failed checkpoint is reported and
 // changes nothing.
-func (n *Node) handleCheckpoint(w *proc, d *wire.Dec) error {
-	var tid ids.TaskID
-	d.Fixed(tid[:])
-	ok := d.Byte() == 1
-	var data []byte
-	var msg string
-	if ok {
-		data = append([]byte(nil), d.Bytes()...)
-	} else {
-		msg = d.String()
-	}
-	if d.Err != nil {
-		return d.Err
-	}
+func (n *Node) checkpoint(w *proc, m pool.Checkpoint) {
 	n.mu.Lock()
 	defer n.unlockFor(w)
 	a := w.actor
 	if a == nil || !a.restartable || a.dead {
-		return nil
+		return
 	}
-	if !ok {
-		n.checkpointFailed(a, w, tid, msg, nil)
-		return nil
+	if !m.OK {
+		n.checkpointFailed(a, w, m.After, m.Why, nil)
+		return
 	}
-	n.stepRestart(restart.Checkpointed{Actor: a.id, After: tid, Data: data})
-	return nil
+	n.stepRestart(restart.Checkpointed{Actor: a.id, After: m.After, Data: m.Data})
 }
 
 // saveCheckpoint stores the checkpoint of the restart core's Save effect
