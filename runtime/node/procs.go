@@ -290,7 +290,7 @@ func (n *Node) result(w *proc, r pool.Result) {
 		n.actorDied(p.actor, &task.TaskError{Function: p.actor.typ, Worker: w.name, Message: "its constructor failed: " + firstLine(failed.Message), Cause: failed})
 	}
 	if a := w.actor; a != nil && a.draining && len(a.queue) == 0 && len(a.inflight) == 0 {
-		n.actorDied(a, &task.TaskError{Function: a.typ, Message: "no handle to the actor remains", Cause: task.ErrActorDead})
+		n.actorDied(a, released(a))
 	}
 	if a := w.actor; a != nil {
 		n.answerDirect(a) // its constructor may have run (direct.go)

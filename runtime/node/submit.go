@@ -130,6 +130,12 @@ func (n *Node) deadErr(a *actor, fn string) *task.TaskError {
 	return &task.TaskError{Function: fn, Message: msg, Cause: cause}
 }
 
+// released is why actor a ends once its queued calls are done: the
+// program holds no handle to it (Release).
+func released(a *actor) *task.TaskError {
+	return &task.TaskError{Function: a.typ, Message: "no handle to the actor remains", Cause: task.ErrActorDead}
+}
+
 // deadCause is the cause of an actor's death that also says it is dead:
 // it wraps task.ErrActorDead and why (nil: nothing more to say).
 func deadCause(why error) error {
@@ -254,7 +260,6 @@ func (n *Node) spawnFailure() *task.TaskError {
 
 // send queues p at pool worker w, which may use the GPUs gpus.
 func (n *Node) send(w *proc, p *pending, gpus []int) {
-	s := p.spec
 	if n.argsLost(p) {
 		// It waits for them again, or fails (argsLost), and leaves the
 		// worker: given back if p was to run now, else taken back from
@@ -269,6 +274,13 @@ func (n *Node) send(w *proc, p *pending, gpus []int) {
 		}
 		return
 	}
+	n.exec(w, p, gpus)
+}
+
+// exec sends p, whose arguments all exist, to worker w (a pool worker or
+// p's actor's), which may use the GPUs gpus.
+func (n *Node) exec(w *proc, p *pending, gpus []int) {
+	s := p.spec
 	n.sendLocate(w, n.ob.Send(w.node, s))
 	s.SetGPUIDs(gpus)
 	p.sent = n.now()
@@ -307,17 +319,11 @@ func (n *Node) pump(a *actor) {
 		}
 		n.logSend(a, p)
 		n.holdKept(a, p.spec)
-		n.sendLocate(a.w, n.ob.Send(a.w.node, p.spec))
-		p.spec.SetGPUIDs(a.gpus)
 		a.inflight = append(a.inflight, p)
-		p.sent = n.now()
-		n.recordStart(a.w, p.spec.ID)
-		n.lastExec = a.w
-		s := p.spec
-		_ = n.append(a.w, task.MsgExec, func(b []byte) []byte { return task.AppendSpec(b, s) })
+		n.exec(a.w, p, a.gpus)
 	}
 	if a.draining && len(a.inflight) == 0 {
-		n.actorDied(a, &task.TaskError{Function: a.typ, Message: "no handle to the actor remains", Cause: task.ErrActorDead})
+		n.actorDied(a, released(a))
 	}
 }
 
@@ -395,7 +401,7 @@ func (n *Node) Release(id ids.ActorID) {
 	}
 	a.draining = true
 	if a.w != nil && len(a.queue) == 0 && len(a.inflight) == 0 {
-		n.actorDied(a, &task.TaskError{Function: a.typ, Message: "no handle to the actor remains", Cause: task.ErrActorDead})
+		n.actorDied(a, released(a))
 	}
 }
 
