@@ -244,7 +244,7 @@ func (n *Node) Check() error {
 		case objtable.Actor:
 			for id, a := range n.actors {
 				if objtable.ActorHolder(id) == h {
-					return !a.dead
+					return !a.Dead()
 				}
 			}
 			return false

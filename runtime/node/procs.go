@@ -5,6 +5,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/gray-ml/gray/runtime/actorq"
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/pool"
 	"github.com/gray-ml/gray/runtime/recovery"
@@ -66,7 +67,7 @@ type poolHandler Node
 func (h *poolHandler) Started(pw *pool.Worker) bool {
 	n := (*Node)(h)
 	w := n.workers[pw.ID()]
-	if w == nil || n.closed || (w.actor != nil && w.actor.dead) {
+	if w == nil || n.closed || (w.actor != nil && w.actor.Dead()) {
 		return false // killed or shut down while starting
 	}
 	w.name = fmt.Sprintf("worker %d (pid %d)", w.id, pw.PID())
@@ -78,7 +79,7 @@ func (h *poolHandler) Connected(id sched.WorkerID, c *wire.Conn) *pool.Worker {
 	n := (*Node)(h)
 	w := n.workers[id]
 	n.rec.Step(recovery.Connected{Node: sched.NodeOf(id)})
-	if w == nil || w.Connected() || n.closed || (w.actor != nil && w.actor.dead) {
+	if w == nil || w.Connected() || n.closed || (w.actor != nil && w.actor.Dead()) {
 		return nil
 	}
 	w.Attach(c, func(typ byte, payload []byte) error {
@@ -98,7 +99,7 @@ func (h *poolHandler) Connected(id sched.WorkerID, c *wire.Conn) *pool.Worker {
 
 // placed makes w, connected, actor a's worker: a's calls go to it.
 func (n *Node) placed(a *actor, w *proc) {
-	if a.restartable {
+	if a.Restartable() {
 		n.stepRestart(restart.Placed{Actor: a.id}) // a restart counts from here
 	}
 	n.ctrl.ActorPlaced(a.id, w.name)
@@ -245,11 +246,9 @@ func (n *Node) result(w *proc, r pool.Result) {
 	var p *pending
 	n.unpinReads(w)
 	if a := w.actor; a != nil {
-		if len(a.inflight) == 0 || a.inflight[0].spec.ID != tid {
+		if p = n.returned(a, tid); p == nil {
 			return // the actor was killed; its calls have failed already
 		}
-		p = a.inflight[0]
-		a.inflight = a.inflight[1:]
 	} else {
 		run, ok := n.core.Running(w.id)
 		if !ok || run.spec.ID != tid {
@@ -289,11 +288,9 @@ func (n *Node) result(w *proc, r pool.Result) {
 	if p.spec.Kind == task.KindActorCreate && failed != nil {
 		n.actorDied(p.actor, &task.TaskError{Function: p.actor.typ, Worker: w.name, Message: "its constructor failed: " + firstLine(failed.Message), Cause: failed})
 	}
-	if a := w.actor; a != nil && a.draining && len(a.queue) == 0 && len(a.inflight) == 0 {
-		n.actorDied(a, released(a))
-	}
 	if a := w.actor; a != nil {
-		n.answerDirect(a) // its constructor may have run (direct.go)
+		n.stepActor(a, actorq.Finished{}) // a released actor with nothing left ends
+		n.answerDirect(a)                 // its constructor may have run (direct.go)
 	}
 	n.step()
 }
@@ -321,7 +318,7 @@ func (h *poolHandler) Gone(pw *pool.Worker, bad error) {
 	n.ob.WorkerGone(workerHolder(w))
 	n.ownerGone(w) // its leases (lease.go)
 	n.waits.WorkerGone(w.id)
-	if !w.Connected() && (w.actor == nil || !w.actor.dead) { // not an actor killed while starting
+	if !w.Connected() && (w.actor == nil || !w.actor.Dead()) { // not an actor killed while starting
 		n.startFailed(w)
 	}
 	how := "exited"

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/gray-ml/gray/runtime/actorq"
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/pool"
 	"github.com/gray-ml/gray/runtime/restart"
@@ -46,20 +47,22 @@ func (n *Node) stepRestart(ev restart.Event) {
 // the creation task s is submitted, before its arguments are resolved.
 func (n *Node) enableRestarts(a *actor, s *task.Spec, e *task.Entry) {
 	n.stepRestart(restart.Created{Actor: a.id, Spec: s, MaxRestarts: e.MaxRestarts, NoRestarts: e.NoRestarts})
-	a.restartable = n.rs.Restartable(a.id)
+	if n.rs.Restartable(a.id) {
+		n.stepActor(a, actorq.Restartable{})
+	}
 }
 
 // logSend records method call p as it is sent to a's worker (before its
 // arguments are resolved).
 func (n *Node) logSend(a *actor, p *pending) {
-	if a.restartable {
+	if a.Restartable() {
 		n.stepRestart(restart.Sent{Actor: a.id, Call: p.spec})
 	}
 }
 
 // logDone records that call p of a ran.
 func (n *Node) logDone(a *actor, p *pending) {
-	if a.restartable {
+	if a.Restartable() {
 		n.stepRestart(restart.Done{Actor: a.id, ID: p.spec.ID})
 	}
 }
@@ -69,7 +72,7 @@ func (n *Node) logDone(a *actor, p *pending) {
 // which a cluster's actors survive by default.
 func (n *Node) actorLost(a *actor, why *task.TaskError, nodeLost bool) {
 	ev := restart.Died{Actor: a.id, Why: why, NodeLost: nodeLost,
-		Final: a.dead || a.killed || n.closed || n.spawnErr != nil || a.draining && len(a.queue) == 0 && len(a.inflight) == 0}
+		Final: a.Dead() || a.Killed() || n.closed || n.spawnErr != nil || a.Draining() && a.Idle()}
 	if n.rs.Saved(a.id) {
 		data, ok, err := n.ckpts.Checkpoint(a.id)
 		if err == nil && !ok {
@@ -101,11 +104,12 @@ func (n *Node) replayDone(a *actor, w *proc, p *pending, objs []task.Object) {
 // connects.
 func (n *Node) restartActor(a *actor, e restart.Effect) {
 	n.ob.ReleaseKept(a.id) // the dead process's kept mappings; the calls sent again hold them again
-	for _, p := range a.inflight {
+	for _, p := range a.Inflight() {
 		n.unpinTask(p) // its call is in the replay, if it was a method call
 	}
-	a.queue = restart.Queue(e, a.queue, func(s *task.Spec, discard bool) *pending { return n.replayPending(a, s, discard) })
-	a.inflight, a.w = nil, nil
+	q := restart.Queue(e, a.Queued(), func(s *task.Spec, discard bool) *pending { return n.replayPending(a, s, discard) })
+	n.stepActor(a, actorq.Requeue[*pending]{Queue: q})
+	a.w = nil
 	n.ctrl.ActorPlaced(a.id, "") // starting again
 	n.core.RestartActor(a.id, a.res)
 	n.step()
@@ -131,7 +135,7 @@ func (n *Node) checkpoint(w *proc, m pool.Checkpoint) {
 	n.mu.Lock()
 	defer n.unlockFor(w)
 	a := w.actor
-	if a == nil || !a.restartable || a.dead {
+	if a == nil || !a.Restartable() || a.Dead() {
 		return
 	}
 	if !m.OK {
@@ -167,12 +171,12 @@ func (n *Node) checkpointFailed(a *actor, w *proc, tid ids.TaskID, msg string, c
 // whose node died would otherwise leave its rollout workers on other
 // nodes holding their CPUs, with no one left to kill them.
 func (n *Node) endChild(c, parent *actor) {
-	if c == nil || c.dead || parent == nil {
+	if c == nil || c.Dead() || parent == nil {
 		return
 	}
 	quiet := n.quiet
-	n.quiet, c.killed = true, true
-	n.actorDied(c, &task.TaskError{Function: c.typ, Message: "the actor that created it (" + parent.typ + ") ended", Cause: task.ErrActorDead})
+	n.quiet = true
+	n.stepActor(c, actorq.Kill{Why: &task.TaskError{Function: c.typ, Message: "the actor that created it (" + parent.typ + ") ended", Cause: task.ErrActorDead}})
 	n.quiet = quiet
 }
 

@@ -64,7 +64,7 @@ func (n *Node) failGone(s *task.Spec) {
 
 // constructing reports whether a's constructor has yet to finish.
 func (a *actor) constructing() bool {
-	for _, ps := range [][]*pending{a.inflight, a.queue} {
+	for _, ps := range [][]*pending{a.Inflight(), a.Queued()} {
 		if len(ps) > 0 && ps[0].spec.Kind == task.KindActorCreate {
 			return true
 		}
@@ -77,7 +77,7 @@ func (a *actor) constructing() bool {
 // run again after its node died or to rebuild its results.
 func (n *Node) reexecuting(w *proc) bool {
 	if a := w.actor; a != nil {
-		return len(a.inflight) > 0 && a.inflight[0].again
+		return len(a.Inflight()) > 0 && a.Inflight()[0].again
 	}
 	p, ok := n.core.Running(w.id)
 	if !ok {
@@ -89,7 +89,7 @@ func (n *Node) reexecuting(w *proc) bool {
 // callKnown reports whether actor a holds call s already, queued or
 // running (one its restart queued again, say).
 func (n *Node) callKnown(a *actor, s *task.Spec) bool {
-	for _, ps := range [][]*pending{a.queue, a.inflight} {
+	for _, ps := range [][]*pending{a.Queued(), a.Inflight()} {
 		for _, p := range ps {
 			if p.spec.ID == s.ID {
 				return true

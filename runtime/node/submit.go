@@ -1,16 +1,15 @@
 package node
 
 import (
-	"errors"
 	"fmt"
 	"runtime"
 	"strings"
 	"time"
 
+	"github.com/gray-ml/gray/runtime/actorq"
 	"github.com/gray-ml/gray/runtime/control"
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/recovery"
-	"github.com/gray-ml/gray/runtime/restart"
 	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
 )
@@ -91,7 +90,7 @@ func (n *Node) submitLocked(s *task.Spec) error {
 		}
 	}
 	if s.Kind == task.KindActorCreate {
-		a = &actor{id: s.ID, typ: s.Func, res: task.Res(s, e)}
+		a = n.newActor(s, e)
 		p.actor = a
 		n.actors[s.ID] = a
 		n.ctrl.ActorCreated(s.ID, s.Func, "")
@@ -104,45 +103,14 @@ func (n *Node) submitLocked(s *task.Spec) error {
 			n.ready(p)
 		}
 	case task.KindActorCreate:
-		a.queue = append(a.queue, p)
+		n.stepActor(a, actorq.Queued[*pending]{Call: p})
 		n.core.WaitActor(a.id, a.res)
 		n.step()
 	case task.KindActorMethod:
-		if a.dead || a.draining {
-			n.quiet = a.killed
-			n.finishErr(p, n.deadErr(a, s.Func))
-			n.quiet = false
-			return nil
-		}
-		a.queue = append(a.queue, p)
-		n.pump(a)
+		// A dead or released actor's call fails at once.
+		n.stepActor(a, actorq.Queued[*pending]{Call: p, Up: up(a)})
 	}
 	return nil
-}
-
-func (n *Node) deadErr(a *actor, fn string) *task.TaskError {
-	msg := fmt.Sprintf("actor %s %s is dead", a.typ, a.id)
-	var cause error = task.ErrActorDead
-	if a.death != nil {
-		msg = fmt.Sprintf("actor %s %s is dead: %s", a.typ, a.id, a.death.Message)
-		cause = a.death
-	}
-	return &task.TaskError{Function: fn, Message: msg, Cause: cause}
-}
-
-// released is why actor a ends once its queued calls are done: the
-// program holds no handle to it (Release).
-func released(a *actor) *task.TaskError {
-	return &task.TaskError{Function: a.typ, Message: "no handle to the actor remains", Cause: task.ErrActorDead}
-}
-
-// deadCause is the cause of an actor's death that also says it is dead:
-// it wraps task.ErrActorDead and why (nil: nothing more to say).
-func deadCause(why error) error {
-	if why == nil {
-		return task.ErrActorDead
-	}
-	return fmt.Errorf("%w: %w", task.ErrActorDead, why)
 }
 
 // ready handles a normal task whose arguments all exist.
@@ -192,7 +160,7 @@ func (n *Node) apply(e sched.Effect[*pending]) {
 		n.spawn(nil, e.Worker)
 	case sched.StartActor:
 		a := n.actors[e.Actor]
-		if a == nil || a.dead {
+		if a == nil || a.Dead() {
 			n.core.ActorGone(e.Actor)
 			return
 		}
@@ -290,43 +258,6 @@ func (n *Node) exec(w *proc, p *pending, gpus []int) {
 	_ = n.append(w, task.MsgExec, func(b []byte) []byte { return task.AppendSpec(b, s) })
 }
 
-// pump sends an actor's queued calls whose arguments exist, in order.
-func (n *Node) pump(a *actor) {
-	if a.w == nil || !a.w.Connected() || a.dead {
-		return
-	}
-	for len(a.queue) > 0 {
-		p := a.queue[0]
-		if p.args.Waiting() {
-			return
-		}
-		if p.args.Failed() == nil && n.argsLost(p) && p.args.Waiting() {
-			return // an argument lost with its node since: sent once rebuilt
-		}
-		a.queue = a.queue[1:]
-		if failed := p.args.Failed(); failed != nil {
-			if p.spec.Kind == task.KindActorCreate {
-				n.actorDied(a, &task.TaskError{Function: a.typ, Message: "an argument of the constructor failed", Cause: failed})
-				return
-			}
-			if p.again { // a call replayed after a restart: the state cannot be rebuilt
-				n.ob.Unsent(p.spec)
-				n.actorDied(a, &task.TaskError{Function: a.typ, Message: "replaying " + p.spec.Func + " after a restart: an argument failed: " + firstLine(failed.Error()), Cause: failed})
-				return
-			}
-			n.finishErr(p, argErr(p))
-			continue
-		}
-		n.logSend(a, p)
-		n.holdKept(a, p.spec)
-		a.inflight = append(a.inflight, p)
-		n.exec(a.w, p, a.gpus)
-	}
-	if a.draining && len(a.inflight) == 0 {
-		n.actorDied(a, released(a))
-	}
-}
-
 // finishErr fails every return of p with e.
 func (n *Node) finishErr(p *pending, e *task.TaskError) {
 	rebuilding := n.rec.Rebuilding(p.spec.ID)
@@ -378,13 +309,11 @@ func (n *Node) Kill(id ids.ActorID) error {
 		n.unlock()
 		return fmt.Errorf("gray: kill: actor %s is unknown in this session", id)
 	}
-	if !a.dead {
-		// Killed on purpose: its calls' references hold ErrActorDead, but
-		// that is no failure to print or list.
-		n.quiet, a.killed = true, true
-		n.actorDied(a, &task.TaskError{Function: a.typ, Message: "it was killed", Cause: task.ErrActorDead})
-		n.quiet = false
-	}
+	// Killed on purpose: its calls' references hold ErrActorDead, but
+	// that is no failure to print or list.
+	n.quiet = true
+	n.stepActor(a, actorq.Kill{Why: &task.TaskError{Function: a.typ, Message: "it was killed", Cause: task.ErrActorDead}})
+	n.quiet = false
 	n.unlock()
 	n.flushErrors()
 	return nil
@@ -396,51 +325,10 @@ func (n *Node) Release(id ids.ActorID) {
 	n.mu.Lock()
 	defer n.unlock()
 	a := n.actors[id]
-	if a == nil || a.dead || n.closed {
+	if a == nil || n.closed {
 		return
 	}
-	a.draining = true
-	if a.w != nil && len(a.queue) == 0 && len(a.inflight) == 0 {
-		n.actorDied(a, released(a))
-	}
-}
-
-// actorDied marks a dead, fails its calls, frees its resources and stops its
-// process.
-func (n *Node) actorDied(a *actor, why *task.TaskError) {
-	if a.dead {
-		return
-	}
-	a.dead = true
-	if !errors.Is(why, task.ErrActorDead) {
-		// Whatever ended it (its process died, it never started), calls
-		// to a dead actor fail with ErrActorDead, as gray documents.
-		why.Cause = deadCause(why.Cause)
-	}
-	a.death = why
-	n.answerDirect(a) // its direct callers go through the driver
-	n.ctrl.ActorDied(a.id, why.Message)
-	for _, p := range a.inflight {
-		n.finishErr(p, n.deadErr(a, p.spec.Func))
-	}
-	for _, p := range a.queue {
-		n.finishErr(p, n.deadErr(a, p.spec.Func))
-	}
-	a.inflight, a.queue = nil, nil
-	n.ob.ReleaseKept(a.id)
-	n.core.ActorGone(a.id)
-	// Dead for good: its log's claims end; the actors it created end
-	// with it when it allows no restarts.
-	a.restartable = false
-	n.stepRestart(restart.Dropped{Actor: a.id})
-	if w := a.w; w != nil && !w.dead {
-		_ = n.append(w, task.MsgExit, nil) // (nothing if it never connected)
-		w.Kill()
-		if w.node != sched.Local {
-			n.remote.cfg.Remote.StopWorker(w.node, w.id)
-		}
-	}
-	n.step()
+	n.stepActor(a, actorq.Release{HasWorker: a.w != nil})
 }
 
 func hasRefArgs(s *task.Spec) bool {
