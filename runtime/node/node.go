@@ -23,7 +23,8 @@
 // addresses), accounts.go, gpu.go and grants.go (resources, GPUs, a
 // cluster node's grant), restart.go (the restart core's effects: actors
 // recreated, their checkpoints), resubmit.go (calls made again by a
-// replay: runtime/resubmit decides), remote.go (a cluster's nodes), snapshot.go (the state for
+// replay: runtime/resubmit decides), actors.go (an actor's queue's
+// effects: runtime/actorq decides), remote.go (a cluster's nodes), snapshot.go (the state for
 // inspection), and backend.go (the API the root package calls).
 // runtime/README.md describes the threads, the locks and the route of a
 // task.
