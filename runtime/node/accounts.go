@@ -14,7 +14,7 @@ type NodeAccount struct {
 	Name             string
 	Total, Available task.Resources
 	// Tasks counts the tasks sent to the node's workers and not finished;
-	// Actors the live actors placed there.
+	// Actors the live actors holding resources there (sched.Core.Load).
 	Tasks, Actors int
 }
 
@@ -24,28 +24,14 @@ func (n *Node) Accounts(self string) []NodeAccount {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	var out []NodeAccount
-	at := map[sched.NodeID]int{}
 	for _, k := range n.core.Nodes() {
 		c := n.core.Node(k)
 		name := self
 		if k != sched.Local && n.remote != nil {
 			name = n.rec.Name(k)
 		}
-		at[k] = len(out)
-		out = append(out, NodeAccount{Name: name, Total: c.Total(), Available: c.Available()})
-	}
-	for _, w := range n.workers {
-		i, ok := at[w.node]
-		if !ok || w.dead {
-			continue
-		}
-		if w.actor != nil {
-			if !w.actor.dead && w.actor.w == w {
-				out[i].Actors++
-			}
-			continue
-		}
-		out[i].Tasks += len(n.core.Sent(w.id))
+		tasks, actors := c.Load()
+		out = append(out, NodeAccount{Name: name, Total: c.Total(), Available: c.Available(), Tasks: tasks, Actors: actors})
 	}
 	return out
 }

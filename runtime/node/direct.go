@@ -109,7 +109,7 @@ func (n *Node) lookupDirect(w *proc, rid uint64, id ids.ActorID) {
 
 // directable reports whether a's calls may bypass the driver.
 func directable(a *actor) bool {
-	if a.dead || a.draining || a.restartable {
+	if a.Dead() || a.Draining() || a.Restartable() {
 		return false
 	}
 	e, err := task.Lookup(a.typ)
@@ -126,7 +126,7 @@ func (n *Node) answerDirect(a *actor) {
 	if st == nil {
 		return
 	}
-	if a.dead || !directable(a) {
+	if a.Dead() || !directable(a) {
 		for _, q := range st.waiters {
 			n.replyDirect(q.w, q.rid, "")
 		}
@@ -156,7 +156,7 @@ func (n *Node) answerDirect(a *actor) {
 // constructed reports whether a's worker has run its creation task: no
 // creation or restore is queued or in flight.
 func constructed(a *actor) bool {
-	for _, ps := range [][]*pending{a.queue, a.inflight} {
+	for _, ps := range [][]*pending{a.Queued(), a.Inflight()} {
 		for _, p := range ps {
 			if k := p.spec.Kind; k == task.KindActorCreate || k == task.KindActorRestore {
 				return false

@@ -25,9 +25,10 @@
 // addresses), lease.go (leases for nested tasks), accounts.go and
 // grants.go (resources, a cluster node's grant), restart.go (the restart
 // core's effects: actors recreated, their checkpoints), resubmit.go
-// (calls made again by a replay), remote.go (a cluster's nodes),
-// snapshot.go (the state for inspection, a runtime/state Snapshot), and
-// backend.go (the API the root package calls).
+// (calls made again by a replay: runtime/resubmit decides), actors.go
+// (an actor's queue's effects: runtime/actorq decides), remote.go (a
+// cluster's nodes), snapshot.go (the state for inspection, a
+// runtime/state Snapshot), and backend.go (the API the root package calls).
 // runtime/README.md describes the threads, the locks and the route of a
 // task.
 package node
@@ -45,6 +46,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gray-ml/gray/runtime/actorq"
 	"github.com/gray-ml/gray/runtime/control"
 	"github.com/gray-ml/gray/runtime/events"
 	"github.com/gray-ml/gray/runtime/ids"
@@ -200,20 +202,16 @@ type proc struct {
 
 // actor is one actor and its dedicated worker.
 type actor struct {
-	id       ids.ActorID
-	typ      string
-	res      task.Resources
-	gpus     []int
-	w        *proc
-	queue    []*pending // not yet sent, in submission order
-	inflight []*pending // sent, in order
-	dead     bool
-	death    *task.TaskError
-	draining bool // no handle remains: exit once the queue is empty
-	killed   bool // by gray.Kill: its calls fail quietly (ErrActorDead, no report)
-	// restartable: its type allows restarts, so the restart core
-	// (runtime/restart) logs its calls (restart.go).
-	restartable bool
+	id   ids.ActorID
+	typ  string
+	res  task.Resources
+	gpus []int
+	w    *proc
+	// Actor is its call queue: the calls not yet sent and those sent,
+	// whether it is dead, released (no handle remains), killed or
+	// restartable (its type allows restarts, so the restart core logs its
+	// calls: restart.go). Its effects are carried out in actors.go.
+	actorq.Actor[*pending]
 }
 
 // Start starts a node: its socket, its control and object stores and its

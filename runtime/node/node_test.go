@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,6 +82,11 @@ func TestShell(t *testing.T) {
 			o := h.get(s.Return(0))
 			if o.Err == nil || !errors.Is(o.Err, task.ErrWorkerDied) {
 				t.Fatalf("Get = %q, %v; want an error that is ErrWorkerDied", o.Data, o.Err)
+			}
+			// It died with its worker on this machine: not run again, and
+			// the error names the worker (recovery.TaskLost, Local).
+			if !strings.HasPrefix(o.Err.Worker, "worker ") || !strings.Contains(o.Err.Message, "the worker process died while running it") {
+				t.Fatalf("the error names worker %q and says %q; want the worker and how it died", o.Err.Worker, o.Err.Message)
 			}
 			next := h.worker()
 			s2 := h.submit(value("next"))

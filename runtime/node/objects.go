@@ -74,7 +74,7 @@ func (t objectTasks) Apply(e recovery.Effect[*pending]) {
 			n.core.Submit(p, &p.entry.Res, false)
 		}
 	case recovery.Fail:
-		n.finishErr(e.Task, &task.TaskError{Function: e.Task.spec.Func, Message: e.Message, Cause: task.ErrWorkerDied})
+		n.finishErr(e.Task, &task.TaskError{Function: e.Task.spec.Func, Worker: e.Worker, Message: e.Message, Cause: task.ErrWorkerDied})
 	case recovery.StopSpawning:
 		n.stopSpawning(e.Count, e.Message)
 	case recovery.DropNode:
@@ -243,7 +243,7 @@ func (n *Node) Check() error {
 		case objtable.Actor:
 			for id, a := range n.actors {
 				if objtable.ActorHolder(id) == h {
-					return !a.dead
+					return !a.Dead()
 				}
 			}
 			return false

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/gray-ml/gray/runtime/actorq"
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/pool"
 	"github.com/gray-ml/gray/runtime/recovery"
@@ -65,7 +66,7 @@ type poolHandler Node
 func (h *poolHandler) Started(pw *pool.Worker) bool {
 	n := (*Node)(h)
 	w := n.workers[pw.ID()]
-	if w == nil || n.closed || (w.actor != nil && w.actor.dead) {
+	if w == nil || n.closed || (w.actor != nil && w.actor.Dead()) {
 		return false // killed or shut down while starting
 	}
 	w.name = fmt.Sprintf("worker %d (pid %d)", w.id, pw.PID())
@@ -77,7 +78,7 @@ func (h *poolHandler) Connected(id sched.WorkerID, c *wire.Conn) *pool.Worker {
 	n := (*Node)(h)
 	w := n.workers[id]
 	n.rec.Step(recovery.Connected{Node: sched.NodeOf(id)})
-	if w == nil || w.Connected() || n.closed || (w.actor != nil && w.actor.dead) {
+	if w == nil || w.Connected() || n.closed || (w.actor != nil && w.actor.Dead()) {
 		return nil
 	}
 	w.Attach(c, func(typ byte, payload []byte) error {
@@ -97,7 +98,7 @@ func (h *poolHandler) Connected(id sched.WorkerID, c *wire.Conn) *pool.Worker {
 
 // placed makes w, connected, actor a's worker: a's calls go to it.
 func (n *Node) placed(a *actor, w *proc) {
-	if a.restartable {
+	if a.Restartable() {
 		n.stepRestart(restart.Placed{Actor: a.id}) // a restart counts from here
 	}
 	n.ctrl.ActorPlaced(a.id, w.name)
@@ -195,7 +196,7 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 		n.pool.GotStacks(w.Worker, payload)
 	case task.MsgKillActor:
 		var id ids.ActorID
-		if err := fixed(payload, id[:]); err != nil {
+		if err := pool.DecodeID(payload, id[:]); err != nil {
 			return err
 		}
 		_ = n.Kill(id)
@@ -206,17 +207,18 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 		}
 	case task.MsgReleaseShared:
 		var id ids.ObjectID
-		if err := fixed(payload, id[:]); err != nil {
+		if err := pool.DecodeID(payload, id[:]); err != nil {
 			return err
 		}
 		n.mu.Lock()
 		n.releaseOneKept(w, id)
 		n.unlockFor(w)
 	case task.MsgCheckpoint:
-		d := wire.Dec{B: payload}
-		if err := n.handleCheckpoint(w, &d); err != nil {
+		m, err := pool.DecodeCheckpoint(payload)
+		if err != nil {
 			return err
 		}
+		n.checkpoint(w, m)
 	case task.MsgHold, task.MsgContain:
 		d := wire.Dec{B: payload}
 		if err := n.handleNested(w, typ, &d); err != nil {
@@ -229,24 +231,15 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 	return nil
 }
 
-// fixed decodes a message that carries one ID into dst.
-func fixed(payload, dst []byte) error {
-	d := wire.Dec{B: payload}
-	d.Fixed(dst)
-	return d.Err
-}
-
 // result stores what a task returned and frees its worker.
 func (n *Node) result(w *proc, r pool.Result) {
 	tid, objs := r.Task, r.Objects
 	var p *pending
 	n.unpinReads(w)
 	if a := w.actor; a != nil {
-		if len(a.inflight) == 0 || a.inflight[0].spec.ID != tid {
+		if p = n.returned(a, tid); p == nil {
 			return // the actor was killed; its calls have failed already
 		}
-		p = a.inflight[0]
-		a.inflight = a.inflight[1:]
 	} else {
 		run, ok := n.core.Running(w.id)
 		if !ok || run.spec.ID != tid {
@@ -286,11 +279,9 @@ func (n *Node) result(w *proc, r pool.Result) {
 	if p.spec.Kind == task.KindActorCreate && failed != nil {
 		n.actorDied(p.actor, &task.TaskError{Function: p.actor.typ, Worker: w.name, Message: "its constructor failed: " + firstLine(failed.Message), Cause: failed})
 	}
-	if a := w.actor; a != nil && a.draining && len(a.queue) == 0 && len(a.inflight) == 0 {
-		n.actorDied(a, &task.TaskError{Function: a.typ, Message: "no handle to the actor remains", Cause: task.ErrActorDead})
-	}
 	if a := w.actor; a != nil {
-		n.answerDirect(a) // its constructor may have run (direct.go)
+		n.stepActor(a, actorq.Finished{}) // a released actor with nothing left ends
+		n.answerDirect(a)                 // its constructor may have run (direct.go)
 	}
 	n.step()
 }
@@ -318,7 +309,7 @@ func (h *poolHandler) Gone(pw *pool.Worker, bad error) {
 	n.ob.WorkerGone(workerHolder(w))
 	n.ownerGone(w) // its leases (lease.go)
 	n.waits.WorkerGone(w.id)
-	if !w.Connected() && (w.actor == nil || !w.actor.dead) { // not an actor killed while starting
+	if !w.Connected() && (w.actor == nil || !w.actor.Dead()) { // not an actor killed while starting
 		n.startFailed(w)
 	}
 	how := "exited"

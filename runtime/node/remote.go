@@ -161,12 +161,6 @@ func (n *Node) NodeGone(k sched.NodeID, why string) {
 	n.flushErrors()
 }
 
-// rerun submits again a task whose remote worker or node died, or fails it
-// once it has been tried maxRetries times (the recovery core decides).
-func (n *Node) rerun(p *pending, why string) {
-	n.recover(recovery.TaskLost[*pending]{Task: p, Why: why})
-}
-
 // checkRetries reports a run count kept for a task that is no longer
 // queued, sent to a worker or waiting for an argument (it ended: the count
 // leaked). For tests (Check): it visits every live task.

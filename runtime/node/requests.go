@@ -55,7 +55,7 @@ func (n *Node) helpFor(oids []ids.ObjectID) *proc {
 	}
 	tid := oids[len(oids)-1].Task()
 	if a := w.actor; a != nil {
-		if k := len(a.inflight); k > 0 && a.inflight[k-1].spec.ID == tid {
+		if in := a.Inflight(); len(in) > 0 && in[len(in)-1].spec.ID == tid {
 			return w
 		}
 		return nil

@@ -4,10 +4,11 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/gray-ml/gray/runtime/actorq"
 	"github.com/gray-ml/gray/runtime/ids"
+	"github.com/gray-ml/gray/runtime/pool"
 	"github.com/gray-ml/gray/runtime/restart"
 	"github.com/gray-ml/gray/runtime/task"
-	"github.com/gray-ml/gray/runtime/wire"
 )
 
 // Actors that are recreated when their process or node dies
@@ -46,20 +47,22 @@ func (n *Node) stepRestart(ev restart.Event) {
 // the creation task s is submitted, before its arguments are resolved.
 func (n *Node) enableRestarts(a *actor, s *task.Spec, e *task.Entry) {
 	n.stepRestart(restart.Created{Actor: a.id, Spec: s, MaxRestarts: e.MaxRestarts, NoRestarts: e.NoRestarts})
-	a.restartable = n.rs.Restartable(a.id)
+	if n.rs.Restartable(a.id) {
+		n.stepActor(a, actorq.Restartable{})
+	}
 }
 
 // logSend records method call p as it is sent to a's worker (before its
 // arguments are resolved).
 func (n *Node) logSend(a *actor, p *pending) {
-	if a.restartable {
+	if a.Restartable() {
 		n.stepRestart(restart.Sent{Actor: a.id, Call: p.spec})
 	}
 }
 
 // logDone records that call p of a ran.
 func (n *Node) logDone(a *actor, p *pending) {
-	if a.restartable {
+	if a.Restartable() {
 		n.stepRestart(restart.Done{Actor: a.id, ID: p.spec.ID})
 	}
 }
@@ -69,7 +72,7 @@ func (n *Node) logDone(a *actor, p *pending) {
 // which a cluster's actors survive by default.
 func (n *Node) actorLost(a *actor, why *task.TaskError, nodeLost bool) {
 	ev := restart.Died{Actor: a.id, Why: why, NodeLost: nodeLost,
-		Final: a.dead || a.killed || n.closed || n.spawnErr != nil || a.draining && len(a.queue) == 0 && len(a.inflight) == 0}
+		Final: a.Dead() || a.Killed() || n.closed || n.spawnErr != nil || a.Draining() && a.Idle()}
 	if n.rs.Saved(a.id) {
 		data, ok, err := n.ckpts.Checkpoint(a.id)
 		if err == nil && !ok {
@@ -95,44 +98,26 @@ func (n *Node) replayDone(a *actor, w *proc, p *pending, objs []task.Object) {
 
 // restartActor carries out the restart core's Restart effect e for a:
 // it queues, in front of the calls not yet sent, the creation task, the
-// restore of its checkpoint and the calls to replay, and asks the
-// scheduling core for a new worker on the resources a holds (or anew,
-// when its node is gone). pump sends the queue once the worker connects.
+// restore of its checkpoint and the calls to replay (restart.Queue), and
+// asks the scheduling core for a new worker on the resources a holds (or
+// anew, when its node is gone). pump sends the queue once the worker
+// connects.
 func (n *Node) restartActor(a *actor, e restart.Effect) {
 	n.ob.ReleaseKept(a.id) // the dead process's kept mappings; the calls sent again hold them again
-	// The queue may still hold what an earlier restart queued and the dead
-	// process never got: its creation task is reused; a restore is made
-	// again below; its replays stay behind those of this restart.
-	rest := a.queue
-	var head *pending
-	if len(rest) > 0 && rest[0].spec.Kind == task.KindActorCreate {
-		head, rest = rest[0], rest[1:]
-	} else {
-		head = n.replayPending(a, e.Spec, false)
-	}
-	again := []*pending{head}
-	if e.Restore != nil {
-		again = append(again, &pending{spec: e.Restore, actor: a, discard: true})
-	}
-	for _, r := range e.Replay {
-		again = append(again, n.replayPending(a, r.Spec, r.Discard))
-	}
-	for _, p := range a.inflight {
+	for _, p := range a.Inflight() {
 		n.unpinTask(p) // its call is in the replay, if it was a method call
 	}
-	for _, p := range rest {
-		if p.spec.Kind != task.KindActorRestore {
-			again = append(again, p)
-		}
-	}
-	a.queue, a.inflight, a.w = again, nil, nil
+	q := restart.Queue(e, a.Queued(), func(s *task.Spec, discard bool) *pending { return n.replayPending(a, s, discard) })
+	n.stepActor(a, actorq.Requeue[*pending]{Queue: q})
+	a.w = nil
 	n.ctrl.ActorPlaced(a.id, "") // starting again
 	n.core.RestartActor(a.id, a.res)
 	n.step()
 }
 
 // replayPending makes a pending task that runs s (the record of a call as
-// submitted) again on a restarted actor; discard drops its results.
+// submitted, or the restore of a checkpoint) again on a restarted actor;
+// discard drops its results.
 func (n *Node) replayPending(a *actor, s *task.Spec, discard bool) *pending {
 	c := *s
 	c.Args = append([]task.Arg(nil), s.Args...)
@@ -142,36 +127,22 @@ func (n *Node) replayPending(a *actor, s *task.Spec, discard bool) *pending {
 	return p
 }
 
-// handleCheckpoint decodes a MsgCheckpoint from w: the state of w's actor
-// after call tid. The restart core decides whether it becomes the actor's
+// checkpoint handles w's MsgCheckpoint m: the state of w's actor after
+// call m.After. The restart core decides whether it becomes the actor's
 // checkpoint (saveCheckpoint); a failed checkpoint is reported and
 // changes nothing.
-func (n *Node) handleCheckpoint(w *proc, d *wire.Dec) error {
-	var tid ids.TaskID
-	d.Fixed(tid[:])
-	ok := d.Byte() == 1
-	var data []byte
-	var msg string
-	if ok {
-		data = append([]byte(nil), d.Bytes()...)
-	} else {
-		msg = d.String()
-	}
-	if d.Err != nil {
-		return d.Err
-	}
+func (n *Node) checkpoint(w *proc, m pool.Checkpoint) {
 	n.mu.Lock()
 	defer n.unlockFor(w)
 	a := w.actor
-	if a == nil || !a.restartable || a.dead {
-		return nil
+	if a == nil || !a.Restartable() || a.Dead() {
+		return
 	}
-	if !ok {
-		n.checkpointFailed(a, w, tid, msg, nil)
-		return nil
+	if !m.OK {
+		n.checkpointFailed(a, w, m.After, m.Why, nil)
+		return
 	}
-	n.stepRestart(restart.Checkpointed{Actor: a.id, After: tid, Data: data})
-	return nil
+	n.stepRestart(restart.Checkpointed{Actor: a.id, After: m.After, Data: m.Data})
 }
 
 // saveCheckpoint stores the checkpoint of the restart core's Save effect
@@ -200,14 +171,17 @@ func (n *Node) checkpointFailed(a *actor, w *proc, tid ids.TaskID, msg string, c
 // whose node died would otherwise leave its rollout workers on other
 // nodes holding their CPUs, with no one left to kill them.
 func (n *Node) endChild(c, parent *actor) {
-	if c == nil || c.dead || parent == nil {
+	if c == nil || c.Dead() || parent == nil {
 		return
 	}
 	quiet := n.quiet
-	n.quiet, c.killed = true, true
-	n.actorDied(c, &task.TaskError{Function: c.typ, Message: "the actor that created it (" + parent.typ + ") ended", Cause: task.ErrActorDead})
+	n.quiet = true
+	n.stepActor(c, actorq.Kill{Why: &task.TaskError{Function: c.typ, Message: "the actor that created it (" + parent.typ + ") ended", Cause: task.ErrActorDead}})
 	n.quiet = quiet
 }
+
+// Kind implements restart.Call.
+func (p *pending) Kind() task.Kind { return p.spec.Kind }
 
 // Restarts returns how many times actor id was restarted, and how many
 // calls its replay log holds (for tests and inspection).

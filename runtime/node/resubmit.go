@@ -4,88 +4,52 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/gray-ml/gray/runtime/resubmit"
 	"github.com/gray-ml/gray/runtime/task"
 )
 
-// Submissions made again by a call or task that runs a second time.
-//
-// What a worker submits takes its ID from the ID of the call or task it
-// runs (worker.NewTaskID: ids.Child of it, counted from 1). A call that
-// runs again (an actor's calls replayed after a restart, restart.go; a
-// task run again after its node died, rerun, or to rebuild its results,
-// rebuild) therefore submits the same IDs again. Those tasks exist
-// already: the actor it created may still live, the call it made to
-// another actor changed that actor's state, and the task it submitted may
-// still run or have stored its results. submittedBefore finds them, and
-// the second submission is dropped: the handle and the references the
-// second run gets are those of the first.
+// Submissions made again by a call or task that runs a second time: an
+// actor's calls replayed after a restart (restart.go), a task run again
+// after its node died or to rebuild its results. runtime/resubmit decides
+// whether one is a repeat of the first run's; the node answers its
+// questions (submitFacts) and drops a repeat.
 
 // submittedBefore reports whether task s, submitted by worker w, exists
 // already because an earlier run of w's current call or task submitted
 // it; then it is not submitted again.
-//
-//   - An actor creation whose actor exists (alive, restarting, or dead):
-//     the actor is kept, its resources are not taken twice. One that died
-//     with a node comes back through its own restart (restartActor), not
-//     through a second creation.
-//   - A method call or task whose first result is stored: it ran. (A
-//     call's result lost with its node counts as gone, below.)
-//   - A task being rebuilt: it runs now.
-//   - A method call the target actor holds, queued or running, when w's
-//     call runs again: a call its actor replays itself after dying with
-//     the same node is not made twice.
-//   - A method call that a replaying actor's call makes and that ran (it
-//     is in its target's replay log) but whose result is gone: made again,
-//     it would change the target's state twice. The replayed call's Get
-//     fails with ErrLostActorMethod instead (its result is dropped
-//     anyway; the state it rebuilds misses what it did with the value).
-//
-// Anything else runs: the first run did not submit it, or its results are
-// gone. A function task then runs again; so does an actor call made by a
-// task run again (a task rebuilt from lineage that reads an actor asks it
-// again, as before its result was lost). A function task submitted again
-// while its first run is still queued or running runs twice; result keeps
-// the first result stored.
 func (n *Node) submittedBefore(w *proc, s *task.Spec) bool {
-	switch s.Kind {
-	case task.KindActorCreate:
-		a := n.actors[s.ID]
-		if a == nil {
-			return false
-		}
-		if !a.constructing() {
-			// The references inside its arguments were claimed for the
-			// constructor again (MsgContain before MsgSubmit); it ran.
-			n.constructed(s)
-		}
-		return true
-	case task.KindFunc:
-		if _, ok := n.store.Get(s.Return(0)); ok || n.rec.Rebuilding(s.ID) {
-			return true
-		}
-	case task.KindActorMethod:
-		o, stored := n.store.Get(s.Return(0))
-		if stored && (o.Err == nil || !errors.Is(o.Err, task.ErrObjectLost)) {
-			return true
-		}
-		a := n.actors[s.Actor()]
-		if a == nil || !n.reexecuting(w) {
-			return false
-		}
-		if n.callKnown(a, s) {
-			return true
-		}
-		if w.actor != nil && n.rs.Logged(a.id, s.ID) {
-			// A replaying actor's call made this one, which ran (the
-			// target's log says so) but whose result is gone: made
-			// again, it would change the target's state twice.
-			if !stored {
-				n.failGone(s)
-			}
-			return true
-		}
+	switch resubmit.Decide(s.Kind, &submitFacts{n: n, w: w, s: s}) {
+	case resubmit.New:
+		return false
+	case resubmit.Constructed:
+		// The references inside its arguments were claimed for the
+		// constructor again (MsgContain before MsgSubmit); it ran.
+		n.constructed(s)
+	case resubmit.Gone:
+		n.failGone(s)
 	}
-	return false
+	return true
+}
+
+// submitFacts answers runtime/resubmit's questions about task s, submitted
+// by worker w.
+type submitFacts struct {
+	n *Node
+	w *proc
+	s *task.Spec
+}
+
+func (f *submitFacts) ActorExists() bool  { return f.n.actors[f.s.ID] != nil }
+func (f *submitFacts) Constructing() bool { return f.n.actors[f.s.ID].constructing() }
+func (f *submitFacts) Rebuilding() bool   { return f.n.rec.Rebuilding(f.s.ID) }
+func (f *submitFacts) TargetHere() bool   { return f.n.actors[f.s.Actor()] != nil }
+func (f *submitFacts) Again() bool        { return f.n.reexecuting(f.w) }
+func (f *submitFacts) Held() bool         { return f.n.callKnown(f.n.actors[f.s.Actor()], f.s) }
+func (f *submitFacts) Logged() bool       { return f.w.actor != nil && f.n.rs.Logged(f.s.Actor(), f.s.ID) }
+
+func (f *submitFacts) Stored() (stored, lost bool) {
+	o, ok := f.n.store.Get(f.s.Return(0))
+	return ok, ok && o.Err != nil && errors.Is(o.Err, task.ErrObjectLost)
 }
 
 // failGone stores, as the results of call s, which ran once and whose
@@ -100,7 +64,7 @@ func (n *Node) failGone(s *task.Spec) {
 
 // constructing reports whether a's constructor has yet to finish.
 func (a *actor) constructing() bool {
-	for _, ps := range [][]*pending{a.inflight, a.queue} {
+	for _, ps := range [][]*pending{a.Inflight(), a.Queued()} {
 		if len(ps) > 0 && ps[0].spec.Kind == task.KindActorCreate {
 			return true
 		}
@@ -113,7 +77,7 @@ func (a *actor) constructing() bool {
 // run again after its node died or to rebuild its results.
 func (n *Node) reexecuting(w *proc) bool {
 	if a := w.actor; a != nil {
-		return len(a.inflight) > 0 && a.inflight[0].again
+		return len(a.Inflight()) > 0 && a.Inflight()[0].again
 	}
 	p, ok := n.core.Running(w.id)
 	if !ok {
@@ -125,7 +89,7 @@ func (n *Node) reexecuting(w *proc) bool {
 // callKnown reports whether actor a holds call s already, queued or
 // running (one its restart queued again, say).
 func (n *Node) callKnown(a *actor, s *task.Spec) bool {
-	for _, ps := range [][]*pending{a.queue, a.inflight} {
+	for _, ps := range [][]*pending{a.Queued(), a.Inflight()} {
 		for _, p := range ps {
 			if p.spec.ID == s.ID {
 				return true

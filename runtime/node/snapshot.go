@@ -25,7 +25,7 @@ func (n *Node) Snapshot() state.Snapshot {
 		ws := state.WorkerState{ID: int(w.id), Name: w.name, PID: w.PID()}
 		if w.actor != nil {
 			ws.Actor = w.actor.typ
-			tasks = w.actor.inflight
+			tasks = w.actor.Inflight()
 		}
 		for i, p := range tasks {
 			st := state.TaskSent
@@ -45,9 +45,9 @@ func (n *Node) Snapshot() state.Snapshot {
 		s.Tasks = append(s.Tasks, state.TaskState{ID: p.spec.ID, Func: p.spec.Func, State: state.TaskWaiting, Worker: -1})
 	})
 	for _, a := range n.actors {
-		as := state.ActorState{ID: a.id, Type: a.typ, State: "ALIVE", Worker: -1, Pending: len(a.queue) + len(a.inflight)}
+		as := state.ActorState{ID: a.id, Type: a.typ, State: "ALIVE", Worker: -1, Pending: len(a.Queued()) + len(a.Inflight())}
 		switch {
-		case a.dead:
+		case a.Dead():
 			as.State = "DEAD"
 		case a.w == nil:
 			as.State = "PENDING"
@@ -55,7 +55,7 @@ func (n *Node) Snapshot() state.Snapshot {
 		if a.w != nil {
 			as.Worker = int(a.w.id)
 		}
-		for _, p := range a.queue {
+		for _, p := range a.Queued() {
 			s.Tasks = append(s.Tasks, state.TaskState{ID: p.spec.ID, Func: p.spec.Func, State: state.TaskQueued, Worker: -1})
 		}
 		s.Actors = append(s.Actors, as)

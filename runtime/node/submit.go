@@ -1,16 +1,15 @@
 package node
 
 import (
-	"errors"
 	"fmt"
 	"runtime"
 	"strings"
 	"time"
 
+	"github.com/gray-ml/gray/runtime/actorq"
 	"github.com/gray-ml/gray/runtime/control"
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/recovery"
-	"github.com/gray-ml/gray/runtime/restart"
 	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
 )
@@ -77,7 +76,7 @@ func (n *Node) submitLocked(s *task.Spec) error {
 	p := &pending{spec: s, entry: e, actor: a}
 	if s.Kind == task.KindFunc && n.shared != nil {
 		// Lineage needs the spec as submitted. Only reference arguments
-		// change when the task is sent (resolveArgs), so a spec without
+		// change when the task is sent (objects.Keeper.Send), so a spec without
 		// them is its own record, which saves a copy per queued task.
 		p.record = s
 		if hasRefArgs(s) {
@@ -91,7 +90,7 @@ func (n *Node) submitLocked(s *task.Spec) error {
 		}
 	}
 	if s.Kind == task.KindActorCreate {
-		a = &actor{id: s.ID, typ: s.Func, res: task.Res(s, e)}
+		a = n.newActor(s, e)
 		p.actor = a
 		n.actors[s.ID] = a
 		n.ctrl.ActorCreated(s.ID, s.Func, "")
@@ -104,39 +103,14 @@ func (n *Node) submitLocked(s *task.Spec) error {
 			n.ready(p)
 		}
 	case task.KindActorCreate:
-		a.queue = append(a.queue, p)
+		n.stepActor(a, actorq.Queued[*pending]{Call: p})
 		n.core.WaitActor(a.id, a.res)
 		n.step()
 	case task.KindActorMethod:
-		if a.dead || a.draining {
-			n.quiet = a.killed
-			n.finishErr(p, n.deadErr(a, s.Func))
-			n.quiet = false
-			return nil
-		}
-		a.queue = append(a.queue, p)
-		n.pump(a)
+		// A dead or released actor's call fails at once.
+		n.stepActor(a, actorq.Queued[*pending]{Call: p, Up: up(a)})
 	}
 	return nil
-}
-
-func (n *Node) deadErr(a *actor, fn string) *task.TaskError {
-	msg := fmt.Sprintf("actor %s %s is dead", a.typ, a.id)
-	var cause error = task.ErrActorDead
-	if a.death != nil {
-		msg = fmt.Sprintf("actor %s %s is dead: %s", a.typ, a.id, a.death.Message)
-		cause = a.death
-	}
-	return &task.TaskError{Function: fn, Message: msg, Cause: cause}
-}
-
-// deadCause is the cause of an actor's death that also says it is dead:
-// it wraps task.ErrActorDead and why (nil: nothing more to say).
-func deadCause(why error) error {
-	if why == nil {
-		return task.ErrActorDead
-	}
-	return fmt.Errorf("%w: %w", task.ErrActorDead, why)
 }
 
 // ready handles a normal task whose arguments all exist.
@@ -186,7 +160,7 @@ func (n *Node) apply(e sched.Effect[*pending]) {
 		n.spawn(nil, e.Worker)
 	case sched.StartActor:
 		a := n.actors[e.Actor]
-		if a == nil || a.dead {
+		if a == nil || a.Dead() {
 			n.core.ActorGone(e.Actor)
 			return
 		}
@@ -230,24 +204,20 @@ type gone struct {
 	why  string // how the worker ended, or why the node is gone
 }
 
-// orphaned handles task p, whose worker or node is gone (Node.gone): it
-// fails, or, when it ran on another node (which may have died with its
-// worker), runs again elsewhere.
+// orphaned handles task p, whose worker or node is gone (Node.gone): the
+// recovery core fails it, or, when it ran on another node (which may have
+// died with its worker), runs it again elsewhere.
 func (n *Node) orphaned(p *pending) {
 	if n.leaseOrphaned(p) {
 		return // its worker died; the owner resends the tasks (lease.go)
 	}
-	g := n.gone
-	switch {
-	case g == nil: // never: the core orphans tasks only at those events
-		n.finishErr(p, &task.TaskError{Function: p.spec.Func, Message: "its worker is gone", Cause: task.ErrWorkerDied})
-	case g.w == nil:
-		n.rerun(p, fmt.Sprintf("node %s died (%s)", g.node, g.why))
-	case g.w.node != sched.Local:
-		n.rerun(p, fmt.Sprintf("%s died (%s)", g.w.name, g.why))
-	default:
-		n.finishErr(p, &task.TaskError{Function: p.spec.Func, Worker: g.w.name, Message: "the worker process died while running it (" + g.why + ")", Cause: task.ErrWorkerDied})
+	ev := recovery.TaskLost[*pending]{Task: p, Why: "its worker is gone", Local: true} // no n.gone: never
+	if g := n.gone; g != nil && g.w == nil {
+		ev.Why, ev.Local = fmt.Sprintf("node %s died (%s)", g.node, g.why), false
+	} else if g != nil {
+		ev.Worker, ev.Why, ev.Local = g.w.name, g.why, g.w.node == sched.Local
 	}
+	n.recover(ev)
 }
 
 // spawnFailure is the error of what waited for a worker when none can
@@ -258,7 +228,6 @@ func (n *Node) spawnFailure() *task.TaskError {
 
 // send queues p at pool worker w, which may use the GPUs gpus.
 func (n *Node) send(w *proc, p *pending, gpus []int) {
-	s := p.spec
 	if n.argsLost(p) {
 		// It waits for them again, or fails (argsLost), and leaves the
 		// worker: given back if p was to run now, else taken back from
@@ -273,8 +242,14 @@ func (n *Node) send(w *proc, p *pending, gpus []int) {
 		}
 		return
 	}
-	n.sendLocate(w, n.ob.LocateArgs(w.node, s))
-	n.resolveArgs(s)
+	n.exec(w, p, gpus)
+}
+
+// exec sends p, whose arguments all exist, to worker w (a pool worker or
+// p's actor's), which may use the GPUs gpus.
+func (n *Node) exec(w *proc, p *pending, gpus []int) {
+	s := p.spec
+	n.sendLocate(w, n.ob.Send(w.node, s))
 	s.SetGPUIDs(gpus)
 	p.sent = n.now()
 	n.recordStart(w, s.ID)
@@ -283,92 +258,11 @@ func (n *Node) send(w *proc, p *pending, gpus []int) {
 	_ = n.append(w, task.MsgExec, func(b []byte) []byte { return task.AppendSpec(b, s) })
 }
 
-// resolveArgs replaces reference arguments by their values: the objects live
-// in the driver, so sending them with the task saves the worker a round trip.
-// The task no longer needs the objects afterwards.
-//
-// A shared-memory argument is sent as its ID and size; the task's pin (see
-// objects.Keeper.Need) keeps it from eviction and freeing until the task ends.
-//
-// A worker whose node may lack a shared argument is told where to pull it
-// from first (objects.Keeper.LocateArgs).
-func (n *Node) resolveArgs(s *task.Spec) {
-	for i := range s.Args {
-		a := &s.Args[i]
-		if a.IsRef {
-			o, _ := n.store.Get(a.Ref)
-			a.IsRef = false
-			if o.Shared && o.Err == nil {
-				a.Shared, a.Size = true, o.Size
-			} else {
-				a.Data = o.Data
-			}
-			n.ob.Sent(a.Ref)
-		}
-	}
-}
-
-// unpinArgs releases the objects of a task that ends without running.
-func (n *Node) unpinArgs(p *pending) {
-	s := p.spec
-	n.unpinTask(p)
-	for i := range s.Args {
-		if a := &s.Args[i]; a.IsRef {
-			a.IsRef = false
-			n.ob.Sent(a.Ref)
-		}
-	}
-}
-
-// pump sends an actor's queued calls whose arguments exist, in order.
-func (n *Node) pump(a *actor) {
-	if a.w == nil || !a.w.Connected() || a.dead {
-		return
-	}
-	for len(a.queue) > 0 {
-		p := a.queue[0]
-		if p.args.Waiting() {
-			return
-		}
-		if p.args.Failed() == nil && n.argsLost(p) && p.args.Waiting() {
-			return // an argument lost with its node since: sent once rebuilt
-		}
-		a.queue = a.queue[1:]
-		if failed := p.args.Failed(); failed != nil {
-			if p.spec.Kind == task.KindActorCreate {
-				n.actorDied(a, &task.TaskError{Function: a.typ, Message: "an argument of the constructor failed", Cause: failed})
-				return
-			}
-			if p.again { // a call replayed after a restart: the state cannot be rebuilt
-				n.unpinArgs(p)
-				n.actorDied(a, &task.TaskError{Function: a.typ, Message: "replaying " + p.spec.Func + " after a restart: an argument failed: " + firstLine(failed.Error()), Cause: failed})
-				return
-			}
-			n.finishErr(p, argErr(p))
-			continue
-		}
-		n.logSend(a, p)
-		n.holdKept(a, p.spec)
-		n.sendLocate(a.w, n.ob.LocateArgs(a.w.node, p.spec))
-		n.resolveArgs(p.spec)
-		p.spec.SetGPUIDs(a.gpus)
-		a.inflight = append(a.inflight, p)
-		p.sent = n.now()
-		n.recordStart(a.w, p.spec.ID)
-		n.lastExec = a.w
-		s := p.spec
-		_ = n.append(a.w, task.MsgExec, func(b []byte) []byte { return task.AppendSpec(b, s) })
-	}
-	if a.draining && len(a.inflight) == 0 {
-		n.actorDied(a, &task.TaskError{Function: a.typ, Message: "no handle to the actor remains", Cause: task.ErrActorDead})
-	}
-}
-
 // finishErr fails every return of p with e.
 func (n *Node) finishErr(p *pending, e *task.TaskError) {
 	rebuilding := n.rec.Rebuilding(p.spec.ID)
 	n.rec.Step(recovery.Ended[*pending]{Task: p, ID: p.spec.ID})
-	n.unpinArgs(p)
+	n.ob.Unsent(p.spec)
 	n.releaseLineage(p)
 	if rebuilding {
 		n.failRebuild(p.spec, e)
@@ -415,13 +309,11 @@ func (n *Node) Kill(id ids.ActorID) error {
 		n.unlock()
 		return fmt.Errorf("gray: kill: actor %s is unknown in this session", id)
 	}
-	if !a.dead {
-		// Killed on purpose: its calls' references hold ErrActorDead, but
-		// that is no failure to print or list.
-		n.quiet, a.killed = true, true
-		n.actorDied(a, &task.TaskError{Function: a.typ, Message: "it was killed", Cause: task.ErrActorDead})
-		n.quiet = false
-	}
+	// Killed on purpose: its calls' references hold ErrActorDead, but
+	// that is no failure to print or list.
+	n.quiet = true
+	n.stepActor(a, actorq.Kill{Why: &task.TaskError{Function: a.typ, Message: "it was killed", Cause: task.ErrActorDead}})
+	n.quiet = false
 	n.unlock()
 	n.flushErrors()
 	return nil
@@ -433,51 +325,10 @@ func (n *Node) Release(id ids.ActorID) {
 	n.mu.Lock()
 	defer n.unlock()
 	a := n.actors[id]
-	if a == nil || a.dead || n.closed {
+	if a == nil || n.closed {
 		return
 	}
-	a.draining = true
-	if a.w != nil && len(a.queue) == 0 && len(a.inflight) == 0 {
-		n.actorDied(a, &task.TaskError{Function: a.typ, Message: "no handle to the actor remains", Cause: task.ErrActorDead})
-	}
-}
-
-// actorDied marks a dead, fails its calls, frees its resources and stops its
-// process.
-func (n *Node) actorDied(a *actor, why *task.TaskError) {
-	if a.dead {
-		return
-	}
-	a.dead = true
-	if !errors.Is(why, task.ErrActorDead) {
-		// Whatever ended it (its process died, it never started), calls
-		// to a dead actor fail with ErrActorDead, as gray documents.
-		why.Cause = deadCause(why.Cause)
-	}
-	a.death = why
-	n.answerDirect(a) // its direct callers go through the driver
-	n.ctrl.ActorDied(a.id, why.Message)
-	for _, p := range a.inflight {
-		n.finishErr(p, n.deadErr(a, p.spec.Func))
-	}
-	for _, p := range a.queue {
-		n.finishErr(p, n.deadErr(a, p.spec.Func))
-	}
-	a.inflight, a.queue = nil, nil
-	n.ob.ReleaseKept(a.id)
-	n.core.ActorGone(a.id)
-	// Dead for good: its log's claims end; the actors it created end
-	// with it when it allows no restarts.
-	a.restartable = false
-	n.stepRestart(restart.Dropped{Actor: a.id})
-	if w := a.w; w != nil && !w.dead {
-		_ = n.append(w, task.MsgExit, nil) // (nothing if it never connected)
-		w.Kill()
-		if w.node != sched.Local {
-			n.remote.cfg.Remote.StopWorker(w.node, w.id)
-		}
-	}
-	n.step()
+	n.stepActor(a, actorq.Release{HasWorker: a.w != nil})
 }
 
 func hasRefArgs(s *task.Spec) bool {

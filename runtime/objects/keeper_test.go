@@ -220,6 +220,31 @@ func (f *fixture) do(ev string) {
 		f.tasks.log = append(f.tasks.log, fmt.Sprintf("need %s: %v%s", w[1], ok, showValue(o)))
 	case "sent":
 		k.Sent(arg(1))
+	case "send", "unsent": // send NODE X...: f, taking X..., goes to a worker on NODE; unsent X...: f ends unsent
+		first := 2
+		if w[0] == "unsent" {
+			first = 1
+		}
+		spec := &task.Spec{ID: tf, Func: "f", NumReturns: 1}
+		for i := first; i < len(w); i++ {
+			spec.Args = append(spec.Args, task.Arg{IsRef: true, Ref: arg(i)})
+		}
+		if w[0] == "unsent" {
+			k.Unsent(spec)
+			return
+		}
+		var s []string
+		for _, l := range k.Send(NodeID(num(1)), spec) {
+			s = append(s, "locate "+name(l.ID)+" from "+l.Addr)
+		}
+		for i, a := range spec.Args {
+			if a.Shared {
+				s = append(s, fmt.Sprintf("%s shared %d", w[first+i], a.Size))
+			} else {
+				s = append(s, fmt.Sprintf("%s inline %q", w[first+i], a.Data))
+			}
+		}
+		f.tasks.log = append(f.tasks.log, "send: "+strings.Join(s, ", "))
 	case "task-ended":
 		k.UnpinTask(tf)
 	case "contain": // contain PARENT CHILD
@@ -350,6 +375,27 @@ func TestLifetimes(t *testing.T) {
 			{"task-ended", nil},
 			{"recorded a", []string{"recorded 0, kept 0, pins 0"}},
 		}},
+		{"a sent task carries its arguments' values and lets them go", []step{
+			{"put a", []string{"wake a"}},
+			{"put-shared b 4096", []string{"wake b"}},
+			{"need a", []string{"need a: true"}},
+			{"need b", []string{"need b: true"}},
+			{"drop a", nil},
+			{"drop b", nil},
+			{"send 0 a b", []string{`send: a inline "x", b shared 4096`}},
+			{"exists a b", []string{"a false, b false"}},
+			{"recorded b", []string{"recorded 1, kept 0, pins 1"}}, // the task's pin, until it ends
+			{"task-ended", nil},
+			{"recorded b", []string{"recorded 0, kept 0, pins 0"}},
+		}},
+		{"a task that ends unsent lets its arguments go", []step{
+			{"put-shared a 4096", []string{"wake a"}},
+			{"need a", []string{"need a: true"}},
+			{"drop a", nil},
+			{"unsent a", nil},
+			{"exists a", []string{"a false"}},
+			{"recorded a", []string{"recorded 0, kept 0, pins 0"}},
+		}},
 		{"a child lives as long as its parent", []step{
 			{"put a", []string{"wake a"}},
 			{"put b", []string{"wake b"}},
@@ -445,6 +491,12 @@ func TestCluster(t *testing.T) {
 			{"sent a", nil},
 			{"exists a", []string{"a false"}},
 			{"task-ended", []string{"release a on node1"}},
+		}},
+		{"a task sent to another node is told where to pull its argument", []step{
+			{"remote a 1 4096", []string{"wake a"}},
+			{"need a", []string{"need a: true"}},
+			{"send 2 a", []string{"send: locate a from node1, a shared 4096"}},
+			{"task-ended", nil},
 		}},
 		{"a put only a dead node held is lost", []step{
 			{"remote a 1 4096", []string{"wake a"}},

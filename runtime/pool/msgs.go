@@ -158,3 +158,34 @@ func DecodeReserve(payload []byte) (Reserve, error) {
 	r.Size = int64(d.Uvarint())
 	return r, d.Err
 }
+
+// DecodeID decodes a message that carries one ID (MsgKillActor's actor,
+// MsgReleaseShared's object) into dst.
+func DecodeID(payload, dst []byte) error {
+	d := wire.Dec{B: payload}
+	d.Fixed(dst)
+	return d.Err
+}
+
+// Checkpoint is a MsgCheckpoint: the state of a worker's actor after call
+// After, or why the actor's Checkpoint failed.
+type Checkpoint struct {
+	After ids.TaskID
+	OK    bool
+	Data  []byte // the state (OK), a copy the caller may keep
+	Why   string // why it failed (not OK)
+}
+
+// DecodeCheckpoint decodes a MsgCheckpoint.
+func DecodeCheckpoint(payload []byte) (Checkpoint, error) {
+	d := wire.Dec{B: payload}
+	var c Checkpoint
+	d.Fixed(c.After[:])
+	c.OK = d.Byte() == 1
+	if c.OK {
+		c.Data = append([]byte(nil), d.Bytes()...)
+	} else {
+		c.Why = d.String()
+	}
+	return c, d.Err
+}

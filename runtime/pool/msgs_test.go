@@ -60,6 +60,15 @@ func TestDecode(t *testing.T) {
 			func(p []byte) (any, error) { return DecodeReserve(p) }, Reserve{Req: 3, ID: b, Size: 4096}, 0},
 		{"give back", append(wire.AppendUvarint(nil, 1), tid[:]...),
 			func(p []byte) (any, error) { return DecodeTasks(p) }, map[ids.TaskID]bool{tid: true}, 0},
+		{"checkpoint", wire.AppendBytes(append(append([]byte(nil), tid[:]...), 1), []byte("state")),
+			func(p []byte) (any, error) { return DecodeCheckpoint(p) }, Checkpoint{After: tid, OK: true, Data: []byte("state")}, 0},
+		{"failed checkpoint", wire.AppendString(append(append([]byte(nil), tid[:]...), 0), "disk full"),
+			func(p []byte) (any, error) { return DecodeCheckpoint(p) }, Checkpoint{After: tid, Why: "disk full"}, 0},
+		{"one ID", a[:], func(p []byte) (any, error) {
+			var id ids.ObjectID
+			err := DecodeID(p, id[:])
+			return id, err
+		}, a, 0},
 		{"drop", appendIDs(nil, a, b), func(p []byte) (any, error) {
 			var got []ids.ObjectID
 			err := EachID(p, func(id ids.ObjectID) { got = append(got, id) })

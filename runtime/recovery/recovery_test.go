@@ -77,6 +77,9 @@ func show(e Effect[tk]) string {
 		}
 		return fmt.Sprintf("rerun %s", e.Task)
 	case Fail:
+		if e.Worker != "" {
+			return fmt.Sprintf("fail %s on %s: %s", e.Task, e.Worker, e.Message)
+		}
 		return fmt.Sprintf("fail %s: %s", e.Task, e.Message)
 	case Locate:
 		return fmt.Sprintf("locate %s on %d: %v", name(e.ID), e.Node, e.Holds)
@@ -217,6 +220,18 @@ func TestRuns(t *testing.T) {
 			{TaskLost[tk]{Task: "t", Why: "worker 3 died"}, []string{"rerun t"}},
 			{TaskLost[tk]{Task: "t", Why: "worker 4 died"}, []string{"fail t: tried 4 times; the last time worker 4 died"}},
 			{TaskLost[tk]{Task: "t", Why: "worker 5 died"}, []string{"rerun t"}},
+		}},
+		{"a task whose worker on another node died names the worker", []step{
+			{TaskLost[tk]{Task: "t", Worker: "worker 3 on b", Why: "signal: killed"}, []string{"rerun t"}},
+			{TaskLost[tk]{Task: "t", Why: "node b died (killed)"}, []string{"rerun t"}},
+			{TaskLost[tk]{Task: "t", Worker: "worker 9 on c", Why: "exit status 2"}, []string{"rerun t"}},
+			{TaskLost[tk]{Task: "t", Worker: "worker 12 on c", Why: "exit status 2"}, []string{"fail t: tried 4 times; the last time worker 12 on c died (exit status 2)"}},
+		}},
+		{"a task whose worker on this machine died fails at once, uncounted", []step{
+			{TaskLost[tk]{Task: "t", Worker: "worker 1 (pid 7)", Why: "signal: killed", Local: true},
+				[]string{"fail t on worker 1 (pid 7): the worker process died while running it (signal: killed)"}},
+			{TaskLost[tk]{Task: "t", Why: "x"}, []string{"rerun t"}},
+			{Ended[tk]{Task: "t"}, nil},
 		}},
 		{"an ended task's count is forgotten", []step{
 			{TaskLost[tk]{Task: "t", Why: "x"}, []string{"rerun t"}},

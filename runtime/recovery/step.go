@@ -49,11 +49,17 @@ type Freed struct {
 // failed and Resubmit.
 type Missing struct{ ID ids.ObjectID }
 
-// TaskLost: the remote worker running Task, or its node, died (Why).
-// Effects: Rerun, or Fail once it ran Limits.Runs times.
+// TaskLost: the worker running Task died (Worker names it, Why says how
+// it ended), or its node did (Worker "", Why says which and why). A
+// worker on the driver's own machine (Local) died with its task, which
+// is that task's failure, as a panic would be: Fail, naming Worker. A
+// task on another node may have lost only its machine: Rerun, or Fail
+// once it ran Limits.Runs times.
 type TaskLost[T comparable] struct {
-	Task T
-	Why  string
+	Task   T
+	Worker string
+	Why    string
+	Local  bool
 }
 
 // PullFailed: Task's worker could not pull argument ID (Why). Local: the
@@ -175,7 +181,8 @@ const (
 	// Rerun submits Task again (Refetch: its arguments claimed and
 	// fetched again first).
 	Rerun
-	// Fail fails Task with ErrWorkerDied and Message.
+	// Fail fails Task with ErrWorkerDied and Message (Worker: the worker
+	// it ran on, when it died with it).
 	Fail
 	// Locate tells the location table that Node holds ID (Holds) or no
 	// longer does.
@@ -205,6 +212,7 @@ type Effect[T comparable] struct {
 	Object  task.Object
 	Err     *task.TaskError
 	Message string
+	Worker  string
 	Holds   bool
 	Gone    bool
 	Refetch bool
@@ -228,10 +236,18 @@ func (c *Core[T]) Step(ev Event) {
 	case Missing:
 		c.missing(e.ID)
 	case TaskLost[T]:
+		if e.Local {
+			c.emit(Effect[T]{Kind: Fail, Task: e.Task, Worker: e.Worker, Message: "the worker process died while running it (" + e.Why + ")"})
+			return
+		}
+		why := e.Why
+		if e.Worker != "" {
+			why = e.Worker + " died (" + e.Why + ")"
+		}
 		r := c.runs[e.Task] + 1
 		if r > c.lim.Runs {
 			delete(c.runs, e.Task)
-			c.emit(Effect[T]{Kind: Fail, Task: e.Task, Message: fmt.Sprintf("tried %d times; the last time %s", r, e.Why)})
+			c.emit(Effect[T]{Kind: Fail, Task: e.Task, Message: fmt.Sprintf("tried %d times; the last time %s", r, why)})
 			return
 		}
 		c.runs[e.Task] = r

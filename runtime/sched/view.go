@@ -25,3 +25,20 @@ func (c *Core[T]) EachQueued(fn func(T)) {
 		q.each(func(it item[T]) bool { fn(it.t); return true })
 	}
 }
+
+// Load returns the live work on the core: the tasks its pool workers were
+// sent and have not finished (running or pipelined), and the actors that
+// hold resources on it (started, or restarting on what they held). With
+// Available it accounts for the whole node: what is not free is held by
+// those tasks and actors.
+func (c *Core[T]) Load() (tasks, actors int) {
+	for _, x := range c.pool {
+		tasks += len(x.tasks)
+	}
+	for _, a := range c.actors {
+		if a.holding {
+			actors++
+		}
+	}
+	return tasks, actors
+}
