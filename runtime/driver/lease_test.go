@@ -255,3 +255,54 @@ func TestClusterLeasedNestedTasks(t *testing.T) {
 		t.Fatalf("farFanOut(200) = %d, %v; want %d", got, err, sumSquares(200))
 	}
 }
+
+var (
+	lPID = gray.Func1("test.lease.pid", func(context.Context, int) (int, error) { return os.Getpid(), nil })
+	// pids submits n children returning their process IDs and returns
+	// how many ran in the process that ran most of them.
+	lPIDs = gray.Func1("test.lease.pids", func(ctx context.Context, n int) (int, error) {
+		refs := make([]gray.Ref[int], n)
+		for i := range refs {
+			refs[i] = lPID.Remote(i)
+		}
+		xs, err := gray.GetAll(ctx, refs)
+		count := map[int]int{}
+		most := 0
+		for _, x := range xs {
+			count[x]++
+			most = max(most, count[x])
+		}
+		return most, err
+	})
+)
+
+// Once its children are known to be short (the leased worker sends each
+// run time back), a burst of a thousand of them runs on the lease alone,
+// pipelined as deep as the driver would pack them, with the rest waiting
+// in the owner: they do not go through the driver to other workers, though
+// three CPUs are free for them there. (Not all of them, to leave room for
+// a preempted run on a loaded machine that makes the child look long for a
+// while; before, 16 went to the lease and the rest through the driver.)
+func TestLeasePipelinesShortTasks(t *testing.T) {
+	t.Setenv(task.EnvLeases, "1")
+	ctx := start(t, gray.Options{NumCPUs: 4, NoGPUs: true})
+	clustertest.WaitFor(t, 30*time.Second, "the pool's workers to connect", func() bool {
+		s := snapshot(t)
+		return s.Starting == 0 && len(s.Workers) >= 4
+	})
+	// The first bursts time the child: a lease runs one task at a time
+	// of a function not yet known to be short, and the rest go through
+	// the driver.
+	for range 4 {
+		if _, err := gray.Get(ctx, lPIDs.Remote(20)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	most, err := gray.Get(ctx, lPIDs.Remote(1000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if most < 900 {
+		t.Fatalf("of a burst of 1000 short children, one process ran %d; want at least 900 (the lease's)", most)
+	}
+}

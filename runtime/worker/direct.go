@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/task"
@@ -58,9 +59,9 @@ type directCalls struct {
 
 	pubMu sync.Mutex // orders publications before the messages they precede
 
-	actors  bool              // direct actor calls are on (task.EnvDirect)
-	leasing bool              // leases for function tasks are on (task.EnvLeases, lease.go)
-	shapes  map[string]*shape // leases by resource shape (lease.go)
+	actors  bool   // direct actor calls are on (task.EnvDirect)
+	leasing bool   // leases for function tasks are on (task.EnvLeases, lease.go)
+	leases  leases // lease.go
 }
 
 // errMalformed marks the end of a direct connection by a message that
@@ -108,7 +109,7 @@ func newDirectCalls(w *Worker) *directCalls {
 	}
 	return &directCalls{w: w, callees: map[ids.ActorID]*callee{}, owned: map[ids.ObjectID]*owned{},
 		changed: make(chan struct{}), contains: map[ids.ObjectID]bool{},
-		actors: actors, leasing: leasing, shapes: map[string]*shape{}}
+		actors: actors, leasing: leasing, leases: leases{shapes: map[string]*shape{}, spare: map[string]*callee{}}}
 }
 
 // submit sends s directly, or queues it until the driver says where its
@@ -305,6 +306,7 @@ func (dc *directCalls) receive(c *callee) {
 			objs[i] = task.DecodeObject(&d)
 		}
 		refs := d.Byte() == 1 // the values hold references (the callee sent MsgContain)
+		ran := time.Duration(d.Uvarint())
 		if d.Err != nil {
 			dc.lost(c, fmt.Errorf("%w: result: %w", errMalformed, d.Err))
 			return
@@ -315,7 +317,7 @@ func (dc *directCalls) receive(c *callee) {
 		if c.lease != nil {
 			dc.mu.Lock()
 			c.lease.blocked = false
-			dc.leaseAnswered(c, tid)
+			dc.leaseAnswered(c, tid, ran)
 			dc.mu.Unlock()
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/task"
@@ -191,7 +192,9 @@ func (w *Worker) runDirect(s *task.Spec, c *directConn) {
 	w.callee.leased.Store(c.lease)
 	w.callee.refs.Store(false)
 	w.callee.read.Store(false)
+	t0 := time.Now()
 	objs, _ := w.exec(s)
+	ran := time.Since(t0)
 	w.callee.running.Store(false)
 	w.callee.leased.Store(false)
 	refs := w.callee.refs.Load()
@@ -209,9 +212,13 @@ func (w *Worker) runDirect(s *task.Spec, c *directConn) {
 			b = task.AppendObject(b, &objs[i])
 		}
 		if refs {
-			return append(b, 1)
+			b = append(b, 1)
+		} else {
+			b = append(b, 0)
 		}
-		return append(b, 0)
+		// How long it ran: a lease's owner pipelines short tasks by it
+		// (lease.go).
+		return wire.AppendUvarint(b, uint64(max(ran, 0)))
 	})
 	w.collectNested()
 }
