@@ -29,3 +29,11 @@ const (
 // EnvDirect, set to "1" in a driver's environment, makes its actors call
 // other actors directly (runtime/worker/direct.go). Off by default.
 const EnvDirect = "GRAY_DIRECT_CALLS"
+
+// MsgPromise (W→D: 1 or 0, object ID) says the worker owns result id of a
+// direct call or lease task that has not arrived yet, and will put it
+// (1), so a reference to it may leave the worker before it does; or that
+// it will not after all (0: the call went through the driver, which
+// stores the result itself). If the worker dies first, the driver stores
+// an error as the object for whoever waits for it.
+const MsgPromise byte = 100

@@ -90,6 +90,7 @@ type owned struct {
 	obj       task.Object
 	viaDriver bool           // the call went through the driver after all: ask there
 	published bool           // put to the driver
+	promised  bool           // promised to the driver before it arrived (MsgPromise)
 	publish   bool           // publish on arrival (its value or arguments hold references)
 	dropped   bool           // the program dropped it before it arrived
 	freed     bool           // the program freed it (gray.Free): obj says so
@@ -229,6 +230,7 @@ func (dc *directCalls) ask(c *callee) {
 			for i := range max(s.NumReturns, 1) {
 				if o := dc.owned[s.Return(i)]; o != nil {
 					delete(dc.owned, s.Return(i))
+					dc.unpromise(s.Return(i), o)
 					o.viaDriver = true
 					close(o.done)
 				}

@@ -323,6 +323,7 @@ func (dc *directCalls) viaDriver(s *task.Spec, held bool) {
 	for i := range max(s.NumReturns, 1) {
 		if o := dc.owned[s.Return(i)]; o != nil {
 			delete(dc.owned, s.Return(i))
+			dc.unpromise(s.Return(i), o)
 			if i == 0 {
 				args = o.args
 			}
