@@ -110,7 +110,7 @@ func newDirectCalls(w *Worker) *directCalls {
 	}
 	return &directCalls{w: w, callees: map[ids.ActorID]*callee{}, owned: map[ids.ObjectID]*owned{},
 		changed: make(chan struct{}), contains: map[ids.ObjectID]bool{},
-		actors: actors, leasing: leasing, leases: leases{shapes: map[string]*shape{}, spare: map[string]*callee{}}}
+		actors: actors, leasing: leasing, leases: leases{shapes: map[string]*shape{}, byEntry: map[*task.Entry]*shape{}, spare: map[string]*callee{}}}
 }
 
 // submit sends s directly, or queues it until the driver says where its

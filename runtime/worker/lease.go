@@ -62,14 +62,17 @@ import (
 // on a 2-core VM (benchmarks/README.md, "Leases for nested tasks"): with
 // no bound and 16 tasks a lease, four clients of tiny tasks at --cpus 16
 // took up to 16 leases, a process and a connection each, and cost 4-9x
-// the CPU per task of the driver's path. Short tasks now queue here
-// instead (leaseBacklog), so only a backlog past that or long tasks ask
-// for a second lease.
-const maxLeases = 2
+// the CPU per task of the driver's path; a second lease per shape split
+// a burst of short tasks over two workers where one keeps up. Short tasks
+// past a lease's depth wait here instead (leaseBacklog); long ones go
+// through the driver, which spreads them over idle workers.
+const maxLeases = 1
 
 // leaseBacklog is how many PackBudgets of short tasks may wait here for
-// room in a lease before the rest go through the driver.
-const leaseBacklog = 8
+// room in a lease before the rest go through the driver: tasks known to
+// take under sched.PackShort each, so at most this many milliseconds of
+// work wait behind one lease.
+const leaseBacklog = 64
 
 // leaseIdle and leaseIdleMax bound how long a lease with nothing in
 // flight is kept for the next task: a loop of submit-then-Get costs one
@@ -94,8 +97,9 @@ const (
 
 // leases is the owner's state of its leases, under directCalls.mu.
 type leases struct {
-	shapes   map[string]*shape  // by resource shape
-	spare    map[string]*callee // connections of returned leases, by address
+	shapes   map[string]*shape      // by resource shape
+	byEntry  map[*task.Entry]*shape // by function, for tasks with its resources (no key to format per task)
+	spare    map[string]*callee     // connections of returned leases, by address
 	runTimes sched.RunTimes[string]
 }
 
@@ -134,17 +138,18 @@ func (dc *directCalls) submitTask(s *task.Spec) bool {
 	if err != nil || e.MaxCalls != 0 {
 		return false
 	}
-	res := task.Res(s, e)
-	if res.GPU > 0 {
+	own := s.OwnRes()
+	if own != nil && own.GPU > 0 || own == nil && e.Res.GPU > 0 {
 		return false
 	}
-	key := res.String()
 	dc.mu.Lock()
 	defer dc.mu.Unlock()
-	sh := dc.leases.shapes[key]
-	if sh == nil {
-		sh = &shape{res: res, idle: leaseIdle}
-		dc.leases.shapes[key] = sh
+	sh := dc.leases.byEntry[e]
+	if own != nil || sh == nil {
+		sh = dc.leases.shapeOf(task.Res(s, e))
+		if own == nil {
+			dc.leases.byEntry[e] = sh
+		}
 	}
 	depth := dc.leases.depth(s.Func)
 	if len(sh.waiting) == 0 {
@@ -166,6 +171,17 @@ func (dc *directCalls) submitTask(s *task.Spec) bool {
 	dc.ownLeased(s)
 	sh.waiting = append(sh.waiting, s)
 	return true
+}
+
+// shapeOf returns the shape of tasks that need res, making it.
+func (l *leases) shapeOf(res task.Resources) *shape {
+	key := res.String()
+	sh := l.shapes[key]
+	if sh == nil {
+		sh = &shape{res: res, idle: leaseIdle}
+		l.shapes[key] = sh
+	}
+	return sh
 }
 
 // ask starts a lease request for sh; called under dc.mu.
