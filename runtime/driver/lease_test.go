@@ -307,11 +307,19 @@ func TestLeasePipelinesShortTasks(t *testing.T) {
 			t.Fatalf("200 bursts of 50 short children never ran in one process (last: %d of 50)", most)
 		}
 	}
-	most, err := gray.Get(ctx, lPIDs.Remote(1000))
-	if err != nil {
-		t.Fatal(err)
+	// A preempted run on a loaded machine can make the child look long
+	// for a while (its tasks then go through the driver): one of three
+	// bursts must run on the lease.
+	var runs []int
+	for range 3 {
+		most, err := gray.Get(ctx, lPIDs.Remote(1000))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if most >= 900 {
+			return
+		}
+		runs = append(runs, most)
 	}
-	if most < 900 {
-		t.Fatalf("of a burst of 1000 short children, one process ran %d; want at least 900 (the lease's)", most)
-	}
+	t.Fatalf("of each of three bursts of 1000 short children, one process ran %v; want at least 900 (the lease's)", runs)
 }
