@@ -12,7 +12,7 @@ import (
 	"github.com/gray-ml/gray/runtime/wire"
 )
 
-// Direct actor calls, the caller's side (task.EnvDirect turns them on; the
+// Direct actor calls, the caller's side (on unless task.EnvDirect is "0"; the
 // callee's side is direct_callee.go, the driver's runtime/node/direct.go).
 //
 // An actor that calls another actor asks the driver once where the callee
@@ -104,7 +104,7 @@ type owned struct {
 // newDirectCalls returns the caller's state, or nil when direct calls and
 // leases are off.
 func newDirectCalls(w *Worker) *directCalls {
-	actors, leasing := os.Getenv(task.EnvDirect) == "1", os.Getenv(task.EnvLeases) == "1"
+	actors, leasing := task.DirectOn(), task.LeasesOn()
 	if !actors && !leasing {
 		return nil
 	}
