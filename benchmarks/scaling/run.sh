@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The scaling figures of a big host in one table (issue 22): the async rows
 # of `gray microbenchmark --scaling` at 1, 2, 4, ... CPUs up to all of them
-# (rate, ratio to linear, CPU time per call), the actor rows again with
-# direct actor calls (GRAY_DIRECT_CALLS=1), the task rows again with leases
-# for nested tasks (GRAY_LEASES=1), actor creation beside process
+# (rate, ratio to linear, CPU time per call), the actor rows again without
+# direct actor calls (GRAY_DIRECT_CALLS=0), the task rows again without
+# leases for nested tasks (GRAY_LEASES=0), actor creation beside process
 # starts, 1,000,000 queued tasks, and PixelPong PPO with 0, 4 and 14 rollout
 # workers. It builds nothing: give it a folder holding prebuilt `gray` and
 # `train` (go build -o DIR/ ./cmd/gray ./cmd/train on any machine of the
@@ -48,18 +48,18 @@ scalingRows() {
 tail -n +2 "$work/scaling.txt" | scalingRows "scaling" >"$work/scaling.md"
 while IFS= read -r l; do rows+=("$l"); done <"$work/scaling.md"
 
-# 1b. The actor rows again with actors calling actors directly
-# (GRAY_DIRECT_CALLS=1, off by default: docs/scaling.md).
-echo "run.sh: gray microbenchmark --scaling, direct actor calls" >&2
-GRAY_DIRECT_CALLS=1 "$bin/gray" microbenchmark --scaling --trials 3 >"$work/direct.txt"
-tail -n +2 "$work/direct.txt" | grep "actor calls" | scalingRows "scaling, direct calls" >"$work/direct.md"
+# 1b. The actor rows again without actors calling actors directly
+# (GRAY_DIRECT_CALLS=0; on by default: docs/scaling.md).
+echo "run.sh: gray microbenchmark --scaling, without direct actor calls" >&2
+GRAY_DIRECT_CALLS=0 "$bin/gray" microbenchmark --scaling --trials 3 >"$work/direct.txt"
+tail -n +2 "$work/direct.txt" | grep "actor calls" | scalingRows "scaling, without direct calls" >"$work/direct.md"
 while IFS= read -r l; do rows+=("$l"); done <"$work/direct.md"
 
-# 1c. The task rows again with leases for nested tasks (GRAY_LEASES=1, off
-# by default: docs/scaling.md); the process-client row is the one they serve.
-echo "run.sh: gray microbenchmark --scaling, leases" >&2
-GRAY_LEASES=1 "$bin/gray" microbenchmark --scaling --trials 3 >"$work/leases.txt"
-tail -n +2 "$work/leases.txt" | grep -A1 --no-group-separator "tasks async" | scalingRows "scaling, leases" >"$work/leases.md"
+# 1c. The task rows again without leases for nested tasks (GRAY_LEASES=0;
+# on by default: docs/scaling.md); the process-client row is the one they serve.
+echo "run.sh: gray microbenchmark --scaling, without leases" >&2
+GRAY_LEASES=0 "$bin/gray" microbenchmark --scaling --trials 3 >"$work/leases.txt"
+tail -n +2 "$work/leases.txt" | grep -A1 --no-group-separator "tasks async" | scalingRows "scaling, without leases" >"$work/leases.md"
 while IFS= read -r l; do rows+=("$l"); done <"$work/leases.md"
 
 # 2. Actor creation beside process starts, at every CPU count of the scaling rows.

@@ -10,7 +10,7 @@ import (
 // actorClients is the n:n actor row with process clients, as Ray's is: k
 // counter actors, and k client actors that each call all of them from its
 // own process for d. Clients calling actors are where direct actor calls
-// (GRAY_DIRECT_CALLS=1, runtime/worker/direct.go) bypass the driver; the
+// (on unless GRAY_DIRECT_CALLS=0, runtime/worker/direct.go) bypass the driver; the
 // goroutine row beside it calls from the driver.
 func actorClients(ctx context.Context, k int, d time.Duration, start, stop func()) (calls, seconds float64, err error) {
 	hs := make([]gray.Handle[benchCounter], 0, k)

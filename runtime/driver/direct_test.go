@@ -394,3 +394,81 @@ func TestClusterDirectCallToAnotherNode(t *testing.T) {
 		}
 	}
 }
+
+// dBack passes a direct call's result on before it arrives, while the
+// callee (a dEcho) calls it back before answering.
+type dBack struct{}
+
+// dEcho calls a dBack back.
+type dEcho struct{}
+
+var (
+	dEchoType = gray.Actor0("test.direct.Echo", func(context.Context) (*dEcho, error) { return &dEcho{}, nil })
+	dBackType = gray.Actor0("test.direct.Back", func(context.Context) (*dBack, error) { return &dBack{}, nil })
+	dBackPing = gray.Method1(dBackType, "ping", func(_ *dBack, _ context.Context, x int) (int, error) { return x, nil })
+	// callBack returns what back's ping(x) returns.
+	dEchoCallBack = gray.Method2(dEchoType, "callBack", func(_ *dEcho, ctx context.Context, back gray.Handle[dBack], x int) (int, error) {
+		return gray.Get(ctx, dBackPing.Remote(back, x))
+	})
+	// relay calls echo.callBack(self, 5), hands its result, not yet
+	// arrived, to a task and returns that task's reference without
+	// waiting.
+	dBackRelay = gray.Method2(dBackType, "relay", func(_ *dBack, _ context.Context, echo gray.Handle[dEcho], self gray.Handle[dBack]) (gray.Ref[int], error) {
+		return dPlusOne.Remote(dEchoCallBack.Remote(echo, self, 5)), nil
+	})
+)
+
+// An actor passes on a reference to a direct call's result before it
+// arrives, and the callee calls that actor back before it answers: the
+// reference goes out as a promise, so the actor is free to take the call
+// back (waiting for the result there deadlocked, where the driver's path
+// does not), and the task that took the reference gets the value.
+func TestDirectResultPassedOnBeforeItArrives(t *testing.T) {
+	ctx := startDirect(t)
+	echo, back := newActor(t, ctx, dEchoType), newActor(t, ctx, dBackType)
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	r, err := gray.Get(cctx, dBackRelay.Remote(back, echo, back))
+	if err != nil {
+		t.Fatalf("relay: %v (it waited for the result it passed on, which waits for this actor)", err)
+	}
+	if got, err := gray.Get(cctx, r); err != nil || got != 6 {
+		t.Fatalf("the task given the result = %d, %v; want 6", got, err)
+	}
+}
+
+var (
+	// passOn hands the result of a blocked direct call to a task and
+	// returns the task's reference.
+	dCallerPassOn = gray.Method2(dCallerType, "passOn", func(_ *dCaller, _ context.Context, h gray.Handle[dLog], g string) (gray.Ref[int], error) {
+		return dPlusOne.Remote(dLogBlock.Remote(h, g)), nil
+	})
+	dCallerPID = gray.Method0(dCallerType, "pid", func(*dCaller, context.Context) (int, error) { return os.Getpid(), nil })
+)
+
+// The caller that passed on a reference to its direct call's result dies
+// before the result arrives: the task that took the reference fails with
+// ErrWorkerDied instead of waiting for ever.
+func TestDirectPromiseBrokenByCallerDeath(t *testing.T) {
+	ctx := startDirect(t)
+	log, c := newActor(t, ctx, dLogType), newActor(t, ctx, dCallerType)
+	g := newGate(t, "block")
+	r, err := gray.Get(ctx, dCallerPassOn.Remote(c, log, string(g)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitStarted(t, g)
+	pid, err := gray.Get(ctx, dCallerPID.Remote(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := gray.Get(cctx, r); !errors.Is(err, gray.ErrWorkerDied) {
+		t.Fatalf("the task given the dead caller's result: %v, want ErrWorkerDied", err)
+	}
+	g.open(t)
+}

@@ -255,3 +255,71 @@ func TestClusterLeasedNestedTasks(t *testing.T) {
 		t.Fatalf("farFanOut(200) = %d, %v; want %d", got, err, sumSquares(200))
 	}
 }
+
+var (
+	lPID = gray.Func1("test.lease.pid", func(context.Context, int) (int, error) { return os.Getpid(), nil })
+	// pids submits n children returning their process IDs and returns
+	// how many ran in the process that ran most of them.
+	lPIDs = gray.Func1("test.lease.pids", func(ctx context.Context, n int) (int, error) {
+		refs := make([]gray.Ref[int], n)
+		for i := range refs {
+			refs[i] = lPID.Remote(i)
+		}
+		xs, err := gray.GetAll(ctx, refs)
+		count := map[int]int{}
+		most := 0
+		for _, x := range xs {
+			count[x]++
+			most = max(most, count[x])
+		}
+		return most, err
+	})
+)
+
+// Once its children are known to be short (the leased worker sends each
+// run time back), a burst of a thousand of them runs on the lease alone,
+// pipelined as deep as the driver would pack them, with the rest waiting
+// in the owner: they do not go through the driver to other workers, though
+// three CPUs are free for them there. (Not all of them, to leave room for
+// a preempted run on a loaded machine that makes the child look long for a
+// while; before, 16 went to the lease and the rest through the driver.)
+func TestLeasePipelinesShortTasks(t *testing.T) {
+	t.Setenv(task.EnvLeases, "1")
+	ctx := start(t, gray.Options{NumCPUs: 4, NoGPUs: true})
+	clustertest.WaitFor(t, 30*time.Second, "the pool's workers to connect", func() bool {
+		s := snapshot(t)
+		return s.Starting == 0 && len(s.Workers) >= 4
+	})
+	// The first bursts time the child: a lease runs one task at a time
+	// of a function not yet known to be short, and the rest go through
+	// the driver. A fresh worker's first runs read long (about seven
+	// short samples bring the clamped first one under sched.PackShort),
+	// so bursts of 50 run until one runs in one process.
+	for i := 0; ; i++ {
+		most, err := gray.Get(ctx, lPIDs.Remote(50))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if most == 50 {
+			break
+		}
+		if i == 200 {
+			t.Fatalf("200 bursts of 50 short children never ran in one process (last: %d of 50)", most)
+		}
+	}
+	// A preempted run on a loaded machine can make the child look long
+	// for a while (its tasks then go through the driver): one of three
+	// bursts must run on the lease.
+	var runs []int
+	for range 3 {
+		most, err := gray.Get(ctx, lPIDs.Remote(1000))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if most >= 900 {
+			return
+		}
+		runs = append(runs, most)
+	}
+	t.Fatalf("of each of three bursts of 1000 short children, one process ran %v; want at least 900 (the lease's)", runs)
+}

@@ -28,6 +28,16 @@ type directTable struct {
 	// core's task that stands for each.
 	leased map[sched.WorkerID]*lease
 	leases map[*pending]*lease
+	// promised are the objects each worker said it will put (MsgPromise).
+	promised map[*proc]*promises
+}
+
+// promises are the results a worker owns and promised to put, by the
+// number of sweeps before the promise came.
+type promises struct {
+	ids     map[ids.ObjectID]int
+	sweeps  int
+	sweepAt int // len(ids) that starts the next sweep
 }
 
 // directActor is what the driver knows of one actor's direct address.
@@ -70,6 +80,16 @@ func (n *Node) handleDirect(w *proc, typ byte, d *wire.Dec) error {
 			st.addr, st.said = addr, true
 			n.answerDirect(a)
 		}
+		n.unlockFor(w)
+	case task.MsgPromise:
+		on := d.Byte() == 1
+		var id ids.ObjectID
+		d.Fixed(id[:])
+		if d.Err != nil {
+			return d.Err
+		}
+		n.mu.Lock()
+		n.promise(w, id, on)
 		n.unlockFor(w)
 	case task.MsgDirectReadsDone:
 		n.mu.Lock()
@@ -175,4 +195,53 @@ func (n *Node) replyDirect(w *proc, rid uint64, addr string) {
 		b = wire.AppendUvarint(b, rid)
 		return wire.AppendString(b, addr)
 	})
+}
+
+// promise records (on) or withdraws worker w's promise to put object id.
+// Kept promises are swept once their count doubles: those put since, or
+// no longer awaited and older than the last sweep (a promise precedes the
+// message that claims the object, so a new one may be unclaimed yet).
+func (n *Node) promise(w *proc, id ids.ObjectID, on bool) {
+	ps := n.direct.promised[w]
+	if !on {
+		if ps != nil {
+			delete(ps.ids, id)
+		}
+		return
+	}
+	if w.dead {
+		return
+	}
+	if ps == nil {
+		if n.direct.promised == nil {
+			n.direct.promised = map[*proc]*promises{}
+		}
+		ps = &promises{ids: map[ids.ObjectID]int{}, sweepAt: 64}
+		n.direct.promised[w] = ps
+	}
+	ps.ids[id] = ps.sweeps
+	if len(ps.ids) < ps.sweepAt {
+		return
+	}
+	for x, at := range ps.ids {
+		if at < ps.sweeps && !n.ob.Promised(x) || n.ob.Stored(x) {
+			delete(ps.ids, x)
+		}
+	}
+	ps.sweeps++
+	ps.sweepAt = max(64, 2*len(ps.ids))
+}
+
+// promisesGone breaks the promises of worker w, whose process ended: what
+// waits for those objects gets an error.
+func (n *Node) promisesGone(w *proc) {
+	ps := n.direct.promised[w]
+	if ps == nil {
+		return
+	}
+	delete(n.direct.promised, w)
+	for id := range ps.ids {
+		n.ob.BreakPromise(id, &task.TaskError{Function: "(owned result)", Worker: w.name,
+			Message: "the worker that owned this result (a direct call's or a leased task's) died before it arrived", Cause: task.ErrWorkerDied})
+	}
 }

@@ -159,8 +159,10 @@ func (n *Node) leaseOrphaned(p *pending) bool {
 	return true
 }
 
-// ownerGone ends the leases worker w held, whose process ended.
+// ownerGone ends the leases worker w held, whose process ended, and breaks
+// its promises (direct.go).
 func (n *Node) ownerGone(w *proc) {
+	n.promisesGone(w)
 	for _, l := range n.direct.leased {
 		if l.owner == w {
 			n.endLease(l)

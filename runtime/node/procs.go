@@ -200,7 +200,7 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 			return err
 		}
 		_ = n.Kill(id)
-	case task.MsgActorAddr, task.MsgDirectAddr, task.MsgDirectReadsDone, task.MsgLease, task.MsgLeaseReturn, task.MsgOwnerBlocked, task.MsgOwnerUnblocked:
+	case task.MsgActorAddr, task.MsgDirectAddr, task.MsgDirectReadsDone, task.MsgPromise, task.MsgLease, task.MsgLeaseReturn, task.MsgOwnerBlocked, task.MsgOwnerUnblocked:
 		d := wire.Dec{B: payload}
 		if err := n.handleDirect(w, typ, &d); err != nil {
 			return err

@@ -1,5 +1,7 @@
 package task
 
+import "os"
+
 // Direct actor calls (runtime/worker/direct.go): an actor's worker calls
 // another actor over a connection of its own to the callee's worker,
 // instead of through the driver. These messages find the callee; the calls
@@ -26,6 +28,19 @@ const (
 	MsgDirectReadsDone byte = 94
 )
 
-// EnvDirect, set to "1" in a driver's environment, makes its actors call
-// other actors directly (runtime/worker/direct.go). Off by default.
+// EnvDirect, set to "0" in a driver's environment, stops its actors
+// calling other actors directly (on by default; the driver passes it on to
+// its workers on other nodes).
 const EnvDirect = "GRAY_DIRECT_CALLS"
+
+// DirectOn reports whether direct actor calls are on in this process:
+// unless EnvDirect is "0".
+func DirectOn() bool { return os.Getenv(EnvDirect) != "0" }
+
+// MsgPromise (W→D: 1 or 0, object ID) says the worker owns result id of a
+// direct call or lease task that has not arrived yet, and will put it
+// (1), so a reference to it may leave the worker before it does; or that
+// it will not after all (0: the call went through the driver, which
+// stores the result itself). If the worker dies first, the driver stores
+// an error as the object for whoever waits for it.
+const MsgPromise byte = 100

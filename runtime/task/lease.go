@@ -1,6 +1,10 @@
 package task
 
-import "github.com/gray-ml/gray/runtime/wire"
+import (
+	"os"
+
+	"github.com/gray-ml/gray/runtime/wire"
+)
 
 // Leases for nested tasks (runtime/worker/lease.go, runtime/node/lease.go):
 // a worker that submits function tasks asks the driver once for a lease on
@@ -28,9 +32,14 @@ const (
 	MsgOwnerUnblocked byte = 99
 )
 
-// EnvLeases, set to "1" in a driver's environment, makes its workers lease
-// workers for the function tasks they submit. Off by default.
+// EnvLeases, set to "0" in a driver's environment, stops its workers
+// leasing workers for the function tasks they submit (on by default; the
+// driver passes it on to its workers on other nodes).
 const EnvLeases = "GRAY_LEASES"
+
+// LeasesOn reports whether leases are on in this process: unless
+// EnvLeases is "0".
+func LeasesOn() bool { return os.Getenv(EnvLeases) != "0" }
 
 // AppendResources encodes r for MsgLease.
 func AppendResources(b []byte, r *Resources) []byte { return appendRes(b, r) }

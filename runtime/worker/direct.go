@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/task"
 	"github.com/gray-ml/gray/runtime/wire"
 )
 
-// Direct actor calls, the caller's side (task.EnvDirect turns them on; the
+// Direct actor calls, the caller's side (on unless task.EnvDirect is "0"; the
 // callee's side is direct_callee.go, the driver's runtime/node/direct.go).
 //
 // An actor that calls another actor asks the driver once where the callee
@@ -58,9 +59,9 @@ type directCalls struct {
 
 	pubMu sync.Mutex // orders publications before the messages they precede
 
-	actors  bool              // direct actor calls are on (task.EnvDirect)
-	leasing bool              // leases for function tasks are on (task.EnvLeases, lease.go)
-	shapes  map[string]*shape // leases by resource shape (lease.go)
+	actors  bool   // direct actor calls are on (task.EnvDirect)
+	leasing bool   // leases for function tasks are on (task.EnvLeases, lease.go)
+	leases  leases // lease.go
 }
 
 // errMalformed marks the end of a direct connection by a message that
@@ -89,6 +90,7 @@ type owned struct {
 	obj       task.Object
 	viaDriver bool           // the call went through the driver after all: ask there
 	published bool           // put to the driver
+	promised  bool           // promised to the driver before it arrived (MsgPromise)
 	publish   bool           // publish on arrival (its value or arguments hold references)
 	dropped   bool           // the program dropped it before it arrived
 	freed     bool           // the program freed it (gray.Free): obj says so
@@ -102,13 +104,13 @@ type owned struct {
 // newDirectCalls returns the caller's state, or nil when direct calls and
 // leases are off.
 func newDirectCalls(w *Worker) *directCalls {
-	actors, leasing := os.Getenv(task.EnvDirect) == "1", os.Getenv(task.EnvLeases) == "1"
+	actors, leasing := task.DirectOn(), task.LeasesOn()
 	if !actors && !leasing {
 		return nil
 	}
 	return &directCalls{w: w, callees: map[ids.ActorID]*callee{}, owned: map[ids.ObjectID]*owned{},
 		changed: make(chan struct{}), contains: map[ids.ObjectID]bool{},
-		actors: actors, leasing: leasing, shapes: map[string]*shape{}}
+		actors: actors, leasing: leasing, leases: leases{shapes: map[string]*shape{}, byEntry: map[*task.Entry]*shape{}, spare: map[string]*callee{}}}
 }
 
 // submit sends s directly, or queues it until the driver says where its
@@ -228,6 +230,7 @@ func (dc *directCalls) ask(c *callee) {
 			for i := range s.Returns() {
 				if o := dc.owned[s.Return(i)]; o != nil {
 					delete(dc.owned, s.Return(i))
+					dc.unpromise(s.Return(i), o)
 					o.viaDriver = true
 					close(o.done)
 				}
@@ -305,6 +308,7 @@ func (dc *directCalls) receive(c *callee) {
 			objs[i] = task.DecodeObject(&d)
 		}
 		refs := d.Byte() == 1 // the values hold references (the callee sent MsgContain)
+		ran := time.Duration(d.Uvarint())
 		if d.Err != nil {
 			dc.lost(c, fmt.Errorf("%w: result: %w", errMalformed, d.Err))
 			return
@@ -315,7 +319,7 @@ func (dc *directCalls) receive(c *callee) {
 		if c.lease != nil {
 			dc.mu.Lock()
 			c.lease.blocked = false
-			dc.leaseAnswered(c, tid)
+			dc.leaseAnswered(c, tid, ran)
 			dc.mu.Unlock()
 		}
 	}

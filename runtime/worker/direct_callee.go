@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/task"
@@ -36,6 +37,11 @@ type calleeState struct {
 	blocked atomic.Bool                // it waits in Get or Wait: leased tasks go back at once
 	refs    atomic.Bool                // its return values hold references (ContainResult)
 	read    atomic.Bool                // it read objects through the driver (Get)
+	// Batched lease results (lease_callee.go): the run time of each
+	// function's last leased task, and the lease connection whose
+	// results wait for the next flush (only the runner touches them).
+	runs map[string]time.Duration
+	held *directConn
 }
 
 // listenDirect answers MsgDirectListen: it starts listening (once) and
@@ -187,11 +193,16 @@ func (w *Worker) originOf(s *task.Spec) *directConn {
 
 // runDirect runs direct call s and sends its result back on c.
 func (w *Worker) runDirect(s *task.Spec, c *directConn) {
+	if h := w.callee.held; h != nil && h != c {
+		w.flushHeld()
+	}
 	w.callee.running.Store(true)
 	w.callee.leased.Store(c.lease)
 	w.callee.refs.Store(false)
 	w.callee.read.Store(false)
+	t0 := time.Now()
 	objs, _ := w.exec(s)
+	ran := time.Since(t0)
 	w.callee.running.Store(false)
 	w.callee.leased.Store(false)
 	refs := w.callee.refs.Load()
@@ -202,17 +213,24 @@ func (w *Worker) runDirect(s *task.Spec, c *directConn) {
 		_ = w.conn.Send(task.MsgDirectReadsDone, nil)
 	}
 	// A caller that went away gets nothing; the actor goes on.
-	_ = c.Send(task.MsgResult, func(b []byte) []byte {
+	_ = c.Append(task.MsgResult, func(b []byte) []byte {
 		b = append(b, s.ID[:]...)
 		b = wire.AppendUvarint(b, uint64(len(objs)))
 		for i := range objs {
 			b = task.AppendObject(b, &objs[i])
 		}
 		if refs {
-			return append(b, 1)
+			b = append(b, 1)
+		} else {
+			b = append(b, 0)
 		}
-		return append(b, 0)
+		// How long it ran: a lease's owner pipelines short tasks by it
+		// (lease.go).
+		return wire.AppendUvarint(b, uint64(max(ran, 0)))
 	})
+	if !w.holdResult(s, c, ran) {
+		_ = c.Flush()
+	}
 	w.collectNested()
 }
 

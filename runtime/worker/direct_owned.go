@@ -204,16 +204,19 @@ func (dc *directCalls) free(oids []ids.ObjectID) []ids.ObjectID {
 	return rest
 }
 
-// publish puts owned result id in the driver, once it has arrived, so that
-// a reference to it that leaves this process finds it there. Messages on
-// the driver's connection keep their order, so the Put precedes whatever
-// message makes the reference leave.
+// publish puts owned result id in the driver, so that a reference to it
+// that leaves this process finds it there. Messages on the driver's
+// connection keep their order, so the Put precedes whatever message makes
+// the reference leave. A result that has not arrived yet is promised
+// instead (MsgPromise) and put when it arrives: waiting for it here could
+// deadlock where the driver's path would not (its callee may be calling
+// this actor back), and whoever takes the reference meanwhile waits in
+// the driver as for any object being computed.
 func (dc *directCalls) publish(id ids.ObjectID) {
 	o := dc.lookup(id)
 	if o == nil {
 		return
 	}
-	<-o.done
 	dc.pubMu.Lock()
 	defer dc.pubMu.Unlock()
 	dc.mu.Lock()
@@ -221,10 +224,42 @@ func (dc *directCalls) publish(id ids.ObjectID) {
 		dc.mu.Unlock()
 		return
 	}
+	if !isDone(o.done) {
+		o.publish = true // arrived puts it
+		if !o.promised {
+			// Under dc.mu: a withdrawal (viaDriver) cannot overtake it.
+			o.promised = true
+			dc.w.promise(id, true)
+		}
+		dc.mu.Unlock()
+		return
+	}
 	o.published = true
 	obj := o.obj
 	dc.mu.Unlock()
 	_ = dc.w.Put(id, obj)
+}
+
+// unpromise withdraws the promise of owned result o (ID id), whose call
+// goes through the driver after all: the driver stores its result itself.
+// Called under dc.mu, before the call's MsgSubmit.
+func (dc *directCalls) unpromise(id ids.ObjectID, o *owned) {
+	if o.promised {
+		o.promised = false
+		dc.w.promise(id, false)
+	}
+}
+
+// promise sends MsgPromise for id (on: it will be put; off: it will not).
+func (w *Worker) promise(id ids.ObjectID, on bool) {
+	_ = w.conn.Send(task.MsgPromise, func(b []byte) []byte {
+		if on {
+			b = append(b, 1)
+		} else {
+			b = append(b, 0)
+		}
+		return append(b, id[:]...)
+	})
 }
 
 // publishArgs publishes the owned results s takes as arguments.

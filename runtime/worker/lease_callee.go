@@ -1,6 +1,9 @@
 package worker
 
 import (
+	"time"
+
+	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
 	"github.com/gray-ml/gray/runtime/wire"
 )
@@ -22,6 +25,7 @@ func (w *Worker) blockLeased(wait func()) {
 		wait()
 		return
 	}
+	w.flushHeld() // what it waits for may be among them
 	w.callee.blocked.Store(true)
 	back := map[*directConn][]*task.Spec{}
 	w.mu.Lock()
@@ -70,4 +74,43 @@ func (w *Worker) leaseConnEnded(c *directConn) {
 	}
 	clear(w.queue[len(keep):])
 	w.queue = keep
+}
+
+// holdResult reports whether the result of leased task s, appended to c,
+// may wait for the next one's: the next queued task is c's too and its
+// function ran shorter than sched.PackShort last time. A burst of short
+// tasks then sends its results in few writes and wakes the owner a few
+// times, not once per task, as the driver batches what it sends a worker.
+// The held results go out with the next result sent, before a task runs
+// that is not c's, and before the running task waits in Get or Wait (it
+// may wait for one of them).
+func (w *Worker) holdResult(s *task.Spec, c *directConn, ran time.Duration) bool {
+	if !c.lease {
+		return false
+	}
+	if w.callee.runs == nil {
+		w.callee.runs = map[string]time.Duration{}
+	}
+	w.callee.runs[s.Func] = ran
+	w.mu.Lock()
+	hold := len(w.queue) > 0 && w.callee.origins[w.queue[0]] == c
+	next := ""
+	if hold {
+		next = w.queue[0].Func
+	}
+	w.mu.Unlock()
+	if d, ok := w.callee.runs[next]; !hold || !ok || d >= sched.PackShort {
+		w.callee.held = nil
+		return false
+	}
+	w.callee.held = c
+	return true
+}
+
+// flushHeld sends the lease results held back by holdResult.
+func (w *Worker) flushHeld() {
+	if c := w.callee.held; c != nil {
+		w.callee.held = nil
+		_ = c.Flush()
+	}
 }

@@ -162,6 +162,11 @@ func (w *Worker) Serve() {
 func (w *Worker) runQueue() bool {
 	for {
 		w.mu.Lock()
+		if len(w.queue) == 0 && w.callee.held != nil {
+			w.mu.Unlock()
+			w.flushHeld() // the burst is over: its held results go out
+			continue
+		}
 		if len(w.queue) == 0 {
 			w.running = false
 			if w.reading {
@@ -204,6 +209,7 @@ func (w *Worker) run(s *task.Spec) {
 		w.runDirect(s, c)
 		return
 	}
+	w.flushHeld() // lease results held back (lease_callee.go)
 	t0 := time.Now()
 	objs, retire := w.exec(s)
 	ran := time.Since(t0)
