@@ -3,8 +3,8 @@ package gray
 import (
 	"reflect"
 	"runtime"
-	"sync"
 
+	"github.com/gray-ml/gray/runtime/refscan"
 	"github.com/gray-ml/gray/runtime/task"
 )
 
@@ -23,101 +23,19 @@ import (
 // Local mode (Options.Local) keeps the simpler rule: an encoded reference
 // keeps its object for the session.
 
-var anyRefType = reflect.TypeFor[AnyRef]()
-
-// refTypes caches, per type, whether a value of it may hold a Ref that the
-// codec encodes: most values (numbers, numeric slices) cannot, and are not
-// walked.
-var refTypes sync.Map // reflect.Type -> bool
-
-func mayHoldRef(t reflect.Type) bool {
-	if v, ok := refTypes.Load(t); ok {
-		return v.(bool)
+// refs finds the references inside values (runtime/refscan): a Ref of a
+// session that has not failed names its object.
+var refs = refscan.New(reflect.TypeFor[AnyRef](), func(v any) (ObjectID, bool) {
+	r, ok := v.(AnyRef)
+	if !ok || r == nil || r.session() == nil || r.failure() != nil {
+		return ObjectID{}, false
 	}
-	r := holdsRef(t, map[reflect.Type]bool{})
-	refTypes.Store(t, r)
-	return r
-}
-
-func holdsRef(t reflect.Type, seen map[reflect.Type]bool) bool {
-	if seen[t] {
-		return false // a recursive type: its other parts answer
-	}
-	seen[t] = true
-	if t.Implements(anyRefType) {
-		return true
-	}
-	switch t.Kind() {
-	case reflect.Interface:
-		return true
-	case reflect.Pointer, reflect.Slice, reflect.Array:
-		return holdsRef(t.Elem(), seen)
-	case reflect.Map:
-		return holdsRef(t.Key(), seen) || holdsRef(t.Elem(), seen)
-	case reflect.Struct:
-		for i := range t.NumField() {
-			if f := t.Field(i); f.IsExported() && holdsRef(f.Type, seen) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// maxRefDepth bounds the walk; the codec refuses deeper values anyway.
-const maxRefDepth = 64
+	return r.ID(), true
+})
 
 // refsIn returns the IDs of the references the codec would encode inside
 // v, or nil when there are none.
-func refsIn(v any) []ObjectID {
-	if v == nil {
-		return nil
-	}
-	rv := reflect.ValueOf(v)
-	if !mayHoldRef(rv.Type()) {
-		return nil
-	}
-	var out []ObjectID
-	walkRefs(rv, 0, &out)
-	return out
-}
-
-func walkRefs(v reflect.Value, depth int, out *[]ObjectID) {
-	if depth > maxRefDepth || !mayHoldRef(v.Type()) {
-		return
-	}
-	if v.Kind() == reflect.Struct && v.Type().Implements(anyRefType) {
-		if v.CanInterface() {
-			if r, ok := v.Interface().(AnyRef); ok && r != nil && r.session() != nil && r.failure() == nil {
-				*out = append(*out, r.ID())
-			}
-		}
-		return
-	}
-	switch v.Kind() {
-	case reflect.Interface, reflect.Pointer:
-		if !v.IsNil() {
-			walkRefs(v.Elem(), depth+1, out)
-		}
-	case reflect.Slice, reflect.Array:
-		for i := range v.Len() {
-			walkRefs(v.Index(i), depth+1, out)
-		}
-	case reflect.Map:
-		it := v.MapRange()
-		for it.Next() {
-			walkRefs(it.Key(), depth+1, out)
-			walkRefs(it.Value(), depth+1, out)
-		}
-	case reflect.Struct:
-		t := v.Type()
-		for i := range t.NumField() {
-			if t.Field(i).IsExported() {
-				walkRefs(v.Field(i), depth+1, out)
-			}
-		}
-	}
-}
+func refsIn(v any) []ObjectID { return refs.Find(v) }
 
 // containRefs tells the backend which objects the value v of object id
 // refers to, before it is stored. It reports whether v holds any.

@@ -14,6 +14,7 @@ package rllib
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/gray-ml/gray/envs"
 )
@@ -77,6 +78,13 @@ type Result struct {
 	Learner map[string]float64 `json:"learner,omitempty"`
 	// Extra holds any further numeric results (e.g. evaluation returns).
 	Extra map[string]float64 `json:"extra,omitempty"`
+}
+
+// PerSecond is n per second of d, for a Result's rates (steps per second
+// of sampling or learning). A d too short for the clock to see counts as a
+// nanosecond rather than dividing by zero: JSON has no Inf.
+func PerSecond(n float64, d time.Duration) float64 {
+	return n / max(d.Seconds(), 1e-9)
 }
 
 // EnvSpaces builds opts.Env once, with opts.EnvConfig, to read its

@@ -116,22 +116,30 @@ func (b *Base[C]) SaveState(state State) (string, error) {
 
 // ApplyTrainState is Restore's step for the network: it checks that st
 // (read from the checkpoint at path) holds as many weights as params,
-// then sets opt's state and params' weights from it. On an error neither
-// changes; undo puts both back, for a later step of Restore that fails.
-// The counters are the caller's to set.
-func (b *Base[C]) ApplyTrainState(path string, st TrainState, params *models.Params, opt *models.Adam) (undo func(), err error) {
+// then sets opt's state and params' weights from it and runs then, the
+// rest of the algorithm's state that can fail to apply (an observation
+// filter, the weights its workers start from; nil if none). If any of it
+// fails, params and opt are as they were and the error starts with
+// "<algorithm>: Restore:", so that a refused checkpoint leaves the agent
+// unchanged. The counters are the caller's to set once it succeeds.
+func (b *Base[C]) ApplyTrainState(path string, st TrainState, params *models.Params, opt *models.Adam, then func() error) error {
 	if err := b.CheckWeights(path, len(st.Weights), params.Len()); err != nil {
-		return nil, err
+		return err
 	}
 	oldAdam, oldWeights := opt.State(), params.GetFlat(nil)
 	if err := opt.SetState(st.Adam); err != nil {
-		return nil, fmt.Errorf("%s: Restore: %w", b.Name, err)
+		return fmt.Errorf("%s: Restore: %w", b.Name, err)
 	}
 	_ = params.SetFlat(st.Weights)
-	return func() {
+	if then == nil {
+		return nil
+	}
+	if err := then(); err != nil {
 		_ = params.SetFlat(oldWeights)
 		_ = opt.SetState(oldAdam)
-	}, nil
+		return fmt.Errorf("%s: Restore: %w", b.Name, err)
+	}
+	return nil
 }
 
 // LoadState reads the checkpoint at path into state, a pointer to the

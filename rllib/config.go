@@ -94,6 +94,15 @@ type Training struct {
 	NumLearnerThreads *int `json:"num_learner_threads"`
 }
 
+// DefaultTraining returns the training keys' shared defaults, which an
+// algorithm's DefaultConfig starts from and changes where its own tuning
+// differs: one environment per sampler, a discount of 0.99, Adam at 1e-3,
+// no gradient clipping, episode statistics over the last 100 episodes,
+// no worker actors.
+func DefaultTraining() Training {
+	return Training{NumEnvsPerWorker: 1, Gamma: 0.99, LR: 1e-3, MetricsSmoothingEpisodes: 100}
+}
+
 // Check checks the training keys' ranges (the common ones are NewCheck's).
 func (c *Training) Check(ck *Check) {
 	ck.Key("num_envs_per_worker", c.NumEnvsPerWorker >= 1, "must be at least 1")

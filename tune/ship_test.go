@@ -134,12 +134,13 @@ func TestCheckpointShipsBetweenActors(t *testing.T) {
 		}
 		pidA, _ = toFloat(r["pid"])
 	}
-	// A collection between the reply and its unpacking: the reply's
-	// bytes, read from shared memory, must stay mapped.
+	// A collection between the reply and its unpacking, and the
+	// finalizers it queued (a window's unmapping among them) run: the
+	// reply's bytes, read from shared memory, must stay mapped.
 	afterSaveReply = func() {
-		runtime.GC()
-		runtime.GC()
-		time.Sleep(20 * time.Millisecond)
+		if !collectAndFinalize(10 * time.Second) {
+			t.Error("the finalizers queued by a collection did not run")
+		}
 	}
 	defer func() { afterSaveReply = nil }()
 	if err := a.Save(ctx, ckpt); err != nil {
@@ -276,4 +277,28 @@ func TestDirSyncSendsChanges(t *testing.T) {
 	if b, _ := s.changes(); fmt.Sprint(names(b)) != "[b c]" {
 		t.Errorf("second sync sent %v, want [b c]", names(b))
 	}
+}
+
+// collectAndFinalize runs a garbage collection and waits until the
+// finalizers it queued have run, or d passed (then it reports false). The
+// finalizer goroutine takes what is queued as one batch and runs all of it
+// before it takes the next; so once a sentinel queued after the previous
+// round's sentinel ran has run too, the batch that held the rest of the
+// first collection's finalizers is done. Three rounds cover a first
+// collection's queue split over two batches.
+func collectAndFinalize(d time.Duration) bool {
+	timeout := time.After(d)
+	for range 3 {
+		done := make(chan struct{})
+		sentinel := new([64]byte) // large enough not to share a tiny block
+		runtime.SetFinalizer(sentinel, func(*[64]byte) { close(done) })
+		sentinel = nil
+		runtime.GC()
+		select {
+		case <-done:
+		case <-timeout:
+			return false
+		}
+	}
+	return true
 }

@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"time"
 
 	"github.com/gray-ml/gray"
-	"github.com/gray-ml/gray/envs"
 	"github.com/gray-ml/gray/models"
 	"github.com/gray-ml/gray/rllib"
 	"github.com/gray-ml/gray/rllib/rollout"
@@ -24,11 +22,10 @@ type Agent struct {
 	rllib.Base[Config]
 	// pol holds the master weights; opt is the driver's Adam, which team
 	// (num_learner_threads goroutines) runs.
-	pol      *policy
-	opt      *models.Adam
-	team     *models.Team
-	lr       schedule.Piecewise
-	actSpace envs.Space
+	pol  *policy
+	opt  *models.Adam
+	team *models.Team
+	lr   schedule.Piecewise
 
 	// runners[i] is runner i+1; restarts[i] counts its replacements and
 	// deaths[i] its deaths since its last gradient.
@@ -49,7 +46,6 @@ type Agent struct {
 	updates      int64
 	restartTotal int
 	window       *sample.EpisodeWindow
-	obsBuf       []float64
 	stopped      bool
 	// actor acts for ComputeAction, carrying a recurrent policy's state.
 	actor rollout.Actor
@@ -75,7 +71,7 @@ func New(ctx context.Context, opts rllib.Options, cfg Config) (*Agent, error) {
 	}
 	a := &Agent{
 		Base: base, pol: pol, opt: models.NewAdam(cfg.LR),
-		team: models.NewTeam(threads), lr: cfg.LearningRate(), actSpace: actSpace,
+		team: models.NewTeam(threads), lr: cfg.LearningRate(), actor: rollout.NewActor(actSpace),
 		window:   sample.NewEpisodeWindow(cfg.MetricsSmoothingEpisodes),
 		restarts: make([]int, cfg.NumWorkers), deaths: make([]int, cfg.NumWorkers),
 	}
@@ -242,7 +238,7 @@ func (a *Agent) Train(ctx context.Context) (rllib.Result, error) {
 	a.window.Add(eps...)
 	st := a.window.Stats()
 	u := float64(updates)
-	elapsed := time.Since(start).Seconds()
+	elapsed := time.Since(start)
 	return rllib.Result{
 		TrainingIteration: a.iteration,
 		TimestepsTotal:    a.timesteps,
@@ -253,7 +249,7 @@ func (a *Agent) Train(ctx context.Context) (rllib.Result, error) {
 		EpisodeRewardMin:  st.RewardMin,
 		EpisodeRewardMax:  st.RewardMax,
 		EpisodeLenMean:    st.LenMean,
-		TimeThisIterS:     elapsed,
+		TimeThisIterS:     elapsed.Seconds(),
 		Learner: map[string]float64{
 			"policy_loss": pl / u,
 			"vf_loss":     vl / u,
@@ -268,7 +264,7 @@ func (a *Agent) Train(ctx context.Context) (rllib.Result, error) {
 			"wait_time_s":        waitTime.Seconds(),
 			"apply_time_s":       applyTime.Seconds(),
 			"learner_threads":    float64(a.team.Size()),
-			"sample_steps_per_s": float64(steps) / math.Max(elapsed, 1e-9),
+			"sample_steps_per_s": rllib.PerSecond(float64(steps), elapsed),
 		},
 	}, nil
 }
@@ -280,7 +276,7 @@ func (a *Agent) apply(grad []float64, lr float64) error {
 		return fmt.Errorf("has %d values, the model has %d weights", len(grad), a.pol.Params.Len())
 	}
 	if !a.team.AllFinite(grad) {
-		j := slices.IndexFunc(grad, func(x float64) bool { return !finite(x) })
+		j := slices.IndexFunc(grad, func(x float64) bool { return !rllib.Finite(x) })
 		return fmt.Errorf("value %d is %v; weights kept", j, grad[j])
 	}
 	a.opt.LR = lr
@@ -292,11 +288,11 @@ func (a *Agent) apply(grad []float64, lr float64) error {
 // bounds). A recurrent policy (use_lstm) carries its state from call to
 // call: call StartEpisode when a new episode starts.
 func (a *Agent) ComputeAction(obs []float64) ([]float64, error) {
-	a.obsBuf = sample.Resize(a.obsBuf, a.pol.Size())
-	if err := a.pol.Process(a.obsBuf, obs, false); err != nil {
+	row := a.actor.Obs(a.pol.Size())
+	if err := a.pol.Process(row, obs, false); err != nil {
 		return nil, fmt.Errorf("A3C: ComputeAction: %w", err)
 	}
-	action, err := a.actor.Act(a.pol, a.obsBuf, nil, a.actSpace)
+	action, err := a.actor.Act(a.pol, row, nil)
 	if err != nil {
 		return nil, fmt.Errorf("A3C: ComputeAction: %w", err)
 	}

@@ -2,7 +2,6 @@ package a3c
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/gray-ml/gray/rllib"
 	"github.com/gray-ml/gray/rllib/sample"
@@ -35,18 +34,17 @@ func (a *Agent) Restore(ctx context.Context, path string) error {
 	if err := a.LoadState(path, &st); err != nil {
 		return err
 	}
-	undo, err := a.ApplyTrainState(path, st.TrainState, a.pol.Params, a.opt)
-	if err != nil {
+	putWeights := func() error {
+		if a.runners == nil {
+			return nil
+		}
+		return a.putWeights(ctx)
+	}
+	if err := a.ApplyTrainState(path, st.TrainState, a.pol.Params, a.opt, putWeights); err != nil {
 		return err
 	}
-	if a.runners != nil {
-		if err := a.putWeights(ctx); err != nil {
-			undo()
-			return fmt.Errorf("A3C: Restore: %w", err)
-		}
-		for i := range a.stale {
-			a.stale[i] = true
-		}
+	for i := range a.stale {
+		a.stale[i] = true
 	}
 	a.iteration, a.timesteps, a.updates = st.Iteration, st.Timesteps, st.Updates
 	a.window = sample.NewEpisodeWindowFrom(a.Cfg.MetricsSmoothingEpisodes, st.WindowState)

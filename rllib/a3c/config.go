@@ -52,11 +52,10 @@ type Config struct {
 
 // DefaultConfig returns A3C's defaults, tuned to solve CartPole-v1.
 func DefaultConfig() Config {
+	t := rllib.DefaultTraining()
+	t.NumWorkers, t.NumEnvsPerWorker, t.GradClip = 2, 4, 40
 	return Config{
-		Training: rllib.Training{
-			Common:           rllib.Common{NumWorkers: 2},
-			NumEnvsPerWorker: 4, Gamma: 0.99, LR: 1e-3, GradClip: 40, MetricsSmoothingEpisodes: 100,
-		},
+		Training:              t,
 		RolloutFragmentLength: 20,
 		UseGAE:                true,
 		Lambda:                1.0,

@@ -3,7 +3,6 @@ package a3c
 import (
 	"context"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"os"
 
@@ -145,7 +144,7 @@ func (r *Runner) loss(b *sample.Batch, g *Gradient) error {
 		return err
 	}
 	g.PolicyLoss, g.VFLoss, g.Entropy = policyLoss.Item(), vfLoss.Item(), entropy.Item()
-	if !finite(total.Item()) {
+	if !rllib.Finite(total.Item()) {
 		return fmt.Errorf("loss is %v (policy %v, value %v, entropy %v); lower lr or set grad_clip", total.Item(), g.PolicyLoss, g.VFLoss, g.Entropy)
 	}
 	r.pol.Params.ZeroGrad()
@@ -190,8 +189,6 @@ func (r *Runner) Close() error {
 	}
 	return err
 }
-
-func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
 // The runner actor (rllib.WorkerActor).
 var (

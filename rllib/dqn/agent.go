@@ -3,7 +3,6 @@ package dqn
 import (
 	"context"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"time"
 
@@ -194,8 +193,8 @@ func (a *Agent) Train(ctx context.Context) (rllib.Result, error) {
 		Extra: map[string]float64{
 			"sample_time_s":      sampleTime.Seconds(),
 			"learn_time_s":       learnTime.Seconds(),
-			"sample_steps_per_s": float64(steps) / math.Max(sampleTime.Seconds(), 1e-9),
-			"learn_steps_per_s":  float64(learned*a.Cfg.TrainBatchSize) / math.Max(learnTime.Seconds(), 1e-9),
+			"sample_steps_per_s": rllib.PerSecond(float64(steps), sampleTime),
+			"learn_steps_per_s":  rllib.PerSecond(float64(learned*a.Cfg.TrainBatchSize), learnTime),
 			"workers_replaced":   float64(a.workersReplaced),
 		},
 	}, nil

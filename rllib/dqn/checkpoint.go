@@ -49,10 +49,10 @@ func (a *Agent) Restore(ctx context.Context, path string) error {
 	if n := a.target.params.Len(); len(st.TargetWeights) != n {
 		return fmt.Errorf("DQN: Restore: %q holds %d target weights, this agent's Q network has %d (different model or dueling config?)", path, len(st.TargetWeights), n)
 	}
-	if _, err := a.ApplyTrainState(path, st.TrainState, a.q.params, a.learner.opt); err != nil {
+	setTarget := func() error { return a.target.params.SetFlat(st.TargetWeights) }
+	if err := a.ApplyTrainState(path, st.TrainState, a.q.params, a.learner.opt, setTarget); err != nil {
 		return err
 	}
-	_ = a.target.params.SetFlat(st.TargetWeights)
 	a.iteration, a.timesteps, a.rounds, a.gradSteps = st.Iteration, st.Timesteps, st.Rounds, st.GradSteps
 	a.lastTargetSync, a.targetUpdates = st.LastTargetSync, st.TargetUpdates
 	a.window = sample.NewEpisodeWindowFrom(a.Cfg.MetricsSmoothingEpisodes, st.WindowState)

@@ -97,10 +97,10 @@ func DefaultConfig() Config {
 	m := models.DefaultModelOptions()
 	m.Hiddens = []int{64, 64}
 	m.Activation = "relu"
+	t := rllib.DefaultTraining()
+	t.GradClip = 10
 	return Config{
-		Training: rllib.Training{
-			NumEnvsPerWorker: 1, Gamma: 0.99, LR: 1e-3, GradClip: 10, MetricsSmoothingEpisodes: 100,
-		},
+		Training:                   t,
 		TimestepsPerIteration:      1000,
 		TrainFreq:                  256,
 		GradientSteps:              128,

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/gray-ml/gray"
-	"github.com/gray-ml/gray/envs"
 	"github.com/gray-ml/gray/models"
 	"github.com/gray-ml/gray/rllib"
 )
@@ -21,7 +20,6 @@ type Agent struct {
 	// pol holds θ, the weights the driver updates, and the master
 	// observation filter.
 	pol   *models.Policy
-	box   *envs.Box
 	opt   *models.Adam
 	noise noiseTable
 	pool  pool
@@ -30,9 +28,8 @@ type Agent struct {
 	timesteps int64
 	episodes  int64
 	restarts  int
-	// Buffers of ComputeAction.
-	tape           *models.Tape
-	obsBuf, actBuf []float64
+	// actor acts for ComputeAction.
+	actor *actor
 }
 
 // New creates an ES agent for opts.Env with cfg (DefaultConfig with the
@@ -51,8 +48,7 @@ func New(ctx context.Context, opts rllib.Options, cfg Config) (*Agent, error) {
 	if pol.Model.Params().Len() > cfg.NoiseSize {
 		return nil, fmt.Errorf("ES config: noise_size %d is smaller than the policy's %d weights; raise noise_size or shrink the model", cfg.NoiseSize, pol.Model.Params().Len())
 	}
-	a := &Agent{Base: base, pol: pol, box: box, opt: models.NewAdam(cfg.Stepsize), tape: models.NewTape()}
-	a.tape.SetNoGrad(true)
+	a := &Agent{Base: base, pol: pol, opt: models.NewAdam(cfg.Stepsize), actor: newActor(pol, box)}
 	if err := a.startWorkers(ctx); err != nil {
 		return nil, err
 	}
@@ -151,7 +147,7 @@ func (a *Agent) Train(ctx context.Context) (rllib.Result, error) {
 				return fail(fmt.Errorf("worker %d returned noise offset %d outside the table", r.Worker, idx))
 			}
 			for _, x := range []float64{r.ReturnsPos[j], r.ReturnsNeg[j]} {
-				if math.IsNaN(x) || math.IsInf(x, 0) {
+				if !rllib.Finite(x) {
 					return fail(fmt.Errorf("worker %d: an episode returned %v; θ kept from iteration %d", r.Worker, x, a.iteration))
 				}
 			}
@@ -219,7 +215,7 @@ func (a *Agent) Train(ctx context.Context) (rllib.Result, error) {
 			"workers_restarted":  float64(a.restarts),
 			"sample_time_s":      sampleTime.Seconds(),
 			"learn_time_s":       learnTime.Seconds(),
-			"sample_steps_per_s": float64(steps+evalSteps) / math.Max(sampleTime.Seconds(), 1e-9),
+			"sample_steps_per_s": rllib.PerSecond(float64(steps+evalSteps), sampleTime),
 		},
 	}
 	// JSON has no NaN: the keys are absent in an iteration without
@@ -267,7 +263,7 @@ func (a *Agent) update(indices []int, returns []float64) (updateStats, error) {
 	}
 	var stepNorm, thetaNorm, beforeNorm float64
 	for j, x := range theta {
-		if math.IsNaN(x) || math.IsInf(x, 0) {
+		if !rllib.Finite(x) {
 			copy(theta, before)
 			_ = a.opt.SetState(goodOpt)
 			return updateStats{}, fmt.Errorf("weight %d became %v after the update; θ and optimizer state kept from iteration %d", j, x, a.iteration)
@@ -297,7 +293,7 @@ func mean(xs []float64) float64 {
 // with the observation passed through the preprocessor and the filter
 // (without updating it).
 func (a *Agent) ComputeAction(obs []float64) ([]float64, error) {
-	act, err := computeAction(a.pol, a.tape, a.box, obs, false, 0, nil, &a.obsBuf, &a.actBuf)
+	act, err := a.actor.act(obs, false, 0, nil)
 	if err != nil {
 		return nil, fmt.Errorf("ES: ComputeAction: %w", err)
 	}

@@ -50,15 +50,14 @@ func (a *Agent) Restore(ctx context.Context, path string) error {
 	if (st.Filter == nil) != (a.pol.Filter == nil) {
 		return fmt.Errorf("ES: Restore: %q was saved with a different observation_filter", path)
 	}
-	undo, err := a.ApplyTrainState(path, st.TrainState, params, a.opt)
-	if err != nil {
-		return err
-	}
-	if st.Filter != nil {
-		if err := a.pol.Filter.SetStats(*st.Filter); err != nil {
-			undo()
-			return fmt.Errorf("ES: Restore: %w", err)
+	setFilter := func() error {
+		if st.Filter == nil {
+			return nil
 		}
+		return a.pol.Filter.SetStats(*st.Filter)
+	}
+	if err := a.ApplyTrainState(path, st.TrainState, params, a.opt, setFilter); err != nil {
+		return err
 	}
 	a.iteration, a.timesteps, a.episodes = st.Iteration, st.Timesteps, st.Episodes
 	return nil

@@ -15,6 +15,7 @@ import (
 	"github.com/gray-ml/gray/envs"
 	"github.com/gray-ml/gray/models"
 	"github.com/gray-ml/gray/rllib"
+	"github.com/gray-ml/gray/rllib/sample"
 )
 
 // WorkerSpec is what a worker is built from; it travels to the worker's
@@ -68,17 +69,14 @@ type Worker struct {
 	spec  WorkerSpec
 	env   envs.Env
 	pol   *models.Policy
-	box   *envs.Box // the action space when it is a Box
+	actor *actor
 	noise noiseTable
 	// shared holds the noise table's object for the worker's lifetime:
 	// noise.data points into it.
 	shared gray.Shared[[]float32]
-	tape   *models.Tape
 	// theta holds the weights the iteration started from; the model's
 	// own weights are overwritten with θ±σε for each episode.
-	theta  []float64
-	obs    []float64
-	action []float64
+	theta []float64
 }
 
 // NewWorker builds the worker's environment and policy. It keeps noise,
@@ -99,8 +97,7 @@ func NewWorker(ctx context.Context, spec WorkerSpec, noise gray.Shared[[]float32
 		_ = env.Close()
 		return nil, fmt.Errorf("ES worker %d: %w", spec.Index, err)
 	}
-	w := &Worker{spec: spec, env: env, pol: pol, box: box, noise: noiseTable{noise.Value()}, shared: noise, tape: models.NewTape()}
-	w.tape.SetNoGrad(true)
+	w := &Worker{spec: spec, env: env, pol: pol, actor: newActor(pol, box), noise: noiseTable{noise.Value()}, shared: noise}
 	if err := w.noise.checkFits(pol.Model.Params().Len()); err != nil {
 		_ = env.Close()
 		return nil, err
@@ -140,49 +137,53 @@ func newPolicy(envName string, obs, act envs.Space, cfg Config, seed int64) (*mo
 	return pol, box, nil
 }
 
-// act computes the policy's deterministic action for one raw observation.
-// update adds the observation to the filter's statistics; noiseRNG, when
-// set, adds action noise to a Box action.
-func (w *Worker) act(raw []float64, update bool, noiseRNG *rand.Rand) ([]float64, error) {
-	return computeAction(w.pol, w.tape, w.box, raw, update, w.spec.Config.ActionNoiseStd, noiseRNG, &w.obs, &w.action)
+// actor is the policy's deterministic forward pass for one observation at
+// a time, with the tape and rows it reuses from call to call: each worker
+// acts with one, and the agent's ComputeAction with another.
+type actor struct {
+	pol         *models.Policy
+	box         *envs.Box // the action space when it is a Box
+	tape        *models.Tape
+	obs, action []float64
 }
 
-// computeAction is the policy's forward pass shared by workers and the
-// agent's ComputeAction.
-func computeAction(pol *models.Policy, tape *models.Tape, box *envs.Box, raw []float64, update bool,
-	actionNoise float64, noiseRNG *rand.Rand, obsBuf, actBuf *[]float64) ([]float64, error) {
+func newActor(pol *models.Policy, box *envs.Box) *actor {
+	tape := models.NewTape()
+	tape.SetNoGrad(true)
+	return &actor{pol: pol, box: box, tape: tape}
+}
+
+// act computes the policy's deterministic action for one raw observation.
+// update adds the observation to the filter's statistics; noiseRNG, when
+// set, adds action noise of standard deviation noiseStd to a Box action.
+// The returned slice is overwritten by the next call.
+func (a *actor) act(raw []float64, update bool, noiseStd float64, noiseRNG *rand.Rand) ([]float64, error) {
+	pol := a.pol
 	size := pol.Preprocessor.Size()
-	if cap(*obsBuf) < size {
-		*obsBuf = make([]float64, size)
-	}
-	row := (*obsBuf)[:size]
-	if err := pol.Preprocessor.Transform(raw, row); err != nil {
+	a.obs = sample.Resize(a.obs, size)
+	if err := pol.Preprocessor.Transform(raw, a.obs); err != nil {
 		return nil, err
 	}
 	if pol.Filter != nil {
-		if err := pol.Filter.Apply(row, update); err != nil {
+		if err := pol.Filter.Apply(a.obs, update); err != nil {
 			return nil, err
 		}
 	}
-	tape.Reset()
-	out := pol.Model.Forward(tape, tape.Const(1, size, row))
-	n := pol.Dist.ActionSize()
-	if cap(*actBuf) < n {
-		*actBuf = make([]float64, n)
-	}
-	a := (*actBuf)[:n]
-	if err := pol.Dist.Mode(out.Out.Data, a); err != nil {
+	a.tape.Reset()
+	out := pol.Model.Forward(a.tape, a.tape.Const(1, size, a.obs))
+	a.action = sample.Resize(a.action, pol.Dist.ActionSize())
+	if err := pol.Dist.Mode(out.Out.Data, a.action); err != nil {
 		return nil, err
 	}
-	if box != nil {
-		for i := range a {
-			if noiseRNG != nil && actionNoise > 0 {
-				a[i] += actionNoise * noiseRNG.NormFloat64()
+	if a.box != nil {
+		for i := range a.action {
+			if noiseRNG != nil && noiseStd > 0 {
+				a.action[i] += noiseStd * noiseRNG.NormFloat64()
 			}
-			a[i] = math.Min(math.Max(a[i], box.Low[i]), box.High[i])
+			a.action[i] = math.Min(math.Max(a.action[i], a.box.Low[i]), a.box.High[i])
 		}
 	}
-	return a, nil
+	return a.action, nil
 }
 
 // episode runs one episode with the model's current weights from an
@@ -192,7 +193,7 @@ func (w *Worker) episode(ctx context.Context, envSeed int64, perturbed bool) (re
 		return 0, 0, err
 	}
 	var noiseRNG *rand.Rand
-	if perturbed && w.box != nil && w.spec.Config.ActionNoiseStd > 0 {
+	if perturbed && w.actor.box != nil && w.spec.Config.ActionNoiseStd > 0 {
 		// Seeded by the environment seed: both episodes of a pair see the
 		// same action noise, as they see the same initial state.
 		noiseRNG = rand.New(rand.NewPCG(uint64(envSeed), 0xac7))
@@ -202,7 +203,7 @@ func (w *Worker) episode(ctx context.Context, envSeed int64, perturbed bool) (re
 		return 0, 0, err
 	}
 	for {
-		a, err := w.act(obs, perturbed, noiseRNG)
+		a, err := w.actor.act(obs, perturbed, w.spec.Config.ActionNoiseStd, noiseRNG)
 		if err != nil {
 			return 0, 0, fmt.Errorf("step %d: %w", length, err)
 		}

@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/gray-ml/gray/envs"
 	"github.com/gray-ml/gray/models"
 	"github.com/gray-ml/gray/rllib"
 	"github.com/gray-ml/gray/rllib/rollout"
@@ -37,8 +36,6 @@ type Agent struct {
 	timesteps int64
 	klCoeff   float64
 	window    *sample.EpisodeWindow
-	obsBuf    []float64
-	actSpace  envs.Space
 	// actor acts for ComputeAction, carrying a recurrent policy's state.
 	actor rollout.Actor
 }
@@ -81,7 +78,7 @@ func newWithBackend(ctx context.Context, opts rllib.Options, cfg Config, gpuBack
 	}
 	a := &Agent{
 		Base: base, pol: pol, proc: proc,
-		lr: cfg.lrSchedule(), klCoeff: cfg.KLCoeff, actSpace: actSpace,
+		lr: cfg.lrSchedule(), klCoeff: cfg.KLCoeff, actor: rollout.NewActor(actSpace),
 		window: sample.NewEpisodeWindow(cfg.MetricsSmoothingEpisodes),
 	}
 	threads, err := rllib.LearnerThreads("PPO", cfg.NumLearnerThreads, cfg.NumWorkers)
@@ -215,13 +212,13 @@ func (a *Agent) Train(ctx context.Context) (rllib.Result, error) {
 		Extra: map[string]float64{
 			"sample_time_s":      sampleTime.Seconds(),
 			"learn_time_s":       learnTime.Seconds(),
-			"sample_steps_per_s": float64(b.Len()) / math.Max(sampleTime.Seconds(), 1e-9),
-			"learn_steps_per_s":  learnerRows / math.Max(learnTime.Seconds(), 1e-9),
+			"sample_steps_per_s": rllib.PerSecond(float64(b.Len()), sampleTime),
+			"learn_steps_per_s":  rllib.PerSecond(learnerRows, learnTime),
 			// The driver's work other than learning: putting the weights
 			// into the object store (once per iteration), submitting the
 			// workers' calls, joining their batches and merging filters.
 			"driver_time_s":   driverTime.Seconds(),
-			"driver_share":    driverTime.Seconds() / math.Max(iterTime.Seconds(), 1e-9),
+			"driver_share":    rllib.PerSecond(driverTime.Seconds(), iterTime),
 			"learner_threads": float64(len(a.learner.shards)),
 		},
 	}, nil
@@ -269,12 +266,12 @@ func (a *Agent) ComputeActionSampled(obs []float64, rng *rand.Rand) ([]float64, 
 }
 
 func (a *Agent) computeAction(obs []float64, rng *rand.Rand) ([]float64, error) {
-	a.obsBuf = sample.Resize(a.obsBuf, a.proc.Size())
-	if err := a.proc.ProcessStream(computeStream, false, a.obsBuf, obs, false); err != nil {
+	row := a.actor.Obs(a.proc.Size())
+	if err := a.proc.ProcessStream(computeStream, false, row, obs, false); err != nil {
 		return nil, fmt.Errorf("PPO: ComputeAction: %w", err)
 	}
 	// A Gaussian's mean or sample may leave a Box: the actor clips it.
-	action, err := a.actor.Act(a.pol, a.obsBuf, rng, a.actSpace)
+	action, err := a.actor.Act(a.pol, row, rng)
 	if err != nil {
 		return nil, fmt.Errorf("PPO: ComputeAction: %w", err)
 	}

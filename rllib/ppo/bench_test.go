@@ -122,7 +122,7 @@ func BenchmarkLearnerStep(b *testing.B) {
 				// The benchmark's own learner: the runtime TestMain starts
 				// has fewer CPUs than the largest thread counts.
 				l, err := newLearner(&a.Cfg, a.pol, threads, func() (*policy, error) {
-					return newPolicy(a.proc.pre, a.actSpace, a.Cfg.Model, a.Seed)
+					return newPolicy(a.proc.pre, a.actor.Space(), a.Cfg.Model, a.Seed)
 				})
 				if err != nil {
 					b.Fatal(err)

@@ -42,13 +42,9 @@ func (a *Agent) Restore(ctx context.Context, path string) error {
 	if (st.Filter == nil) != (a.proc.filter == nil) {
 		return fmt.Errorf("PPO: Restore: %q was saved with a different observation_filter", path)
 	}
-	undo, err := a.ApplyTrainState(path, st.TrainState, a.pol.Params, a.learner.opt)
-	if err != nil {
+	setFilter := func() error { return a.proc.setStats(st.Filter) }
+	if err := a.ApplyTrainState(path, st.TrainState, a.pol.Params, a.learner.opt, setFilter); err != nil {
 		return err
-	}
-	if err := a.proc.setStats(st.Filter); err != nil {
-		undo()
-		return fmt.Errorf("PPO: Restore: %w", err)
 	}
 	a.klCoeff, a.iteration, a.timesteps = st.KLCoeff, st.Iteration, st.Timesteps
 	a.window = sample.NewEpisodeWindowFrom(a.Cfg.MetricsSmoothingEpisodes, st.WindowState)

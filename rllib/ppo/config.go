@@ -73,10 +73,10 @@ type Config struct {
 // return of 475 over the last 100 episodes) in about 100,000 steps; see
 // benchmarks/README.md for the tuned CartPole and Pendulum settings.
 func DefaultConfig() Config {
+	t := rllib.DefaultTraining()
+	t.NumEnvsPerWorker, t.GradClip = 8, 0.5
 	return Config{
-		Training: rllib.Training{
-			NumEnvsPerWorker: 8, Gamma: 0.99, LR: 1e-3, GradClip: 0.5, MetricsSmoothingEpisodes: 100,
-		},
+		Training:            t,
 		TrainBatchSize:      512,
 		Lambda:              0.95,
 		ClipParam:           0.2,

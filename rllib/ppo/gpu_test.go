@@ -13,35 +13,6 @@ import (
 	"github.com/gray-ml/gray/rllib/internal/agenttest"
 )
 
-func TestNumGPUsConfig(t *testing.T) {
-	for _, tc := range []struct {
-		gpus float64
-		ok   bool
-	}{{0, true}, {1, true}, {0.5, false}, {2, false}, {-1, false}} {
-		c := DefaultConfig()
-		c.NumGPUs = tc.gpus
-		err := c.Validate()
-		if (err == nil) != tc.ok || (err != nil && !strings.Contains(err.Error(), "num_gpus")) {
-			t.Errorf("num_gpus %g: %v (want ok=%v, an error naming num_gpus)", tc.gpus, err, tc.ok)
-		}
-	}
-}
-
-func TestCheckGPUs(t *testing.T) {
-	for _, tc := range []struct {
-		res map[string]float64
-		ok  bool
-	}{{nil, true}, {map[string]float64{"CPU": 4, "GPU": 1}, true}, {map[string]float64{"CPU": 16}, false}} {
-		err := checkGPUs(1, tc.res)
-		if (err == nil) != tc.ok {
-			t.Errorf("resources %v: %v", tc.res, err)
-		}
-		if err != nil && (!strings.Contains(err.Error(), "num_gpus: 0") || strings.Contains(err.Error(), "\n")) {
-			t.Errorf("resources %v: %q; want one line naming num_gpus: 0", tc.res, err)
-		}
-	}
-}
-
 // newWithBackendKeys is newFromKeys with the learner backend num_gpus
 // uses.
 func newWithBackendKeys(backend string) func(context.Context, rllib.Options, map[string]any) (*Agent, error) {
@@ -75,6 +46,23 @@ func TestNumGPUsWithoutCUDA(t *testing.T) {
 		t.Fatalf("num_gpus: 1 without CUDA: %q; want one line naming num_gpus: 0", msg)
 	}
 	t.Log(msg)
+}
+
+// checkGPUs refuses num_gpus: 1 when the runtime declares no GPU, with
+// the same one-line fix.
+func TestCheckGPUs(t *testing.T) {
+	for _, tc := range []struct {
+		res map[string]float64
+		ok  bool
+	}{{nil, true}, {map[string]float64{"CPU": 4, "GPU": 1}, true}, {map[string]float64{"CPU": 16}, false}} {
+		err := checkGPUs(1, tc.res)
+		if (err == nil) != tc.ok {
+			t.Errorf("resources %v: %v", tc.res, err)
+		}
+		if err != nil && (!strings.Contains(err.Error(), "num_gpus: 0") || strings.Contains(err.Error(), "\n")) {
+			t.Errorf("resources %v: %q; want one line naming num_gpus: 0", tc.res, err)
+		}
+	}
 }
 
 // With num_gpus: 1 the learner runs in an actor holding GPU 0, and the

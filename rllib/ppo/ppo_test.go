@@ -197,6 +197,11 @@ func TestBadConfig(t *testing.T) {
 	// reserves one: a fifth would wait forever.
 	refuses(map[string]any{"num_workers": 5}, "num_workers=5 needs 5 CPUs (each worker actor reserves one); the runtime has 4: set num_workers to at most 4")
 	refuses(map[string]any{"sample_async": true}, "sample_async needs num_workers of 1 or more")
+	// num_gpus 0 (every other test) and 1 (TestNumGPUsLearnerActor) are
+	// the values accepted.
+	for _, gpus := range []float64{0.5, 2, -1} {
+		refuses(map[string]any{"num_gpus": gpus}, "must be 0 (learn on the CPU) or 1 (learn on one GPU)")
+	}
 	refuses(map[string]any{"num_learner_threads": 0}, "num_learner_threads must be at least 1, got 0")
 	refuses(map[string]any{"num_learner_threads": -2}, "num_learner_threads must be at least 1, got -2")
 	// Two workers leave the learner 2 of the runtime's 4 CPUs.

@@ -90,9 +90,14 @@ func (s *actorSamplers) submit(ctx context.Context, a *Agent, iter int) error {
 }
 
 // prefetch starts the next iteration's sampling with the current weights
-// (sample_async), before the learner updates them.
+// (sample_async), before the learner updates them. Its time belongs to
+// the iteration that calls it, which times it (Train), so the next
+// sample does not report it again.
 func (s *actorSamplers) prefetch(ctx context.Context, a *Agent) error {
-	return s.submit(ctx, a, a.iteration+2)
+	put := s.putTime
+	err := s.submit(ctx, a, a.iteration+2)
+	s.putTime = put
+	return err
 }
 
 // recycle lets the batches of the last sample go: the agent copied what it

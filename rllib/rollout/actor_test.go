@@ -7,7 +7,7 @@ import (
 	"github.com/gray-ml/gray/envs"
 )
 
-// An Actor clips to a Box, leaves a Discrete action alone, carries a
+// An Actor acts on the row Obs gives, clips to a Box, leaves a Discrete action alone, carries a
 // recurrent policy's state from call to call and zeroes it on Reset.
 func TestActor(t *testing.T) {
 	cases := []struct {
@@ -24,9 +24,11 @@ func TestActor(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var a Actor
+			a := NewActor(tc.space)
 			for i := range 3 {
-				got, err := a.Act(tc.pol, []float64{tc.obs}, nil, tc.space)
+				row := a.Obs(1)
+				row[0] = tc.obs
+				got, err := a.Act(tc.pol, row, nil)
 				if err != nil || !slices.Equal(got, tc.want) {
 					t.Fatalf("call %d: %v, %v; want %v", i, got, err, tc.want)
 				}

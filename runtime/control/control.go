@@ -1,7 +1,7 @@
 // Package control is the control store: the task and actor tables and the
 // error log (Store), and a cluster's shared tables in Redis (Redis: nodes
-// and heartbeats, jobs, object locations, lineage, and each job's task,
-// actor and error-log tables).
+// and heartbeats, jobs, object locations, and each job's task, actor and
+// error-log tables).
 //
 // On one machine the node keeps its Store in the driver's memory (Mem).
 // A cluster driver's node is given a Recorder: a Store answered from

@@ -24,16 +24,14 @@ type RedisConfig struct {
 	Logf func(format string, args ...any)
 }
 
-// Redis is the control store of a cluster, kept in Redis. One value
-// serves one job (a driver's session) for the job-scoped tables (actors,
-// the error log, object locations, lineage) and the whole cluster for the
-// node and job tables.
+// Redis is a cluster's shared tables, kept in Redis. One value serves one
+// job (a driver's session) for the job-scoped tables (the actor table and
+// error log a Recorder writes, object locations) and the whole cluster for
+// the node and job tables.
 //
-// Redis stays off the per-task hot path: the Store methods, which the
-// scheduler calls under its lock, never wait for Redis. Their writes, and
-// those of AddLocation, RemoveLocation and PutLineage, go to a writer
-// goroutine that sends them in pipelined batches; reads that the
-// scheduler needs (Actor) come from a local copy. Only the node table,
+// Redis stays off the per-task hot path: AddLocation, RemoveLocation and
+// the job's load go to a writer goroutine that sends them in pipelined
+// batches, so their callers never wait for Redis. Only the node table,
 // jobs and explicit reads talk to Redis directly. After a Redis restart
 // the client reconnects by itself; writes that failed meanwhile are
 // retried in order.
@@ -60,11 +58,6 @@ type Redis struct {
 	batchHook func()
 	closeMu   sync.Once
 	closeErr  error
-
-	// local state the Store reads without Redis
-	local     *Mem
-	submitted atomic.Uint64
-	finished  atomic.Uint64
 }
 
 // writeOp adds one write to a pipeline.
@@ -141,7 +134,6 @@ func DialRedis(ctx context.Context, cfg RedisConfig, job string) (*Redis, error)
 		kick:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
 		stopped: make(chan struct{}),
-		local:   NewMem(),
 	}
 	r.room = sync.NewCond(&r.wmu)
 	c.AddHook(countHook{&r.stats})
@@ -247,27 +239,15 @@ func (r *Redis) wake() {
 }
 
 // writer sends queued writes in pipelined batches: whatever queued while
-// the previous batch was in flight goes in the next one. Every second it
-// also records the job's task counts.
+// the previous batch was in flight goes in the next one.
 func (r *Redis) writer() {
 	defer close(r.stopped)
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	var sentSub, sentFin uint64
 	backoff := time.Duration(0)
 	for {
 		select {
 		case <-r.stop:
 			return
 		case <-r.kick:
-		case <-tick.C:
-			if sub, fin := r.submitted.Load(), r.finished.Load(); sub != sentSub || fin != sentFin {
-				sentSub, sentFin = sub, fin
-				key := r.jobKey("state")
-				r.enqueue(func(ctx context.Context, p redis.Pipeliner) {
-					p.HSet(ctx, key, "submitted", sub, "finished", fin)
-				})
-			}
 		}
 		if !r.sendBatch() {
 			// Redis is unreachable: try again, backing off to 1 s.

@@ -21,7 +21,7 @@ type PruneStats struct {
 
 // Prune bounds the cluster's tables: nodes dead for longer than keep
 // leave the node table, and jobs ended longer than keep ago leave the job
-// table with every job-scoped key (their tasks, lineage, error log,
+// table with every job-scoped key (their tasks, actors, error log,
 // object locations). In jobs still listed, tasks that ended and actors
 // that died longer than keep ago leave the task and actor tables. A job
 // whose driver stopped publishing its load without ending it (killed) is

@@ -31,7 +31,7 @@ func TestPruneDropsDeadNodesAndEndedJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	ended := dial(t, srv.Addr(), "ended")
-	ended.PutLineage(ids.Root(1, true), []byte("spec"))
+	ended.AddLocation(ids.Return(ids.Root(1, true), 0), "n-live")
 	if err := ended.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -14,56 +14,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-var _ Store = (*Redis)(nil)
-
-// TaskSubmitted implements Store. It costs no Redis command: the job's
-// task counts are written once a second.
-func (r *Redis) TaskSubmitted(*task.Spec) { r.submitted.Add(1) }
-
-// TaskFinished implements Store; like TaskSubmitted it costs no command.
-func (r *Redis) TaskFinished(ids.TaskID, *task.TaskError) { r.finished.Add(1) }
-
-// Tasks returns how many of this job's task submissions and task ends
-// this client recorded (see Mem.Tasks).
-func (r *Redis) Tasks() (submitted, finished uint64) {
-	return r.submitted.Load(), r.finished.Load()
-}
-
-// ActorCreated implements Store.
-func (r *Redis) ActorCreated(id ids.ActorID, typ, worker string) {
-	r.local.ActorCreated(id, typ, worker)
-	r.putActor(id)
-}
-
-// ActorPlaced implements Store.
-func (r *Redis) ActorPlaced(id ids.ActorID, worker string) {
-	r.local.ActorPlaced(id, worker)
-	r.putActor(id)
-}
-
-// ActorDied implements Store.
-func (r *Redis) ActorDied(id ids.ActorID, reason string) {
-	r.local.ActorDied(id, reason)
-	r.putActor(id)
-}
-
-// putActor queues the write of the local record of an actor.
-func (r *Redis) putActor(id ids.ActorID) {
-	rec, ok := r.local.Actor(id)
-	if !ok {
-		return
-	}
-	b, _ := json.Marshal(rec) // three strings: cannot fail
-	key := r.jobKey("actors")
-	r.enqueue(func(ctx context.Context, p redis.Pipeliner) { p.HSet(ctx, key, id.String(), b) })
-}
-
-// Actor implements Store. The actors this client created are answered
-// from memory; others are read from Redis (waiting at most 2 s).
+// Actor reads an actor's row, as a Recorder of the job wrote it, from the
+// job's actor table (waiting at most 2 s): how a Recorder answers for the
+// actors another client of the job created.
 func (r *Redis) Actor(id ids.ActorID) (ActorRecord, bool) {
-	if rec, ok := r.local.Actor(id); ok {
-		return rec, true
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	b, err := r.c.HGet(ctx, r.jobKey("actors"), id.String()).Bytes()
@@ -103,19 +57,8 @@ type loggedError struct {
 	Time                             int64 `json:",omitempty"` // Unix milliseconds
 }
 
-// AddError implements Store.
-func (r *Redis) AddError(e *task.TaskError) {
-	r.local.AddError(e)
-	b, _ := json.Marshal(loggedError{Function: e.Function, Worker: e.Worker, Message: e.Message, Stack: e.Stack})
-	key := r.jobKey("errors")
-	r.enqueue(func(ctx context.Context, p redis.Pipeliner) { p.RPush(ctx, key, b) })
-}
-
-// Errors implements Store: the failures this client recorded.
-func (r *Redis) Errors() []*task.TaskError { return r.local.Errors() }
-
 // ErrorLog reads the job's error log from Redis: every failure any client
-// of the job recorded.
+// of the job (its Recorders) recorded.
 func (r *Redis) ErrorLog(ctx context.Context) ([]*task.TaskError, error) {
 	vs, err := r.c.LRange(ctx, r.jobKey("errors"), 0, -1).Result()
 	if err != nil {
@@ -129,30 +72,6 @@ func (r *Redis) ErrorLog(ctx context.Context) ([]*task.TaskError, error) {
 		}
 	}
 	return out, nil
-}
-
-// PutLineage records, in the next batch, the specification of a task
-// whose results may need rebuilding.
-func (r *Redis) PutLineage(id ids.TaskID, spec []byte) {
-	key := r.jobKey("lineage", id.String())
-	b := append([]byte(nil), spec...)
-	r.enqueue(func(ctx context.Context, p redis.Pipeliner) { p.Set(ctx, key, b, 0) })
-}
-
-// ErrNoLineage is returned by Lineage for a task the store has no record
-// of.
-var ErrNoLineage = errors.New("control: no lineage recorded for the task")
-
-// Lineage returns the specification PutLineage recorded for a task.
-func (r *Redis) Lineage(ctx context.Context, id ids.TaskID) ([]byte, error) {
-	b, err := r.c.Get(ctx, r.jobKey("lineage", id.String())).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("%w %s", ErrNoLineage, id)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("control: reading the lineage of task %s: %w", id, err)
-	}
-	return b, nil
 }
 
 // JobInfo is a cluster's record of a job: a driver connected to it.

@@ -53,7 +53,7 @@ func TestClusterActorCallWaitsForItsLostArgument(t *testing.T) {
 	freeze(t, c.NodePID(1))
 	y := linUserAdd.Remote(h, x) // the actor pulls x from the frozen node 1
 	calls := linUserCalls.Remote(h)
-	time.Sleep(300 * time.Millisecond) // lets the pull start (the test holds either way)
+	c.WaitForRequestTo(1, 30*time.Second) // the actor's pull waits on node 1
 	c.KillNode(1)
 	v, err := gray.Get(ctx, y)
 	if err != nil {

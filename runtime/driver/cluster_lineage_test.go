@@ -238,7 +238,7 @@ func TestClusterGetRebuildsWhenThePulledNodeDies(t *testing.T) {
 		v, err := gray.Get(ctx, x)
 		got <- result{v, err}
 	}()
-	time.Sleep(200 * time.Millisecond) // lets the Get start its pull (the test holds either way)
+	c.WaitForRequestTo(victim, 30*time.Second) // the Get's pull waits on the frozen node
 	before := gray.ClusterObjectStats()
 	c.KillNode(victim)
 	r := <-got

@@ -78,6 +78,9 @@ type Conn struct {
 	want   atomic.Int32          // helpers waiting for the role
 	herr   atomic.Pointer[error] // a helper's handler failed: Serve returns it
 	served atomic.Bool           // Serve returned: nobody handles frames any more
+	// beforeTokenRead, set by tests before Serve starts, runs each time
+	// Serve is about to sleep in a read of the socket.
+	beforeTokenRead func()
 }
 
 // New wraps c.

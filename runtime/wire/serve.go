@@ -75,6 +75,9 @@ func (w *Conn) Serve(handle Handler) error {
 				continue // (a holder that took the role meanwhile sees them too)
 			}
 		}
+		if w.beforeTokenRead != nil {
+			w.beforeTokenRead()
+		}
 		_, err := w.c.Read(s.tok[:])
 		if err == nil {
 			continue

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -211,17 +212,33 @@ func TestHelpErrorEndsServe(t *testing.T) {
 		handled.Store(true)
 		return bad
 	}
-	// Serve waits for the role while the helper holds it.
+	// Serve waits for the role while the helper holds it, asleep in a
+	// read of the socket.
+	var reads atomic.Int32
+	a.beforeTokenRead = func() { reads.Add(1) }
 	a.role.Store(1)
 	go func() { served <- a.Serve(h) }()
+	waitReads := func(n int32) {
+		t.Helper()
+		for end := time.Now().Add(10 * time.Second); reads.Load() < n; {
+			if time.Now().After(end) {
+				t.Fatalf("Serve went to read the socket %d times, want %d", reads.Load(), n)
+			}
+			runtime.Gosched()
+		}
+	}
+	waitReads(1)
+	// Serve leaves the sleeping word alone while it cannot take the
+	// role, so this says whether the Send below wakes it with a token.
+	woken := a.shm.rx.sleeping.Load() == sleepSocket
 	if err := b.Send(1, nil); err != nil {
 		t.Fatal(err)
 	}
-	// Most often Serve is in its socket read by now and the helper below
-	// handles the frame; when Serve takes it itself the test still holds.
-	// No event says Serve is in the read, so this pause only makes the
-	// helper's case likely.
-	time.Sleep(10 * time.Millisecond)
+	if woken {
+		// It read the token, found the role still held and went back
+		// to the socket: the frame is left for the helper below.
+		waitReads(2)
+	}
 	a.role.Store(0)
 	for end := time.Now().Add(10 * time.Second); !handled.Load() && time.Now().Before(end); {
 		a.Help(h, handled.Load)

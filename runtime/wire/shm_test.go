@@ -118,6 +118,19 @@ func TestAnswerRejectsOtherFrames(t *testing.T) {
 	}
 }
 
+// readerAsleep waits until r's reader has read what was written and sleeps
+// (in a futex or the socket), so that the next write must wake it; it
+// reports false if that did not happen within d.
+func readerAsleep(r *ring, d time.Duration) bool {
+	for end := time.Now().Add(d); r.sleeping.Load() == awake; {
+		if time.Now().After(end) {
+			return false
+		}
+		runtime.Gosched()
+	}
+	return true
+}
+
 // Frames of every size, including ones several times the ring, cross in
 // both directions at once, whole and in order, while the readers sleep
 // between bursts (spin 0) and while they spin.
@@ -143,8 +156,9 @@ func TestSharedFramesBothWays(t *testing.T) {
 							return
 						}
 					}
-					if round%5 == 0 {
-						time.Sleep(2 * time.Millisecond) // let the reader fall asleep
+					if round%5 == 0 && !readerAsleep(c.shm.tx, 10*time.Second) {
+						t.Error("the reader never slept between bursts")
+						return
 					}
 				}
 			}

@@ -1,4 +1,4 @@
-package gray_test
+package driver_test
 
 import (
 	"bufio"
@@ -30,21 +30,14 @@ var sleepy = gray.Func1("test.sleepy", func(ctx context.Context, pidFile string)
 	return 0, nil
 })
 
+// A worker killed in the middle of a task fails that task with
+// ErrWorkerDied, naming the function, the worker and the signal, and the
+// pool goes on running tasks.
 func TestWorkerKilledMidTask(t *testing.T) {
 	ctx := start(t, gray.Options{NumCPUs: 2})
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	r := sleepy.Remote(pidFile)
-	var pid int
-	deadline := time.Now().Add(10 * time.Second)
-	for pid == 0 {
-		if b, err := os.ReadFile(pidFile); err == nil {
-			pid, _ = strconv.Atoi(string(b))
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the task never started")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	pid := readPID(t, pidFile)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -53,26 +46,26 @@ func TestWorkerKilledMidTask(t *testing.T) {
 	if !errors.As(err, &te) || !errors.Is(err, gray.ErrWorkerDied) || te.Function != "test.sleepy" || !strings.Contains(te.Worker, strconv.Itoa(pid)) || !strings.Contains(te.Message, "killed") {
 		t.Fatalf("Get after the worker was killed: %v", err)
 	}
-	if v, err := gray.Get(ctx, inc.Remote(41)); err != nil || v != 42 {
+	if v, err := gray.Get(ctx, itInc.Remote(41)); err != nil || v != 42 {
 		t.Fatalf("after the kill: %v, %v", v, err)
 	}
 }
 
+// Many parents on few CPUs: parents are queued behind busy workers and
+// must be handed back when one blocks on its children.
 func TestNestedBacklog(t *testing.T) {
-	// Many parents on few CPUs: parents are queued behind busy workers and
-	// must be handed back when one blocks on its children.
 	ctx := start(t, gray.Options{NumCPUs: 2})
-	var results []gray.Ref[int]
-	for i := range 40 {
-		results = append(results, runExperiment.Remote(i))
+	parents := make([]gray.Ref[int], 40)
+	for i := range parents {
+		parents[i] = lFanOut.Remote(10 + i%3)
 	}
-	got, err := gray.GetAll(ctx, results)
+	got, err := gray.GetAll(ctx, parents)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, v := range got {
-		if v != 10*i+45 {
-			t.Fatalf("experiment %d = %d, want %d", i, v, 10*i+45)
+		if want := sumSquares(10 + i%3); v != want {
+			t.Fatalf("parent %d = %d, want %d", i, v, want)
 		}
 	}
 }
@@ -112,17 +105,8 @@ func TestNoOrphans(t *testing.T) {
 	}
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
-	deadline := time.Now().Add(10 * time.Second)
 	for _, p := range pids {
-		for syscall.Kill(p, 0) == nil {
-			if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p)); strings.Contains(string(b), ") Z ") {
-				break // a zombie awaiting its reaper is gone for our purposes
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("worker %d outlived its driver", p)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		waitGone(t, p, "its driver was killed")
 	}
 }
 
@@ -144,33 +128,4 @@ func TestOrphanDriver(t *testing.T) {
 		fmt.Printf("worker pid %d\n", p)
 	}
 	time.Sleep(time.Minute)
-}
-
-// TestMissingServeIfWorker runs a driver whose workers do not call
-// ServeIfWorker: Init must fail with an error saying so, not hang.
-func TestMissingServeIfWorker(t *testing.T) {
-	if os.Getenv("GRAY_TEST_NO_SERVE") != "" {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		err := gray.Init(ctx, gray.Options{NumCPUs: 1, NoGPUs: true})
-		if err == nil {
-			_ = gray.Shutdown()
-			t.Fatal("Init succeeded with workers that cannot serve")
-		}
-		t.Log(err)
-		if !strings.Contains(err.Error(), "ServeIfWorker") {
-			t.Fatalf("Init error does not name the fix: %v", err)
-		}
-		return
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe, "-test.run=^TestMissingServeIfWorker$", "-test.v")
-	cmd.Env = append(os.Environ(), "GRAY_TEST_NO_SERVE=1")
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--- PASS") {
-		t.Fatalf("helper driver: %v\n%s", err, out)
-	}
 }

@@ -1,4 +1,4 @@
-package gray_test
+package driver_test
 
 import (
 	"context"

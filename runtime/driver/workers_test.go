@@ -1,4 +1,4 @@
-package gray_test
+package driver_test
 
 import (
 	"bufio"
@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gray-ml/gray"
+	"github.com/gray-ml/gray/internal/clustertest"
 )
 
 // liveChildren returns the pids of this process's children that are alive
@@ -74,13 +75,7 @@ func TestIdleSpareWorkersAreReaped(t *testing.T) {
 	if got[0] == got[1] {
 		t.Fatalf("parent and child ran in the same process %d, want a spare worker", got[0])
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for len(liveChildren(t)) > base {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d workers 10 s after the nested tasks ended, want %d: idle spares were not reaped", len(liveChildren(t)), base)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	clustertest.WaitFor(t, 10*time.Second, "the idle spare workers to be reaped", func() bool { return len(liveChildren(t)) <= base })
 }
 
 // A Ctrl-C at the terminal reaches the driver's whole process group. The
@@ -136,17 +131,22 @@ func TestWorkersIgnoreSIGINT(t *testing.T) {
 	}
 	for _, f := range strings.Fields(lines["before"]) {
 		pid, _ := strconv.Atoi(f)
-		deadline := time.Now().Add(10 * time.Second)
-		for syscall.Kill(pid, 0) == nil {
-			if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); strings.Contains(string(b), ") Z ") {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("worker %d outlived its driver's Shutdown", pid)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		waitGone(t, pid, "its driver's Shutdown")
 	}
+}
+
+// waitGone waits until process pid has exited (a zombie awaiting its
+// reaper counts as gone) and fails the test if it is still alive 10 s
+// after the event named by after.
+func waitGone(t *testing.T, pid int, after string) {
+	t.Helper()
+	clustertest.WaitFor(t, 10*time.Second, fmt.Sprintf("worker %d to exit after %s", pid, after), func() bool {
+		if syscall.Kill(pid, 0) != nil {
+			return true
+		}
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		return strings.Contains(string(b), ") Z ")
+	})
 }
 
 // TestSIGINTDriver is the driver TestWorkersIgnoreSIGINT interrupts.
