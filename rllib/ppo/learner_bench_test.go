@@ -31,7 +31,7 @@ func BenchmarkLearnerStepPaired(b *testing.B) {
 			a, batch := benchAgentOn(b, bc.env, bc.cfg)
 			newL := func(threads int, sequential bool) *learner {
 				l, err := newLearner(&a.Cfg, a.pol, threads, func() (*policy, error) {
-					return newPolicy(a.proc.pre, a.actSpace, a.Cfg.Model, a.Seed)
+					return newPolicy(a.proc.pre, a.actor.Space(), a.Cfg.Model, a.Seed)
 				})
 				if err != nil {
 					b.Fatal(err)
