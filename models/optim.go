@@ -205,11 +205,20 @@ func GlobalNorm(g []float64) float64 {
 // there means the loss diverged).
 func ClipByGlobalNorm(g []float64, maxNorm float64) float64 {
 	n := GlobalNorm(g)
-	if n > maxNorm && maxNorm > 0 {
-		f := maxNorm / n
+	if f := ClipScale(n, maxNorm); f != 1 {
 		for i := range g {
 			g[i] *= f
 		}
 	}
 	return n
+}
+
+// ClipScale is the factor that brings a gradient of global norm norm down
+// to maxNorm: 1 when it is within the limit or maxNorm is 0 (no clipping).
+// A data-parallel step passes it to Adam.Ranges, which scales as it steps.
+func ClipScale(norm, maxNorm float64) float64 {
+	if norm > maxNorm && maxNorm > 0 {
+		return maxNorm / norm
+	}
+	return 1
 }

@@ -95,6 +95,20 @@ func TestClipByGlobalNorm(t *testing.T) {
 
 // TestAdamKernelMatchesGo compares the vectorised update (where the CPU has
 // it) with the plain loop over many steps and an odd length.
+func TestClipScale(t *testing.T) {
+	for _, c := range []struct{ norm, limit, want float64 }{
+		{norm: 10, limit: 5, want: 0.5}, // over the limit: scaled down to it
+		{norm: 5, limit: 5, want: 1},    // at the limit: untouched
+		{norm: 2, limit: 5, want: 1},    // under it
+		{norm: 10, limit: 0, want: 1},   // 0 turns clipping off
+		{norm: 0, limit: 5, want: 1},    // a zero gradient
+	} {
+		if got := ClipScale(c.norm, c.limit); got != c.want {
+			t.Errorf("ClipScale(%v, %v) = %v, want %v", c.norm, c.limit, got, c.want)
+		}
+	}
+}
+
 func TestAdamKernelMatchesGo(t *testing.T) {
 	const n = 1003
 	w1, w2 := make([]float64, n), make([]float64, n)

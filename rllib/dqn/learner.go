@@ -158,11 +158,7 @@ func (l *learner) step(buf *replay.Buffer, rng *rand.Rand, beta float64) (stepSt
 		if stepErr != nil {
 			return nil
 		}
-		scale := 1.0
-		if limit := cfg.GradClip; norm > limit && limit > 0 {
-			scale = limit / norm
-		}
-		upd, stepErr = l.opt.Ranges(p.Flat(), p.Grads(), scale)
+		upd, stepErr = l.opt.Ranges(p.Flat(), p.Grads(), models.ClipScale(norm, cfg.GradClip))
 		if stepErr != nil {
 			return nil
 		}

@@ -310,11 +310,7 @@ func (l *learner) step(b *sample.Batch, idx []int, klCoeff float64) (learnStats,
 		if stepErr != nil {
 			return nil
 		}
-		scale := 1.0
-		if limit := l.cfg.GradClip; norm > limit && limit > 0 {
-			scale = limit / norm
-		}
-		upd, stepErr = l.opt.Ranges(master.Flat(), master.Grads(), scale)
+		upd, stepErr = l.opt.Ranges(master.Flat(), master.Grads(), models.ClipScale(norm, l.cfg.GradClip))
 		if stepErr != nil {
 			return nil
 		}
