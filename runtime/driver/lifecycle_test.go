@@ -70,17 +70,21 @@ func TestNestedBacklog(t *testing.T) {
 	}
 }
 
-// TestNoOrphans kills a driver with SIGKILL and checks its workers go too.
-func TestNoOrphans(t *testing.T) {
-	if os.Getenv("GRAY_TEST_ORPHAN_DRIVER") != "" {
-		t.Skip("running as the helper driver")
-	}
+// startHelperDriver starts this test binary again with args and env set
+// to 1 (the helper driver's role, which the test it runs checks), after
+// setup has adjusted the command, and returns it with a scanner of its
+// standard output.
+func startHelperDriver(t *testing.T, ctx context.Context, env string, setup func(*exec.Cmd), args ...string) (*exec.Cmd, *bufio.Scanner) {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe, "-test.run=^TestOrphanDriver$")
-	cmd.Env = append(os.Environ(), "GRAY_TEST_ORPHAN_DRIVER=1")
+	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd.Env = append(os.Environ(), env+"=1")
+	if setup != nil {
+		setup(cmd)
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +92,15 @@ func TestNoOrphans(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	sc := bufio.NewScanner(out)
+	return cmd, bufio.NewScanner(out)
+}
+
+// TestNoOrphans kills a driver with SIGKILL and checks its workers go too.
+func TestNoOrphans(t *testing.T) {
+	if os.Getenv("GRAY_TEST_ORPHAN_DRIVER") != "" {
+		t.Skip("running as the helper driver")
+	}
+	cmd, sc := startHelperDriver(t, context.Background(), "GRAY_TEST_ORPHAN_DRIVER", nil, "-test.run=^TestOrphanDriver$")
 	var pids []int
 	for sc.Scan() {
 		if p, ok := strings.CutPrefix(sc.Text(), "worker pid "); ok {

@@ -1,7 +1,6 @@
 package driver_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -85,24 +84,12 @@ func TestWorkersIgnoreSIGINT(t *testing.T) {
 	if os.Getenv("GRAY_TEST_SIGINT_DRIVER") != "" {
 		t.Skip("running as the helper driver")
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, exe, "-test.run=^TestSIGINTDriver$", "-test.v")
-	cmd.Env = append(os.Environ(), "GRAY_TEST_SIGINT_DRIVER=1")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its own group, as a shell job
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, sc := startHelperDriver(t, ctx, "GRAY_TEST_SIGINT_DRIVER", func(cmd *exec.Cmd) {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its own group, as a shell job
+	}, "-test.run=^TestSIGINTDriver$", "-test.v")
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	sc := bufio.NewScanner(out)
 	lines := map[string]string{}
 	for sc.Scan() {
 		k, v, ok := strings.Cut(sc.Text(), ": ")
