@@ -149,7 +149,9 @@ func newSessionFrom(o startOptions) (s, prev *session.Session, err error) {
 		return nil, nil, usableIP(o.ip)
 	case o.cpus < 0:
 		return nil, nil, errors.New("--num-cpus must not be negative")
-	case o.gpus < 0 || o.gpus != math.Trunc(o.gpus):
+	case math.IsNaN(o.cpus) || math.IsInf(o.cpus, 0):
+		return nil, nil, fmt.Errorf("--num-cpus %g: give a number of CPUs, 0 or more", o.cpus)
+	case o.gpus < 0 || o.gpus != math.Trunc(o.gpus) || math.IsInf(o.gpus, 0):
 		return nil, nil, fmt.Errorf("--num-gpus %g: give a whole number of GPUs, 0 or more (0: none), or leave it out to use those NVML finds", o.gpus)
 	case o.port < 0 || o.port > 65535 || o.nodePort < 0 || o.nodePort > 65535:
 		return nil, nil, errors.New("--port and --node-port must be TCP ports (0-65535)")

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,6 +29,9 @@ func TestStartRefusesBadFlags(t *testing.T) {
 		{"broadcast ip", func(o *startOptions) { o.head, o.ip = true, "255.255.255.255" }, "broadcast"},
 		{"foreign ip", func(o *startOptions) { o.head, o.ip = true, "192.0.2.77" }, "not an address of this machine"},
 		{"negative cpus", func(o *startOptions) { o.head, o.cpus = true, -1 }, "must not be negative"},
+		{"NaN cpus", func(o *startOptions) { o.head, o.cpus = true, math.NaN() }, "--num-cpus NaN"},
+		{"infinite cpus", func(o *startOptions) { o.head, o.cpus = true, math.Inf(1) }, "--num-cpus +Inf"},
+		{"infinite gpus", func(o *startOptions) { o.head, o.gpus = true, math.Inf(1) }, "whole number of GPUs"},
 		{"bad port", func(o *startOptions) { o.head, o.port = true, 70000 }, "TCP ports"},
 		{"negative max-cache", func(o *startOptions) { o.head, o.maxCache = true, -1 }, "--max-cache -1"},
 		{"bad resources", func(o *startOptions) { o.head, o.resources = true, "Custom=2" }, "JSON object"},
