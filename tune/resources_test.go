@@ -69,8 +69,18 @@ func TestAgentTrialsHoldTheirWorkersCPUs(t *testing.T) {
 		Space: map[string]any{"num_workers": 4}, Stop: map[string]float64{"training_iteration": 2},
 		TrialResources: AgentResources, NodeResources: Resources{CPU: 4},
 	})
-	if err == nil || !strings.Contains(err.Error(), "lower num_workers or set resources_per_trial") {
+	if err == nil || !strings.Contains(err.Error(), "lower num_workers or num_learner_threads, or set resources_per_trial") {
 		t.Fatalf("num_workers 4 on a 4-CPU node: %v", err)
+	}
+
+	// So is one whose learner threads cannot fit: the error names the key.
+	_, err = Run(context.Background(), Experiment{
+		Dir: filepath.Join(t.TempDir(), "exp"), Trainable: fake,
+		Space: map[string]any{"num_learner_threads": 99}, Stop: map[string]float64{"training_iteration": 2},
+		TrialResources: AgentResources, NodeResources: Resources{CPU: 4},
+	})
+	if err == nil || !strings.Contains(err.Error(), "needs 99CPU but the node has 4CPU; lower num_workers or num_learner_threads") {
+		t.Fatalf("num_learner_threads 99 on a 4-CPU node: %v", err)
 	}
 
 	// resources_per_trial given: it wins over the derived default.

@@ -391,7 +391,7 @@ func (r *runner) newTrial() bool {
 			return false
 		}
 		if !t.Resources.fits(Resources{}, r.exp.NodeResources) {
-			r.fatal = fmt.Errorf("tune: trial %s (config %s) needs %v but the node has %v; lower num_workers or set resources_per_trial",
+			r.fatal = fmt.Errorf("tune: trial %s (config %s) needs %v but the node has %v; lower num_workers or num_learner_threads, or set resources_per_trial",
 				id, show(cfg), t.Resources, r.exp.NodeResources)
 			return false
 		}

@@ -169,7 +169,7 @@ func TestSweepTrialResourcesFollowNumWorkers(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "sweep.yaml")
 	os.WriteFile(file, []byte(strings.Replace(sweepFile, "train_batch_size: 50", "train_batch_size: 50\n  num_workers: 3", 1)), 0o644)
 	o := train(t, "-f", file, "--local-dir", t.TempDir(), "--num-cpus", "2")
-	if o.code == 0 || !strings.Contains(o.stderr, "needs 4CPU but the node has 2CPU; lower num_workers or set resources_per_trial") {
+	if o.code == 0 || !strings.Contains(o.stderr, "needs 4CPU but the node has 2CPU; lower num_workers or num_learner_threads, or set resources_per_trial") {
 		t.Fatalf("num_workers 3 on 2 CPUs: exit %d\n%s\n%s", o.code, o.stdout, o.stderr)
 	}
 	os.WriteFile(file, []byte(strings.Replace(sweepFile, "train_batch_size: 50", "train_batch_size: 50\n  num_workers: 3\nresources_per_trial: {cpu: 1}", 1)), 0o644)
