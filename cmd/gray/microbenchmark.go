@@ -135,17 +135,17 @@ func newMicrobenchmark() *cobra.Command {
 			"and ratio rows give the runtime's figures in units of them, alternating\n" +
 			"the two loops so that both see the same machine.",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if trials < 1 || duration <= 0 {
-				return fmt.Errorf("--trials must be at least 1 and --duration positive")
+			// --scaling-cpus alone asks for the scaling view too.
+			scaling = scaling || cmd.Flags().Changed("scaling-cpus")
+			if err := checkMicroFlags(microFlags{trials: trials, duration: duration, cpus: cpus, queued: queued,
+				filter: filter, scaling: scaling, address: address, changed: cmd.Flags().Changed}); err != nil {
+				return err
 			}
 			ctx := cmd.Context()
 			if ctx == nil {
 				ctx = context.Background()
 			}
 			if scaling {
-				if address != "" {
-					return fmt.Errorf("--scaling measures sessions on this machine: drop --address")
-				}
 				counts, err := scalingCPUs(scaleOn, runtime.NumCPU())
 				if err != nil {
 					return err
@@ -196,7 +196,7 @@ func newMicrobenchmark() *cobra.Command {
 	cmd.Flags().BoolVar(&noTL, "no-timeline", false, "turn off task event recording (to measure what it costs)")
 	cmd.Flags().StringVar(&address, "address", "", "measure as a driver of the cluster at IP:PORT (\"auto\": the one on this machine; default $GRAY_ADDRESS)")
 	cmd.Flags().BoolVar(&scaling, "scaling", false, "run the async rows at 1, 2, 4, … CPUs up to this machine's (see --scaling-cpus), each in a fresh session, with each rate's ratio to linear and the CPU time per call, split between the driver and the workers")
-	cmd.Flags().StringVar(&scaleOn, "scaling-cpus", "", "the CPU counts of --scaling, comma-separated (default 1, 2, 4, … up to all logical CPUs)")
+	cmd.Flags().StringVar(&scaleOn, "scaling-cpus", "", "the CPU counts of --scaling, comma-separated and increasing (default 1, 2, 4, … up to all logical CPUs); implies --scaling")
 	cmd.Flags().IntVar(&queued, "queued", 0, "instead of the rows: queue this many no-op tasks behind an actor holding every CPU, and print the time, the driver's CPU time and its heap per queued task")
 	cmd.Flags().StringVar(&token, "token", "", "the cluster's token (default $GRAY_TOKEN, or found on the head's machine)")
 	return cmd

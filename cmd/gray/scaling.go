@@ -33,6 +33,9 @@ func scalingCPUs(list string, machine int) ([]int, error) {
 		if err != nil || n < 1 {
 			return nil, fmt.Errorf("--scaling-cpus %q: want CPU counts of at least 1, comma-separated (like 1,2,4)", list)
 		}
+		if len(out) > 0 && n <= out[len(out)-1] {
+			return nil, fmt.Errorf("--scaling-cpus %q: give the counts in increasing order, each once (like 1,2,4): each rate is compared with the first count's", list)
+		}
 		out = append(out, n)
 	}
 	return out, nil
@@ -112,7 +115,7 @@ func printScaling(w io.Writer, runs []scalingRun) {
 	if len(runs) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "%-48s", fmt.Sprintf("row (GOMAXPROCS of this machine: %d)", runtime.NumCPU()))
+	fmt.Fprintf(w, "%-48s", fmt.Sprintf("row (logical CPUs of this machine: %d)", runtime.NumCPU()))
 	for _, r := range runs {
 		fmt.Fprintf(w, " %22s", fmt.Sprintf("--cpus %d", r.CPUs))
 	}

@@ -20,6 +20,9 @@ func TestScalingCPUs(t *testing.T) {
 		{"2,16", 2, []int{2, 16}, false},
 		{"2, x", 2, nil, true},
 		{"0", 2, nil, true},
+		{"4,2", 2, nil, true},
+		{"2,2", 2, nil, true},
+		{"2,,4", 2, nil, true},
 	} {
 		got, err := scalingCPUs(c.list, c.machine)
 		if (err != nil) != c.bad || !stdslices.Equal(got, c.want) {
