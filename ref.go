@@ -82,7 +82,9 @@ func (r Ref[T]) failure() error {
 }
 
 func (r Ref[T]) keeper() *refKeep { return r.k }
-func (r Ref[T]) String() string   { return "Ref(" + r.ID().String() + ")" }
+
+// String returns "Ref(<object ID>)", for logs and errors.
+func (r Ref[T]) String() string { return "Ref(" + r.ID().String() + ")" }
 
 // newRef returns a driver's (or a worker's held) reference: the object is
 // dropped once no copy of it remains.

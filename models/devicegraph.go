@@ -67,6 +67,7 @@ type NoDeviceKernelError struct {
 	Fix string
 }
 
+// Error implements error, ending with what to do instead.
 func (e *NoDeviceKernelError) Error() string {
 	fix := e.Fix
 	if fix == "" {

@@ -147,6 +147,8 @@ type Error struct {
 	Stderr string
 }
 
+// Error implements error: the plugin, the call and its cause, with the
+// plugin's last standard error lines when it wrote any.
 func (e *Error) Error() string {
 	msg := fmt.Sprintf("plugin %s: %s: %v", e.Path, e.Op, e.Err)
 	if s := strings.TrimSpace(e.Stderr); s != "" {
@@ -157,6 +159,7 @@ func (e *Error) Error() string {
 	return msg
 }
 
+// Unwrap returns the cause, for errors.Is and errors.As.
 func (e *Error) Unwrap() error { return e.Err }
 
 // process is one running plugin executable.
@@ -317,6 +320,7 @@ type TimeoutError struct {
 	Timeout time.Duration
 }
 
+// Error implements error, naming the settings that raise the timeout.
 func (e *TimeoutError) Error() string {
 	return fmt.Sprintf("no answer within %v; the plugin was killed (if it is just slow, raise the call timeout: train --plugin-call-timeout-s, plugin_call_timeout_s in an experiment file, or $%s)",
 		e.Timeout, CallTimeoutEnv)

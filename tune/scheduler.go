@@ -15,6 +15,7 @@ const (
 	Stop
 )
 
+// String returns the decision in capitals: CONTINUE, PAUSE or STOP.
 func (d Decision) String() string {
 	return [...]string{"CONTINUE", "PAUSE", "STOP"}[d]
 }

@@ -22,6 +22,7 @@ type Error struct {
 	Name string
 }
 
+// Error implements error: the call, the CUDA error's name and its code.
 func (e *Error) Error() string { return fmt.Sprintf("%s: %s (%d)", e.Call, e.Name, e.Code) }
 
 // OutOfMemoryError is an allocation the GPU could not satisfy, with how
@@ -31,6 +32,7 @@ type OutOfMemoryError struct {
 	Asked, Free, All uint64
 }
 
+// Error implements error, naming the settings that shrink what the step needs.
 func (e *OutOfMemoryError) Error() string {
 	return fmt.Sprintf("out of GPU memory: %s needs %s but %s of %s is free; lower sgd_minibatch_size or train_batch_size, free the GPU of other processes, or set num_gpus: 0",
 		e.What, bytesString(e.Asked), bytesString(e.Free), bytesString(e.All))

@@ -67,6 +67,7 @@ func (k Kind) Pin() bool { return k >= ArgPin || k == ActorKeep }
 // keeps reports whether a claim of kind k keeps the object from being freed.
 func (k Kind) keeps() bool { return k < ArgPin }
 
+// String names the claim kind, for errors and test failures.
 func (k Kind) String() string {
 	switch k {
 	case TaskArg:

@@ -67,6 +67,7 @@ const (
 	RefuseActor
 )
 
+// String names the effect kind, for logs and test failures.
 func (k Kind) String() string {
 	switch k {
 	case Run:

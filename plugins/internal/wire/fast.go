@@ -197,6 +197,7 @@ func (r *FastReader) floatsInto(dst []float64) error {
 // ErrFastStep is a step error reported by the plugin over the fast path.
 type ErrFastStep struct{ Msg string }
 
+// Error implements error: the plugin's own message.
 func (e *ErrFastStep) Error() string { return e.Msg }
 
 // FastAnswer is one step's outcome as ReadAnswerInto decodes it. Obs,
