@@ -52,29 +52,55 @@ func (r cpuReading) total() time.Duration {
 // CPU time it used, and is not yet in the reaped time, so the reading
 // waits (up to zombieWait) until the driver has reaped it; otherwise a row
 // that kills its actors at the end would seem to cost less than nothing.
-func readCPU() (cpuReading, error) {
-	deadline := time.Now().Add(zombieWait)
-	for {
-		r, zombies, err := readCPUOnce()
-		if err != nil || !zombies || time.Now().After(deadline) {
-			return r, err
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
+//
+// A worker reaped while the reading lists /proc would be in neither the
+// reaped time read before the listing nor the listing, so the reading is
+// taken again until the reaped time is the same after the listing as
+// before it. When a zombie or such a change is still there after
+// zombieWait, the reading is an error (the row then leaves out that
+// trial's CPU split) rather than a figure missing a worker's time, which
+// showed as negative CPU time for the workers.
+func readCPU() (cpuReading, error) { return readCPUWithin(zombieWait) }
 
 // zombieWait bounds readCPU's wait for exited workers to be reaped (the
 // pool reaps each as soon as it exits).
 const zombieWait = time.Second
 
-func readCPUOnce() (r cpuReading, zombies bool, err error) {
-	var self, reaped syscall.Rusage
+// readCPUWithin is readCPU waiting up to wait for the reading to settle.
+func readCPUWithin(wait time.Duration) (cpuReading, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		r, unsettled, err := readCPUOnce()
+		if err != nil || !unsettled {
+			return r, err
+		}
+		if time.Now().After(deadline) {
+			return cpuReading{}, fmt.Errorf("a worker exited while the CPU time was read, and was not reaped within %v", wait)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// readCPUOnce takes one reading; unsettled when a worker is a zombie or
+// one was reaped while /proc was listed.
+func readCPUOnce() (r cpuReading, unsettled bool, err error) {
+	var self, reaped, after syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &self); err != nil {
 		return cpuReading{}, false, fmt.Errorf("getrusage: %w", err)
 	}
 	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &reaped); err != nil {
 		return cpuReading{}, false, fmt.Errorf("getrusage of children: %w", err)
 	}
+	defer func() {
+		if err != nil || unsettled {
+			return
+		}
+		if err = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &after); err != nil {
+			err = fmt.Errorf("getrusage of children: %w", err)
+			return
+		}
+		unsettled = after.Utime != reaped.Utime || after.Stime != reaped.Stime
+	}()
 	r = cpuReading{
 		driver:  tv(self.Utime) + tv(self.Stime),
 		reaped:  tv(reaped.Utime) + tv(reaped.Stime),
@@ -99,12 +125,12 @@ func readCPUOnce() (r cpuReading, zombies bool, err error) {
 			continue
 		}
 		if zombie(string(b)) {
-			zombies = true
+			unsettled = true
 			continue
 		}
 		r.workers[pid] = procReading{cpu: time.Duration(ticks) * clockTick, wakeups: wakeups(e.Name())}
 	}
-	return r, zombies, nil
+	return r, unsettled, nil
 }
 
 func tv(t syscall.Timeval) time.Duration {

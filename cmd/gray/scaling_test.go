@@ -1,6 +1,10 @@
 package main
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
 	stdslices "slices"
 	"testing"
 	"time"
@@ -136,5 +140,36 @@ func TestSplit(t *testing.T) {
 	}
 	if d := b.total() - a.total(); d != 35*ms {
 		t.Errorf("total grew by %v; want 35ms (the split's sum)", d)
+	}
+}
+
+// TestReadCPUWaitsForAnExitedWorker checks that a reading taken while a
+// child has exited but is not reaped (its CPU time in neither /proc's
+// listing nor the reaped time) is an error, not a reading that misses the
+// child's time, and that once it is reaped the reading is taken.
+func TestReadCPUWaitsForAnExitedWorker(t *testing.T) {
+	c := exec.Command("true")
+	if err := c.Start(); err != nil {
+		t.Skipf("no true to start: %v", err)
+	}
+	stat := fmt.Sprintf("/proc/%d/stat", c.Process.Pid)
+	for {
+		b, err := os.ReadFile(stat)
+		if err != nil {
+			t.Skipf("no /proc: %v", err)
+		}
+		if zombie(string(b)) {
+			break
+		}
+		runtime.Gosched()
+	}
+	if _, err := readCPUWithin(5 * time.Millisecond); err == nil {
+		t.Fatal("a reading taken beside an unreaped child was no error")
+	}
+	if err := c.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readCPUWithin(5 * time.Millisecond); err != nil {
+		t.Fatalf("after the child was reaped: %v", err)
 	}
 }
