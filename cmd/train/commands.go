@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 
@@ -59,7 +60,14 @@ checkpoint.`,
 			}
 			opts := runner.Options{
 				StartRuntime: func(ctx context.Context, logDir string) (func(), error) {
-					return startRuntime(ctx, exp.NumCPUs, logDir, cl)
+					cpus := exp.NumCPUs
+					if cl.address == "" {
+						var note string
+						if cpus, note = ownRuntimeCPUs(cpus, exp.Config, goruntime.NumCPU()); note != "" {
+							fmt.Fprintln(stderr, note)
+						}
+					}
+					return startRuntime(ctx, cpus, logDir, cl)
 				},
 			}
 			isSweep, err := sweep.IsSweep(exp)
