@@ -23,6 +23,8 @@ func TestOwnRuntimeCPUs(t *testing.T) {
 		{"workers that fit exactly", 0, map[string]any{"num_workers": 15.0}, 16, 0, ""},
 		{"more workers than cores", 0, map[string]any{"num_workers": 14.0}, 2, 15, "num_workers 14 needs 15 CPUs (one per worker, one for the learner) and this machine has 2: the runtime offers 15"},
 		{"--num-cpus given is kept", 2, map[string]any{"num_workers": 14}, 2, 2, ""},
+		{"14 workers on one core", 0, map[string]any{"num_workers": 14}, 1, 15, "this machine has 1"},
+		{"a slip: far more workers than cores", 0, map[string]any{"num_workers": 1000}, 2, 0, ""},
 		{"num_workers under search", 0, map[string]any{"num_workers": tune.Grid(1, 14)}, 2, 0, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
