@@ -72,7 +72,12 @@ func Start(ctx context.Context, c Config) (*Driver, error) {
 	case c.NoGPUs:
 		gpus = 0
 	case gpus == 0:
-		gpus = machine.DetectGPUs()
+		var err error
+		if gpus, err = machine.DetectGPUsWhy(); err != nil {
+			// A broken driver install must neither stop the session nor
+			// pass unseen: it runs without GPUs and says so once.
+			fmt.Fprintf(os.Stderr, "gray: %v; this session offers no GPU (gray.Options.NumGPUs sets them without detection)\n", err)
+		}
 	}
 	cfg := node.Config{
 		Resources:  task.Resources{CPU: float64(cpus), GPU: float64(gpus), Custom: c.Resources},

@@ -10,16 +10,39 @@ import (
 )
 
 var (
-	gpuOnce  sync.Once
-	gpuCount int
+	gpuOnce    sync.Once
+	gpuCount   int
+	gpuProblem error
 )
 
 // DetectGPUs returns the number of NVIDIA GPUs NVML reports. NVML is loaded
 // at run time; a machine without the library or without GPUs has zero, and
-// detection never fails (a broken NVML counts as none: ProbeGPUs says why).
+// detection never fails (a broken NVML counts as none: DetectGPUsWhy and
+// ProbeGPUs say why).
 func DetectGPUs() int {
-	gpuOnce.Do(func() { gpuCount, _ = ProbeGPUs() })
-	return gpuCount
+	n, _ := DetectGPUsWhy()
+	return n
+}
+
+// DetectGPUsWhy is DetectGPUs with the reason a machine whose NVML is
+// installed but failing counts none, for a warning that names the fix;
+// the error is nil where NVML worked or is not installed (no NVIDIA
+// driver: nothing is wrong). It probes once per process.
+func DetectGPUsWhy() (int, error) {
+	gpuOnce.Do(func() { gpuCount, gpuProblem = detected(ProbeGPUs()) })
+	return gpuCount, gpuProblem
+}
+
+// detected turns ProbeGPUs' answer into DetectGPUsWhy's: no NVML is no
+// problem, any other failure is one, and either way the count is zero.
+func detected(n int, err error) (int, error) {
+	switch {
+	case errors.Is(err, ErrNoNVML):
+		return 0, nil
+	case err != nil:
+		return 0, err
+	}
+	return n, nil
 }
 
 // ErrNoNVML is what ProbeGPUs wraps when NVML is not installed: the machine
