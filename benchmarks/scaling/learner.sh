@@ -24,7 +24,7 @@
 # BENCHTIME (40x), PYTHON (/usr/bin/python3), SKIP_TABLE=1 or SKIP_STEP=1 to run one part only.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-BIN=$(cd "${1:-bin}" && pwd) || { echo "learner.sh: no folder ${1:-bin}: build the binaries first (see the top of this script)" >&2; exit 2; }
+BIN=$(cd "${1:-bin}" 2>/dev/null && pwd) || { echo "learner.sh: no folder ${1:-bin}: build the binaries first (see the top of this script)" >&2; exit 2; }
 WORKERS=${WORKERS:-"0 4 14"}
 ITERS=${ITERS:-10}
 THREADS=${THREADS:-1,2,4,8,16}
