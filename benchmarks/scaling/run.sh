@@ -22,7 +22,8 @@
 # For example: TRIALS=1 DURATION=200ms CPUS=1,2 QUEUED=10000 run.sh BIN 1
 set -euo pipefail
 
-bin=${1:?usage: run.sh BIN_DIR [PONG_ITERATIONS]}
+[[ $# -ge 1 ]] || { echo "usage: run.sh BIN_DIR [PONG_ITERATIONS]: BIN_DIR holds prebuilt gray and train (go build -o BIN_DIR/ ./cmd/gray ./cmd/train)" >&2; exit 2; }
+bin=$1
 iters=${2:-5}
 trials=${TRIALS:-3}
 duration=${DURATION:-1s}
