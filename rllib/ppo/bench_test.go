@@ -139,11 +139,12 @@ func firstRows(n int) []int {
 // team's trace: path-ms/step, work-ms/step), it reports the medians over
 // the steps of the work and of the critical path (med-work-ms,
 // med-path-ms; on one thread both are the step's process CPU). On a
-// loaded machine a step in which a thread lost its core costs more work,
-// not only more wall time (a shard waiting for a weight's transpose that
-// the other shard is writing spins), so the mean work at several threads
-// carries the load's tail; the median is the step's own cost, the figure
-// to set against one thread's, as BenchmarkLearnerStepPaired does.
+// loaded machine some steps cost far more CPU than others, at any thread
+// count (a thread that got its core back finds its caches refilled by
+// others; a shard waiting for a transpose chunk the other shard writes
+// spins), so means carry the load's tail; the medians are the step's own
+// cost, the figures to set against one thread's (as
+// BenchmarkLearnerStepPaired's medians of rounds are).
 func BenchmarkLearnerStep(b *testing.B) {
 	for _, bc := range []struct {
 		name string
