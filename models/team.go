@@ -183,7 +183,11 @@ func (t *Team) watch(ready func() bool, d time.Duration) bool {
 // Run calls fn(k) for k in [0, parts) and returns when all have returned:
 // member j runs parts j, j+Size, ..., the caller parts 0, Size, .... fn
 // must not panic (a member's panic cannot be recovered by the caller).
-func (t *Team) Run(parts int, fn func(k int)) {
+func (t *Team) Run(parts int, fn func(k int)) { t.runWaiting(parts, fn, watchFor) }
+
+// runWaiting is Run whose caller, done with its own parts, watches for the
+// members' end for wait before it sleeps.
+func (t *Team) runWaiting(parts int, fn func(k int), wait time.Duration) {
 	if t == nil || t.size == 1 || parts <= 1 {
 		for k := range parts {
 			fn(k)
@@ -194,11 +198,12 @@ func (t *Team) Run(parts int, fn func(k int)) {
 		fn = t.tracer.traced(t.size, fn)
 		defer t.tracer.done()
 	}
-	t.run(parts, fn)
+	t.run(parts, fn, wait)
 }
 
-// run is Run on a team of at least two goroutines, for at least two parts.
-func (t *Team) run(parts int, fn func(k int)) {
+// run is Run on a team of at least two goroutines, for at least two parts;
+// the caller watches for the members' end for wait before it sleeps.
+func (t *Team) run(parts int, fn func(k int), wait time.Duration) {
 	// Only the members with a part join (and are woken): a Run of few
 	// parts waits for no other member.
 	active := t.members[:min(t.size, parts)-1]
@@ -213,7 +218,7 @@ func (t *Team) run(parts int, fn func(k int)) {
 		fn(k)
 	}
 	finished := func() bool { return t.pending.Load() == 0 }
-	if !t.watch(finished, watchFor) {
+	if !t.watch(finished, wait) {
 		t.owner.sleepUnless(finished)
 	}
 	t.fn = nil

@@ -13,7 +13,7 @@ import (
 // members' syncs instead of Runs: a Run costs the owner's hand-offs and a
 // wait for the slowest member's wake-up. Each member sums and then
 // updates the same range of the weights, while it is in its cache; a
-// small network's sum and update are done by the last shard to finish.
+// small network's sum and update are done by the caller after the shards.
 // The values are those of the separate calls (SumGradsOn, GlobalNormOn,
 // scaling, Adam's StepOn, AllFinite), for any team.
 
@@ -34,12 +34,16 @@ import (
 //
 // With a nil update SumStep only sums, and returns 0. Shard k runs on
 // goroutine k mod min(Size, len(grads)). A gradient of fewer than
-// 2·rangeMin values is summed and updated by the last shard to finish,
-// alone, so that a small network's step meets the team once: splitting
-// its few thousand values saves less than a meeting costs when a member
-// has lost its core (on a loaded machine each one can wait a time
-// slice). A larger gradient is summed and updated by as many goroutines
-// as it has ranges, up to Size, each on its own range.
+// 2·rangeMin values is summed and updated by the caller alone once the
+// shards are done, so that a small network's step meets the team once:
+// splitting its few thousand values saves less than a meeting costs when
+// a member has lost its core (on a loaded machine each one can wait a
+// time slice). Keeping that update on the caller's goroutine also keeps
+// the optimizer's state and the weights in one core's cache: handing the
+// update to whichever shard ends last moved them between cores every
+// step, a cost of the order of the update itself. A larger gradient is
+// summed and updated by as many goroutines as it has ranges, up to Size,
+// each on its own range.
 func (t *Team) SumStep(grads [][]float64, shard func(k int), update func(norm float64) func(lo, hi int)) float64 {
 	dst := grads[0]
 	n := len(dst)
@@ -68,18 +72,11 @@ func (t *Team) SumStep(grads [][]float64, shard func(k int), update func(norm fl
 		}
 	}
 	if n < 2*rangeMin {
-		members := min(t.Size(), len(grads))
-		t.RunSynced(members, func(j int, sync func(func())) {
-			for k := j; k < len(grads); k += members {
-				shard(k)
-			}
-			sync(func() {
-				sum(0, blocks)
-				if decide(); apply != nil {
-					apply(0, n)
-				}
-			})
-		})
+		t.runWaiting(len(grads), shard, syncWatch)
+		sum(0, blocks)
+		if decide(); apply != nil {
+			apply(0, n)
+		}
 		return norm
 	}
 	members := min(t.Size(), max(len(grads), n/rangeMin))

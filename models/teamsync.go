@@ -54,7 +54,7 @@ func (t *Team) RunSynced(members int, fn func(j int, sync func(action func()))) 
 			mark = threadCPU()
 		})
 		tr.phaseDone(j, threadCPU()-mark)
-	})
+	}, watchFor)
 	if tr != nil {
 		tr.doneSynced()
 	}
@@ -138,18 +138,7 @@ func (tr *teamTracer) timedAction(action func()) func() {
 
 // doneSynced closes a RunSynced: each phase's busiest goroutine and every
 // action join the path.
-var DebugPhases [8][4]time.Duration
-var DebugActions time.Duration
-
 func (tr *teamTracer) doneSynced() {
-	DebugActions += tr.actions
-	for j, ph := range tr.phases {
-		for p, d := range ph {
-			if p < 8 && j < 4 {
-				DebugPhases[p][j] += d
-			}
-		}
-	}
 	for p := range tr.phases[0] {
 		most := time.Duration(0)
 		for _, ph := range tr.phases {

@@ -51,6 +51,24 @@ func (t *Team) Trace(on bool) TeamTrace {
 	return got
 }
 
+// Traced returns what the team has measured since Trace started it, and
+// goes on measuring: a benchmark takes the difference between two calls
+// for the steps between them. It is zero while the team is not traced.
+func (t *Team) Traced() TeamTrace {
+	if t == nil || t.tracer == nil {
+		return TeamTrace{}
+	}
+	return t.tracer.TeamTrace
+}
+
+// Minus is what tr measured beyond an earlier reading of the same trace.
+func (tr TeamTrace) Minus(earlier TeamTrace) TeamTrace {
+	return TeamTrace{
+		Runs: tr.Runs - earlier.Runs, Serial: tr.Serial - earlier.Serial,
+		Path: tr.Path - earlier.Path, Work: tr.Work - earlier.Work,
+	}
+}
+
 // traced wraps a Run's fn to count each part's thread CPU time against the
 // goroutine that runs it (part k runs on goroutine k mod size), and
 // counts the owner's time since the last Run as serial.

@@ -134,6 +134,17 @@ func firstRows(n int) []int {
 // CartPole's 64×64 tanh net (128 rows) at several num_learner_threads.
 // benchmarks/scaling/learner.sh runs it beside the PyTorch peer
 // (benchmarks/models/torch_ppo_step.py), which times the same steps.
+//
+// Besides the means (ms/step wall, cpu-ms/step of the process, and the
+// team's trace: path-ms/step, work-ms/step), it reports the medians over
+// the steps of the work and of the critical path (med-work-ms,
+// med-path-ms; on one thread both are the step's process CPU). On a
+// loaded machine some steps cost far more CPU than others, at any thread
+// count (a thread that got its core back finds its caches refilled by
+// others; a shard waiting for a transpose chunk the other shard writes
+// spins), so means carry the load's tail; the medians are the step's own
+// cost, the figures to set against one thread's (as
+// BenchmarkLearnerStepPaired's medians of rounds are).
 func BenchmarkLearnerStep(b *testing.B) {
 	for _, bc := range []struct {
 		name string
@@ -152,31 +163,50 @@ func BenchmarkLearnerStep(b *testing.B) {
 				// can count its CPU time between Runs.
 				runtime.LockOSThread()
 				defer runtime.UnlockOSThread()
+				ms := func(ns int64) float64 { return float64(ns) / 1e6 }
+				work, path := make([]float64, 0, b.N), make([]float64, 0, b.N)
 				b.ResetTimer()
 				cpu0 := processCPUNanos()
 				l.team.Trace(true)
+				last := l.team.Traced()
 				for i := 0; i < b.N; i++ {
+					cpu := processCPUNanos()
 					if _, err := l.step(&batch, idx, 0.2); err != nil {
 						b.Fatal(err)
 					}
+					cpu = processCPUNanos() - cpu
+					now := l.team.Traced()
+					d := now.Minus(last)
+					last = now
+					if d.Runs == 0 { // one thread: the step's CPU
+						work, path = append(work, ms(cpu)), append(path, ms(cpu))
+						continue
+					}
+					// The owner's time between Runs counts in the next
+					// step, as the trace adds it at the next Run.
+					work = append(work, ms(int64(d.Work+d.Serial)))
+					path = append(path, ms(int64(d.Path+d.Serial)))
 				}
 				tr := l.team.Trace(false)
-				cpu := float64(processCPUNanos()-cpu0) / 1e6 / float64(b.N)
+				cpu := ms(processCPUNanos()-cpu0) / float64(b.N)
 				b.ReportMetric(float64(b.Elapsed().Microseconds())/1e3/float64(b.N), "ms/step")
 				b.ReportMetric(cpu, "cpu-ms/step")
 				// path-ms/step: the step's critical path in CPU time (the
 				// serial stretches plus each Run's busiest goroutine), the
 				// wall time a core per thread would give; on one thread,
 				// the CPU time. Unlike wall time it holds on a loaded machine.
-				path := cpu
+				meanPath := cpu
 				if tr.Runs > 0 {
-					path = float64(tr.Serial+tr.Path) / 1e6 / float64(b.N)
+					meanPath = ms(int64(tr.Serial+tr.Path)) / float64(b.N)
 				}
-				b.ReportMetric(path, "path-ms/step")
+				b.ReportMetric(meanPath, "path-ms/step")
+				med := func(x []float64) float64 { slices.Sort(x); return x[len(x)/2] }
+				b.ReportMetric(med(work), "med-work-ms")
+				b.ReportMetric(med(path), "med-path-ms")
 				if tr.Runs > 0 {
-					b.ReportMetric(float64(tr.Serial)/1e6/float64(b.N), "serial-ms/step")
+					b.ReportMetric(ms(int64(tr.Serial))/float64(b.N), "serial-ms/step")
 					b.ReportMetric(float64(tr.Runs)/float64(b.N), "runs/step")
-					b.ReportMetric(float64(tr.Work)/1e6/float64(b.N), "work-ms/step")
+					b.ReportMetric(ms(int64(tr.Work+tr.Serial))/float64(b.N), "work-ms/step")
 				}
 			})
 		}
