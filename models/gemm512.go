@@ -15,10 +15,11 @@ const smallM = 64
 
 // gemmAcc512 adds op(A)·B to C with the AVX-512 kernels: 8×16 blocks of C
 // (the last block of a row masked to the columns left, and one of at most
-// 8 columns by the 8-wide kernels), then leftover rows one at a time. It walks k in slices of kc and, within one, each block of
-// 8 rows of A across all of B's columns, so that A's block stays in L1 and
-// B's slice in L2 (or, for at most smallM rows, each panel of B across all
-// of A's rows).
+// 8 columns by the 8-wide kernels), then leftover rows one at a time. It
+// walks k in slices of kc and, within one, each block of 8 rows of A
+// across all of B's columns, so that A's block stays in L1 and B's slice
+// in L2 (or, for at most smallM rows, each panel of B across all of A's
+// rows).
 func gemmAcc512(tA bool, m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64, ldc int) {
 	if m == 0 || n == 0 || k == 0 {
 		return
