@@ -207,6 +207,10 @@ store1:
 	VZEROUPPER
 	RET
 
+// STORE8M adds the accumulator acc to the masked row of C at DX and moves
+// DX to the next row.
+#define STORE8M(acc) VMOVUPD.Z (DX), K1, Z16; VADDPD Z16, acc, acc; VMOVUPD acc, K1, (DX); ADDQ R11, DX
+
 // func kern8x8m(k int, a *float64, ars, aks int, b *float64, ldb int, c *float64, ldc int, mask uint64)
 //
 // kern8x16 for a panel of at most 8 columns (mask & 0xff): one ZMM
@@ -264,37 +268,14 @@ loop8m:
 	JNZ              loop8m
 
 store8m:
-	VMOVUPD.Z (DX), K1, Z16
-	VADDPD    Z16, Z0, Z0
-	VMOVUPD   Z0, K1, (DX)
-	ADDQ      R11, DX
-	VMOVUPD.Z (DX), K1, Z16
-	VADDPD    Z16, Z1, Z1
-	VMOVUPD   Z1, K1, (DX)
-	ADDQ      R11, DX
-	VMOVUPD.Z (DX), K1, Z16
-	VADDPD    Z16, Z2, Z2
-	VMOVUPD   Z2, K1, (DX)
-	ADDQ      R11, DX
-	VMOVUPD.Z (DX), K1, Z16
-	VADDPD    Z16, Z3, Z3
-	VMOVUPD   Z3, K1, (DX)
-	ADDQ      R11, DX
-	VMOVUPD.Z (DX), K1, Z16
-	VADDPD    Z16, Z4, Z4
-	VMOVUPD   Z4, K1, (DX)
-	ADDQ      R11, DX
-	VMOVUPD.Z (DX), K1, Z16
-	VADDPD    Z16, Z5, Z5
-	VMOVUPD   Z5, K1, (DX)
-	ADDQ      R11, DX
-	VMOVUPD.Z (DX), K1, Z16
-	VADDPD    Z16, Z6, Z6
-	VMOVUPD   Z6, K1, (DX)
-	ADDQ      R11, DX
-	VMOVUPD.Z (DX), K1, Z16
-	VADDPD    Z16, Z7, Z7
-	VMOVUPD   Z7, K1, (DX)
+	STORE8M(Z0)
+	STORE8M(Z1)
+	STORE8M(Z2)
+	STORE8M(Z3)
+	STORE8M(Z4)
+	STORE8M(Z5)
+	STORE8M(Z6)
+	STORE8M(Z7)
 	VZEROUPPER
 	RET
 
