@@ -202,7 +202,13 @@ func (s s2dGeom) expandMasked(dy, y []float32, b0, b1, cout int, prod []float32)
 // all zero.
 func maskInto(dst, g, y []float32) {
 	g, y = g[:len(dst)], y[:len(dst)]
-	for i, v := range y {
+	i0 := 0
+	if haveAVX512 {
+		i0 = len(dst) &^ 15
+		maskInto16(dst, g, y)
+	}
+	for i := i0; i < len(y); i++ {
+		v := y[i]
 		b := math.Float32bits(v)
 		keep := uint32(int32(b|-b) >> 31)
 		dst[i] = math.Float32frombits(math.Float32bits(g[i]) & keep)

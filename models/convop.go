@@ -312,13 +312,37 @@ func (nd *node) wholeBackward() {
 }
 
 // transpose writes the transpose of the rows×cols matrix a (row stride
-// lda) into t (cols×rows, contiguous), in 8×8 tiles so that both sides are
-// read and written a cache line at a time.
+// lda) into t (cols×rows, contiguous).
 func transpose[F float32 | float64](a []F, rows, cols, lda int, t []F) {
+	transposeBlock(a, rows, cols, lda, 0, rows, t[:rows*cols])
+}
+
+// transposeBlock writes rows [lo, hi) of the rows×cols matrix a (row
+// stride lda) into their columns of t (cols×rows, contiguous): for float64
+// with AVX-512, eight rows at a time by the 8×8 tile kernel; otherwise in
+// 8×8 tiles of scalar copies, so that both sides are read and written a
+// cache line at a time.
+func transposeBlock[F float32 | float64](a []F, rows, cols, lda, lo, hi int, t []F) {
 	const tile = 8
-	t = t[:rows*cols]
-	for i0 := 0; i0 < rows; i0 += tile {
-		i1 := min(i0+tile, rows)
+	if lo >= hi || cols == 0 {
+		return
+	}
+	if (hi-1)*lda+cols > len(a) || (cols-1)*rows+hi > len(t) {
+		panic(fmt.Sprintf("models: transpose of rows %d to %d of %dx%d (stride %d): operands too short (%d, %d)", lo, hi, rows, cols, lda, len(a), len(t)))
+	}
+	if a64, ok := any(a).([]float64); ok && haveAVX512 && cols >= tile {
+		t64, c8 := any(t).([]float64), cols&^(tile-1)
+		for ; lo+tile <= hi; lo += tile {
+			transpose8xN(c8/tile, &a64[lo*lda], lda, &t64[lo], rows)
+			for i := lo; i < lo+tile; i++ {
+				for j := c8; j < cols; j++ {
+					t64[j*rows+i] = a64[i*lda+j]
+				}
+			}
+		}
+	}
+	for i0 := lo; i0 < hi; i0 += tile {
+		i1 := min(i0+tile, hi)
 		for j0 := 0; j0 < cols; j0 += tile {
 			j1 := min(j0+tile, cols)
 			for i := i0; i < i1; i++ {

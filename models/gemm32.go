@@ -175,8 +175,13 @@ func narrow(dst []float32, src []float64) {
 // as src.
 func widen(dst []float64, src []float32) {
 	dst = dst[:len(src)]
-	for i, v := range src {
-		dst[i] = float64(v)
+	i := 0
+	if haveAVX512 {
+		i = len(src) &^ 15
+		widen16(dst, src)
+	}
+	for ; i < len(src); i++ {
+		dst[i] = float64(src[i])
 	}
 }
 

@@ -14,11 +14,12 @@ const kc = 256
 const smallM = 64
 
 // gemmAcc512 adds op(A)·B to C with the AVX-512 kernels: 8×16 blocks of C
-// (the last block of a row masked to the columns left), then leftover rows
-// one at a time. It walks k in slices of kc and, within one, each block of
-// 8 rows of A across all of B's columns, so that A's block stays in L1 and
-// B's slice in L2 (or, for at most smallM rows, each panel of B across all
-// of A's rows).
+// (the last block of a row masked to the columns left, and one of at most
+// 8 columns by the 8-wide kernels), then leftover rows one at a time. It
+// walks k in slices of kc and, within one, each block of 8 rows of A
+// across all of B's columns, so that A's block stays in L1 and B's slice
+// in L2 (or, for at most smallM rows, each panel of B across all of A's
+// rows).
 func gemmAcc512(tA bool, m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64, ldc int) {
 	if m == 0 || n == 0 || k == 0 {
 		return
@@ -38,13 +39,13 @@ func gemmAcc512(tA bool, m, n, k int, a []float64, lda int, b []float64, ldb int
 			// Few rows: each 16-column panel of B's slice is loaded once
 			// and stays in L1 while every row block of A passes over it.
 			for j := 0; j < n; j += 16 {
-				mask := uint64(1)<<min(16, n-j) - 1
+				cols := min(16, n-j)
 				bj := &b[k0*ldb+j]
 				for i := 0; i < m8; i += 8 {
-					kern8x16(kb, &a[i*ars+k0*aks], ars, aks, bj, ldb, &c[i*ldc+j], ldc, mask)
+					kern8(kb, &a[i*ars+k0*aks], ars, aks, bj, ldb, &c[i*ldc+j], ldc, cols)
 				}
 				for i := m8; i < m; i++ {
-					kern1x16(kb, &a[i*ars+k0*aks], aks, bj, ldb, &c[i*ldc+j], mask)
+					kern1(kb, &a[i*ars+k0*aks], aks, bj, ldb, &c[i*ldc+j], cols)
 				}
 			}
 			continue
@@ -58,11 +59,11 @@ func gemmAcc512(tA bool, m, n, k int, a []float64, lda int, b []float64, ldb int
 			for i := 0; i < m; {
 				ai, ci := &a[i*ars+k0*aks], i*ldc
 				for j := j0; j < j1; j += 16 {
-					mask := uint64(1)<<min(16, n-j) - 1
+					cols := min(16, n-j)
 					if i < m8 {
-						kern8x16(kb, ai, ars, aks, &b[k0*ldb+j], ldb, &c[ci+j], ldc, mask)
+						kern8(kb, ai, ars, aks, &b[k0*ldb+j], ldb, &c[ci+j], ldc, cols)
 					} else {
-						kern1x16(kb, ai, aks, &b[k0*ldb+j], ldb, &c[ci+j], mask)
+						kern1(kb, ai, aks, &b[k0*ldb+j], ldb, &c[ci+j], cols)
 					}
 				}
 				if i < m8 {
@@ -79,3 +80,24 @@ func gemmAcc512(tA bool, m, n, k int, a []float64, lda int, b []float64, ldb int
 // rows before it moves on: a quarter of a typical L2 cache, so that the
 // chunk and the rows of A streaming past it stay there together.
 const panelBytes = 256 << 10
+
+// kern8 adds an 8-row block of op(A)·B to C over the panel of cols ≤ 16
+// columns at b and c: with the 8-wide kernel when the panel fits in one
+// vector, so that its multiply-adds and loads are not doubled by a masked
+// half. Both kernels give the same sums.
+func kern8(k int, a *float64, ars, aks int, b *float64, ldb int, c *float64, ldc int, cols int) {
+	if cols <= 8 {
+		kern8x8m(k, a, ars, aks, b, ldb, c, ldc, uint64(1)<<cols-1)
+		return
+	}
+	kern8x16(k, a, ars, aks, b, ldb, c, ldc, uint64(1)<<cols-1)
+}
+
+// kern1 is kern8 for one row of A.
+func kern1(k int, a *float64, aks int, b *float64, ldb int, c *float64, cols int) {
+	if cols <= 8 {
+		kern1x8m(k, a, aks, b, ldb, c, uint64(1)<<cols-1)
+		return
+	}
+	kern1x16(k, a, aks, b, ldb, c, uint64(1)<<cols-1)
+}

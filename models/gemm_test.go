@@ -13,13 +13,7 @@ import (
 // leftover rows, leftover (masked) columns and depths beyond one k slice.
 func TestGemmMatchesGonum(t *testing.T) {
 	rng := rand.New(rand.NewPCG(8, 8))
-	fill := func(n int) []float64 {
-		x := make([]float64, n)
-		for i := range x {
-			x[i] = rng.NormFloat64()
-		}
-		return x
-	}
+	fill := func(n int) []float64 { return normals(rng, n) }
 	for _, sh := range [][3]int{{1, 1, 1}, {4, 8, 3}, {7, 19, 5}, {13, 64, 64}, {128, 2, 64}, {3, 9, 200}, {200, 70, 1}, {9, 33, 600}, {17, 16, 257}, {70, 20, 300}} {
 		for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
 			for _, beta := range []float64{0, 1} {
@@ -56,4 +50,14 @@ func TestGemmMatchesGonum(t *testing.T) {
 			}
 		}
 	}
+}
+
+// normals returns n draws of rng's standard normal: the operands of the
+// kernel tests.
+func normals(rng *rand.Rand, n int) []float64 {
+	x := make([]float64, n)
+	for i := range x {
+		x[i] = rng.NormFloat64()
+	}
+	return x
 }

@@ -18,13 +18,7 @@ func TestGemmFewRows(t *testing.T) {
 		t.Error("PixelPong's dense backward: the few-rows path should start below 118 rows of 1,600×128")
 	}
 	rng := rand.New(rand.NewPCG(3, 3))
-	fill := func(n int) []float64 {
-		x := make([]float64, n)
-		for i := range x {
-			x[i] = rng.NormFloat64()
-		}
-		return x
-	}
+	fill := func(n int) []float64 { return normals(rng, n) }
 	kernels := []bool{false}
 	if haveAVX512 {
 		kernels = append(kernels, true)

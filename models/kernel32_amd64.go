@@ -23,6 +23,18 @@ func kern1x32fd(k int, a *float32, b *float64, ldb int, c *float32, mask uint64,
 //go:noescape
 func narrow8(dst []float32, src []float64)
 
+// widen16 writes float64(src[i]) into dst[i] for i < len(src)&^15;
+// dst must be at least as long as src.
+//
+//go:noescape
+func widen16(dst []float64, src []float32)
+
+// maskInto16 is maskInto for the first len(dst)&^15 values; g and y must
+// be at least as long as dst.
+//
+//go:noescape
+func maskInto16(dst, g, y []float32)
+
 //go:noescape
 func kern8x32ft(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, mask uint64, lo float32)
 

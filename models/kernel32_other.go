@@ -24,6 +24,10 @@ func kern1x32fd(k int, a *float32, b *float64, ldb int, c *float32, mask uint64,
 
 func narrow8(dst []float32, src []float64) { panic("models: narrow8 without assembly") }
 
+func widen16(dst []float64, src []float32) { panic("models: widen16 without assembly") }
+
+func maskInto16(dst, g, y []float32) { panic("models: maskInto16 without assembly") }
+
 func kern8x32ft(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, mask uint64, lo float32) {
 	panic("models: kern8x32ft without assembly")
 }

@@ -206,3 +206,124 @@ store1:
 	VMOVUPD   Z1, K2, 64(DX)
 	VZEROUPPER
 	RET
+
+// STORE8M adds the accumulator acc to the masked row of C at DX and moves
+// DX to the next row.
+#define STORE8M(acc) VMOVUPD.Z (DX), K1, Z16; VADDPD Z16, acc, acc; VMOVUPD acc, K1, (DX); ADDQ R11, DX
+
+// func kern8x8m(k int, a *float64, ars, aks int, b *float64, ldb int, c *float64, ldc int, mask uint64)
+//
+// kern8x16 for a panel of at most 8 columns (mask & 0xff): one ZMM
+// accumulator a row and one masked load of B a step, so a narrow panel (a
+// policy or value head, the last columns of a product) does half the
+// multiply-adds of the 16-wide kernel and never loads B's next 64 bytes,
+// which an all-masked load would still touch: past the end of a buffer
+// that costs a microcode assist per load when the next page is fresh.
+// The sums are kern8x16's, step for step.
+TEXT ·kern8x8m(SB), NOSPLIT, $0-72
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ ars+16(FP), R8
+	SHLQ $3, R8
+	MOVQ aks+24(FP), R9
+	SHLQ $3, R9
+	MOVQ b+32(FP), DI
+	MOVQ ldb+40(FP), R10
+	SHLQ $3, R10
+	MOVQ c+48(FP), DX
+	MOVQ ldc+56(FP), R11
+	SHLQ $3, R11
+	MOVQ mask+64(FP), AX
+	KMOVW AX, K1
+
+	LEAQ (R8)(R8*2), R15 // 3 rows
+	LEAQ (SI)(R8*4), R12 // row 4
+
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z1, Z1, Z1
+	VPXORQ Z2, Z2, Z2
+	VPXORQ Z3, Z3, Z3
+	VPXORQ Z4, Z4, Z4
+	VPXORQ Z5, Z5, Z5
+	VPXORQ Z6, Z6, Z6
+	VPXORQ Z7, Z7, Z7
+
+	TESTQ CX, CX
+	JE    store8m
+
+loop8m:
+	VMOVUPD.Z        (DI), K1, Z16
+	VFMADD231PD.BCST (SI), Z16, Z0
+	VFMADD231PD.BCST (SI)(R8*1), Z16, Z1
+	VFMADD231PD.BCST (SI)(R8*2), Z16, Z2
+	VFMADD231PD.BCST (SI)(R15*1), Z16, Z3
+	VFMADD231PD.BCST (R12), Z16, Z4
+	VFMADD231PD.BCST (R12)(R8*1), Z16, Z5
+	VFMADD231PD.BCST (R12)(R8*2), Z16, Z6
+	VFMADD231PD.BCST (R12)(R15*1), Z16, Z7
+	ADDQ             R9, SI
+	ADDQ             R9, R12
+	ADDQ             R10, DI
+	DECQ             CX
+	JNZ              loop8m
+
+store8m:
+	STORE8M(Z0)
+	STORE8M(Z1)
+	STORE8M(Z2)
+	STORE8M(Z3)
+	STORE8M(Z4)
+	STORE8M(Z5)
+	STORE8M(Z6)
+	STORE8M(Z7)
+	VZEROUPPER
+	RET
+
+// func kern1x8m(k int, a *float64, aks int, b *float64, ldb int, c *float64, mask uint64)
+//
+// kern1x16 for a panel of at most 8 columns (mask & 0xff), with the same
+// even and odd accumulators, so the same sums.
+TEXT ·kern1x8m(SB), NOSPLIT, $0-56
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ aks+16(FP), R9
+	SHLQ $3, R9
+	MOVQ b+24(FP), DI
+	MOVQ ldb+32(FP), R10
+	SHLQ $3, R10
+	MOVQ c+40(FP), DX
+	MOVQ mask+48(FP), AX
+	KMOVW AX, K1
+
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z2, Z2, Z2
+
+	MOVQ CX, BX
+	SHRQ $1, BX
+	JE   tail1m
+
+loop1m:
+	VMOVUPD.Z        (DI), K1, Z16
+	VFMADD231PD.BCST (SI), Z16, Z0
+	ADDQ             R9, SI
+	ADDQ             R10, DI
+	VMOVUPD.Z        (DI), K1, Z18
+	VFMADD231PD.BCST (SI), Z18, Z2
+	ADDQ             R9, SI
+	ADDQ             R10, DI
+	DECQ             BX
+	JNZ              loop1m
+
+tail1m:
+	ANDQ $1, CX
+	JE   store1m
+	VMOVUPD.Z        (DI), K1, Z16
+	VFMADD231PD.BCST (SI), Z16, Z0
+
+store1m:
+	VADDPD    Z2, Z0, Z0
+	VMOVUPD.Z (DX), K1, Z16
+	VADDPD    Z16, Z0, Z0
+	VMOVUPD   Z0, K1, (DX)
+	VZEROUPPER
+	RET

@@ -19,6 +19,18 @@ func kern8x16(k int, a *float64, ars, aks int, b *float64, ldb int, c *float64, 
 func kern1x16(k int, a *float64, aks int, b *float64, ldb int, c *float64, mask uint64)
 
 //go:noescape
+func kern8x8m(k int, a *float64, ars, aks int, b *float64, ldb int, c *float64, ldc int, mask uint64)
+
+//go:noescape
+func kern1x8m(k int, a *float64, aks int, b *float64, ldb int, c *float64, mask uint64)
+
+// transpose8xN writes the transpose of the 8×8n block at src (row stride
+// lds) to dst (row stride ldd) with AVX-512.
+//
+//go:noescape
+func transpose8xN(n int, src *float64, lds int, dst *float64, ldd int)
+
+//go:noescape
 func kern4x8(k int, a *float64, ars, aks int, b *float64, ldb int, c *float64, ldc int)
 
 //go:noescape

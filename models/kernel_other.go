@@ -18,6 +18,18 @@ func kern1x16(k int, a *float64, aks int, b *float64, ldb int, c *float64, mask 
 	panic("models: kern1x16 without assembly")
 }
 
+func kern8x8m(k int, a *float64, ars, aks int, b *float64, ldb int, c *float64, ldc int, mask uint64) {
+	panic("models: kern8x8m without assembly")
+}
+
+func kern1x8m(k int, a *float64, aks int, b *float64, ldb int, c *float64, mask uint64) {
+	panic("models: kern1x8m without assembly")
+}
+
+func transpose8xN(n int, src *float64, lds int, dst *float64, ldd int) {
+	panic("models: transpose8xN without assembly")
+}
+
 func kern4x8(k int, a *float64, ars, aks int, b *float64, ldb int, c *float64, ldc int) {
 	panic("models: kern4x8 without assembly")
 }

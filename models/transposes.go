@@ -111,20 +111,9 @@ func (s *Transposes) of(w *Tensor) []float64 {
 }
 
 // transposeRows writes rows [lo, hi) of the rows×cols matrix a (contiguous)
-// into their columns of t (cols×rows), in 8×8 tiles as transpose does.
+// into their columns of t (cols×rows).
 func transposeRows(a []float64, rows, cols, lo, hi int, t []float64) {
-	const tile = 8
-	for i0 := lo; i0 < hi; i0 += tile {
-		i1 := min(i0+tile, hi)
-		for j0 := 0; j0 < cols; j0 += tile {
-			j1 := min(j0+tile, cols)
-			for i := i0; i < i1; i++ {
-				for j, v := range a[i*cols+j0 : i*cols+j1] {
-					t[(j0+j)*rows+i] = v
-				}
-			}
-		}
-	}
+	transposeBlock(a, rows, cols, cols, lo, hi, t)
 }
 
 // ShareTransposes makes the tape's backward passes read the weights'
