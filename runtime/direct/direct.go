@@ -36,6 +36,9 @@
 // Orphaned; the owner sees its connection end and resends what had no
 // result through the driver).
 //
+// Late contains (contains.go): the children of a direct result freed
+// before the callee's word of them came are not claimed.
+//
 // Promises. A caller that passes on a reference to an owned result that
 // has not arrived promises to put it (Promise); when its process ends
 // first, whatever waits for such an object gets an error (Break).
@@ -67,6 +70,9 @@ type Objects interface {
 	Promised(id ids.ObjectID) bool
 	// Stored reports whether object id exists.
 	Stored(id ids.ObjectID) bool
+	// Contains reports whether object id claims references inside it
+	// (a contain for it came).
+	Contains(id ids.ObjectID) bool
 }
 
 // Table is the driver's books of leases, direct-call addresses and
@@ -81,6 +87,7 @@ type Table[W, T comparable] struct {
 	leased   map[sched.WorkerID]*lease[W, T] // by leased worker
 	leases   map[T]*lease[W, T]              // by the core's task for it
 	promised map[W]*promises
+	awaited  awaited // contains.go
 
 	effects []Effect[W, T]
 }
@@ -115,6 +122,8 @@ const (
 	// Break: object Object, which To promised, will never come: store an
 	// error (the worker that owned it died) for whoever waits for it.
 	Break
+	// Claim: object Object claims Children, the references inside it.
+	Claim
 )
 
 // Effect is one output of Step. Replies to a dead worker are never left.
@@ -126,6 +135,8 @@ type Effect[W, T comparable] struct {
 	ID     sched.WorkerID
 	Lease  T
 	Object ids.ObjectID
+	// Children: Claim's references.
+	Children []ids.ObjectID
 }
 
 // Effects returns the effects the steps since the last call left, in

@@ -33,6 +33,7 @@ type world struct {
 	grants  map[string]*grant
 	stored  map[ids.ObjectID]bool
 	awaited map[ids.ObjectID]bool
+	claims  map[ids.ObjectID]bool // a Claim was carried out for it
 }
 
 func (w *world) Dead(x *wk) bool               { return x == nil || x.dead }
@@ -40,6 +41,7 @@ func (w *world) ID(x *wk) sched.WorkerID       { return x.id }
 func (w *world) SameMachine(a, b *wk) bool     { return upper(a.name) == upper(b.name) }
 func (w *world) Promised(id ids.ObjectID) bool { return w.awaited[id] }
 func (w *world) Stored(id ids.ObjectID) bool   { return w.stored[id] }
+func (w *world) Contains(id ids.ObjectID) bool { return w.claims[id] }
 func upper(name string) bool                   { return name[0] >= 'A' && name[0] <= 'Z' }
 func (w *world) grant(name string) *grant {
 	return getOr(w.grants, name, func() *grant { return &grant{name} })
@@ -110,6 +112,13 @@ type (
 	}
 	// die: W's process ended (not yet stepped: Gone).
 	die struct{ W string }
+	// put: object Obj is stored; free: it is deleted (its claims end).
+	put  struct{ Obj string }
+	free struct{ Obj string }
+	// published: a caller put Obj, a direct result holding references.
+	published struct{ Obj string }
+	// contain: Obj's value holds references (two children).
+	contain struct{ Obj string }
 )
 
 func (ask) event()       {}
@@ -122,6 +131,10 @@ func (orphaned) event()  {}
 func (gone) event()      {}
 func (promise) event()   {}
 func (die) event()       {}
+func (put) event()       {}
+func (free) event()      {}
+func (published) event() {}
+func (contain) event()   {}
 
 // actor is the actor hosted by on, as the node would describe it.
 func (w *world) actor(on string, direct, up, built bool) Actor[*wk] {
@@ -152,6 +165,10 @@ func (w *world) real(ev Event) Event {
 		return Gone[*wk]{Worker: w.wk(e.W)}
 	case promise:
 		return Promise[*wk]{Worker: w.wk(e.W), Object: obj(e.Obj), On: e.On}
+	case published:
+		return Published{Object: obj(e.Obj)}
+	case contain:
+		return Contain{Parent: obj(e.Obj), Children: []ids.ObjectID{obj(e.Obj + ".1"), obj(e.Obj + ".2")}}
 	}
 	return ev
 }
@@ -178,10 +195,19 @@ func (w *world) show(e Effect[*wk, *grant]) string {
 	case EndLease:
 		return "end " + e.Lease.name
 	case Break:
-		return fmt.Sprintf("break %s of %s", bytes.TrimRight(e.Object[:], "\x00"), e.To.name)
+		return fmt.Sprintf("break %s of %s", name(e.Object), e.To.name)
+	case Claim:
+		w.claims[e.Object] = true
+		s := "claim"
+		for _, c := range e.Children {
+			s += " " + name(c)
+		}
+		return s + " for " + name(e.Object)
 	}
 	return fmt.Sprintf("effect %d", e.Kind)
 }
+
+func name(id ids.ObjectID) string { return string(bytes.TrimRight(id[:], "\x00")) }
 
 type step struct {
 	ev   Event
@@ -190,12 +216,18 @@ type step struct {
 
 func run(t *testing.T, steps []step) (*world, *Table[*wk, *grant]) {
 	t.Helper()
-	w := &world{workers: map[string]*wk{}, grants: map[string]*grant{}, stored: map[ids.ObjectID]bool{}, awaited: map[ids.ObjectID]bool{}}
+	w := &world{workers: map[string]*wk{}, grants: map[string]*grant{}, stored: map[ids.ObjectID]bool{}, awaited: map[ids.ObjectID]bool{}, claims: map[ids.ObjectID]bool{}}
 	tab := New[*wk, *grant](w, w)
 	for i, s := range steps {
-		if d, ok := s.ev.(die); ok {
-			w.wk(d.W).dead = true
-		} else {
+		switch e := s.ev.(type) {
+		case die:
+			w.wk(e.W).dead = true
+		case put:
+			w.stored[obj(e.Obj)] = true
+		case free:
+			delete(w.stored, obj(e.Obj))
+			delete(w.claims, obj(e.Obj))
+		default:
 			tab.Step(w.real(s.ev))
 		}
 		var got []string
@@ -383,5 +415,79 @@ func TestPromisesSwept(t *testing.T) {
 	tab.Step(Gone[*wk]{Worker: a})
 	if n := len(tab.Effects()); n != 1+newer {
 		t.Fatalf("%d promises broken, want %d", n, 1+newer)
+	}
+}
+
+// TestLateContain checks that the children of a direct call's result are
+// not claimed when the callee's word of them (MsgContain, on its own
+// connection) reaches the driver after the caller's put and drop of the
+// result: they would stay claimed by an object gone for good.
+func TestLateContain(t *testing.T) {
+	cases := []struct {
+		name  string
+		steps []step
+	}{
+		{"the contain first, as usual", []step{
+			{contain{Obj: "r"}, []string{"claim r.1 r.2 for r"}},
+			{put{Obj: "r"}, nil},
+			{published{Obj: "r"}, nil},
+			{free{Obj: "r"}, nil},
+		}},
+		{"the put first, the contain while it lives", []step{
+			{put{Obj: "r"}, nil},
+			{published{Obj: "r"}, nil},
+			{contain{Obj: "r"}, []string{"claim r.1 r.2 for r"}},
+		}},
+		{"put and freed before the contain", []step{
+			{put{Obj: "r"}, nil},
+			{published{Obj: "r"}, nil},
+			{free{Obj: "r"}, nil},
+			{contain{Obj: "r"}, nil}, // nothing holds the children now
+			// The ID is not awaited any more: a contain for it (a task
+			// run again under the same ID) claims as usual.
+			{put{Obj: "r"}, nil},
+			{contain{Obj: "r"}, []string{"claim r.1 r.2 for r"}},
+		}},
+		{"a task's result (never published) after its free", []step{
+			{contain{Obj: "r"}, []string{"claim r.1 r.2 for r"}},
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { run(t, c.steps) })
+	}
+}
+
+// TestLateContainSwept checks that awaited contains cost nothing for
+// long: a published result for which no contain ever comes (a return
+// without references) goes at a sweep once it is freed.
+func TestLateContainSwept(t *testing.T) {
+	w, tab := run(t, nil)
+	for i := range minSweep - 1 {
+		w.stored[obj(fmt.Sprint(i))] = true
+		tab.Step(Published{Object: obj(fmt.Sprint(i))})
+	}
+	for i := range minSweep - 1 {
+		if i%2 == 0 {
+			delete(w.stored, obj(fmt.Sprint(i))) // freed, no contain came
+		}
+	}
+	w.stored[obj("last")] = true
+	tab.Step(Published{Object: obj("last")}) // first sweep: all are new
+	for i := 0; ; i++ { // until the second sweep
+		before := len(tab.awaited.ids)
+		w.stored[obj(fmt.Sprint("n", i))] = true
+		tab.Step(Published{Object: obj(fmt.Sprint("n", i))})
+		if len(tab.awaited.ids) <= before {
+			break
+		}
+		if i > 4*minSweep {
+			t.Fatal("no second sweep")
+		}
+	}
+	if _, ok := tab.awaited.ids[obj("0")]; ok {
+		t.Fatal("a freed result is still awaited after two sweeps")
+	}
+	if _, ok := tab.awaited.ids[obj("1")]; !ok {
+		t.Fatal("a stored result without its contain went at a sweep")
 	}
 }

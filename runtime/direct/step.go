@@ -140,6 +140,10 @@ func (t *Table[W, T]) Step(ev Event) {
 		}
 	case Promise[W]:
 		t.promise(e.Worker, e.Object, e.On)
+	case Published:
+		t.published(e.Object)
+	case Contain:
+		t.contain(e)
 	}
 }
 

@@ -46,10 +46,13 @@ func (n *Node) handleDirect(w *proc, typ byte, d *wire.Dec) error {
 		n.unlockFor(w)
 		return nil
 	case task.MsgPromise:
-		on := d.Byte() == 1
+		what := d.Byte()
 		var id ids.ObjectID
 		d.Fixed(id[:])
-		ev = direct.Promise[*proc]{Worker: w, Object: id, On: on}
+		ev = direct.Promise[*proc]{Worker: w, Object: id, On: what == task.PromiseOn}
+		if what == task.PromisePublished {
+			ev = direct.Published{Object: id}
+		}
 	case task.MsgDirectReadsDone:
 		n.mu.Lock()
 		n.unpinReads(w)
@@ -150,6 +153,8 @@ func (n *Node) stepDirect(ev direct.Event) {
 				n.core.TaskDone(e.ID, false)
 			}
 			ended = true
+		case direct.Claim:
+			n.ob.Contain(e.Object, e.Children)
 		case direct.Break:
 			n.ob.BreakPromise(e.Object, &task.TaskError{Function: "(owned result)", Worker: e.To.name,
 				Message: "the worker that owned this result (a direct call's or a leased task's) died before it arrived", Cause: task.ErrWorkerDied})
@@ -202,6 +207,13 @@ func (n *Node) leaseOrphaned(p *pending) bool {
 	}
 	n.stepDirect(direct.Orphaned[*pending]{Lease: p})
 	return true
+}
+
+// contain records that object parent's value holds references to
+// children (MsgContain), unless it is a direct call's result freed before
+// this came (runtime/direct, contains.go).
+func (n *Node) contain(parent ids.ObjectID, children []ids.ObjectID) {
+	n.stepDirect(direct.Contain{Parent: parent, Children: children})
 }
 
 // directWorkers is what the direct table asks of the node's workers.
