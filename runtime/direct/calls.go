@@ -7,6 +7,7 @@ type callee[W comparable] struct {
 	addr    string // where its worker listens ("": it could not)
 	asked   bool   // its worker was asked to listen (Listen)
 	said    bool   // its worker answered (Listening)
+	callers int    // callers answered with addr: they call it directly
 	waiters []waiter[W]
 }
 
@@ -68,8 +69,20 @@ func (t *Table[W, T]) answer(a Actor[W]) {
 		addr := c.addr
 		if !t.reaches(q.w, a.Worker, addr) {
 			addr = ""
+		} else if addr != "" {
+			c.callers++
 		}
 		t.emit(Effect[W, T]{Kind: ReplyAddr, To: q.w, Req: q.req, Addr: addr})
 	}
 	c.waiters = nil
+}
+
+// Callers returns how many callers were given actor id's address: their
+// calls to it bypass the driver (the state API shows the count, since the
+// driver sees none of those calls).
+func (t *Table[W, T]) Callers(id ids.ActorID) int {
+	if c := t.actors[id]; c != nil {
+		return c.callers
+	}
+	return 0
 }

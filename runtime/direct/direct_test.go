@@ -119,6 +119,8 @@ type (
 	published struct{ Obj string }
 	// contain: Obj's value holds references (two children).
 	contain struct{ Obj string }
+	// callers: the actor's callers given its address number N (Callers).
+	callers struct{ N int }
 )
 
 func (ask) event()       {}
@@ -135,6 +137,7 @@ func (put) event()       {}
 func (free) event()      {}
 func (published) event() {}
 func (contain) event()   {}
+func (callers) event()   {}
 
 // actor is the actor hosted by on, as the node would describe it.
 func (w *world) actor(on string, direct, up, built bool) Actor[*wk] {
@@ -227,6 +230,10 @@ func run(t *testing.T, steps []step) (*world, *Table[*wk, *grant]) {
 		case free:
 			delete(w.stored, obj(e.Obj))
 			delete(w.claims, obj(e.Obj))
+		case callers:
+			if n := tab.Callers(counter); n != e.N {
+				t.Fatalf("step %d: %d direct callers, want %d", i, n, e.N)
+			}
 		default:
 			tab.Step(w.real(s.ev))
 		}
@@ -252,6 +259,7 @@ func TestDirectAddress(t *testing.T) {
 			{changed{On: "b", Direct: true, Up: true, Built: true}, []string{"addr a#1: /b.sock"}},
 			// Later callers are answered at once, and b is not asked again.
 			{ask{Caller: "c", Req: 2, On: "b", Up: true, Built: true}, []string{"addr c#2: /b.sock"}},
+			{callers{2}, nil},
 		}},
 		{"constructed before it says where", []step{
 			{ask{Caller: "a", Req: 1, On: "b", Up: true, Built: true}, []string{"listen b"}},
@@ -277,6 +285,7 @@ func TestDirectAddress(t *testing.T) {
 			{ask{Caller: "a", Req: 1, On: "b", Up: true, Built: true}, []string{"listen b"}},
 			{ask{Caller: "A", Req: 2, On: "b", Up: true, Built: true}, nil},
 			{listening{W: "b", Addr: "/b.sock", Hosts: true, Built: true}, []string{"addr a#1: /b.sock", "addr A#2: through the driver"}},
+			{callers{1}, nil},
 		}},
 		{"TCP reaches every machine", []step{
 			{ask{Caller: "A", Req: 2, On: "b", Up: true, Built: true}, []string{"listen b"}},
@@ -473,7 +482,7 @@ func TestLateContainSwept(t *testing.T) {
 	}
 	w.stored[obj("last")] = true
 	tab.Step(Published{Object: obj("last")}) // first sweep: all are new
-	for i := 0; ; i++ { // until the second sweep
+	for i := 0; ; i++ {                      // until the second sweep
 		before := len(tab.awaited.ids)
 		w.stored[obj(fmt.Sprint("n", i))] = true
 		tab.Step(Published{Object: obj(fmt.Sprint("n", i))})
