@@ -212,6 +212,19 @@ func (w *world) show(e Effect[*wk, *grant]) string {
 
 func name(id ids.ObjectID) string { return string(bytes.TrimRight(id[:], "\x00")) }
 
+// tcase is one case of a table: its steps in order.
+type tcase struct {
+	name  string
+	steps []step
+}
+
+// runAll runs each case in a subtest.
+func runAll(t *testing.T, cases []tcase) {
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { run(t, c.steps) })
+	}
+}
+
 type step struct {
 	ev   Event
 	want []string
@@ -249,10 +262,7 @@ func run(t *testing.T, steps []step) (*world, *Table[*wk, *grant]) {
 }
 
 func TestDirectAddress(t *testing.T) {
-	cases := []struct {
-		name  string
-		steps []step
-	}{
+	runAll(t, []tcase{
 		{"answered once constructed and listening", []step{
 			{ask{Caller: "a", Req: 1, On: "b", Up: true}, []string{"listen b"}},
 			{listening{W: "b", Addr: "/b.sock", Hosts: true}, nil},
@@ -301,17 +311,11 @@ func TestDirectAddress(t *testing.T) {
 			{die{W: "a"}, nil},
 			{listening{W: "b", Addr: "/b.sock", Hosts: true, Built: true}, []string{"addr c#1: /b.sock"}},
 		}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) { run(t, c.steps) })
-	}
+	})
 }
 
 func TestLease(t *testing.T) {
-	cases := []struct {
-		name  string
-		steps []step
-	}{
+	runAll(t, []tcase{
 		{"granted, answered, returned", []step{
 			{granted{Owner: "a", Req: 7, L: "L1", W: "b"}, []string{"listen b"}},
 			{listening{W: "b", Addr: "/b.sock"}, []string{"lease a#7: b at /b.sock"}},
@@ -359,17 +363,11 @@ func TestLease(t *testing.T) {
 			{listening{W: "c", Addr: "/c.sock"}, nil},
 			{listening{W: "e", Addr: "/e.sock"}, []string{"lease d#1: e at /e.sock"}},
 		}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) { run(t, c.steps) })
-	}
+	})
 }
 
 func TestPromises(t *testing.T) {
-	cases := []struct {
-		name  string
-		steps []step
-	}{
+	runAll(t, []tcase{
 		{"broken when the owner dies", []step{
 			{promise{W: "a", Obj: "x", On: true}, nil},
 			{promise{W: "a", Obj: "y", On: true}, nil},
@@ -385,10 +383,7 @@ func TestPromises(t *testing.T) {
 			{promise{W: "a", Obj: "x", On: true}, nil},
 			{gone{W: "a"}, nil},
 		}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) { run(t, c.steps) })
-	}
+	})
 }
 
 // TestPromisesSwept checks that a worker's promises cost nothing per call:
@@ -432,10 +427,7 @@ func TestPromisesSwept(t *testing.T) {
 // connection) reaches the driver after the caller's put and drop of the
 // result: they would stay claimed by an object gone for good.
 func TestLateContain(t *testing.T) {
-	cases := []struct {
-		name  string
-		steps []step
-	}{
+	runAll(t, []tcase{
 		{"the contain first, as usual", []step{
 			{contain{Obj: "r"}, []string{"claim r.1 r.2 for r"}},
 			{put{Obj: "r"}, nil},
@@ -460,10 +452,7 @@ func TestLateContain(t *testing.T) {
 		{"a task's result (never published) after its free", []step{
 			{contain{Obj: "r"}, []string{"claim r.1 r.2 for r"}},
 		}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) { run(t, c.steps) })
-	}
+	})
 }
 
 // TestLateContainSwept checks that awaited contains cost nothing for
