@@ -42,7 +42,9 @@ func (n *Node) handleDirect(w *proc, typ byte, d *wire.Dec) error {
 		}
 		n.mu.Lock()
 		a := w.actor
-		n.stepDirect(direct.Listening[*proc]{Worker: w, Addr: addr, Hosts: a != nil && a.w == w, Actor: n.directActor(a, ids.ActorID{})})
+		if n.stepDirect(direct.Listening[*proc]{Worker: w, Addr: addr, Hosts: a != nil && a.w == w, Actor: n.directActor(a, ids.ActorID{})}) {
+			n.step()
+		}
 		n.unlockFor(w)
 		return nil
 	case task.MsgPromise:
@@ -92,7 +94,9 @@ func (n *Node) handleDirect(w *proc, typ byte, d *wire.Dec) error {
 		return d.Err
 	}
 	n.mu.Lock()
-	n.stepDirect(ev)
+	if n.stepDirect(ev) {
+		n.step()
+	}
 	n.unlockFor(w)
 	return nil
 }
@@ -128,10 +132,11 @@ func (n *Node) directActor(a *actor, id ids.ActorID) direct.Actor[*proc] {
 	return direct.Actor[*proc]{ID: a.id, Direct: directable(a), Worker: a.w, Up: a.w != nil && a.w.Connected(), Constructed: constructed(a)}
 }
 
-// stepDirect steps the direct table and carries out its effects.
-func (n *Node) stepDirect(ev direct.Event) {
+// stepDirect steps the direct table and carries out its effects. It
+// reports whether a lease ended (the core has resources to hand out: the
+// caller steps it, unless it is in the middle of a worker's death).
+func (n *Node) stepDirect(ev direct.Event) (ended bool) {
 	n.direct.Step(ev)
-	ended := false
 	for _, e := range n.direct.Effects() {
 		switch e.Kind {
 		case direct.ReplyAddr:
@@ -160,9 +165,7 @@ func (n *Node) stepDirect(ev direct.Event) {
 				Message: "the worker that owned this result (a direct call's or a leased task's) died before it arrived", Cause: task.ErrWorkerDied})
 		}
 	}
-	if ended {
-		n.step()
-	}
+	return ended
 }
 
 // directable reports whether a's calls may bypass the driver: not when it
@@ -196,7 +199,7 @@ func newDirect(ob direct.Objects) *directTable {
 
 // ownerGone tells the direct table that worker w's process ended: the
 // leases it owned end and its promises break.
-func (n *Node) ownerGone(w *proc) { n.stepDirect(direct.Gone[*proc]{Worker: w}) }
+func (n *Node) ownerGone(w *proc) { _ = n.stepDirect(direct.Gone[*proc]{Worker: w}) }
 
 // leaseOrphaned reports whether p, a task the core orphaned, is a lease
 // (its worker died); the owner resends what had no result through the
