@@ -78,6 +78,8 @@ type ActorInfo struct {
 	State   string `json:"state"`
 	Worker  int    `json:"worker"`
 	Pending int    `json:"pending"`
+	// DirectCallers: actors that call it directly (not in Pending).
+	DirectCallers int `json:"direct_callers"`
 }
 
 // ErrorInfo is one failed task, with the remote stack when it panicked.

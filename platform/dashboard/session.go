@@ -39,7 +39,7 @@ func (SessionRuntime) Snapshot(context.Context) (*Snapshot, error) {
 	}
 	s.Actors = make([]ActorInfo, len(ns.Actors))
 	for i, a := range ns.Actors {
-		s.Actors[i] = ActorInfo{ID: a.ID.String(), Type: a.Type, State: a.State, Worker: a.Worker, Pending: a.Pending}
+		s.Actors[i] = ActorInfo{ID: a.ID.String(), Type: a.Type, State: a.State, Worker: a.Worker, Pending: a.Pending, DirectCallers: a.DirectCallers}
 	}
 	sort.Slice(s.Actors, func(i, j int) bool { return s.Actors[i].ID < s.Actors[j].ID })
 	for _, e := range gray.Errors() {

@@ -256,6 +256,9 @@ func TestDirectActorCallsBypassTheDriver(t *testing.T) {
 	if p := actorState(t, s, log).Pending; p != 0 {
 		t.Errorf("the driver counts %d calls of the callee pending; direct calls should not pass through it", p)
 	}
+	if n := actorState(t, s, log).DirectCallers; n != 1 {
+		t.Errorf("the state shows %d direct callers of the callee, want 1 (its calls bypass the driver)", n)
+	}
 	g.open(t)
 	res, err := gray.Get(ctx, dCallerFinish.Remote(c))
 	if err != nil {

@@ -1,61 +1,28 @@
 package node
 
 import (
-	"strings"
+	"fmt"
 
+	"github.com/gray-ml/gray/runtime/direct"
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
 	"github.com/gray-ml/gray/runtime/wire"
 )
 
-// Direct actor calls: the driver's part (the worker's is
-// runtime/worker/direct.go). An actor's worker that calls another actor
-// asks here once where the callee takes direct calls (MsgActorAddr); the
-// driver asks the callee's worker to listen (MsgDirectListen, once per
-// actor) and answers once the actor is constructed and its address known.
-// Calls and results then bypass the driver, so its lock sees none of them.
-//
-// Only actors whose calls the driver need not see are called directly:
-// not one that may be restarted (its replay log is kept here, restart.go),
-// nor one that checkpoints. The answer "" sends the caller through the
-// driver, for good: switching paths later could reorder its calls.
+// Direct actor calls and leases for nested tasks: the driver's wiring.
+// runtime/direct decides (who holds which lease, when a caller gets an
+// actor's address, which promises break); here its messages are decoded
+// into its events and its effects carried out. The workers' side is
+// runtime/worker (direct.go, lease.go).
 
-// directTable is the driver's state of direct calls, under Node.mu.
-type directTable struct {
-	actors map[ids.ActorID]*directActor
-	// Leases for nested tasks (lease.go): by leased worker, and by the
-	// core's task that stands for each.
-	leased map[sched.WorkerID]*lease
-	leases map[*pending]*lease
-	// promised are the objects each worker said it will put (MsgPromise).
-	promised map[*proc]*promises
-}
+// directTable is the node's runtime/direct table.
+type directTable = direct.Table[*proc, *pending]
 
-// promises are the results a worker owns and promised to put, by the
-// number of sweeps before the promise came.
-type promises struct {
-	ids     map[ids.ObjectID]int
-	sweeps  int
-	sweepAt int // len(ids) that starts the next sweep
-}
-
-// directActor is what the driver knows of one actor's direct address.
-type directActor struct {
-	addr    string // where its worker listens ("": it could not)
-	asked   bool   // MsgDirectListen was sent to its worker
-	said    bool   // the worker answered it (MsgDirectAddr)
-	waiters []directWaiter
-}
-
-// directWaiter is a caller waiting for the address.
-type directWaiter struct {
-	w   *proc
-	rid uint64
-}
-
-// handleDirect decodes the messages of direct calls from worker w.
+// handleDirect decodes the messages of direct calls and leases from
+// worker w.
 func (n *Node) handleDirect(w *proc, typ byte, d *wire.Dec) error {
+	var ev direct.Event
 	switch typ {
 	case task.MsgActorAddr:
 		rid := d.Uvarint()
@@ -65,112 +32,151 @@ func (n *Node) handleDirect(w *proc, typ byte, d *wire.Dec) error {
 			return d.Err
 		}
 		n.mu.Lock()
-		n.lookupDirect(w, rid, id)
+		n.stepDirect(direct.Ask[*proc]{Caller: w, Req: rid, Actor: n.directActor(n.actors[id], id)})
 		n.unlockFor(w)
+		return nil
 	case task.MsgDirectAddr:
 		addr := d.String()
 		if d.Err != nil {
 			return d.Err
 		}
 		n.mu.Lock()
-		if n.leaseAddr(w, addr) {
-			// a leased worker (lease.go)
-		} else if a := w.actor; a != nil && a.w == w {
-			st := n.directOf(a)
-			st.addr, st.said = addr, true
-			n.answerDirect(a)
+		a := w.actor
+		if n.stepDirect(direct.Listening[*proc]{Worker: w, Addr: addr, Hosts: a != nil && a.w == w, Actor: n.directActor(a, ids.ActorID{})}) {
+			n.step()
 		}
 		n.unlockFor(w)
+		return nil
 	case task.MsgPromise:
-		on := d.Byte() == 1
+		what := d.Byte()
 		var id ids.ObjectID
 		d.Fixed(id[:])
-		if d.Err != nil {
-			return d.Err
+		ev = direct.Promise[*proc]{Worker: w, Object: id, On: what == task.PromiseOn}
+		if what == task.PromisePublished {
+			ev = direct.Published{Object: id}
 		}
-		n.mu.Lock()
-		n.promise(w, id, on)
-		n.unlockFor(w)
 	case task.MsgDirectReadsDone:
 		n.mu.Lock()
 		n.unpinReads(w)
 		n.unlockFor(w)
-	case task.MsgLease, task.MsgLeaseReturn, task.MsgOwnerBlocked, task.MsgOwnerUnblocked:
-		return n.handleLease(w, typ, d)
+		return nil
+	case task.MsgLease:
+		rid := d.Uvarint()
+		res := task.DecodeResources(d)
+		if d.Err != nil || res == nil {
+			return fmt.Errorf("malformed lease request: %w", d.Err)
+		}
+		n.mu.Lock()
+		n.grantLease(w, rid, res)
+		n.unlockFor(w)
+		return nil
+	case task.MsgLeaseReturn:
+		ev = direct.Returned[*proc]{Owner: w, ID: sched.WorkerID(d.Uvarint())}
+	case task.MsgOwnerBlocked, task.MsgOwnerUnblocked:
+		n.mu.Lock()
+		if w.actor == nil { // an actor keeps its resources, as in a Get
+			if typ == task.MsgOwnerBlocked {
+				n.core.Block(w.id, n.core.Epoch(w.id))
+			} else {
+				// The task goes on at once; if its CPUs are still lent,
+				// the books take them back when free (Resume), a short
+				// oversubscription, as in Ray.
+				n.core.Unblock(w.id, n.core.Epoch(w.id))
+			}
+			n.step()
+		}
+		n.unlockFor(w)
+		return nil
+	default:
+		return nil
 	}
+	if d.Err != nil {
+		return d.Err
+	}
+	n.mu.Lock()
+	if n.stepDirect(ev) {
+		n.step()
+	}
+	n.unlockFor(w)
 	return nil
 }
 
-// directOf returns a's entry in the table, making it.
-func (n *Node) directOf(a *actor) *directActor {
-	if n.direct.actors == nil {
-		n.direct.actors = map[ids.ActorID]*directActor{}
-	}
-	st := n.direct.actors[a.id]
-	if st == nil {
-		st = &directActor{}
-		n.direct.actors[a.id] = st
-	}
-	return st
-}
-
-// lookupDirect registers w's question about actor id and answers it if it
-// can now.
-func (n *Node) lookupDirect(w *proc, rid uint64, id ids.ActorID) {
-	a := n.actors[id]
-	if a == nil || !directable(a) {
-		n.replyDirect(w, rid, "")
+// grantLease asks the scheduling core for a lease for owner's request rid.
+func (n *Node) grantLease(owner *proc, rid uint64, res *task.Resources) {
+	if n.closed || owner.dead {
+		n.stepDirect(direct.Refused[*proc]{Owner: owner, Req: rid})
 		return
 	}
-	st := n.directOf(a)
-	st.waiters = append(st.waiters, directWaiter{w: w, rid: rid})
-	n.answerDirect(a)
+	p := &pending{spec: &task.Spec{ID: ids.Root(0, false), Kind: task.KindFunc, Func: "(lease of " + owner.name + ")"}}
+	id, ok := n.core.Lease(p, res)
+	if !ok {
+		n.stepDirect(direct.Refused[*proc]{Owner: owner, Req: rid})
+		return
+	}
+	w := n.workers[id]
+	n.stepDirect(direct.Granted[*proc, *pending]{Owner: owner, Req: rid, Lease: p, ID: id, Worker: w, Up: w != nil && !w.dead})
 }
 
-// directable reports whether a's calls may bypass the driver.
+// answerDirect tells the direct table that actor a changed: its worker
+// connected or returned a result, or it died.
+func (n *Node) answerDirect(a *actor) {
+	n.stepDirect(direct.Changed[*proc]{Actor: n.directActor(a, a.id)})
+}
+
+// directActor is what the direct table is told of actor a (nil: unknown,
+// id).
+func (n *Node) directActor(a *actor, id ids.ActorID) direct.Actor[*proc] {
+	if a == nil {
+		return direct.Actor[*proc]{ID: id}
+	}
+	return direct.Actor[*proc]{ID: a.id, Direct: directable(a), Worker: a.w, Up: a.w != nil && a.w.Connected(), Constructed: constructed(a)}
+}
+
+// stepDirect steps the direct table and carries out its effects. It
+// reports whether a lease ended (the core has resources to hand out: the
+// caller steps it, unless it is in the middle of a worker's death).
+func (n *Node) stepDirect(ev direct.Event) (ended bool) {
+	n.direct.Step(ev)
+	for _, e := range n.direct.Effects() {
+		switch e.Kind {
+		case direct.ReplyAddr:
+			_ = n.append(e.To, task.MsgActorAddrReply, func(b []byte) []byte {
+				b = wire.AppendUvarint(b, e.Req)
+				return wire.AppendString(b, e.Addr)
+			})
+		case direct.Listen:
+			_ = n.append(e.To, task.MsgDirectListen, nil)
+		case direct.ReplyLease:
+			_ = n.append(e.To, task.MsgLeaseReply, func(b []byte) []byte {
+				b = wire.AppendUvarint(b, e.Req)
+				b = wire.AppendUvarint(b, uint64(e.ID))
+				return wire.AppendString(b, e.Addr)
+			})
+		case direct.EndLease:
+			if run, ok := n.core.Running(e.ID); ok && run == e.Lease {
+				n.waits.TaskEnded(e.ID) // a Get of a leased task outlived the lease
+				n.core.TaskDone(e.ID, false)
+			}
+			ended = true
+		case direct.Claim:
+			n.ob.Contain(e.Object, e.Children)
+		case direct.Break:
+			n.ob.BreakPromise(e.Object, &task.TaskError{Function: "(owned result)", Worker: e.To.name,
+				Message: "the worker that owned this result (a direct call's or a leased task's) died before it arrived", Cause: task.ErrWorkerDied})
+		}
+	}
+	return ended
+}
+
+// directable reports whether a's calls may bypass the driver: not when it
+// is dead or draining, may be restarted (its replay log is the driver's,
+// restart.go) or checkpoints.
 func directable(a *actor) bool {
 	if a.Dead() || a.Draining() || a.Restartable() {
 		return false
 	}
 	e, err := task.Lookup(a.typ)
 	return err == nil && e.CheckpointInterval == 0
-}
-
-// answerDirect answers the callers waiting for a's address when it can:
-// once a's worker is connected and has run its creation task, and has
-// said where it listens. It runs on each event that may allow that: a
-// question, the worker's address, each result of a's worker (its
-// constructor's among them) and a's death.
-func (n *Node) answerDirect(a *actor) {
-	st := n.direct.actors[a.id]
-	if st == nil {
-		return
-	}
-	if a.Dead() || !directable(a) {
-		for _, q := range st.waiters {
-			n.replyDirect(q.w, q.rid, "")
-		}
-		delete(n.direct.actors, a.id)
-		return
-	}
-	if len(st.waiters) == 0 || a.w == nil || !a.w.Connected() {
-		return
-	}
-	if !st.asked {
-		st.asked = true
-		_ = n.append(a.w, task.MsgDirectListen, nil)
-	}
-	if !st.said || !constructed(a) {
-		return
-	}
-	for _, q := range st.waiters {
-		addr := st.addr
-		if !strings.HasPrefix(addr, "tcp:") && q.w.node != a.w.node {
-			addr = "" // a Unix socket on another machine
-		}
-		n.replyDirect(q.w, q.rid, addr)
-	}
-	st.waiters = nil
 }
 
 // constructed reports whether a's worker has run its creation task: no
@@ -186,62 +192,36 @@ func constructed(a *actor) bool {
 	return true
 }
 
-// replyDirect answers request rid of worker w with addr.
-func (n *Node) replyDirect(w *proc, rid uint64, addr string) {
-	if w.dead {
-		return
-	}
-	_ = n.append(w, task.MsgActorAddrReply, func(b []byte) []byte {
-		b = wire.AppendUvarint(b, rid)
-		return wire.AppendString(b, addr)
-	})
+// newDirect returns the node's direct table, which asks ob about objects.
+func newDirect(ob direct.Objects) *directTable {
+	return direct.New[*proc, *pending](directWorkers{}, ob)
 }
 
-// promise records (on) or withdraws worker w's promise to put object id.
-// Kept promises are swept once their count doubles: those put since, or
-// no longer awaited and older than the last sweep (a promise precedes the
-// message that claims the object, so a new one may be unclaimed yet).
-func (n *Node) promise(w *proc, id ids.ObjectID, on bool) {
-	ps := n.direct.promised[w]
-	if !on {
-		if ps != nil {
-			delete(ps.ids, id)
-		}
-		return
+// ownerGone tells the direct table that worker w's process ended: the
+// leases it owned end and its promises break.
+func (n *Node) ownerGone(w *proc) { _ = n.stepDirect(direct.Gone[*proc]{Worker: w}) }
+
+// leaseOrphaned reports whether p, a task the core orphaned, is a lease
+// (its worker died); the owner resends what had no result through the
+// driver.
+func (n *Node) leaseOrphaned(p *pending) bool {
+	if !n.direct.IsLease(p) {
+		return false
 	}
-	if w.dead {
-		return
-	}
-	if ps == nil {
-		if n.direct.promised == nil {
-			n.direct.promised = map[*proc]*promises{}
-		}
-		ps = &promises{ids: map[ids.ObjectID]int{}, sweepAt: 64}
-		n.direct.promised[w] = ps
-	}
-	ps.ids[id] = ps.sweeps
-	if len(ps.ids) < ps.sweepAt {
-		return
-	}
-	for x, at := range ps.ids {
-		if at < ps.sweeps && !n.ob.Promised(x) || n.ob.Stored(x) {
-			delete(ps.ids, x)
-		}
-	}
-	ps.sweeps++
-	ps.sweepAt = max(64, 2*len(ps.ids))
+	n.stepDirect(direct.Orphaned[*pending]{Lease: p})
+	return true
 }
 
-// promisesGone breaks the promises of worker w, whose process ended: what
-// waits for those objects gets an error.
-func (n *Node) promisesGone(w *proc) {
-	ps := n.direct.promised[w]
-	if ps == nil {
-		return
-	}
-	delete(n.direct.promised, w)
-	for id := range ps.ids {
-		n.ob.BreakPromise(id, &task.TaskError{Function: "(owned result)", Worker: w.name,
-			Message: "the worker that owned this result (a direct call's or a leased task's) died before it arrived", Cause: task.ErrWorkerDied})
-	}
+// contain records that object parent's value holds references to
+// children (MsgContain), unless it is a direct call's result freed before
+// this came (runtime/direct, contains.go).
+func (n *Node) contain(parent ids.ObjectID, children []ids.ObjectID) {
+	n.stepDirect(direct.Contain{Parent: parent, Children: children})
 }
+
+// directWorkers is what the direct table asks of the node's workers.
+type directWorkers struct{}
+
+func (directWorkers) Dead(w *proc) bool           { return w == nil || w.dead }
+func (directWorkers) ID(w *proc) sched.WorkerID   { return w.id }
+func (directWorkers) SameMachine(a, b *proc) bool { return a.node == b.node }

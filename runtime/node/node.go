@@ -22,7 +22,7 @@
 // objects.go (the glue to runtime/objects: the events the node feeds it,
 // the tasks and effects it hands back; the API's object calls are
 // objects.API's, embedded in the Node), direct.go (direct actor calls'
-// addresses), lease.go (leases for nested tasks), accounts.go and
+// addresses and leases for nested tasks: runtime/direct decides), accounts.go and
 // grants.go (resources, a cluster node's grant), restart.go (the restart
 // core's effects: actors recreated, their checkpoints), resubmit.go
 // (calls made again by a replay: runtime/resubmit decides), actors.go
@@ -141,7 +141,7 @@ type Node struct {
 	*objects.API[*pending]
 
 	remote *remoteState // nil outside a cluster
-	direct directTable  // where actors take direct calls (direct.go)
+	direct *directTable // leases, direct calls' addresses, promises (direct.go)
 
 	// lastExec is the local worker the last task or actor call was sent
 	// to: a Get of its result reads the answer itself (helpFor).
@@ -260,6 +260,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n.ob = objects.New(objects.Config[*pending]{Store: n.store, Shared: n.shared, Table: n.objs, Rec: n.rec,
 		Tasks: objectTasks{n}, Lock: n.mu.Lock, Unlock: n.unlock})
 	n.API = n.ob.API()
+	n.direct = newDirect(n.ob)
 	n.reqs = requests.New(requests.Config[*proc]{Waits: n.waits, Objects: n.ob, Store: n.store, Workers: askers{n},
 		Lock: n.mu.Lock, Unlock: n.unlock, Step: n.step, Done: n.done})
 	env := cfg.Env

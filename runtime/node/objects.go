@@ -166,7 +166,7 @@ func (n *Node) handleNested(w *proc, typ byte, d *wire.Dec) error {
 	}
 	n.mu.Lock()
 	if !n.closed && typ == task.MsgContain {
-		n.ob.Contain(parent, list)
+		n.contain(parent, list) // direct.go: a direct result's may come late
 	} else if !n.closed {
 		n.ob.Hold(workerHolder(w), list)
 	}

@@ -307,7 +307,7 @@ func (h *poolHandler) Gone(pw *pool.Worker, bad error) {
 		return
 	}
 	n.ob.WorkerGone(workerHolder(w))
-	n.ownerGone(w) // its leases (lease.go)
+	n.ownerGone(w) // its leases and promises (direct.go)
 	n.waits.WorkerGone(w.id)
 	if !w.Connected() && (w.actor == nil || !w.actor.Dead()) { // not an actor killed while starting
 		n.startFailed(w)

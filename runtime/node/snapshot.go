@@ -45,7 +45,7 @@ func (n *Node) Snapshot() state.Snapshot {
 		s.Tasks = append(s.Tasks, state.TaskState{ID: p.spec.ID, Func: p.spec.Func, State: state.TaskWaiting, Worker: -1})
 	})
 	for _, a := range n.actors {
-		as := state.ActorState{ID: a.id, Type: a.typ, State: "ALIVE", Worker: -1, Pending: len(a.Queued()) + len(a.Inflight())}
+		as := state.ActorState{ID: a.id, Type: a.typ, State: "ALIVE", Worker: -1, Pending: len(a.Queued()) + len(a.Inflight()), DirectCallers: n.direct.Callers(a.id)}
 		switch {
 		case a.Dead():
 			as.State = "DEAD"

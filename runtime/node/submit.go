@@ -209,7 +209,7 @@ type gone struct {
 // died with its worker), runs it again elsewhere.
 func (n *Node) orphaned(p *pending) {
 	if n.leaseOrphaned(p) {
-		return // its worker died; the owner resends the tasks (lease.go)
+		return // its worker died; the owner resends the tasks (direct.go)
 	}
 	ev := recovery.TaskLost[*pending]{Task: p, Why: "its worker is gone", Local: true} // no n.gone: never
 	if g := n.gone; g != nil && g.w == nil {

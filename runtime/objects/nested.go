@@ -51,6 +51,12 @@ func (k *Keeper[T]) Contain(parent ids.ObjectID, children []ids.ObjectID) {
 	}
 }
 
+// Contains reports whether object parent claims references inside it: a
+// Contain for it came, and it was not deleted since.
+func (k *Keeper[T]) Contains(parent ids.ObjectID) bool {
+	return k.objs.Count(objtable.ObjectHolder(parent)) > 0
+}
+
 // ReleaseChildren ends the claims of object parent on the references
 // inside it: it was deleted, or it is an actor's creation, whose return
 // is never stored, ending the claims its constructor's arguments held

@@ -54,5 +54,8 @@ type ActorState struct {
 	Type    string
 	State   string // ALIVE, PENDING (no worker yet) or DEAD
 	Worker  int    // -1 without one
-	Pending int    // calls queued or in flight
+	Pending int    // calls queued or in flight through the driver
+	// DirectCallers: the actors that were given its address and call it
+	// directly; their calls bypass the driver and are not in Pending.
+	DirectCallers int
 }

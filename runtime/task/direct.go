@@ -37,10 +37,21 @@ const EnvDirect = "GRAY_DIRECT_CALLS"
 // unless EnvDirect is "0".
 func DirectOn() bool { return os.Getenv(EnvDirect) != "0" }
 
-// MsgPromise (W→D: 1 or 0, object ID) says the worker owns result id of a
-// direct call or lease task that has not arrived yet, and will put it
-// (1), so a reference to it may leave the worker before it does; or that
-// it will not after all (0: the call went through the driver, which
-// stores the result itself). If the worker dies first, the driver stores
-// an error as the object for whoever waits for it.
+// MsgPromise (W→D: PromiseOn, PromiseOff or PromisePublished, object ID)
+// says the worker owns result id of a direct call or lease task that has
+// not arrived yet, and will put it (PromiseOn), so a reference to it may
+// leave the worker before it does; or that it will not after all
+// (PromiseOff: the call went through the driver, which stores the result
+// itself). If the worker dies first, the driver stores an error as the
+// object for whoever waits for it. PromisePublished follows the put of a
+// result whose values hold references: the callee's MsgContain for it,
+// sent on another connection, may come after it (runtime/direct,
+// contains.go).
 const MsgPromise byte = 100
+
+// The first byte of MsgPromise.
+const (
+	PromiseOff byte = iota
+	PromiseOn
+	PromisePublished
+)

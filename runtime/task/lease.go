@@ -6,7 +6,7 @@ import (
 	"github.com/gray-ml/gray/runtime/wire"
 )
 
-// Leases for nested tasks (runtime/worker/lease.go, runtime/node/lease.go):
+// Leases for nested tasks (runtime/worker/lease.go, runtime/direct):
 // a worker that submits function tasks asks the driver once for a lease on
 // an idle worker with the resources they need, then sends them to it as
 // MsgExec over a connection of its own (the direct calls' transport) and

@@ -92,6 +92,7 @@ type owned struct {
 	published bool           // put to the driver
 	promised  bool           // promised to the driver before it arrived (MsgPromise)
 	publish   bool           // publish on arrival (its value or arguments hold references)
+	contained bool           // its callee sent MsgContain for the call's returns
 	dropped   bool           // the program dropped it before it arrived
 	freed     bool           // the program freed it (gray.Free): obj says so
 	args      []ids.ObjectID // reference arguments held in the driver until the result (first return only)
@@ -337,6 +338,7 @@ func (dc *directCalls) arrived(id ids.ObjectID, obj task.Object, refs bool) {
 		o.obj = obj
 	}
 	o.publish = o.publish || refs
+	o.contained = refs
 	args := o.args
 	o.args = nil
 	pub, gone := o.publish, o.dropped

@@ -235,9 +235,14 @@ func (dc *directCalls) publish(id ids.ObjectID) {
 		return
 	}
 	o.published = true
-	obj := o.obj
+	obj, contained := o.obj, o.contained
 	dc.mu.Unlock()
 	_ = dc.w.Put(id, obj)
+	if contained {
+		// The callee's MsgContain for it travels on its own connection
+		// and may reach the driver after this put and a drop behind it.
+		dc.w.sendPromise(task.PromisePublished, id)
+	}
 }
 
 // unpromise withdraws the promise of owned result o (ID id), whose call
@@ -252,13 +257,17 @@ func (dc *directCalls) unpromise(id ids.ObjectID, o *owned) {
 
 // promise sends MsgPromise for id (on: it will be put; off: it will not).
 func (w *Worker) promise(id ids.ObjectID, on bool) {
+	what := task.PromiseOff
+	if on {
+		what = task.PromiseOn
+	}
+	w.sendPromise(what, id)
+}
+
+// sendPromise sends MsgPromise: what (task.PromiseOn...) of object id.
+func (w *Worker) sendPromise(what byte, id ids.ObjectID) {
 	_ = w.conn.Send(task.MsgPromise, func(b []byte) []byte {
-		if on {
-			b = append(b, 1)
-		} else {
-			b = append(b, 0)
-		}
-		return append(b, id[:]...)
+		return append(append(b, what), id[:]...)
 	})
 }
 

@@ -42,7 +42,7 @@ const runtimeView = {
       el("h3", {}, `Live tasks by function (${sum.tasks})`), table(["Function", "State", "Count"], (sum.task_groups || []).map(g => [g.func, g.state, g.count])),
       el("h3", {}, "Tasks"), el("div", { class: "bar" }, stateSel), table(["ID", "Function", "State", "Worker"], (tasks.items || []).map(t => [t.id, t.func, t.state, t.worker < 0 ? "–" : t.worker])), pager("taskPage", tasks, this.limit),
       el("h3", {}, `Actors (${sum.actors}: ${Object.entries(sum.actor_states).map(([k, v]) => k + " " + v).join(", ")})`),
-      table(["ID", "Type", "State", "Worker", "Pending calls", ""], (actors.items || []).map(a => [a.id, a.type, a.state, a.worker < 0 ? "–" : a.worker, a.pending, workerTools.killButton(a)])), pager("actorPage", actors, this.limit),
+      table(["ID", "Type", "State", "Worker", "Pending calls", "Direct callers", ""], (actors.items || []).map(a => [a.id, a.type, a.state, a.worker < 0 ? "–" : a.worker, a.pending, a.direct_callers || 0, workerTools.killButton(a)])), pager("actorPage", actors, this.limit),
       el("h3", {}, `Errors (${sum.errors})`), el("div", { id: "errors" }, ...(errors.items || []).map(e => el("div", { class: "box" },
         el("div", {}, el("strong", {}, e.function), " on " + e.worker + ": " + e.message), e.stack ? el("details", {}, el("summary", {}, "remote stack"), el("pre", {}, e.stack)) : null))),
       pager("errorPage", errors, 20));

@@ -1,0 +1,88 @@
+package direct
+
+import "github.com/gray-ml/gray/runtime/ids"
+
+// callee is what the table knows of one actor's direct address.
+type callee[W comparable] struct {
+	addr    string // where its worker listens ("": it could not)
+	asked   bool   // its worker was asked to listen (Listen)
+	said    bool   // its worker answered (Listening)
+	callers int    // callers answered with addr: they call it directly
+	waiters []waiter[W]
+}
+
+// waiter is a caller's request for the address, not answered yet.
+type waiter[W comparable] struct {
+	w   W
+	req uint64
+}
+
+// calleeOf returns actor id's entry, making it.
+func (t *Table[W, T]) calleeOf(id ids.ActorID) *callee[W] {
+	c := t.actors[id]
+	if c == nil {
+		c = &callee[W]{}
+		t.actors[id] = c
+	}
+	return c
+}
+
+// ask registers a caller's question and answers it if it can now; an
+// actor that cannot be called directly is answered "" at once.
+func (t *Table[W, T]) ask(e Ask[W]) {
+	if !e.Actor.Direct {
+		t.emit(Effect[W, T]{Kind: ReplyAddr, To: e.Caller, Req: e.Req})
+		return
+	}
+	c := t.calleeOf(e.Actor.ID)
+	c.waiters = append(c.waiters, waiter[W]{w: e.Caller, req: e.Req})
+	t.answer(e.Actor)
+}
+
+// answer answers the callers waiting for a's address when it can: once
+// a's worker is connected, has run its creation task and has said where
+// it listens. Callers of an actor no longer called directly are told to
+// go through the driver, and its entry goes.
+func (t *Table[W, T]) answer(a Actor[W]) {
+	c := t.actors[a.ID]
+	if c == nil {
+		return
+	}
+	if !a.Direct {
+		for _, q := range c.waiters {
+			t.emit(Effect[W, T]{Kind: ReplyAddr, To: q.w, Req: q.req})
+		}
+		delete(t.actors, a.ID)
+		return
+	}
+	if len(c.waiters) == 0 || !a.Up {
+		return
+	}
+	if !c.asked {
+		c.asked = true
+		t.emit(Effect[W, T]{Kind: Listen, To: a.Worker})
+	}
+	if !c.said || !a.Constructed {
+		return
+	}
+	for _, q := range c.waiters {
+		addr := c.addr
+		if !t.reaches(q.w, a.Worker, addr) {
+			addr = ""
+		} else if addr != "" {
+			c.callers++
+		}
+		t.emit(Effect[W, T]{Kind: ReplyAddr, To: q.w, Req: q.req, Addr: addr})
+	}
+	c.waiters = nil
+}
+
+// Callers returns how many callers were given actor id's address: their
+// calls to it bypass the driver (the state API shows the count, since the
+// driver sees none of those calls).
+func (t *Table[W, T]) Callers(id ids.ActorID) int {
+	if c := t.actors[id]; c != nil {
+		return c.callers
+	}
+	return 0
+}
