@@ -16,7 +16,9 @@ import (
 // driver's map gave them in.
 func TestBuilder(t *testing.T) {
 	root := ids.Root(1, true)
-	spec := func(i int) *task.Spec { return &task.Spec{ID: ids.Child(root, uint64(i)), Func: "f" + string(rune('0'+i))} }
+	spec := func(i int) *task.Spec {
+		return &task.Spec{ID: ids.Child(root, uint64(i)), Func: "f" + string(rune('0'+i))}
+	}
 	b := NewBuilder(func(s *task.Spec) *task.Spec { return s }, task.Resources{CPU: 4}, task.Resources{CPU: 1}, 1, 7)
 	b.Worker(WorkerState{ID: 3, Name: "worker 3"}, []*task.Spec{spec(1), spec(2), spec(3)})
 	b.Worker(WorkerState{ID: 1, Name: "worker 1"}, nil)
