@@ -17,10 +17,48 @@ import (
 	"github.com/gray-ml/gray"
 )
 
-var pidSlow = gray.Func0("test.pidSlow", func(ctx context.Context) (int, error) {
-	time.Sleep(300 * time.Millisecond)
+var pidOf = gray.Func0("test.pidOf", func(ctx context.Context) (int, error) {
 	return os.Getpid(), nil
 })
+
+// pidMet returns its worker's pid once n calls of it have started, each
+// marking dir with its pid: n calls submitted at once end only when each
+// runs on a worker of its own (none can end before the others start), so
+// their pids are n distinct workers. Calls that cannot all start at once
+// fail after 30 s, naming how many did.
+var pidMet = gray.Func2("test.pidMet", func(ctx context.Context, dir string, n int) (int, error) {
+	pid := os.Getpid()
+	if err := os.WriteFile(filepath.Join(dir, strconv.Itoa(pid)), nil, 0o644); err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		marks, err := os.ReadDir(dir)
+		if err != nil {
+			return 0, err
+		}
+		if len(marks) >= n {
+			return pid, nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("only %d of %d calls started on workers of their own: %w", len(marks), n, ctx.Err())
+		case <-time.After(time.Millisecond): // look again: the marks are files
+		}
+	}
+})
+
+// pidsOfTwoWorkers returns the pids of the two workers that ran two
+// pidMet calls at once.
+func pidsOfTwoWorkers(ctx context.Context) ([]int, error) {
+	dir, err := os.MkdirTemp("", "gray-met-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	return gray.GetAll(ctx, []gray.Ref[int]{pidMet.Remote(dir, 2), pidMet.Remote(dir, 2)})
+}
 
 var sleepy = gray.Func1("test.sleepy", func(ctx context.Context, pidFile string) (int, error) {
 	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
@@ -131,8 +169,8 @@ func TestOrphanDriver(t *testing.T) {
 	if err := gray.Init(ctx, gray.Options{NumCPUs: 2, NoGPUs: true}); err != nil {
 		t.Fatal(err)
 	}
-	// Two slow calls at once land on the two pool workers.
-	pids, err := gray.GetAll(ctx, []gray.Ref[int]{pidSlow.Remote(), pidSlow.Remote()})
+	// Two calls that meet run on the two pool workers.
+	pids, err := pidsOfTwoWorkers(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

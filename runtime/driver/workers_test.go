@@ -46,8 +46,8 @@ func liveChildren(t *testing.T) []int {
 	return pids
 }
 
-var slowParent = gray.Func0("test.slowParent", func(ctx context.Context) ([2]int, error) {
-	child, err := gray.Get(ctx, pidSlow.Remote())
+var pidParent = gray.Func0("test.pidParent", func(ctx context.Context) ([2]int, error) {
+	child, err := gray.Get(ctx, pidOf.Remote())
 	return [2]int{os.Getpid(), child}, err
 })
 
@@ -58,16 +58,16 @@ func TestIdleSpareWorkersAreReaped(t *testing.T) {
 		t.Skip("needs /proc")
 	}
 	ctx := start(t, gray.Options{NumCPUs: 1})
-	if _, err := gray.Get(ctx, pidSlow.Remote()); err != nil { // the pool is up
+	if _, err := gray.Get(ctx, pidOf.Remote()); err != nil { // the pool is up
 		t.Fatal(err)
 	}
 	base := len(liveChildren(t))
 	if base != 1 {
 		t.Fatalf("%d workers with 1 CPU, want 1", base)
 	}
-	// The parent blocks in Get on a slow child; with one CPU and one
+	// The parent blocks in Get on its child; with one CPU and one
 	// worker, the child must run on a spare started for it.
-	got, err := gray.Get(ctx, slowParent.Remote())
+	got, err := gray.Get(ctx, pidParent.Remote())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestSIGINTDriver(t *testing.T) {
 		fail(err)
 	}
 	pids := func() string {
-		got, err := gray.GetAll(ctx, []gray.Ref[int]{pidSlow.Remote(), pidSlow.Remote()})
+		got, err := pidsOfTwoWorkers(ctx)
 		if err != nil {
 			fail(err)
 		}

@@ -10,7 +10,6 @@ import (
 	"github.com/gray-ml/gray/runtime/recovery"
 	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
-	"github.com/gray-ml/gray/runtime/wire"
 )
 
 // The node's glue to its objects part (runtime/objects, Node.ob): on an
@@ -108,10 +107,26 @@ func workerHolder(w *proc) objtable.Holder                            { return o
 func objWorker(w *proc) objects.Worker {
 	return objects.Worker{Holder: workerHolder(w), Name: w.name, Node: w.node}
 }
-func (n *Node) releaseOneKept(w *proc, id ids.ObjectID) {
-	if w.actor != nil {
-		n.ob.ReleaseOneKept(w.actor.id, id)
+
+// objSender is worker w as the sender of a message about objects, which
+// the Keeper carries out (objects.Keeper.Handle).
+type objSender struct {
+	n *Node
+	w *proc
+}
+
+func (s objSender) Worker() objects.Worker { return objWorker(s.w) }
+func (s objSender) Dead() bool             { return s.w.dead }
+func (s objSender) Unlock()                { s.n.unlockFor(s.w) }
+func (s objSender) Actor() (ids.ActorID, bool) {
+	if a := s.w.actor; a != nil {
+		return a.id, true
 	}
+	return ids.ActorID{}, false
+}
+func (s objSender) Reply(typ byte, fn func([]byte) []byte) { _ = s.n.append(s.w, typ, fn) }
+func (s objSender) Contain(parent ids.ObjectID, children []ids.ObjectID) {
+	s.n.contain(parent, children) // direct.go: a direct result's may come late
 }
 
 // retryPull runs task p again when its worker could not pull one of its
@@ -128,50 +143,6 @@ func (n *Node) sendLocate(w *proc, locs []objects.Location) {
 	if len(locs) > 0 {
 		_ = n.append(w, task.MsgLocate, func(b []byte) []byte { return objects.AppendLocate(b, locs) })
 	}
-}
-
-// reserve makes room in the shared-memory store for a task result that
-// worker w is about to write (MsgReserve) and answers with a
-// MsgReserveReply. The store is called without the node's lock.
-func (n *Node) reserve(w *proc, rid uint64, id ids.ObjectID, size int64) {
-	status, msg := n.ob.Reserve(id, size)
-	n.mu.Lock()
-	if status == task.ReserveOK {
-		if w.dead || n.closed {
-			n.ob.Abort(id)
-		} else {
-			n.ob.Reserved(workerHolder(w), id)
-		}
-	}
-	_ = n.append(w, task.MsgReserveReply, func(b []byte) []byte {
-		b = wire.AppendUvarint(b, rid)
-		b = append(b, status)
-		return wire.AppendString(b, msg)
-	})
-	n.unlockFor(w)
-}
-
-// handleNested decodes MsgHold and MsgContain from worker w.
-func (n *Node) handleNested(w *proc, typ byte, d *wire.Dec) error {
-	var parent ids.ObjectID
-	if typ == task.MsgContain {
-		d.Fixed(parent[:])
-	}
-	list := make([]ids.ObjectID, d.Count())
-	for i := range list {
-		d.Fixed(list[i][:])
-	}
-	if d.Err != nil {
-		return d.Err
-	}
-	n.mu.Lock()
-	if !n.closed && typ == task.MsgContain {
-		n.contain(parent, list) // direct.go: a direct result's may come late
-	} else if !n.closed {
-		n.ob.Hold(workerHolder(w), list)
-	}
-	n.unlockFor(w)
-	return nil
 }
 
 // The tasks' side (submit.go, restart.go).

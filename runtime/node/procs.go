@@ -146,35 +146,10 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 			n.stepRestart(restart.Adopted{Parent: w.actor.id, Child: s.ID})
 		}
 		n.unlockFor(w)
-	case task.MsgPut:
-		m, err := pool.DecodePut(payload)
-		if err != nil {
+	case task.MsgPut, task.MsgDrop, task.MsgFree, task.MsgReserve, task.MsgHold, task.MsgContain, task.MsgReleaseShared:
+		if err := n.ob.Handle(objSender{n, w}, typ, payload); err != nil {
 			return err
 		}
-		n.mu.Lock()
-		n.ob.PutFrom(objWorker(w), m.ID, m.Object)
-		n.unlockFor(w)
-	case task.MsgDrop, task.MsgFree:
-		n.mu.Lock()
-		err := pool.EachID(payload, func(id ids.ObjectID) {
-			switch {
-			case n.closed:
-			case typ == task.MsgDrop:
-				n.ob.Drop(workerHolder(w), id)
-			default:
-				n.ob.FreeNow(id)
-			}
-		})
-		n.unlockFor(w)
-		if err != nil {
-			return err
-		}
-	case task.MsgReserve:
-		m, err := pool.DecodeReserve(payload)
-		if err != nil {
-			return err
-		}
-		n.reserve(w, m.Req, m.ID, m.Size)
 	case task.MsgGet, task.MsgWait:
 		m, err := pool.DecodeRequest(typ, payload)
 		if err != nil {
@@ -205,25 +180,12 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 		if err := n.handleDirect(w, typ, &d); err != nil {
 			return err
 		}
-	case task.MsgReleaseShared:
-		var id ids.ObjectID
-		if err := pool.DecodeID(payload, id[:]); err != nil {
-			return err
-		}
-		n.mu.Lock()
-		n.releaseOneKept(w, id)
-		n.unlockFor(w)
 	case task.MsgCheckpoint:
 		m, err := pool.DecodeCheckpoint(payload)
 		if err != nil {
 			return err
 		}
 		n.checkpoint(w, m)
-	case task.MsgHold, task.MsgContain:
-		d := wire.Dec{B: payload}
-		if err := n.handleNested(w, typ, &d); err != nil {
-			return err
-		}
 	default:
 		return fmt.Errorf("unknown message type %d", typ)
 	}

@@ -136,13 +136,10 @@ func (n *Node) NodeGone(k sched.NodeID, why string) {
 	// ends with step), carried out once the recovery core knows what the
 	// node's death lost: its copies are gone, and what only it held is
 	// lost (or rebuilt when next needed), so the tasks run again fetch it
-	// again.
+	// again; the location table forgets the node last (ForgetNode).
 	n.core.RemoveNode(k)
 	orphans := n.core.Effects()
 	n.recover(recovery.NodeGone{Node: k, Why: why})
-	if t := n.remote.cfg.Locations; t != nil && name != "" {
-		t.ForgetNodeQueued(name) // after every earlier write about the node
-	}
 	for _, e := range orphans {
 		n.apply(e)
 	}

@@ -3,65 +3,41 @@ package node
 import (
 	"context"
 	"fmt"
-	"sort"
 
 	"github.com/gray-ml/gray/runtime/events"
 	"github.com/gray-ml/gray/runtime/objects"
 	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/state"
+	"github.com/gray-ml/gray/runtime/task"
 )
 
-// Snapshot copies the node's state under its lock. It costs time
-// proportional to the tasks and actors the node holds.
+// Snapshot copies the node's state under its lock (state.Builder says
+// how each record reads). It costs time proportional to the tasks and
+// actors the node holds.
 func (n *Node) Snapshot() state.Snapshot {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	s := state.Snapshot{Total: n.core.Total(), Available: n.core.Available(), Objects: n.store.Len(), Starting: n.core.Starting()}
+	b := state.NewBuilder(func(p *pending) *task.Spec { return p.spec }, n.core.Total(), n.core.Available(), n.core.Starting(), n.store.Len())
 	if n.shared != nil {
-		s.Shared = n.shared.Stats()
+		b.Shared(n.shared.Stats())
 	}
 	for _, w := range n.workers {
-		tasks := n.core.Sent(w.id)
-		ws := state.WorkerState{ID: int(w.id), Name: w.name, PID: w.PID()}
+		ws, sent := state.WorkerState{ID: int(w.id), Name: w.name, PID: w.PID()}, n.core.Sent(w.id)
 		if w.actor != nil {
-			ws.Actor = w.actor.typ
-			tasks = w.actor.Inflight()
+			ws.Actor, sent = w.actor.typ, w.actor.Inflight()
 		}
-		for i, p := range tasks {
-			st := state.TaskSent
-			if i == 0 {
-				st = state.TaskRunning
-				ws.Running = p.spec.Func
-			}
-			s.Tasks = append(s.Tasks, state.TaskState{ID: p.spec.ID, Func: p.spec.Func, State: st, Worker: int(w.id)})
-		}
-		ws.Queued = max(len(tasks)-1, 0)
-		s.Workers = append(s.Workers, ws)
+		b.Worker(ws, sent)
 	}
-	n.core.EachQueued(func(p *pending) {
-		s.Tasks = append(s.Tasks, state.TaskState{ID: p.spec.ID, Func: p.spec.Func, State: state.TaskQueued, Worker: -1})
-	})
-	n.ob.EachWaiting(func(p *pending) {
-		s.Tasks = append(s.Tasks, state.TaskState{ID: p.spec.ID, Func: p.spec.Func, State: state.TaskWaiting, Worker: -1})
-	})
+	n.core.EachQueued(func(p *pending) { b.Task(p, state.TaskQueued) })
+	n.ob.EachWaiting(func(p *pending) { b.Task(p, state.TaskWaiting) })
 	for _, a := range n.actors {
-		as := state.ActorState{ID: a.id, Type: a.typ, State: "ALIVE", Worker: -1, Pending: len(a.Queued()) + len(a.Inflight()), DirectCallers: n.direct.Callers(a.id)}
-		switch {
-		case a.Dead():
-			as.State = "DEAD"
-		case a.w == nil:
-			as.State = "PENDING"
-		}
+		worker := -1
 		if a.w != nil {
-			as.Worker = int(a.w.id)
+			worker = int(a.w.id)
 		}
-		for _, p := range a.Queued() {
-			s.Tasks = append(s.Tasks, state.TaskState{ID: p.spec.ID, Func: p.spec.Func, State: state.TaskQueued, Worker: -1})
-		}
-		s.Actors = append(s.Actors, as)
+		b.Actor(state.ActorState{ID: a.id, Type: a.typ, DirectCallers: n.direct.Callers(a.id)}, a.Dead(), worker, a.Queued(), len(a.Inflight()))
 	}
-	sort.Slice(s.Workers, func(i, j int) bool { return s.Workers[i].ID < s.Workers[j].ID })
-	return s
+	return b.Snapshot()
 }
 
 // Events is the node's task event recorder (nil when Config.Events was).

@@ -140,6 +140,7 @@ type fixture struct {
 	k      *Keeper[tk]
 	tasks  *fakeTasks
 	shared *objstore.Store
+	sender *fakeSender // the worker of the msg- events (messages_test.go)
 }
 
 func newFixture(t *testing.T, cluster bool) *fixture {
@@ -305,7 +306,7 @@ func (f *fixture) do(ev string) {
 	case "recorded":
 		f.tasks.log = append(f.tasks.log, fmt.Sprintf("recorded %d, kept %d, pins %d", k.Recorded(), k.KeptBy(actor), f.shared.Pins(StoreID(arg(1)))))
 	default:
-		if !f.doTasks(w) {
+		if !f.doTasks(w) && !f.doMessages(w) {
 			f.t.Fatalf("unknown event %q", ev)
 		}
 	}

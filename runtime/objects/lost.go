@@ -76,6 +76,10 @@ func (k *Keeper[T]) apply(e recovery.Effect[T]) {
 		}
 	case recovery.ReleaseCopies:
 		k.releaseCopies(e.ID, e.Nodes)
+	case recovery.ForgetNode:
+		if k.remote != nil && k.remote.locs != nil {
+			k.remote.locs.ForgetNodeQueued(e.Name)
+		}
 	default: // GiveUp, Rerun, Fail, StopSpawning, DropNode
 		k.tasks.Apply(e)
 	}

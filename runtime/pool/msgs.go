@@ -99,22 +99,6 @@ func AppendWaitReply(b []byte, id uint64, ready []bool) []byte {
 	return b
 }
 
-// EachID calls fn with each object ID of a MsgDrop or MsgFree, in order,
-// and returns the error of a payload cut short (fn has then seen the IDs
-// before the cut).
-func EachID(payload []byte, fn func(ids.ObjectID)) error {
-	d := wire.Dec{B: payload}
-	for range d.Count() {
-		var id ids.ObjectID
-		d.Fixed(id[:])
-		if d.Err != nil {
-			break
-		}
-		fn(id)
-	}
-	return d.Err
-}
-
 // DecodeTasks decodes a MsgGiveBack: the tasks a worker hands back.
 func DecodeTasks(payload []byte) (map[ids.TaskID]bool, error) {
 	d := wire.Dec{B: payload}
@@ -128,39 +112,8 @@ func DecodeTasks(payload []byte) (map[ids.TaskID]bool, error) {
 	return back, d.Err
 }
 
-// Put is a MsgPut: an object a worker's task put.
-type Put struct {
-	ID     ids.ObjectID
-	Object task.Object
-}
-
-// DecodePut decodes a MsgPut.
-func DecodePut(payload []byte) (Put, error) {
-	d := wire.Dec{B: payload}
-	var p Put
-	d.Fixed(p.ID[:])
-	p.Object = task.DecodeObject(&d)
-	return p, d.Err
-}
-
-// Reserve is a MsgReserve: room a task asks for to write a result into.
-type Reserve struct {
-	Req  uint64 // the worker's number for it, repeated in the reply
-	ID   ids.ObjectID
-	Size int64
-}
-
-// DecodeReserve decodes a MsgReserve.
-func DecodeReserve(payload []byte) (Reserve, error) {
-	d := wire.Dec{B: payload}
-	r := Reserve{Req: d.Uvarint()}
-	d.Fixed(r.ID[:])
-	r.Size = int64(d.Uvarint())
-	return r, d.Err
-}
-
-// DecodeID decodes a message that carries one ID (MsgKillActor's actor,
-// MsgReleaseShared's object) into dst.
+// DecodeID decodes a message that carries one ID (MsgKillActor's actor)
+// into dst.
 func DecodeID(payload, dst []byte) error {
 	d := wire.Dec{B: payload}
 	d.Fixed(dst)

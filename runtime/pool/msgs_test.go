@@ -54,10 +54,6 @@ func TestDecode(t *testing.T) {
 		{"wait", appendIDs(wire.AppendUvarint(wire.AppendUvarint(wire.AppendUvarint(nil, 8), 1), uint64(time.Second)), a, b),
 			func(p []byte) (any, error) { return DecodeRequest(task.MsgWait, p) },
 			Request{ID: 8, Wait: true, Need: 1, Timeout: time.Second, Objects: []ids.ObjectID{a, b}}, 0},
-		{"put", task.AppendObject(append([]byte(nil), a[:]...), &task.Object{Data: []byte("v")}),
-			func(p []byte) (any, error) { return DecodePut(p) }, Put{ID: a, Object: task.Object{Data: []byte("v")}}, 0},
-		{"reserve", wire.AppendUvarint(append(wire.AppendUvarint(nil, 3), b[:]...), 4096),
-			func(p []byte) (any, error) { return DecodeReserve(p) }, Reserve{Req: 3, ID: b, Size: 4096}, 0},
 		{"give back", append(wire.AppendUvarint(nil, 1), tid[:]...),
 			func(p []byte) (any, error) { return DecodeTasks(p) }, map[ids.TaskID]bool{tid: true}, 0},
 		{"checkpoint", wire.AppendBytes(append(append([]byte(nil), tid[:]...), 1), []byte("state")),
@@ -69,11 +65,6 @@ func TestDecode(t *testing.T) {
 			err := DecodeID(p, id[:])
 			return id, err
 		}, a, 0},
-		{"drop", appendIDs(nil, a, b), func(p []byte) (any, error) {
-			var got []ids.ObjectID
-			err := EachID(p, func(id ids.ObjectID) { got = append(got, id) })
-			return got, err
-		}, []ids.ObjectID{a, b}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := tc.decode(tc.payload)

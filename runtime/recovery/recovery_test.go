@@ -91,6 +91,8 @@ func show(e Effect[tk]) string {
 		return fmt.Sprintf("stop spawning after %d: %s", e.Count, e.Message)
 	case DropNode:
 		return fmt.Sprintf("drop node %d: %s", e.Node, e.Message)
+	case ForgetNode:
+		return fmt.Sprintf("forget node %d (%s)", e.Node, e.Name)
 	}
 	return fmt.Sprintf("effect %d", e.Kind)
 }
@@ -299,7 +301,7 @@ func TestObjectsOnNodes(t *testing.T) {
 			{Held{ID: q0, Node: 1}, []string{"locate q0 on 1: true"}},
 			{Held{ID: q0, Node: 2}, []string{"locate q0 on 2: true"}},
 			{Stored{ID: r, Lineage: fspec, Shared: true}, []string{"claim a for r"}},
-			{NodeGone{Node: 1, Why: "killed"}, []string{"orphaned put (gone true): node b died (killed)", "orphaned r (gone true): node b died (killed)"}},
+			{NodeGone{Node: 1, Why: "killed"}, []string{"orphaned put (gone true): node b died (killed)", "orphaned r (gone true): node b died (killed)", "forget node 1 (b)"}},
 			{Lost{ID: put, Why: "node b died (killed)", Gone: true, At: t0}, []string{"lose put: a put, owner died"}},
 			{Lost{ID: r, Why: "node b died (killed)", Gone: true, At: t0}, nil},
 			{Lost{ID: r, Why: "again", Gone: true, At: t0}, nil}, // counted once

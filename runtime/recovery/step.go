@@ -80,7 +80,8 @@ type NodeAdded struct {
 }
 
 // NodeGone: node Node died (Why). Its copies are gone; each object it
-// held is dropped as by HolderGone.
+// held is dropped as by HolderGone. Effects: those of HolderGone, then
+// ForgetNode.
 type NodeGone struct {
 	Node NodeID
 	Why  string
@@ -198,6 +199,9 @@ const (
 	StopSpawning
 	// DropNode takes Node out of the job (Message says why).
 	DropNode
+	// ForgetNode removes every entry of the location table for Node
+	// (Name), which died: after every earlier write about it.
+	ForgetNode
 )
 
 // Effect is one thing the shell must do, in the order given.
@@ -212,6 +216,7 @@ type Effect[T comparable] struct {
 	Object  task.Object
 	Err     *task.TaskError
 	Message string
+	Name    string
 	Worker  string
 	Holds   bool
 	Gone    bool
@@ -461,6 +466,9 @@ func (c *Core[T]) nodeGone(k NodeID, why string) {
 	slices.SortFunc(held, func(a, b ids.ObjectID) int { return slices.Compare(a[:], b[:]) })
 	for _, id := range held {
 		c.holderGone(id, k, fmt.Sprintf("node %s died (%s)", name, why), true)
+	}
+	if name != "" {
+		c.emit(Effect[T]{Kind: ForgetNode, Node: k, Name: name})
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 )
 
 // Leases for nested tasks, the owner's side (task.EnvLeases turns them on or
-// off; the driver's side is runtime/node/lease.go, the leased worker's
+// off; the driver's books are runtime/direct, the leased worker's
 // lease_callee.go). A worker that submits a function task asks the driver
 // once for a lease on an idle worker with the resources the task needs,
 // connects to it as a caller of direct actor calls does (direct.go), and
