@@ -87,9 +87,15 @@ func (r Ref[T]) String() string   { return "Ref(" + r.ID().String() + ")" }
 // newRef returns a driver's (or a worker's held) reference: the object is
 // dropped once no copy of it remains.
 func newRef[T any](s *session, id ObjectID) Ref[T] {
+	return Ref[T]{k: newKeep(s, id)}
+}
+
+// newKeep returns a record of its own, with its own finalizer (task
+// results in a burst share one per block instead: refblock.go).
+func newKeep(s *session, id ObjectID) *refKeep {
 	k := &refKeep{id: id, s: s}
 	runtime.SetFinalizer(k, dropRef)
-	return Ref[T]{k: k}
+	return k
 }
 
 // dropRef tells the backend that no copy of k's reference remains.
@@ -213,6 +219,7 @@ func Free[R AnyRef](ctx context.Context, refs ...R) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("gray: free: %w", err)
 	}
+	s.refs.consume()
 	if err := s.b.Free(oids); err != nil {
 		return fmt.Errorf("gray: free: %w", err)
 	}
@@ -332,6 +339,7 @@ func Get[T any](ctx context.Context, r Ref[T]) (T, error) {
 	if err != nil {
 		return zero, err
 	}
+	s.refs.consume()
 	objs, err := s.b.Get(ctx, []ObjectID{r.k.id})
 	if err != nil {
 		return zero, err
@@ -368,6 +376,7 @@ func GetAll[T any](ctx context.Context, rs []Ref[T]) ([]T, error) {
 		s = rsess
 		oids[i] = r.k.id
 	}
+	s.refs.consume()
 	objs, err := s.b.Get(ctx, oids)
 	if err != nil {
 		return nil, err
@@ -417,6 +426,7 @@ func Wait[R AnyRef](ctx context.Context, refs []R, numReturns int, timeout time.
 		seen[r.ID()] = i
 		oids[i] = r.ID()
 	}
+	s.refs.consume()
 	ok, err := s.b.Wait(ctx, oids, numReturns, timeout)
 	runtime.KeepAlive(refs)
 	if err != nil {

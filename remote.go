@@ -202,7 +202,7 @@ func ref[R any](c *call, i int) Ref[R] {
 	if c.s == nil { // c.err is ErrNotInitialized: a call needs a session
 		return sessionlessRef[R]()
 	}
-	return newRef[R](c.s, c.spec.Return(i))
+	return resultRef[R](c.s, c.spec.Return(i))
 }
 
 // decodeArg decodes argument i of fn into v.
