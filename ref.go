@@ -29,6 +29,15 @@ type AnyRef interface {
 // once the task producing it finishes. Refs are small values (one pointer):
 // copy them freely, pass them as task arguments, or put them inside other
 // values.
+//
+// An object is freed once no copy of its Ref remains (the driver learns it
+// when Go's garbage collector runs) and no task needs it, or at once by
+// Free. The results of a burst of calls (Remote calls with no Get, GetAll,
+// Wait or Free between them) past its first eight are released in blocks
+// of up to 63: such an object is freed once no reference of its block
+// remains, which spares the burst a finalizer per reference. A program
+// that keeps a few results of a burst of large results and drops the rest
+// keeps the rest's objects too until then: Free what it drops.
 type Ref[T any] struct {
 	k *refKeep // nil: the zero Ref
 }
@@ -41,8 +50,9 @@ type Ref[T any] struct {
 // object instead (refscan.go).
 //
 // A queued task's Ref costs this record alone (32 bytes, and the runtime's
-// finalizer record): the finalizer is one function for all of them, so
-// there is no closure per reference, and the Ref itself is a pointer.
+// 48-byte finalizer record, or in a burst a share of one per block of 63:
+// refblock.go): the finalizer is one function for all of them, so there is
+// no closure per reference, and the Ref itself is a pointer.
 type refKeep struct {
 	id    ObjectID
 	state atomic.Uint32 // refFreed, refEscaped, refNoSession
