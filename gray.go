@@ -145,6 +145,7 @@ type session struct {
 	capabilities
 	cluster bool // the driver is connected to a cluster
 	closed  atomic.Bool
+	refs    refRuns // records of task results' references (refblock.go)
 }
 
 // The process's session: gray's API is package-level, like Ray 0.2's, so

@@ -29,6 +29,15 @@ type AnyRef interface {
 // once the task producing it finishes. Refs are small values (one pointer):
 // copy them freely, pass them as task arguments, or put them inside other
 // values.
+//
+// An object is freed once no copy of its Ref remains (the driver learns it
+// when Go's garbage collector runs) and no task needs it, or at once by
+// Free. The results of a burst of calls (Remote calls with no Get, GetAll,
+// Wait or Free between them) past its first eight are released in blocks
+// of up to 63: such an object is freed once no reference of its block
+// remains, which spares the burst a finalizer per reference. A program
+// that keeps a few results of a burst of large results and drops the rest
+// keeps the rest's objects too until then: Free what it drops.
 type Ref[T any] struct {
 	k *refKeep // nil: the zero Ref
 }
@@ -41,8 +50,9 @@ type Ref[T any] struct {
 // object instead (refscan.go).
 //
 // A queued task's Ref costs this record alone (32 bytes, and the runtime's
-// finalizer record): the finalizer is one function for all of them, so
-// there is no closure per reference, and the Ref itself is a pointer.
+// 48-byte finalizer record, or in a burst a share of one per block of 63:
+// refblock.go): the finalizer is one function for all of them, so there is
+// no closure per reference, and the Ref itself is a pointer.
 type refKeep struct {
 	id    ObjectID
 	state atomic.Uint32 // refFreed, refEscaped, refNoSession
@@ -89,9 +99,15 @@ func (r Ref[T]) String() string { return "Ref(" + r.ID().String() + ")" }
 // newRef returns a driver's (or a worker's held) reference: the object is
 // dropped once no copy of it remains.
 func newRef[T any](s *session, id ObjectID) Ref[T] {
+	return Ref[T]{k: newKeep(s, id)}
+}
+
+// newKeep returns a record of its own, with its own finalizer (task
+// results in a burst share one per block instead: refblock.go).
+func newKeep(s *session, id ObjectID) *refKeep {
 	k := &refKeep{id: id, s: s}
 	runtime.SetFinalizer(k, dropRef)
-	return Ref[T]{k: k}
+	return k
 }
 
 // dropRef tells the backend that no copy of k's reference remains.
@@ -215,6 +231,7 @@ func Free[R AnyRef](ctx context.Context, refs ...R) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("gray: free: %w", err)
 	}
+	s.refs.consume()
 	if err := s.b.Free(oids); err != nil {
 		return fmt.Errorf("gray: free: %w", err)
 	}
@@ -334,6 +351,7 @@ func Get[T any](ctx context.Context, r Ref[T]) (T, error) {
 	if err != nil {
 		return zero, err
 	}
+	s.refs.consume()
 	objs, err := s.b.Get(ctx, []ObjectID{r.k.id})
 	if err != nil {
 		return zero, err
@@ -370,6 +388,7 @@ func GetAll[T any](ctx context.Context, rs []Ref[T]) ([]T, error) {
 		s = rsess
 		oids[i] = r.k.id
 	}
+	s.refs.consume()
 	objs, err := s.b.Get(ctx, oids)
 	if err != nil {
 		return nil, err
@@ -419,6 +438,7 @@ func Wait[R AnyRef](ctx context.Context, refs []R, numReturns int, timeout time.
 		seen[r.ID()] = i
 		oids[i] = r.ID()
 	}
+	s.refs.consume()
 	ok, err := s.b.Wait(ctx, oids, numReturns, timeout)
 	runtime.KeepAlive(refs)
 	if err != nil {

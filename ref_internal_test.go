@@ -3,6 +3,7 @@ package gray
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 	"unsafe"
@@ -51,4 +52,64 @@ func TestRemoteKeepsItsCallOnTheStack(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { allocProbe.Remote(7) }); n > 1 {
 		t.Fatalf("Remote before Init allocates %v times, want 1 (its Ref's record; the call builder escaped?)", n)
 	}
+}
+
+// The references of a run of calls: the first loneRefs get records of
+// their own, the rest fill blocks of blockRefs, and a Get, Wait or Free
+// starts a new run that shares no block with the last.
+func TestResultRefsShareBlocksWithinARun(t *testing.T) {
+	cases := []struct {
+		name   string
+		runs   []int // calls in each run; a consumption between runs
+		lone   int
+		blocks int
+	}{
+		{"one call", []int{1}, 1, 0},
+		{"a short run", []int{loneRefs}, loneRefs, 0},
+		{"one past the lone ones", []int{loneRefs + 1}, loneRefs, 1},
+		{"a full block", []int{loneRefs + blockRefs}, loneRefs, 1},
+		{"a second block", []int{loneRefs + blockRefs + 1}, loneRefs, 2},
+		{"calls consumed one by one", []int{1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 10, 0},
+		{"two bursts", []int{loneRefs + 2, loneRefs + 2}, 2 * loneRefs, 2},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := &session{}
+			s.closed.Store(true) // no backend: the finalizers drop nothing
+			var keeps []*refKeep
+			blocks := map[*refBlock]bool{}
+			lone := 0
+			for i, n := range c.runs {
+				if i > 0 {
+					s.refs.consume()
+				}
+				for j := range n {
+					id := ObjectID{byte(i), byte(j)}
+					k := s.refs.keep(s, id)
+					if k.id != id || k.s != s {
+						t.Fatalf("record %+v for %s", k, id)
+					}
+					if b := s.refs.open.Value(); b != nil && inBlock(b, k) {
+						blocks[b] = true
+					} else {
+						lone++
+					}
+					keeps = append(keeps, k)
+				}
+			}
+			if lone != c.lone || len(blocks) != c.blocks {
+				t.Fatalf("%d lone records and %d blocks, want %d and %d", lone, len(blocks), c.lone, c.blocks)
+			}
+			runtime.KeepAlive(keeps)
+		})
+	}
+}
+
+func inBlock(b *refBlock, k *refKeep) bool {
+	for i := range b.used {
+		if &b.keeps[i] == k {
+			return true
+		}
+	}
+	return false
 }

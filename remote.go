@@ -140,7 +140,12 @@ func addArg[A any](c *call, i int, x any) {
 		av = v
 	}
 	holdArgRefs(c, av)
-	enc, large, err := encodeLarge(c.s.sharedDir(), av)
+	var enc *codec.Encoding
+	var large bool
+	var err error
+	if mayBeLarge(av) { // a small value skips asking the store where it is
+		enc, large, err = encodeLarge(c.s.sharedDir(), av)
+	}
 	if err != nil {
 		c.err = fmt.Errorf("argument %d: %w", i+1, err)
 		return
@@ -202,7 +207,7 @@ func ref[R any](c *call, i int) Ref[R] {
 	if c.s == nil { // c.err is ErrNotInitialized: a call needs a session
 		return sessionlessRef[R]()
 	}
-	return newRef[R](c.s, c.spec.Return(i))
+	return resultRef[R](c.s, c.spec.Return(i))
 }
 
 // decodeArg decodes argument i of fn into v.

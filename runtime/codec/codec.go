@@ -66,6 +66,9 @@ func init() {
 // pointers, also inside interface-typed fields) are an error that names the
 // offending type.
 func Marshal(v any) ([]byte, error) {
+	if b, ok := marshalInt(v); ok {
+		return b, nil
+	}
 	if err := CheckValue(v); err != nil {
 		return nil, err
 	}
