@@ -40,14 +40,15 @@ func TestRatiosAlternateTheirLoops(t *testing.T) {
 	if err != nil || r <= 0 || r >= 1 {
 		t.Errorf("latency ratio of an empty step: %g, %v; want in (0, 1)", r, err)
 	}
-	// Work that counts 3 units per call against a floor that counts 1, at
-	// the same pace, is 3 times the floor's rate.
+	// Work that counts 3 units per millisecond it takes, against a floor
+	// that counts 1, is 3 times the floor's rate. Each counts by the time
+	// it really took, so a loaded machine's late wake-ups change both
+	// sides alike.
 	pace := func(units float64) func(time.Duration) (float64, error) {
 		return func(d time.Duration) (float64, error) {
-			return until(d, func() (float64, error) {
-				time.Sleep(time.Millisecond)
-				return units, nil
-			})
+			t0 := time.Now()
+			time.Sleep(d)
+			return units * float64(time.Since(t0)) / float64(time.Millisecond), nil
 		}
 	}
 	r, err = rateRatio(100*time.Millisecond, pace(3), pace(1))
