@@ -47,6 +47,7 @@ import (
 	"time"
 
 	"github.com/gray-ml/gray/runtime/actorq"
+	"github.com/gray-ml/gray/runtime/actors"
 	"github.com/gray-ml/gray/runtime/control"
 	"github.com/gray-ml/gray/runtime/events"
 	"github.com/gray-ml/gray/runtime/ids"
@@ -105,7 +106,6 @@ type Node struct {
 	cfg    Config
 	ctrl   control.Store
 	starts control.TaskStarts // ctrl, when it records where tasks run; else nil
-	ckpts  control.Checkpoints
 	root   ids.TaskID
 	count  atomic.Uint64 // tasks submitted by the driver
 	puts   atomic.Uint64 // objects put by the driver
@@ -129,9 +129,9 @@ type Node struct {
 	// rec decides what is rebuilt, run again or given up when something
 	// is lost (runtime/recovery).
 	rec *recovery.Core[*pending]
-	// rs decides which actors restart when their process or node dies,
-	// and what they replay (runtime/restart, glue in restart.go).
-	rs *restart.Core
+	// acts carries out what the actors' queues and the restart core
+	// decide (runtime/actors; the node's side in actors.go).
+	acts *actors.Driver[*pending, *actor]
 	// ob keeps the objects: their lifetimes, rebuilds and copies on other
 	// nodes (runtime/objects, glue in objects.go). store, shared, objs and
 	// rec are its parts, which the shell reads.
@@ -243,7 +243,6 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		epoch:   time.Now(),
 		ctrl:    cfg.Control,
 		starts:  taskStarts(cfg.Control),
-		ckpts:   cfg.Checkpoints,
 		root:    ids.Root(cfg.Seed, cfg.Seeded),
 		done:    make(chan struct{}),
 		store:   cfg.Store,
@@ -254,8 +253,8 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 
 		shared: cfg.Shared,
 		rec:    recovery.New[*pending](recovery.Limits{Cluster: cfg.Cluster != nil}),
-		rs:     restart.New(restart.Config{Cluster: cfg.Cluster != nil, NodeLoss: maxRetries}),
 	}
+	n.acts = actors.New[*pending, *actor](actorHost{n}, restart.New(restart.Config{Cluster: cfg.Cluster != nil, NodeLoss: maxRetries}), cfg.Checkpoints)
 	n.waits = sched.NewWaits[*request](n.core)
 	n.ob = objects.New(objects.Config[*pending]{Store: n.store, Shared: n.shared, Table: n.objs, Rec: n.rec,
 		Tasks: objectTasks{n}, Lock: n.mu.Lock, Unlock: n.unlock})
