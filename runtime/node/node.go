@@ -4,7 +4,7 @@
 // its objects part (runtime/objects, which keeps the object store's index,
 // the object table of runtime/objtable and the recovery core of
 // runtime/recovery, and on a cluster moves objects between nodes) and the
-// actor-restart core (runtime/restart), and their effects into messages
+// actors' driver (runtime/actors: their queues and restarts), and their effects into messages
 // and worker processes. Get and Wait requests are runtime/requests' (the
 // matching is sched.Waits'). The workers'
 // processes and connections are runtime/pool's: it starts them, serves
@@ -23,10 +23,10 @@
 // the tasks and effects it hands back; the API's object calls are
 // objects.API's, embedded in the Node), direct.go (direct actor calls'
 // addresses and leases for nested tasks: runtime/direct decides), accounts.go and
-// grants.go (resources, a cluster node's grant), restart.go (the restart
-// core's effects: actors recreated, their checkpoints), resubmit.go
+// grants.go (resources, a cluster node's grant), resubmit.go
 // (calls made again by a replay: runtime/resubmit decides), actors.go
-// (an actor's queue's effects: runtime/actorq decides), remote.go (a
+// (what runtime/actors, which drives the actors' queues and restarts,
+// has the node do: actors.Host), remote.go (a
 // cluster's nodes), snapshot.go (the state for inspection, a
 // runtime/state Snapshot), and backend.go (the API the root package calls).
 // runtime/README.md describes the threads, the locks and the route of a
