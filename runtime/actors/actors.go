@@ -54,21 +54,16 @@ type Host[C Call, A Actor[C]] interface {
 	Fail(c C, err *task.TaskError, quiet bool)
 	// ArgFailed fails c because one of its arguments failed.
 	ArgFailed(c C)
-	// Unsent takes back what c's arguments hold for it: it was never sent.
-	Unsent(c C)
 	// Died tells those who wait on a (its direct callers, the actor
 	// table) that it died of err.
 	Died(a A, err *task.TaskError)
-	// Free frees what dead actor a held: its objects kept and its
-	// resources. Stop then stops its process.
+	// Free frees the resources dead actor a held. Stop then stops its
+	// process.
 	Free(a A)
 	Stop(a A)
-	// Lineage claims (or, with claim false, releases) the arguments of s,
-	// a call in a replay log, so they can be rebuilt for the replay.
-	Lineage(s *task.Spec, claim bool)
-	// Unplace lets go of a's dead process before its restart: what its
-	// calls in flight held, and its objects kept. Place then asks for a
-	// new worker on the resources a holds.
+	// Unplace lets go of what a's calls in flight held in its dead
+	// process before its restart. Place then asks for a new worker on the
+	// resources a holds.
 	Unplace(a A)
 	Place(a A)
 	// Replay makes a call that runs s (the record of a call as submitted,
@@ -85,18 +80,34 @@ type Host[C Call, A Actor[C]] interface {
 	Kill(a A, why *task.TaskError)
 }
 
+// Objects is what the Driver asks of the objects' keeper
+// (objects.Keeper implements it).
+type Objects interface {
+	// ClaimLineage and ReleaseLineage claim and release the reference
+	// arguments of s, a task in a replay log, so they can be rebuilt for
+	// the replay.
+	ClaimLineage(s *task.Spec)
+	ReleaseLineage(s *task.Spec)
+	// Unsent takes back what the arguments of s hold for it: it was never
+	// sent.
+	Unsent(s *task.Spec)
+	// ReleaseKept releases the objects actor a's process kept.
+	ReleaseKept(a ids.ActorID)
+}
+
 // Driver carries out the decisions of the driver's actor queues and of
 // the restart core.
 type Driver[C Call, A Actor[C]] struct {
 	host  Host[C, A]
+	objs  Objects
 	rs    *restart.Core
 	ckpts control.Checkpoints
 }
 
-// New returns a Driver acting through host, with restart core rs and
-// checkpoints kept in ckpts.
-func New[C Call, A Actor[C]](host Host[C, A], rs *restart.Core, ckpts control.Checkpoints) *Driver[C, A] {
-	return &Driver[C, A]{host: host, rs: rs, ckpts: ckpts}
+// New returns a Driver acting through host and objs, with restart core
+// rs and checkpoints kept in ckpts.
+func New[C Call, A Actor[C]](host Host[C, A], objs Objects, rs *restart.Core, ckpts control.Checkpoints) *Driver[C, A] {
+	return &Driver[C, A]{host: host, objs: objs, rs: rs, ckpts: ckpts}
 }
 
 // Step feeds a's queue ev and carries out its effects.
@@ -110,7 +121,7 @@ func (d *Driver[C, A]) Step(a A, ev actorq.Event) {
 		case actorq.ArgFailed:
 			d.host.ArgFailed(e.Call)
 		case actorq.Unsent:
-			d.host.Unsent(e.Call)
+			d.objs.Unsent(e.Call.Spec())
 		case actorq.Died:
 			d.host.Died(a, e.Err)
 		case actorq.Fail:
@@ -143,6 +154,7 @@ func (d *Driver[C, A]) End(a A, why *task.TaskError) { d.Step(a, actorq.End{Why:
 
 // gone frees what dead actor a held and stops its process.
 func (d *Driver[C, A]) gone(a A) {
+	d.objs.ReleaseKept(a.ID())
 	d.host.Free(a)
 	// Dead for good: its log's claims end; the actors it created end
 	// with it when it allows no restarts.

@@ -67,6 +67,15 @@ func (h *host) Replay(a *actor, s *task.Spec, discard bool) *call {
 	h.say("replay %s discard=%t", s.Func, discard)
 	return &call{name: "again " + s.Func, spec: s, again: true}
 }
+
+// objects is the objects' keeper in the tests: it writes to h's log.
+type objects struct{ h *host }
+
+func (o objects) ClaimLineage(s *task.Spec)   { o.h.say("lineage %s claim=true", s.Func) }
+func (o objects) ReleaseLineage(s *task.Spec) { o.h.say("lineage %s claim=false", s.Func) }
+func (o objects) Unsent(s *task.Spec)         { o.h.say("unsent %s", s.Func) }
+func (o objects) ReleaseKept(a ids.ActorID)   { o.h.say("release-kept %s", o.h.actors[a].name) }
+
 func (h *host) Worker(a *actor) (string, bool) { return "worker-" + a.name, a.up }
 func (h *host) Report(e *task.TaskError)       { h.say("report %s: %s", e.Function, e.Message) }
 func (h *host) Kill(a *actor, why *task.TaskError) {
@@ -132,6 +141,7 @@ func TestDriver(t *testing.T) {
 			"kill A: it was killed",
 			"died A: it was killed",
 			"fail A.f quiet=true: actor A ",
+			"release-kept A",
 			"free A",
 			"stop A",
 		},
@@ -151,6 +161,7 @@ func TestDriver(t *testing.T) {
 			h.d.Lost(a, died, false, false)
 		},
 		want: []string{
+			"release-kept A",
 			"unplace A",
 			"replay A discard=false",
 			"replay A.f discard=true",
@@ -171,6 +182,7 @@ func TestDriver(t *testing.T) {
 		want: []string{
 			"died A: its worker process died; it was restarted once",
 			"fail again A.f quiet=false: actor A ",
+			"release-kept A",
 			"free A",
 			"lineage A claim=false",
 			"lineage A.f claim=false",
@@ -211,9 +223,11 @@ func TestDriver(t *testing.T) {
 		},
 		want: []string{
 			"died P: its worker process died",
+			"release-kept P",
 			"free P",
 			"kill C: the actor that created it (P) ended",
 			"died C: the actor that created it (P) ended",
+			"release-kept C",
 			"free C",
 			"stop C",
 			"stop P",
@@ -226,7 +240,7 @@ func TestDriver(t *testing.T) {
 				store = control.NewMemCheckpoints()
 			}
 			h := &host{actors: map[ids.ActorID]*actor{}}
-			h.d = New[*call, *actor](h, restart.New(restart.Config{}), store)
+			h.d = New[*call, *actor](h, objects{h}, restart.New(restart.Config{}), store)
 			tc.play(h)
 			// A line of want may stop short: the rest of the message
 			// (IDs, counts) is the cores' to word.

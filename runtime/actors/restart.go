@@ -24,9 +24,9 @@ func (d *Driver[C, A]) Restart(ev restart.Event) {
 	for _, e := range d.rs.Effects() {
 		switch e.Kind {
 		case restart.Claim:
-			d.host.Lineage(e.Spec, true)
+			d.objs.ClaimLineage(e.Spec)
 		case restart.Release:
-			d.host.Lineage(e.Spec, false)
+			d.objs.ReleaseLineage(e.Spec)
 		case restart.Restart:
 			if a, ok := d.host.Actor(e.Actor); ok {
 				d.restart(a, e)
@@ -109,6 +109,7 @@ func (d *Driver[C, A]) Replayed(a A, c C, worker string, failed *task.TaskError)
 // has the node ask for a new worker on the resources a holds (or anew,
 // when its node is gone). The queue is sent once the worker connects.
 func (d *Driver[C, A]) restart(a A, e restart.Effect) {
+	d.objs.ReleaseKept(a.ID()) // the dead process's kept mappings; the calls sent again hold them again
 	d.host.Unplace(a)
 	q := restart.Queue(e, a.Queued(), func(s *task.Spec, discard bool) C { return d.host.Replay(a, s, discard) })
 	d.Step(a, actorq.Requeue[C]{Queue: q})

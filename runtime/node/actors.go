@@ -133,17 +133,13 @@ func (h actorHost) Fail(p *pending, err *task.TaskError, quiet bool) {
 }
 
 func (h actorHost) ArgFailed(p *pending) { h.n.finishErr(p, argErr(p)) }
-func (h actorHost) Unsent(p *pending)    { h.n.ob.Unsent(p.spec) }
 
 func (h actorHost) Died(a *actor, err *task.TaskError) {
 	h.n.answerDirect(a) // its direct callers go through the driver
 	h.n.ctrl.ActorDied(a.id, err.Message)
 }
 
-func (h actorHost) Free(a *actor) {
-	h.n.ob.ReleaseKept(a.id)
-	h.n.core.ActorGone(a.id)
-}
+func (h actorHost) Free(a *actor) { h.n.core.ActorGone(a.id) }
 
 func (h actorHost) Stop(a *actor) {
 	if w := a.w; w != nil && !w.dead {
@@ -156,16 +152,7 @@ func (h actorHost) Stop(a *actor) {
 	h.n.step()
 }
 
-func (h actorHost) Lineage(s *task.Spec, claim bool) {
-	if claim {
-		h.n.ob.ClaimLineage(s)
-	} else {
-		h.n.ob.ReleaseLineage(s)
-	}
-}
-
 func (h actorHost) Unplace(a *actor) {
-	h.n.ob.ReleaseKept(a.id) // the dead process's kept mappings; the calls sent again hold them again
 	for _, p := range a.Inflight() {
 		h.n.unpinTask(p) // its call is in the replay, if it was a method call
 	}
