@@ -112,7 +112,9 @@ func (n *Node) Restarts(id ids.ActorID) (restarts, logged int) {
 }
 
 // actorHost is the node as runtime/actors acts through it
-// (actors.Host), under the node's lock.
+// (actors.Host), under the node's lock. Its methods are actors.Host's,
+// documented there; what runtime/actors asks of the objects goes to
+// objects.Keeper itself (actors.Objects).
 type actorHost struct{ n *Node }
 
 func (h actorHost) Actor(id ids.ActorID) (*actor, bool) {

@@ -86,7 +86,7 @@ type Config struct {
 	// Cluster, when not nil, lets tasks and actors run on other nodes of a
 	// cluster (see remote.go).
 	Cluster *ClusterConfig
-	// Checkpoints keeps actors' checkpoints (see restart.go); nil: a
+	// Checkpoints keeps actors' checkpoints (see runtime/actors); nil: a
 	// control.MemCheckpoints.
 	Checkpoints control.Checkpoints
 
@@ -164,7 +164,7 @@ type pending struct {
 	// record is a function task as submitted (reference arguments
 	// intact) on a node with a shared store: its lineage (often spec
 	// itself). The calls of an actor that may be restarted are recorded
-	// by the restart core (restart.go).
+	// by the restart core (runtime/actors drives it).
 	record *task.Spec
 	sent   int64 // when it was handed to a worker, in Config.Events' clock
 	// For calls of an actor that may be restarted: whether it is sent
@@ -210,7 +210,7 @@ type actor struct {
 	// Actor is its call queue: the calls not yet sent and those sent,
 	// whether it is dead, released (no handle remains), killed or
 	// restartable (its type allows restarts, so the restart core logs its
-	// calls: restart.go). Its effects are carried out in actors.go.
+	// calls: runtime/actors). Its effects are carried out by runtime/actors.
 	actorq.Actor[*pending]
 }
 

@@ -9,7 +9,7 @@ import (
 )
 
 // Submissions made again by a call or task that runs a second time: an
-// actor's calls replayed after a restart (restart.go), a task run again
+// actor's calls replayed after a restart (runtime/actors), a task run again
 // after its node died or to rebuild its results. runtime/resubmit decides
 // whether one is a repeat of the first run's; the node answers its
 // questions (submitFacts) and drops a repeat.
