@@ -4,8 +4,8 @@
 // its objects part (runtime/objects, which keeps the object store's index,
 // the object table of runtime/objtable and the recovery core of
 // runtime/recovery, and on a cluster moves objects between nodes) and the
-// actors' driver (runtime/actors: their queues and restarts), and their effects into messages
-// and worker processes. Get and Wait requests are runtime/requests' (the
+// actors' driver (runtime/actors: their queues and restarts), and their
+// effects into messages and worker processes. Get and Wait requests are runtime/requests' (the
 // matching is sched.Waits'). The workers'
 // processes and connections are runtime/pool's: it starts them, serves
 // their connections (calling the node's handler for each message, under
