@@ -189,3 +189,10 @@ func firstLine(e error) string {
 	line, _, _ := strings.Cut(e.Error(), "\n")
 	return line
 }
+
+// ID returns the actor's ID.
+func (a *Actor[T]) ID() ids.ActorID { return a.id }
+
+// Type returns the name of the actor's type (its creation task's
+// function), which its errors name.
+func (a *Actor[T]) Type() string { return a.typ }

@@ -170,7 +170,7 @@ func (n *Node) stepDirect(ev direct.Event) (ended bool) {
 
 // directable reports whether a's calls may bypass the driver: not when it
 // is dead or draining, may be restarted (its replay log is the driver's,
-// restart.go) or checkpoints.
+// runtime/actors) or checkpoints.
 func directable(a *actor) bool {
 	if a.Dead() || a.Draining() || a.Restartable() {
 		return false

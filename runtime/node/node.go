@@ -4,8 +4,8 @@
 // its objects part (runtime/objects, which keeps the object store's index,
 // the object table of runtime/objtable and the recovery core of
 // runtime/recovery, and on a cluster moves objects between nodes) and the
-// actor-restart core (runtime/restart), and their effects into messages
-// and worker processes. Get and Wait requests are runtime/requests' (the
+// actors' driver (runtime/actors: their queues and restarts), and their
+// effects into messages and worker processes. Get and Wait requests are runtime/requests' (the
 // matching is sched.Waits'). The workers'
 // processes and connections are runtime/pool's: it starts them, serves
 // their connections (calling the node's handler for each message, under
@@ -23,10 +23,10 @@
 // the tasks and effects it hands back; the API's object calls are
 // objects.API's, embedded in the Node), direct.go (direct actor calls'
 // addresses and leases for nested tasks: runtime/direct decides), accounts.go and
-// grants.go (resources, a cluster node's grant), restart.go (the restart
-// core's effects: actors recreated, their checkpoints), resubmit.go
+// grants.go (resources, a cluster node's grant), resubmit.go
 // (calls made again by a replay: runtime/resubmit decides), actors.go
-// (an actor's queue's effects: runtime/actorq decides), remote.go (a
+// (what runtime/actors, which drives the actors' queues and restarts,
+// has the node do: actors.Host), remote.go (a
 // cluster's nodes), snapshot.go (the state for inspection, a
 // runtime/state Snapshot), and backend.go (the API the root package calls).
 // runtime/README.md describes the threads, the locks and the route of a
@@ -47,6 +47,7 @@ import (
 	"time"
 
 	"github.com/gray-ml/gray/runtime/actorq"
+	"github.com/gray-ml/gray/runtime/actors"
 	"github.com/gray-ml/gray/runtime/control"
 	"github.com/gray-ml/gray/runtime/events"
 	"github.com/gray-ml/gray/runtime/ids"
@@ -85,7 +86,7 @@ type Config struct {
 	// Cluster, when not nil, lets tasks and actors run on other nodes of a
 	// cluster (see remote.go).
 	Cluster *ClusterConfig
-	// Checkpoints keeps actors' checkpoints (see restart.go); nil: a
+	// Checkpoints keeps actors' checkpoints (see runtime/actors); nil: a
 	// control.MemCheckpoints.
 	Checkpoints control.Checkpoints
 
@@ -105,7 +106,6 @@ type Node struct {
 	cfg    Config
 	ctrl   control.Store
 	starts control.TaskStarts // ctrl, when it records where tasks run; else nil
-	ckpts  control.Checkpoints
 	root   ids.TaskID
 	count  atomic.Uint64 // tasks submitted by the driver
 	puts   atomic.Uint64 // objects put by the driver
@@ -129,9 +129,9 @@ type Node struct {
 	// rec decides what is rebuilt, run again or given up when something
 	// is lost (runtime/recovery).
 	rec *recovery.Core[*pending]
-	// rs decides which actors restart when their process or node dies,
-	// and what they replay (runtime/restart, glue in restart.go).
-	rs *restart.Core
+	// acts carries out what the actors' queues and the restart core
+	// decide (runtime/actors; the node's side in actors.go).
+	acts *actors.Driver[*pending, *actor]
 	// ob keeps the objects: their lifetimes, rebuilds and copies on other
 	// nodes (runtime/objects, glue in objects.go). store, shared, objs and
 	// rec are its parts, which the shell reads.
@@ -164,7 +164,7 @@ type pending struct {
 	// record is a function task as submitted (reference arguments
 	// intact) on a node with a shared store: its lineage (often spec
 	// itself). The calls of an actor that may be restarted are recorded
-	// by the restart core (restart.go).
+	// by the restart core (runtime/actors drives it).
 	record *task.Spec
 	sent   int64 // when it was handed to a worker, in Config.Events' clock
 	// For calls of an actor that may be restarted: whether it is sent
@@ -210,7 +210,7 @@ type actor struct {
 	// Actor is its call queue: the calls not yet sent and those sent,
 	// whether it is dead, released (no handle remains), killed or
 	// restartable (its type allows restarts, so the restart core logs its
-	// calls: restart.go). Its effects are carried out in actors.go.
+	// calls: runtime/actors). Its effects are carried out by runtime/actors.
 	actorq.Actor[*pending]
 }
 
@@ -243,7 +243,6 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		epoch:   time.Now(),
 		ctrl:    cfg.Control,
 		starts:  taskStarts(cfg.Control),
-		ckpts:   cfg.Checkpoints,
 		root:    ids.Root(cfg.Seed, cfg.Seeded),
 		done:    make(chan struct{}),
 		store:   cfg.Store,
@@ -254,12 +253,12 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 
 		shared: cfg.Shared,
 		rec:    recovery.New[*pending](recovery.Limits{Cluster: cfg.Cluster != nil}),
-		rs:     restart.New(restart.Config{Cluster: cfg.Cluster != nil, NodeLoss: maxRetries}),
 	}
 	n.waits = sched.NewWaits[*request](n.core)
 	n.ob = objects.New(objects.Config[*pending]{Store: n.store, Shared: n.shared, Table: n.objs, Rec: n.rec,
 		Tasks: objectTasks{n}, Lock: n.mu.Lock, Unlock: n.unlock})
 	n.API = n.ob.API()
+	n.acts = actors.New[*pending, *actor](actorHost{n}, n.ob, restart.New(restart.Config{Cluster: cfg.Cluster != nil, NodeLoss: maxRetries}), cfg.Checkpoints)
 	n.direct = newDirect(n.ob)
 	n.reqs = requests.New(requests.Config[*proc]{Waits: n.waits, Objects: n.ob, Store: n.store, Workers: askers{n},
 		Lock: n.mu.Lock, Unlock: n.unlock, Step: n.step, Done: n.done})

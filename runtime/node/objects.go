@@ -145,7 +145,7 @@ func (n *Node) sendLocate(w *proc, locs []objects.Location) {
 	}
 }
 
-// The tasks' side (submit.go, restart.go).
+// The tasks' side (submit.go, actors.go).
 
 // refetchArgs prepares task p, which is to run again, when one of the
 // shared arguments it was sent is lost (or always, with force): its

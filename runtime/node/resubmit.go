@@ -9,7 +9,7 @@ import (
 )
 
 // Submissions made again by a call or task that runs a second time: an
-// actor's calls replayed after a restart (restart.go), a task run again
+// actor's calls replayed after a restart (runtime/actors), a task run again
 // after its node died or to rebuild its results. runtime/resubmit decides
 // whether one is a repeat of the first run's; the node answers its
 // questions (submitFacts) and drops a repeat.
@@ -45,7 +45,7 @@ func (f *submitFacts) Rebuilding() bool   { return f.n.rec.Rebuilding(f.s.ID) }
 func (f *submitFacts) TargetHere() bool   { return f.n.actors[f.s.Actor()] != nil }
 func (f *submitFacts) Again() bool        { return f.n.reexecuting(f.w) }
 func (f *submitFacts) Held() bool         { return f.n.callKnown(f.n.actors[f.s.Actor()], f.s) }
-func (f *submitFacts) Logged() bool       { return f.w.actor != nil && f.n.rs.Logged(f.s.Actor(), f.s.ID) }
+func (f *submitFacts) Logged() bool       { return f.w.actor != nil && f.n.acts.Logged(f.s.Actor(), f.s.ID) }
 
 func (f *submitFacts) Stored() (stored, lost bool) {
 	o, ok := f.n.store.Get(f.s.Return(0))

@@ -309,11 +309,7 @@ func (n *Node) Kill(id ids.ActorID) error {
 		n.unlock()
 		return fmt.Errorf("gray: kill: actor %s is unknown in this session", id)
 	}
-	// Killed on purpose: its calls' references hold ErrActorDead, but
-	// that is no failure to print or list.
-	n.quiet = true
-	n.stepActor(a, actorq.Kill{Why: &task.TaskError{Function: a.typ, Message: "it was killed", Cause: task.ErrActorDead}})
-	n.quiet = false
+	n.killQuietly(a, &task.TaskError{Function: a.typ, Message: "it was killed", Cause: task.ErrActorDead})
 	n.unlock()
 	n.flushErrors()
 	return nil

@@ -1,0 +1,256 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/gray-ml/gray/runtime/actorq"
+	"github.com/gray-ml/gray/runtime/control"
+	"github.com/gray-ml/gray/runtime/ids"
+	"github.com/gray-ml/gray/runtime/restart"
+	"github.com/gray-ml/gray/runtime/task"
+)
+
+// The tests play the node with a host that writes down each action the
+// Driver asks of it, one a line, and compare those lines: what a killed
+// actor's calls get, the order an actor is freed in, what a restart queues
+// and asks for, a failed checkpoint, the actors ended with their creator.
+// No process is involved.
+
+var root = ids.Root(1, true)
+
+// call is the node's record of an actor's task in the tests.
+type call struct {
+	name  string
+	spec  *task.Spec
+	again bool
+}
+
+func (c *call) Spec() *task.Spec { return c.spec }
+func (c *call) Again() bool      { return c.again }
+func (c *call) Kind() task.Kind  { return c.spec.Kind }
+
+// actor is the node's record of an actor in the tests.
+type actor struct {
+	name string
+	up   bool // its worker is connected
+	actorq.Actor[*call]
+}
+
+// host is the node in the tests: its actors by ID, and the log of what
+// the Driver asked of it.
+type host struct {
+	d      *Driver[*call, *actor]
+	actors map[ids.ActorID]*actor
+	log    []string
+	n      uint64
+}
+
+func (h *host) say(format string, args ...any) { h.log = append(h.log, fmt.Sprintf(format, args...)) }
+
+func (h *host) Actor(id ids.ActorID) (*actor, bool) { a, ok := h.actors[id]; return a, ok }
+func (h *host) Send(a *actor, c *call)              { h.say("send %s %s", a.name, c.name) }
+func (h *host) Fail(c *call, err *task.TaskError, quiet bool) {
+	h.say("fail %s quiet=%t: %s", c.name, quiet, err.Message)
+}
+func (h *host) ArgFailed(c *call)                  { h.say("arg-failed %s", c.name) }
+func (h *host) Unsent(c *call)                     { h.say("unsent %s", c.name) }
+func (h *host) Died(a *actor, err *task.TaskError) { h.say("died %s: %s", a.name, err.Message) }
+func (h *host) Free(a *actor)                      { h.say("free %s", a.name) }
+func (h *host) Stop(a *actor)                      { h.say("stop %s", a.name) }
+func (h *host) Lineage(s *task.Spec, claim bool)   { h.say("lineage %s claim=%t", s.Func, claim) }
+func (h *host) Unplace(a *actor)                   { h.say("unplace %s", a.name) }
+func (h *host) Place(a *actor)                     { h.say("place %s", a.name) }
+func (h *host) Replay(a *actor, s *task.Spec, discard bool) *call {
+	h.say("replay %s discard=%t", s.Func, discard)
+	return &call{name: "again " + s.Func, spec: s, again: true}
+}
+
+// objects is the objects' keeper in the tests: it writes to h's log.
+type objects struct{ h *host }
+
+func (o objects) ClaimLineage(s *task.Spec)   { o.h.say("lineage %s claim=true", s.Func) }
+func (o objects) ReleaseLineage(s *task.Spec) { o.h.say("lineage %s claim=false", s.Func) }
+func (o objects) Unsent(s *task.Spec)         { o.h.say("unsent %s", s.Func) }
+func (o objects) ReleaseKept(a ids.ActorID)   { o.h.say("release-kept %s", o.h.actors[a].name) }
+
+func (h *host) Worker(a *actor) (string, bool) { return "worker-" + a.name, a.up }
+func (h *host) Report(e *task.TaskError)       { h.say("report %s: %s", e.Function, e.Message) }
+func (h *host) Kill(a *actor, why *task.TaskError) {
+	h.say("kill %s: %s", a.name, why.Message)
+	h.d.Step(a, actorq.Kill{Why: why})
+}
+
+// create makes actor name of a type allowing max restarts (noRestarts:
+// none, and its children end with it), its creation task submitted.
+func (h *host) create(name string, max int, noRestarts bool) *actor {
+	h.n++
+	id := ids.Child(root, h.n)
+	a := &actor{name: name, Actor: actorq.New(id, name, func(*call) (bool, *task.TaskError) { return false, nil })}
+	h.actors[id] = a
+	s := &task.Spec{ID: id, Kind: task.KindActorCreate, Func: name}
+	h.d.Created(a, s, &task.Entry{MaxRestarts: max, NoRestarts: noRestarts})
+	h.d.Step(a, actorq.Queued[*call]{Call: &call{name: name + ".create", spec: s}})
+	return a
+}
+
+// call submits method m on a, sent at once when a's worker is up.
+func (h *host) call(a *actor, m string) *call {
+	h.n++
+	c := &call{name: a.name + "." + m, spec: &task.Spec{ID: ids.Child(root, h.n), Kind: task.KindActorMethod, Func: a.name + "." + m, NumReturns: 1}}
+	h.d.Step(a, actorq.Queued[*call]{Call: c, Up: a.up})
+	return c
+}
+
+// connect connects a's worker: its queue goes out, and its constructor
+// returns.
+func (h *host) connect(a *actor) {
+	a.up = true
+	h.d.Restart(restart.Placed{Actor: a.ID()})
+	h.d.Step(a, actorq.Pump{Up: true})
+	if in := a.Inflight(); len(in) > 0 && in[0].Kind() == task.KindActorCreate {
+		h.d.Returned(a, in[0].spec.ID)
+	}
+}
+
+// badStore is a checkpoint store that cannot save.
+type badStore struct{ control.Checkpoints }
+
+func (badStore) SaveCheckpoint(ids.ActorID, []byte) error { return errors.New("disk full") }
+
+var died = &task.TaskError{Function: "A", Message: "its worker process died", Cause: task.ErrWorkerDied}
+
+func TestDriver(t *testing.T) {
+	cases := []struct {
+		name  string
+		store control.Checkpoints
+		play  func(h *host)
+		want  []string
+	}{{
+		name: "a killed actor's calls fail quietly, then it is freed before its process stops",
+		play: func(h *host) {
+			a := h.create("A", 0, false)
+			h.connect(a)
+			h.call(a, "f")
+			h.log = nil
+			h.Kill(a, &task.TaskError{Function: "A", Message: "it was killed", Cause: task.ErrActorDead})
+		},
+		want: []string{
+			"kill A: it was killed",
+			"died A: it was killed",
+			"fail A.f quiet=true: actor A ",
+			"release-kept A",
+			"free A",
+			"stop A",
+		},
+	}, {
+		name: "a restart lets go of the process, queues the creation and the replay, then asks for a worker",
+		play: func(h *host) {
+			a := h.create("A", 1, false)
+			h.connect(a)
+			f := h.call(a, "f")
+			if c, ok := h.d.Returned(a, f.spec.ID); !ok || c != f {
+				h.say("returned %v %t", c, ok)
+			}
+			h.d.Ran(a, f)
+			h.call(a, "g")
+			h.log = nil
+			a.up = false
+			h.d.Lost(a, died, false, false)
+		},
+		want: []string{
+			"release-kept A",
+			"unplace A",
+			"replay A discard=false",
+			"replay A.f discard=true",
+			"replay A.g discard=false",
+			"place A",
+		},
+	}, {
+		name: "an actor past its restarts ends: its calls fail and its log's claims end",
+		play: func(h *host) {
+			a := h.create("A", 1, false)
+			h.connect(a)
+			h.call(a, "f")
+			h.d.Lost(a, died, false, false)
+			h.connect(a)
+			h.log = nil
+			h.d.Lost(a, died, false, false)
+		},
+		want: []string{
+			"died A: its worker process died; it was restarted once",
+			"fail again A.f quiet=false: actor A ",
+			"release-kept A",
+			"free A",
+			"lineage A claim=false",
+			"lineage A.f claim=false",
+			"stop A",
+		},
+	}, {
+		name: "a failed checkpoint is reported with the actor and call, and nothing else changes",
+		play: func(h *host) {
+			a := h.create("A", 1, false)
+			h.connect(a)
+			h.log = nil
+			h.d.Checkpoint(a, "worker-A", ids.Child(root, 9), nil, false, "cannot encode")
+		},
+		want: []string{"report A.Checkpoint: checkpointing actor "},
+	}, {
+		name:  "a checkpoint the store cannot save is reported",
+		store: badStore{},
+		play: func(h *host) {
+			a := h.create("A", 1, false)
+			h.connect(a)
+			f := h.call(a, "f")
+			h.d.Returned(a, f.spec.ID)
+			h.d.Ran(a, f)
+			h.log = nil
+			h.d.Checkpoint(a, "worker-A", f.spec.ID, []byte("state"), true, "")
+		},
+		want: []string{"report A.Checkpoint: checkpointing actor "},
+	}, {
+		name: "the actors a NoRestarts actor created end with it",
+		play: func(h *host) {
+			p := h.create("P", 0, true)
+			h.connect(p)
+			c := h.create("C", 0, false)
+			h.d.Restart(restart.Adopted{Parent: p.ID(), Child: c.ID()})
+			h.connect(c)
+			h.log = nil
+			h.d.End(p, died)
+		},
+		want: []string{
+			"died P: its worker process died",
+			"release-kept P",
+			"free P",
+			"kill C: the actor that created it (P) ended",
+			"died C: the actor that created it (P) ended",
+			"release-kept C",
+			"free C",
+			"stop C",
+			"stop P",
+		},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			store := tc.store
+			if store == nil {
+				store = control.NewMemCheckpoints()
+			}
+			h := &host{actors: map[ids.ActorID]*actor{}}
+			h.d = New[*call, *actor](h, objects{h}, restart.New(restart.Config{}), store)
+			tc.play(h)
+			// A line of want may stop short: the rest of the message
+			// (IDs, counts) is the cores' to word.
+			ok := len(h.log) == len(tc.want)
+			for i := 0; ok && i < len(tc.want); i++ {
+				ok = strings.HasPrefix(h.log[i], tc.want[i])
+			}
+			if !ok {
+				t.Errorf("got\n\t%s\nwant\n\t%s", strings.Join(h.log, "\n\t"), strings.Join(tc.want, "\n\t"))
+			}
+		})
+	}
+}
