@@ -47,6 +47,7 @@ import (
 	"time"
 
 	"github.com/gray-ml/gray/runtime/actorq"
+	"github.com/gray-ml/gray/runtime/cluster"
 	"github.com/gray-ml/gray/runtime/control"
 	"github.com/gray-ml/gray/runtime/events"
 	"github.com/gray-ml/gray/runtime/ids"
@@ -84,7 +85,7 @@ type Config struct {
 	Events *events.Recorder
 	// Cluster, when not nil, lets tasks and actors run on other nodes of a
 	// cluster (see remote.go).
-	Cluster *ClusterConfig
+	Cluster *cluster.DriverNode
 	// Checkpoints keeps actors' checkpoints (see restart.go); nil: a
 	// control.MemCheckpoints.
 	Checkpoints control.Checkpoints
@@ -248,7 +249,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		done:    make(chan struct{}),
 		store:   cfg.Store,
 		objs:    objtable.New(),
-		core:    sched.NewCluster[*pending](sched.Config{Total: cfg.Resources, Workers: cfg.NumWorkers, Capacity: localCapacity(cfg), GPUs: localGPUs(cfg), PackWorkers: packWorkers()}),
+		core:    sched.NewCluster[*pending](sched.Config{Total: cfg.Resources, Workers: cfg.NumWorkers, Capacity: cfg.Cluster.Capacity(cfg.Resources), GPUs: cfg.Cluster.GPUs(), PackWorkers: packWorkers()}),
 		workers: map[sched.WorkerID]*proc{},
 		actors:  map[ids.ActorID]*actor{},
 

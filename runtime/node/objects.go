@@ -30,10 +30,6 @@ const maxRetries = recovery.DefaultRuns
 // ObjectStats counts the movement of a cluster driver's objects.
 type ObjectStats = objects.Stats
 
-// RemoteObjects is the part of a Remote that moves objects (cluster.Driver
-// implements it). Its methods must not block.
-type RemoteObjects = objects.RemoteObjects
-
 // objectTasks is the node as the Keeper's objects.Tasks.
 type objectTasks struct{ n *Node }
 
