@@ -166,7 +166,7 @@ func (n *Node) submitNear(p *pending, pipelined bool) {
 		n.core.SubmitNear(p, &p.entry.Res, pipelined, k)
 		return
 	}
-	if depth := n.packDepth(p.entry); pipelined && depth > 0 {
+	if depth := n.timer.Depth(p.entry); pipelined && depth > 0 {
 		n.core.SubmitPacked(p, &p.entry.Res, depth)
 		return
 	}

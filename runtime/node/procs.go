@@ -210,7 +210,7 @@ func (n *Node) result(w *proc, r pool.Result) {
 		p = run
 		n.waits.TaskEnded(w.id) // a Get that outlived its task: nobody waits for an answer parked
 		n.core.TaskDone(w.id, r.Retiring)
-		n.timeRun(w, p, r.Ran)
+		w.lastDone = n.timer.Returned(p.entry, r.Ran, p.sent, w.lastDone)
 	}
 	n.cfg.Events.Finished(int(w.id), tid, p.spec.Func, p.sent)
 	if p.discard {
