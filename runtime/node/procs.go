@@ -176,8 +176,7 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 		}
 		_ = n.Kill(id)
 	case task.MsgActorAddr, task.MsgDirectAddr, task.MsgDirectReadsDone, task.MsgPromise, task.MsgLease, task.MsgLeaseReturn, task.MsgOwnerBlocked, task.MsgOwnerUnblocked:
-		d := wire.Dec{B: payload}
-		if err := n.handleDirect(w, typ, &d); err != nil {
+		if err := n.handleDirect(w, typ, payload); err != nil {
 			return err
 		}
 	case task.MsgCheckpoint:
