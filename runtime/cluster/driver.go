@@ -65,7 +65,7 @@ type DriverConfig struct {
 	Listen string
 }
 
-// Driver is a driver's side of its leases: it implements node.Remote for
+// Driver is a driver's side of its leases: it implements Remote for
 // the driver's node, joining the cluster's nodes as they appear.
 type Driver struct {
 	cfg  DriverConfig
@@ -353,7 +353,7 @@ func (d *Driver) NodeDied(id, reason string) {
 	}
 }
 
-// StartWorker implements node.Remote.
+// StartWorker implements Remote.
 func (d *Driver) StartWorker(k sched.NodeID, w sched.WorkerID, env []string) {
 	d.mu.Lock()
 	l := d.leases[k]
@@ -372,7 +372,7 @@ func (d *Driver) StartWorker(k sched.NodeID, w sched.WorkerID, env []string) {
 	}
 }
 
-// StopWorker implements node.Remote.
+// StopWorker implements Remote.
 func (d *Driver) StopWorker(k sched.NodeID, w sched.WorkerID) {
 	d.mu.Lock()
 	l := d.leases[k]

@@ -4,7 +4,7 @@ import (
 	"github.com/gray-ml/gray/runtime/sched"
 )
 
-// The driver's side of objects on other nodes (node.RemoteObjects): where
+// The driver's side of objects on other nodes (objects.RemoteObjects): where
 // to pull a node's objects from, and telling a node which were freed.
 
 // ObjectAddr returns the transfer address of node k's object store ("" if

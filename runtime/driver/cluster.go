@@ -119,7 +119,7 @@ func dialCluster(ctx context.Context, opts Config, cfg *node.Config) (*clusterCo
 	if c.rec = newRecorder(ctx, r, c.self, host); c.rec != nil {
 		cfg.Control = c.rec
 	}
-	cfg.Cluster = &node.ClusterConfig{Remote: c.drv, Token: []byte(tok), Listen: net.JoinHostPort(ip, "0"), Locations: r,
+	cfg.Cluster = &cluster.DriverNode{Remote: c.drv, Token: []byte(tok), Listen: net.JoinHostPort(ip, "0"), Locations: r,
 		LocalCapacity: localCap, LocalGPUs: localGPUs}
 	return c, nil
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/gray-ml/gray/runtime/cluster"
 	"github.com/gray-ml/gray/runtime/objstore"
 	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
@@ -38,7 +39,7 @@ func newClusterHarness(t *testing.T) (*harness, *fakeRemote) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newHarnessWith(t, Config{Shared: st, Cluster: &ClusterConfig{Remote: r, Token: r.token, Listen: "127.0.0.1:0"}})
+	h := newHarnessWith(t, Config{Shared: st, Cluster: &cluster.DriverNode{Remote: r, Token: r.token, Listen: "127.0.0.1:0"}})
 	r.h = h
 	h.worker() // the local pool's (at least one): it idles, with no CPU to run tasks
 	return h, r

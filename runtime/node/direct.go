@@ -1,10 +1,9 @@
 package node
 
 import (
-	"fmt"
-
 	"github.com/gray-ml/gray/runtime/direct"
 	"github.com/gray-ml/gray/runtime/ids"
+	"github.com/gray-ml/gray/runtime/pool"
 	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
 	"github.com/gray-ml/gray/runtime/wire"
@@ -19,61 +18,37 @@ import (
 // directTable is the node's runtime/direct table.
 type directTable = direct.Table[*proc, *pending]
 
-// handleDirect decodes the messages of direct calls and leases from
-// worker w.
-func (n *Node) handleDirect(w *proc, typ byte, d *wire.Dec) error {
+// handleDirect carries out a message of direct calls and leases from
+// worker w (pool.DecodeDirect decoded it).
+func (n *Node) handleDirect(w *proc, typ byte, payload []byte) error {
+	m, err := pool.DecodeDirect(typ, payload)
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	defer n.unlockFor(w)
 	var ev direct.Event
 	switch typ {
 	case task.MsgActorAddr:
-		rid := d.Uvarint()
-		var id ids.ActorID
-		d.Fixed(id[:])
-		if d.Err != nil {
-			return d.Err
-		}
-		n.mu.Lock()
-		n.stepDirect(direct.Ask[*proc]{Caller: w, Req: rid, Actor: n.directActor(n.actors[id], id)})
-		n.unlockFor(w)
+		n.stepDirect(direct.Ask[*proc]{Caller: w, Req: m.Req, Actor: n.directActor(n.actors[m.Actor], m.Actor)})
 		return nil
 	case task.MsgDirectAddr:
-		addr := d.String()
-		if d.Err != nil {
-			return d.Err
-		}
-		n.mu.Lock()
 		a := w.actor
-		if n.stepDirect(direct.Listening[*proc]{Worker: w, Addr: addr, Hosts: a != nil && a.w == w, Actor: n.directActor(a, ids.ActorID{})}) {
-			n.step()
-		}
-		n.unlockFor(w)
-		return nil
+		ev = direct.Listening[*proc]{Worker: w, Addr: m.Addr, Hosts: a != nil && a.w == w, Actor: n.directActor(a, ids.ActorID{})}
 	case task.MsgPromise:
-		what := d.Byte()
-		var id ids.ObjectID
-		d.Fixed(id[:])
-		ev = direct.Promise[*proc]{Worker: w, Object: id, On: what == task.PromiseOn}
-		if what == task.PromisePublished {
-			ev = direct.Published{Object: id}
+		ev = direct.Promise[*proc]{Worker: w, Object: m.Object, On: m.Promise == task.PromiseOn}
+		if m.Promise == task.PromisePublished {
+			ev = direct.Published{Object: m.Object}
 		}
 	case task.MsgDirectReadsDone:
-		n.mu.Lock()
 		n.unpinReads(w)
-		n.unlockFor(w)
 		return nil
 	case task.MsgLease:
-		rid := d.Uvarint()
-		res := task.DecodeResources(d)
-		if d.Err != nil || res == nil {
-			return fmt.Errorf("malformed lease request: %w", d.Err)
-		}
-		n.mu.Lock()
-		n.grantLease(w, rid, res)
-		n.unlockFor(w)
+		n.grantLease(w, m.Req, m.Res)
 		return nil
 	case task.MsgLeaseReturn:
-		ev = direct.Returned[*proc]{Owner: w, ID: sched.WorkerID(d.Uvarint())}
+		ev = direct.Returned[*proc]{Owner: w, ID: m.Leased}
 	case task.MsgOwnerBlocked, task.MsgOwnerUnblocked:
-		n.mu.Lock()
 		if w.actor == nil { // an actor keeps its resources, as in a Get
 			if typ == task.MsgOwnerBlocked {
 				n.core.Block(w.id, n.core.Epoch(w.id))
@@ -85,19 +60,13 @@ func (n *Node) handleDirect(w *proc, typ byte, d *wire.Dec) error {
 			}
 			n.step()
 		}
-		n.unlockFor(w)
 		return nil
 	default:
 		return nil
 	}
-	if d.Err != nil {
-		return d.Err
-	}
-	n.mu.Lock()
 	if n.stepDirect(ev) {
 		n.step()
 	}
-	n.unlockFor(w)
 	return nil
 }
 

@@ -10,26 +10,6 @@ import (
 // driver (runtime/cluster) grows and shrinks through these methods, off
 // the task path.
 
-// localCapacity is the most the driver's own node's grant can grow to:
-// the cluster node on this machine (ClusterConfig.LocalCapacity), else
-// the node's resources.
-func localCapacity(cfg Config) task.Resources {
-	if cfg.Cluster != nil && cfg.Cluster.LocalCapacity != nil {
-		return *cfg.Cluster.LocalCapacity
-	}
-	return cfg.Resources
-}
-
-// localGPUs are the GPU indices the driver's own node may hand out: those
-// the cluster's node on this machine granted (ClusterConfig.LocalGPUs),
-// else nil (0 up: all of them are this driver's).
-func localGPUs(cfg Config) []int {
-	if cfg.Cluster != nil && cfg.Cluster.LocalCapacity != nil {
-		return append([]int{}, cfg.Cluster.LocalGPUs...)
-	}
-	return nil
-}
-
 // AddNodeGrant adds node k (name for messages) whose resources are
 // capacity, of which this job holds granted for now; gpus are the indices
 // of granted's GPUs (the node owns them).

@@ -14,8 +14,8 @@
 // control.Store.
 //
 // The files: node.go (the Node, Start, Shutdown), submit.go (tasks and
-// actor calls going out, the scheduling core's effects, timing tasks to
-// pack short ones), procs.go (what the pool reports: a worker's start,
+// actor calls going out, the scheduling core's effects, where tasks
+// start; runtime/tasktime times them to pack short ones), procs.go (what the pool reports: a worker's start,
 // hello, messages and end, and a task's result), requests.go (Get and
 // Wait handed to runtime/requests, the node's answers about its workers,
 // and which worker's connection a waiting Get reads itself),
@@ -48,6 +48,7 @@ import (
 
 	"github.com/gray-ml/gray/runtime/actorq"
 	"github.com/gray-ml/gray/runtime/actors"
+	"github.com/gray-ml/gray/runtime/cluster"
 	"github.com/gray-ml/gray/runtime/control"
 	"github.com/gray-ml/gray/runtime/events"
 	"github.com/gray-ml/gray/runtime/ids"
@@ -60,6 +61,7 @@ import (
 	"github.com/gray-ml/gray/runtime/restart"
 	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
+	"github.com/gray-ml/gray/runtime/tasktime"
 )
 
 // Config configures a Node.
@@ -85,7 +87,7 @@ type Config struct {
 	Events *events.Recorder
 	// Cluster, when not nil, lets tasks and actors run on other nodes of a
 	// cluster (see remote.go).
-	Cluster *ClusterConfig
+	Cluster *cluster.DriverNode
 	// Checkpoints keeps actors' checkpoints (see runtime/actors); nil: a
 	// control.MemCheckpoints.
 	Checkpoints control.Checkpoints
@@ -146,10 +148,9 @@ type Node struct {
 	// lastExec is the local worker the last task or actor call was sent
 	// to: a Get of its result reads the answer itself (helpFor).
 	lastExec *proc
-	// epoch and runTimes time function tasks on their workers, to pack
-	// short ones onto few workers (sched.RunTimes).
-	epoch    time.Time
-	runTimes sched.RunTimes[*task.Entry]
+	// timer times function tasks on their workers, to pack short ones
+	// onto few workers (runtime/tasktime).
+	timer *tasktime.Timer[*task.Entry]
 
 	pool *pool.Pool     // the workers' processes and connections
 	wg   sync.WaitGroup // the node's own goroutines (the pool's are its own)
@@ -166,7 +167,7 @@ type pending struct {
 	// itself). The calls of an actor that may be restarted are recorded
 	// by the restart core (runtime/actors drives it).
 	record *task.Spec
-	sent   int64 // when it was handed to a worker, in Config.Events' clock
+	sent   int64 // when it was handed to a worker, in the timer's clock (Config.Events' when set)
 	// For calls of an actor that may be restarted: whether it is sent
 	// again after a restart; whether its results were stored already (a
 	// replay).
@@ -197,7 +198,7 @@ type proc struct {
 	actor    *actor
 	dead     bool
 	node     sched.NodeID // where it runs: sched.Local, or a node of the cluster
-	lastDone int64        // when its last function task's result came, in Node.now's clock
+	lastDone int64        // when its last function task's result came, in the timer's clock
 }
 
 // actor is one actor and its dedicated worker.
@@ -240,14 +241,14 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	n := &Node{
 		cfg:     cfg,
-		epoch:   time.Now(),
+		timer:   tasktime.New[*task.Entry](cfg.Events),
 		ctrl:    cfg.Control,
 		starts:  taskStarts(cfg.Control),
 		root:    ids.Root(cfg.Seed, cfg.Seeded),
 		done:    make(chan struct{}),
 		store:   cfg.Store,
 		objs:    objtable.New(),
-		core:    sched.NewCluster[*pending](sched.Config{Total: cfg.Resources, Workers: cfg.NumWorkers, Capacity: localCapacity(cfg), GPUs: localGPUs(cfg), PackWorkers: packWorkers()}),
+		core:    sched.NewCluster[*pending](sched.Config{Total: cfg.Resources, Workers: cfg.NumWorkers, Capacity: cfg.Cluster.Capacity(cfg.Resources), GPUs: cfg.Cluster.GPUs(), PackWorkers: tasktime.PackWorkers()}),
 		workers: map[sched.WorkerID]*proc{},
 		actors:  map[ids.ActorID]*actor{},
 

@@ -30,10 +30,6 @@ const maxRetries = recovery.DefaultRuns
 // ObjectStats counts the movement of a cluster driver's objects.
 type ObjectStats = objects.Stats
 
-// RemoteObjects is the part of a Remote that moves objects (cluster.Driver
-// implements it). Its methods must not block.
-type RemoteObjects = objects.RemoteObjects
-
 // objectTasks is the node as the Keeper's objects.Tasks.
 type objectTasks struct{ n *Node }
 
@@ -170,7 +166,7 @@ func (n *Node) submitNear(p *pending, pipelined bool) {
 		n.core.SubmitNear(p, &p.entry.Res, pipelined, k)
 		return
 	}
-	if depth := n.packDepth(p.entry); pipelined && depth > 0 {
+	if depth := n.timer.Depth(p.entry); pipelined && depth > 0 {
 		n.core.SubmitPacked(p, &p.entry.Res, depth)
 		return
 	}

@@ -176,8 +176,7 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 		}
 		_ = n.Kill(id)
 	case task.MsgActorAddr, task.MsgDirectAddr, task.MsgDirectReadsDone, task.MsgPromise, task.MsgLease, task.MsgLeaseReturn, task.MsgOwnerBlocked, task.MsgOwnerUnblocked:
-		d := wire.Dec{B: payload}
-		if err := n.handleDirect(w, typ, &d); err != nil {
+		if err := n.handleDirect(w, typ, payload); err != nil {
 			return err
 		}
 	case task.MsgCheckpoint:
@@ -210,7 +209,7 @@ func (n *Node) result(w *proc, r pool.Result) {
 		p = run
 		n.waits.TaskEnded(w.id) // a Get that outlived its task: nobody waits for an answer parked
 		n.core.TaskDone(w.id, r.Retiring)
-		n.timeRun(w, p, r.Ran)
+		w.lastDone = n.timer.Returned(p.entry, r.Ran, p.sent, w.lastDone)
 	}
 	n.cfg.Events.Finished(int(w.id), tid, p.spec.Func, p.sent)
 	if p.discard {

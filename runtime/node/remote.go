@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/gray-ml/gray/runtime/cluster"
 	"github.com/gray-ml/gray/runtime/objects"
 	"github.com/gray-ml/gray/runtime/recovery"
 	"github.com/gray-ml/gray/runtime/sched"
@@ -15,7 +16,7 @@ import (
 //
 // The driver's node schedules for the whole job (sched.Cluster keeps a
 // pool per node). A Spawn or StartActor effect for another node becomes a
-// lease: Remote.StartWorker asks that node's daemon to start the program as
+// lease: cluster.Remote.StartWorker asks that node's daemon to start the program as
 // worker w. The worker connects back over TCP (the cluster token proves it
 // may) and from then on is an ordinary worker of this node. Its objects
 // travel inline over its connection: arguments and Get replies carry the
@@ -23,44 +24,9 @@ import (
 // worker) are copied into this node's shared-memory store, so the driver's
 // Get of them stays zero-copy.
 
-// Remote reaches the node daemons of a cluster (runtime/cluster implements
-// it). Its methods must not block and are called under the node's lock.
-type Remote interface {
-	// StartWorker asks node k to start worker w of this driver, with env
-	// added to its environment. The outcome comes back as a call of
-	// Node.WorkerExited(w, why) when the worker ends or cannot start.
-	StartWorker(k sched.NodeID, w sched.WorkerID, env []string)
-	// StopWorker asks node k to kill worker w.
-	StopWorker(k sched.NodeID, w sched.WorkerID)
-}
-
-// ClusterConfig makes a node the driver of a cluster job.
-type ClusterConfig struct {
-	Remote Remote
-	Token  []byte // the cluster token: leased workers prove they hold it
-	Listen string // where leased workers connect, e.g. "127.0.0.1:0"
-	// Advertise is the address workers dial (default: the listener's).
-	Advertise string
-	// Locations, if set, is told which nodes hold which objects (the
-	// cluster's object-location table, for `gray status` and debugging).
-	Locations LocationTable
-	// LocalCapacity, if set, is the most the driver's own node's grant
-	// (Config.Resources) can grow to: the resources of the cluster's node
-	// on this machine (grants.go).
-	LocalCapacity *task.Resources
-	// LocalGPUs are the indices of the GPUs that node granted
-	// (Config.Resources' GPUs): with LocalCapacity set, the driver's own
-	// node hands its tasks and actors only these, as other drivers may
-	// hold the rest.
-	LocalGPUs []int
-}
-
-// LocationTable records where objects live (control.Redis implements it).
-type LocationTable = objects.LocationTable
-
 // remoteState is the node's part of a cluster; nil without one.
 type remoteState struct {
-	cfg    ClusterConfig
+	cfg    cluster.DriverNode
 	addr   string          // what workers dial
 	warned map[string]bool // functions told to wait for a node that can hold them
 }
@@ -79,7 +45,7 @@ func (n *Node) listenTCP() error {
 	n.remote = &remoteState{cfg: *c, addr: addr, warned: map[string]bool{}}
 	// The driver's objects are served to other nodes from the host its
 	// workers reach (objects.Keeper.StartTransfer).
-	ro, _ := c.Remote.(RemoteObjects)
+	ro, _ := c.Remote.(objects.RemoteObjects)
 	if err := n.ob.StartTransfer(objects.Transfer{Workers: addr, Token: c.Token, Remote: ro, Locations: c.Locations}); err != nil {
 		ln.Close()
 		return err

@@ -2,9 +2,7 @@ package node
 
 import (
 	"fmt"
-	"runtime"
 	"strings"
-	"time"
 
 	"github.com/gray-ml/gray/runtime/actorq"
 	"github.com/gray-ml/gray/runtime/control"
@@ -251,7 +249,7 @@ func (n *Node) exec(w *proc, p *pending, gpus []int) {
 	s := p.spec
 	n.sendLocate(w, n.ob.Send(w.node, s))
 	s.SetGPUIDs(gpus)
-	p.sent = n.now()
+	p.sent = n.timer.Now()
 	n.recordStart(w, s.ID)
 	n.lastExec = w
 	// A broken connection is noticed by the reader, which fails the task.
@@ -356,42 +354,3 @@ func (n *Node) recordStart(w *proc, id ids.TaskID) {
 	}
 	n.starts.TaskStarted(id, name)
 }
-
-// now is the node's clock for timing tasks: the timeline's when it
-// records one (so that p.sent serves both), else the node's own.
-func (n *Node) now() int64 {
-	if n.cfg.Events != nil {
-		return n.cfg.Events.Now()
-	}
-	return int64(time.Since(n.epoch))
-}
-
-// timeRun records how long function task p ran on w, which just returned
-// its result: ran, as the worker says (its own clock around the call), or,
-// from a worker that does not say (ran < 0), as the node saw it (from w's
-// previous result if p waited behind that task, to now).
-func (n *Node) timeRun(w *proc, p *pending, ran int64) {
-	if ran >= 0 {
-		n.runTimes.Ran(p.entry, time.Duration(ran))
-		return
-	}
-	t := n.now()
-	queued := p.sent < w.lastDone
-	n.runTimes.Observed(p.entry, time.Duration(t-max(p.sent, w.lastDone)), queued)
-	w.lastDone = t
-}
-
-// packDepth returns how many tasks a task of entry e may wait behind on a
-// busy worker (sched.Core.SubmitPacked), or 0 when its tasks are not
-// short enough to pack (or not yet timed).
-func (n *Node) packDepth(e *task.Entry) int { return n.runTimes.Depth(e) }
-
-// packWorkers is how many of the node's workers may run packed tasks at
-// once (sched.Config.PackWorkers): the processors of this machine, where
-// its pool workers run. A session with more CPUs than the machine has
-// (--cpus 16 on two cores) would otherwise wake a worker per PackBudget of
-// a burst, up to all of them, though no more than this many can run at
-// once; each wake-up of an idle Go process costs it more than a thousand
-// tiny tasks' worth of CPU (the scheduler's threads and sysmon spinning up,
-// the connection's reader spinning and dozing before it sleeps again).
-func packWorkers() int { return runtime.NumCPU() }

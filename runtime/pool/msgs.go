@@ -1,10 +1,13 @@
 package pool
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 	"time"
 
 	"github.com/gray-ml/gray/runtime/ids"
+	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
 	"github.com/gray-ml/gray/runtime/wire"
 )
@@ -141,4 +144,45 @@ func DecodeCheckpoint(payload []byte) (Checkpoint, error) {
 		c.Why = d.String()
 	}
 	return c, d.Err
+}
+
+// Direct is a message of direct actor calls or leases for nested tasks
+// (runtime/direct decides what it means), decoded: the fields its type
+// carries.
+type Direct struct {
+	Req     uint64          // the request to answer (MsgActorAddr, MsgLease)
+	Actor   ids.ActorID     // whose address is asked (MsgActorAddr)
+	Addr    string          // where the worker takes direct calls (MsgDirectAddr)
+	Promise byte            // task.PromiseOn, PromiseOff or PromisePublished (MsgPromise)
+	Object  ids.ObjectID    // the object promised (MsgPromise)
+	Res     *task.Resources // what a lease asks for (MsgLease)
+	Leased  sched.WorkerID  // the leased worker given back (MsgLeaseReturn)
+}
+
+// DecodeDirect decodes a MsgActorAddr, MsgDirectAddr, MsgPromise,
+// MsgLease or MsgLeaseReturn; the other direct messages carry nothing.
+func DecodeDirect(typ byte, payload []byte) (Direct, error) {
+	d := wire.Dec{B: payload}
+	var m Direct
+	switch typ {
+	case task.MsgActorAddr:
+		m.Req = d.Uvarint()
+		d.Fixed(m.Actor[:])
+	case task.MsgDirectAddr:
+		m.Addr = d.String()
+	case task.MsgPromise:
+		m.Promise = d.Byte()
+		d.Fixed(m.Object[:])
+	case task.MsgLease:
+		m.Req = d.Uvarint()
+		if m.Res = task.DecodeResources(&d); d.Err == nil && m.Res == nil {
+			return m, errors.New("malformed lease request: no resources")
+		}
+	case task.MsgLeaseReturn:
+		m.Leased = sched.WorkerID(d.Uvarint())
+	}
+	if d.Err != nil {
+		return m, fmt.Errorf("malformed direct message %d: %w", typ, d.Err)
+	}
+	return m, nil
 }

@@ -33,6 +33,10 @@ func TestDecode(t *testing.T) {
 		}
 		return p
 	}
+	actor := ids.ActorID{6}
+	direct := func(typ byte) func([]byte) (any, error) {
+		return func(p []byte) (any, error) { return DecodeDirect(typ, p) }
+	}
 	w := NewWorker(1, true)
 	for _, tc := range []struct {
 		name    string
@@ -60,6 +64,12 @@ func TestDecode(t *testing.T) {
 			func(p []byte) (any, error) { return DecodeCheckpoint(p) }, Checkpoint{After: tid, OK: true, Data: []byte("state")}, 0},
 		{"failed checkpoint", wire.AppendString(append(append([]byte(nil), tid[:]...), 0), "disk full"),
 			func(p []byte) (any, error) { return DecodeCheckpoint(p) }, Checkpoint{After: tid, Why: "disk full"}, 0},
+		{"actor address asked", append(wire.AppendUvarint(nil, 9), actor[:]...), direct(task.MsgActorAddr), Direct{Req: 9, Actor: actor}, 0},
+		{"direct address", wire.AppendString(nil, "10.0.0.2:7000"), direct(task.MsgDirectAddr), Direct{Addr: "10.0.0.2:7000"}, 0},
+		{"promise", append([]byte{task.PromiseOn}, a[:]...), direct(task.MsgPromise), Direct{Promise: task.PromiseOn, Object: a}, 0},
+		{"lease", task.AppendResources(wire.AppendUvarint(nil, 4), &task.Resources{CPU: 1}), direct(task.MsgLease),
+			Direct{Req: 4, Res: &task.Resources{CPU: 1}}, 0},
+		{"lease given back", wire.AppendUvarint(nil, 300), direct(task.MsgLeaseReturn), Direct{Leased: 300}, 0},
 		{"one ID", a[:], func(p []byte) (any, error) {
 			var id ids.ObjectID
 			err := DecodeID(p, id[:])
