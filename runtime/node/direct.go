@@ -98,7 +98,7 @@ func (n *Node) directActor(a *actor, id ids.ActorID) direct.Actor[*proc] {
 	if a == nil {
 		return direct.Actor[*proc]{ID: id}
 	}
-	return direct.Actor[*proc]{ID: a.id, Direct: directable(a), Worker: a.w, Up: a.w != nil && a.w.Connected(), Constructed: constructed(a)}
+	return direct.Actor[*proc]{ID: a.id, Direct: directable(a), Worker: a.w, Up: a.w != nil && a.w.Connected(), Constructed: a.Constructed()}
 }
 
 // stepDirect steps the direct table and carries out its effects. It
@@ -146,19 +146,6 @@ func directable(a *actor) bool {
 	}
 	e, err := task.Lookup(a.typ)
 	return err == nil && e.CheckpointInterval == 0
-}
-
-// constructed reports whether a's worker has run its creation task: no
-// creation or restore is queued or in flight.
-func constructed(a *actor) bool {
-	for _, ps := range [][]*pending{a.Queued(), a.Inflight()} {
-		for _, p := range ps {
-			if k := p.spec.Kind; k == task.KindActorCreate || k == task.KindActorRestore {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // newDirect returns the node's direct table, which asks ob about objects.
