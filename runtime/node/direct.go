@@ -30,7 +30,7 @@ func (n *Node) handleDirect(w *proc, typ byte, payload []byte) error {
 	var ev direct.Event
 	switch typ {
 	case task.MsgActorAddr:
-		n.stepDirect(direct.Ask[*proc]{Caller: w, Req: m.Req, Actor: n.directActor(n.actors[m.Actor], m.Actor)})
+		n.stepDirect(direct.Ask[*proc]{Caller: w, Req: m.Req, Actor: n.directActor(n.acts.Actor(m.Actor), m.Actor)})
 		return nil
 	case task.MsgDirectAddr:
 		a := w.actor

@@ -47,7 +47,7 @@ func (t objectTasks) Stored(id ids.ObjectID, _ task.Object) {
 // its way: an actor's call in its actor's order, a task to the core.
 func (t objectTasks) Ready(p *pending) {
 	if p.actor != nil {
-		t.n.pump(p.actor)
+		t.n.acts.Pump(p.actor)
 	} else {
 		t.n.ready(p)
 	}
@@ -208,8 +208,8 @@ func (n *Node) Check() error {
 			}
 			return false
 		case objtable.Actor:
-			for id, a := range n.actors {
-				if objtable.ActorHolder(id) == h {
+			for a := range n.acts.Actors() {
+				if objtable.ActorHolder(a.id) == h {
 					return !a.Dead()
 				}
 			}

@@ -39,12 +39,12 @@ type submitFacts struct {
 	s *task.Spec
 }
 
-func (f *submitFacts) ActorExists() bool  { return f.n.actors[f.s.ID] != nil }
-func (f *submitFacts) Constructing() bool { return f.n.actors[f.s.ID].Constructing() }
+func (f *submitFacts) ActorExists() bool  { return f.n.acts.Actor(f.s.ID) != nil }
+func (f *submitFacts) Constructing() bool { return f.n.acts.Actor(f.s.ID).Constructing() }
 func (f *submitFacts) Rebuilding() bool   { return f.n.rec.Rebuilding(f.s.ID) }
-func (f *submitFacts) TargetHere() bool   { return f.n.actors[f.s.Actor()] != nil }
+func (f *submitFacts) TargetHere() bool   { return f.n.acts.Actor(f.s.Actor()) != nil }
 func (f *submitFacts) Again() bool        { return f.n.reexecuting(f.w) }
-func (f *submitFacts) Held() bool         { return f.n.actors[f.s.Actor()].Holds(f.s.ID) }
+func (f *submitFacts) Held() bool         { return f.n.acts.Actor(f.s.Actor()).Holds(f.s.ID) }
 func (f *submitFacts) Logged() bool       { return f.w.actor != nil && f.n.acts.Logged(f.s.Actor(), f.s.ID) }
 
 func (f *submitFacts) Stored() (stored, lost bool) {
