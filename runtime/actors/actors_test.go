@@ -359,3 +359,41 @@ func TestDriver(t *testing.T) {
 		})
 	}
 }
+
+func init() {
+	task.Register(&task.Entry{Name: "actors.Plain", Kind: task.KindActorCreate})
+	task.Register(&task.Entry{Name: "actors.Checkpointed", Kind: task.KindActorCreate, CheckpointInterval: 10})
+}
+
+// TestDirect: which actors' calls may bypass the driver.
+func TestDirect(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		make func(h *host) *actor
+		want bool
+	}{
+		{"a live actor of a plain type", func(h *host) *actor { return h.create("actors.Plain", 0, false) }, true},
+		{"a released one", func(h *host) *actor {
+			a := h.create("actors.Plain", 0, false)
+			h.call(a, "f")
+			h.d.Release(a.ID())
+			return a
+		}, false},
+		{"a dead one", func(h *host) *actor {
+			a := h.create("actors.Plain", 0, false)
+			h.d.End(a, died)
+			return a
+		}, false},
+		{"one that may be restarted: its calls are logged here", func(h *host) *actor { return h.create("actors.Plain", 1, false) }, false},
+		{"one whose type checkpoints", func(h *host) *actor { return h.create("actors.Checkpointed", 0, false) }, false},
+		{"one whose type is not registered in this process", func(h *host) *actor { return h.create("actors.Unknown", 0, false) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &host{table: control.NewMem()}
+			h.d = New[*call, *actor](h, objects{h}, h.table, restart.New(restart.Config{}), control.NewMemCheckpoints())
+			if got := h.d.Direct(tc.make(h)); got != tc.want {
+				t.Errorf("Direct = %t, want %t", got, tc.want)
+			}
+		})
+	}
+}

@@ -109,6 +109,19 @@ func (d *Driver[C, A]) kill(a A, why *task.TaskError) {
 	d.host.Quietly(func() { d.Step(a, actorq.Kill{Why: why}) })
 }
 
+// Direct reports whether calls of a may bypass the driver, from one
+// actor's worker to a's (runtime/direct): not when a is dead or draining,
+// nor when it may be restarted (its replay log is the Driver's, so its
+// calls must pass here) or checkpoints (runtime/restart decides from the
+// calls it saw run).
+func (d *Driver[C, A]) Direct(a A) bool {
+	if a.Dead() || a.Draining() || a.Restartable() {
+		return false
+	}
+	e, err := task.Lookup(a.Type())
+	return err == nil && e.CheckpointInterval == 0
+}
+
 // Release tells actor id that the program holds no handle to it: it ends
 // once its queued calls are done, at once when it has a worker and no
 // call. Nothing when the node does not have it.
