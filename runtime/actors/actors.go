@@ -14,6 +14,8 @@
 package actors
 
 import (
+	"strings"
+
 	"github.com/gray-ml/gray/runtime/actorq"
 	"github.com/gray-ml/gray/runtime/control"
 	"github.com/gray-ml/gray/runtime/ids"
@@ -173,6 +175,18 @@ func (d *Driver[C, A]) Returned(a A, tid ids.TaskID) (C, bool) {
 	}
 	var none C
 	return none, false
+}
+
+// Finished handles the end of call c of a, run on worker, whose results
+// the node stored (failed: the error of the first that failed, if any):
+// a constructor that failed ends a, and so does a release once a has
+// nothing left to run.
+func (d *Driver[C, A]) Finished(a A, c C, worker string, failed *task.TaskError) {
+	if c.Kind() == task.KindActorCreate && failed != nil {
+		line, _, _ := strings.Cut(failed.Message, "\n")
+		d.End(a, &task.TaskError{Function: a.Type(), Worker: worker, Message: "its constructor failed: " + line, Cause: failed})
+	}
+	d.Step(a, actorq.Finished{})
 }
 
 // End ends a for why: its calls fail, its resources are freed and its

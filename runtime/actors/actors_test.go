@@ -250,6 +250,28 @@ func TestDriver(t *testing.T) {
 			"stop A",
 		},
 	}, {
+		name: "a constructor that failed ends the actor, naming the first line of its error; its calls fail",
+		play: func(h *host) {
+			a := h.create("A", 1, false)
+			h.call(a, "f")
+			a.up = true
+			h.d.Placed(a, "worker-A")
+			c := a.Inflight()[0]
+			h.d.Returned(a, c.spec.ID)
+			h.d.Ran(a, c)
+			h.log = nil
+			h.d.Finished(a, c, "worker-A", &task.TaskError{Function: "A", Message: "bad config\nat line 3"})
+		},
+		want: []string{
+			"died A: its constructor failed: bad config",
+			"fail A.f quiet=false: actor A ",
+			"release-kept A",
+			"free A",
+			"lineage A claim=false",
+			"lineage A.f claim=false",
+			"stop A",
+		},
+	}, {
 		name: "a restart lets go of the process, queues the creation and the replay, then asks for a worker",
 		play: func(h *host) {
 			a := h.create("A", 1, false)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/gray-ml/gray/runtime/actorq"
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/pool"
 	"github.com/gray-ml/gray/runtime/recovery"
@@ -231,12 +230,9 @@ func (n *Node) result(w *proc, r pool.Result) {
 		n.errQ = append(n.errQ, failed)
 	}
 	n.ctrl.TaskFinished(tid, failed)
-	if p.spec.Kind == task.KindActorCreate && failed != nil {
-		n.acts.End(p.actor, &task.TaskError{Function: p.actor.typ, Worker: w.name, Message: "its constructor failed: " + firstLine(failed.Message), Cause: failed})
-	}
 	if a := w.actor; a != nil {
-		n.acts.Step(a, actorq.Finished{}) // a released actor with nothing left ends
-		n.answerDirect(a)                 // its constructor may have run (direct.go)
+		n.acts.Finished(a, p, w.name, failed) // a failed constructor, or a release, may end it
+		n.answerDirect(a)                     // its constructor may have run (direct.go)
 	}
 	n.step()
 }
