@@ -14,10 +14,12 @@ import (
 )
 
 // The tests play the node with a host that writes down each action the
-// Driver asks of it, one a line, and compare those lines: what a killed
-// actor's calls get, the order an actor is freed in, what a restart queues
-// and asks for, a failed checkpoint, the actors ended with their creator.
-// No process is involved.
+// Driver asks of it, one a line, and compare those lines: which actor
+// tasks are refused, when a creation and its calls go out, what a killed
+// or released actor's calls get, the order an actor is freed in, what a
+// restart queues and asks for, a failed constructor or checkpoint, the
+// actors ended with their creator, and what the actor table says. No
+// process is involved.
 
 var root = ids.Root(1, true)
 
