@@ -75,7 +75,8 @@ func (h actorHost) Wait(a *actor) {
 }
 
 func (h actorHost) Send(a *actor, p *pending) {
-	h.n.holdKept(a, p.spec)
+	// a claims each Keep argument of the call in shared memory.
+	h.n.ob.HoldKept(a.id, a.w != nil && a.w.node != sched.Local, p.spec)
 	h.n.exec(a.w, p, a.gpus)
 }
 

@@ -8,7 +8,6 @@ import (
 	"github.com/gray-ml/gray/runtime/objects"
 	"github.com/gray-ml/gray/runtime/objtable"
 	"github.com/gray-ml/gray/runtime/recovery"
-	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
 )
 
@@ -217,10 +216,4 @@ func (n *Node) Check() error {
 		}
 		return true // objects hold their children until they are deleted; tasks their arguments until they end
 	}))
-}
-
-// holdKept gives actor a a claim on each Keep argument of s in shared
-// memory (objects.Keeper.HoldKept).
-func (n *Node) holdKept(a *actor, s *task.Spec) {
-	n.ob.HoldKept(a.id, a.w != nil && a.w.node != sched.Local, s)
 }
