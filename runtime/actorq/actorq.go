@@ -87,6 +87,49 @@ func (a *Actor[T]) Killed() bool { return a.killed }
 // calls are logged for a replay.
 func (a *Actor[T]) Restartable() bool { return a.restartable }
 
+// Holds reports whether call id is queued or in flight (one a restart
+// queued again, say).
+func (a *Actor[T]) Holds(id ids.TaskID) bool {
+	for _, cs := range [][]T{a.queue, a.inflight} {
+		for _, c := range cs {
+			if c.Spec().ID == id {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Constructing reports whether the actor's constructor has yet to
+// finish: its creation task is the first call in flight, or the first
+// queued.
+func (a *Actor[T]) Constructing() bool {
+	for _, cs := range [][]T{a.inflight, a.queue} {
+		if len(cs) > 0 && cs[0].Spec().Kind == task.KindActorCreate {
+			return true
+		}
+	}
+	return false
+}
+
+// Constructed reports whether the actor's worker has run its creation
+// task and the restore of its checkpoint: neither is queued or in
+// flight. Until then its state is not the one its callers expect.
+func (a *Actor[T]) Constructed() bool {
+	for _, cs := range [][]T{a.queue, a.inflight} {
+		for _, c := range cs {
+			if k := c.Spec().Kind; k == task.KindActorCreate || k == task.KindActorRestore {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Replaying reports whether the call in flight first is run a second
+// time, to rebuild a restarted actor's state (Call.Again).
+func (a *Actor[T]) Replaying() bool { return len(a.inflight) > 0 && a.inflight[0].Again() }
+
 // DeadErr is the error a call fn of the dead actor gets: it names the
 // actor and why it died, and wraps task.ErrActorDead.
 func (a *Actor[T]) DeadErr(fn string) *task.TaskError {

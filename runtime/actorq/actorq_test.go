@@ -43,8 +43,8 @@ type world struct {
 }
 
 // get returns call name, made on first use: "create" is the creation
-// task, a name starting with "again " a replayed call, any other a
-// method call.
+// task, "again restore" the restore of a checkpoint, a name starting
+// with "again " a replayed call, any other a method call.
 func (w *world) get(name string) *call {
 	if c, ok := w.calls[name]; ok {
 		return c
@@ -53,6 +53,9 @@ func (w *world) get(name string) *call {
 	s := &task.Spec{ID: ids.Child(root, w.n+1), Kind: task.KindActorMethod, Func: "Counter." + name, NumReturns: 1}
 	if name == "create" {
 		s.ID, s.Kind, s.Func = actor, task.KindActorCreate, "Counter"
+	}
+	if name == "again restore" {
+		s.Kind, s.Func = task.KindActorRestore, "Counter.Restore"
 	}
 	c := &call{name: name, spec: s, again: len(name) > 6 && name[:6] == "again "}
 	w.calls[name] = c
@@ -322,4 +325,82 @@ func TestRestartable(t *testing.T) {
 	if a.Restartable() {
 		t.Fatal("a dead actor became restartable")
 	}
+}
+
+// TestQueries: what the shell reads of a queue as it goes, the creation
+// and the restore of a checkpoint, a replay, the calls it holds.
+func TestQueries(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		steps []step
+		// want: Constructing, Constructed, Replaying, then Holds of
+		// each call the steps named, in their order.
+		want string
+	}{
+		{"the creation queued", []step{
+			{submit{"create", false}, nil},
+		}, "constructing=true constructed=false replaying=false holds create=true"},
+		{"the creation sent, a call queued behind it", []step{
+			{submit{"create", false}, nil},
+			{Pump{Up: true}, []string{"send create"}},
+			{waits{"a"}, nil},
+			{submit{"a", true}, nil},
+		}, "constructing=true constructed=false replaying=false holds create=true a=true"},
+		{"the creation ran, a call in flight", []step{
+			{submit{"create", false}, nil},
+			{Pump{Up: true}, []string{"send create"}},
+			{returned{"create"}, []string{"ran create"}},
+			{submit{"a", true}, []string{"send a"}},
+		}, "constructing=false constructed=true replaying=false holds create=false a=true"},
+		{"a restart: the creation ran, the restore in flight", []step{
+			{requeue{[]string{"create", "again restore", "again a"}}, nil},
+			{Pump{Up: true}, []string{"send create", "send again restore", "send again a"}},
+			{returned{"create"}, []string{"ran create"}},
+		}, "constructing=false constructed=false replaying=true holds create=false again restore=true again a=true"},
+		{"a restart: the restore ran, a replayed call in flight", []step{
+			{requeue{[]string{"create", "again restore", "again a"}}, nil},
+			{Pump{Up: true}, []string{"send create", "send again restore", "send again a"}},
+			{returned{"create"}, []string{"ran create"}},
+			{returned{"again restore"}, []string{"ran again restore"}},
+		}, "constructing=false constructed=true replaying=true holds create=false again restore=false again a=true"},
+		{"killed: it holds nothing", []step{
+			{submit{"create", false}, nil},
+			{Pump{Up: true}, []string{"send create"}},
+			{Kill{Why: died}, []string{
+				"died: " + diedWhy + " (actor dead: true)",
+				"fail create: " + dead("actor Counter %s is dead: "+diedWhy) + " (quiet)",
+				"gone"}},
+		}, "constructing=false constructed=true replaying=false holds create=false"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := run(t, tc.steps)
+			got := fmt.Sprintf("constructing=%t constructed=%t replaying=%t holds", a.Constructing(), a.Constructed(), a.Replaying())
+			w := &world{calls: map[string]*call{}}
+			var seen []string
+			for _, s := range tc.steps {
+				for _, name := range named(s.ev) {
+					if !slices.Contains(seen, name) {
+						seen = append(seen, name)
+						got += fmt.Sprintf(" %s=%t", name, a.Holds(w.get(name).spec.ID))
+					}
+				}
+			}
+			if got != tc.want {
+				t.Errorf("got  %s\nwant %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// named returns the calls test event ev names, in order.
+func named(ev Event) []string {
+	switch e := ev.(type) {
+	case waits:
+		return []string{e.Name}
+	case submit:
+		return []string{e.Name}
+	case requeue:
+		return e.Names
+	}
+	return nil
 }

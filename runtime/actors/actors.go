@@ -3,14 +3,19 @@
 // failed or left unsent, the actor dead or gone) and what the restart
 // core decides (runtime/restart: an actor recreated with its calls
 // replayed, its checkpoints saved, the actors it created ended with it).
-// It holds the restart core and the actors' checkpoints; everything else
-// (the actors' records, their workers, the objects their calls hold, the
-// scheduling core) is the node's, reached through Host, a small interface
-// the node implements. Like the cores it drives, a Driver is called under
-// the node's lock and never blocks.
+// It holds the node's actors (each the node's record, made through
+// Host.New), the restart core and the actors' checkpoints, keeps the
+// control store's actor table, and decides what an actor task submitted
+// to the node becomes (submit.go: refused, a new actor, a call queued; a
+// kill, a release). Everything else (the actors' workers, the objects
+// their calls hold, the scheduling core) is the node's, reached through
+// Host, a small interface the node implements. Like the cores it drives,
+// a Driver is called under the node's lock and never blocks.
 package actors
 
 import (
+	"strings"
+
 	"github.com/gray-ml/gray/runtime/actorq"
 	"github.com/gray-ml/gray/runtime/control"
 	"github.com/gray-ml/gray/runtime/ids"
@@ -45,17 +50,24 @@ type Actor[C Call] interface {
 // Host is what the node does for the Driver: the actions a decision
 // about an actor turns into.
 type Host[C Call, A Actor[C]] interface {
-	// Actor returns the record of actor id, if the node has it.
-	Actor(id ids.ActorID) (A, bool)
+	// New returns the record of the actor that creation task s makes (e
+	// is its type's entry), with nothing queued.
+	New(s *task.Spec, e *task.Entry) A
+	// Up reports whether a's worker is connected: its calls can go out.
+	Up(a A) bool
+	// Wait asks for a worker for a, whose creation task was submitted.
+	Wait(a A)
 	// Send hands call c to a's worker.
 	Send(a A, c C)
-	// Fail stores err as c's result; quiet: the failure was intended (a
-	// killed actor's calls), so it is not reported.
-	Fail(c C, err *task.TaskError, quiet bool)
+	// Fail stores err as c's result.
+	Fail(c C, err *task.TaskError)
 	// ArgFailed fails c because one of its arguments failed.
 	ArgFailed(c C)
-	// Died tells those who wait on a (its direct callers, the actor
-	// table) that it died of err.
+	// Quietly runs f, reporting none of the failures stored meanwhile:
+	// they were intended (a killed actor's).
+	Quietly(f func())
+	// Died tells a's direct callers that it died of err (the actor
+	// table learns it from the Driver).
 	Died(a A, err *task.TaskError)
 	// Free frees the resources dead actor a held. Stop then stops its
 	// process.
@@ -74,10 +86,20 @@ type Host[C Call, A Actor[C]] interface {
 	Worker(a A) (string, bool)
 	// Report records and reports e, a failure that fails no task.
 	Report(e *task.TaskError)
-	// Kill kills a, as gray.Kill does: it steps a's queue with an
-	// actorq.Kill for why (through the Driver's Step), and reports none
-	// of the failures that follow, which are intended.
-	Kill(a A, why *task.TaskError)
+	// Stopping reports whether the node restarts nothing: it is shutting
+	// down, or cannot start workers.
+	Stopping() bool
+}
+
+// Table is the control store's actor table (control.Store implements
+// it), which a cluster shares: the Driver records each actor's creation,
+// worker and death there, and reads it to tell a call to an actor of
+// another node from one to an actor unknown in the session.
+type Table interface {
+	ActorCreated(id ids.ActorID, typ string, worker string)
+	ActorPlaced(id ids.ActorID, worker string)
+	Actor(id ids.ActorID) (control.ActorRecord, bool)
+	ActorDied(id ids.ActorID, reason string)
 }
 
 // Objects is what the Driver asks of the objects' keeper
@@ -98,16 +120,18 @@ type Objects interface {
 // Driver carries out the decisions of the driver's actor queues and of
 // the restart core.
 type Driver[C Call, A Actor[C]] struct {
-	host  Host[C, A]
-	objs  Objects
-	rs    *restart.Core
-	ckpts control.Checkpoints
+	host   Host[C, A]
+	objs   Objects
+	table  Table
+	rs     *restart.Core
+	ckpts  control.Checkpoints
+	actors map[ids.ActorID]A // every actor created on the node, dead ones included
 }
 
-// New returns a Driver acting through host and objs, with restart core
-// rs and checkpoints kept in ckpts.
-func New[C Call, A Actor[C]](host Host[C, A], objs Objects, rs *restart.Core, ckpts control.Checkpoints) *Driver[C, A] {
-	return &Driver[C, A]{host: host, objs: objs, rs: rs, ckpts: ckpts}
+// New returns a Driver acting through host and objs, keeping the actor
+// table table, with restart core rs and checkpoints kept in ckpts.
+func New[C Call, A Actor[C]](host Host[C, A], objs Objects, table Table, rs *restart.Core, ckpts control.Checkpoints) *Driver[C, A] {
+	return &Driver[C, A]{host: host, objs: objs, table: table, rs: rs, ckpts: ckpts, actors: map[ids.ActorID]A{}}
 }
 
 // Step feeds a's queue ev and carries out its effects.
@@ -124,10 +148,15 @@ func (d *Driver[C, A]) Step(a A, ev actorq.Event) {
 			d.objs.Unsent(e.Call.Spec())
 		case actorq.Died:
 			d.host.Died(a, e.Err)
+			d.table.ActorDied(a.ID(), e.Err.Message)
 		case actorq.Fail:
-			// A killed actor's calls hold ErrActorDead, but that is no
-			// failure to print or list.
-			d.host.Fail(e.Call, e.Err, e.Quiet)
+			if e.Quiet {
+				// A killed actor's calls hold ErrActorDead, but that is
+				// no failure to print or list.
+				d.host.Quietly(func() { d.host.Fail(e.Call, e.Err) })
+			} else {
+				d.host.Fail(e.Call, e.Err)
+			}
 		case actorq.Gone:
 			d.gone(a)
 		}
@@ -146,6 +175,18 @@ func (d *Driver[C, A]) Returned(a A, tid ids.TaskID) (C, bool) {
 	}
 	var none C
 	return none, false
+}
+
+// Finished handles the end of call c of a, run on worker, whose results
+// the node stored (failed: the error of the first that failed, if any):
+// a constructor that failed ends a, and so does a release once a has
+// nothing left to run.
+func (d *Driver[C, A]) Finished(a A, c C, worker string, failed *task.TaskError) {
+	if c.Kind() == task.KindActorCreate && failed != nil {
+		line, _, _ := strings.Cut(failed.Message, "\n")
+		d.End(a, &task.TaskError{Function: a.Type(), Worker: worker, Message: "its constructor failed: " + line, Cause: failed})
+	}
+	d.Step(a, actorq.Finished{})
 }
 
 // End ends a for why: its calls fail, its resources are freed and its

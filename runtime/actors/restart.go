@@ -28,11 +28,11 @@ func (d *Driver[C, A]) Restart(ev restart.Event) {
 		case restart.Release:
 			d.objs.ReleaseLineage(e.Spec)
 		case restart.Restart:
-			if a, ok := d.host.Actor(e.Actor); ok {
+			if a, ok := d.actors[e.Actor]; ok {
 				d.restart(a, e)
 			}
 		case restart.Die:
-			if a, ok := d.host.Actor(e.Actor); ok {
+			if a, ok := d.actors[e.Actor]; ok {
 				d.End(a, e.Err)
 			}
 		case restart.Save:
@@ -40,8 +40,8 @@ func (d *Driver[C, A]) Restart(ev restart.Event) {
 		case restart.DropCheckpoint:
 			d.ckpts.DropCheckpoint(e.Actor)
 		case restart.End:
-			c, ok := d.host.Actor(e.Actor)
-			parent, pok := d.host.Actor(e.Parent)
+			c, ok := d.actors[e.Actor]
+			parent, pok := d.actors[e.Parent]
 			if ok && pok {
 				d.endChild(c, parent)
 			}
@@ -49,10 +49,10 @@ func (d *Driver[C, A]) Restart(ev restart.Event) {
 	}
 }
 
-// Created starts a's log if its type (entry e) allows restarts. Called
+// created starts a's log if its type (entry e) allows restarts. Called
 // when the creation task s is submitted, before its arguments are
 // resolved.
-func (d *Driver[C, A]) Created(a A, s *task.Spec, e *task.Entry) {
+func (d *Driver[C, A]) created(a A, s *task.Spec, e *task.Entry) {
 	d.Restart(restart.Created{Actor: a.ID(), Spec: s, MaxRestarts: e.MaxRestarts, NoRestarts: e.NoRestarts})
 	if d.rs.Restartable(a.ID()) {
 		d.Step(a, actorq.Restartable{})
@@ -74,13 +74,13 @@ func (d *Driver[C, A]) Ran(a A, c C) {
 	}
 }
 
-// Lost handles the death of a's process (why): a restarts, or dies.
-// nodeLost says its node died (or may have: a worker on another node),
-// which a cluster's actors survive by default; stopping says the node
-// restarts nothing (it is shutting down, or cannot start workers).
-func (d *Driver[C, A]) Lost(a A, why *task.TaskError, nodeLost, stopping bool) {
+// Lost handles the death of a's process (why): a restarts, or dies (for
+// good when the node restarts nothing, Host.Stopping). nodeLost says its
+// node died (or may have: a worker on another node), which a cluster's
+// actors survive by default.
+func (d *Driver[C, A]) Lost(a A, why *task.TaskError, nodeLost bool) {
 	ev := restart.Died{Actor: a.ID(), Why: why, NodeLost: nodeLost,
-		Final: a.Dead() || a.Killed() || stopping || a.Draining() && a.Idle()}
+		Final: a.Dead() || a.Killed() || d.host.Stopping() || a.Draining() && a.Idle()}
 	if d.rs.Saved(a.ID()) {
 		data, ok, err := d.ckpts.Checkpoint(a.ID())
 		if err == nil && !ok {
@@ -91,12 +91,16 @@ func (d *Driver[C, A]) Lost(a A, why *task.TaskError, nodeLost, stopping bool) {
 	d.Restart(ev)
 }
 
-// Replayed handles the result of c, a call run again only to rebuild a's
-// state (or the restore of a checkpoint) on worker: its returns were
-// stored the first time, so the node drops them; failed is the error its
-// first return holds, if any. A restore that failed ends a.
-func (d *Driver[C, A]) Replayed(a A, c C, worker string, failed *task.TaskError) {
+// Replayed handles the results of c, a call run again only to rebuild
+// a's state (or the restore of a checkpoint) on worker: its returns were
+// stored the first time, so the node drops them. A restore whose first
+// return holds an error ends a.
+func (d *Driver[C, A]) Replayed(a A, c C, worker string, results []task.Object) {
 	d.Ran(a, c)
+	var failed *task.TaskError
+	if len(results) > 0 {
+		failed = results[0].Err
+	}
 	if c.Kind() == task.KindActorRestore && failed != nil {
 		line, _, _ := strings.Cut(failed.Message, "\n")
 		d.End(a, &task.TaskError{Function: a.Type(), Worker: worker, Message: "restoring its checkpoint after a restart failed: " + line, Cause: failed})
@@ -113,6 +117,7 @@ func (d *Driver[C, A]) restart(a A, e restart.Effect) {
 	d.host.Unplace(a)
 	q := restart.Queue(e, a.Queued(), func(s *task.Spec, discard bool) C { return d.host.Replay(a, s, discard) })
 	d.Step(a, actorq.Requeue[C]{Queue: q})
+	d.table.ActorPlaced(a.ID(), "") // starting again
 	d.host.Place(a)
 }
 
@@ -135,7 +140,7 @@ func (d *Driver[C, A]) Checkpoint(a A, worker string, after ids.TaskID, data []b
 // tells the core it is saved.
 func (d *Driver[C, A]) save(e restart.Effect) {
 	if err := d.ckpts.SaveCheckpoint(e.Actor, e.Data); err != nil {
-		if a, ok := d.host.Actor(e.Actor); ok {
+		if a, ok := d.actors[e.Actor]; ok {
 			if worker, ok := d.host.Worker(a); ok {
 				d.checkpointFailed(a, worker, e.Task, err.Error(), err)
 			}
@@ -160,7 +165,7 @@ func (d *Driver[C, A]) endChild(c, parent A) {
 	if c.Dead() {
 		return
 	}
-	d.host.Kill(c, &task.TaskError{Function: c.Type(), Message: "the actor that created it (" + parent.Type() + ") ended", Cause: task.ErrActorDead})
+	d.kill(c, &task.TaskError{Function: c.Type(), Message: "the actor that created it (" + parent.Type() + ") ended", Cause: task.ErrActorDead})
 }
 
 // Restarts returns how many times actor id was restarted, and how many

@@ -5,14 +5,15 @@ import (
 	"github.com/gray-ml/gray/runtime/actors"
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/pool"
-	"github.com/gray-ml/gray/runtime/restart"
 	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
 )
 
 // The actors' queues (runtime/actorq) and restarts (runtime/restart) are
-// driven by runtime/actors (Node.acts); this file is the node's side: the
-// actors.Host it acts through, and the calls the rest of the node makes.
+// driven by runtime/actors (Node.acts), which keeps the node's actors and
+// decides what an actor task submitted becomes; this file is the node's
+// side: its record of an actor's call, the actors.Host it acts through,
+// and the messages of an actor's worker it hands on.
 
 // Spec implements actorq.Call: the task as it will be sent.
 func (p *pending) Spec() *task.Spec { return p.spec }
@@ -22,14 +23,6 @@ func (p *pending) Again() bool { return p.again }
 
 // Kind implements restart.Call.
 func (p *pending) Kind() task.Kind { return p.spec.Kind }
-
-// newActor returns the record of the actor creation task s makes (e is
-// its type's entry), with nothing queued.
-func (n *Node) newActor(s *task.Spec, e *task.Entry) *actor {
-	a := &actor{id: s.ID, typ: s.Func, res: task.Res(s, e)}
-	a.Actor = actorq.New(s.ID, s.Func, n.callArgs)
-	return a
-}
 
 // callArgs answers the actor queue about call p's arguments: wait, they
 // do not all exist yet (or one was lost with its node since: the call is
@@ -44,45 +37,6 @@ func (n *Node) callArgs(p *pending) (wait bool, failed *task.TaskError) {
 	return false, p.args.Failed()
 }
 
-// up reports whether a's worker is connected: its calls can go out.
-func up(a *actor) bool { return a.w != nil && a.w.Connected() }
-
-// pump sends an actor's queued calls whose arguments exist, in order.
-func (n *Node) pump(a *actor) { n.acts.Step(a, actorq.Pump{Up: up(a)}) }
-
-// The node's other files step actors and the restart core through these.
-func (n *Node) stepActor(a *actor, ev actorq.Event)                  { n.acts.Step(a, ev) }
-func (n *Node) stepRestart(ev restart.Event)                         { n.acts.Restart(ev) }
-func (n *Node) actorDied(a *actor, why *task.TaskError)              { n.acts.End(a, why) }
-func (n *Node) enableRestarts(a *actor, s *task.Spec, e *task.Entry) { n.acts.Created(a, s, e) }
-func (n *Node) logDone(a *actor, p *pending)                         { n.acts.Ran(a, p) }
-
-// returned takes the result of task tid off a's calls in flight: the call
-// it belongs to, or nil when a was killed (its calls failed already).
-func (n *Node) returned(a *actor, tid ids.TaskID) *pending {
-	p, _ := n.acts.Returned(a, tid)
-	return p
-}
-
-// actorLost handles the death of a's process (why): a restarts, or dies.
-// nodeLost says its node died (or may have: a worker on another node).
-func (n *Node) actorLost(a *actor, why *task.TaskError, nodeLost bool) {
-	n.acts.Lost(a, why, nodeLost, n.closed || n.spawnErr != nil)
-}
-
-// replayDone handles the result of p, a call run again only to rebuild
-// a's state (or the restore of a checkpoint): its returns were stored the
-// first time, so these are dropped.
-func (n *Node) replayDone(a *actor, w *proc, p *pending, objs []task.Object) {
-	n.unpinTask(p)
-	n.abortReserved(w)
-	var failed *task.TaskError
-	if len(objs) > 0 {
-		failed = objs[0].Err
-	}
-	n.acts.Replayed(a, p, w.name, failed)
-}
-
 // checkpoint handles w's MsgCheckpoint m: the state of w's actor after
 // call m.After.
 func (n *Node) checkpoint(w *proc, m pool.Checkpoint) {
@@ -91,16 +45,6 @@ func (n *Node) checkpoint(w *proc, m pool.Checkpoint) {
 	if a := w.actor; a != nil {
 		n.acts.Checkpoint(a, w.name, m.After, m.Data, m.OK, m.Why)
 	}
-}
-
-// killQuietly kills a for why (gray.Kill, or its creator's end): its
-// calls' references hold ErrActorDead, but that is no failure to print
-// or list.
-func (n *Node) killQuietly(a *actor, why *task.TaskError) {
-	quiet := n.quiet
-	n.quiet = true
-	n.acts.Step(a, actorq.Kill{Why: why})
-	n.quiet = quiet
 }
 
 // Restarts returns how many times actor id was restarted, and how many
@@ -117,28 +61,37 @@ func (n *Node) Restarts(id ids.ActorID) (restarts, logged int) {
 // objects.Keeper itself (actors.Objects).
 type actorHost struct{ n *Node }
 
-func (h actorHost) Actor(id ids.ActorID) (*actor, bool) {
-	a := h.n.actors[id]
-	return a, a != nil
+func (h actorHost) New(s *task.Spec, e *task.Entry) *actor {
+	a := &actor{id: s.ID, typ: s.Func, res: task.Res(s, e)}
+	a.Actor = actorq.New(s.ID, s.Func, h.n.callArgs)
+	return a
+}
+
+func (h actorHost) Up(a *actor) bool { return a.w != nil && a.w.Connected() }
+
+func (h actorHost) Wait(a *actor) {
+	h.n.core.WaitActor(a.id, a.res)
+	h.n.step()
 }
 
 func (h actorHost) Send(a *actor, p *pending) {
-	h.n.holdKept(a, p.spec)
+	// a claims each Keep argument of the call in shared memory.
+	h.n.ob.HoldKept(a.id, a.w != nil && a.w.node != sched.Local, p.spec)
 	h.n.exec(a.w, p, a.gpus)
 }
 
-func (h actorHost) Fail(p *pending, err *task.TaskError, quiet bool) {
+func (h actorHost) Fail(p *pending, err *task.TaskError) { h.n.finishErr(p, err) }
+func (h actorHost) ArgFailed(p *pending)                 { h.n.finishErr(p, argErr(p)) }
+
+func (h actorHost) Quietly(f func()) {
 	was := h.n.quiet
-	h.n.quiet = was || quiet
-	h.n.finishErr(p, err)
+	h.n.quiet = true
+	f()
 	h.n.quiet = was
 }
 
-func (h actorHost) ArgFailed(p *pending) { h.n.finishErr(p, argErr(p)) }
-
-func (h actorHost) Died(a *actor, err *task.TaskError) {
+func (h actorHost) Died(a *actor, _ *task.TaskError) {
 	h.n.answerDirect(a) // its direct callers go through the driver
-	h.n.ctrl.ActorDied(a.id, err.Message)
 }
 
 func (h actorHost) Free(a *actor) { h.n.core.ActorGone(a.id) }
@@ -162,7 +115,6 @@ func (h actorHost) Unplace(a *actor) {
 
 func (h actorHost) Place(a *actor) {
 	a.w = nil
-	h.n.ctrl.ActorPlaced(a.id, "") // starting again
 	h.n.core.RestartActor(a.id, a.res)
 	h.n.step()
 }
@@ -188,6 +140,6 @@ func (h actorHost) Report(e *task.TaskError) {
 	h.n.errQ = append(h.n.errQ, e)
 }
 
-func (h actorHost) Kill(a *actor, why *task.TaskError) { h.n.killQuietly(a, why) }
+func (h actorHost) Stopping() bool { return h.n.closed || h.n.spawnErr != nil }
 
 var _ actors.Host[*pending, *actor] = actorHost{}

@@ -30,7 +30,7 @@ func (n *Node) handleDirect(w *proc, typ byte, payload []byte) error {
 	var ev direct.Event
 	switch typ {
 	case task.MsgActorAddr:
-		n.stepDirect(direct.Ask[*proc]{Caller: w, Req: m.Req, Actor: n.directActor(n.actors[m.Actor], m.Actor)})
+		n.stepDirect(direct.Ask[*proc]{Caller: w, Req: m.Req, Actor: n.directActor(n.acts.Actor(m.Actor), m.Actor)})
 		return nil
 	case task.MsgDirectAddr:
 		a := w.actor
@@ -98,7 +98,7 @@ func (n *Node) directActor(a *actor, id ids.ActorID) direct.Actor[*proc] {
 	if a == nil {
 		return direct.Actor[*proc]{ID: id}
 	}
-	return direct.Actor[*proc]{ID: a.id, Direct: directable(a), Worker: a.w, Up: a.w != nil && a.w.Connected(), Constructed: constructed(a)}
+	return direct.Actor[*proc]{ID: a.id, Direct: n.acts.Direct(a), Worker: a.w, Up: a.w != nil && a.w.Connected(), Constructed: a.Constructed()}
 }
 
 // stepDirect steps the direct table and carries out its effects. It
@@ -135,30 +135,6 @@ func (n *Node) stepDirect(ev direct.Event) (ended bool) {
 		}
 	}
 	return ended
-}
-
-// directable reports whether a's calls may bypass the driver: not when it
-// is dead or draining, may be restarted (its replay log is the driver's,
-// runtime/actors) or checkpoints.
-func directable(a *actor) bool {
-	if a.Dead() || a.Draining() || a.Restartable() {
-		return false
-	}
-	e, err := task.Lookup(a.typ)
-	return err == nil && e.CheckpointInterval == 0
-}
-
-// constructed reports whether a's worker has run its creation task: no
-// creation or restore is queued or in flight.
-func constructed(a *actor) bool {
-	for _, ps := range [][]*pending{a.Queued(), a.Inflight()} {
-		for _, p := range ps {
-			if k := p.spec.Kind; k == task.KindActorCreate || k == task.KindActorRestore {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // newDirect returns the node's direct table, which asks ob about objects.

@@ -4,7 +4,7 @@
 // its objects part (runtime/objects, which keeps the object store's index,
 // the object table of runtime/objtable and the recovery core of
 // runtime/recovery, and on a cluster moves objects between nodes) and the
-// actors' driver (runtime/actors: their queues and restarts), and their
+// actors' driver (runtime/actors: the actors, their queues and restarts), and their
 // effects into messages and worker processes. Get and Wait requests are runtime/requests' (the
 // matching is sched.Waits'). The workers'
 // processes and connections are runtime/pool's: it starts them, serves
@@ -25,8 +25,8 @@
 // addresses and leases for nested tasks: runtime/direct decides), accounts.go and
 // grants.go (resources, a cluster node's grant), resubmit.go
 // (calls made again by a replay: runtime/resubmit decides), actors.go
-// (what runtime/actors, which drives the actors' queues and restarts,
-// has the node do: actors.Host), remote.go (a
+// (what runtime/actors, which keeps the actors and drives their queues
+// and restarts, has the node do: actors.Host), remote.go (a
 // cluster's nodes), snapshot.go (the state for inspection, a
 // runtime/state Snapshot), and backend.go (the API the root package calls).
 // runtime/README.md describes the threads, the locks and the route of a
@@ -121,7 +121,6 @@ type Node struct {
 	objs     *objtable.Table          // who holds which object and why (runtime/objtable)
 	core     *sched.Cluster[*pending] // resources, queues and the pools' decisions, per node
 	workers  map[sched.WorkerID]*proc
-	actors   map[ids.ActorID]*actor
 	errQ     []*task.TaskError // failures to report outside the lock
 	spawnErr error             // set when workers cannot start at all
 	gone     *gone             // the worker or node whose end is being stepped
@@ -131,8 +130,9 @@ type Node struct {
 	// rec decides what is rebuilt, run again or given up when something
 	// is lost (runtime/recovery).
 	rec *recovery.Core[*pending]
-	// acts carries out what the actors' queues and the restart core
-	// decide (runtime/actors; the node's side in actors.go).
+	// acts keeps the node's actors and carries out what their queues and
+	// the restart core decide (runtime/actors; the node's side in
+	// actors.go).
 	acts *actors.Driver[*pending, *actor]
 	// ob keeps the objects: their lifetimes, rebuilds and copies on other
 	// nodes (runtime/objects, glue in objects.go). store, shared, objs and
@@ -250,7 +250,6 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		objs:    objtable.New(),
 		core:    sched.NewCluster[*pending](sched.Config{Total: cfg.Resources, Workers: cfg.NumWorkers, Capacity: cfg.Cluster.Capacity(cfg.Resources), GPUs: cfg.Cluster.GPUs(), PackWorkers: tasktime.PackWorkers()}),
 		workers: map[sched.WorkerID]*proc{},
-		actors:  map[ids.ActorID]*actor{},
 
 		shared: cfg.Shared,
 		rec:    recovery.New[*pending](recovery.Limits{Cluster: cfg.Cluster != nil}),
@@ -259,7 +258,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n.ob = objects.New(objects.Config[*pending]{Store: n.store, Shared: n.shared, Table: n.objs, Rec: n.rec,
 		Tasks: objectTasks{n}, Lock: n.mu.Lock, Unlock: n.unlock})
 	n.API = n.ob.API()
-	n.acts = actors.New[*pending, *actor](actorHost{n}, n.ob, restart.New(restart.Config{Cluster: cfg.Cluster != nil, NodeLoss: maxRetries}), cfg.Checkpoints)
+	n.acts = actors.New[*pending, *actor](actorHost{n}, n.ob, n.ctrl, restart.New(restart.Config{Cluster: cfg.Cluster != nil, NodeLoss: maxRetries}), cfg.Checkpoints)
 	n.direct = newDirect(n.ob)
 	n.reqs = requests.New(requests.Config[*proc]{Waits: n.waits, Objects: n.ob, Store: n.store, Workers: askers{n},
 		Lock: n.mu.Lock, Unlock: n.unlock, Step: n.step, Done: n.done})

@@ -8,7 +8,6 @@ import (
 	"github.com/gray-ml/gray/runtime/objects"
 	"github.com/gray-ml/gray/runtime/objtable"
 	"github.com/gray-ml/gray/runtime/recovery"
-	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
 )
 
@@ -47,7 +46,7 @@ func (t objectTasks) Stored(id ids.ObjectID, _ task.Object) {
 // its way: an actor's call in its actor's order, a task to the core.
 func (t objectTasks) Ready(p *pending) {
 	if p.actor != nil {
-		t.n.pump(p.actor)
+		t.n.acts.Pump(p.actor)
 	} else {
 		t.n.ready(p)
 	}
@@ -208,8 +207,8 @@ func (n *Node) Check() error {
 			}
 			return false
 		case objtable.Actor:
-			for id, a := range n.actors {
-				if objtable.ActorHolder(id) == h {
+			for a := range n.acts.Actors() {
+				if objtable.ActorHolder(a.id) == h {
 					return !a.Dead()
 				}
 			}
@@ -217,10 +216,4 @@ func (n *Node) Check() error {
 		}
 		return true // objects hold their children until they are deleted; tasks their arguments until they end
 	}))
-}
-
-// holdKept gives actor a a claim on each Keep argument of s in shared
-// memory (objects.Keeper.HoldKept).
-func (n *Node) holdKept(a *actor, s *task.Spec) {
-	n.ob.HoldKept(a.id, a.w != nil && a.w.node != sched.Local, s)
 }

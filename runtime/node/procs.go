@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/gray-ml/gray/runtime/actorq"
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/pool"
 	"github.com/gray-ml/gray/runtime/recovery"
@@ -36,7 +35,7 @@ func (n *Node) unlockFor(w *proc) { n.pool.UnlockFor(w.Worker) }
 func (n *Node) spawn(a *actor, id sched.WorkerID) {
 	if n.spawnErr != nil {
 		if a != nil {
-			n.actorDied(a, &task.TaskError{Function: a.typ, Message: n.spawnErr.Error(), Cause: n.spawnErr})
+			n.acts.End(a, &task.TaskError{Function: a.typ, Message: n.spawnErr.Error(), Cause: n.spawnErr})
 		} else {
 			n.core.WorkerDied(id)
 		}
@@ -88,21 +87,12 @@ func (h *poolHandler) Connected(id sched.WorkerID, c *wire.Conn) *pool.Worker {
 		return nil
 	})
 	if w.actor != nil {
-		n.placed(w.actor, w)
+		n.acts.Placed(w.actor, w.name)
 	} else {
 		n.core.WorkerReady(w.id)
 		n.step()
 	}
 	return w.Worker
-}
-
-// placed makes w, connected, actor a's worker: a's calls go to it.
-func (n *Node) placed(a *actor, w *proc) {
-	if a.Restartable() {
-		n.stepRestart(restart.Placed{Actor: a.id}) // a restart counts from here
-	}
-	n.ctrl.ActorPlaced(a.id, w.name)
-	n.pump(a)
 }
 
 // hostActor makes pool worker id, started and idle and now out of the
@@ -113,11 +103,11 @@ func (n *Node) hostActor(a *actor, id sched.WorkerID) {
 	if w == nil || w.dead {
 		// The core takes only connected workers, and a death reaches the
 		// core and this table under the same lock; fail loudly if not.
-		n.actorDied(a, &task.TaskError{Function: a.typ, Message: "its pool worker was gone before the actor started on it", Cause: task.ErrWorkerDied})
+		n.acts.End(a, &task.TaskError{Function: a.typ, Message: "its pool worker was gone before the actor started on it", Cause: task.ErrWorkerDied})
 		return
 	}
 	w.actor, a.w = a, w
-	n.placed(a, w)
+	n.acts.Placed(a, w.name)
 }
 
 // handle carries out one message of worker w (its connection's reader,
@@ -143,7 +133,7 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 		// One submitted by an earlier run of w's call stands (resubmit.go);
 		// errors are stored in the task's returns.
 		if !n.submittedBefore(w, s) && n.submitLocked(s) == nil && s.Kind == task.KindActorCreate && w.actor != nil {
-			n.stepRestart(restart.Adopted{Parent: w.actor.id, Child: s.ID})
+			n.acts.Restart(restart.Adopted{Parent: w.actor.id, Child: s.ID})
 		}
 		n.unlockFor(w)
 	case task.MsgPut, task.MsgDrop, task.MsgFree, task.MsgReserve, task.MsgHold, task.MsgContain, task.MsgReleaseShared:
@@ -198,7 +188,8 @@ func (n *Node) result(w *proc, r pool.Result) {
 	var p *pending
 	n.unpinReads(w)
 	if a := w.actor; a != nil {
-		if p = n.returned(a, tid); p == nil {
+		var ran bool
+		if p, ran = n.acts.Returned(a, tid); !ran {
 			return // the actor was killed; its calls have failed already
 		}
 	} else {
@@ -212,8 +203,10 @@ func (n *Node) result(w *proc, r pool.Result) {
 		w.lastDone = n.timer.Returned(p.entry, r.Ran, p.sent, w.lastDone)
 	}
 	n.cfg.Events.Finished(int(w.id), tid, p.spec.Func, p.sent)
-	if p.discard {
-		n.replayDone(w.actor, w, p, objs)
+	if p.discard { // run again to rebuild its actor's state: its results were stored the first time
+		n.unpinTask(p)
+		n.abortReserved(w)
+		n.acts.Replayed(w.actor, p, w.name, objs)
 		n.step()
 		return
 	}
@@ -227,7 +220,7 @@ func (n *Node) result(w *proc, r pool.Result) {
 	n.releaseLineage(p) // its results' lineage records hold what they need now
 	n.abortReserved(w)  // reserved for returns the task did not deliver
 	if a := w.actor; a != nil {
-		n.logDone(a, p)
+		n.acts.Ran(a, p)
 	}
 	if p.spec.Kind == task.KindActorCreate {
 		n.constructed(p.spec)
@@ -237,12 +230,9 @@ func (n *Node) result(w *proc, r pool.Result) {
 		n.errQ = append(n.errQ, failed)
 	}
 	n.ctrl.TaskFinished(tid, failed)
-	if p.spec.Kind == task.KindActorCreate && failed != nil {
-		n.actorDied(p.actor, &task.TaskError{Function: p.actor.typ, Worker: w.name, Message: "its constructor failed: " + firstLine(failed.Message), Cause: failed})
-	}
 	if a := w.actor; a != nil {
-		n.stepActor(a, actorq.Finished{}) // a released actor with nothing left ends
-		n.answerDirect(a)                 // its constructor may have run (direct.go)
+		n.acts.Finished(a, p, w.name, failed) // a failed constructor, or a release, may end it
+		n.answerDirect(a)                     // its constructor may have run (direct.go)
 	}
 	n.step()
 }
@@ -280,7 +270,7 @@ func (h *poolHandler) Gone(pw *pool.Worker, bad error) {
 	if a := w.actor; a != nil {
 		why := &task.TaskError{Function: a.typ, Worker: w.name, Message: "its worker process died (" + how + ")", Cause: task.ErrWorkerDied}
 		if a.w == w {
-			n.actorLost(a, why, w.node != sched.Local)
+			n.acts.Lost(a, why, w.node != sched.Local)
 		}
 	} else {
 		// Its running task comes back as an Orphan effect (orphaned); the

@@ -39,12 +39,12 @@ type submitFacts struct {
 	s *task.Spec
 }
 
-func (f *submitFacts) ActorExists() bool  { return f.n.actors[f.s.ID] != nil }
-func (f *submitFacts) Constructing() bool { return f.n.actors[f.s.ID].constructing() }
+func (f *submitFacts) ActorExists() bool  { return f.n.acts.Actor(f.s.ID) != nil }
+func (f *submitFacts) Constructing() bool { return f.n.acts.Actor(f.s.ID).Constructing() }
 func (f *submitFacts) Rebuilding() bool   { return f.n.rec.Rebuilding(f.s.ID) }
-func (f *submitFacts) TargetHere() bool   { return f.n.actors[f.s.Actor()] != nil }
+func (f *submitFacts) TargetHere() bool   { return f.n.acts.Actor(f.s.Actor()) != nil }
 func (f *submitFacts) Again() bool        { return f.n.reexecuting(f.w) }
-func (f *submitFacts) Held() bool         { return f.n.callKnown(f.n.actors[f.s.Actor()], f.s) }
+func (f *submitFacts) Held() bool         { return f.n.acts.Actor(f.s.Actor()).Holds(f.s.ID) }
 func (f *submitFacts) Logged() bool       { return f.w.actor != nil && f.n.acts.Logged(f.s.Actor(), f.s.ID) }
 
 func (f *submitFacts) Stored() (stored, lost bool) {
@@ -62,39 +62,16 @@ func (n *Node) failGone(s *task.Spec) {
 	}
 }
 
-// constructing reports whether a's constructor has yet to finish.
-func (a *actor) constructing() bool {
-	for _, ps := range [][]*pending{a.Inflight(), a.Queued()} {
-		if len(ps) > 0 && ps[0].spec.Kind == task.KindActorCreate {
-			return true
-		}
-	}
-	return false
-}
-
 // reexecuting reports whether worker w runs a call or task a second time:
 // an actor's call (or constructor) replayed after a restart, or a task
 // run again after its node died or to rebuild its results.
 func (n *Node) reexecuting(w *proc) bool {
 	if a := w.actor; a != nil {
-		return len(a.Inflight()) > 0 && a.Inflight()[0].again
+		return a.Replaying()
 	}
 	p, ok := n.core.Running(w.id)
 	if !ok {
 		return false
 	}
 	return n.rec.Rebuilding(p.spec.ID) || n.rec.Runs(p) > 0
-}
-
-// callKnown reports whether actor a holds call s already, queued or
-// running (one its restart queued again, say).
-func (n *Node) callKnown(a *actor, s *task.Spec) bool {
-	for _, ps := range [][]*pending{a.Queued(), a.Inflight()} {
-		for _, p := range ps {
-			if p.spec.ID == s.ID {
-				return true
-			}
-		}
-	}
-	return false
 }

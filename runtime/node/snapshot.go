@@ -30,7 +30,7 @@ func (n *Node) Snapshot() state.Snapshot {
 	}
 	n.core.EachQueued(func(p *pending) { b.Task(p, state.TaskQueued) })
 	n.ob.EachWaiting(func(p *pending) { b.Task(p, state.TaskWaiting) })
-	for _, a := range n.actors {
+	for a := range n.acts.Actors() {
 		worker := -1
 		if a.w != nil {
 			worker = int(a.w.id)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gray-ml/gray/runtime/actorq"
 	"github.com/gray-ml/gray/runtime/control"
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/recovery"
@@ -47,23 +46,8 @@ func (n *Node) submitLocked(s *task.Spec) error {
 			}
 		}
 	}
-	var a *actor
 	if err == nil {
-		switch s.Kind {
-		case task.KindActorCreate:
-			if _, dup := n.actors[s.ID]; dup {
-				err = fmt.Errorf("actor %s exists already", s.ID)
-			}
-		case task.KindActorMethod:
-			// The actor table lives in the control store, which a cluster
-			// shares: an actor it lists but this node does not host lives
-			// on another node.
-			if _, known := n.ctrl.Actor(s.Actor()); !known {
-				err = fmt.Errorf("calling %s: actor %s is unknown in this session (a handle from another session?)", s.Func, s.Actor())
-			} else if a = n.actors[s.Actor()]; a == nil {
-				err = fmt.Errorf("calling %s: actor %s lives on another node, and calls across nodes are not supported yet", s.Func, s.Actor())
-			}
-		}
+		err = n.acts.Check(s) // an actor that exists already, or not here
 	}
 	if err != nil {
 		te := &task.TaskError{Function: s.Func, Message: err.Error(), Cause: err}
@@ -71,7 +55,7 @@ func (n *Node) submitLocked(s *task.Spec) error {
 		return err
 	}
 	n.ctrl.TaskSubmitted(s)
-	p := &pending{spec: s, entry: e, actor: a}
+	p := &pending{spec: s, entry: e}
 	if s.Kind == task.KindFunc && n.shared != nil {
 		// Lineage needs the spec as submitted. Only reference arguments
 		// change when the task is sent (objects.Keeper.Send), so a spec without
@@ -87,26 +71,17 @@ func (n *Node) submitLocked(s *task.Spec) error {
 			p.lineageHeld = true
 		}
 	}
-	if s.Kind == task.KindActorCreate {
-		a = n.newActor(s, e)
-		p.actor = a
-		n.actors[s.ID] = a
-		n.ctrl.ActorCreated(s.ID, s.Func, "")
-		n.enableRestarts(a, s, e)
+	switch s.Kind {
+	case task.KindActorCreate:
+		p.actor = n.acts.Create(s, e)
+	case task.KindActorMethod:
+		p.actor = n.acts.Actor(s.Actor())
 	}
 	n.needArgs(p)
-	switch s.Kind {
-	case task.KindFunc:
-		if !p.args.Waiting() {
-			n.ready(p)
-		}
-	case task.KindActorCreate:
-		n.stepActor(a, actorq.Queued[*pending]{Call: p})
-		n.core.WaitActor(a.id, a.res)
-		n.step()
-	case task.KindActorMethod:
-		// A dead or released actor's call fails at once.
-		n.stepActor(a, actorq.Queued[*pending]{Call: p, Up: up(a)})
+	if s.Kind != task.KindFunc {
+		n.acts.Submit(p.actor, p)
+	} else if !p.args.Waiting() {
+		n.ready(p)
 	}
 	return nil
 }
@@ -157,7 +132,7 @@ func (n *Node) apply(e sched.Effect[*pending]) {
 	case sched.Spawn:
 		n.spawn(nil, e.Worker)
 	case sched.StartActor:
-		a := n.actors[e.Actor]
+		a := n.acts.Actor(e.Actor)
 		if a == nil || a.Dead() {
 			n.core.ActorGone(e.Actor)
 			return
@@ -181,15 +156,15 @@ func (n *Node) apply(e sched.Effect[*pending]) {
 	case sched.Orphan:
 		n.orphaned(e.Task)
 	case sched.OrphanActor:
-		if a := n.actors[e.Actor]; a != nil && n.gone != nil {
+		if a := n.acts.Actor(e.Actor); a != nil && n.gone != nil {
 			why := &task.TaskError{Function: a.typ, Message: fmt.Sprintf("its node %s died (%s)", n.gone.node, n.gone.why), Cause: task.ErrWorkerDied}
-			n.actorLost(a, why, true)
+			n.acts.Lost(a, why, true)
 		}
 	case sched.Refuse:
 		n.finishErr(e.Task, n.spawnFailure())
 	case sched.RefuseActor:
-		if a := n.actors[e.Actor]; a != nil {
-			n.actorDied(a, n.spawnFailure())
+		if a := n.acts.Actor(e.Actor); a != nil {
+			n.acts.End(a, n.spawnFailure())
 		}
 	}
 }
@@ -299,30 +274,23 @@ func (n *Node) flushErrors() {
 }
 
 // Kill ends an actor now: queued and running calls fail and its resources
-// are released.
+// are released (actors.Driver.Kill).
 func (n *Node) Kill(id ids.ActorID) error {
 	n.mu.Lock()
-	a := n.actors[id]
-	if a == nil {
-		n.unlock()
-		return fmt.Errorf("gray: kill: actor %s is unknown in this session", id)
-	}
-	n.killQuietly(a, &task.TaskError{Function: a.typ, Message: "it was killed", Cause: task.ErrActorDead})
+	err := n.acts.Kill(id)
 	n.unlock()
 	n.flushErrors()
-	return nil
+	return err
 }
 
 // Release ends an actor once its queued calls are done: the program holds
-// no handle to it any more.
+// no handle to it any more (actors.Driver.Release).
 func (n *Node) Release(id ids.ActorID) {
 	n.mu.Lock()
 	defer n.unlock()
-	a := n.actors[id]
-	if a == nil || n.closed {
-		return
+	if !n.closed {
+		n.acts.Release(id)
 	}
-	n.stepActor(a, actorq.Release{HasWorker: a.w != nil})
 }
 
 func hasRefArgs(s *task.Spec) bool {
