@@ -56,6 +56,10 @@ func (c *Common) CheckCPUOnly(ck *Check) {
 	ck.Key("num_gpus", c.NumGPUs == 0, fmt.Sprintf("(%g): %s learns on the CPU only for now; set num_gpus: 0 (PPO has a GPU learner)", c.NumGPUs, ck.alg))
 }
 
+// Workers returns num_workers: the worker actors the agent starts, each
+// reserving one CPU. The train command sizes its own runtime by it.
+func (c *Common) Workers() int { return c.NumWorkers }
+
 // RunSeed is the seed an agent uses: the config's "seed" key when it is
 // set, else the run's seed.
 func (c *Common) RunSeed(runSeed int64) int64 {

@@ -59,11 +59,11 @@ checkpoint.`,
 				return err
 			}
 			opts := runner.Options{
-				StartRuntime: func(ctx context.Context, logDir string) (func(), error) {
+				StartRuntime: func(ctx context.Context, logDir string, cfg rllib.Config) (func(), error) {
 					cpus := exp.NumCPUs
 					if cl.address == "" {
 						var note string
-						if cpus, note = ownRuntimeCPUs(cpus, exp.Config, goruntime.NumCPU()); note != "" {
+						if cpus, note = ownRuntimeCPUs(cpus, cfg, goruntime.NumCPU()); note != "" {
 							fmt.Fprintln(stderr, note)
 						}
 					}
@@ -112,7 +112,7 @@ checkpoint.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())
 	})
-	root.AddCommand(newRolloutCmd(stdout), newPlotCmd(stdout), newLsCmd(stdout), newBestCmd(stdout))
+	root.AddCommand(newRolloutCmd(stdout, stderr), newPlotCmd(stdout), newLsCmd(stdout), newBestCmd(stdout))
 	return root
 }
 
@@ -241,7 +241,7 @@ func printConfig(w io.Writer, exp config.Experiment, format string) error {
 	return nil
 }
 
-func newRolloutCmd(stdout io.Writer) *cobra.Command {
+func newRolloutCmd(stdout, stderr io.Writer) *cobra.Command {
 	var opts runner.RolloutOptions
 	var path string
 	cmd := &cobra.Command{
@@ -258,8 +258,12 @@ rendering.`,
 				return fmt.Errorf("rollout needs --checkpoint PATH (a checkpoint_<n> folder of a run)")
 			}
 			_, err := runner.Rollout(cmd.Context(), config.ExpandHome(path), opts, stdout, runner.Options{
-				StartRuntime: func(ctx context.Context, logDir string) (func(), error) {
-					return startRuntime(ctx, 0, logDir, clusterFlags{})
+				StartRuntime: func(ctx context.Context, logDir string, cfg rllib.Config) (func(), error) {
+					cpus, note := ownRuntimeCPUs(0, cfg, goruntime.NumCPU())
+					if note != "" {
+						fmt.Fprintln(stderr, note)
+					}
+					return startRuntime(ctx, cpus, logDir, clusterFlags{})
 				},
 			})
 			return err

@@ -13,7 +13,8 @@
 // weights the driver put into the object store once per batch (gray.Put)
 // and returns the episode's gradient and its total reward; the environment
 // is a reusable variable of each worker process (gray.Reusable), reset
-// between tasks. The driver prints the running reward as the seed does.
+// between tasks. The driver prints the running reward as Ray 0.2's example
+// does.
 package main
 
 import (
@@ -33,7 +34,7 @@ import (
 	"github.com/gray-ml/gray/envs"
 )
 
-// The seed's hyperparameters.
+// Ray 0.2's example's hyperparameters.
 const (
 	hidden    = 200     // hidden layer neurons (the default of --hidden)
 	gamma     = 0.99    // discount factor for reward
@@ -49,7 +50,8 @@ type Model struct {
 	W2 []float64
 }
 
-// newModel initialises the weights as the seed does ("Xavier" scaling).
+// newModel initialises the weights as Ray 0.2's example does ("Xavier"
+// scaling).
 func newModel(seed uint64, hidden int) Model {
 	rng := rand.New(rand.NewPCG(seed, 0x9e3779b9))
 	m := Model{W1: make([]float64, inputDim*hidden), W2: make([]float64, hidden)}
@@ -115,7 +117,7 @@ func (m *Model) forward(x []pixel, h []float64) float64 {
 }
 
 // discountRewards computes discounted returns, restarting the sum at each
-// point scored (a game boundary in Pong), as the seed does.
+// point scored (a game boundary in Pong), as Ray 0.2's example does.
 func discountRewards(r []float64) []float64 {
 	out := make([]float64, len(r))
 	running := 0.0
@@ -328,8 +330,8 @@ func add(dst, src []float64) {
 	}
 }
 
-// rmsprop takes an ascent step on the summed gradient g (the seed
-// maximises the expected reward), then clears g.
+// rmsprop takes an ascent step on the summed gradient g (Ray 0.2's
+// example maximises the expected reward), then clears g.
 func rmsprop(w, g, cache []float64, lr float64) {
 	for i, gi := range g {
 		cache[i] = decayRate*cache[i] + (1-decayRate)*gi*gi

@@ -27,8 +27,8 @@ func TestDiscountRewardsRestartsAtPoints(t *testing.T) {
 	}
 }
 
-// The seed's preprocessing keeps the paddles and the ball of the playing
-// field as ones and erases the background.
+// Ray 0.2's example's preprocessing keeps the paddles and the ball of the
+// playing field as ones and erases the background.
 func TestPrepro(t *testing.T) {
 	e, err := envs.NewPixelPong(nil)
 	if err != nil {

@@ -97,7 +97,7 @@ func AddFlags(fs *pflag.FlagSet) {
 	fs.String("restore", "", "checkpoint to restore before training")
 	fs.String("local-dir", DefaultLocalDir, "folder for experiment results (env GRAY_LOCAL_DIR)")
 	fs.Int64("seed", 0, "random seed: same seed, same run")
-	fs.Int("num-cpus", 0, "CPUs the runtime may use (0: all, or num_workers + 1 where that is more, up to 16 times the CPUs: the workers then take turns on the cores)")
+	fs.Int("num-cpus", 0, "CPUs the runtime may use (0: all, or num_workers + 1 where num_workers is more than that, up to 16 times the CPUs: the workers then take turns on the cores; with --restore and rollout, the checkpoint's num_workers)")
 	fs.Float64("plugin-call-timeout-s", 0, "seconds a plugin may take to answer a call before it is killed (0: 60)")
 }
 

@@ -48,6 +48,12 @@ func Rollout(ctx context.Context, path string, opts RolloutOptions, out io.Write
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
+	// The config is decoded once, before the runtime starts: its size may
+	// depend on num_workers.
+	cfg, err := alg.Decode(meta.Config)
+	if err != nil {
+		return nil, fmt.Errorf("rebuilding the %s agent of %s: %w", meta.Algorithm, path, err)
+	}
 	// The agent gets a scratch folder: evaluating must not write into the
 	// run that produced the checkpoint.
 	scratch, err := os.MkdirTemp("", "gray-rollout-")
@@ -56,7 +62,7 @@ func Rollout(ctx context.Context, path string, opts RolloutOptions, out io.Write
 	}
 	defer os.RemoveAll(scratch)
 	if ropts.StartRuntime != nil {
-		stop, err := ropts.StartRuntime(ctx, scratch)
+		stop, err := ropts.StartRuntime(ctx, scratch, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("starting the runtime: %w", err)
 		}
@@ -65,7 +71,7 @@ func Rollout(ctx context.Context, path string, opts RolloutOptions, out io.Write
 	var agent rllib.Agent
 	if err := safely("creating the agent", func() error {
 		var e error
-		agent, e = alg.Make(ctx, rllib.Options{Env: meta.Env, EnvConfig: meta.EnvConfig, LogDir: scratch, Seed: meta.Seed}, meta.Config)
+		agent, e = alg.New(ctx, rllib.Options{Env: meta.Env, EnvConfig: meta.EnvConfig, LogDir: scratch, Seed: meta.Seed}, cfg)
 		return e
 	}); err != nil {
 		return nil, fmt.Errorf("rebuilding the %s agent of %s: %w", meta.Algorithm, path, err)

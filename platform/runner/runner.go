@@ -190,8 +190,11 @@ type Options struct {
 	// StartRuntime, when set, is called once the run folder exists and
 	// before the agent is created (agents create their rollout actors on
 	// the runtime); logDir is where worker processes should write their
-	// output. The function it returns is called after the agent stops.
-	StartRuntime func(ctx context.Context, logDir string) (stop func(), err error)
+	// output; cfg is the run's config as decoded (Resolved.Config, or the
+	// checkpoint's for Rollout), nil for a sweep, whose trials' configs
+	// differ but for the keys they share (then cfg holds those). The
+	// function it returns is called after the agent stops.
+	StartRuntime func(ctx context.Context, logDir string, cfg rllib.Config) (stop func(), err error)
 }
 
 // LogsDir is the folder inside a run folder where worker processes write
@@ -259,7 +262,7 @@ func Train(ctx context.Context, exp config.Experiment, out io.Writer, opts Optio
 		if err := os.MkdirAll(logs, 0o755); err != nil {
 			return sum, fmt.Errorf("creating %s: %w", logs, err)
 		}
-		stop, err := opts.StartRuntime(ctx, logs)
+		stop, err := opts.StartRuntime(ctx, logs, res.Config)
 		if err != nil {
 			if ctx.Err() != nil {
 				sum.Interrupted, sum.StoppedBy = true, "interrupted"

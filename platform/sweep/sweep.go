@@ -71,39 +71,48 @@ func IsSweep(exp config.Experiment) (bool, error) {
 // exp.Env as `train` does and write the platform's run-folder layout; out
 // receives the status table.
 func Build(exp config.Experiment, out io.Writer) (tune.Experiment, error) {
+	te, _, err := build(exp, out)
+	return te, err
+}
+
+// build is Build that also returns the config of the keys every trial
+// shares, decoded (the rest at their defaults).
+func build(exp config.Experiment, out io.Writer) (tune.Experiment, rllib.Config, error) {
 	if exp.Alg == "" {
-		return tune.Experiment{}, fmt.Errorf("no algorithm given: set alg (known algorithms: %s)", strings.Join(rllib.AlgorithmNames(), ", "))
+		return tune.Experiment{}, nil, fmt.Errorf("no algorithm given: set alg (known algorithms: %s)", strings.Join(rllib.AlgorithmNames(), ", "))
 	}
 	alg, err := rllib.Lookup(exp.Alg)
 	if err != nil {
-		return tune.Experiment{}, err
+		return tune.Experiment{}, nil, err
 	}
 	if exp.Env == "" {
-		return tune.Experiment{}, fmt.Errorf("no environment given: set env")
+		return tune.Experiment{}, nil, fmt.Errorf("no environment given: set env")
 	}
 	if err := runner.CheckEnv(exp.Env, exp.EnvConfig); err != nil {
-		return tune.Experiment{}, err
+		return tune.Experiment{}, nil, err
 	}
 	exp.Env = envs.Canonical(exp.Env)
 	spec, err := Spec(exp)
 	if err != nil {
-		return tune.Experiment{}, err
+		return tune.Experiment{}, nil, err
 	}
 	// Keys every trial shares are checked now: a typo would otherwise fail
 	// each trial, max_failures times over.
 	space, err := tune.ParseSpace(exp.Config)
 	if err != nil {
-		return tune.Experiment{}, err
+		return tune.Experiment{}, nil, err
 	}
-	if _, err := alg.CheckKeys(fixedKeys(space)); err != nil {
-		return tune.Experiment{}, err
+	shared, err := alg.CheckKeys(fixedKeys(space))
+	if err != nil {
+		return tune.Experiment{}, nil, err
 	}
-	return spec.Build(tune.BuildOptions{
+	te, err := spec.Build(tune.BuildOptions{
 		ResultsDir: exp.LocalDir,
 		Trainable:  tune.Registered(trialTrainable, trialArgs(exp)),
 		Logger:     tunelog.Factory(tunelog.Options{}),
 		Reporter:   tune.NewTableReporter(out),
 	})
+	return te, shared, err
 }
 
 // trialTrainable is the registered trainable of a sweep's trials: the agent
@@ -143,7 +152,7 @@ func agentTrainable(alg, env string, envConfig map[string]any, seed int64) tune.
 // opts.StartRuntime, when set, starts the runtime with worker output in
 // the experiment folder's logs/.
 func Run(ctx context.Context, exp config.Experiment, resume bool, out io.Writer, opts runner.Options) (*tune.Analysis, error) {
-	te, err := Build(exp, out)
+	te, shared, err := build(exp, out)
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +161,7 @@ func Run(ctx context.Context, exp config.Experiment, resume bool, out io.Writer,
 		if err := os.MkdirAll(logs, 0o755); err != nil {
 			return nil, fmt.Errorf("creating %s: %w (choose a writable local dir)", logs, err)
 		}
-		stop, err := opts.StartRuntime(ctx, logs)
+		stop, err := opts.StartRuntime(ctx, logs, shared)
 		if err != nil {
 			return nil, fmt.Errorf("starting the runtime: %w", err)
 		}

@@ -1,7 +1,9 @@
 // Package driver is the runtime of a driver process: the node that
 // schedules its tasks on worker processes (runtime/node) with its
 // shared-memory object store, and, on a cluster, the job's record and load
-// in the control store (Redis), its leases on the other nodes
+// in the control store (Redis), its tasks, actors and failures recorded
+// there off the task path (a control.Recorder, cluster_state.go), its
+// leases on the other nodes
 // (runtime/cluster's Driver) and the goroutine that publishes its load for
 // `gray status`.
 //
