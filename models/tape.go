@@ -294,18 +294,21 @@ func (t *Tape) Apply(f Func, x, w *Tensor, outCols int) *Tensor {
 // transposes when tA or tB is set. On CPUs with AVX2 and FMA it runs the
 // package's register-blocked assembly kernel (transposing B into scratch
 // first when tB, so the kernel always streams rows of B); elsewhere it uses
-// gonum's BLAS.
+// gonum's BLAS. With beta 0 the AVX-512 kernels write C without reading it;
+// the other paths clear C and add, which gives the same bits.
 func gemm(tA, tB bool, m, n, k int, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int, scratch *[]float64) {
 	if !haveFMA {
 		gemmGonum(tA, tB, m, n, k, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
-	if beta == 0 {
+	fewRows := tB && !tA && fewRowsCheaper(m, n, k)
+	set := beta == 0 && haveAVX512 && !fewRows
+	if beta == 0 && !set {
 		for i := 0; i < m; i++ {
 			clear(c[i*ldc : i*ldc+n])
 		}
 	}
-	if tB && !tA && fewRowsCheaper(m, n, k) {
+	if fewRows {
 		gemmFewRows(m, n, k, a, lda, b, ldb, c, ldc, scratch)
 		return
 	}
@@ -323,7 +326,7 @@ func gemm(tA, tB bool, m, n, k int, a []float64, lda int, b []float64, ldb int, 
 		b, ldb, buf = bt, n, buf[k*n:]
 	}
 	if haveAVX512 {
-		gemmAcc512(tA, m, n, k, a, lda, b, ldb, c, ldc)
+		gemmAcc512(tA, m, n, k, a, lda, b, ldb, c, ldc, set)
 		return
 	}
 	gemmAcc(tA, m, n, k, a, lda, b, ldb, c, ldc, buf)
