@@ -27,6 +27,7 @@ type Tape struct {
 	err    error
 	f32    *scratch32  // the float32 inference path's buffers (conv32.go)
 	tr     *Transposes // weights' transposes shared with other tapes, or nil
+	seen   []bool      // BackwardSet: which parameters a node has claimed
 }
 
 // NewTape returns an empty tape.
@@ -109,6 +110,8 @@ type node struct {
 	aux3    []float64    // LSTM's gate gradients
 	scratch []float64    // gemm's workspace: transposed weights, a column
 	c32     *convTrain32 // the float32 convolutions' state (conv32train.go)
+	set     uint8        // BackwardSet: input slots whose gradient backward writes (firstwrite.go)
+	clears  []*Tensor    // BackwardSet: gradients to clear before backward adds to them
 }
 
 // push takes the next slot and shapes its result; the result needs a
@@ -127,6 +130,7 @@ func (t *Tape) pushData(op opcode, rows, cols int, a, b, c *Tensor, view []float
 	nd := t.nodes[t.n]
 	t.n++
 	nd.op, nd.a, nd.b, nd.c, nd.d = op, a, b, c, nil
+	nd.set, nd.clears = 0, nd.clears[:0]
 	need := !t.noGrad && (a != nil && a.Grad != nil || b != nil && b.Grad != nil || c != nil && c.Grad != nil)
 	n := rows * cols
 	out := nd.out
@@ -198,14 +202,19 @@ func (t *Tape) StopGradient(x *Tensor) *Tensor {
 // it once per forward pass (intermediate gradients are not cleared after);
 // clear parameter gradients between steps with Params.ZeroGrad.
 func (t *Tape) Backward(loss *Tensor) {
-	if loss.Rows != 1 || loss.Cols != 1 {
-		panic(fmt.Sprintf("models: Backward from a %s tensor; reduce the loss to 1x1 first (Sum or Mean)", loss.shape()))
-	}
+	checkLoss(loss)
 	if loss.Grad == nil {
 		return // nothing trainable reaches the loss
 	}
 	loss.Grad[0] += 1
 	t.backprop()
+}
+
+// checkLoss panics unless loss is 1×1.
+func checkLoss(loss *Tensor) {
+	if loss.Rows != 1 || loss.Cols != 1 {
+		panic(fmt.Sprintf("models: Backward from a %s tensor; reduce the loss to 1x1 first (Sum or Mean)", loss.shape()))
+	}
 }
 
 // BackwardFrom backpropagates given output gradients: grad[i] is
@@ -243,6 +252,9 @@ func (t *Tape) Propagate() { t.backprop() }
 func (t *Tape) backprop() {
 	for i := t.n - 1; i >= 0; i-- {
 		nd := t.nodes[i]
+		for _, x := range nd.clears {
+			clear(x.Grad[:x.Len()])
+		}
 		switch {
 		case nd.out.Grad == nil || nd.op == opLeaf:
 		case nd.op == opFunc:
