@@ -200,7 +200,8 @@ func (t *Tape) StopGradient(x *Tensor) *Tensor {
 // Backward backpropagates from the 1×1 tensor loss, accumulating
 // d(loss)/d(p) into the Grad of every parameter p that loss depends on. Run
 // it once per forward pass (intermediate gradients are not cleared after);
-// clear parameter gradients between steps with Params.ZeroGrad.
+// clear parameter gradients between steps with Params.ZeroGrad, or use
+// BackwardSet, which writes them.
 func (t *Tape) Backward(loss *Tensor) {
 	checkLoss(loss)
 	if loss.Grad == nil {
