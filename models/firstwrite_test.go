@@ -10,8 +10,10 @@ import (
 // checkBackwardSet checks that BackwardSet leaves in p the bits ZeroGrad
 // and Backward leave, starting from gradients full of NaN (any value the
 // pass adds to instead of writing, or fails to write, shows), twice on
-// one tape (the second pass reuses the marks' buffers), and that a plain
-// Backward on that tape afterwards accumulates again.
+// one tape (the second pass reuses the marks' buffers, and its forward
+// pass leaves the results' gradients stale: poisoned with NaN here), and
+// that a plain Backward on that tape afterwards clears them and
+// accumulates again.
 func checkBackwardSet(t *testing.T, p *Params, loss func(tape *Tape) *Tensor) {
 	t.Helper()
 	ref := NewTape()
@@ -27,7 +29,9 @@ func checkBackwardSet(t *testing.T, p *Params, loss func(tape *Tape) *Tensor) {
 			p.Grads()[i] = math.NaN()
 		}
 		tape.Reset()
-		tape.BackwardSet(loss(tape), p)
+		l := loss(tape)
+		poisonStale(tape)
+		tape.BackwardSet(l, p)
 		for i, g := range p.Grads() {
 			if math.Float64bits(g) != math.Float64bits(want[i]) {
 				name, at := p.locate(i)
@@ -38,11 +42,26 @@ func checkBackwardSet(t *testing.T, p *Params, loss func(tape *Tape) *Tensor) {
 	p.ZeroGrad()
 	for range 2 {
 		tape.Reset()
-		tape.Backward(loss(tape))
+		l := loss(tape)
+		poisonStale(tape)
+		tape.Backward(l)
 	}
 	for i, g := range p.Grads() {
 		if math.Float64bits(g) != math.Float64bits(want2[i]) {
 			t.Fatalf("Backward after BackwardSet: gradient [%d] = %v after two passes, want %v", i, g, want2[i])
+		}
+	}
+}
+
+// poisonStale fills the results' gradients a lazy tape left stale with
+// NaN, so that a backward pass that adds to one it should have cleared or
+// written shows.
+func poisonStale(tape *Tape) {
+	for _, nd := range tape.nodes[:tape.n] {
+		if nd.stale {
+			for i := range nd.out.Grad {
+				nd.out.Grad[i] = math.NaN()
+			}
 		}
 	}
 }

@@ -28,6 +28,10 @@ type Tape struct {
 	f32    *scratch32  // the float32 inference path's buffers (conv32.go)
 	tr     *Transposes // weights' transposes shared with other tapes, or nil
 	seen   []bool      // BackwardSet: which parameters a node has claimed
+	// lazy is set after a BackwardSet: results' gradients are no longer
+	// cleared when the forward pass records them, but marked stale, and
+	// cleared or written when a backward pass first needs them.
+	lazy bool
 }
 
 // NewTape returns an empty tape.
@@ -112,6 +116,8 @@ type node struct {
 	c32     *convTrain32 // the float32 convolutions' state (conv32train.go)
 	set     uint8        // BackwardSet: input slots whose gradient backward writes (firstwrite.go)
 	clears  []*Tensor    // BackwardSet: gradients to clear before backward adds to them
+	stale   bool         // out.Grad holds old values (a lazy tape)
+	claimed bool         // BackwardSet: a later node writes or clears out.Grad
 }
 
 // push takes the next slot and shapes its result; the result needs a
@@ -130,7 +136,7 @@ func (t *Tape) pushData(op opcode, rows, cols int, a, b, c *Tensor, view []float
 	nd := t.nodes[t.n]
 	t.n++
 	nd.op, nd.a, nd.b, nd.c, nd.d = op, a, b, c, nil
-	nd.set, nd.clears = 0, nd.clears[:0]
+	nd.set, nd.clears, nd.stale = 0, nd.clears[:0], false
 	need := !t.noGrad && (a != nil && a.Grad != nil || b != nil && b.Grad != nil || c != nil && c.Grad != nil)
 	n := rows * cols
 	out := nd.out
@@ -148,7 +154,11 @@ func (t *Tape) pushData(op opcode, rows, cols int, a, b, c *Tensor, view []float
 			nd.grad = make([]float64, n)
 		}
 		out.Grad = nd.grad[:n]
-		clear(out.Grad)
+		if t.lazy {
+			nd.stale = true
+		} else {
+			clear(out.Grad)
+		}
 	} else {
 		out.Grad = nil
 	}
@@ -207,8 +217,9 @@ func (t *Tape) Backward(loss *Tensor) {
 	if loss.Grad == nil {
 		return // nothing trainable reaches the loss
 	}
+	t.clearStale()
 	loss.Grad[0] += 1
-	t.backprop()
+	t.backprop(t.n - 1)
 }
 
 // checkLoss panics unless loss is 1×1.
@@ -240,6 +251,7 @@ func (t *Tape) AddGrad(out *Tensor, grad []float64) error {
 	if out.Grad == nil {
 		return nil // nothing trainable produced out
 	}
+	t.clearStale()
 	for i, g := range grad {
 		out.Grad[i] += g
 	}
@@ -248,10 +260,24 @@ func (t *Tape) AddGrad(out *Tensor, grad []float64) error {
 
 // Propagate backpropagates the gradients added with AddGrad into the
 // parameters. Run it once per forward pass.
-func (t *Tape) Propagate() { t.backprop() }
+func (t *Tape) Propagate() {
+	t.clearStale()
+	t.backprop(t.n - 1)
+}
 
-func (t *Tape) backprop() {
-	for i := t.n - 1; i >= 0; i-- {
+// clearStale clears the results' gradients a lazy tape left stale.
+func (t *Tape) clearStale() {
+	for _, nd := range t.nodes[:t.n] {
+		if nd.stale {
+			clear(nd.out.Grad)
+			nd.stale = false
+		}
+	}
+}
+
+// backprop runs the backward passes of nodes from down to 0.
+func (t *Tape) backprop(from int) {
+	for i := from; i >= 0; i-- {
 		nd := t.nodes[i]
 		for _, x := range nd.clears {
 			clear(x.Grad[:x.Len()])
