@@ -275,8 +275,9 @@ func (l *learner) step(b *sample.Batch, idx []int, klCoeff float64) (learnStats,
 	var stepErr error
 	var upd *models.AdamRanges
 	// One meeting of the team: the shards (each writing its gradient), the
-	// gradient sum with the norm of the sum, then, once the whole sum is in, the checks, clipping by the
-	// global norm, the Adam step and the check of the new weights.
+	// gradient sum with the norm of the sum, then, once the whole sum is
+	// in, the checks, clipping by the global norm, the Adam step and the
+	// check of the new weights.
 	s.gradNorm = l.team.SumStep(l.grads[:n], func(k int) {
 		sh := shards[k]
 		if sh.copied {
