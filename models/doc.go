@@ -99,6 +99,12 @@
 //	_ = opt.Step(params.Flat(), params.Grads())
 //	_ = loss.Item()                                     // the loss value
 //
+// tape.BackwardSet(loss, params) does ZeroGrad and Backward in one: the
+// first operation of the backward pass that reaches a parameter writes its
+// gradient instead of adding to a cleared one (the same bits, without a
+// pass over every gradient first). Data-parallel learners use it for their
+// shards, whose gradients Team.SumStep then only reads.
+//
 // # Acting
 //
 // Policy.Act does preprocessing, the optional MeanStdFilter, a no-grad

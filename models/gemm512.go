@@ -19,9 +19,19 @@ const smallM = 64
 // walks k in slices of kc and, within one, each block of 8 rows of A
 // across all of B's columns, so that A's block stays in L1 and B's slice
 // in L2 (or, for at most smallM rows, each panel of B across all of A's
-// rows).
-func gemmAcc512(tA bool, m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64, ldc int) {
-	if m == 0 || n == 0 || k == 0 {
+// rows). With set, it writes op(A)·B into C instead: the first slice's
+// kernels store their blocks (C = 0 + Σ, the bits of adding to a cleared
+// C) without reading C, so C need not be cleared first.
+func gemmAcc512(tA bool, m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64, ldc int, set bool) {
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 {
+		if set {
+			for i := 0; i < m; i++ {
+				clear(c[i*ldc : i*ldc+n])
+			}
+		}
 		return
 	}
 	ars, aks := lda, 1
@@ -35,6 +45,7 @@ func gemmAcc512(tA bool, m, n, k int, a []float64, lda int, b []float64, ldb int
 	m8 := m &^ 7
 	for k0 := 0; k0 < k; k0 += kc {
 		kb := min(kc, k-k0)
+		first := set && k0 == 0
 		if m <= smallM {
 			// Few rows: each 16-column panel of B's slice is loaded once
 			// and stays in L1 while every row block of A passes over it.
@@ -42,10 +53,10 @@ func gemmAcc512(tA bool, m, n, k int, a []float64, lda int, b []float64, ldb int
 				cols := min(16, n-j)
 				bj := &b[k0*ldb+j]
 				for i := 0; i < m8; i += 8 {
-					kern8(kb, &a[i*ars+k0*aks], ars, aks, bj, ldb, &c[i*ldc+j], ldc, cols)
+					kern8(kb, &a[i*ars+k0*aks], ars, aks, bj, ldb, &c[i*ldc+j], ldc, cols, first)
 				}
 				for i := m8; i < m; i++ {
-					kern1(kb, &a[i*ars+k0*aks], aks, bj, ldb, &c[i*ldc+j], cols)
+					kern1(kb, &a[i*ars+k0*aks], aks, bj, ldb, &c[i*ldc+j], cols, first)
 				}
 			}
 			continue
@@ -61,9 +72,9 @@ func gemmAcc512(tA bool, m, n, k int, a []float64, lda int, b []float64, ldb int
 				for j := j0; j < j1; j += 16 {
 					cols := min(16, n-j)
 					if i < m8 {
-						kern8(kb, ai, ars, aks, &b[k0*ldb+j], ldb, &c[ci+j], ldc, cols)
+						kern8(kb, ai, ars, aks, &b[k0*ldb+j], ldb, &c[ci+j], ldc, cols, first)
 					} else {
-						kern1(kb, ai, aks, &b[k0*ldb+j], ldb, &c[ci+j], cols)
+						kern1(kb, ai, aks, &b[k0*ldb+j], ldb, &c[ci+j], cols, first)
 					}
 				}
 				if i < m8 {
@@ -81,23 +92,37 @@ func gemmAcc512(tA bool, m, n, k int, a []float64, lda int, b []float64, ldb int
 // chunk and the rows of A streaming past it stay there together.
 const panelBytes = 256 << 10
 
-// kern8 adds an 8-row block of op(A)·B to C over the panel of cols ≤ 16
-// columns at b and c: with the 8-wide kernel when the panel fits in one
-// vector, so that its multiply-adds and loads are not doubled by a masked
-// half. Both kernels give the same sums.
-func kern8(k int, a *float64, ars, aks int, b *float64, ldb int, c *float64, ldc int, cols int) {
+// setC is the kernels' mask bit that makes them write their block of C
+// instead of adding to it.
+const setC = uint64(1) << 32
+
+// kernMask is the kernels' mask for a panel of cols ≤ 16 columns, written
+// (set) or added to.
+func kernMask(cols int, set bool) uint64 {
+	m := uint64(1)<<cols - 1
+	if set {
+		m |= setC
+	}
+	return m
+}
+
+// kern8 adds an 8-row block of op(A)·B to C (or, with set, writes it) over
+// the panel of cols ≤ 16 columns at b and c: with the 8-wide kernel when
+// the panel fits in one vector, so that its multiply-adds and loads are not
+// doubled by a masked half. Both kernels give the same sums.
+func kern8(k int, a *float64, ars, aks int, b *float64, ldb int, c *float64, ldc int, cols int, set bool) {
 	if cols <= 8 {
-		kern8x8m(k, a, ars, aks, b, ldb, c, ldc, uint64(1)<<cols-1)
+		kern8x8m(k, a, ars, aks, b, ldb, c, ldc, kernMask(cols, set))
 		return
 	}
-	kern8x16(k, a, ars, aks, b, ldb, c, ldc, uint64(1)<<cols-1)
+	kern8x16(k, a, ars, aks, b, ldb, c, ldc, kernMask(cols, set))
 }
 
 // kern1 is kern8 for one row of A.
-func kern1(k int, a *float64, aks int, b *float64, ldb int, c *float64, cols int) {
+func kern1(k int, a *float64, aks int, b *float64, ldb int, c *float64, cols int, set bool) {
 	if cols <= 8 {
-		kern1x8m(k, a, aks, b, ldb, c, uint64(1)<<cols-1)
+		kern1x8m(k, a, aks, b, ldb, c, kernMask(cols, set))
 		return
 	}
-	kern1x16(k, a, aks, b, ldb, c, uint64(1)<<cols-1)
+	kern1x16(k, a, aks, b, ldb, c, kernMask(cols, set))
 }

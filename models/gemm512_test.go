@@ -51,7 +51,9 @@ func gemm512Model(tA bool, m, n, k int, a []float64, lda int, b []float64, ldb i
 // in 1..8) or the 16-wide ones, row counts with and without leftover rows
 // on both of its loop orders (up to smallM rows and more), A plain and
 // transposed, depths within and across a k slice, and strides wider than
-// the matrices.
+// the matrices. Each case runs adding to C and writing it (set): the
+// written C must be the model's sum added to a cleared C, bit for bit,
+// whatever C held before, with the padding between rows left as it was.
 func TestGemm512SameSumsAsModel(t *testing.T) {
 	if !haveAVX512 {
 		t.Skip("no AVX-512 on this CPU")
@@ -65,27 +67,34 @@ func TestGemm512SameSumsAsModel(t *testing.T) {
 	} {
 		for _, tA := range []bool{false, true} {
 			for _, pad := range []int{0, 3} {
-				m, n, k := tc.m, tc.n, tc.k
-				t.Run(fmt.Sprintf("%dx%dx%d/tA=%v/pad=%d", m, n, k, tA, pad), func(t *testing.T) {
-					lda := k + pad
-					if tA {
-						lda = m + pad
-					}
-					ldb, ldc := n+pad, n+pad
-					rowsA := m
-					if tA {
-						rowsA = k
-					}
-					a, b, c := fill(rowsA*lda), fill(k*ldb), fill(m*ldc)
-					want := append([]float64(nil), c...)
-					gemm512Model(tA, m, n, k, a, lda, b, ldb, want, ldc)
-					gemmAcc512(tA, m, n, k, a, lda, b, ldb, c, ldc)
-					for i := range c {
-						if math.Float64bits(c[i]) != math.Float64bits(want[i]) {
-							t.Fatalf("c[%d] (row %d, column %d) = %v, model %v", i, i/ldc, i%ldc, c[i], want[i])
+				for _, set := range []bool{false, true} {
+					m, n, k := tc.m, tc.n, tc.k
+					t.Run(fmt.Sprintf("%dx%dx%d/tA=%v/pad=%d/set=%v", m, n, k, tA, pad, set), func(t *testing.T) {
+						lda := k + pad
+						if tA {
+							lda = m + pad
 						}
-					}
-				})
+						ldb, ldc := n+pad, n+pad
+						rowsA := m
+						if tA {
+							rowsA = k
+						}
+						a, b, c := fill(rowsA*lda), fill(k*ldb), fill(m*ldc)
+						want := append([]float64(nil), c...)
+						if set {
+							for i := 0; i < m; i++ {
+								clear(want[i*ldc : i*ldc+n])
+							}
+						}
+						gemm512Model(tA, m, n, k, a, lda, b, ldb, want, ldc)
+						gemmAcc512(tA, m, n, k, a, lda, b, ldb, c, ldc, set)
+						for i := range c {
+							if math.Float64bits(c[i]) != math.Float64bits(want[i]) {
+								t.Fatalf("c[%d] (row %d, column %d) = %v, model %v", i, i/ldc, i%ldc, c[i], want[i])
+							}
+						}
+					})
+				}
 			}
 		}
 	}

@@ -24,7 +24,7 @@ func BenchmarkGemm(b *testing.B) {
 		})
 		if haveAVX512 {
 			b.Run(fmt.Sprintf("%dx%dx%d/avx512", m, n, k), func(b *testing.B) {
-				measure(b, func() { gemmAcc512(false, m, n, k, a, k, bb, n, c, n) })
+				measure(b, func() { gemmAcc512(false, m, n, k, a, k, bb, n, c, n, false) })
 				b.ReportMetric(float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
 			})
 		}

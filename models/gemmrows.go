@@ -19,10 +19,10 @@ func gemmFewRows(m, n, k int, a []float64, lda int, b []float64, ldb int, c []fl
 	buf := (*scratch)[:need]
 	at, ct, tmp := buf[:k*m], buf[k*m:k*m+n*m], buf[k*m+n*m:]
 	transpose(a, m, k, lda, at) // Aᵀ [k×m]
-	clear(ct)
 	if haveAVX512 {
-		gemmAcc512(false, n, m, k, b, ldb, at, m, ct, m)
+		gemmAcc512(false, n, m, k, b, ldb, at, m, ct, m, true)
 	} else {
+		clear(ct)
 		gemmAcc(false, n, m, k, b, ldb, at, m, ct, m, tmp)
 	}
 	for i := range m {

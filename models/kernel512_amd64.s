@@ -6,7 +6,16 @@
 // column block of op(A)·B to C. The columns are selected by two 8-bit lane
 // masks (mask & 0xff for columns 0–7, mask >> 8 for 8–15), so one kernel
 // serves every column count: masked-off lanes are neither loaded (AVX-512
-// suppresses faults there) nor stored.
+// suppresses faults there) nor stored. Bit 32 of mask (setC) makes a
+// kernel write its block instead of adding to it: C = 0 + Σ, the bits that
+// adding to a cleared C gives, without reading C or clearing it first (a
+// gradient's first write in a backward pass, a product with beta 0).
+
+// ACC2 adds the accumulators lo (columns 0–7) and hi (8–15) to the row of
+// C at DX and moves DX to the next row; SET2 writes them there (adding the
+// zero in Z18, as to a cleared row).
+#define ACC2(lo, hi) VMOVUPD.Z (DX), K1, Z16; VADDPD Z16, lo, lo; VMOVUPD lo, K1, (DX); VMOVUPD.Z 64(DX), K2, Z17; VADDPD Z17, hi, hi; VMOVUPD hi, K2, 64(DX); ADDQ R11, DX
+#define SET2(lo, hi) VADDPD Z18, lo, lo; VMOVUPD lo, K1, (DX); VADDPD Z18, hi, hi; VMOVUPD hi, K2, 64(DX); ADDQ R11, DX
 
 // func kern8x16(k int, a *float64, ars, aks int, b *float64, ldb int, c *float64, ldc int, mask uint64)
 //
@@ -85,61 +94,30 @@ loop8:
 	JNZ              loop8
 
 store8:
-	VMOVUPD.Z (DX), K1, Z16
-	VADDPD    Z16, Z0, Z0
-	VMOVUPD   Z0, K1, (DX)
-	VMOVUPD.Z 64(DX), K2, Z17
-	VADDPD    Z17, Z1, Z1
-	VMOVUPD   Z1, K2, 64(DX)
-	ADDQ      R11, DX
-	VMOVUPD.Z (DX), K1, Z16
-	VADDPD    Z16, Z2, Z2
-	VMOVUPD   Z2, K1, (DX)
-	VMOVUPD.Z 64(DX), K2, Z17
-	VADDPD    Z17, Z3, Z3
-	VMOVUPD   Z3, K2, 64(DX)
-	ADDQ      R11, DX
-	VMOVUPD.Z (DX), K1, Z16
-	VADDPD    Z16, Z4, Z4
-	VMOVUPD   Z4, K1, (DX)
-	VMOVUPD.Z 64(DX), K2, Z17
-	VADDPD    Z17, Z5, Z5
-	VMOVUPD   Z5, K2, 64(DX)
-	ADDQ      R11, DX
-	VMOVUPD.Z (DX), K1, Z16
-	VADDPD    Z16, Z6, Z6
-	VMOVUPD   Z6, K1, (DX)
-	VMOVUPD.Z 64(DX), K2, Z17
-	VADDPD    Z17, Z7, Z7
-	VMOVUPD   Z7, K2, 64(DX)
-	ADDQ      R11, DX
-	VMOVUPD.Z (DX), K1, Z16
-	VADDPD    Z16, Z8, Z8
-	VMOVUPD   Z8, K1, (DX)
-	VMOVUPD.Z 64(DX), K2, Z17
-	VADDPD    Z17, Z9, Z9
-	VMOVUPD   Z9, K2, 64(DX)
-	ADDQ      R11, DX
-	VMOVUPD.Z (DX), K1, Z16
-	VADDPD    Z16, Z10, Z10
-	VMOVUPD   Z10, K1, (DX)
-	VMOVUPD.Z 64(DX), K2, Z17
-	VADDPD    Z17, Z11, Z11
-	VMOVUPD   Z11, K2, 64(DX)
-	ADDQ      R11, DX
-	VMOVUPD.Z (DX), K1, Z16
-	VADDPD    Z16, Z12, Z12
-	VMOVUPD   Z12, K1, (DX)
-	VMOVUPD.Z 64(DX), K2, Z17
-	VADDPD    Z17, Z13, Z13
-	VMOVUPD   Z13, K2, 64(DX)
-	ADDQ      R11, DX
-	VMOVUPD.Z (DX), K1, Z16
-	VADDPD    Z16, Z14, Z14
-	VMOVUPD   Z14, K1, (DX)
-	VMOVUPD.Z 64(DX), K2, Z17
-	VADDPD    Z17, Z15, Z15
-	VMOVUPD   Z15, K2, 64(DX)
+	MOVQ mask+64(FP), AX
+	BTQ  $32, AX
+	JCS  set8
+	ACC2(Z0, Z1)
+	ACC2(Z2, Z3)
+	ACC2(Z4, Z5)
+	ACC2(Z6, Z7)
+	ACC2(Z8, Z9)
+	ACC2(Z10, Z11)
+	ACC2(Z12, Z13)
+	ACC2(Z14, Z15)
+	VZEROUPPER
+	RET
+
+set8:
+	VPXORQ Z18, Z18, Z18
+	SET2(Z0, Z1)
+	SET2(Z2, Z3)
+	SET2(Z4, Z5)
+	SET2(Z6, Z7)
+	SET2(Z8, Z9)
+	SET2(Z10, Z11)
+	SET2(Z12, Z13)
+	SET2(Z14, Z15)
 	VZEROUPPER
 	RET
 
@@ -196,20 +174,27 @@ tail1:
 	VFMADD231PD.BCST (SI), Z17, Z1
 
 store1:
-	VADDPD    Z2, Z0, Z0
-	VADDPD    Z3, Z1, Z1
-	VMOVUPD.Z (DX), K1, Z16
-	VADDPD    Z16, Z0, Z0
-	VMOVUPD   Z0, K1, (DX)
-	VMOVUPD.Z 64(DX), K2, Z17
-	VADDPD    Z17, Z1, Z1
-	VMOVUPD   Z1, K2, 64(DX)
+	VADDPD Z2, Z0, Z0
+	VADDPD Z3, Z1, Z1
+	MOVQ   mask+48(FP), AX
+	BTQ    $32, AX
+	JCS    set1
+	ACC2(Z0, Z1)
+	VZEROUPPER
+	RET
+
+set1:
+	VPXORQ Z18, Z18, Z18
+	SET2(Z0, Z1)
 	VZEROUPPER
 	RET
 
 // STORE8M adds the accumulator acc to the masked row of C at DX and moves
 // DX to the next row.
 #define STORE8M(acc) VMOVUPD.Z (DX), K1, Z16; VADDPD Z16, acc, acc; VMOVUPD acc, K1, (DX); ADDQ R11, DX
+
+// SET8M writes acc there instead (adding the zero in Z18).
+#define SET8M(acc) VADDPD Z18, acc, acc; VMOVUPD acc, K1, (DX); ADDQ R11, DX
 
 // func kern8x8m(k int, a *float64, ars, aks int, b *float64, ldb int, c *float64, ldc int, mask uint64)
 //
@@ -268,6 +253,9 @@ loop8m:
 	JNZ              loop8m
 
 store8m:
+	MOVQ mask+64(FP), AX
+	BTQ  $32, AX
+	JCS  set8m
 	STORE8M(Z0)
 	STORE8M(Z1)
 	STORE8M(Z2)
@@ -276,6 +264,19 @@ store8m:
 	STORE8M(Z5)
 	STORE8M(Z6)
 	STORE8M(Z7)
+	VZEROUPPER
+	RET
+
+set8m:
+	VPXORQ Z18, Z18, Z18
+	SET8M(Z0)
+	SET8M(Z1)
+	SET8M(Z2)
+	SET8M(Z3)
+	SET8M(Z4)
+	SET8M(Z5)
+	SET8M(Z6)
+	SET8M(Z7)
 	VZEROUPPER
 	RET
 
@@ -321,9 +322,16 @@ tail1m:
 	VFMADD231PD.BCST (SI), Z16, Z0
 
 store1m:
-	VADDPD    Z2, Z0, Z0
-	VMOVUPD.Z (DX), K1, Z16
-	VADDPD    Z16, Z0, Z0
-	VMOVUPD   Z0, K1, (DX)
+	VADDPD Z2, Z0, Z0
+	MOVQ   mask+48(FP), AX
+	BTQ    $32, AX
+	JCS    set1m
+	STORE8M(Z0)
+	VZEROUPPER
+	RET
+
+set1m:
+	VPXORQ Z18, Z18, Z18
+	SET8M(Z0)
 	VZEROUPPER
 	RET

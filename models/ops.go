@@ -461,7 +461,7 @@ func (nd *node) backward() {
 	case opMatMul, opLinear:
 		m, k, n := a.Rows, a.Cols, b.Cols
 		if a.Grad != nil { // dA += dC·Bᵀ
-			gemm(false, true, m, k, n, g, n, b.Data, n, 1, a.Grad, k, &nd.scratch)
+			gemm(false, true, m, k, n, g, n, b.Data, n, nd.beta(slotA), a.Grad, k, &nd.scratch)
 		}
 		nd.productBackwardRest()
 	case opAdd, opSub, opMul, opDiv, opMin, opMax:

@@ -61,12 +61,11 @@ func (r *Replicas) Shards(n int) int { return max(1, min(len(r.params), n)) }
 func (r *Replicas) Grad(n int, shard func(k int, t *Tape, lo, hi int) float64) float64 {
 	shards := r.Shards(n)
 	r.tr.Reset() // the weights may have changed since the last call
-	// The shards and the sum are one meeting of the team. The sum clears
-	// the copies' gradients, so only the master's needs zeroing.
+	// The shards and the sum are one meeting of the team. Each shard's
+	// gradient is cleared on the shard's own goroutine (the sum only
+	// reads it).
 	r.team.SumStep(r.grads[:shards], func(k int) {
-		if k == 0 {
-			r.params[0].ZeroGrad()
-		}
+		r.params[k].ZeroGrad()
 		lo, hi := ShardBounds(k, shards, n)
 		r.losses[k] = shard(k, r.tapes[k], lo, hi)
 	}, nil)

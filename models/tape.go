@@ -27,6 +27,11 @@ type Tape struct {
 	err    error
 	f32    *scratch32  // the float32 inference path's buffers (conv32.go)
 	tr     *Transposes // weights' transposes shared with other tapes, or nil
+	seen   []bool      // BackwardSet: which parameters a node has claimed
+	// lazy is set after a BackwardSet: results' gradients are no longer
+	// cleared when the forward pass records them, but marked stale, and
+	// cleared or written when a backward pass first needs them.
+	lazy bool
 }
 
 // NewTape returns an empty tape.
@@ -109,6 +114,10 @@ type node struct {
 	aux3    []float64    // LSTM's gate gradients
 	scratch []float64    // gemm's workspace: transposed weights, a column
 	c32     *convTrain32 // the float32 convolutions' state (conv32train.go)
+	set     uint8        // BackwardSet: input slots whose gradient backward writes (firstwrite.go)
+	clears  []*Tensor    // BackwardSet: gradients to clear before backward adds to them
+	stale   bool         // out.Grad holds old values (a lazy tape)
+	claimed bool         // BackwardSet: a later node writes or clears out.Grad
 }
 
 // push takes the next slot and shapes its result; the result needs a
@@ -127,6 +136,7 @@ func (t *Tape) pushData(op opcode, rows, cols int, a, b, c *Tensor, view []float
 	nd := t.nodes[t.n]
 	t.n++
 	nd.op, nd.a, nd.b, nd.c, nd.d = op, a, b, c, nil
+	nd.set, nd.clears, nd.stale = 0, nd.clears[:0], false
 	need := !t.noGrad && (a != nil && a.Grad != nil || b != nil && b.Grad != nil || c != nil && c.Grad != nil)
 	n := rows * cols
 	out := nd.out
@@ -144,7 +154,11 @@ func (t *Tape) pushData(op opcode, rows, cols int, a, b, c *Tensor, view []float
 			nd.grad = make([]float64, n)
 		}
 		out.Grad = nd.grad[:n]
-		clear(out.Grad)
+		if t.lazy {
+			nd.stale = true
+		} else {
+			clear(out.Grad)
+		}
 	} else {
 		out.Grad = nil
 	}
@@ -196,16 +210,23 @@ func (t *Tape) StopGradient(x *Tensor) *Tensor {
 // Backward backpropagates from the 1×1 tensor loss, accumulating
 // d(loss)/d(p) into the Grad of every parameter p that loss depends on. Run
 // it once per forward pass (intermediate gradients are not cleared after);
-// clear parameter gradients between steps with Params.ZeroGrad.
+// clear parameter gradients between steps with Params.ZeroGrad, or use
+// BackwardSet, which writes them.
 func (t *Tape) Backward(loss *Tensor) {
-	if loss.Rows != 1 || loss.Cols != 1 {
-		panic(fmt.Sprintf("models: Backward from a %s tensor; reduce the loss to 1x1 first (Sum or Mean)", loss.shape()))
-	}
+	checkLoss(loss)
 	if loss.Grad == nil {
 		return // nothing trainable reaches the loss
 	}
+	t.clearStale()
 	loss.Grad[0] += 1
-	t.backprop()
+	t.backprop(t.n - 1)
+}
+
+// checkLoss panics unless loss is 1×1.
+func checkLoss(loss *Tensor) {
+	if loss.Rows != 1 || loss.Cols != 1 {
+		panic(fmt.Sprintf("models: Backward from a %s tensor; reduce the loss to 1x1 first (Sum or Mean)", loss.shape()))
+	}
 }
 
 // BackwardFrom backpropagates given output gradients: grad[i] is
@@ -230,6 +251,7 @@ func (t *Tape) AddGrad(out *Tensor, grad []float64) error {
 	if out.Grad == nil {
 		return nil // nothing trainable produced out
 	}
+	t.clearStale()
 	for i, g := range grad {
 		out.Grad[i] += g
 	}
@@ -238,11 +260,28 @@ func (t *Tape) AddGrad(out *Tensor, grad []float64) error {
 
 // Propagate backpropagates the gradients added with AddGrad into the
 // parameters. Run it once per forward pass.
-func (t *Tape) Propagate() { t.backprop() }
+func (t *Tape) Propagate() {
+	t.clearStale()
+	t.backprop(t.n - 1)
+}
 
-func (t *Tape) backprop() {
-	for i := t.n - 1; i >= 0; i-- {
+// clearStale clears the results' gradients a lazy tape left stale.
+func (t *Tape) clearStale() {
+	for _, nd := range t.nodes[:t.n] {
+		if nd.stale {
+			clear(nd.out.Grad)
+			nd.stale = false
+		}
+	}
+}
+
+// backprop runs the backward passes of nodes from down to 0.
+func (t *Tape) backprop(from int) {
+	for i := from; i >= 0; i-- {
 		nd := t.nodes[i]
+		for _, x := range nd.clears {
+			clear(x.Grad[:x.Len()])
+		}
 		switch {
 		case nd.out.Grad == nil || nd.op == opLeaf:
 		case nd.op == opFunc:
@@ -294,18 +333,21 @@ func (t *Tape) Apply(f Func, x, w *Tensor, outCols int) *Tensor {
 // transposes when tA or tB is set. On CPUs with AVX2 and FMA it runs the
 // package's register-blocked assembly kernel (transposing B into scratch
 // first when tB, so the kernel always streams rows of B); elsewhere it uses
-// gonum's BLAS.
+// gonum's BLAS. With beta 0 the AVX-512 kernels write C without reading it;
+// the other paths clear C and add, which gives the same bits.
 func gemm(tA, tB bool, m, n, k int, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int, scratch *[]float64) {
 	if !haveFMA {
 		gemmGonum(tA, tB, m, n, k, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
-	if beta == 0 {
+	fewRows := tB && !tA && fewRowsCheaper(m, n, k)
+	set := beta == 0 && haveAVX512 && !fewRows
+	if beta == 0 && !set {
 		for i := 0; i < m; i++ {
 			clear(c[i*ldc : i*ldc+n])
 		}
 	}
-	if tB && !tA && fewRowsCheaper(m, n, k) {
+	if fewRows {
 		gemmFewRows(m, n, k, a, lda, b, ldb, c, ldc, scratch)
 		return
 	}
@@ -323,7 +365,7 @@ func gemm(tA, tB bool, m, n, k int, a []float64, lda int, b []float64, ldb int, 
 		b, ldb, buf = bt, n, buf[k*n:]
 	}
 	if haveAVX512 {
-		gemmAcc512(tA, m, n, k, a, lda, b, ldb, c, ldc)
+		gemmAcc512(tA, m, n, k, a, lda, b, ldb, c, ldc, set)
 		return
 	}
 	gemmAcc(tA, m, n, k, a, lda, b, ldb, c, ldc, buf)

@@ -305,12 +305,22 @@ func (t *Team) SumGradsOn(srcs [][]float64) {
 // addClearing adds srcs[1:] into srcs[0] over [lo, hi), in order, clearing
 // each as it goes.
 func addClearing(srcs [][]float64, lo, hi int) {
+	addGrads(srcs, lo, hi)
+	for _, s := range srcs[1:] {
+		clear(s[lo:hi])
+	}
+}
+
+// addGrads adds srcs[1:] into srcs[0] over [lo, hi), in order. It reads
+// the sources only: a core that clears another's gradient (as addClearing
+// does) takes its cache lines away, and the owner's next backward pass
+// fetches them back.
+func addGrads(srcs [][]float64, lo, hi int) {
 	d := srcs[0][lo:hi]
 	for _, s := range srcs[1:] {
 		s = s[lo:hi:hi]
 		for i := range d {
 			d[i] += s[i]
 		}
-		clear(s)
 	}
 }

@@ -22,8 +22,9 @@ import (
 //
 //  1. shard(k) for each k in [0, len(grads)): it leaves shard k's gradient
 //     in grads[k] (grads[0] is the master's);
-//  2. the team adds grads[1:] into grads[0] in order, clearing them (the
-//     shards' next backward passes start from zero), and squares the sum's
+//  2. the team adds grads[1:] into grads[0] in order, only reading them
+//     (each shard's pass writes its gradient: Tape.BackwardSet, or a clear
+//     on the shard's own goroutine before Backward), and squares the sum's
 //     blocks for the norm, which is GlobalNormOn's;
 //  3. update(norm) runs once, on one goroutine, after every shard and the
 //     whole sum, and returns what to do to each range of the sum: nil for
@@ -59,7 +60,7 @@ func (t *Team) SumStep(grads [][]float64, shard func(k int), update func(norm fl
 	sum := func(bl, bh int) {
 		for b := bl; b < bh; b++ {
 			from, to := b*normBlock, min((b+1)*normBlock, n)
-			addClearing(grads, from, to)
+			addGrads(grads, from, to)
 			if sums != nil {
 				sumSquares(dst, sums, from, to)
 			}

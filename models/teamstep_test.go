@@ -11,7 +11,8 @@ import (
 // SumStep with Adam's ranges gives the bits of the separate calls (the sum,
 // the norm, clipping, Adam's Step) for every team and shard count, on a
 // small network's weights (fewer than two ranges' worth) and a large one's,
-// clipped or not; it clears every shard's gradient, the master's included.
+// clipped or not. The shards write their gradients (as BackwardSet does);
+// the sum only reads them, and the update clears the master's.
 func TestSumStepSameAsSeparate(t *testing.T) {
 	for _, n := range []int{9_001, 70_001} {
 		for _, clip := range []float64{0.5, 1e9} {
@@ -44,7 +45,7 @@ func TestSumStepSameAsSeparate(t *testing.T) {
 						var r *AdamRanges
 						norm = team.SumStep(grads, func(k int) {
 							ran[k].Add(1)
-							addTo(grads[k], grad(step, k))
+							copy(grads[k], grad(step, k))
 						}, func(norm float64) func(lo, hi int) {
 							scale := 1.0
 							if norm > clip {
@@ -65,9 +66,12 @@ func TestSumStepSameAsSeparate(t *testing.T) {
 						if r == nil || !r.Finite() {
 							t.Fatalf("n=%d team of %d: the update did not run or found a non-finite weight", n, size)
 						}
-						for k, g := range grads {
-							if slices.ContainsFunc(g, func(v float64) bool { return v != 0 }) {
-								t.Fatalf("n=%d team of %d, %d shards: shard %d's gradient was left uncleared", n, size, shards, k)
+						if slices.ContainsFunc(grads[0], func(v float64) bool { return v != 0 }) {
+							t.Fatalf("n=%d team of %d, %d shards: the update left the master's gradient uncleared", n, size, shards)
+						}
+						for k, g := range grads[1:] {
+							if !slices.Equal(g, grad(step, k+1)) {
+								t.Fatalf("n=%d team of %d, %d shards: the sum changed shard %d's gradient", n, size, shards, k+1)
 							}
 						}
 					}
@@ -82,7 +86,8 @@ func TestSumStepSameAsSeparate(t *testing.T) {
 }
 
 // Without an update SumStep only sums (and returns 0); an update that
-// declines leaves the weights alone and the sum in place.
+// declines leaves the weights alone and the sum in place. The other
+// shard's gradient is read, not changed.
 func TestSumStepWithoutUpdate(t *testing.T) {
 	const n = 20_003
 	team := NewTeam(2)
@@ -93,8 +98,8 @@ func TestSumStepWithoutUpdate(t *testing.T) {
 	for _, update := range []func(float64) func(int, int){nil, func(float64) func(int, int) { return nil }} {
 		grads := [][]float64{make([]float64, n), make([]float64, n)}
 		norm := team.SumStep(grads, func(k int) { copy(grads[k], [][]float64{a, b}[k]) }, update)
-		if !slices.Equal(grads[0], want) || slices.ContainsFunc(grads[1], func(v float64) bool { return v != 0 }) {
-			t.Errorf("update %v: the master's gradient is not the sum, or the other shard's is not cleared", update != nil)
+		if !slices.Equal(grads[0], want) || !slices.Equal(grads[1], b) {
+			t.Errorf("update %v: the master's gradient is not the sum, or the other shard's changed", update != nil)
 		}
 		if wantNorm := (*Team)(nil).GlobalNormOn(want); update == nil && norm != 0 || update != nil && norm != wantNorm {
 			t.Errorf("update %v: norm %v", update != nil, norm)

@@ -214,5 +214,6 @@ func (p *Params) locate(i int) (string, int) {
 }
 
 // ZeroGrad clears every gradient. Backward accumulates, so call it before
-// each backward pass whose gradients should not add to the previous ones.
+// each backward pass whose gradients should not add to the previous ones
+// (Tape.BackwardSet needs no clear: it writes them).
 func (p *Params) ZeroGrad() { clear(p.grad) }

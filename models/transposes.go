@@ -141,21 +141,33 @@ func (nd *node) backwardShared(wt []float64) {
 	m, k, n := nd.a.Rows, nd.a.Cols, nd.b.Cols
 	// dA += dC·Bᵀ with Bᵀ at hand: the kernels' path after gemm's own
 	// transpose, so the same sums in the same order.
-	gemm(false, false, m, k, n, nd.out.Grad, n, wt, k, 1, nd.a.Grad, k, &nd.scratch)
+	gemm(false, false, m, k, n, nd.out.Grad, n, wt, k, nd.beta(slotA), nd.a.Grad, k, &nd.scratch)
 	nd.productBackwardRest()
 }
 
 // productBackwardRest adds a MatMul or Linear node's weight gradient
-// (dB += Aᵀ·dC) and a Linear node's bias gradient (the column sums of dC).
+// (dB += Aᵀ·dC) and a Linear node's bias gradient (the column sums of dC),
+// or writes them (BackwardSet).
 func (nd *node) productBackwardRest() {
 	a, b, g := nd.a, nd.b, nd.out.Grad
 	m, k, n := a.Rows, a.Cols, b.Cols
 	if b.Grad != nil {
-		gemm(true, false, k, n, m, a.Data, k, g, n, 1, b.Grad, n, &nd.scratch)
+		gemm(true, false, k, n, m, a.Data, k, g, n, nd.beta(slotB), b.Grad, n, &nd.scratch)
 	}
 	if c := nd.c; nd.op == opLinear && c != nil && c.Grad != nil {
-		cg := c.Grad[:n]
-		for i := 0; i < m; i++ {
+		cg, i := c.Grad[:n], 0
+		if nd.set&slotC != 0 {
+			if m == 0 {
+				clear(cg)
+			}
+			// The first row written, plus 0 (a cleared gradient's bits
+			// for a -0), then the others added.
+			for j, v := range g[:min(m, 1)*n] {
+				cg[j] = 0 + v
+			}
+			i = 1
+		}
+		for ; i < m; i++ {
 			for j, v := range g[i*n : (i+1)*n] {
 				cg[j] += v
 			}

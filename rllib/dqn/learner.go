@@ -49,9 +49,6 @@ type dqnShard struct {
 	// custom model, which may mirror them elsewhere): they are copied from
 	// the master networks before each step.
 	copied bool
-	// dirty is set while the shard's gradients hold a step's values that
-	// the gradient sum has not cleared.
-	dirty bool
 }
 
 // newLearner builds the learner with threads shards; newNet makes a
@@ -62,7 +59,7 @@ func newLearner(cfg *Config, q, target *qNetwork, threads int, newNet func() (*q
 		cfg: cfg, q: q, target: target, opt: models.NewAdam(cfg.LR), team: models.NewTeam(threads),
 		y: make([]float64, n), tdAbs: make([]float64, n), qsa: make([]float64, n), nextAct: make([]float64, n),
 	}
-	l.shards = append(l.shards, &dqnShard{q: q, target: target, tape: models.NewTape(), dirty: true})
+	l.shards = append(l.shards, &dqnShard{q: q, target: target, tape: models.NewTape()})
 	for len(l.shards) < threads {
 		sh := &dqnShard{tape: models.NewTape(), copied: cfg.Model.CustomModel != ""}
 		var err error
@@ -139,9 +136,9 @@ func (l *learner) step(buf *replay.Buffer, rng *rand.Rand, beta float64) (stepSt
 	var s stepStats
 	var stepErr error
 	var upd *models.AdamRanges
-	// One meeting of the team: the shards, the gradient sum (which clears
-	// the other shards' gradients for their next step) with its norm, then
-	// the checks, clipping, the Adam step and the check of the new weights.
+	// One meeting of the team: the shards (each writing its gradient), the
+	// gradient sum with its norm, then the checks, clipping, the Adam step
+	// and the check of the new weights.
 	s.gradNorm = l.team.SumStep(l.grads[:len(shards)], func(k int) {
 		lo, hi := models.ShardBounds(k, len(shards), n)
 		l.shardStep(shards[k], lo, hi, float64(hi-lo)/float64(n))
@@ -164,9 +161,6 @@ func (l *learner) step(buf *replay.Buffer, rng *rand.Rand, beta float64) (stepSt
 		}
 		return upd.Apply
 	})
-	for _, sh := range shards[1:] {
-		sh.dirty = false
-	}
 	for i := range n {
 		s.meanQ += l.qsa[i]
 		s.meanTD += l.tdAbs[i]
@@ -176,8 +170,6 @@ func (l *learner) step(buf *replay.Buffer, rng *rand.Rand, beta float64) (stepSt
 	if stepErr != nil {
 		return s, stepErr
 	}
-	// The update cleared the master's gradient as it read it.
-	shards[0].dirty = false
 	if !upd.Finite() {
 		return s, &nanError{what: "a weight"}
 	}
@@ -232,9 +224,7 @@ func (l *learner) shardStep(sh *dqnShard, lo, hi int, weight float64) {
 		l.qsa[lo+i] = qsa.Data[i]
 		l.tdAbs[lo+i] = math.Abs(td.Data[i])
 	}
-	if sh.dirty {
-		sh.q.params.ZeroGrad()
-	}
-	sh.dirty = true
-	t.Backward(loss)
+	// The pass writes the shard's gradient: no clear before it, and the
+	// sum only reads it.
+	t.BackwardSet(loss, sh.q.params)
 }

@@ -56,9 +56,6 @@ type shard struct {
 	// custom model, which may mirror them elsewhere): they are copied from
 	// the policy's before each step.
 	copied bool
-	// dirty is set while the shard's gradients hold a step's values that
-	// the gradient sum has not cleared.
-	dirty bool
 }
 
 // minibatch is one shard's rows, gathered from the batch: plain rows, or
@@ -81,7 +78,7 @@ const minShardRows = 32
 // first, which uses pol itself.
 func newLearner(cfg *Config, pol *policy, threads int, copyPolicy func() (*policy, error)) (*learner, error) {
 	l := &learner{cfg: cfg, pol: pol, opt: models.NewAdam(cfg.LR), team: models.NewTeam(threads)}
-	l.shards = append(l.shards, &shard{model: pol.Model, rnn: pol.RNN, params: pol.Params, tape: models.NewTape(), dirty: true})
+	l.shards = append(l.shards, &shard{model: pol.Model, rnn: pol.RNN, params: pol.Params, tape: models.NewTape()})
 	for len(l.shards) < threads {
 		p, err := copyPolicy()
 		if err != nil {
@@ -277,10 +274,10 @@ func (l *learner) step(b *sample.Batch, idx []int, klCoeff float64) (learnStats,
 	var s learnStats
 	var stepErr error
 	var upd *models.AdamRanges
-	// One meeting of the team: the shards, the gradient sum (which clears
-	// the other shards' gradients for their next step) with the norm of
-	// the sum, then, once the whole sum is in, the checks, clipping by the
-	// global norm, the Adam step and the check of the new weights.
+	// One meeting of the team: the shards (each writing its gradient), the
+	// gradient sum with the norm of the sum, then, once the whole sum is
+	// in, the checks, clipping by the global norm, the Adam step and the
+	// check of the new weights.
 	s.gradNorm = l.team.SumStep(l.grads[:n], func(k int) {
 		sh := shards[k]
 		if sh.copied {
@@ -316,14 +313,9 @@ func (l *learner) step(b *sample.Batch, idx []int, klCoeff float64) (learnStats,
 		}
 		return upd.Apply
 	})
-	for _, sh := range shards[1:] {
-		sh.dirty = false
-	}
 	if stepErr != nil {
 		return s, stepErr
 	}
-	// The update cleared the master's gradient as it read it.
-	shards[0].dirty = false
 	if !upd.Finite() {
 		return s, &nanError{what: "a weight"}
 	}
@@ -377,11 +369,9 @@ func (l *learner) shardLoss(sh *shard, weight, klCoeff float64) learnStats {
 	if cfg.EntropyCoeff != 0 {
 		total = t.Sub(total, t.Scale(entropy, cfg.EntropyCoeff))
 	}
-	if sh.dirty {
-		sh.params.ZeroGrad()
-	}
-	sh.dirty = true
-	t.Backward(t.Scale(total, weight))
+	// The pass writes the shard's gradient: no clear before it, and the
+	// sum only reads it.
+	t.BackwardSet(t.Scale(total, weight), sh.params)
 	return learnStats{
 		policyLoss: weight * policyLoss.Item(), vfLoss: weight * vfLoss.Item(), totalLoss: weight * total.Item(),
 		entropy: weight * entropy.Item(), kl: weight * kl.Item(),
