@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -33,6 +34,9 @@ func (c *clusterFlags) addAs(f *pflag.FlagSet, address string) {
 // dial connects to the cluster's Redis; the caller closes it.
 func (c *clusterFlags) dial(ctx context.Context, stderr io.Writer) (*control.Redis, string, error) {
 	address := c.address
+	if address == "" {
+		address = os.Getenv(session.EnvAddress)
+	}
 	if address == "" {
 		address = "auto"
 	}
