@@ -2,6 +2,7 @@ package clustertest_test
 
 import (
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -28,5 +29,17 @@ func TestStatusAndListTakeTheAddressFromTheEnvironment(t *testing.T) {
 		if err != nil || !strings.Contains(string(out), c.Node(0).ID) {
 			t.Errorf("gray %s with GRAY_ADDRESS on another machine: %v\n%s", strings.Join(args, " "), err, out)
 		}
+	}
+}
+
+// A standby head started while the cluster's head still runs (started
+// early, or on the wrong machine) is refused with the way out: it took
+// over, and the cluster had two heads, both monitoring and pruning it.
+func TestStandbyHeadRefusesALiveHead(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{})
+	out, err := c.Gray("start", "--head", "--redis-address", c.Address(), "--token-file", c.TokenFile(),
+		"--temp-dir", filepath.Join(t.TempDir(), "standby"), "--node-ip-address", "127.0.0.9", "--num-cpus", "1")
+	if err == nil || !strings.Contains(out, "head "+c.Node(0).ID) || !strings.Contains(out, "is alive") {
+		t.Fatalf("a standby head beside a live head: %v\n%s", err, out)
 	}
 }
