@@ -43,3 +43,13 @@ func TestStandbyHeadRefusesALiveHead(t *testing.T) {
 		t.Fatalf("a standby head beside a live head: %v\n%s", err, out)
 	}
 }
+
+// `gray stop` after a node was killed counts the nodes it stopped, and
+// says how many had died already, rather than counting those as stopped.
+func TestStopSaysWhichNodesHadDied(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{Nodes: 1})
+	c.KillNode(1)
+	if out, err := c.Gray("stop"); err != nil || !strings.Contains(out, "Stopped 1 node. 1 more had died already.") {
+		t.Errorf("gray stop (the head ran, the node was killed): %v\n%s", err, out)
+	}
+}
