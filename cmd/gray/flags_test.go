@@ -23,3 +23,19 @@ func TestUnknownFlagSaidOnce(t *testing.T) {
 		}
 	}
 }
+
+// `gray list` without a kind (or with two) names the kinds it lists,
+// not cobra's "accepts 1 arg(s), received 0".
+func TestListNamesItsKinds(t *testing.T) {
+	for _, args := range [][]string{{"list"}, {"list", "nodes", "jobs"}} {
+		cmd := newRoot()
+		var out bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&out)
+		cmd.SetArgs(args)
+		err := cmd.Execute()
+		if err == nil || !strings.Contains(err.Error(), "gray list nodes|jobs|actors|tasks") {
+			t.Errorf("gray %v: %v, want the kinds named", args, err)
+		}
+	}
+}

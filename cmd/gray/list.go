@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -33,6 +34,9 @@ func (c *clusterFlags) addAs(f *pflag.FlagSet, address string) {
 // dial connects to the cluster's Redis; the caller closes it.
 func (c *clusterFlags) dial(ctx context.Context, stderr io.Writer) (*control.Redis, string, error) {
 	address := c.address
+	if address == "" {
+		address = os.Getenv(session.EnvAddress)
+	}
 	if address == "" {
 		address = "auto"
 	}
@@ -69,7 +73,12 @@ lists them).
 
 Ended tasks and dead actors stay listed for the head's --keep-ended, and each
 job keeps at most the head's --max-task-records tasks, its newest.`,
-		Args: cobra.ExactArgs(1),
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return fmt.Errorf("give one kind to list: gray list %s (got %d)", strings.Join(state.Kinds, "|"), len(args))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			kind := strings.ToLower(args[0])
 			if state.Keys(kind+"s") != nil {

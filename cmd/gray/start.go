@@ -270,7 +270,13 @@ func runStart(ctx context.Context, out io.Writer, o startOptions) error {
 		if err != nil {
 			return err
 		}
+		if s.ExternalRedis {
+			err = refuseLiveHead(ctx, c, s.HeartbeatInterval)
+		}
 		c.Close()
+		if err != nil {
+			return err
+		}
 	}
 	if err := s.Write(); err != nil {
 		return err

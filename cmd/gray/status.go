@@ -165,7 +165,7 @@ func printStatus(out io.Writer, st *clusterStatus) {
 	fmt.Fprintf(out, "Object stores: %s used of %s\n", mib(st.StoreUsed), mib(st.StoreCapacity))
 	fmt.Fprintf(out, "Tasks: %d live, actors: %d, workers: %d\n", st.Tasks, st.Actors, st.Workers)
 	for _, w := range st.Waiting {
-		fmt.Fprintf(out, "Waiting for a node that can hold it (none has joined yet): a request for %s\n", resText(w))
+		fmt.Fprintf(out, "Waiting for a node that can hold it (no live node can): a request for %s\n", resText(w))
 	}
 	fmt.Fprintln(out)
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)

@@ -39,26 +39,42 @@ func runStop(out io.Writer, grace time.Duration) error {
 		return err
 	}
 	var errs []error
+	stopped, dead := 0, 0
 	for _, s := range all {
-		if err := stopSession(s, grace); err != nil {
+		ran, err := stopSession(s, grace)
+		if err != nil {
 			errs = append(errs, err)
 			continue
+		}
+		if ran {
+			stopped++
+		} else {
+			dead++
 		}
 		if err := s.Unindex(); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	fmt.Fprintf(out, "Stopped %s.\n", plural(len(all)-len(errs), "node"))
+	// A node killed earlier is cleaned up too, but was not running: the
+	// count says how many were ("Stopped 10 nodes" read 6 running).
+	fmt.Fprintf(out, "Stopped %s.", plural(stopped, "node"))
+	if dead > 0 {
+		fmt.Fprintf(out, " %d more had died already.", dead)
+	}
+	fmt.Fprintln(out)
 	return errors.Join(errs...)
 }
 
-func stopSession(s *session.Session, grace time.Duration) error {
+// stopSession stops a session's node (and a head's Redis); ran says
+// whether its node daemon was still running.
+func stopSession(s *session.Session, grace time.Duration) (ran bool, err error) {
 	pid := s.PID(session.NodePIDFile)
 	if session.Alive(pid) && !isNodeDaemon(pid, s) {
 		pid = 0 // the pid was reused by another program: not ours to stop
 	}
+	ran = session.Alive(pid)
 	if err := terminate(pid, grace); err != nil {
-		return fmt.Errorf("stopping node %s: %w", s.NodeID, err)
+		return ran, fmt.Errorf("stopping node %s: %w", s.NodeID, err)
 	}
 	if s.Head {
 		rpid := s.PID(session.RedisPIDFile)
@@ -66,10 +82,10 @@ func stopSession(s *session.Session, grace time.Duration) error {
 			rpid = 0
 		}
 		if err := terminate(rpid, grace); err != nil {
-			return fmt.Errorf("stopping the Redis of node %s: %w", s.NodeID, err)
+			return ran, fmt.Errorf("stopping the Redis of node %s: %w", s.NodeID, err)
 		}
 	}
-	return nil
+	return ran, nil
 }
 
 // terminate sends SIGTERM to a process group leader, SIGKILL to its group

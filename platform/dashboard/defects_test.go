@@ -301,3 +301,25 @@ func TestErrorsSayTheirPrefixOnce(t *testing.T) {
 		}
 	}
 }
+
+// A result.json written by Python (Ray Tune's, with RLlib's NaN mean
+// reward before the first episode ends) is no malformed run: its NaN lines
+// count as results, and their other values reach the list and the charts.
+func TestRunsWithPythonsNaNAreNotMalformed(t *testing.T) {
+	logdir := t.TempDir()
+	writeRun(t, logdir, "tune/nan",
+		`{"training_iteration": 1, "episode_reward_mean": NaN, "info": {"learner": {"kl": 0.5}}, "done": false}`,
+		`{"training_iteration": 2, "episode_reward_mean": NaN, "info": {"learner": {"kl": Infinity}}, "done": false}`)
+	srv := testServer(t, Options{LogDir: logdir})
+	type runs struct {
+		Runs []runRow `json:"runs"`
+	}
+	r := decode[runs](t, get(t, srv.Handler(), "/api/runs"))
+	if len(r.Runs) != 1 || r.Runs[0].Bad != 0 || r.Runs[0].Iter == nil || *r.Runs[0].Iter != 2 {
+		t.Fatalf("runs list: %+v, want bad=0 and iteration 2", r.Runs)
+	}
+	body := get(t, srv.Handler(), "/api/series?run=tune/nan").Body.String()
+	if !strings.Contains(body, "info/learner/kl") || !strings.Contains(body, "training_iteration") {
+		t.Errorf("series of a run with NaN lines lack its numbers: %.300s", body)
+	}
+}

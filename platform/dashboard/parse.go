@@ -41,6 +41,16 @@ func parseResultAll(line []byte) (nums map[string]float64, strs map[string]strin
 	return s.out, s.strs, true
 }
 
+// nonFiniteResult reports whether a line that is not JSON is a result
+// only for Python's NaN or Infinity words in it (rare: it decodes).
+func nonFiniteResult(line []byte) bool {
+	if !bytes.Contains(line, []byte("NaN")) && !bytes.Contains(line, []byte("Infinity")) {
+		return false
+	}
+	_, _, ok := parseResult(line)
+	return ok
+}
+
 // whole reads one object that must fill the line.
 func (s *resultScanner) whole() bool {
 	if !s.object("", 0) {
@@ -177,6 +187,17 @@ func (s *resultScanner) value(key string, depth int) bool {
 		return s.literal("false")
 	case c == 'n':
 		return s.literal("null")
+	case c == 'N' || c == 'I' || (c == '-' && s.i+1 < len(s.b) && s.b[s.i+1] == 'I'):
+		// Python's json (Ray Tune's result.json among its writers) writes
+		// non-finite floats as these words. The line's other values are
+		// kept; the word itself charts as a gap, as null does.
+		for _, w := range [...]string{"NaN", "Infinity", "-Infinity"} {
+			if s.literal(w) {
+				s.text(key, w)
+				return true
+			}
+		}
+		return false
 	case c == '-' || (c >= '0' && c <= '9'):
 		start := s.i
 		for s.i < len(s.b) {

@@ -81,3 +81,34 @@ func BenchmarkParseResult(b *testing.B) {
 		}
 	})
 }
+
+// Python's json, and so Ray Tune's result.json, writes non-finite floats
+// as NaN, Infinity and -Infinity (RLlib's episode_reward_mean is NaN until
+// an episode ends). Such a line is a result: its other numbers are kept,
+// the words chart as gaps and go to the CSV as written.
+func TestParseResultTakesPythonsNonFiniteWords(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want map[string]float64
+		strs map[string]string
+	}{
+		{`{"training_iteration": 1, "episode_reward_mean": NaN, "done": false}`,
+			map[string]float64{"training_iteration": 1}, map[string]string{"episode_reward_mean": "NaN", "done": "false"}},
+		{`{"a": Infinity, "b": -Infinity, "c": {"d": NaN, "e": 2}, "l": [NaN, 1]}`,
+			map[string]float64{"c/e": 2}, map[string]string{"a": "Infinity", "b": "-Infinity", "c/d": "NaN"}},
+	} {
+		flat, _, ok := parseResult([]byte(tc.line))
+		if !ok || !reflect.DeepEqual(flat, tc.want) {
+			t.Errorf("%s: parsed %v (ok %v), want %v", tc.line, flat, ok, tc.want)
+		}
+		_, strs, ok := parseResultAll([]byte(tc.line))
+		if !ok || !reflect.DeepEqual(strs, tc.strs) {
+			t.Errorf("%s: texts %v (ok %v), want %v", tc.line, strs, ok, tc.strs)
+		}
+	}
+	for _, l := range []string{`{"x": nan}`, `{"x": NaNa}`, `{"x": -Inf}`, `{"x": +Infinity}`, `{"x": Infinit}`, `{"x": -}`} {
+		if _, _, ok := parseResult([]byte(l)); ok {
+			t.Errorf("%q parsed as a result", l)
+		}
+	}
+}

@@ -105,7 +105,7 @@ func (r *run) refresh() bool {
 		line = bytes.TrimSpace(line)
 		switch {
 		case len(line) == 0:
-		case line[0] == '{' && json.Valid(line):
+		case line[0] == '{' && (json.Valid(line) || nonFiniteResult(line)):
 			good = append(good[:0], line...)
 		default:
 			r.bad++

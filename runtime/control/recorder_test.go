@@ -278,3 +278,38 @@ func TestSettingsRoundTrip(t *testing.T) {
 		t.Fatalf("a Recorder keeps %d entries, want the head's 77", rc.w.max)
 	}
 }
+
+// A restart whose new process never connected (a node killed under an
+// actor restarts it on that node until its death is declared) is tried
+// again without counting twice: `gray list actors` showed 2 restarts of
+// an actor with MaxRestarts(1) that had restarted once.
+func TestRecorderCountsRestartsAsTheRestartCoreDoes(t *testing.T) {
+	s, _ := startServer(t)
+	r := dial(t, s.Addr(), "job1")
+	rc := NewRecorder(context.Background(), r, RecorderConfig{Node: "driver-node"})
+	defer rc.Close()
+	actor := taskID(2, 1)
+	rc.TaskSubmitted(&task.Spec{ID: actor, Func: "Counter", Kind: task.KindActorCreate})
+	rc.ActorCreated(actor, "Counter", "")
+	ctx := context.Background()
+	for _, step := range []struct {
+		worker   string
+		restarts int
+	}{
+		{"worker 1 on node-b", 0},
+		{"", 1},
+		{"", 1}, // the restart's process never connected: tried again
+		{"worker 2 on node-c", 1},
+		{"", 2},
+		{"worker 3 on node-c", 2},
+	} {
+		rc.ActorPlaced(actor, step.worker)
+		if err := rc.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		actors, err := r.JobActors(ctx, "job1")
+		if err != nil || len(actors) != 1 || actors[0].Restarts != step.restarts {
+			t.Fatalf("after placing on %q: actors %+v, %v; want %d restarts", step.worker, actors, err, step.restarts)
+		}
+	}
+}

@@ -144,10 +144,14 @@ func (w *recordWriter) build(batch []event, dropped uint64) *recordCmds {
 			dirty[e.id] = true
 		case evActorPlaced:
 			if a := w.actors[e.id]; a != nil {
+				// As the restart core counts: a start again is a restart
+				// only after a process connected. A start that failed
+				// before its process connected (its node died too) is
+				// the same restart tried again.
 				if e.msg == "" && a.placed {
 					a.restarts++
 				}
-				a.placed = a.placed || e.msg != ""
+				a.placed = e.msg != ""
 				dirty[e.id] = true
 			}
 		case evActorDied:

@@ -314,6 +314,12 @@ func decodeNode(m map[string]string) (NodeInfo, bool, error) {
 		n.Heartbeat = time.UnixMilli(hb.T)
 		n.Load = hb.Load
 	}
+	if !n.Alive {
+		// A dead node holds nothing: its last heartbeat's workers, grants
+		// and objects went with it (gray status and list must not show
+		// them as held). Its store's size and last sample stay facts.
+		n.Load = NodeLoad{StoreCapacity: n.Load.StoreCapacity, Machine: n.Load.Machine}
+	}
 	return n, true, nil
 }
 

@@ -70,14 +70,10 @@ func (r *Redis) Prune(ctx context.Context, keep time.Duration) (PruneStats, erro
 		return st, err
 	}
 	for _, j := range jobs {
-		if j.Ended.IsZero() {
-			// A driver publishes its load every LoadTTL/2 while it lives.
-			if j.Load == nil && now.Sub(j.Started) > 2*LoadTTL {
-				j.Ended = now
-				j.Load = nil
-				b, _ := json.Marshal(j)
-				r.c.HSet(ctx, keyJobs, j.ID, b)
-			}
+		if j.driverGone {
+			// Jobs reads it as ended now; record that for good.
+			b, _ := json.Marshal(j)
+			r.c.HSet(ctx, keyJobs, j.ID, b)
 		}
 		if j.Ended.IsZero() || now.Sub(j.Ended) < keep {
 			t, a, err := r.pruneEnded(ctx, j.ID, keep)

@@ -2,6 +2,8 @@ package control
 
 import (
 	"context"
+	"encoding/json"
+	"reflect"
 	"testing"
 	"time"
 
@@ -55,5 +57,54 @@ func TestPruneDropsDeadNodesAndEndedJobs(t *testing.T) {
 	}
 	if keys, _ := r.c.Keys(ctx, "gray:job:ended:*").Result(); len(keys) != 0 {
 		t.Errorf("the ended job's keys are left: %v", keys)
+	}
+}
+
+// A killed driver ends no job: its job reads as ended as soon as its load
+// is overdue (gray list showed it, its actors and its tasks running until
+// the head's next prune, up to 30 s later), and the next prune records
+// that end for good. A job whose driver publishes stays running.
+func TestJobOfAKilledDriverReadsEndedAtOnce(t *testing.T) {
+	srv, _ := startServer(t)
+	ctx := context.Background()
+	long := time.Now().Add(-3 * LoadTTL)
+	live := dial(t, srv.Addr(), "live")
+	for _, id := range []string{"live", "killed", "new"} {
+		started := long
+		if id == "new" { // not yet due to have published
+			started = time.Now()
+		}
+		if err := live.RegisterJob(ctx, JobInfo{ID: id, Started: started}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := live.PublishLoad(JobLoad{Updated: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := live.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ended := func() map[string]bool {
+		jobs, err := live.Jobs(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]bool{}
+		for _, j := range jobs {
+			out[j.ID] = !j.Ended.IsZero()
+		}
+		return out
+	}
+	want := map[string]bool{"live": false, "killed": true, "new": false}
+	if got := ended(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("ended before a prune: %v, want %v", got, want)
+	}
+	if _, err := live.Prune(ctx, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	b, err := live.c.HGet(ctx, keyJobs, "killed").Bytes()
+	var j JobInfo
+	if err != nil || json.Unmarshal(b, &j) != nil || j.Ended.IsZero() {
+		t.Errorf("the killed driver's job record after a prune: %s, %v; want its end written", b, err)
 	}
 }

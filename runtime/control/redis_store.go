@@ -90,6 +90,20 @@ type JobInfo struct {
 	// (PublishLoad); nil when none is recent (the driver ended or died).
 	// Jobs fills it in; RegisterJob does not store it.
 	Load *JobLoad `json:",omitempty"`
+	// driverGone is set by Jobs on a job it reads as ended because its
+	// driver stopped publishing without ending it: Prune records that.
+	driverGone bool
+}
+
+// endIfDriverGone ends, as of now, a job whose driver was killed: one
+// that should publish its load every LoadTTL/2 while it lives and has
+// none, after its first 2×LoadTTL. Every reader of the job table (gray
+// list and status, the dashboard) then sees it ended at once, not when
+// the head's next prune writes it down.
+func (j *JobInfo) endIfDriverGone(now time.Time) {
+	if j.Ended.IsZero() && j.Load == nil && now.Sub(j.Started) > 2*LoadTTL {
+		j.Ended, j.driverGone = now, true
+	}
 }
 
 // RegisterJob records a job (directly, not batched).
@@ -166,6 +180,10 @@ func (r *Redis) Jobs(ctx context.Context) ([]JobInfo, error) {
 	}
 	if err := r.readLoads(ctx, out); err != nil {
 		return nil, err
+	}
+	now := time.Now()
+	for i := range out {
+		out[i].endIfDriverGone(now)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Started.Before(out[j].Started) })
 	return out, nil

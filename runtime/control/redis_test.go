@@ -100,7 +100,7 @@ func TestNodeTable(t *testing.T) {
 	if err := r.RegisterNode(ctx, n); err != nil {
 		t.Fatal(err)
 	}
-	load := NodeLoad{Used: task.Resources{CPU: 2}, Tasks: 3, Waiting: []task.Resources{{GPU: 8}}}
+	load := NodeLoad{Used: task.Resources{CPU: 2}, Tasks: 3, Workers: 2, Waiting: []task.Resources{{GPU: 8}}}
 	if err := r.Heartbeat(ctx, "n1", load); err != nil {
 		t.Fatal(err)
 	}
@@ -128,6 +128,9 @@ func TestNodeTable(t *testing.T) {
 	got, ok, err := r.Node(ctx, "n1")
 	if err != nil || !ok || got.Alive || got.Death != "no heartbeat for 1.5s" {
 		t.Fatalf("Node = %+v, %v, %v; want dead with the first reason", got, ok, err)
+	}
+	if l := got.Load; l.Used.CPU != 0 || l.Tasks != 0 || l.Workers != 0 || len(l.Waiting) != 0 {
+		t.Fatalf("a dead node's load = %+v; want nothing held (its last heartbeat's load is gone with it)", l)
 	}
 }
 

@@ -229,11 +229,27 @@ func jobLoad(n *node.Node, self string) control.JobLoad {
 		used := subResources(a.Total, a.Available)
 		l.Nodes = append(l.Nodes, control.JobNodeLoad{Node: a.Name, Granted: a.Total, Used: used, Tasks: a.Tasks, Actors: a.Actors})
 	}
-	l.Waiting = n.Waiting()
-	if st, ok := n.Stalled(); ok {
-		l.Waiting = append(l.Waiting, st.Need)
-	}
+	st, stalled := n.Stalled()
+	l.Waiting = waitingLoad(n.Waiting(), st.Need, stalled)
 	return l
+}
+
+// waitingLoad is what a job publishes as waiting: the requests no node
+// can hold (cannot), and what its stalled actors lack (stall) beyond
+// them. An actor that no live node can hold is in both, and gray status
+// listed it twice.
+func waitingLoad(cannot []task.Resources, stall task.Resources, stalled bool) []task.Resources {
+	if !stalled {
+		return cannot
+	}
+	var sum task.Resources
+	for _, w := range cannot {
+		sum = sum.Add(w)
+	}
+	if rest := stall.Sub(sum).NonNegative(); !rest.IsZero() {
+		return append(cannot, rest)
+	}
+	return cannot
 }
 
 // reportStall prints, once each time it changes, the line that says what

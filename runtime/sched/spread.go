@@ -144,8 +144,18 @@ type Stall struct {
 
 // String is the one line a user reads: what waits, for what, and why.
 func (s Stall) String() string {
-	return fmt.Sprintf("%d %s waiting for %s: %s of the cluster's %s are alive and held by actors; they start when a node joins (gray start --address ...) or an actor ends",
-		s.Actors, plural(s.Actors, "actor", "actors"), resList(s.Need), resList(s.Alive), resList(s.Had))
+	what := fmt.Sprintf("%d %s waiting for %s", s.Actors, plural(s.Actors, "actor", "actors"), resList(s.Need))
+	if s.Had.IsZero() {
+		// No node ever offered it (a custom resource nobody has): there
+		// is no share of the cluster to describe.
+		return what + ": no node of the cluster has any; they start when a node that has it joins (gray start --address ... --num-cpus/--num-gpus/--resources)"
+	}
+	alive := resList(s.Alive)
+	if s.Alive.IsZero() {
+		alive = "none"
+	}
+	return fmt.Sprintf("%s: %s of the cluster's %s are alive and held by actors; they start when a node joins (gray start --address ...) or an actor ends",
+		what, alive, resList(s.Had))
 }
 
 // Stalled returns what waits for resources held by live actors on every

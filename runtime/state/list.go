@@ -160,7 +160,7 @@ func List(ctx context.Context, r Reader, kind string, filters []Filter, limit in
 					return nil, err
 				}
 				for _, t := range ts {
-					rows = append(rows, taskRowOf(t))
+					rows = append(rows, taskRowOf(taskEndedWithJobOf(t, j.Ended)))
 				}
 				continue
 			}
@@ -169,7 +169,7 @@ func List(ctx context.Context, r Reader, kind string, filters []Filter, limit in
 				return nil, err
 			}
 			for _, a := range as {
-				rows = append(rows, actorRowOf(a))
+				rows = append(rows, actorRowOf(endedWithJob(a, j.Ended)))
 			}
 		}
 	}

@@ -40,8 +40,9 @@ func TestParseFilters(t *testing.T) {
 
 // tables is a control store's content held in memory.
 type tables struct {
-	jobs  []control.JobInfo
-	tasks map[string][]control.TaskEntry
+	jobs   []control.JobInfo
+	tasks  map[string][]control.TaskEntry
+	actors map[string][]control.ActorEntry
 }
 
 func (tb tables) Nodes(context.Context) ([]control.NodeInfo, error) { return nil, nil }
@@ -49,7 +50,9 @@ func (tb tables) Jobs(context.Context) ([]control.JobInfo, error)   { return tb.
 func (tb tables) JobTasks(_ context.Context, job string) ([]control.TaskEntry, error) {
 	return tb.tasks[job], nil
 }
-func (tb tables) JobActors(context.Context, string) ([]control.ActorEntry, error) { return nil, nil }
+func (tb tables) JobActors(_ context.Context, job string) ([]control.ActorEntry, error) {
+	return tb.actors[job], nil
+}
 
 func TestListFiltersAndLimits(t *testing.T) {
 	tb := tables{

@@ -229,8 +229,10 @@ func (r Resources) String() string {
 		parts = append(parts, fmt.Sprintf("GPU=%g", r.GPU))
 	}
 	names := make([]string, 0, len(r.Custom))
-	for k := range r.Custom {
-		names = append(names, k)
+	for k, v := range r.Custom {
+		if v != 0 { // gray status read "A=0 used of CPU=7,A=2"
+			names = append(names, k)
+		}
 	}
 	sort.Strings(names)
 	for _, k := range names {
