@@ -134,7 +134,7 @@ func (h actorHost) Fail(p *pending, err *task.TaskError, quiet bool) {
 	h.n.quiet = was
 }
 
-func (h actorHost) ArgFailed(p *pending) { h.n.finishErr(p, argErr(p)) }
+func (h actorHost) ArgFailed(p *pending) { h.n.finishErr(p, p.args.Failure(p.spec.Func)) }
 
 func (h actorHost) Died(a *actor, err *task.TaskError) {
 	h.n.answerDirect(a) // its direct callers go through the driver

@@ -238,7 +238,7 @@ func (n *Node) result(w *proc, r pool.Result) {
 	}
 	n.ctrl.TaskFinished(tid, failed)
 	if p.spec.Kind == task.KindActorCreate && failed != nil {
-		n.actorDied(p.actor, &task.TaskError{Function: p.actor.typ, Worker: w.name, Message: "its constructor failed: " + firstLine(failed.Message), Cause: failed})
+		n.actorDied(p.actor, &task.TaskError{Function: p.actor.typ, Worker: w.name, Message: "its constructor failed: " + task.FirstLine(failed.Message), Cause: failed})
 	}
 	if a := w.actor; a != nil {
 		n.stepActor(a, actorq.Finished{}) // a released actor with nothing left ends

@@ -2,7 +2,6 @@ package node
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/gray-ml/gray/runtime/actorq"
 	"github.com/gray-ml/gray/runtime/control"
@@ -114,26 +113,11 @@ func (n *Node) submitLocked(s *task.Spec) error {
 // ready handles a normal task whose arguments all exist.
 func (n *Node) ready(p *pending) {
 	if p.args.Failed() != nil {
-		n.finishErr(p, argErr(p))
+		n.finishErr(p, p.args.Failure(p.spec.Func))
 		return
 	}
 	n.submitNear(p, p.entry.MaxCalls == 0)
 	n.step()
-}
-
-func argErr(p *pending) *task.TaskError {
-	return &task.TaskError{
-		Function: p.spec.Func,
-		Message:  fmt.Sprintf("an argument failed: %s", firstLine(p.args.Failed().Error())),
-		Cause:    p.args.Failed(),
-	}
-}
-
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
 }
 
 // step carries out the scheduling core's effects, and those of the events
@@ -236,7 +220,7 @@ func (n *Node) send(w *proc, p *pending, gpus []int) {
 			n.core.Withdraw(w.id, func(q *pending) bool { return q == p })
 		}
 		if !p.args.Waiting() {
-			n.finishErr(p, argErr(p))
+			n.finishErr(p, p.args.Failure(p.spec.Func))
 		}
 		return
 	}
