@@ -122,10 +122,10 @@ type Node struct {
 	core     *sched.Cluster[*pending] // resources, queues and the pools' decisions, per node
 	workers  map[sched.WorkerID]*proc
 	actors   map[ids.ActorID]*actor
-	errQ     []*task.TaskError // failures to report outside the lock
-	spawnErr error             // set when workers cannot start at all
-	gone     *gone             // the worker or node whose end is being stepped
-	quiet    bool              // failures being stored are intended (gray.Kill): do not report them
+	errQ     []*task.TaskError   // failures to report outside the lock
+	spawnErr *recovery.NoWorkers // set when workers cannot start at all
+	gone     *gone               // the worker or node whose end is being stepped
+	quiet    bool                // failures being stored are intended (gray.Kill): do not report them
 
 	shared *objstore.Store // nil: no shared memory, every object inline
 	// rec decides what is rebuilt, run again or given up when something

@@ -2,7 +2,6 @@ package node
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/objects"
@@ -71,19 +70,14 @@ func (t objectTasks) Apply(e recovery.Effect[*pending]) {
 	case recovery.Fail:
 		n.finishErr(e.Task, &task.TaskError{Function: e.Task.spec.Func, Worker: e.Worker, Message: e.Message, Cause: task.ErrWorkerDied})
 	case recovery.StopSpawning:
-		n.stopSpawning(e.Count, e.Message)
+		// Start no more workers, and fail what waits for one: it comes
+		// back from the core as Refuse effects.
+		n.spawnErr = &recovery.NoWorkers{Count: e.Count, Last: e.Message}
+		n.core.SpawnFailed()
+		n.step()
 	case recovery.DropNode:
 		go n.NodeGone(e.Node, e.Message)
 	}
-}
-
-// stopSpawning stops starting workers once count in a row exited before
-// connecting (the last: why), and fails what waits for one.
-func (n *Node) stopSpawning(count int, why string) {
-	n.spawnErr = fmt.Errorf("gray: %d worker processes in a row exited before connecting to the driver (last: %s); "+
-		"the program must call gray.ServeIfWorker() first thing in main (in TestMain for tests) so that it serves tasks when started as a worker", count, why)
-	n.core.SpawnFailed() // what waits comes back as Refuse effects
-	n.step()
 }
 
 // Calls the worker side makes (procs.go, requests.go, remote.go), each

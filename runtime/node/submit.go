@@ -27,8 +27,7 @@ func (n *Node) submitLocked(s *task.Spec) error {
 		return ErrShutdown
 	}
 	if n.spawnErr != nil {
-		te := &task.TaskError{Function: s.Func, Message: n.spawnErr.Error(), Cause: n.spawnErr}
-		n.storeReturns(s, te)
+		n.storeReturns(s, n.spawnErr.For(s.Func))
 		return n.spawnErr
 	}
 	e, err := task.Lookup(s.Func)
@@ -170,10 +169,10 @@ func (n *Node) apply(e sched.Effect[*pending]) {
 			n.actorLost(a, why, true)
 		}
 	case sched.Refuse:
-		n.finishErr(e.Task, n.spawnFailure())
+		n.finishErr(e.Task, n.spawnErr.For("(worker start)"))
 	case sched.RefuseActor:
 		if a := n.actors[e.Actor]; a != nil {
-			n.actorDied(a, n.spawnFailure())
+			n.actorDied(a, n.spawnErr.For("(worker start)"))
 		}
 	}
 }
@@ -200,12 +199,6 @@ func (n *Node) orphaned(p *pending) {
 		ev.Worker, ev.Why, ev.Local = g.w.name, g.why, g.w.node == sched.Local
 	}
 	n.recover(ev)
-}
-
-// spawnFailure is the error of what waited for a worker when none can
-// start (stopSpawning).
-func (n *Node) spawnFailure() *task.TaskError {
-	return &task.TaskError{Function: "(worker start)", Message: n.spawnErr.Error(), Cause: n.spawnErr}
 }
 
 // send queues p at pool worker w, which may use the GPUs gpus.
