@@ -243,7 +243,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		cfg:     cfg,
 		timer:   tasktime.New[*task.Entry](cfg.Events),
 		ctrl:    cfg.Control,
-		starts:  taskStarts(cfg.Control),
+		starts:  control.StartsOf(cfg.Control),
 		root:    ids.Root(cfg.Seed, cfg.Seeded),
 		done:    make(chan struct{}),
 		store:   cfg.Store,

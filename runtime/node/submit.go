@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/gray-ml/gray/runtime/actorq"
-	"github.com/gray-ml/gray/runtime/control"
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/recovery"
 	"github.com/gray-ml/gray/runtime/sched"
@@ -227,7 +226,9 @@ func (n *Node) exec(w *proc, p *pending, gpus []int) {
 	n.sendLocate(w, n.ob.Send(w.node, s))
 	s.SetGPUIDs(gpus)
 	p.sent = n.timer.Now()
-	n.recordStart(w, s.ID)
+	if n.starts != nil {
+		n.starts.TaskStarted(s.ID, n.rec.Name(w.node)) // "": this machine (sched.Local has no name)
+	}
 	n.lastExec = w
 	// A broken connection is noticed by the reader, which fails the task.
 	_ = n.append(w, task.MsgExec, func(b []byte) []byte { return task.AppendSpec(b, s) })
@@ -309,25 +310,4 @@ func hasRefArgs(s *task.Spec) bool {
 		}
 	}
 	return false
-}
-
-// taskStarts returns the control store's TaskStarts, or nil when it does
-// not record where tasks run (a control.Mem): the send path then pays one
-// nil check.
-func taskStarts(s control.Store) control.TaskStarts {
-	ts, _ := s.(control.TaskStarts)
-	return ts
-}
-
-// recordStart tells the control store that the task id was sent to w,
-// naming w's cluster node ("" for this machine). Called under n.mu.
-func (n *Node) recordStart(w *proc, id ids.TaskID) {
-	if n.starts == nil {
-		return
-	}
-	name := ""
-	if w.node != sched.Local && n.remote != nil {
-		name = n.rec.Name(w.node)
-	}
-	n.starts.TaskStarted(id, name)
 }
