@@ -2,7 +2,6 @@ package node
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/gray-ml/gray/runtime/cluster"
 	"github.com/gray-ml/gray/runtime/objects"
@@ -26,9 +25,8 @@ import (
 
 // remoteState is the node's part of a cluster; nil without one.
 type remoteState struct {
-	cfg    cluster.DriverNode
-	addr   string          // what workers dial
-	warned map[string]bool // functions told to wait for a node that can hold them
+	cfg  cluster.DriverNode
+	addr string // what workers dial
 }
 
 // listenTCP starts the listener for leased workers.
@@ -42,7 +40,7 @@ func (n *Node) listenTCP() error {
 	if addr == "" {
 		addr = ln.Addr().String()
 	}
-	n.remote = &remoteState{cfg: *c, addr: addr, warned: map[string]bool{}}
+	n.remote = &remoteState{cfg: *c, addr: addr}
 	// The driver's objects are served to other nodes from the host its
 	// workers reach (objects.Keeper.StartTransfer).
 	ro, _ := c.Remote.(objects.RemoteObjects)
@@ -151,16 +149,6 @@ func (n *Node) WorkerExited(w sched.WorkerID, why error) {
 	if x != nil {
 		n.pool.Exited(x.Worker, why)
 	}
-}
-
-// warnWaiting tells the user, once per function, that a request waits for
-// a node that can hold it.
-func (n *Node) warnWaiting(fn string, res task.Resources) {
-	if n.remote.warned[fn] {
-		return
-	}
-	n.remote.warned[fn] = true
-	fmt.Fprintf(os.Stderr, "gray: %s asks for %s, more than any node of the cluster has now; it waits until a node that can hold it joins (gray start --address ... with those resources)\n", fn, res)
 }
 
 // Waiting returns the requests no node of the cluster can hold now, which

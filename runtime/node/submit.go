@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/gray-ml/gray/runtime/actorq"
 	"github.com/gray-ml/gray/runtime/ids"
@@ -34,14 +35,11 @@ func (n *Node) submitLocked(s *task.Spec) error {
 		err = fmt.Errorf("%q is registered as a different kind of remote (function, actor type or method)", s.Func)
 	}
 	if err == nil && s.Kind != task.KindActorMethod {
-		err = n.core.Feasible(s.Func, task.Res(s, e))
-		if err != nil && n.remote != nil {
-			// On a cluster, a node that can hold it may join: it waits
-			// (sched.Cluster.Waiting), and the user is told once; more
-			// GPUs than any node has fails now (GPUShort says why).
-			if err = n.core.GPUShort(s.Func, task.Res(s, e)); err == nil {
-				n.warnWaiting(s.Func, task.Res(s, e))
-			}
+		// On a cluster, a node that can hold it may join: it may wait for
+		// one (sched.Cluster.Admit).
+		var first bool
+		if first, err = n.core.Admit(s.Func, task.Res(s, e), n.remote != nil); first {
+			fmt.Fprintln(os.Stderr, sched.WaitNote(s.Func, task.Res(s, e)))
 		}
 	}
 	var a *actor
