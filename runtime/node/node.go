@@ -122,10 +122,10 @@ type Node struct {
 	core     *sched.Cluster[*pending] // resources, queues and the pools' decisions, per node
 	workers  map[sched.WorkerID]*proc
 	actors   map[ids.ActorID]*actor
-	errQ     []*task.TaskError   // failures to report outside the lock
-	spawnErr *recovery.NoWorkers // set when workers cannot start at all
-	gone     *gone               // the worker or node whose end is being stepped
-	quiet    bool                // failures being stored are intended (gray.Kill): do not report them
+	errQ     []*task.TaskError            // failures to report outside the lock
+	spawnErr *recovery.NoWorkers          // set when workers cannot start at all
+	gone     *recovery.TaskLost[*pending] // how the worker or node whose end is being stepped lost its tasks
+	quiet    bool                         // failures being stored are intended (gray.Kill): do not report them
 
 	shared *objstore.Store // nil: no shared memory, every object inline
 	// rec decides what is rebuilt, run again or given up when something
@@ -259,7 +259,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n.ob = objects.New(objects.Config[*pending]{Store: n.store, Shared: n.shared, Table: n.objs, Rec: n.rec,
 		Tasks: objectTasks{n}, Lock: n.mu.Lock, Unlock: n.unlock})
 	n.API = n.ob.API()
-	n.acts = actors.New[*pending, *actor](actorHost{n}, n.ob, restart.New(restart.Config{Cluster: cfg.Cluster != nil, NodeLoss: maxRetries}), cfg.Checkpoints)
+	n.acts = actors.New[*pending, *actor](actorHost{n}, n.ob, restart.New(restart.Config{Cluster: cfg.Cluster != nil, NodeLoss: recovery.DefaultRuns}), cfg.Checkpoints)
 	n.direct = newDirect(n.ob)
 	n.reqs = requests.New(requests.Config[*proc]{Waits: n.waits, Objects: n.ob, Store: n.store, Workers: askers{n},
 		Lock: n.mu.Lock, Unlock: n.unlock, Step: n.step, Done: n.done})

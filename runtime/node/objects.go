@@ -22,10 +22,6 @@ import (
 // there is room.
 const MaxRebuilds = recovery.DefaultRebuilds
 
-// maxRetries bounds how often a task whose remote worker or node died is
-// run again elsewhere.
-const maxRetries = recovery.DefaultRuns
-
 // ObjectStats counts the movement of a cluster driver's objects.
 type ObjectStats = objects.Stats
 

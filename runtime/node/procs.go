@@ -289,7 +289,7 @@ func (h *poolHandler) Gone(pw *pool.Worker, bad error) {
 		// Its running task comes back as an Orphan effect (orphaned); the
 		// tasks queued behind it never started: the core runs them
 		// elsewhere.
-		n.gone = &gone{w: w, why: how}
+		n.gone = &recovery.TaskLost[*pending]{Worker: w.name, Why: how, Local: w.node == sched.Local}
 		n.core.WorkerDied(w.id)
 	}
 	n.step()

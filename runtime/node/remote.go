@@ -84,7 +84,7 @@ func (n *Node) addNode(k sched.NodeID, name string, res task.Resources, gpus []i
 }
 
 // NodeGone drops node k: its workers are gone, the tasks they ran or held
-// run again elsewhere (up to maxRetries times each), its actors die with
+// run again elsewhere (up to recovery.DefaultRuns times each), its actors die with
 // why.
 func (n *Node) NodeGone(k sched.NodeID, why string) {
 	n.mu.Lock()
@@ -93,7 +93,7 @@ func (n *Node) NodeGone(k sched.NodeID, why string) {
 		return
 	}
 	name := n.rec.Name(k)
-	n.gone = &gone{node: name, why: why}
+	n.gone = &recovery.TaskLost[*pending]{Why: fmt.Sprintf("node %s died (%s)", name, why)}
 	// The core forgets the node first, so that no rebuild the recovery
 	// core starts below is placed there. Its tasks and actors come back as
 	// Orphan and OrphanActor effects (nothing else is pending: every event

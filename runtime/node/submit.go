@@ -162,7 +162,7 @@ func (n *Node) apply(e sched.Effect[*pending]) {
 		n.orphaned(e.Task)
 	case sched.OrphanActor:
 		if a := n.actors[e.Actor]; a != nil && n.gone != nil {
-			why := &task.TaskError{Function: a.typ, Message: fmt.Sprintf("its node %s died (%s)", n.gone.node, n.gone.why), Cause: task.ErrWorkerDied}
+			why := &task.TaskError{Function: a.typ, Message: "its " + n.gone.Why, Cause: task.ErrWorkerDied} // "its node b died (...)"
 			n.actorLost(a, why, true)
 		}
 	case sched.Refuse:
@@ -174,27 +174,18 @@ func (n *Node) apply(e sched.Effect[*pending]) {
 	}
 }
 
-// gone is the worker or node whose end the node is stepping (poolHandler.Gone,
-// NodeGone): what the core's Orphan effects say why with.
-type gone struct {
-	w    *proc  // the worker that died; nil: node
-	node string // the node that died
-	why  string // how the worker ended, or why the node is gone
-}
-
-// orphaned handles task p, whose worker or node is gone (Node.gone): the
-// recovery core fails it, or, when it ran on another node (which may have
-// died with its worker), runs it again elsewhere.
+// orphaned handles task p, whose worker or node is gone (Node.gone says
+// which and how): the recovery core fails it, or, when it ran on another
+// node (which may have died with its worker), runs it again elsewhere.
 func (n *Node) orphaned(p *pending) {
 	if n.leaseOrphaned(p) {
 		return // its worker died; the owner resends the tasks (direct.go)
 	}
-	ev := recovery.TaskLost[*pending]{Task: p, Why: "its worker is gone", Local: true} // no n.gone: never
-	if g := n.gone; g != nil && g.w == nil {
-		ev.Why, ev.Local = fmt.Sprintf("node %s died (%s)", g.node, g.why), false
-	} else if g != nil {
-		ev.Worker, ev.Why, ev.Local = g.w.name, g.why, g.w.node == sched.Local
+	ev := recovery.TaskLost[*pending]{Why: "its worker is gone", Local: true} // no n.gone: never
+	if n.gone != nil {
+		ev = *n.gone
 	}
+	ev.Task = p
 	n.recover(ev)
 }
 
