@@ -219,13 +219,8 @@ type actor struct {
 // pool of workers. It returns once the pool's workers have connected, or
 // with ctx's error.
 func Start(ctx context.Context, cfg Config) (*Node, error) {
-	if cfg.Resources.CPU < 0 || cfg.Resources.GPU < 0 {
-		return nil, fmt.Errorf("gray: negative resources %s", cfg.Resources)
-	}
-	for k, v := range cfg.Resources.Custom {
-		if v < 0 || k == "" {
-			return nil, fmt.Errorf("gray: custom resource %q=%g: names must be non-empty and amounts non-negative", k, v)
-		}
+	if err := cfg.Resources.Check(); err != nil {
+		return nil, fmt.Errorf("gray: %w", err)
 	}
 	if cfg.NumWorkers <= 0 {
 		cfg.NumWorkers = max(1, int(math.Ceil(cfg.Resources.CPU)))

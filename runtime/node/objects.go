@@ -15,13 +15,6 @@ import (
 // event it asks the Keeper, which decides and carries out what concerns
 // objects; what concerns tasks comes back through objectTasks.
 
-// MaxRebuilds is how many times in a row rebuilding an object from its
-// lineage may fail (its task failed, or its worker died) before the object
-// is lost for good (task.ErrLostRetriesExhausted). A rebuild that failed
-// for want of room in the object store does not count: it is retried once
-// there is room.
-const MaxRebuilds = recovery.DefaultRebuilds
-
 // ObjectStats counts the movement of a cluster driver's objects.
 type ObjectStats = objects.Stats
 

@@ -130,12 +130,7 @@ func (n *Node) checkRetries() error {
 		return nil
 	}
 	live := map[*pending]bool{}
-	n.core.EachQueued(func(p *pending) { live[p] = true })
-	for id := range n.workers {
-		for _, p := range n.core.Sent(id) {
-			live[p] = true
-		}
-	}
+	n.core.EachTask(func(p *pending) { live[p] = true })
 	n.ob.EachWaiting(func(p *pending) { live[p] = true })
 	return n.rec.Check(func(p *pending) bool { return live[p] }, func(p *pending) string { return fmt.Sprintf("%s (%s)", p.spec.ID, p.spec.Func) })
 }
