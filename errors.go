@@ -57,7 +57,7 @@ var (
 	// driver, so this comes from a cluster.
 	ErrLostOwnerDied = task.ErrLostOwnerDied
 	// ErrLostRetriesExhausted: rebuilding the object from its lineage (the
-	// task that made it, re-run) failed node.MaxRebuilds times in a row.
+	// task that made it, re-run) failed recovery.DefaultRebuilds times in a row.
 	// Rebuilds that failed for want of room in the store do not count.
 	ErrLostRetriesExhausted = task.ErrLostRetriesExhausted
 	// ErrLostLineageDropped: the record of the task that made the object is

@@ -20,7 +20,6 @@ package actorq
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/task"
@@ -174,7 +173,7 @@ func (a *Actor[T]) pump(up bool) {
 			}
 			if c.Again() { // a call replayed after a restart: the state cannot be rebuilt
 				a.emit(Effect[T]{Kind: Unsent, Call: c})
-				a.die(&task.TaskError{Function: a.typ, Message: "replaying " + s.Func + " after a restart: an argument failed: " + firstLine(failed), Cause: failed})
+				a.die(&task.TaskError{Function: a.typ, Message: "replaying " + s.Func + " after a restart: an argument failed: " + task.FirstLine(failed.Error()), Cause: failed})
 				return
 			}
 			a.emit(Effect[T]{Kind: ArgFailed, Call: c})
@@ -225,12 +224,6 @@ func deadCause(why error) error {
 		return task.ErrActorDead
 	}
 	return fmt.Errorf("%w: %w", task.ErrActorDead, why)
-}
-
-// firstLine is the first line of e's text.
-func firstLine(e error) string {
-	line, _, _ := strings.Cut(e.Error(), "\n")
-	return line
 }
 
 // ID returns the actor's ID.

@@ -14,8 +14,6 @@
 package actors
 
 import (
-	"strings"
-
 	"github.com/gray-ml/gray/runtime/actorq"
 	"github.com/gray-ml/gray/runtime/control"
 	"github.com/gray-ml/gray/runtime/ids"
@@ -183,8 +181,7 @@ func (d *Driver[C, A]) Returned(a A, tid ids.TaskID) (C, bool) {
 // nothing left to run.
 func (d *Driver[C, A]) Finished(a A, c C, worker string, failed *task.TaskError) {
 	if c.Kind() == task.KindActorCreate && failed != nil {
-		line, _, _ := strings.Cut(failed.Message, "\n")
-		d.End(a, &task.TaskError{Function: a.Type(), Worker: worker, Message: "its constructor failed: " + line, Cause: failed})
+		d.End(a, &task.TaskError{Function: a.Type(), Worker: worker, Message: "its constructor failed: " + task.FirstLine(failed.Message), Cause: failed})
 	}
 	d.Step(a, actorq.Finished{})
 }

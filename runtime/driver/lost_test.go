@@ -10,6 +10,7 @@ import (
 
 	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/runtime/node"
+	"github.com/gray-ml/gray/runtime/recovery"
 )
 
 // Lost objects name their reason, in the driver and across processes.
@@ -87,7 +88,7 @@ func TestEvictedActorResultIsLostAcrossProcesses(t *testing.T) {
 }
 
 // A rebuild whose task fails is retried on the next request, up to
-// node.MaxRebuilds failures in a row; then the object is lost for good.
+// recovery.DefaultRebuilds failures in a row; then the object is lost for good.
 func TestRebuildRetriesRunOut(t *testing.T) {
 	n := startStore(t, 1<<20, 2)
 	ctx := context.Background()
@@ -97,7 +98,7 @@ func TestRebuildRetriesRunOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	keep := evictAll(t, n)
-	for i := 1; i < node.MaxRebuilds; i++ {
+	for i := 1; i < recovery.DefaultRebuilds; i++ {
 		_, err := gray.Get(ctx, r)
 		if !errors.Is(err, gray.ErrWorkerDied) || errors.Is(err, gray.ErrObjectLost) {
 			t.Fatalf("failed rebuild %d: %v; want its failure (ErrWorkerDied), not a loss yet", i, err)
@@ -105,15 +106,15 @@ func TestRebuildRetriesRunOut(t *testing.T) {
 	}
 	_, err := gray.Get(ctx, r)
 	if !errors.Is(err, gray.ErrObjectLost) || !errors.Is(err, gray.ErrLostRetriesExhausted) || !errors.Is(err, gray.ErrWorkerDied) {
-		t.Fatalf("rebuild %d: %v; want ErrObjectLost for the reason ErrLostRetriesExhausted, wrapping the last failure", node.MaxRebuilds, err)
+		t.Fatalf("rebuild %d: %v; want ErrObjectLost for the reason ErrLostRetriesExhausted, wrapping the last failure", recovery.DefaultRebuilds, err)
 	}
 	// Lost for good: no more re-runs.
 	if _, err := gray.Get(ctx, r); !errors.Is(err, gray.ErrLostRetriesExhausted) {
 		t.Fatalf("Get after the loss: %v", err)
 	}
 	b, err := os.ReadFile(marker)
-	if err != nil || len(b) != node.MaxRebuilds {
-		t.Fatalf("the task was re-run %d times (%v), want %d", len(b), err, node.MaxRebuilds)
+	if err != nil || len(b) != recovery.DefaultRebuilds {
+		t.Fatalf("the task was re-run %d times (%v), want %d", len(b), err, recovery.DefaultRebuilds)
 	}
 	logged := false
 	for _, e := range gray.Errors() {

@@ -81,7 +81,7 @@ func (h actorHost) Send(a *actor, p *pending) {
 }
 
 func (h actorHost) Fail(p *pending, err *task.TaskError) { h.n.finishErr(p, err) }
-func (h actorHost) ArgFailed(p *pending)                 { h.n.finishErr(p, argErr(p)) }
+func (h actorHost) ArgFailed(p *pending)                 { h.n.finishErr(p, p.args.Failure(p.spec.Func)) }
 
 func (h actorHost) Quietly(f func()) {
 	was := h.n.quiet

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gray-ml/gray/runtime/cluster"
 	"github.com/gray-ml/gray/runtime/objstore"
+	"github.com/gray-ml/gray/runtime/recovery"
 	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
 	"github.com/gray-ml/gray/runtime/transfer"
@@ -90,7 +91,7 @@ func TestRetriedTaskForgetsItsRetries(t *testing.T) {
 		end  func(t *testing.T, fw *fakeWorker, s *task.Spec)
 	}{
 		{"result", 2, func(t *testing.T, fw *fakeWorker, s *task.Spec) { fw.result(t, s, "done") }},
-		{"every try died", 1 + maxRetries, func(t *testing.T, fw *fakeWorker, s *task.Spec) { fw.die() }},
+		{"every try died", 1 + recovery.DefaultRuns, func(t *testing.T, fw *fakeWorker, s *task.Spec) { fw.die() }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h, _ := newClusterHarness(t)

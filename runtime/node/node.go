@@ -121,10 +121,10 @@ type Node struct {
 	objs     *objtable.Table          // who holds which object and why (runtime/objtable)
 	core     *sched.Cluster[*pending] // resources, queues and the pools' decisions, per node
 	workers  map[sched.WorkerID]*proc
-	errQ     []*task.TaskError // failures to report outside the lock
-	spawnErr error             // set when workers cannot start at all
-	gone     *gone             // the worker or node whose end is being stepped
-	quiet    bool              // failures being stored are intended (gray.Kill): do not report them
+	errQ     []*task.TaskError            // failures to report outside the lock
+	spawnErr *recovery.NoWorkers          // set when workers cannot start at all
+	gone     *recovery.TaskLost[*pending] // how the worker or node whose end is being stepped lost its tasks
+	quiet    bool                         // failures being stored are intended (gray.Kill): do not report them
 
 	shared *objstore.Store // nil: no shared memory, every object inline
 	// rec decides what is rebuilt, run again or given up when something
@@ -219,13 +219,8 @@ type actor struct {
 // pool of workers. It returns once the pool's workers have connected, or
 // with ctx's error.
 func Start(ctx context.Context, cfg Config) (*Node, error) {
-	if cfg.Resources.CPU < 0 || cfg.Resources.GPU < 0 {
-		return nil, fmt.Errorf("gray: negative resources %s", cfg.Resources)
-	}
-	for k, v := range cfg.Resources.Custom {
-		if v < 0 || k == "" {
-			return nil, fmt.Errorf("gray: custom resource %q=%g: names must be non-empty and amounts non-negative", k, v)
-		}
+	if err := cfg.Resources.Check(); err != nil {
+		return nil, fmt.Errorf("gray: %w", err)
 	}
 	if cfg.NumWorkers <= 0 {
 		cfg.NumWorkers = max(1, int(math.Ceil(cfg.Resources.CPU)))
@@ -243,7 +238,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		cfg:     cfg,
 		timer:   tasktime.New[*task.Entry](cfg.Events),
 		ctrl:    cfg.Control,
-		starts:  taskStarts(cfg.Control),
+		starts:  control.StartsOf(cfg.Control),
 		root:    ids.Root(cfg.Seed, cfg.Seeded),
 		done:    make(chan struct{}),
 		store:   cfg.Store,
@@ -258,7 +253,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n.ob = objects.New(objects.Config[*pending]{Store: n.store, Shared: n.shared, Table: n.objs, Rec: n.rec,
 		Tasks: objectTasks{n}, Lock: n.mu.Lock, Unlock: n.unlock})
 	n.API = n.ob.API()
-	n.acts = actors.New[*pending, *actor](actorHost{n}, n.ob, n.ctrl, restart.New(restart.Config{Cluster: cfg.Cluster != nil, NodeLoss: maxRetries}), cfg.Checkpoints)
+	n.acts = actors.New[*pending, *actor](actorHost{n}, n.ob, n.ctrl, restart.New(restart.Config{Cluster: cfg.Cluster != nil, NodeLoss: recovery.DefaultRuns}), cfg.Checkpoints)
 	n.direct = newDirect(n.ob)
 	n.reqs = requests.New(requests.Config[*proc]{Waits: n.waits, Objects: n.ob, Store: n.store, Workers: askers{n},
 		Lock: n.mu.Lock, Unlock: n.unlock, Step: n.step, Done: n.done})

@@ -2,7 +2,6 @@ package node
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/objects"
@@ -14,17 +13,6 @@ import (
 // The node's glue to its objects part (runtime/objects, Node.ob): on an
 // event it asks the Keeper, which decides and carries out what concerns
 // objects; what concerns tasks comes back through objectTasks.
-
-// MaxRebuilds is how many times in a row rebuilding an object from its
-// lineage may fail (its task failed, or its worker died) before the object
-// is lost for good (task.ErrLostRetriesExhausted). A rebuild that failed
-// for want of room in the object store does not count: it is retried once
-// there is room.
-const MaxRebuilds = recovery.DefaultRebuilds
-
-// maxRetries bounds how often a task whose remote worker or node died is
-// run again elsewhere.
-const maxRetries = recovery.DefaultRuns
 
 // ObjectStats counts the movement of a cluster driver's objects.
 type ObjectStats = objects.Stats
@@ -70,19 +58,14 @@ func (t objectTasks) Apply(e recovery.Effect[*pending]) {
 	case recovery.Fail:
 		n.finishErr(e.Task, &task.TaskError{Function: e.Task.spec.Func, Worker: e.Worker, Message: e.Message, Cause: task.ErrWorkerDied})
 	case recovery.StopSpawning:
-		n.stopSpawning(e.Count, e.Message)
+		// Start no more workers, and fail what waits for one: it comes
+		// back from the core as Refuse effects.
+		n.spawnErr = &recovery.NoWorkers{Count: e.Count, Last: e.Message}
+		n.core.SpawnFailed()
+		n.step()
 	case recovery.DropNode:
 		go n.NodeGone(e.Node, e.Message)
 	}
-}
-
-// stopSpawning stops starting workers once count in a row exited before
-// connecting (the last: why), and fails what waits for one.
-func (n *Node) stopSpawning(count int, why string) {
-	n.spawnErr = fmt.Errorf("gray: %d worker processes in a row exited before connecting to the driver (last: %s); "+
-		"the program must call gray.ServeIfWorker() first thing in main (in TestMain for tests) so that it serves tasks when started as a worker", count, why)
-	n.core.SpawnFailed() // what waits comes back as Refuse effects
-	n.step()
 }
 
 // Calls the worker side makes (procs.go, requests.go, remote.go), each

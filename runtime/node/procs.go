@@ -35,7 +35,7 @@ func (n *Node) unlockFor(w *proc) { n.pool.UnlockFor(w.Worker) }
 func (n *Node) spawn(a *actor, id sched.WorkerID) {
 	if n.spawnErr != nil {
 		if a != nil {
-			n.acts.End(a, &task.TaskError{Function: a.typ, Message: n.spawnErr.Error(), Cause: n.spawnErr})
+			n.acts.End(a, n.spawnErr.For(a.typ))
 		} else {
 			n.core.WorkerDied(id)
 		}
@@ -261,7 +261,10 @@ func (h *poolHandler) Gone(pw *pool.Worker, bad error) {
 	n.ownerGone(w) // its leases and promises (direct.go)
 	n.waits.WorkerGone(w.id)
 	if !w.Connected() && (w.actor == nil || !w.actor.Dead()) { // not an actor killed while starting
-		n.startFailed(w)
+		// Several in a row mean the program does not serve tasks when
+		// started as a worker: the recovery core stops the starts here, or
+		// takes another node out of the job, rather than respawn forever.
+		n.recover(recovery.StartFailed{Node: w.node, Err: w.Err()})
 	}
 	how := "exited"
 	if err := w.Err(); err != nil {
@@ -276,27 +279,11 @@ func (h *poolHandler) Gone(pw *pool.Worker, bad error) {
 		// Its running task comes back as an Orphan effect (orphaned); the
 		// tasks queued behind it never started: the core runs them
 		// elsewhere.
-		n.gone = &gone{w: w, why: how}
+		n.gone = &recovery.TaskLost[*pending]{Worker: w.name, Why: how, Local: w.node == sched.Local}
 		n.core.WorkerDied(w.id)
 	}
 	n.step()
 	n.gone = nil
 	n.unlock()
 	n.flushErrors()
-}
-
-// startFailed counts a worker that exited before connecting. Several in a
-// row mean the program does not serve tasks when started as a worker: on
-// this machine, stop starting workers and fail what waits for one, rather
-// than respawn forever (stopSpawning); on another node, take the node out
-// of the job (recovery.DropNode). The recovery core decides.
-func (n *Node) startFailed(w *proc) {
-	why := "exited"
-	if w.node != sched.Local {
-		why = "they exited"
-	}
-	if err := w.Err(); err != nil {
-		why = err.Error()
-	}
-	n.recover(recovery.StartFailed{Node: w.node, Why: why})
 }

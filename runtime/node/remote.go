@@ -2,7 +2,6 @@ package node
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/gray-ml/gray/runtime/cluster"
 	"github.com/gray-ml/gray/runtime/objects"
@@ -26,9 +25,8 @@ import (
 
 // remoteState is the node's part of a cluster; nil without one.
 type remoteState struct {
-	cfg    cluster.DriverNode
-	addr   string          // what workers dial
-	warned map[string]bool // functions told to wait for a node that can hold them
+	cfg  cluster.DriverNode
+	addr string // what workers dial
 }
 
 // listenTCP starts the listener for leased workers.
@@ -42,7 +40,7 @@ func (n *Node) listenTCP() error {
 	if addr == "" {
 		addr = ln.Addr().String()
 	}
-	n.remote = &remoteState{cfg: *c, addr: addr, warned: map[string]bool{}}
+	n.remote = &remoteState{cfg: *c, addr: addr}
 	// The driver's objects are served to other nodes from the host its
 	// workers reach (objects.Keeper.StartTransfer).
 	ro, _ := c.Remote.(objects.RemoteObjects)
@@ -86,7 +84,7 @@ func (n *Node) addNode(k sched.NodeID, name string, res task.Resources, gpus []i
 }
 
 // NodeGone drops node k: its workers are gone, the tasks they ran or held
-// run again elsewhere (up to maxRetries times each), its actors die with
+// run again elsewhere (up to recovery.DefaultRuns times each), its actors die with
 // why.
 func (n *Node) NodeGone(k sched.NodeID, why string) {
 	n.mu.Lock()
@@ -95,7 +93,7 @@ func (n *Node) NodeGone(k sched.NodeID, why string) {
 		return
 	}
 	name := n.rec.Name(k)
-	n.gone = &gone{node: name, why: why}
+	n.gone = &recovery.TaskLost[*pending]{Why: fmt.Sprintf("node %s died (%s)", name, why)}
 	// The core forgets the node first, so that no rebuild the recovery
 	// core starts below is placed there. Its tasks and actors come back as
 	// Orphan and OrphanActor effects (nothing else is pending: every event
@@ -132,12 +130,7 @@ func (n *Node) checkRetries() error {
 		return nil
 	}
 	live := map[*pending]bool{}
-	n.core.EachQueued(func(p *pending) { live[p] = true })
-	for id := range n.workers {
-		for _, p := range n.core.Sent(id) {
-			live[p] = true
-		}
-	}
+	n.core.EachTask(func(p *pending) { live[p] = true })
 	n.ob.EachWaiting(func(p *pending) { live[p] = true })
 	return n.rec.Check(func(p *pending) bool { return live[p] }, func(p *pending) string { return fmt.Sprintf("%s (%s)", p.spec.ID, p.spec.Func) })
 }
@@ -151,16 +144,6 @@ func (n *Node) WorkerExited(w sched.WorkerID, why error) {
 	if x != nil {
 		n.pool.Exited(x.Worker, why)
 	}
-}
-
-// warnWaiting tells the user, once per function, that a request waits for
-// a node that can hold it.
-func (n *Node) warnWaiting(fn string, res task.Resources) {
-	if n.remote.warned[fn] {
-		return
-	}
-	n.remote.warned[fn] = true
-	fmt.Fprintf(os.Stderr, "gray: %s asks for %s, more than any node of the cluster has now; it waits until a node that can hold it joins (gray start --address ... with those resources)\n", fn, res)
 }
 
 // Waiting returns the requests no node of the cluster can hold now, which

@@ -2,9 +2,8 @@ package node
 
 import (
 	"fmt"
-	"strings"
+	"os"
 
-	"github.com/gray-ml/gray/runtime/control"
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/recovery"
 	"github.com/gray-ml/gray/runtime/sched"
@@ -27,8 +26,7 @@ func (n *Node) submitLocked(s *task.Spec) error {
 		return ErrShutdown
 	}
 	if n.spawnErr != nil {
-		te := &task.TaskError{Function: s.Func, Message: n.spawnErr.Error(), Cause: n.spawnErr}
-		n.storeReturns(s, te)
+		n.storeReturns(s, n.spawnErr.For(s.Func))
 		return n.spawnErr
 	}
 	e, err := task.Lookup(s.Func)
@@ -36,14 +34,11 @@ func (n *Node) submitLocked(s *task.Spec) error {
 		err = fmt.Errorf("%q is registered as a different kind of remote (function, actor type or method)", s.Func)
 	}
 	if err == nil && s.Kind != task.KindActorMethod {
-		err = n.core.Feasible(s.Func, task.Res(s, e))
-		if err != nil && n.remote != nil {
-			// On a cluster, a node that can hold it may join: it waits
-			// (sched.Cluster.Waiting), and the user is told once; more
-			// GPUs than any node has fails now (GPUShort says why).
-			if err = n.core.GPUShort(s.Func, task.Res(s, e)); err == nil {
-				n.warnWaiting(s.Func, task.Res(s, e))
-			}
+		// On a cluster, a node that can hold it may join: it may wait for
+		// one (sched.Cluster.Admit).
+		var first bool
+		if first, err = n.core.Admit(s.Func, task.Res(s, e), n.remote != nil); first {
+			fmt.Fprintln(os.Stderr, sched.WaitNote(s.Func, task.Res(s, e)))
 		}
 	}
 	if err == nil {
@@ -89,26 +84,11 @@ func (n *Node) submitLocked(s *task.Spec) error {
 // ready handles a normal task whose arguments all exist.
 func (n *Node) ready(p *pending) {
 	if p.args.Failed() != nil {
-		n.finishErr(p, argErr(p))
+		n.finishErr(p, p.args.Failure(p.spec.Func))
 		return
 	}
 	n.submitNear(p, p.entry.MaxCalls == 0)
 	n.step()
-}
-
-func argErr(p *pending) *task.TaskError {
-	return &task.TaskError{
-		Function: p.spec.Func,
-		Message:  fmt.Sprintf("an argument failed: %s", firstLine(p.args.Failed().Error())),
-		Cause:    p.args.Failed(),
-	}
-}
-
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
 }
 
 // step carries out the scheduling core's effects, and those of the events
@@ -157,46 +137,31 @@ func (n *Node) apply(e sched.Effect[*pending]) {
 		n.orphaned(e.Task)
 	case sched.OrphanActor:
 		if a := n.acts.Actor(e.Actor); a != nil && n.gone != nil {
-			why := &task.TaskError{Function: a.typ, Message: fmt.Sprintf("its node %s died (%s)", n.gone.node, n.gone.why), Cause: task.ErrWorkerDied}
+			why := &task.TaskError{Function: a.typ, Message: "its " + n.gone.Why, Cause: task.ErrWorkerDied} // "its node b died (...)"
 			n.acts.Lost(a, why, true)
 		}
 	case sched.Refuse:
-		n.finishErr(e.Task, n.spawnFailure())
+		n.finishErr(e.Task, n.spawnErr.For("(worker start)"))
 	case sched.RefuseActor:
 		if a := n.acts.Actor(e.Actor); a != nil {
-			n.acts.End(a, n.spawnFailure())
+			n.acts.End(a, n.spawnErr.For("(worker start)"))
 		}
 	}
 }
 
-// gone is the worker or node whose end the node is stepping (poolHandler.Gone,
-// NodeGone): what the core's Orphan effects say why with.
-type gone struct {
-	w    *proc  // the worker that died; nil: node
-	node string // the node that died
-	why  string // how the worker ended, or why the node is gone
-}
-
-// orphaned handles task p, whose worker or node is gone (Node.gone): the
-// recovery core fails it, or, when it ran on another node (which may have
-// died with its worker), runs it again elsewhere.
+// orphaned handles task p, whose worker or node is gone (Node.gone says
+// which and how): the recovery core fails it, or, when it ran on another
+// node (which may have died with its worker), runs it again elsewhere.
 func (n *Node) orphaned(p *pending) {
 	if n.leaseOrphaned(p) {
 		return // its worker died; the owner resends the tasks (direct.go)
 	}
-	ev := recovery.TaskLost[*pending]{Task: p, Why: "its worker is gone", Local: true} // no n.gone: never
-	if g := n.gone; g != nil && g.w == nil {
-		ev.Why, ev.Local = fmt.Sprintf("node %s died (%s)", g.node, g.why), false
-	} else if g != nil {
-		ev.Worker, ev.Why, ev.Local = g.w.name, g.why, g.w.node == sched.Local
+	ev := recovery.TaskLost[*pending]{Why: "its worker is gone", Local: true} // no n.gone: never
+	if n.gone != nil {
+		ev = *n.gone
 	}
+	ev.Task = p
 	n.recover(ev)
-}
-
-// spawnFailure is the error of what waited for a worker when none can
-// start (stopSpawning).
-func (n *Node) spawnFailure() *task.TaskError {
-	return &task.TaskError{Function: "(worker start)", Message: n.spawnErr.Error(), Cause: n.spawnErr}
 }
 
 // send queues p at pool worker w, which may use the GPUs gpus.
@@ -211,7 +176,7 @@ func (n *Node) send(w *proc, p *pending, gpus []int) {
 			n.core.Withdraw(w.id, func(q *pending) bool { return q == p })
 		}
 		if !p.args.Waiting() {
-			n.finishErr(p, argErr(p))
+			n.finishErr(p, p.args.Failure(p.spec.Func))
 		}
 		return
 	}
@@ -225,7 +190,9 @@ func (n *Node) exec(w *proc, p *pending, gpus []int) {
 	n.sendLocate(w, n.ob.Send(w.node, s))
 	s.SetGPUIDs(gpus)
 	p.sent = n.timer.Now()
-	n.recordStart(w, s.ID)
+	if n.starts != nil {
+		n.starts.TaskStarted(s.ID, n.rec.Name(w.node)) // "": this machine (sched.Local has no name)
+	}
 	n.lastExec = w
 	// A broken connection is noticed by the reader, which fails the task.
 	_ = n.append(w, task.MsgExec, func(b []byte) []byte { return task.AppendSpec(b, s) })
@@ -300,25 +267,4 @@ func hasRefArgs(s *task.Spec) bool {
 		}
 	}
 	return false
-}
-
-// taskStarts returns the control store's TaskStarts, or nil when it does
-// not record where tasks run (a control.Mem): the send path then pays one
-// nil check.
-func taskStarts(s control.Store) control.TaskStarts {
-	ts, _ := s.(control.TaskStarts)
-	return ts
-}
-
-// recordStart tells the control store that the task id was sent to w,
-// naming w's cluster node ("" for this machine). Called under n.mu.
-func (n *Node) recordStart(w *proc, id ids.TaskID) {
-	if n.starts == nil {
-		return
-	}
-	name := ""
-	if w.node != sched.Local && n.remote != nil {
-		name = n.rec.Name(w.node)
-	}
-	n.starts.TaskStarted(id, name)
 }

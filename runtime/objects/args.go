@@ -28,6 +28,18 @@ func (w *ArgWait) Waiting() bool { return w.missing > 0 }
 // Failed returns the error of the task's first failed argument, or nil.
 func (w *ArgWait) Failed() *task.TaskError { return w.failed }
 
+// Failure is the failure of task fn (its function, actor type or method)
+// when an argument failed (Failed): it runs no more, and says which
+// failure of which task it inherits in one line; the argument's own error
+// stays its cause, stack and all.
+func (w *ArgWait) Failure(fn string) *task.TaskError {
+	return &task.TaskError{
+		Function: fn,
+		Message:  "an argument failed: " + task.FirstLine(w.failed.Error()),
+		Cause:    w.failed,
+	}
+}
+
 // fail records err (nil: none) as the task's failure unless one was.
 func (w *ArgWait) fail(err *task.TaskError) {
 	if err != nil && w.failed == nil {

@@ -1,6 +1,7 @@
 package objects
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -263,4 +264,33 @@ func TestReads(t *testing.T) {
 			{"read r", []string{"read r: 4096 bytes"}},
 		}},
 	})
+}
+
+// TestArgFailure: a task whose argument failed fails with one line that
+// names the argument's failure, and keeps that failure (stack and all) as
+// its cause.
+func TestArgFailure(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		arg  *task.TaskError
+		want string
+	}{
+		{"plain", &task.TaskError{Function: "f", Message: "boom"}, "task g failed: an argument failed: task f failed: boom"},
+		{"panicked", &task.TaskError{Function: "f", Worker: "worker 2", Message: "panic: x", Stack: "goroutine 1 [running]:"},
+			"task g failed: an argument failed: task f failed on worker 2: panic: x"},
+		{"nested", &task.TaskError{Function: "f", Message: "an argument failed: task e failed: lost"},
+			"task g failed: an argument failed: task f failed: an argument failed: task e failed: lost"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var w ArgWait
+			w.fail(c.arg)
+			got := w.Failure("g")
+			if got.Error() != c.want {
+				t.Errorf("Failure(g) = %q, want %q", got.Error(), c.want)
+			}
+			if got.Function != "g" || !errors.Is(got, c.arg) {
+				t.Errorf("Failure(g) names %q and wraps %v; want g, wrapping the argument's failure", got.Function, got.Cause)
+			}
+		})
+	}
 }

@@ -214,14 +214,7 @@ func EvictedLost(id ids.ObjectID) task.Object {
 // with err.
 func gaveUp(id ids.ObjectID, lim int, err *task.TaskError) *task.TaskError {
 	return task.Lost(id, task.ErrLostRetriesExhausted,
-		"its task failed each of the last "+strconv.Itoa(lim)+" times it was re-run: "+firstLine(err.Error()), err)
-}
-
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
+		"its task failed each of the last "+strconv.Itoa(lim)+" times it was re-run: "+task.FirstLine(err.Error()), err)
 }
 
 // sortedNodes returns the keys of set in order (effects come out in a

@@ -334,18 +334,40 @@ func TestObjectsOnNodes(t *testing.T) {
 
 func TestBadStarts(t *testing.T) {
 	run(t, New[tk](Limits{}), []step{
-		{StartFailed{Why: "exit 1"}, nil},
-		{StartFailed{Why: "exit 1"}, nil},
+		{StartFailed{Err: errors.New("exit 1")}, nil},
+		{StartFailed{Err: errors.New("exit 1")}, nil},
 		{Connected{}, nil},
-		{StartFailed{Why: "exit 1"}, nil},
-		{StartFailed{Why: "exit 1"}, nil},
-		{StartFailed{Why: "exit 2"}, []string{"stop spawning after 3: exit 2"}},
-		{StartFailed{Why: "exit 2"}, nil},
-		{StartFailed{Node: 1, Why: "x"}, nil},
-		{StartFailed{Node: 1, Why: "x"}, nil},
+		{StartFailed{Err: errors.New("exit 1")}, nil},
+		{StartFailed{Err: errors.New("exit 1")}, nil},
+		{StartFailed{Err: errors.New("exit 2")}, []string{"stop spawning after 3: exit 2"}},
+		{StartFailed{Err: errors.New("exit 2")}, nil},
+		{StartFailed{Node: 1, Err: errors.New("x")}, nil},
+		{StartFailed{Node: 1, Err: errors.New("x")}, nil},
 		{Connected{Node: 1}, nil},
-		{StartFailed{Node: 1, Why: "x"}, nil},
-		{StartFailed{Node: 1, Why: "x"}, nil},
-		{StartFailed{Node: 1, Why: "y"}, []string{"drop node 1: 3 workers in a row ended before connecting: y"}},
+		{StartFailed{Node: 1, Err: errors.New("x")}, nil},
+		{StartFailed{Node: 1, Err: errors.New("x")}, nil},
+		{StartFailed{Node: 1, Err: errors.New("y")}, []string{"drop node 1: 3 workers in a row ended before connecting: y"}},
 	})
+	// Workers that exited without an error say so.
+	run(t, New[tk](Limits{BadStarts: 1}), []step{
+		{StartFailed{Node: 2}, []string{"drop node 2: 1 workers in a row ended before connecting: they exited"}},
+		{StartFailed{}, []string{"stop spawning after 1: exited"}},
+	})
+}
+
+// TestNoWorkers: what waited for a worker when none can start fails with
+// one message that says what to do, whatever it was.
+func TestNoWorkers(t *testing.T) {
+	e := &NoWorkers{Count: 3, Last: "exit status 2"}
+	for _, fn := range []string{"(worker start)", "main.f", "main.Counter"} {
+		te := e.For(fn)
+		if te.Function != fn || !errors.Is(te, e) {
+			t.Errorf("For(%q) names %q and wraps %v", fn, te.Function, te.Cause)
+		}
+		for _, part := range []string{"3 worker processes in a row exited before connecting to the driver (last: exit status 2)", "gray.ServeIfWorker()"} {
+			if !strings.Contains(te.Error(), part) {
+				t.Errorf("For(%q) = %q; want it to say %q", fn, te.Error(), part)
+			}
+		}
+	}
 }

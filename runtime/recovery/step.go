@@ -127,12 +127,13 @@ type Pinned struct{ ID ids.ObjectID }
 // freed meanwhile and this was its last pin.
 type Unpinned struct{ ID ids.ObjectID }
 
-// StartFailed: a worker on node Node ended before connecting (Why).
-// Effects: StopSpawning (the driver's node) or DropNode (another), after
-// Limits.BadStarts in a row.
+// StartFailed: a worker on node Node ended before connecting, as Err
+// says (nil: it exited). Effects: StopSpawning (the driver's node) or
+// DropNode (another), after Limits.BadStarts in a row, whose Message says
+// how the last one ended.
 type StartFailed struct {
 	Node NodeID
-	Why  string
+	Err  error
 }
 
 // Connected: a worker on node Node connected; its node's count of bad
@@ -195,7 +196,8 @@ const (
 	// of the driver's workers pulled).
 	ReleaseCopies
 	// StopSpawning: Count workers in a row ended before connecting (the
-	// last: Message); start no more and fail what waits for one.
+	// last: Message); start no more and fail what waits for one, with
+	// NoWorkers.
 	StopSpawning
 	// DropNode takes Node out of the job (Message says why).
 	DropNode
@@ -474,10 +476,14 @@ func (c *Core[T]) nodeGone(k NodeID, why string) {
 
 func (c *Core[T]) startFailed(e StartFailed) {
 	if e.Node != 0 {
+		why := "they exited"
+		if e.Err != nil {
+			why = e.Err.Error()
+		}
 		c.nodeStarts[e.Node]++
 		if c.nodeStarts[e.Node] >= c.lim.BadStarts {
 			c.emit(Effect[T]{Kind: DropNode, Node: e.Node,
-				Message: fmt.Sprintf("%d workers in a row ended before connecting: %s", c.nodeStarts[e.Node], e.Why)})
+				Message: fmt.Sprintf("%d workers in a row ended before connecting: %s", c.nodeStarts[e.Node], why)})
 		}
 		return
 	}
@@ -486,5 +492,9 @@ func (c *Core[T]) startFailed(e StartFailed) {
 		return
 	}
 	c.noSpawn = true
-	c.emit(Effect[T]{Kind: StopSpawning, Count: c.badStarts, Message: e.Why})
+	why := "exited"
+	if e.Err != nil {
+		why = e.Err.Error()
+	}
+	c.emit(Effect[T]{Kind: StopSpawning, Count: c.badStarts, Message: why})
 }

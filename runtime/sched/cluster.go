@@ -118,6 +118,8 @@ type Cluster[T any] struct {
 	actorQ  []waitingActor
 	// gone is the capacity of the nodes removed (spread.go: Stalled).
 	gone task.Resources
+	// warned names the requests told they wait for a node (admit.go).
+	warned map[string]bool
 }
 
 type waitingActor struct {

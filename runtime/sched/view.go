@@ -17,6 +17,19 @@ func (c *Core[T]) Sent(w WorkerID) []T {
 	return out
 }
 
+// EachTask calls fn for every task the cluster holds: queued or waiting
+// for a node (EachQueued), or sent to a pool worker and not finished.
+func (cl *Cluster[T]) EachTask(fn func(T)) {
+	cl.EachQueued(fn)
+	for _, id := range cl.order {
+		for _, x := range cl.cores[id].pool {
+			for _, it := range x.tasks {
+				fn(it.t)
+			}
+		}
+	}
+}
+
 // EachQueued calls fn for every task waiting for resources or a worker, in
 // queue order per resource shape.
 func (c *Core[T]) EachQueued(fn func(T)) {

@@ -1,6 +1,9 @@
 package task
 
-import "maps"
+import (
+	"fmt"
+	"maps"
+)
 
 // Epsilon is the amount of a resource below which it counts as none:
 // fractional requests summed and subtracted leave rounding dust, which
@@ -12,6 +15,20 @@ func (r Resources) Clone() Resources {
 	c := Resources{CPU: r.CPU, GPU: r.GPU, Custom: make(map[string]float64, len(r.Custom))}
 	maps.Copy(c.Custom, r.Custom)
 	return c
+}
+
+// Check reports a request or capacity no node can mean: a negative amount,
+// or a custom resource without a name.
+func (r Resources) Check() error {
+	if r.CPU < 0 || r.GPU < 0 {
+		return fmt.Errorf("negative resources %s", r)
+	}
+	for k, v := range r.Custom {
+		if v < 0 || k == "" {
+			return fmt.Errorf("custom resource %q=%g: names must be non-empty and amounts non-negative", k, v)
+		}
+	}
+	return nil
 }
 
 // Add returns r + b, amount by amount.

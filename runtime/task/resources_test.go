@@ -1,6 +1,9 @@
 package task
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestResourcesArithmetic(t *testing.T) {
 	r := func(cpu, gpu float64, custom map[string]float64) Resources {
@@ -47,5 +50,24 @@ func TestResourcesArithmetic(t *testing.T) {
 	}
 	if !r(1, 0, map[string]float64{"x": 0}).Equal(r(1+1e-12, 0, nil)) {
 		t.Error("Equal: a zero custom amount and rounding dust should not matter")
+	}
+}
+
+func TestResourcesCheck(t *testing.T) {
+	for _, c := range []struct {
+		r    Resources
+		fail string // what the error says; "": none
+	}{
+		{Resources{}, ""},
+		{Resources{CPU: 2, GPU: 1, Custom: map[string]float64{"disk": 1, "zero": 0}}, ""},
+		{Resources{CPU: -1}, "negative resources CPU=-1"},
+		{Resources{GPU: -0.5}, "negative resources GPU=-0.5"},
+		{Resources{Custom: map[string]float64{"disk": -1}}, `custom resource "disk"=-1`},
+		{Resources{Custom: map[string]float64{"": 1}}, "names must be non-empty"},
+	} {
+		err := c.r.Check()
+		if (err == nil) != (c.fail == "") || err != nil && !strings.Contains(err.Error(), c.fail) {
+			t.Errorf("%v.Check() = %v; want an error saying %q", c.r, err, c.fail)
+		}
 	}
 }

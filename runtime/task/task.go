@@ -212,6 +212,14 @@ func (e *TaskError) Error() string {
 // Unwrap returns the cause.
 func (e *TaskError) Unwrap() error { return e.Cause }
 
+// FirstLine returns s up to its first newline: what a failure that quotes
+// another one (an argument's, a constructor's, a rebuild's) keeps of it,
+// leaving out the remote stack that Error appends.
+func FirstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
 // Resources is a resource request or a node's capacity.
 type Resources struct {
 	CPU    float64
