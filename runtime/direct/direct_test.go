@@ -172,6 +172,8 @@ func (w *world) real(ev Event) Event {
 		return Published{Object: obj(e.Obj)}
 	case contain:
 		return Contain{Parent: obj(e.Obj), Children: []ids.ObjectID{obj(e.Obj + ".1"), obj(e.Obj + ".2")}}
+	case stopping:
+		return Stopping[*wk]{Actor: w.actor(e.On, false, true, true), Released: e.Released}
 	}
 	return ev
 }
@@ -206,6 +208,8 @@ func (w *world) show(e Effect[*wk, *grant]) string {
 			s += " " + name(c)
 		}
 		return s + " for " + name(e.Object)
+	case Drain:
+		return "drain " + e.To.name
 	}
 	return fmt.Sprintf("effect %d", e.Kind)
 }
