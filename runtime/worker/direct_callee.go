@@ -44,8 +44,9 @@ type calleeState struct {
 	held *directConn
 	// Release's drain (direct_drain.go), under Worker.mu: the actor
 	// callers' connections, and whether the worker drains.
-	conns    map[*directConn]bool
-	draining bool
+	conns     map[*directConn]bool
+	draining  bool
+	drainWait time.Duration // 0: drainAnswerWait (tests shorten it)
 }
 
 // listenDirect answers MsgDirectListen: it starts listening (once) and

@@ -79,7 +79,11 @@ func (w *Worker) drainDirect() {
 	for _, c := range conns {
 		_ = c.Send(task.MsgDirectDrain, nil) // a caller gone ends its connection
 	}
-	deadline := time.NewTimer(drainAnswerWait)
+	wait := drainAnswerWait
+	if w.callee.drainWait > 0 {
+		wait = w.callee.drainWait
+	}
+	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	late := false
 	for _, c := range conns {
@@ -92,7 +96,7 @@ func (w *Worker) drainDirect() {
 			}
 		}
 		if late && !isDone(c.drain.answered) {
-			fmt.Fprintf(os.Stderr, "gray: %s: a direct caller did not answer the actor's release within %v; its calls without a result fail\n", w.name, drainAnswerWait)
+			fmt.Fprintf(os.Stderr, "gray: %s: a direct caller did not answer the actor's release within %v; its calls without a result fail\n", w.name, wait)
 			c.Close()
 		}
 	}
