@@ -95,7 +95,7 @@ func (w *Worker) drainDirect() {
 				late = true
 			}
 		}
-		if late && !isDone(c.drain.answered) {
+		if late && !isDone(c.drain.answered) && !isDone(c.drain.ended) {
 			fmt.Fprintf(os.Stderr, "gray: %s: a direct caller did not answer the actor's release within %v; its calls without a result fail\n", w.name, wait)
 			c.Close()
 		}
@@ -113,29 +113,30 @@ func (w *Worker) drainDirect() {
 // whether it closed it (the receiving goroutine then ends).
 func (dc *directCalls) drainTo(c *callee) bool {
 	dc.mu.Lock()
-	if c.path != pathDirect || c.draining {
+	if c.path != pathDirect || c.draining.Load() {
 		dc.mu.Unlock()
 		return false
 	}
-	c.draining = true
+	c.draining.Store(true)
 	// Under dc.mu, which orders the sends: no call follows it. An error
 	// ends the connection: receive's lost then fails what is left.
 	_ = c.conn.Send(task.MsgDirectDrained, nil)
-	return dc.closeDrained(c)
+	dc.mu.Unlock()
+	return c.sent.Load() == 0 && dc.closeDrained(c)
 }
 
 // answeredCall counts a result of c's calls, and reports whether that was
-// the last one c owed while draining (the connection closed).
+// the last one c owed while draining (the connection closed). Whichever
+// of it and drainTo sees the other's write closes; both may try.
 func (dc *directCalls) answeredCall(c *callee) bool {
-	dc.mu.Lock()
-	c.sent--
-	return dc.closeDrained(c)
+	return c.sent.Add(-1) == 0 && c.draining.Load() && dc.closeDrained(c)
 }
 
-// closeDrained unlocks dc.mu, closing draining c's connection first when
-// no call sent on it waits for its result; it reports whether it did.
+// closeDrained closes draining c's connection, unless it is closed
+// already, and reports whether it did.
 func (dc *directCalls) closeDrained(c *callee) bool {
-	if !c.draining || c.sent > 0 || c.path != pathDirect {
+	dc.mu.Lock()
+	if c.path != pathDirect {
 		dc.mu.Unlock()
 		return false
 	}
