@@ -4,7 +4,7 @@ import "github.com/gray-ml/gray/runtime/ids"
 
 // callee is what the table knows of one actor's direct address.
 type callee[W comparable] struct {
-	addr    string // where its worker listens ("": it could not)
+	addr    string // where its worker listens, space-separated ("": it could not)
 	asked   bool   // its worker was asked to listen (Listen)
 	said    bool   // its worker answered (Listening)
 	callers int    // callers answered with addr: they call it directly
@@ -70,10 +70,8 @@ func (t *Table[W, T]) answer(a Actor[W]) {
 		return
 	}
 	for _, q := range c.waiters {
-		addr := c.addr
-		if !t.reaches(q.w, a.Worker, addr) {
-			addr = ""
-		} else if addr != "" {
+		addr := t.pick(q.w, a.Worker, c.addr)
+		if addr != "" {
 			c.callers++
 		}
 		t.emit(Effect[W, T]{Kind: ReplyAddr, To: q.w, Req: q.req, Addr: addr})

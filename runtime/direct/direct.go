@@ -159,9 +159,21 @@ func (t *Table[W, T]) emit(e Effect[W, T]) {
 	t.effects = append(t.effects, e)
 }
 
-// reaches reports whether a worker on caller's machine can connect to
-// addr, where worker at listens: TCP reaches anywhere, a Unix socket
-// only its own machine.
-func (t *Table[W, T]) reaches(caller, at W, addr string) bool {
-	return strings.HasPrefix(addr, "tcp:") || t.ws.SameMachine(caller, at)
+// pick returns the address in addrs (space-separated, as a worker says
+// where it listens) that a worker on caller's machine connects to, where
+// worker at listens: its Unix socket on at's machine, TCP elsewhere; ""
+// when none reaches it.
+func (t *Table[W, T]) pick(caller, at W, addrs string) string {
+	tcp := ""
+	for _, a := range strings.Fields(addrs) {
+		switch {
+		case !strings.HasPrefix(a, "tcp:"):
+			if t.ws.SameMachine(caller, at) {
+				return a // no handshake, and the shared-memory rings
+			}
+		case tcp == "":
+			tcp = a
+		}
+	}
+	return tcp
 }

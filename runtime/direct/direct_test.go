@@ -305,6 +305,12 @@ func TestDirectAddress(t *testing.T) {
 			{ask{Caller: "A", Req: 2, On: "b", Up: true, Built: true}, []string{"listen b"}},
 			{listening{W: "b", Addr: "tcp:10.0.0.2:7000", Hosts: true, Built: true}, []string{"addr A#2: tcp:10.0.0.2:7000"}},
 		}},
+		{"both: each caller gets the one that reaches it", []step{
+			{ask{Caller: "a", Req: 1, On: "b", Up: true, Built: true}, []string{"listen b"}},
+			{ask{Caller: "A", Req: 2, On: "b", Up: true, Built: true}, nil},
+			{listening{W: "b", Addr: "/b.sock tcp:10.0.0.1:7000", Hosts: true, Built: true}, []string{"addr a#1: /b.sock", "addr A#2: tcp:10.0.0.1:7000"}},
+			{callers{2}, nil},
+		}},
 		{"could not listen", []step{
 			{ask{Caller: "a", Req: 1, On: "b", Up: true, Built: true}, []string{"listen b"}},
 			{listening{W: "b", Hosts: true, Built: true}, []string{"addr a#1: through the driver"}},
@@ -342,6 +348,10 @@ func TestLease(t *testing.T) {
 		{"TCP on another machine", []step{
 			{granted{Owner: "a", Req: 7, L: "L1", W: "B"}, []string{"listen B"}},
 			{listening{W: "B", Addr: "tcp:10.0.0.2:7000"}, []string{"lease a#7: B at tcp:10.0.0.2:7000"}},
+		}},
+		{"both on the owner's machine: the Unix socket", []step{
+			{granted{Owner: "a", Req: 7, L: "L1", W: "b"}, []string{"listen b"}},
+			{listening{W: "b", Addr: "/b.sock tcp:10.0.0.1:7000"}, []string{"lease a#7: b at /b.sock"}},
 		}},
 		{"granted a worker that is gone", []step{
 			{granted{Owner: "a", Req: 7, L: "L1", W: "b", Down: true}, []string{"lease a#7: refused", "end L1"}},
