@@ -78,10 +78,7 @@ func (t *Team) runPhases(n int, phases []teamPhase, wait time.Duration) {
 		m.rouse()
 	}
 	t.work(r, 0, &t.owner)
-	finished := func() bool { return r.gate.Load() == int64(len(phases)) }
-	if !t.watch(finished, wait) {
-		t.owner.sleepUnless(finished)
-	}
+	t.await(&t.owner, func() bool { return r.gate.Load() == int64(len(phases)) }, wait)
 	if r.tr != nil {
 		t.tracer.done(r.tr)
 	}
@@ -93,10 +90,7 @@ func (t *Team) runPhases(n int, phases []teamPhase, wait time.Duration) {
 func (t *Team) work(r *teamRun, j int, s *sleeper) {
 	for p := range r.phases {
 		if p > 0 {
-			open := func() bool { return r.gate.Load() >= int64(p) }
-			if !t.watch(open, phaseWatch) {
-				s.sleepUnless(open)
-			}
+			t.await(s, func() bool { return r.gate.Load() >= int64(p) }, phaseWatch)
 		}
 		parts := r.phases[p].parts
 		if j < r.n {
