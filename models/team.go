@@ -54,9 +54,6 @@ type member struct {
 type sleeper struct {
 	asleep atomic.Bool
 	wake   chan struct{}
-	// window is how long its goroutine watches before it sleeps (await;
-	// 0: as long as the wait allows). Only that goroutine uses it.
-	window time.Duration
 }
 
 // rouse wakes s if it is asleep.
@@ -142,7 +139,10 @@ func (t *Team) Close() {
 func (t *Team) serve(m *member) {
 	var seen uint64 // no Run yet: the first may be set before this starts
 	for {
-		t.await(&m.sleeper, func() bool { return m.job.Load() != seen }, watchFor)
+		next := func() bool { return m.job.Load() != seen }
+		if !t.watch(next, watchFor) {
+			m.sleepUnless(next)
+		}
 		seen = m.job.Load()
 		if t.closed.Load() {
 			return
@@ -150,6 +150,27 @@ func (t *Team) serve(m *member) {
 		// The owner may have gone on to a later Run: its state is the
 		// one to help with (an ended Run's parts are all claimed).
 		t.work(t.run.Load(), m.k, &m.sleeper)
+	}
+}
+
+// watch spins until ready reports true or d has passed (at once when the
+// team does not spin); it reports whether ready did.
+func (t *Team) watch(ready func() bool, d time.Duration) bool {
+	if !t.spin {
+		return ready()
+	}
+	var start time.Time
+	for i := 0; ; i++ {
+		if ready() {
+			return true
+		}
+		if i&63 == 63 {
+			if start.IsZero() {
+				start = time.Now()
+			} else if time.Since(start) > d {
+				return false
+			}
+		}
 	}
 }
 

@@ -78,7 +78,10 @@ func (t *Team) runPhases(n int, phases []teamPhase, wait time.Duration) {
 		m.rouse()
 	}
 	t.work(r, 0, &t.owner)
-	t.await(&t.owner, func() bool { return r.gate.Load() == int64(len(phases)) }, wait)
+	finished := func() bool { return r.gate.Load() == int64(len(phases)) }
+	if !t.watch(finished, wait) {
+		t.owner.sleepUnless(finished)
+	}
 	if r.tr != nil {
 		t.tracer.done(r.tr)
 	}
@@ -90,7 +93,10 @@ func (t *Team) runPhases(n int, phases []teamPhase, wait time.Duration) {
 func (t *Team) work(r *teamRun, j int, s *sleeper) {
 	for p := range r.phases {
 		if p > 0 {
-			t.await(s, func() bool { return r.gate.Load() >= int64(p) }, phaseWatch)
+			open := func() bool { return r.gate.Load() >= int64(p) }
+			if !t.watch(open, phaseWatch) {
+				s.sleepUnless(open)
+			}
 		}
 		parts := r.phases[p].parts
 		if j < r.n {
