@@ -30,14 +30,11 @@ type Team struct {
 	// a watching member would otherwise take the CPU a working one needs.
 	spin bool
 
-	runs    uint64 // Runs so far: a member's job is the Run it is to join
-	parts   int    // the current Run's parts
-	fn      func(k int)
-	pending atomic.Int64 // parts handed to members and not yet done
-	closed  atomic.Bool
+	runs   uint64                  // Runs so far: a member's job is the Run it is to join
+	run    atomic.Pointer[teamRun] // the latest Run
+	closed atomic.Bool
 
 	members []*member
-	barrier teamBarrier // RunSynced's meetings
 	sums    []float64   // GlobalNormOn's block sums
 	tracer  *teamTracer // set while Trace is on
 	// owner wakes the caller of Run when the last part ends while it sleeps.
@@ -48,7 +45,7 @@ type Team struct {
 // member is one goroutine of a Team beyond the caller's.
 type member struct {
 	sleeper
-	k   int           // its first part: it runs parts k, k+size, k+2·size, ...
+	k   int           // its place in the team (the caller's is 0)
 	job atomic.Uint64 // the Run it is to join next (set by the owner)
 }
 
@@ -137,8 +134,8 @@ func (t *Team) Close() {
 	<-t.done
 }
 
-// serve is a member's loop: run its parts of each Run, then watch for the
-// next one, then sleep.
+// serve is a member's loop: take its share of the latest Run, then watch
+// for the next one, then sleep.
 func (t *Team) serve(m *member) {
 	var seen uint64 // no Run yet: the first may be set before this starts
 	for {
@@ -150,12 +147,9 @@ func (t *Team) serve(m *member) {
 		if t.closed.Load() {
 			return
 		}
-		for k := m.k; k < t.parts; k += t.size {
-			t.fn(k)
-		}
-		if t.pending.Add(-1) == 0 {
-			t.owner.rouse()
-		}
+		// The owner may have gone on to a later Run: its state is the
+		// one to help with (an ended Run's parts are all claimed).
+		t.work(t.run.Load(), m.k, &m.sleeper)
 	}
 }
 
@@ -180,13 +174,15 @@ func (t *Team) watch(ready func() bool, d time.Duration) bool {
 	}
 }
 
-// Run calls fn(k) for k in [0, parts) and returns when all have returned:
-// member j runs parts j, j+Size, ..., the caller parts 0, Size, .... fn
-// must not panic (a member's panic cannot be recovered by the caller).
+// Run calls fn(k) for k in [0, parts) and returns when all have returned.
+// Each goroutine claims its own parts first (goroutine j of the n that
+// join, n = min(Size, parts), those of ShardBounds(j, n, parts)), then any
+// left unclaimed; fn must not depend on which goroutine runs a part, nor
+// panic (a member's panic cannot be recovered by the caller).
 func (t *Team) Run(parts int, fn func(k int)) { t.runWaiting(parts, fn, watchFor) }
 
-// runWaiting is Run whose caller, done with its own parts, watches for the
-// members' end for wait before it sleeps.
+// runWaiting is Run whose caller, done with what it can claim, watches for
+// the members' end for wait before it sleeps.
 func (t *Team) runWaiting(parts int, fn func(k int), wait time.Duration) {
 	if t == nil || t.size == 1 || parts <= 1 {
 		for k := range parts {
@@ -194,34 +190,8 @@ func (t *Team) runWaiting(parts int, fn func(k int), wait time.Duration) {
 		}
 		return
 	}
-	if t.tracer != nil {
-		fn = t.tracer.traced(t.size, fn)
-		defer t.tracer.done()
-	}
-	t.run(parts, fn, wait)
-}
-
-// run is Run on a team of at least two goroutines, for at least two parts;
-// the caller watches for the members' end for wait before it sleeps.
-func (t *Team) run(parts int, fn func(k int), wait time.Duration) {
-	// Only the members with a part join (and are woken): a Run of few
-	// parts waits for no other member.
-	active := t.members[:min(t.size, parts)-1]
-	t.parts, t.fn = parts, fn
-	t.runs++
-	t.pending.Store(int64(len(active)))
-	for _, m := range active {
-		m.job.Store(t.runs)
-		m.rouse()
-	}
-	for k := 0; k < parts; k += t.size {
-		fn(k)
-	}
-	finished := func() bool { return t.pending.Load() == 0 }
-	if !t.watch(finished, wait) {
-		t.owner.sleepUnless(finished)
-	}
-	t.fn = nil
+	// Only as many members join (and are woken) as have a part.
+	t.runPhases(min(t.size, parts), []teamPhase{{parts: parts, part: fn}}, wait)
 }
 
 // Ranges calls fn(lo, hi) over [0, n) cut into ranges of whole blocks of

@@ -9,11 +9,12 @@ import (
 // A data-parallel training step is one meeting of its team (SumStep): the
 // shards' forward and backward passes, the gradient sum with the norm of
 // the sum, and the update (clipping, the optimizer step, the finite check
-// of the new weights) are phases of one RunSynced, separated by the
-// members' syncs instead of Runs: a Run costs the owner's hand-offs and a
-// wait for the slowest member's wake-up. Each member sums and then
-// updates the same range of the weights, while it is in its cache; a
-// small network's sum and update are done by the caller after the shards.
+// of the new weights) are phases of one Run, whose goroutines pass from
+// one phase to the next without the owner's hand-offs and wake-ups. Each
+// goroutine sums and then updates the same blocks of the weights, while
+// they are in its cache, unless another goroutine, done with its own,
+// takes them first; a small network's sum and update are done by the
+// caller after the shards.
 // The values are those of the separate calls (SumGradsOn, GlobalNormOn,
 // scaling, Adam's StepOn, AllFinite), for any team.
 
@@ -33,8 +34,9 @@ import (
 //     4,096 values (so an elementwise update gives the same values for
 //     any team).
 //
-// With a nil update SumStep only sums, and returns 0. Shard k runs on
-// goroutine k mod min(Size, len(grads)). A gradient of fewer than
+// With a nil update SumStep only sums, and returns 0. Each goroutine runs
+// its own shards first (as Run cuts parts) and then any not yet started.
+// A gradient of fewer than
 // 2·rangeMin values is summed and updated by the caller alone once the
 // shards are done, so that a small network's step meets the team once:
 // splitting its few thousand values saves less than a meeting costs when
@@ -43,8 +45,8 @@ import (
 // the optimizer's state and the weights in one core's cache: handing the
 // update to whichever shard ends last moved them between cores every
 // step, a cost of the order of the update itself. A larger gradient is
-// summed and updated by as many goroutines as it has ranges, up to Size,
-// each on its own range.
+// summed and updated by up to Size goroutines, one per rangeMin values at
+// most, each on its own blocks first.
 func (t *Team) SumStep(grads [][]float64, shard func(k int), update func(norm float64) func(lo, hi int)) float64 {
 	dst := grads[0]
 	n := len(dst)
@@ -73,29 +75,40 @@ func (t *Team) SumStep(grads [][]float64, shard func(k int), update func(norm fl
 		}
 	}
 	if n < 2*rangeMin {
-		t.runWaiting(len(grads), shard, syncWatch)
+		t.runWaiting(len(grads), shard, phaseWatch)
 		sum(0, blocks)
 		if decide(); apply != nil {
 			apply(0, n)
 		}
 		return norm
 	}
+	// The sum and the update go block by block: each goroutine's own
+	// blocks are the same range of the weights in both phases.
+	phases := []teamPhase{
+		{parts: len(grads), part: shard},
+		{parts: blocks, part: func(b int) { sum(b, b+1) }},
+	}
+	if update != nil {
+		phases[1].after = decide
+		phases = append(phases, teamPhase{parts: blocks, part: func(b int) {
+			if apply != nil {
+				apply(b*normBlock, min((b+1)*normBlock, n))
+			}
+		}})
+	}
 	members := min(t.Size(), max(len(grads), n/rangeMin))
-	t.RunSynced(members, func(j int, sync func(func())) {
-		for k := j; k < len(grads); k += members {
-			shard(k)
+	if members == 1 {
+		for _, ph := range phases {
+			for k := range ph.parts {
+				ph.part(k)
+			}
+			if ph.after != nil {
+				ph.after()
+			}
 		}
-		sync(nil)
-		bl, bh := ShardBounds(j, members, blocks)
-		sum(bl, bh)
-		if update == nil {
-			return
-		}
-		sync(decide)
-		if lo, hi := bl*normBlock, min(bh*normBlock, n); apply != nil && lo < hi {
-			apply(lo, hi)
-		}
-	})
+		return norm
+	}
+	t.runPhases(members, phases, watchFor)
 	return norm
 }
 

@@ -130,40 +130,49 @@ func TestAdamRangesFindNonFinite(t *testing.T) {
 	}
 }
 
-// RunSynced's members all pass each sync together: the action runs once,
-// after every member's work before the sync and before any member's work
-// after it, whether the members watch or sleep (a team larger than
-// GOMAXPROCS sleeps at once).
-func TestRunSynced(t *testing.T) {
-	for _, size := range []int{1, 2, 3, runtime.GOMAXPROCS(0) + 2} {
+// runPhases passes its phases in order: every part runs once, a phase's
+// after runs once, after every part of its phase and before any part of
+// the next, whether the members watch or sleep (a team larger than
+// GOMAXPROCS sleeps at once), for any number of goroutines and parts
+// (a phase of no parts too).
+func TestRunPhases(t *testing.T) {
+	for _, size := range []int{2, 3, runtime.GOMAXPROCS(0) + 2} {
 		team := NewTeam(size)
-		for _, members := range []int{1, 2, size} {
-			const rounds = 200
-			m := min(members, size)
-			counts := make([]int, m)
-			actions := 0
-			team.RunSynced(members, func(j int, sync func(func())) {
-				for r := range rounds {
-					counts[j] = r + 1
-					sync(func() {
-						actions++
-						for k, c := range counts {
-							if c != r+1 {
-								t.Errorf("team of %d, %d members: the action of round %d saw member %d at %d", size, m, r, k, c)
+		for _, n := range []int{2, size} {
+			for _, parts := range []int{0, 1, 2, 7, 64} {
+				const phases = 5
+				var ran [phases][]atomic.Int32
+				var afters [phases]int
+				ph := make([]teamPhase, phases)
+				for p := range ph {
+					ran[p] = make([]atomic.Int32, parts)
+					ph[p] = teamPhase{parts: parts, part: func(k int) {
+						if p > 0 && afters[p-1] != 1 {
+							t.Errorf("team of %d on %d, %d parts: phase %d's part %d ran before phase %d's after", size, n, parts, p, k, p-1)
+						}
+						ran[p][k].Add(1)
+					}, after: func() {
+						afters[p]++
+						for k := range ran[p] {
+							if c := ran[p][k].Load(); c != 1 {
+								t.Errorf("team of %d on %d, %d parts: phase %d's after saw part %d run %d times", size, n, parts, p, k, c)
 							}
 						}
-					})
+					}}
 				}
-			})
-			if actions != rounds {
-				t.Errorf("team of %d, %d members: %d actions, want %d", size, m, actions, rounds)
+				team.runPhases(n, ph, watchFor)
+				for p := range afters {
+					if afters[p] != 1 {
+						t.Errorf("team of %d on %d, %d parts: phase %d's after ran %d times, want 1", size, n, parts, p, afters[p])
+					}
+				}
 			}
 		}
 		team.Close()
 	}
 }
 
-// A traced team counts its Runs (a RunSynced with its syncs as one), no
+// A traced team counts its Runs (one of several phases as one), no
 // Run's path exceeds its whole work, and a stopped trace reports nothing.
 func TestTeamTrace(t *testing.T) {
 	runtime.LockOSThread()
@@ -175,12 +184,9 @@ func TestTeamTrace(t *testing.T) {
 		run  func(team *Team)
 	}{
 		{"Run", func(team *Team) { team.GlobalNormOn(g) }},
-		{"RunSynced", func(team *Team) {
-			team.RunSynced(2, func(j int, sync func(func())) {
-				square()
-				sync(square)
-				square()
-			})
+		{"phases", func(team *Team) {
+			part := func(int) { square() }
+			team.runPhases(2, []teamPhase{{parts: 2, part: part, after: square}, {parts: 2, part: part}}, watchFor)
 		}},
 	} {
 		team := NewTeam(2)

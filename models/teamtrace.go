@@ -1,9 +1,6 @@
 package models
 
-import (
-	"runtime"
-	"time"
-)
+import "time"
 
 // TeamTrace is what a traced team measured of its Runs (Team.Trace): the
 // CPU time of the threads that ran them, not wall time, so it stays
@@ -21,14 +18,10 @@ type TeamTrace struct {
 	Work time.Duration
 }
 
-// teamTracer measures a traced team's Runs.
+// teamTracer measures a traced team's Runs (each Run's own figures are
+// its runTrace).
 type teamTracer struct {
 	TeamTrace
-	busy []time.Duration // this Run's parts' CPU time per goroutine
-	// phases are a RunSynced's CPU times per goroutine and phase, and
-	// actions the CPU time of its sync actions.
-	phases  [][]time.Duration
-	actions time.Duration
 	// left is the owner's thread CPU time when the last Run returned (0
 	// before the first).
 	left time.Duration
@@ -46,7 +39,7 @@ func (t *Team) Trace(on bool) TeamTrace {
 	}
 	t.tracer = nil
 	if on {
-		t.tracer = &teamTracer{busy: make([]time.Duration, t.size)}
+		t.tracer = &teamTracer{}
 	}
 	return got
 }
@@ -67,34 +60,4 @@ func (tr TeamTrace) Minus(earlier TeamTrace) TeamTrace {
 		Runs: tr.Runs - earlier.Runs, Serial: tr.Serial - earlier.Serial,
 		Path: tr.Path - earlier.Path, Work: tr.Work - earlier.Work,
 	}
-}
-
-// traced wraps a Run's fn to count each part's thread CPU time against the
-// goroutine that runs it (part k runs on goroutine k mod size), and
-// counts the owner's time since the last Run as serial.
-func (tr *teamTracer) traced(size int, fn func(k int)) func(k int) {
-	if now := threadCPU(); tr.left != 0 {
-		tr.Serial += now - tr.left
-	}
-	clear(tr.busy)
-	return func(k int) {
-		// Both clock readings must be of the same thread's clock.
-		runtime.LockOSThread()
-		start := threadCPU()
-		fn(k)
-		tr.busy[k%size] += threadCPU() - start
-		runtime.UnlockOSThread()
-	}
-}
-
-// done closes a Run: its busiest goroutine's time joins the path.
-func (tr *teamTracer) done() {
-	most := time.Duration(0)
-	for _, b := range tr.busy {
-		tr.Work += b
-		most = max(most, b)
-	}
-	tr.Path += most
-	tr.Runs++
-	tr.left = threadCPU()
 }
