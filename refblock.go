@@ -13,7 +13,7 @@ import (
 // freed at the first collection after the last copy of that Ref goes. The
 // runtime's finalizer record costs 48 bytes outside the heap and about a
 // fifth of the driver's CPU when a program queues tasks in a burst
-// (benchmarks/README.md, "Queued tasks: one finalizer per block of
+// (benchmarks/results/leases-queue.md, "Queued tasks: one finalizer per block of
 // references"). So the task results of a burst (a run of Remote calls with
 // no Get, GetAll, Wait or Free of the session between them) share
 // finalizers: past a run's first loneRefs references, each further one is

@@ -28,7 +28,7 @@ benchmark thread's CPU time (ns/op and cpu-ns/op).
 
 Debian's torch links OpenBLAS; OPENBLAS_CORETYPE, when this machine sets it,
 pins OpenBLAS to an older kernel. Unset it (and OPENBLAS_L2_SIZE) for this
-command alone to time a current build, as benchmarks/README.md does.
+command alone to time a current build, as benchmarks/results/models.md does.
 """
 import argparse
 import math

@@ -10,7 +10,7 @@
 //
 //	go test -run '^$' -bench . -benchtime 5x ./benchmarks/paramserver
 //
-// Figures are recorded in benchmarks/README.md.
+// Figures are recorded in benchmarks/results/fashion-mnist.md.
 package paramserver_test
 
 import (

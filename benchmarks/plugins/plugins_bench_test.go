@@ -1,7 +1,7 @@
 // Package plugins_test benchmarks Gray's plugin boundary: the round trip of
 // one call and environment steps per second through Go and Python plugins,
 // beside the same environment stepped in-process. Figures are recorded in
-// benchmarks/README.md ("Plugins").
+// benchmarks/results/plugins.md.
 package plugins_test
 
 import (

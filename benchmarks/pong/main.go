@@ -1,5 +1,5 @@
 // Command pong draws and tabulates the two Pong benchmarks of
-// benchmarks/README.md (PixelPong section): the running reward that
+// benchmarks/results/pixelpong.md: the running reward that
 // examples/rl_pong prints, against wall-clock minutes, and the mean return
 // of a PPO run on PixelPong-v0 (configs/pixelpong-ppo.yaml), against
 // frames.

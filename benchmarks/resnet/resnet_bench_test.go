@@ -7,7 +7,7 @@
 //	GOMAXPROCS=1 go test -run '^$' -bench . -benchtime 20x ./benchmarks/resnet
 //	/usr/bin/python3 benchmarks/resnet/resnet_torch.py --steps 20  # Debian python3-torch
 //
-// Figures are recorded in benchmarks/README.md.
+// Figures are recorded in benchmarks/results/fashion-mnist.md.
 package resnet_test
 
 import (

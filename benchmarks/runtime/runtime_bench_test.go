@@ -3,7 +3,7 @@
 //
 //	go test -run '^$' -bench . -benchtime 2s ./benchmarks/runtime
 //
-// Figures are recorded in benchmarks/README.md.
+// Figures are recorded in benchmarks/results/runtime.md.
 package runtime_test
 
 import (

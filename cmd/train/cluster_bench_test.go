@@ -13,8 +13,9 @@ import (
 	"github.com/gray-ml/gray/platform/runlog"
 )
 
-// The figures of benchmarks/README.md's "train on a cluster" section. They
-// take a minute or two, so they run only with GRAY_TRAIN_CLUSTER_BENCH=1:
+// The figures of benchmarks/results/cluster.md, "Training on a loopback
+// cluster". They take a minute or two, so they run only with
+// GRAY_TRAIN_CLUSTER_BENCH=1:
 //
 //	GRAY_TRAIN_CLUSTER_BENCH=1 go test -run 'TestClusterBench' -v ./cmd/train
 

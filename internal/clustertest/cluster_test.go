@@ -120,7 +120,7 @@ func TestRedisRefusesConnectionsWithoutTheToken(t *testing.T) {
 
 // TestKilledNodeIsDeclaredDead kills a node with SIGKILL and times how
 // long until `gray status` reports it dead (the figure in
-// benchmarks/README.md).
+// benchmarks/results/runtime.md, "The cluster's control plane").
 func TestKilledNodeIsDeclaredDead(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{Nodes: 2})
 	c.WaitStatus(20*time.Second, "3 alive nodes", allAlive(3))

@@ -17,7 +17,7 @@ import (
 // timeout (issue 27: a dead head detected within 2 s, also on a loaded
 // machine): the timeout here is 30 s, so only the lost connection,
 // confirmed by the silent heartbeat, can tell. The one that judged says
-// so in its log. The times are logged (benchmarks/README.md), never
+// so in its log. The times are logged (benchmarks/results/cluster.md), never
 // asserted.
 func TestKilledNodeDeclaredDeadByItsLostConnection(t *testing.T) {
 	for _, tc := range []struct {

@@ -24,9 +24,10 @@ import (
 	"github.com/gray-ml/gray/tune"
 )
 
-// The benchmarks measure the targets of benchmarks/README.md's dashboard
-// section, each beside a peer: what a reader that re-reads whole files
-// (or serialises everything) pays for the same data.
+// The benchmarks measure the dashboard's targets (benchmarks/README.md,
+// figures in benchmarks/results/dashboard.md), each beside a peer: what a
+// reader that re-reads whole files (or serialises everything) pays for the
+// same data.
 
 var benchSweepDir string
 

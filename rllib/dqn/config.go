@@ -88,7 +88,7 @@ type Config struct {
 // tuned CartPole hyperparameters of Stable-Baselines3's zoo (batch 64,
 // buffer 100k, learning starts 1000, 128 gradient steps every 256
 // environment steps, ε to 0.04 over 16% of 50k steps) and change what
-// Gray's measurements favoured (benchmarks/README.md, DQN): a 64-64 ReLU
+// Gray's measurements favoured (benchmarks/results/rl.md, DQN): a 64-64 ReLU
 // network instead of 256-256 (a quarter of the time per step, as good),
 // lr 1e-3 instead of 2.3e-3, and 3-step returns; double Q-learning and
 // dueling heads are on. They solve CartPole-v1; configs/cartpole-dqn.yaml

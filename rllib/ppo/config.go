@@ -71,7 +71,7 @@ type Config struct {
 
 // DefaultConfig returns PPO's defaults. They solve CartPole-v1 (a mean
 // return of 475 over the last 100 episodes) in about 100,000 steps; see
-// benchmarks/README.md for the tuned CartPole and Pendulum settings.
+// benchmarks/results/rl.md for the tuned CartPole and Pendulum settings.
 func DefaultConfig() Config {
 	t := rllib.DefaultTraining()
 	t.NumEnvsPerWorker, t.GradClip = 8, 0.5

@@ -6,7 +6,7 @@ import "encoding/binary"
 // arguments are, byte for byte as the CBOR encoder would (the shortest
 // head of major type 0 or 1; simple values 20 and 21), without its
 // reflection, which a profile of queueing a million calls of a function of
-// an int put at 5–8% of the driver's CPU (benchmarks/README.md, "Queued
+// an int put at 5–8% of the driver's CPU (benchmarks/results/leases-queue.md, "Queued
 // tasks: one finalizer per block of references"). Named types fall through
 // to the encoder, which honours their own methods.
 func marshalInt(v any) ([]byte, bool) {

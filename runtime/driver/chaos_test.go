@@ -28,7 +28,7 @@ import (
 // balance: the driver's scheduler drops the dead node and holds only what
 // its live work holds, and `gray status --json` shows the node dead and
 // counts no work on it. The time from each kill to balance is logged
-// (benchmarks/README.md records it), never asserted.
+// (benchmarks/results/cluster.md records it), never asserted.
 //
 // `make test` runs a short version (2 kills). GRAY_CHAOS=3m runs it for
 // that long, killing a node every 10 s (GRAY_CHAOS_PERIOD: another

@@ -22,7 +22,7 @@ var onWorker = gray.Func1("test.cluster.onWorker", func(ctx context.Context, x i
 // dead and says what to do, a running driver carries on with the nodes
 // left, and a standby head pointed at the same Redis (`gray start --head
 // --redis-address`) takes over: it detects deaths again, and a new driver
-// starts and runs work. The times are logged (benchmarks/README.md), never
+// starts and runs work. The times are logged (benchmarks/results/cluster.md), never
 // asserted.
 func TestClusterStandbyHeadTakesOver(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{Nodes: 1, CPUsPerNode: 1,

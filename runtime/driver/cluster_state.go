@@ -10,7 +10,7 @@ import (
 // EnvTaskTable, set to "off", keeps a cluster driver from recording its
 // tasks and actors in the cluster's Redis (then `gray list` shows none of
 // them, and the job's counts stay 0). It exists to measure what recording
-// costs (benchmarks/README.md); leave it unset otherwise.
+// costs (benchmarks/results/cluster.md); leave it unset otherwise.
 const EnvTaskTable = "GRAY_TASK_TABLE"
 
 // newRecorder returns the control store of a cluster driver's node: it

@@ -365,7 +365,7 @@ func newActorAnswers(ctx context.Context) error {
 // Redis killed with kill -9 and restarted by the head: new actors can be
 // created (on another node) and answer, during the outage and after it,
 // and the nodes stay in the job. The times are logged for
-// benchmarks/README.md, not asserted.
+// benchmarks/results/cluster.md, not asserted.
 func TestClusterNewActorsAfterRedisRestart(t *testing.T) {
 	c := clustertest.Start(t, clustertest.Options{Nodes: 1, CPUsPerNode: 1,
 		NodeResources: map[int]map[string]float64{1: {"far": 4}}})

@@ -132,7 +132,7 @@ func createMapped(dir string, id ID, size int64, sp *spare) ([]byte, error) {
 // the file, open for writing, with no pages yet (nil for an empty object):
 // written with pwrite, the kernel allocates each page as it copies into it,
 // which costs far less than allocating the pages and then faulting each
-// into a mapping (see benchmarks/README.md, "Objects between nodes").
+// into a mapping (see benchmarks/results/cluster-objects.md, "Objects between nodes").
 func createUnmapped(dir string, id ID, size int64, sp *spare) (f *os.File, wmap []byte, err error) {
 	tmp := Path(dir, id) + tmpSuffix
 	if sp != nil {

@@ -9,7 +9,7 @@ import (
 // A spare is the file of a freed object, kept (renamed) so that its
 // already-allocated shared-memory pages can be reused by the next Create of
 // about its size. Allocating fresh tmpfs pages costs far more than copying
-// into them (see benchmarks/README.md), so recycling is what lets a put of a
+// into them (see benchmarks/results/runtime.md, "Object store"), so recycling is what lets a put of a
 // large array run near memcpy speed. Spares count against the capacity and
 // are the first thing dropped when room is needed.
 type spare struct {

@@ -68,7 +68,8 @@ type Source interface {
 // fresh shared memory: written through its file, the kernel allocates each
 // page as it copies into it, where reading into a new mapping would first
 // allocate the pages and then fault each one in (together about twice the
-// cost of the copy from the socket; see benchmarks/README.md).
+// cost of the copy from the socket; see
+// benchmarks/results/cluster-objects.md).
 type Room struct {
 	Buf []byte
 	At  io.WriterAt

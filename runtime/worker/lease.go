@@ -59,7 +59,7 @@ import (
 // tasks of a process with leases off.
 
 // maxLeases bounds the leases an owner holds per resource shape. Measured
-// on a 2-core VM (benchmarks/README.md, "Leases for nested tasks"): with
+// on a 2-core VM (benchmarks/results/leases-queue.md, "Leases for nested tasks"): with
 // no bound and 16 tasks a lease, four clients of tiny tasks at --cpus 16
 // took up to 16 leases, a process and a connection each, and cost 4-9x
 // the CPU per task of the driver's path; a second lease per shape split
