@@ -51,8 +51,9 @@ import (
 // own).
 type NodeID = sched.NodeID
 
-// RemoteObjects is the part of a cluster's Remote that moves objects
-// (cluster.Driver implements it). Its methods must not block.
+// RemoteObjects moves objects between a cluster's nodes (cluster.Driver
+// implements it; the driver's node gets it as cluster.DriverNode.Objects).
+// Its methods must not block.
 type RemoteObjects interface {
 	// ObjectAddr returns the transfer address of node k's object store.
 	ObjectAddr(k NodeID) string
