@@ -5,7 +5,6 @@ import (
 	"errors"
 
 	"github.com/gray-ml/gray/runtime/codec"
-	"github.com/gray-ml/gray/runtime/node"
 	"github.com/gray-ml/gray/runtime/objstore"
 	"github.com/gray-ml/gray/runtime/task"
 )
@@ -89,7 +88,7 @@ type ObjectLostError = task.ObjectLostError
 // packages (ErrNotInitialized, ErrWorkerDied, ErrActorDead, ErrFreed,
 // ErrObjectLost and its ErrLost reasons, the
 // objstore errors such as objstore.ErrReadOnly and objstore.ErrTooLarge,
-// codec.ErrCorrupt, node.ErrShutdown), and context.Canceled and
+// codec.ErrCorrupt, the runtime's ErrShutdown), and context.Canceled and
 // context.DeadlineExceeded. Any other error in the chain keeps only its
 // text: errors.As to a custom error type, or errors.Is to an unregistered
 // value, is false on the other side. A program registers its own sentinels
@@ -110,7 +109,7 @@ func init() {
 		context.Canceled, context.DeadlineExceeded,
 		objstore.ErrNotFound, objstore.ErrEvicted, objstore.ErrNotSealed, objstore.ErrExists,
 		objstore.ErrTooLarge, objstore.ErrFull, objstore.ErrClosed, objstore.ErrBadID, objstore.ErrReadOnly,
-		codec.ErrCorrupt, node.ErrShutdown,
+		codec.ErrCorrupt,
 	} {
 		RegisterError(err)
 	}

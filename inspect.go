@@ -9,7 +9,6 @@ import (
 
 	"github.com/gray-ml/gray/runtime/events"
 	"github.com/gray-ml/gray/runtime/ids"
-	"github.com/gray-ml/gray/runtime/node"
 	"github.com/gray-ml/gray/runtime/state"
 )
 
@@ -23,9 +22,9 @@ type Inspector interface {
 	// Events records the task events of Timeline (nil: not recorded).
 	Events() *events.Recorder
 	// Object looks one object up.
-	Object(id ids.ObjectID) (node.ObjectState, bool)
+	Object(id ids.ObjectID) (state.ObjectState, bool)
 	// ObjectStats counts objects moved between the nodes of a cluster.
-	ObjectStats() node.ObjectStats
+	ObjectStats() state.ObjectStats
 	// Stacks is the goroutine dump of one of the driver's workers, by
 	// its number in Snapshot.
 	Stacks(ctx context.Context, worker int) (string, error)

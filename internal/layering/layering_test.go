@@ -33,6 +33,7 @@ func TestImportDirections(t *testing.T) {
 		{"spaces", "envs", "envs builds on spaces, not the other way round", true},
 		{"", "runtime/control", "the root package is the API: the cluster's control store is runtime/driver's", false},
 		{"", "runtime/session", "the root package is the API: finding a cluster is runtime/driver's", false},
+		{"", "runtime/node", "the root package is the API: the Inspector names runtime/state's types, not the node's", false},
 		{"runtime/node", "runtime/driver", "the driver composes the node, not the other way round", true},
 		{"runtime/cluster", "runtime/driver", "the driver composes the cluster's leases, not the other way round", true},
 	}

@@ -1,11 +1,14 @@
 package cluster
 
 import (
+	"github.com/gray-ml/gray/runtime/objects"
 	"github.com/gray-ml/gray/runtime/sched"
 )
 
 // The driver's side of objects on other nodes (objects.RemoteObjects): where
 // to pull a node's objects from, and telling a node which were freed.
+
+var _ objects.RemoteObjects = (*Driver)(nil) // runtime/driver passes it as DriverNode.Objects
 
 // ObjectAddr returns the transfer address of node k's object store ("" if
 // the node left the job).

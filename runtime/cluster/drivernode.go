@@ -24,8 +24,11 @@ type Remote interface {
 // may use.
 type DriverNode struct {
 	Remote Remote
-	Token  []byte // the cluster token: leased workers prove they hold it
-	Listen string // where leased workers connect, e.g. "127.0.0.1:0"
+	// Objects moves objects between the nodes (cluster.Driver is one);
+	// nil: none move, each stays where it was made (tests of scheduling).
+	Objects objects.RemoteObjects
+	Token   []byte // the cluster token: leased workers prove they hold it
+	Listen  string // where leased workers connect, e.g. "127.0.0.1:0"
 	// Advertise is the address workers dial (default: the listener's).
 	Advertise string
 	// Locations, if set, is told which nodes hold which objects (the

@@ -35,20 +35,3 @@ func TestMemCountsTasksAndKeepsActors(t *testing.T) {
 		t.Fatalf("Errors = %v", errs)
 	}
 }
-
-// TestStartsOf: a store that records where tasks run is told of each
-// start; one that does not costs its node nothing (a nil TaskStarts).
-func TestStartsOf(t *testing.T) {
-	for _, c := range []struct {
-		name    string
-		store   Store
-		records bool
-	}{
-		{"in memory", NewMem(), false},
-		{"the cluster's recorder", (*Recorder)(nil), true},
-	} {
-		if got := StartsOf(c.store); (got != nil) != c.records {
-			t.Errorf("%s: StartsOf = %v; want one that records: %v", c.name, got, c.records)
-		}
-	}
-}

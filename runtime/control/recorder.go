@@ -13,19 +13,12 @@ import (
 	"github.com/gray-ml/gray/runtime/task"
 )
 
-// TaskStarts is implemented by a Store that records where tasks run: the
-// node calls TaskStarted, under its lock, each time it sends a task to a
-// worker. node is the cluster node's ID ("" for the driver's own machine).
+// TaskStarts records where tasks run (a Recorder does): a node given one
+// (runtime/node's Config.Starts) calls TaskStarted, under its lock, each
+// time it sends a task to a worker. node is the cluster node's ID ("" for
+// the driver's own machine).
 type TaskStarts interface {
 	TaskStarted(id ids.TaskID, node string)
-}
-
-// StartsOf returns s as TaskStarts, or nil when s does not record where
-// tasks run (a Mem): a node's send path then pays one nil check per task
-// instead of a call that does nothing.
-func StartsOf(s Store) TaskStarts {
-	ts, _ := s.(TaskStarts)
-	return ts
 }
 
 // RecorderConfig sets up a Recorder.

@@ -117,9 +117,9 @@ func dialCluster(ctx context.Context, opts Config, cfg *node.Config) (*clusterCo
 		localCap, localGPUs = &capacity, gpus
 	}
 	if c.rec = newRecorder(ctx, r, c.self, host); c.rec != nil {
-		cfg.Control = c.rec
+		cfg.Control, cfg.Starts = c.rec, c.rec
 	}
-	cfg.Cluster = &cluster.DriverNode{Remote: c.drv, Token: []byte(tok), Listen: net.JoinHostPort(ip, "0"), Locations: r,
+	cfg.Cluster = &cluster.DriverNode{Remote: c.drv, Objects: c.drv, Token: []byte(tok), Listen: net.JoinHostPort(ip, "0"), Locations: r,
 		LocalCapacity: localCap, LocalGPUs: localGPUs}
 	return c, nil
 }

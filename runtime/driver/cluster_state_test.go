@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -83,6 +84,7 @@ func TestClusterStateAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer runtime.KeepAlive(h) // its release would end the actor that the listing below wants alive
 	if _, err := gray.Get(ctx, stateAdd.Remote(h, 5)); err != nil {
 		t.Fatal(err)
 	}

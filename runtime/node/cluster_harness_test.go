@@ -34,13 +34,20 @@ type fakeRemote struct {
 // plays.
 func newClusterHarness(t *testing.T) (*harness, *fakeRemote) {
 	t.Helper()
+	return newClusterHarnessWith(t, Config{})
+}
+
+// newClusterHarnessWith is newClusterHarness with cfg's other settings.
+func newClusterHarnessWith(t *testing.T, cfg Config) (*harness, *fakeRemote) {
+	t.Helper()
 	r := &fakeRemote{token: bytes.Repeat([]byte{7}, 32), conns: map[sched.WorkerID]net.Conn{}}
 	t.Cleanup(r.wg.Wait) // after the node's shutdown ended every worker
 	st, err := objstore.Open(objstore.Options{Dir: t.TempDir(), Capacity: 16 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newHarnessWith(t, Config{Shared: st, Cluster: &cluster.DriverNode{Remote: r, Token: r.token, Listen: "127.0.0.1:0"}})
+	cfg.Shared, cfg.Cluster = st, &cluster.DriverNode{Remote: r, Token: r.token, Listen: "127.0.0.1:0"}
+	h := newHarnessWith(t, cfg)
 	r.h = h
 	h.worker() // the local pool's (at least one): it idles, with no CPU to run tasks
 	return h, r

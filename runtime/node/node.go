@@ -79,7 +79,11 @@ type Config struct {
 	// OnError is called once for every failed task, outside the node's lock.
 	OnError func(*task.TaskError)
 	Control control.Store // nil: a control.Mem
-	Store   objects.Store // nil: an objects.MemStore
+	// Starts, when not nil, is told where each task runs as it is sent
+	// to a worker (a cluster driver's control.Recorder, for `gray list`);
+	// nil costs the send path one nil check.
+	Starts control.TaskStarts
+	Store  objects.Store // nil: an objects.MemStore
 	// Shared is the node's shared-memory object store, owned (and closed at
 	// Shutdown) by the node; nil keeps every object inline in the driver.
 	Shared *objstore.Store
@@ -107,7 +111,7 @@ var ErrShutdown = objects.ErrShutdown
 type Node struct {
 	cfg    Config
 	ctrl   control.Store
-	starts control.TaskStarts // ctrl, when it records where tasks run; else nil
+	starts control.TaskStarts // Config.Starts
 	root   ids.TaskID
 	count  atomic.Uint64 // tasks submitted by the driver
 	puts   atomic.Uint64 // objects put by the driver
@@ -238,7 +242,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		cfg:     cfg,
 		timer:   tasktime.New[*task.Entry](cfg.Events),
 		ctrl:    cfg.Control,
-		starts:  control.StartsOf(cfg.Control),
+		starts:  cfg.Starts,
 		root:    ids.Root(cfg.Seed, cfg.Seeded),
 		done:    make(chan struct{}),
 		store:   cfg.Store,

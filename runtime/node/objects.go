@@ -14,9 +14,6 @@ import (
 // event it asks the Keeper, which decides and carries out what concerns
 // objects; what concerns tasks comes back through objectTasks.
 
-// ObjectStats counts the movement of a cluster driver's objects.
-type ObjectStats = objects.Stats
-
 // objectTasks is the node as the Keeper's objects.Tasks.
 type objectTasks struct{ n *Node }
 

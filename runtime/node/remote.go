@@ -43,8 +43,7 @@ func (n *Node) listenTCP() error {
 	n.remote = &remoteState{cfg: *c, addr: addr}
 	// The driver's objects are served to other nodes from the host its
 	// workers reach (objects.Keeper.StartTransfer).
-	ro, _ := c.Remote.(objects.RemoteObjects)
-	if err := n.ob.StartTransfer(objects.Transfer{Workers: addr, Token: c.Token, Remote: ro, Locations: c.Locations}); err != nil {
+	if err := n.ob.StartTransfer(objects.Transfer{Workers: addr, Token: c.Token, Remote: c.Objects, Locations: c.Locations}); err != nil {
 		ln.Close()
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/gray-ml/gray/runtime/events"
-	"github.com/gray-ml/gray/runtime/objects"
 	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/state"
 	"github.com/gray-ml/gray/runtime/task"
@@ -42,10 +41,6 @@ func (n *Node) Snapshot() state.Snapshot {
 
 // Events is the node's task event recorder (nil when Config.Events was).
 func (n *Node) Events() *events.Recorder { return n.cfg.Events }
-
-// ObjectState is what the node knows of one object (its Object method,
-// objects.API.Object).
-type ObjectState = objects.ObjectState
 
 // Stacks returns the goroutine dump of worker id, a process of this
 // machine (pool.Pool.Stacks), waiting for it for ctx or the worker's end.

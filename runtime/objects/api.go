@@ -6,11 +6,14 @@ import (
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/objstore"
 	"github.com/gray-ml/gray/runtime/objtable"
+	"github.com/gray-ml/gray/runtime/state"
 	"github.com/gray-ml/gray/runtime/task"
 )
 
 // ErrShutdown is returned by calls on a node that was shut down.
-var ErrShutdown = errors.New("gray has been shut down (or was never initialised in this session): call gray.Init first")
+// It is a registered sentinel (task.RegisterSentinel), so errors.Is holds
+// for it in a worker's task too.
+var ErrShutdown = task.RegisterSentinel(errors.New("gray has been shut down (or was never initialised in this session): call gray.Init first"))
 
 // API is the gray package's object calls on a Keeper (its backend's Put,
 // Free, Drop...): each takes the node's lock (Config.Lock, Unlock) for
@@ -104,8 +107,8 @@ func (a *API[T]) Objects() int {
 
 // ObjectStats returns the counts of the driver's objects across nodes
 // (zero outside a cluster).
-func (a *API[T]) ObjectStats() Stats {
-	var s Stats
+func (a *API[T]) ObjectStats() state.ObjectStats {
+	var s state.ObjectStats
 	a.read(func(k *Keeper[T]) { s = k.Stats() })
 	return s
 }
@@ -142,23 +145,15 @@ func (a *API[T]) Recorded() int {
 	return n
 }
 
-// ObjectState is what the node knows of one object.
-type ObjectState struct {
-	Size    int    // bytes of its value (inline or in shared memory)
-	Shared  bool   // in the shared-memory store
-	Failed  string // the error it holds instead of a value, if any
-	Creator ids.TaskID
-}
-
 // Object looks an object up by its ID.
-func (a *API[T]) Object(id ids.ObjectID) (ObjectState, bool) {
+func (a *API[T]) Object(id ids.ObjectID) (state.ObjectState, bool) {
 	var o task.Object
 	var ok bool
 	a.read(func(k *Keeper[T]) { o, ok = k.store.Get(id) })
 	if !ok {
-		return ObjectState{}, false
+		return state.ObjectState{}, false
 	}
-	st := ObjectState{Size: len(o.Data), Shared: o.Shared, Creator: id.Task()}
+	st := state.ObjectState{Size: len(o.Data), Shared: o.Shared, Creator: id.Task()}
 	if o.Shared {
 		st.Size = int(o.Size)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/gray-ml/gray/runtime/objstore"
 	"github.com/gray-ml/gray/runtime/recovery"
 	"github.com/gray-ml/gray/runtime/sched"
+	"github.com/gray-ml/gray/runtime/state"
 	"github.com/gray-ml/gray/runtime/task"
 	"github.com/gray-ml/gray/runtime/transfer"
 	"github.com/gray-ml/gray/runtime/wire"
@@ -51,8 +52,9 @@ import (
 // own).
 type NodeID = sched.NodeID
 
-// RemoteObjects is the part of a cluster's Remote that moves objects
-// (cluster.Driver implements it). Its methods must not block.
+// RemoteObjects moves objects between a cluster's nodes (cluster.Driver
+// implements it; the driver's node gets it as cluster.DriverNode.Objects).
+// Its methods must not block.
 type RemoteObjects interface {
 	// ObjectAddr returns the transfer address of node k's object store.
 	ObjectAddr(k NodeID) string
@@ -67,20 +69,6 @@ type LocationTable interface {
 	RemoveLocation(id ids.ObjectID, node string)
 	// ForgetNodeQueued removes every entry for a node that died.
 	ForgetNodeQueued(node string)
-}
-
-// Stats counts the movement of a cluster driver's objects.
-type Stats struct {
-	Served  int64 // bytes the driver's transfer server sent to other nodes
-	Pulled  int64 // bytes the driver pulled into its store for its Gets
-	Remote  int   // objects held by other nodes only, now
-	Lost    int   // objects lost with their node (or a failed pull)
-	Rebuilt int   // of those, rebuilt from lineage
-	// LastRebuilt is when the last lost object was rebuilt.
-	LastRebuilt time.Time
-	// Retried counts tasks run again because a worker could not pull an
-	// argument.
-	Retried int
 }
 
 // remote is a cluster driver's view of objects on other nodes. Which
@@ -162,13 +150,13 @@ func (k *Keeper[T]) Clustered() bool { return k.remote != nil }
 
 // Stats returns the counts of the driver's objects across nodes (zero
 // outside a cluster).
-func (k *Keeper[T]) Stats() Stats {
+func (k *Keeper[T]) Stats() state.ObjectStats {
 	r := k.remote
 	if r == nil {
-		return Stats{}
+		return state.ObjectStats{}
 	}
 	s := k.rec.Stats()
-	return Stats{Served: r.srv.Served(), Pulled: r.pulled.Load(), Remote: k.rec.Remote(),
+	return state.ObjectStats{Served: r.srv.Served(), Pulled: r.pulled.Load(), Remote: k.rec.Remote(),
 		Lost: s.Lost, Rebuilt: s.Rebuilt, LastRebuilt: s.LastRebuilt, Retried: s.Retried}
 }
 
