@@ -143,7 +143,7 @@ func (n *Node) refetchArgs(p *pending, force bool) bool {
 
 // submitNear hands task p to the scheduling core, preferring the node that
 // holds the most bytes of its shared arguments (objects.Keeper.Near) when
-// that node has room (sched.Cluster.SubmitNear).
+// that node has room (sched.SubmittedNear).
 func (n *Node) submitNear(p *pending, pipelined bool) {
 	if k, ok := n.ob.Near(p.spec.Args); ok {
 		n.core.Step(sched.SubmittedNear[*pending]{Task: p, Res: &p.entry.Res, Pipelined: pipelined, Near: k})
