@@ -70,7 +70,7 @@ func (h actorHost) New(s *task.Spec, e *task.Entry) *actor {
 func (h actorHost) Up(a *actor) bool { return a.w != nil && a.w.Connected() }
 
 func (h actorHost) Wait(a *actor) {
-	h.n.core.WaitActor(a.id, a.res)
+	h.n.core.Step(sched.ActorWaits{ID: a.id, Res: a.res})
 	h.n.step()
 }
 
@@ -94,7 +94,7 @@ func (h actorHost) Died(a *actor, _ *task.TaskError) {
 	h.n.answerDirect(a) // its direct callers go through the driver
 }
 
-func (h actorHost) Free(a *actor) { h.n.core.ActorGone(a.id) }
+func (h actorHost) Free(a *actor) { h.n.core.Step(sched.ActorGone{ID: a.id}) }
 
 func (h actorHost) Stop(a *actor) {
 	if w := a.w; w != nil && !w.dead && !h.n.drainDirect(a) {
@@ -115,7 +115,7 @@ func (h actorHost) Unplace(a *actor) {
 
 func (h actorHost) Place(a *actor) {
 	a.w = nil
-	h.n.core.RestartActor(a.id, a.res)
+	h.n.core.Step(sched.ActorRestart{ID: a.id, Res: a.res})
 	h.n.step()
 }
 

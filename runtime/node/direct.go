@@ -51,12 +51,12 @@ func (n *Node) handleDirect(w *proc, typ byte, payload []byte) error {
 	case task.MsgOwnerBlocked, task.MsgOwnerUnblocked:
 		if w.actor == nil { // an actor keeps its resources, as in a Get
 			if typ == task.MsgOwnerBlocked {
-				n.core.Block(w.id, n.core.Epoch(w.id))
+				n.core.Step(sched.Blocked{W: w.id, Epoch: n.core.Epoch(w.id)})
 			} else {
 				// The task goes on at once; if its CPUs are still lent,
 				// the books take them back when free (Resume), a short
 				// oversubscription, as in Ray.
-				n.core.Unblock(w.id, n.core.Epoch(w.id))
+				n.core.Step(sched.Unblocked{W: w.id, Epoch: n.core.Epoch(w.id)})
 			}
 			n.step()
 		}
@@ -124,7 +124,7 @@ func (n *Node) stepDirect(ev direct.Event) (ended bool) {
 		case direct.EndLease:
 			if run, ok := n.core.Running(e.ID); ok && run == e.Lease {
 				n.waits.TaskEnded(e.ID) // a Get of a leased task outlived the lease
-				n.core.TaskDone(e.ID, false)
+				n.core.Step(sched.TaskDone{W: e.ID, Retiring: false})
 			}
 			ended = true
 		case direct.Claim:

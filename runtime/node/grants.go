@@ -34,7 +34,7 @@ func (n *Node) GrowGrant(k sched.NodeID, r task.Resources, gpus []int) {
 	if n.closed {
 		return
 	}
-	n.core.Grow(k, r, gpus)
+	n.core.Step(sched.Grew{Node: k, Res: r, GPUs: gpus})
 	n.step()
 }
 
@@ -46,6 +46,6 @@ func (n *Node) ReclaimGrant(k sched.NodeID, r task.Resources) {
 	if n.closed {
 		return
 	}
-	n.core.Reclaim(k, r)
+	n.core.Step(sched.Reclaimed{Node: k, Res: r})
 	n.step()
 }

@@ -253,7 +253,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		shared: cfg.Shared,
 		rec:    recovery.New[*pending](recovery.Limits{Cluster: cfg.Cluster != nil}),
 	}
-	n.waits = sched.NewWaits[*request](n.core)
+	n.waits = sched.NewWaits[*request](n.core.Lender())
 	n.ob = objects.New(objects.Config[*pending]{Store: n.store, Shared: n.shared, Table: n.objs, Rec: n.rec,
 		Tasks: objectTasks{n}, Lock: n.mu.Lock, Unlock: n.unlock})
 	n.API = n.ob.API()
@@ -284,7 +284,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		}
 	}
 	n.mu.Lock()
-	n.core.Boot()
+	n.core.Step(sched.Booted{})
 	n.step()
 	n.unlock()
 	// Wait for the pool so the first tasks find workers ready.
@@ -349,7 +349,7 @@ func (n *Node) Shutdown() error {
 	}
 	n.closed = true
 	n.ob.Shut()
-	n.core.Close()
+	n.core.Step(sched.Closed{})
 	close(n.done)
 	ws := make([]*pool.Worker, 0, len(n.workers))
 	for _, w := range n.workers {

@@ -7,6 +7,7 @@ import (
 	"github.com/gray-ml/gray/runtime/objects"
 	"github.com/gray-ml/gray/runtime/objtable"
 	"github.com/gray-ml/gray/runtime/recovery"
+	"github.com/gray-ml/gray/runtime/sched"
 	"github.com/gray-ml/gray/runtime/task"
 )
 
@@ -50,7 +51,7 @@ func (t objectTasks) Apply(e recovery.Effect[*pending]) {
 		if p := e.Task; e.Refetch {
 			n.refetchArgs(p, true)
 		} else if !n.refetchArgs(p, false) {
-			n.core.Submit(p, &p.entry.Res, false)
+			n.core.Step(sched.Submitted[*pending]{Task: p, Res: &p.entry.Res, Pipelined: false})
 		}
 	case recovery.Fail:
 		n.finishErr(e.Task, &task.TaskError{Function: e.Task.spec.Func, Worker: e.Worker, Message: e.Message, Cause: task.ErrWorkerDied})
@@ -58,7 +59,7 @@ func (t objectTasks) Apply(e recovery.Effect[*pending]) {
 		// Start no more workers, and fail what waits for one: it comes
 		// back from the core as Refuse effects.
 		n.spawnErr = &recovery.NoWorkers{Count: e.Count, Last: e.Message}
-		n.core.SpawnFailed()
+		n.core.Step(sched.SpawnFailed{})
 		n.step()
 	case recovery.DropNode:
 		go n.NodeGone(e.Node, e.Message)
@@ -139,17 +140,17 @@ func (n *Node) refetchArgs(p *pending, force bool) bool {
 
 // submitNear hands task p to the scheduling core, preferring the node that
 // holds the most bytes of its shared arguments (objects.Keeper.Near) when
-// that node has room (sched.Cluster.SubmitNear).
+// that node has room (sched.SubmittedNear).
 func (n *Node) submitNear(p *pending, pipelined bool) {
 	if k, ok := n.ob.Near(p.spec.Args); ok {
-		n.core.SubmitNear(p, &p.entry.Res, pipelined, k)
+		n.core.Step(sched.SubmittedNear[*pending]{Task: p, Res: &p.entry.Res, Pipelined: pipelined, Near: k})
 		return
 	}
 	if depth := n.timer.Depth(p.entry); pipelined && depth > 0 {
-		n.core.SubmitPacked(p, &p.entry.Res, depth)
+		n.core.Step(sched.SubmittedPacked[*pending]{Task: p, Res: &p.entry.Res, Depth: depth})
 		return
 	}
-	n.core.Submit(p, &p.entry.Res, pipelined)
+	n.core.Step(sched.Submitted[*pending]{Task: p, Res: &p.entry.Res, Pipelined: pipelined})
 }
 
 // releaseLineage ends p's own Lineage claims (objects.Keeper.ClaimLineage,

@@ -37,7 +37,7 @@ func (n *Node) spawn(a *actor, id sched.WorkerID) {
 		if a != nil {
 			n.acts.End(a, n.spawnErr.For(a.typ))
 		} else {
-			n.core.WorkerDied(id)
+			n.core.Step(sched.WorkerDied{W: id})
 		}
 		return
 	}
@@ -89,7 +89,7 @@ func (h *poolHandler) Connected(id sched.WorkerID, c *wire.Conn) *pool.Worker {
 	if w.actor != nil {
 		n.acts.Placed(w.actor, w.name)
 	} else {
-		n.core.WorkerReady(w.id)
+		n.core.Step(sched.WorkerReady{W: w.id})
 		n.step()
 	}
 	return w.Worker
@@ -154,7 +154,7 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 			return err
 		}
 		n.mu.Lock()
-		n.core.GiveBack(w.id, func(p *pending) bool { return back[p.spec.ID] })
+		n.core.Step(sched.GaveBack[*pending]{W: w.id, Back: func(p *pending) bool { return back[p.spec.ID] }})
 		n.step()
 		n.unlockFor(w)
 	case task.MsgStacks:
@@ -199,7 +199,7 @@ func (n *Node) result(w *proc, r pool.Result) {
 		}
 		p = run
 		n.waits.TaskEnded(w.id) // a Get that outlived its task: nobody waits for an answer parked
-		n.core.TaskDone(w.id, r.Retiring)
+		n.core.Step(sched.TaskDone{W: w.id, Retiring: r.Retiring})
 		w.lastDone = n.timer.Returned(p.entry, r.Ran, p.sent, w.lastDone)
 	}
 	n.cfg.Events.Finished(int(w.id), tid, p.spec.Func, p.sent)
@@ -280,7 +280,7 @@ func (h *poolHandler) Gone(pw *pool.Worker, bad error) {
 		// tasks queued behind it never started: the core runs them
 		// elsewhere.
 		n.gone = &recovery.TaskLost[*pending]{Worker: w.name, Why: how, Local: w.node == sched.Local}
-		n.core.WorkerDied(w.id)
+		n.core.Step(sched.WorkerDied{W: w.id})
 	}
 	n.step()
 	n.gone = nil

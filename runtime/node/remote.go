@@ -100,7 +100,7 @@ func (n *Node) NodeGone(k sched.NodeID, why string) {
 	// node's death lost: its copies are gone, and what only it held is
 	// lost (or rebuilt when next needed), so the tasks run again fetch it
 	// again; the location table forgets the node last (ForgetNode).
-	n.core.RemoveNode(k)
+	n.core.Step(sched.NodeRemoved{Node: k})
 	orphans := n.core.Effects()
 	n.recover(recovery.NodeGone{Node: k, Why: why})
 	for _, e := range orphans {

@@ -114,7 +114,7 @@ func (n *Node) apply(e sched.Effect[*pending]) {
 	case sched.StartActor:
 		a := n.acts.Actor(e.Actor)
 		if a == nil || a.Dead() {
-			n.core.ActorGone(e.Actor)
+			n.core.Step(sched.ActorGone{ID: e.Actor})
 			return
 		}
 		a.gpus = e.GPUs
@@ -171,9 +171,9 @@ func (n *Node) send(w *proc, p *pending, gpus []int) {
 		// worker: given back if p was to run now, else taken back from
 		// behind its running task.
 		if run, ok := n.core.Running(w.id); ok && run == p {
-			n.core.TaskDone(w.id, false)
+			n.core.Step(sched.TaskDone{W: w.id, Retiring: false})
 		} else {
-			n.core.Withdraw(w.id, func(q *pending) bool { return q == p })
+			n.core.Step(sched.Withdrawn[*pending]{W: w.id, Which: func(q *pending) bool { return q == p }})
 		}
 		if !p.args.Waiting() {
 			n.finishErr(p, p.args.Failure(p.spec.Func))

@@ -410,7 +410,7 @@ const localityBytes = 1 << 20
 
 // Near returns the node holding the most bytes of the shared arguments
 // args, if they are localityBytes or more (the task is then submitted
-// there when that node has room: sched.Cluster.SubmitNear).
+// there when that node has room: sched.SubmittedNear).
 func (k *Keeper[T]) Near(args []task.Arg) (NodeID, bool) {
 	if k.remote == nil || k.shared == nil {
 		return 0, false

@@ -12,7 +12,7 @@ import (
 // counted.
 func TestAccounts(t *testing.T) {
 	cl := NewCluster[int](Config{Total: task.Resources{CPU: 1}, Workers: 1})
-	cl.Boot()
+	cl.Step(Booted{})
 	connectAll(t, cl)
 	if err := cl.AddNode(1, task.Resources{CPU: 2}); err != nil {
 		t.Fatal(err)
@@ -24,9 +24,13 @@ func TestAccounts(t *testing.T) {
 		want []Account
 	}{
 		{func() {}, []Account{{Name: "n0", Total: task.Resources{CPU: 1}, Available: task.Resources{CPU: 1}}, {Name: "n1", Total: task.Resources{CPU: 2}, Available: task.Resources{CPU: 2}}}},
-		{func() { cl.Submit(1, cpus(1), false); cl.Submit(2, cpus(2), false); connectAll(t, cl) },
+		{func() {
+			cl.Step(Submitted[int]{Task: 1, Res: cpus(1), Pipelined: false})
+			cl.Step(Submitted[int]{Task: 2, Res: cpus(2), Pipelined: false})
+			connectAll(t, cl)
+		},
 			[]Account{{Name: "n0", Total: task.Resources{CPU: 1}, Available: task.Resources{}, Tasks: 1}, {Name: "n1", Total: task.Resources{CPU: 2}, Available: task.Resources{}, Tasks: 1}}},
-		{func() { cl.RemoveNode(1); cl.Effects() }, []Account{{Name: "n0", Total: task.Resources{CPU: 1}, Available: task.Resources{}, Tasks: 1}}},
+		{func() { cl.Step(NodeRemoved{Node: 1}); cl.Effects() }, []Account{{Name: "n0", Total: task.Resources{CPU: 1}, Available: task.Resources{}, Tasks: 1}}},
 	} {
 		step.do()
 		if got := cl.Accounts(name); fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", step.want) { // resources print without their empty maps

@@ -16,6 +16,9 @@ import (
 // first is true the first time a request of name is admitted to wait so:
 // the shell tells the user then (WaitNote), once per name, rather than
 // let the program seem to hang, or say it for each of a burst of calls.
+//
+// Admit is a question with an answer, not an event of Step: the shell
+// needs the error before it files the task at all.
 func (cl *Cluster[T]) Admit(name string, r task.Resources, joinable bool) (first bool, err error) {
 	err = cl.Feasible(name, r)
 	if err == nil || !joinable {

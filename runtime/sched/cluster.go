@@ -104,6 +104,11 @@ func (c *Core[T]) drain() {
 // none has, they queue where the wait is shortest. Events about a worker go
 // to its node's core (see NodeOf); every effect names its node.
 //
+// Its inputs come through one funnel, Step (step.go: one Event type per
+// input), and its outputs through Effects; the other methods are
+// questions: queries of its state, and the few inputs that answer at once
+// (Admit, Lease, Grant, AddNode, Lender), each saying why.
+//
 // Like Core, a Cluster is a state machine with no I/O, not safe for
 // concurrent use.
 type Cluster[T any] struct {
@@ -153,6 +158,8 @@ func (cl *Cluster[T]) AddNode(id NodeID, total task.Resources) error {
 // AddNodeGrant adds node id (not Local, not present) whose resources are
 // capacity, of which granted is this job's for now (see grant.go); gpus
 // are the indices of granted's GPUs (nil: 0 up).
+// It stays a method beside Step for its answer: a node that cannot be added
+// (Local, or one present) is the caller's error to report.
 func (cl *Cluster[T]) AddNodeGrant(id NodeID, granted task.Resources, gpus []int, capacity task.Resources) error {
 	if id <= Local || cl.cores[id] != nil {
 		return fmt.Errorf("sched: node %d exists already or is not a remote node", id)
@@ -165,21 +172,21 @@ func (cl *Cluster[T]) AddNodeGrant(id NodeID, granted task.Resources, gpus []int
 	w, aq := cl.waiting, cl.actorQ
 	cl.waiting, cl.actorQ = nil, nil
 	for _, it := range w {
-		cl.submit(it)
+		cl.enqueue(it)
 	}
 	for _, a := range aq {
-		cl.WaitActor(a.id, a.res)
+		cl.waitActor(a.id, a.res)
 	}
 	cl.spread()
 	return nil
 }
 
-// RemoveNode drops node id (gone: its process or machine ended). What ran
+// removeNode drops node id (gone: its process or machine ended). What ran
 // or waited there comes back as effects: the tasks as Orphan, for the
 // caller to run again or fail (resubmitted with Submit, they go
 // elsewhere), and the actors as OrphanActor, which the caller recreates
 // (WaitActor) or fails.
-func (cl *Cluster[T]) RemoveNode(id NodeID) {
+func (cl *Cluster[T]) removeNode(id NodeID) {
 	c := cl.cores[id]
 	if c == nil || id == Local {
 		return
@@ -268,18 +275,18 @@ func (cl *Cluster[T]) Feasible(name string, r task.Resources) error {
 	return first
 }
 
-// Submit queues t on the node place chooses (see Core.Submit). A request
+// submit queues t on the node place chooses (see Core.Submit). A request
 // no node can hold waits until one that can joins (see Waiting).
-func (cl *Cluster[T]) Submit(t T, res *task.Resources, pipelined bool) {
-	cl.submit(item[T]{t: t, res: res, pipe: pipelined})
+func (cl *Cluster[T]) submit(t T, res *task.Resources, pipelined bool) {
+	cl.enqueue(item[T]{t: t, res: res, pipe: pipelined})
 }
 
-// SubmitPacked is Core.SubmitPacked on the node place chooses.
-func (cl *Cluster[T]) SubmitPacked(t T, res *task.Resources, depth int) {
-	cl.submit(packed(t, res, depth))
+// submitPacked is Core.SubmitPacked on the node place chooses.
+func (cl *Cluster[T]) submitPacked(t T, res *task.Resources, depth int) {
+	cl.enqueue(packed(t, res, depth))
 }
 
-func (cl *Cluster[T]) submit(p item[T]) {
+func (cl *Cluster[T]) enqueue(p item[T]) {
 	c := cl.place(p.res)
 	if c == nil {
 		cl.waiting = append(cl.waiting, p)
@@ -288,20 +295,20 @@ func (cl *Cluster[T]) submit(p item[T]) {
 	c.submit(p)
 }
 
-// SubmitNear is Submit for a task whose large arguments live on node near
+// submitNear is Submit for a task whose large arguments live on node near
 // (data locality): it goes there when that node has room beyond what is
 // queued there, and where Submit would place it otherwise.
-func (cl *Cluster[T]) SubmitNear(t T, res *task.Resources, pipelined bool, near NodeID) {
+func (cl *Cluster[T]) submitNear(t T, res *task.Resources, pipelined bool, near NodeID) {
 	if c := cl.cores[near]; c != nil && c.headroom(res) {
 		c.Submit(t, res, pipelined)
 		return
 	}
-	cl.Submit(t, res, pipelined)
+	cl.submit(t, res, pipelined)
 }
 
-// WaitActor asks for actor id's resources on the node place chooses; an
+// waitActor asks for actor id's resources on the node place chooses; an
 // actor no node can hold waits until one that can joins.
-func (cl *Cluster[T]) WaitActor(id ids.ActorID, res task.Resources) {
+func (cl *Cluster[T]) waitActor(id ids.ActorID, res task.Resources) {
 	if _, dup := cl.actorAt[id]; dup {
 		return
 	}
@@ -336,8 +343,8 @@ func (cl *Cluster[T]) ActorNode(id ids.ActorID) (NodeID, bool) {
 	return n, ok
 }
 
-// ActorGone releases actor id's resources on its node.
-func (cl *Cluster[T]) ActorGone(id ids.ActorID) {
+// actorGone releases actor id's resources on its node.
+func (cl *Cluster[T]) actorGone(id ids.ActorID) {
 	n, ok := cl.actorAt[id]
 	if !ok {
 		cl.actorQ = slices.DeleteFunc(cl.actorQ, func(a waitingActor) bool { return a.id == id })
@@ -350,24 +357,24 @@ func (cl *Cluster[T]) ActorGone(id ids.ActorID) {
 	}
 }
 
-// RestartActor: see Core.RestartActor. The actor restarts on the node that
+// restartActor: see Core.RestartActor. The actor restarts on the node that
 // holds its resources; one whose node is gone (RemoveNode handed it back)
 // is placed anew, as WaitActor.
-func (cl *Cluster[T]) RestartActor(id ids.ActorID, res task.Resources) {
+func (cl *Cluster[T]) restartActor(id ids.ActorID, res task.Resources) {
 	if n, ok := cl.actorAt[id]; ok {
 		if c := cl.cores[n]; c != nil && c.actors[id] != nil {
 			c.RestartActor(id, res)
 			return
 		}
 	}
-	cl.WaitActor(id, res)
+	cl.waitActor(id, res)
 }
 
 // on returns the core of worker w's node, or nil once the node is gone.
 func (cl *Cluster[T]) on(w WorkerID) *Core[T] { return cl.cores[NodeOf(w)] }
 
-// WorkerReady: see Core.WorkerReady.
-func (cl *Cluster[T]) WorkerReady(w WorkerID) {
+// workerReady: see Core.WorkerReady.
+func (cl *Cluster[T]) workerReady(w WorkerID) {
 	if c := cl.on(w); c != nil {
 		c.WorkerReady(w)
 	}
@@ -396,54 +403,54 @@ func (cl *Cluster[T]) lending(w WorkerID) bool {
 	return c != nil && c.lending(w)
 }
 
-// TaskDone: see Core.TaskDone.
-func (cl *Cluster[T]) TaskDone(w WorkerID, retiring bool) {
+// taskDone: see Core.TaskDone.
+func (cl *Cluster[T]) taskDone(w WorkerID, retiring bool) {
 	if c := cl.on(w); c != nil {
 		c.TaskDone(w, retiring)
 		cl.spread()
 	}
 }
 
-// Block: see Core.Block.
-func (cl *Cluster[T]) Block(w WorkerID, epoch uint64) {
+// block: see Core.Block.
+func (cl *Cluster[T]) block(w WorkerID, epoch uint64) {
 	if c := cl.on(w); c != nil {
 		c.Block(w, epoch)
 	}
 }
 
-// Unblock: see Core.Unblock.
-func (cl *Cluster[T]) Unblock(w WorkerID, epoch uint64) bool {
+// unblock: see Core.Unblock.
+func (cl *Cluster[T]) unblock(w WorkerID, epoch uint64) bool {
 	if c := cl.on(w); c != nil {
 		return c.Unblock(w, epoch)
 	}
 	return true
 }
 
-// GiveBack: see Core.GiveBack.
-func (cl *Cluster[T]) GiveBack(w WorkerID, back func(T) bool) {
+// giveBack: see Core.GiveBack.
+func (cl *Cluster[T]) giveBack(w WorkerID, back func(T) bool) {
 	if c := cl.on(w); c != nil {
 		c.GiveBack(w, back)
 	}
 }
 
-// Withdraw: see Core.Withdraw.
-func (cl *Cluster[T]) Withdraw(w WorkerID, which func(T) bool) {
+// withdraw: see Core.Withdraw.
+func (cl *Cluster[T]) withdraw(w WorkerID, which func(T) bool) {
 	if c := cl.on(w); c != nil {
 		c.Withdraw(w, which)
 	}
 }
 
-// WorkerDied: see Core.WorkerDied.
-func (cl *Cluster[T]) WorkerDied(w WorkerID) {
+// workerDied: see Core.WorkerDied.
+func (cl *Cluster[T]) workerDied(w WorkerID) {
 	if c := cl.on(w); c != nil {
 		c.WorkerDied(w)
 		cl.spread()
 	}
 }
 
-// SpawnFailed: see Core.SpawnFailed; it concerns the local node, whose
+// spawnFailed: see Core.SpawnFailed; it concerns the local node, whose
 // workers are started by the driver itself.
-func (cl *Cluster[T]) SpawnFailed() {
+func (cl *Cluster[T]) spawnFailed() {
 	from := len(cl.effects)
 	cl.cores[Local].SpawnFailed()
 	for _, e := range cl.effects[from:] {
@@ -472,11 +479,11 @@ func (cl *Cluster[T]) Effects() []Effect[T] {
 // Pending reports whether effects wait to be taken.
 func (cl *Cluster[T]) Pending() bool { return len(cl.effects) > 0 }
 
-// Boot starts the local node's pool.
-func (cl *Cluster[T]) Boot() { cl.cores[Local].Boot() }
+// boot starts the local node's pool.
+func (cl *Cluster[T]) boot() { cl.cores[Local].Boot() }
 
-// Close stops every core.
-func (cl *Cluster[T]) Close() {
+// close stops every core.
+func (cl *Cluster[T]) close() {
 	cl.closed = true
 	for _, c := range cl.cores {
 		c.Close()

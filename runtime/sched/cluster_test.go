@@ -18,7 +18,7 @@ func connectAll(t *testing.T, cl *Cluster[int]) []Effect[int] {
 				if NodeOf(e.Worker) != e.Node {
 					t.Fatalf("worker %d spawned on node %d", e.Worker, e.Node)
 				}
-				cl.WorkerReady(e.Worker)
+				cl.Step(WorkerReady{W: e.Worker})
 				continue
 			}
 			rest = append(rest, e)
@@ -63,10 +63,10 @@ func TestClusterPlacement(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			cl.Boot()
+			cl.Step(Booted{})
 			connectAll(t, cl)
 			for i := range tc.tasks {
-				cl.Submit(i+1, one, true)
+				cl.Step(Submitted[int]{Task: i + 1, Res: one, Pipelined: true})
 			}
 			got := map[NodeID]int{}
 			for _, n := range runsOn(connectAll(t, cl)) {
@@ -105,10 +105,10 @@ func TestClusterSubmitNear(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			cl.Boot()
+			cl.Step(Booted{})
 			connectAll(t, cl)
 			for i, k := range tc.near {
-				cl.SubmitNear(i+1, one, true, k)
+				cl.Step(SubmittedNear[int]{Task: i + 1, Res: one, Pipelined: true, Near: k})
 			}
 			got := map[NodeID]int{}
 			for _, n := range runsOn(connectAll(t, cl)) {
@@ -128,12 +128,12 @@ func TestClusterSubmitNear(t *testing.T) {
 // elsewhere.
 func TestClusterWaitsForNodeAndRemovesNode(t *testing.T) {
 	cl := NewCluster[int](Config{Total: task.Resources{CPU: 1}, Workers: 1})
-	cl.Boot()
+	cl.Step(Booted{})
 	connectAll(t, cl)
 	gpu := &task.Resources{CPU: 1, GPU: 1}
-	cl.Submit(1, gpu, false)
+	cl.Step(Submitted[int]{Task: 1, Res: gpu, Pipelined: false})
 	actor := ids.ActorID{7}
-	cl.WaitActor(actor, task.Resources{Custom: map[string]float64{"tpu": 1}})
+	cl.Step(ActorWaits{ID: actor, Res: task.Resources{Custom: map[string]float64{"tpu": 1}}})
 	if w := cl.Waiting(); len(w) != 2 {
 		t.Fatalf("waiting %v, want the GPU task and the TPU actor", w)
 	}
@@ -150,12 +150,12 @@ func TestClusterWaitsForNodeAndRemovesNode(t *testing.T) {
 	if len(cl.Waiting()) != 0 {
 		t.Fatalf("still waiting: %v", cl.Waiting())
 	}
-	cl.RemoveNode(1)
+	cl.Step(NodeRemoved{Node: 1})
 	es = cl.Effects()
 	if len(es) != 2 || es[0].Kind != Orphan || es[0].Task != 1 || es[1].Kind != OrphanActor || es[1].Actor != actor {
 		t.Fatalf("node 1's removal gave effects %+v, want task 1 and the actor orphaned", es)
 	}
-	cl.Submit(1, gpu, false)
+	cl.Step(Submitted[int]{Task: 1, Res: gpu, Pipelined: false})
 	if len(cl.Waiting()) != 1 {
 		t.Fatalf("the GPU task should wait again for a node with a GPU: %v", cl.Waiting())
 	}
@@ -188,10 +188,10 @@ func TestClusterQueuesOnTheLeastLoadedNode(t *testing.T) {
 				}
 				total += int(c)
 			}
-			cl.Boot()
+			cl.Step(Booted{})
 			connectAll(t, cl)
 			for i := range total { // every CPU busy
-				cl.Submit(i+1, one, false)
+				cl.Step(Submitted[int]{Task: i + 1, Res: one, Pipelined: false})
 			}
 			connectAll(t, cl)
 			for i, want := range tc.want {
@@ -199,7 +199,7 @@ func TestClusterQueuesOnTheLeastLoadedNode(t *testing.T) {
 				for id, c := range cl.cores {
 					before[id] = c.Queued()
 				}
-				cl.Submit(100+i, one, false)
+				cl.Step(Submitted[int]{Task: 100 + i, Res: one, Pipelined: false})
 				connectAll(t, cl)
 				for id, c := range cl.cores {
 					if grew := c.Queued() - before[id]; (id == want) != (grew == 1) {

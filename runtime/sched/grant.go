@@ -217,6 +217,7 @@ func (c *Core[T]) heldGPUs() map[int]bool {
 
 // Grant returns node id's grant view (see GrantView), forgetting what it
 // reports returned; false if there is no such node.
+// It stays a method beside Step: the shell sends its answer on.
 func (cl *Cluster[T]) Grant(id NodeID) (GrantView, bool) {
 	c := cl.cores[id]
 	if c == nil {
@@ -225,16 +226,16 @@ func (cl *Cluster[T]) Grant(id NodeID) (GrantView, bool) {
 	return c.View(), true
 }
 
-// Grow adds r, whose GPUs are gpus, to node id's grant (see Core.Grow).
-func (cl *Cluster[T]) Grow(id NodeID, r task.Resources, gpus []int) {
+// grow adds r, whose GPUs are gpus, to node id's grant (see Core.Grow).
+func (cl *Cluster[T]) grow(id NodeID, r task.Resources, gpus []int) {
 	if c := cl.cores[id]; c != nil {
 		c.Grow(r, gpus)
 		cl.spread()
 	}
 }
 
-// Reclaim gives back r of node id's grant (see Core.Reclaim).
-func (cl *Cluster[T]) Reclaim(id NodeID, r task.Resources) {
+// reclaim gives back r of node id's grant (see Core.Reclaim).
+func (cl *Cluster[T]) reclaim(id NodeID, r task.Resources) {
 	if c := cl.cores[id]; c != nil {
 		c.Reclaim(r)
 		cl.spread()

@@ -88,7 +88,7 @@ func TestGrantView(t *testing.T) {
 					for _, e := range cl.Effects() {
 						switch e.Kind {
 						case Spawn:
-							cl.WorkerReady(e.Worker)
+							cl.Step(WorkerReady{W: e.Worker})
 						case Run:
 							running = append(running, e.Worker)
 							if _, ok := first[e.Worker]; !ok {
@@ -107,12 +107,12 @@ func TestGrantView(t *testing.T) {
 				case s.do == "finish":
 					w := running[0]
 					running = running[1:]
-					cl.TaskDone(w, false)
+					cl.Step(TaskDone{W: w, Retiring: false})
 				case s.do == "block":
-					cl.Block(running[0], cl.Epoch(running[0]))
+					cl.Step(Blocked{W: running[0], Epoch: cl.Epoch(running[0])})
 				case s.do == "give back all":
 					for w := range recalled {
-						cl.GiveBack(w, func(int) bool { return true })
+						cl.Step(GaveBack[int]{W: w, Back: func(int) bool { return true }})
 					}
 					running = nil
 					clear(recalled)
@@ -121,7 +121,7 @@ func TestGrantView(t *testing.T) {
 						t.Fatal("nothing recalled")
 					}
 					for w := range recalled {
-						cl.GiveBack(w, func(x int) bool { return x != first[w] }) // it runs the first
+						cl.Step(GaveBack[int]{W: w, Back: func(x int) bool { return x != first[w] }}) // it runs the first
 						running = running[:1]
 					}
 					clear(recalled)
@@ -135,14 +135,14 @@ func TestGrantView(t *testing.T) {
 					case "submit", "pipeline":
 						for range int(a) {
 							next++
-							cl.Submit(next, cpus(1), verb == "pipeline")
+							cl.Step(Submitted[int]{Task: next, Res: cpus(1), Pipelined: verb == "pipeline"})
 						}
 					case "grow":
-						cl.Grow(1, res(a, b), nil)
+						cl.Step(Grew{Node: 1, Res: res(a, b), GPUs: nil})
 					case "reclaim":
-						cl.Reclaim(1, res(a, b))
+						cl.Step(Reclaimed{Node: 1, Res: res(a, b)})
 					case "actor":
-						cl.WaitActor(ids.ActorID{byte(i)}, res(a, b))
+						cl.Step(ActorWaits{ID: ids.ActorID{byte(i)}, Res: res(a, b)})
 					}
 				}
 				settle()
@@ -179,12 +179,12 @@ func TestGrantPlacementByCapacity(t *testing.T) {
 	if cl.Feasible("f", res(5, 0)) == nil {
 		t.Fatal("a 5-CPU task is feasible on nodes of 1 and 4 CPUs")
 	}
-	cl.Submit(1, cpus(3), false)
+	cl.Step(Submitted[int]{Task: 1, Res: cpus(3), Pipelined: false})
 	connectAll(t, cl)
 	if n := cl.Node(1).Queued(); n != 1 {
 		t.Fatalf("node 1 queues %d tasks, want the 3-CPU one", n)
 	}
-	cl.Grow(1, res(3, 0), nil)
+	cl.Step(Grew{Node: 1, Res: res(3, 0), GPUs: nil})
 	if got := runsOn(connectAll(t, cl)); got[1] != 1 {
 		t.Fatalf("after the grant grew, runs %v, want task 1 on node 1", got)
 	}

@@ -37,6 +37,8 @@ func (c *Core[T]) Lease(t T, res *task.Resources) (WorkerID, bool) {
 }
 
 // Lease is Core.Lease on the first node (Local first) that can grant it.
+// It is a question with an answer, not an event of Step: the asker waits
+// for the worker, or for a refusal, in the same exchange.
 func (cl *Cluster[T]) Lease(t T, res *task.Resources) (WorkerID, bool) {
 	for _, id := range cl.order {
 		if w, ok := cl.cores[id].Lease(t, res); ok {

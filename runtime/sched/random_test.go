@@ -339,8 +339,8 @@ func (s *sim) step() {
 			room := v.Capacity.Sub(v.Held)
 			s.grow(k, task.Resources{CPU: room.CPU * float64(s.rng.IntN(3)) / 2, GPU: float64(s.rng.IntN(int(room.GPU) + 1))})
 		} else {
-			s.cl.Reclaim(k, task.Resources{CPU: v.Held.CPU * float64(s.rng.IntN(3)) / 2, GPU: float64(s.rng.IntN(int(v.Held.GPU) + 1)),
-				Custom: map[string]float64{"disk": float64(s.rng.IntN(2))}})
+			s.cl.Step(Reclaimed{Node: k, Res: task.Resources{CPU: v.Held.CPU * float64(s.rng.IntN(3)) / 2, GPU: float64(s.rng.IntN(int(v.Held.GPU) + 1)),
+				Custom: map[string]float64{"disk": float64(s.rng.IntN(2))}}})
 		}
 	}
 	s.effects()
@@ -354,7 +354,7 @@ func (s *sim) step() {
 // removeNode drops node k as its death would: its workers are gone, the
 // tasks it held are submitted again, its actors are forgotten.
 func (s *sim) removeNode(k NodeID) {
-	s.cl.RemoveNode(k)
+	s.cl.Step(NodeRemoved{Node: k})
 	var tasks []int
 	var actors []ids.ActorID
 	for _, e := range s.take() {
@@ -382,7 +382,7 @@ func (s *sim) removeNode(k NodeID) {
 		if s.ended[t] != "" {
 			s.t.Fatalf("node %d returned task %d, which ended already", k, t)
 		}
-		s.cl.Submit(t, s.res[t], false)
+		s.cl.Step(Submitted[int]{Task: t, Res: s.res[t], Pipelined: false})
 	}
 	for _, a := range actors {
 		i := slices.Index(s.actors, a)
@@ -464,7 +464,7 @@ func (s *sim) grow(k NodeID, r task.Resources) {
 			set[i] = true
 		}
 	}
-	s.cl.Grow(k, r, gpus)
+	s.cl.Step(Grew{Node: k, Res: r, GPUs: gpus})
 }
 
 // drain lets every worker connect and finish and every actor go.
@@ -579,12 +579,12 @@ func randomCluster(t *testing.T, seq int, stream uint64) {
 	total := task.Resources{CPU: float64(seq % 3), GPU: float64(seq % 2), Custom: map[string]float64{"disk": 2}}
 	cl := NewCluster[int](Config{Total: total, Workers: 1})
 	s := &sim{
-		t: t, c: cl, cl: cl, res: map[int]*task.Resources{}, rng: rand.New(rand.NewPCG(uint64(seq), stream)),
+		t: t, c: stepped{cl}, cl: cl, res: map[int]*task.Resources{}, rng: rand.New(rand.NewPCG(uint64(seq), stream)),
 		on: map[WorkerID][]int{}, gone: map[WorkerID]bool{}, blocks: map[WorkerID][]uint64{},
 		parked: map[WorkerID]bool{}, recalled: map[WorkerID]bool{}, ended: map[int]string{},
 		started: map[ids.ActorID]bool{},
 	}
-	s.w = newSimWaits(cl)
+	s.w = newSimWaits(cl.Lender())
 	s.granted = map[NodeID]task.Resources{Local: total.Clone()}
 	s.gpus = map[NodeID]map[int]bool{}
 	big := task.Resources{CPU: 4, GPU: 2, Custom: map[string]float64{"disk": 2}}
@@ -592,7 +592,7 @@ func randomCluster(t *testing.T, seq int, stream uint64) {
 		t.Fatal(err)
 	}
 	s.granted[1] = big.Clone()
-	cl.Boot()
+	cl.Step(Booted{})
 	s.effects()
 	for range 150 {
 		s.step()
@@ -617,3 +617,25 @@ func randomCluster(t *testing.T, seq int, stream uint64) {
 		}
 	}
 }
+
+// stepped drives a Cluster through Step, the way the node does, behind the
+// method set sim shares with a lone Core.
+type stepped struct{ *Cluster[int] }
+
+func (s stepped) Submit(t int, r *task.Resources, pipe bool) {
+	s.Step(Submitted[int]{Task: t, Res: r, Pipelined: pipe})
+}
+func (s stepped) SubmitPacked(t int, r *task.Resources, depth int) {
+	s.Step(SubmittedPacked[int]{Task: t, Res: r, Depth: depth})
+}
+func (s stepped) WorkerReady(w WorkerID)                   { s.Step(WorkerReady{W: w}) }
+func (s stepped) WorkerDied(w WorkerID)                    { s.Step(WorkerDied{W: w}) }
+func (s stepped) TaskDone(w WorkerID, retiring bool)       { s.Step(TaskDone{W: w, Retiring: retiring}) }
+func (s stepped) Block(w WorkerID, e uint64)               { s.Step(Blocked{W: w, Epoch: e}) }
+func (s stepped) Unblock(w WorkerID, e uint64) bool        { return s.Lender().Unblock(w, e) }
+func (s stepped) GiveBack(w WorkerID, back func(int) bool) { s.Step(GaveBack[int]{W: w, Back: back}) }
+func (s stepped) ActorGone(id ids.ActorID)                 { s.Step(ActorGone{ID: id}) }
+func (s stepped) WaitActor(id ids.ActorID, r task.Resources) {
+	s.Step(ActorWaits{ID: id, Res: r})
+}
+func (s stepped) Boot() { s.Step(Booted{}) }

@@ -3,10 +3,12 @@
 //
 // The caller feeds it events (a task is ready to run, a worker connected,
 // finished a task, blocked in Get, died; an actor waits for resources) and
-// carries out the effects it returns (run this task on that worker, start a
-// worker, tell one to exit, hand a blocked worker its CPU back). The core
-// never blocks and never touches a socket or a process, so its tests step
-// it deterministically (see sched_test.go).
+// carries out the effects it takes with Effects (run this task on that
+// worker, start a worker, tell one to exit, hand a blocked worker its CPU
+// back). The node drives a Cluster, one Core per node, through one funnel,
+// Cluster.Step, with one Event type per input (step.go). The core never
+// blocks and never touches a socket or a process, so its tests step it
+// deterministically (see sched_test.go, and step_test.go for the Cluster).
 //
 // The core owns the node's resources (CPUs, GPUs and custom resources), the
 // queues of ready tasks, one per resource shape, and the pool of worker

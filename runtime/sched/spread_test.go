@@ -32,10 +32,10 @@ func TestSpread(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		cl.Boot()
+		cl.Step(Booted{})
 		connectAll(t, cl)
 		for i := range 6 {
-			cl.WaitActor(ids.ActorID{byte(i + 1)}, one)
+			cl.Step(ActorWaits{ID: ids.ActorID{byte(i + 1)}, Res: one})
 		}
 		on := startsOn(connectAll(t, cl))
 		if len(on) != 6 {
@@ -44,7 +44,7 @@ func TestSpread(t *testing.T) {
 		if _, ok := cl.Stalled(); ok {
 			t.Fatal("Stalled with every actor started")
 		}
-		cl.RemoveNode(1)
+		cl.Step(NodeRemoved{Node: 1})
 		var lost []ids.ActorID
 		for _, e := range cl.Effects() {
 			if e.Kind == OrphanActor {
@@ -55,7 +55,7 @@ func TestSpread(t *testing.T) {
 			t.Fatalf("node 1 held %d actors, want 2", len(lost))
 		}
 		for _, a := range lost { // the caller restarts them
-			cl.WaitActor(a, one)
+			cl.Step(ActorWaits{ID: a, Res: one})
 		}
 		if got := startsOn(connectAll(t, cl)); len(got) != 0 {
 			t.Fatalf("actors started with every live CPU held: %v", got)
@@ -87,12 +87,12 @@ func TestSpread(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		cl.Boot()
+		cl.Step(Booted{})
 		connectAll(t, cl)
 		// Task 1 runs on node 1, task 2 on node 2; tasks 3 and 4 queue
 		// (not pipelined), one on each.
 		for i := 1; i <= 4; i++ {
-			cl.Submit(i, &one, false)
+			cl.Step(Submitted[int]{Task: i, Res: &one, Pipelined: false})
 		}
 		first := runsOn(connectAll(t, cl))
 		if len(first) != 2 {
@@ -107,12 +107,12 @@ func TestSpread(t *testing.T) {
 				w2 = id
 			}
 		}
-		cl.TaskDone(w2, false)
+		cl.Step(TaskDone{W: w2, Retiring: false})
 		next := runsOn(connectAll(t, cl))
 		if len(next) != 1 {
 			t.Fatalf("after a task ended on node 2, %d started: %v", len(next), next)
 		}
-		cl.TaskDone(w2, false)
+		cl.Step(TaskDone{W: w2, Retiring: false})
 		last := runsOn(connectAll(t, cl))
 		if len(last) != 1 || cl.Node(1).Queued() != 0 {
 			t.Fatalf("the task queued on busy node 1 did not move to node 2 once it freed up: started %v, %d still queued on node 1", last, cl.Node(1).Queued())
@@ -136,13 +136,13 @@ func TestSpread(t *testing.T) {
 		if err := cl.AddNodeGrant(2, task.Resources{}, nil, a); err != nil {
 			t.Fatal(err)
 		}
-		cl.Boot()
+		cl.Step(Booted{})
 		connectAll(t, cl)
-		cl.WaitActor(ids.ActorID{1}, a)
+		cl.Step(ActorWaits{ID: ids.ActorID{1}, Res: a})
 		if on := startsOn(connectAll(t, cl)); on[ids.ActorID{1}] != 1 {
 			t.Fatalf("the first actor started on %v, want node 1", on)
 		}
-		cl.WaitActor(ids.ActorID{2}, a)
+		cl.Step(ActorWaits{ID: ids.ActorID{2}, Res: a})
 		connectAll(t, cl)
 		if n, _ := cl.ActorNode(ids.ActorID{2}); n != 2 {
 			t.Fatalf("the second actor waits on node %d, want 2 (whose grant can grow)", n)
@@ -150,7 +150,7 @@ func TestSpread(t *testing.T) {
 		if v, _ := cl.Grant(2); v.Want.Custom["a"] != 1 {
 			t.Fatalf("node 2's grant view wants %v, want a=1", v.Want)
 		}
-		cl.Grow(2, a, nil)
+		cl.Step(Grew{Node: 2, Res: a, GPUs: nil})
 		if on := startsOn(connectAll(t, cl)); on[ids.ActorID{2}] != 2 {
 			t.Fatalf("once node 2's grant grew the second actor started on %v, want node 2", on)
 		}

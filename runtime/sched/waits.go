@@ -34,7 +34,7 @@ type Waits[R any] struct {
 }
 
 // Lender is what Waits needs of the scheduling core for a worker that
-// blocks: *Core and *Cluster implement it.
+// blocks: *Core implements it, and a Cluster lends through Cluster.Lender.
 type Lender interface {
 	Epoch(WorkerID) uint64
 	Block(WorkerID, uint64)
