@@ -144,8 +144,6 @@ func (t *Table[W, T]) Step(ev Event) {
 		t.published(e.Object)
 	case Contain:
 		t.contain(e)
-	case Stopping[W]:
-		t.stopping(e)
 	}
 }
 
