@@ -108,3 +108,26 @@ func TestStepRest(t *testing.T) {
 	}
 	play(t, cl, steps)
 }
+
+// Step is the hot path of every task (submitted, done): taking an event
+// through it must cost no allocation beyond what the event's own handling
+// does, as an event boxed to the heap would (one per task and per result).
+func TestStepAddsNoAllocation(t *testing.T) {
+	res := cpus(1)
+	queue := func(step bool) float64 {
+		cl := NewCluster[int](Config{Total: task.Resources{CPU: 1}, Workers: 1})
+		cl.Step(Booted{})
+		cl.Step(WorkerReady{W: FirstWorker(Local)})
+		return testing.AllocsPerRun(1000, func() {
+			if step {
+				cl.Step(Submitted[int]{Task: 1, Res: res, Pipelined: true})
+			} else {
+				cl.submit(1, res, true)
+			}
+			cl.Effects()
+		})
+	}
+	if direct, stepped := queue(false), queue(true); stepped > direct {
+		t.Errorf("a task submitted through Step costs %.2f allocations, %.2f without it; want no more", stepped, direct)
+	}
+}
