@@ -4,7 +4,7 @@ import "github.com/gray-ml/gray/runtime/ids"
 
 // callee is what the table knows of one actor's direct address.
 type callee[W comparable] struct {
-	addr    string // where its worker listens ("": it could not)
+	addr    string // where its worker listens, space-separated ("": it could not)
 	asked   bool   // its worker was asked to listen (Listen)
 	said    bool   // its worker answered (Listening)
 	callers int    // callers answered with addr: they call it directly
@@ -42,7 +42,8 @@ func (t *Table[W, T]) ask(e Ask[W]) {
 // answer answers the callers waiting for a's address when it can: once
 // a's worker is connected, has run its creation task and has said where
 // it listens. Callers of an actor no longer called directly are told to
-// go through the driver, and its entry goes.
+// go through the driver, and its entry goes, unless callers were given
+// its address: then it stays until the actor's process stops (drain.go).
 func (t *Table[W, T]) answer(a Actor[W]) {
 	c := t.actors[a.ID]
 	if c == nil {
@@ -52,7 +53,10 @@ func (t *Table[W, T]) answer(a Actor[W]) {
 		for _, q := range c.waiters {
 			t.emit(Effect[W, T]{Kind: ReplyAddr, To: q.w, Req: q.req})
 		}
-		delete(t.actors, a.ID)
+		c.waiters = nil
+		if c.callers == 0 {
+			delete(t.actors, a.ID)
+		} // else kept until its process stops: they may still be calling (Stopping)
 		return
 	}
 	if len(c.waiters) == 0 || !a.Up {
@@ -66,10 +70,8 @@ func (t *Table[W, T]) answer(a Actor[W]) {
 		return
 	}
 	for _, q := range c.waiters {
-		addr := c.addr
-		if !t.reaches(q.w, a.Worker, addr) {
-			addr = ""
-		} else if addr != "" {
+		addr := t.pick(q.w, a.Worker, c.addr)
+		if addr != "" {
 			c.callers++
 		}
 		t.emit(Effect[W, T]{Kind: ReplyAddr, To: q.w, Req: q.req, Addr: addr})

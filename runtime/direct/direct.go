@@ -24,7 +24,8 @@
 // one by switching paths) for an actor whose calls the driver must see:
 // one that may be restarted (its replay log is the driver's), one that
 // checkpoints, a dead or draining one, and one listening on a Unix socket
-// of another machine than the caller's.
+// of another machine than the caller's. A released actor that had
+// direct callers is drained rather than stopped (drain.go).
 //
 // Leases. A worker asks for a lease with the resources of the tasks it
 // submits; the scheduling core grants one only if an idle pool worker and
@@ -124,6 +125,10 @@ const (
 	Break
 	// Claim: object Object claims Children, the references inside it.
 	Claim
+	// Drain: ask worker To, whose released actor had direct callers, to
+	// let their calls on the wire run and then exit (drain.go), instead
+	// of stopping its process now.
+	Drain
 )
 
 // Effect is one output of Step. Replies to a dead worker are never left.
@@ -154,9 +159,21 @@ func (t *Table[W, T]) emit(e Effect[W, T]) {
 	t.effects = append(t.effects, e)
 }
 
-// reaches reports whether a worker on caller's machine can connect to
-// addr, where worker at listens: TCP reaches anywhere, a Unix socket
-// only its own machine.
-func (t *Table[W, T]) reaches(caller, at W, addr string) bool {
-	return strings.HasPrefix(addr, "tcp:") || t.ws.SameMachine(caller, at)
+// pick returns the address in addrs (space-separated, as a worker says
+// where it listens) that a worker on caller's machine connects to, where
+// worker at listens: its Unix socket on at's machine, TCP elsewhere; ""
+// when none reaches it.
+func (t *Table[W, T]) pick(caller, at W, addrs string) string {
+	tcp := ""
+	for _, a := range strings.Fields(addrs) {
+		switch {
+		case !strings.HasPrefix(a, "tcp:"):
+			if t.ws.SameMachine(caller, at) {
+				return a // no handshake, and the shared-memory rings
+			}
+		case tcp == "":
+			tcp = a
+		}
+	}
+	return tcp
 }

@@ -172,6 +172,8 @@ func (w *world) real(ev Event) Event {
 		return Published{Object: obj(e.Obj)}
 	case contain:
 		return Contain{Parent: obj(e.Obj), Children: []ids.ObjectID{obj(e.Obj + ".1"), obj(e.Obj + ".2")}}
+	case stopping:
+		return Stopping[*wk]{Actor: w.actor(e.On, false, true, true), Released: e.Released}
 	}
 	return ev
 }
@@ -206,6 +208,8 @@ func (w *world) show(e Effect[*wk, *grant]) string {
 			s += " " + name(c)
 		}
 		return s + " for " + name(e.Object)
+	case Drain:
+		return "drain " + e.To.name
 	}
 	return fmt.Sprintf("effect %d", e.Kind)
 }
@@ -301,6 +305,12 @@ func TestDirectAddress(t *testing.T) {
 			{ask{Caller: "A", Req: 2, On: "b", Up: true, Built: true}, []string{"listen b"}},
 			{listening{W: "b", Addr: "tcp:10.0.0.2:7000", Hosts: true, Built: true}, []string{"addr A#2: tcp:10.0.0.2:7000"}},
 		}},
+		{"both: each caller gets the one that reaches it", []step{
+			{ask{Caller: "a", Req: 1, On: "b", Up: true, Built: true}, []string{"listen b"}},
+			{ask{Caller: "A", Req: 2, On: "b", Up: true, Built: true}, nil},
+			{listening{W: "b", Addr: "/b.sock tcp:10.0.0.1:7000", Hosts: true, Built: true}, []string{"addr a#1: /b.sock", "addr A#2: tcp:10.0.0.1:7000"}},
+			{callers{2}, nil},
+		}},
 		{"could not listen", []step{
 			{ask{Caller: "a", Req: 1, On: "b", Up: true, Built: true}, []string{"listen b"}},
 			{listening{W: "b", Hosts: true, Built: true}, []string{"addr a#1: through the driver"}},
@@ -338,6 +348,10 @@ func TestLease(t *testing.T) {
 		{"TCP on another machine", []step{
 			{granted{Owner: "a", Req: 7, L: "L1", W: "B"}, []string{"listen B"}},
 			{listening{W: "B", Addr: "tcp:10.0.0.2:7000"}, []string{"lease a#7: B at tcp:10.0.0.2:7000"}},
+		}},
+		{"both on the owner's machine: the Unix socket", []step{
+			{granted{Owner: "a", Req: 7, L: "L1", W: "b"}, []string{"listen b"}},
+			{listening{W: "b", Addr: "/b.sock tcp:10.0.0.1:7000"}, []string{"lease a#7: b at /b.sock"}},
 		}},
 		{"granted a worker that is gone", []step{
 			{granted{Owner: "a", Req: 7, L: "L1", W: "b", Down: true}, []string{"lease a#7: refused", "end L1"}},

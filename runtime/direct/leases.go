@@ -32,7 +32,7 @@ func (t *Table[W, T]) leaseAddr(l *lease[W, T], w W, addr string) {
 	if l.answered {
 		return
 	}
-	if addr == "" || !t.reaches(l.owner, w, addr) {
+	if addr = t.pick(l.owner, w, addr); addr == "" {
 		t.end(l)
 		return
 	}

@@ -144,6 +144,8 @@ func (t *Table[W, T]) Step(ev Event) {
 		t.published(e.Object)
 	case Contain:
 		t.contain(e)
+	case Stopping[W]:
+		t.stopping(e)
 	}
 }
 

@@ -97,7 +97,7 @@ func (h actorHost) Died(a *actor, _ *task.TaskError) {
 func (h actorHost) Free(a *actor) { h.n.core.Step(sched.ActorGone{ID: a.id}) }
 
 func (h actorHost) Stop(a *actor) {
-	if w := a.w; w != nil && !w.dead {
+	if w := a.w; w != nil && !w.dead && !h.n.drainDirect(a) {
 		_ = h.n.append(w, task.MsgExit, nil) // (nothing if it never connected)
 		w.Kill()
 		if w.node != sched.Local {

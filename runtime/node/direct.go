@@ -137,6 +137,19 @@ func (n *Node) stepDirect(ev direct.Event) (ended bool) {
 	return ended
 }
 
+// drainDirect reports whether dead actor a's process, about to stop, is
+// drained instead: released while direct callers held its address, it
+// exits once their calls on the wire ran (runtime/direct, drain.go).
+func (n *Node) drainDirect(a *actor) bool {
+	n.direct.Step(direct.Stopping[*proc]{Actor: n.directActor(a, a.id), Released: a.Draining() && !a.Killed()})
+	for _, e := range n.direct.Effects() { // Drain, or none
+		if e.Kind == direct.Drain {
+			return n.append(e.To, task.MsgDirectDrain, nil) == nil
+		}
+	}
+	return false
+}
+
 // newDirect returns the node's direct table, which asks ob about objects.
 func newDirect(ob direct.Objects) *directTable {
 	return direct.New[*proc, *pending](directWorkers{}, ob)

@@ -55,3 +55,18 @@ const (
 	PromiseOn
 	PromisePublished
 )
+
+// Release's drain (runtime/direct, drain.go; runtime/worker,
+// direct_drain.go): the driver released an actor that direct callers
+// were given the address of.
+const (
+	// MsgDirectDrain (D→W, then callee→caller on each direct connection)
+	// asks the released actor's worker to let the direct calls on the
+	// wire run and then exit; the worker passes it on to its callers.
+	MsgDirectDrain byte = 101
+	// MsgDirectDrained (caller→callee) answers it: no call follows on
+	// this connection (later ones go through the driver, which fails them
+	// as calls to a released actor). The caller closes the connection
+	// once the calls it sent have their results.
+	MsgDirectDrained byte = 102
+)

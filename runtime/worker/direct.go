@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gray-ml/gray/runtime/ids"
@@ -82,6 +83,12 @@ type callee struct {
 	queued []*task.Spec // made while asking, in order
 	conn   *wire.Conn   // pathDirect
 	lease  *leaseState  // a leased worker for function tasks (lease.go); nil: an actor
+	// An actor's Release (drainTo): sent counts its calls sent on conn
+	// without a result yet; draining: the callee asked, so later calls go
+	// through the driver and conn closes once sent is 0. Atomic, so a
+	// result costs no lock more than before.
+	sent     atomic.Int64
+	draining atomic.Bool
 }
 
 // owned is the result of a direct call, or of a call made while asking.
@@ -150,7 +157,7 @@ func (dc *directCalls) submit(s *task.Spec) (bool, error) {
 		dc.callees[c.id] = c
 		go dc.ask(c) // owned by the question: it ends with the answer
 	}
-	if c.path == pathDriver {
+	if c.path == pathDriver || c.draining.Load() {
 		delete(dc.contains, s.Return(0))
 		dc.mu.Unlock()
 		return false, nil
@@ -197,6 +204,9 @@ func (dc *directCalls) send(c *callee, s *task.Spec) error {
 	}
 	for i := range s.Args {
 		s.Args[i].Keep = false // the callee reads it through the driver and keeps a copy
+	}
+	if c.lease == nil {
+		c.sent.Add(1)
 	}
 	return c.conn.Send(task.MsgExec, func(b []byte) []byte { return task.AppendSpec(b, s) })
 }
@@ -297,6 +307,12 @@ func (dc *directCalls) receive(c *callee) {
 			}
 			continue
 		}
+		if typ == task.MsgDirectDrain && c.lease == nil {
+			if dc.drainTo(c) {
+				return
+			}
+			continue
+		}
 		if typ != task.MsgResult {
 			continue
 		}
@@ -322,6 +338,8 @@ func (dc *directCalls) receive(c *callee) {
 			c.lease.blocked = false
 			dc.leaseAnswered(c, tid, ran)
 			dc.mu.Unlock()
+		} else if dc.answeredCall(c) {
+			return
 		}
 	}
 }

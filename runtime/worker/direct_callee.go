@@ -42,6 +42,11 @@ type calleeState struct {
 	// results wait for the next flush (only the runner touches them).
 	runs map[string]time.Duration
 	held *directConn
+	// Release's drain (direct_drain.go), under Worker.mu: the actor
+	// callers' connections, and whether the worker drains.
+	conns     map[*directConn]bool
+	draining  bool
+	drainWait time.Duration // 0: drainAnswerWait (tests shorten it)
 }
 
 // listenDirect answers MsgDirectListen: it starts listening (once) and
@@ -110,6 +115,7 @@ func (w *Worker) acceptDirect(ln net.Listener) {
 type directConn struct {
 	*wire.Conn
 	lease bool
+	drain *drainConn // an actor's caller (direct_drain.go); nil for a lease
 }
 
 // serveDirect queues the calls read from one caller's connection until it
@@ -129,10 +135,22 @@ func (w *Worker) serveDirect(conn *wire.Conn) {
 		fmt.Fprintf(os.Stderr, "gray: %s: direct call connection: %v\n", w.name, err)
 		return
 	}
+	if !c.lease {
+		if !w.addConn(c) {
+			return // the actor was released: the caller goes through the driver
+		}
+		defer w.connEnded(c)
+	}
 	for {
 		typ, payload, err := c.Recv()
 		if err != nil {
 			return
+		}
+		if typ == task.MsgDirectDrained && c.drain != nil {
+			if !isDone(c.drain.answered) { // (only this goroutine closes it)
+				close(c.drain.answered)
+			}
+			continue
 		}
 		if typ != task.MsgExec {
 			continue

@@ -297,6 +297,8 @@ func (w *Worker) read() {
 			w.giveBack()
 		case task.MsgDirectListen:
 			w.listenDirect()
+		case task.MsgDirectDrain:
+			go w.drainDirect() // owned by the drain: it ends the process
 		case task.MsgExit:
 			w.exit(0)
 		}

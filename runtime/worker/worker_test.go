@@ -156,7 +156,13 @@ func TestExec(t *testing.T) {
 // TestServe plays the driver on a real socket: the worker connects with
 // the environment the driver gives it, runs a task whose Get the driver
 // answers, sends its result and exits when told to.
-func TestServe(t *testing.T) {
+// served connects a worker (number 7) to a driver's socket the test
+// holds, with the shared-memory handshake done and its reader running. It
+// returns the worker, the driver's end, a receive that fails the test
+// unless the next message has type want, and the codes the worker exits
+// with (its exit ends the calling goroutine instead of the process).
+func served(t *testing.T) (*Worker, *wire.Conn, func(want byte) wire.Dec, chan int) {
+	t.Helper()
 	sock := filepath.Join(t.TempDir(), "node.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
@@ -209,6 +215,11 @@ func TestServe(t *testing.T) {
 	}
 	w.reading = true // as Serve does, without blocking for good once the role moves
 	go w.read()
+	return w, dc, recv, exited
+}
+
+func TestServe(t *testing.T) {
+	_, dc, recv, exited := served(t)
 
 	var oid ids.ObjectID
 	oid[0] = 42

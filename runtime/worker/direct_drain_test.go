@@ -1,0 +1,108 @@
+package worker
+
+import (
+	"testing"
+	"time"
+
+	"github.com/gray-ml/gray/runtime/task"
+	"github.com/gray-ml/gray/runtime/wire"
+)
+
+// TestDrainDirect plays the driver and a direct caller of a worker told
+// to drain (MsgDirectDrain, the release of its actor): the caller is told,
+// and the worker exits only once each caller's connection ended — after
+// the caller answered and closed it, or, for a caller that does not
+// answer, once the worker gave up waiting and closed it.
+func TestDrainDirect(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		callers int
+		answer  bool // the callers answer MsgDirectDrained and close
+	}{
+		{"no caller connected: exits at once", 0, false},
+		{"callers answer and close", 2, true},
+		{"a caller never answers: closed after the wait", 1, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w, dc, recv, exited := served(t)
+			w.callee.drainWait = 50 * time.Millisecond
+			if err := dc.Send(task.MsgDirectListen, nil); err != nil {
+				t.Fatal(err)
+			}
+			m := recv(task.MsgDirectAddr)
+			addr := m.String()
+			if m.Err != nil || addr == "" {
+				t.Fatalf("listening: %q, %v", addr, m.Err)
+			}
+			var conns []*wire.Conn
+			for range c.callers {
+				conn, err := dialDirect(addr, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { conn.Abort() })
+				conns = append(conns, conn)
+			}
+			// A connection is registered for drains once its handshake is
+			// done on the worker's side too.
+			waitServed(t, w, len(conns))
+			if err := dc.Send(task.MsgDirectDrain, nil); err != nil {
+				t.Fatal(err)
+			}
+			for i, conn := range conns {
+				if typ, _, err := conn.Recv(); err != nil || typ != task.MsgDirectDrain {
+					t.Fatalf("caller %d got message type %d (%v), want MsgDirectDrain", i, typ, err)
+				}
+				if !c.answer {
+					continue
+				}
+				if err := conn.Send(task.MsgDirectDrained, nil); err != nil {
+					t.Fatal(err)
+				}
+				select {
+				case code := <-exited:
+					t.Fatalf("the worker exited (%d) while caller %d's connection was open", code, i)
+				default:
+				}
+				conn.Close()
+			}
+			if !c.answer {
+				for i, conn := range conns {
+					if _, _, err := conn.Recv(); err == nil {
+						t.Fatalf("caller %d, silent, got a message where its connection should end", i)
+					}
+				}
+			}
+			select {
+			case code := <-exited:
+				if code != 0 {
+					t.Fatalf("exit code %d, want 0", code)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("the worker did not exit once its callers' connections ended")
+			}
+			if conn, err := dialDirect(addr, false); err == nil {
+				conn.Close()
+				t.Fatal("a caller connected to a drained worker")
+			}
+		})
+	}
+}
+
+// waitServed waits until w serves n callers' connections.
+func waitServed(t *testing.T, w *Worker, n int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		w.mu.Lock()
+		got := len(w.callee.conns)
+		w.mu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d callers' connections served, want %d", got, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
