@@ -146,37 +146,50 @@ func (w *Worker) serveDirect(conn *wire.Conn) {
 		if err != nil {
 			return
 		}
-		if typ == task.MsgDirectDrained && c.drain != nil {
+		switch {
+		case typ == task.MsgDirectDrained && c.drain != nil:
 			if !isDone(c.drain.answered) { // (only this goroutine closes it)
 				close(c.drain.answered)
 			}
-			continue
+		case typ == task.MsgExec:
+			if !w.queueDirect(c, payload) {
+				w.kick() // the calls before it still run
+				return
+			}
 		}
-		if typ != task.MsgExec {
-			continue
-		}
-		d := wire.Dec{B: payload}
-		s := task.DecodeSpec(&d)
-		if d.Err != nil {
-			fmt.Fprintf(os.Stderr, "gray: %s: bad direct call: %v\n", w.name, d.Err)
-			return
-		}
-		if c.lease && w.callee.blocked.Load() {
-			giveBackTo(c, []*task.Spec{s}) // the running task waits: s runs elsewhere
-			continue
-		}
-		w.mu.Lock()
-		w.queue = append(w.queue, s)
-		if w.callee.origins == nil {
-			w.callee.origins = map[*task.Spec]*directConn{}
-		}
-		w.callee.origins[s] = c
-		w.mu.Unlock()
+		// The whole burst is taken in before it runs; whatever frame
+		// ends it, the calls queued before it run. (A caller's
+		// MsgDirectDrained comes right behind its last calls: were
+		// only a call's frame to start them, they would wait for good.)
 		if c.Buffered() > 0 {
-			continue // take the whole burst in before running it
+			continue
 		}
 		w.kick()
 	}
+}
+
+// queueDirect queues the direct call encoded in payload, read from c, or
+// hands it back to c's lease owner while the running task waits. It
+// reports false for a call it cannot decode: c is then to be closed.
+func (w *Worker) queueDirect(c *directConn, payload []byte) bool {
+	d := wire.Dec{B: payload}
+	s := task.DecodeSpec(&d)
+	if d.Err != nil {
+		fmt.Fprintf(os.Stderr, "gray: %s: bad direct call: %v\n", w.name, d.Err)
+		return false
+	}
+	if c.lease && w.callee.blocked.Load() {
+		giveBackTo(c, []*task.Spec{s}) // the running task waits: s runs elsewhere
+		return true
+	}
+	w.mu.Lock()
+	w.queue = append(w.queue, s)
+	if w.callee.origins == nil {
+		w.callee.origins = map[*task.Spec]*directConn{}
+	}
+	w.callee.origins[s] = c
+	w.mu.Unlock()
+	return true
 }
 
 // kick runs the queued tasks on this goroutine unless one runs them

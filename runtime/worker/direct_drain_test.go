@@ -1,9 +1,11 @@
 package worker
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/task"
 	"github.com/gray-ml/gray/runtime/wire"
 )
@@ -12,16 +14,21 @@ import (
 // to drain (MsgDirectDrain, the release of its actor): the caller is told,
 // and the worker exits only once each caller's connection ended — after
 // the caller answered and closed it, or, for a caller that does not
-// answer, once the worker gave up waiting and closed it.
+// answer, once the worker gave up waiting and closed it. Calls a caller
+// sent in the same write as its answer run, and their results come back
+// before it closes.
 func TestDrainDirect(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		callers int
 		answer  bool // the callers answer MsgDirectDrained and close
+		calls   int  // each answering caller's calls, sent in one write with its answer
 	}{
-		{"no caller connected: exits at once", 0, false},
-		{"callers answer and close", 2, true},
-		{"a caller never answers: closed after the wait", 1, false},
+		{"no caller connected: exits at once", 0, false, 0},
+		{"callers answer and close", 2, true, 0},
+		{"a caller never answers: closed after the wait", 1, false, 0},
+		{"calls right before the answer run", 1, true, 3},
+		{"two callers' calls right before their answers run", 2, true, 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			w, dc, recv, exited := served(t)
@@ -56,8 +63,25 @@ func TestDrainDirect(t *testing.T) {
 				if !c.answer {
 					continue
 				}
+				// The calls and the answer in one write: the worker finds
+				// the answer buffered behind the last call.
+				var want []ids.TaskID
+				for j := range c.calls {
+					s := spec(task.KindFunc, echoFunc, fmt.Sprint(i, j))
+					s.ID[1], s.ID[2] = byte(i), byte(j)
+					want = append(want, s.ID)
+					if err := conn.Append(task.MsgExec, func(b []byte) []byte { return task.AppendSpec(b, s) }); err != nil {
+						t.Fatal(err)
+					}
+				}
 				if err := conn.Send(task.MsgDirectDrained, nil); err != nil {
 					t.Fatal(err)
+				}
+				for j, id := range want {
+					got := recvResult(t, conn)
+					if got != id {
+						t.Fatalf("caller %d's result %d is of task %s, want %s", i, j, got, id)
+					}
 				}
 				select {
 				case code := <-exited:
@@ -105,4 +129,33 @@ func waitServed(t *testing.T, w *Worker, n int) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// recvResult returns the task of the next direct result on conn, failing
+// the test if none comes within 30 s (a call the worker never ran).
+func recvResult(t *testing.T, conn *wire.Conn) ids.TaskID {
+	t.Helper()
+	type frame struct {
+		typ     byte
+		payload []byte
+		err     error
+	}
+	ch := make(chan frame, 1)
+	go func() { // ends with the connection at the latest (Cleanup aborts it)
+		typ, payload, err := conn.Recv()
+		ch <- frame{typ, payload, err}
+	}()
+	select {
+	case f := <-ch:
+		if f.err != nil || f.typ != task.MsgResult {
+			t.Fatalf("caller got message type %d (%v), want a result", f.typ, f.err)
+		}
+		var id ids.TaskID
+		d := wire.Dec{B: f.payload}
+		d.Fixed(id[:])
+		return id
+	case <-time.After(30 * time.Second):
+		t.Fatal("no result within 30 s: the worker did not run a call sent before the caller's answer")
+	}
+	return ids.TaskID{}
 }
