@@ -103,6 +103,11 @@ func (w *Worker) drainDirect() {
 	for _, c := range conns {
 		<-c.drain.ended
 	}
+	// The driver did not ask this process to go (no MsgExit): what it
+	// still has for the driver (a drained call's MsgContain or
+	// MsgDirectReadsDone, which a busy driver may not have read yet) goes
+	// out before it does. Close waits for that, within its grace.
+	_ = w.conn.Close()
 	w.exit(0)
 }
 
