@@ -74,20 +74,7 @@ var (
 	dCallerStartR   = gray.Method2(dCallerType, "startR", startCalls(dRLogAdd, dRLogBlock))
 	dCallerStartFar = gray.Method2(dCallerType, "startFar", startCalls(dFarLogAdd, dFarLogBlock))
 	// finish gets the kept references: "ok" or the error, for each.
-	dCallerFinish = gray.Method0(dCallerType, "finish", func(c *dCaller, ctx context.Context) ([]string, error) {
-		out := make([]string, len(c.refs))
-		for i, r := range c.refs {
-			out[i] = "ok"
-			if _, err := gray.Get(ctx, r); err != nil {
-				out[i] = err.Error()
-				if !errors.Is(err, gray.ErrActorDead) {
-					out[i] = "not ErrActorDead: " + err.Error()
-				}
-			}
-		}
-		c.refs = nil
-		return out, nil
-	})
+	dCallerFinish = gray.Method0(dCallerType, "finish", finishCalls)
 	// pass hands the result of a direct call on to a task: the driver
 	// must find it.
 	dCallerPass = gray.Method1(dCallerType, "pass", func(c *dCaller, ctx context.Context, h gray.Handle[dLog]) (int, error) {
@@ -124,6 +111,23 @@ var (
 	})
 	dPlusOne = gray.Func1("test.direct.plusOne", func(_ context.Context, x int) (int, error) { return x + 1, nil })
 )
+
+// finishCalls is a caller's method that gets the kept references: "ok"
+// or the error, for each.
+func finishCalls(c *dCaller, ctx context.Context) ([]string, error) {
+	out := make([]string, len(c.refs))
+	for i, r := range c.refs {
+		out[i] = "ok"
+		if _, err := gray.Get(ctx, r); err != nil {
+			out[i] = err.Error()
+			if !errors.Is(err, gray.ErrActorDead) {
+				out[i] = "not ErrActorDead: " + err.Error()
+			}
+		}
+	}
+	c.refs = nil
+	return out, nil
+}
 
 // runCalls is a caller's method that makes n calls add(base+i) of a log
 // without waiting, then gets them all.
@@ -162,7 +166,13 @@ func newActor[T any](t *testing.T, ctx context.Context, typ *gray.ActorType[T]) 
 // process ID and the process ID running the blocked call.
 func blockedCaller(t *testing.T, ctx context.Context, start *gray.ActorMethod2[dCaller, gray.Handle[dLog], string, int], callee gray.Handle[dLog]) (c gray.Handle[dCaller], g gate, callerPID, calleePID int) {
 	t.Helper()
-	c = newActor(t, ctx, dCallerType)
+	return blockedCallerOf(t, ctx, dCallerType, start, callee)
+}
+
+// blockedCallerOf is blockedCaller with a caller of type typ.
+func blockedCallerOf(t *testing.T, ctx context.Context, typ *gray.ActorType[dCaller], start *gray.ActorMethod2[dCaller, gray.Handle[dLog], string, int], callee gray.Handle[dLog]) (c gray.Handle[dCaller], g gate, callerPID, calleePID int) {
+	t.Helper()
+	c = newActor(t, ctx, typ)
 	g = newGate(t, "block")
 	callerPID, err := gray.Get(ctx, start.Remote(c, callee, string(g)))
 	if err != nil {
@@ -375,17 +385,7 @@ func TestClusterDirectCallToAnotherNode(t *testing.T) {
 		t.Fatalf("the callee runs on %q (%v), want node 1 (%s)", where, err, c.Node(1).ID)
 	}
 	caller, g, _, _ := blockedCaller(t, ctx, dCallerStartFar, far)
-	s, err := gray.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p := actorState(t, s, far).Pending; p != 0 {
-		t.Errorf("the driver counts %d calls of the callee on node 1 pending; direct calls should not pass through it", p)
-	}
-	g.open(t)
-	if res, err := gray.Get(ctx, dCallerFinish.Remote(caller)); err != nil || fmt.Sprint(res) != "[ok ok ok]" {
-		t.Fatalf("the direct calls to node 1 returned %v, %v; want [ok ok ok]", res, err)
-	}
+	bypassed(t, ctx, far, g, dCallerFinish, caller, "to node 1")
 	const n = 200
 	lens, err := gray.Get(ctx, dCallerRunFar.Remote(caller, far, 0, n))
 	if err != nil {
@@ -474,4 +474,24 @@ func TestDirectPromiseBrokenByCallerDeath(t *testing.T) {
 		t.Fatalf("the task given the dead caller's result: %v, want ErrWorkerDied", err)
 	}
 	g.open(t)
+}
+
+// bypassed checks, while the second of three direct calls of callee
+// (startCalls) is blocked on g, that the driver counts none of its calls
+// pending; then it opens g and checks that caller's finish (a
+// finishCalls method) gets the three results. where says where the calls
+// went.
+func bypassed(t *testing.T, ctx context.Context, callee gray.Handle[dLog], g gate, finish *gray.ActorMethod0[dCaller, []string], caller gray.Handle[dCaller], where string) {
+	t.Helper()
+	s, err := gray.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := actorState(t, s, callee).Pending; p != 0 {
+		t.Errorf("the driver counts %d calls %s pending; direct calls should not pass through it", p, where)
+	}
+	g.open(t)
+	if res, err := gray.Get(ctx, finish.Remote(caller)); err != nil || fmt.Sprint(res) != "[ok ok ok]" {
+		t.Fatalf("the direct calls %s returned %v, %v; want [ok ok ok]", where, res, err)
+	}
 }

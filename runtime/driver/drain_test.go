@@ -3,12 +3,15 @@ package driver_test
 import (
 	"context"
 	"errors"
+	"os"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/internal/clustertest"
+	"github.com/gray-ml/gray/runtime/cluster"
+	"github.com/gray-ml/gray/runtime/task"
 )
 
 // Release's drain (runtime/direct, drain.go; runtime/worker,
@@ -62,4 +65,42 @@ func TestDirectCallsDrainOnRelease(t *testing.T) {
 	if _, err := gray.Get(ctx, dCallerRun.Remote(c, log, 0, 3)); !errors.Is(err, gray.ErrActorDead) {
 		t.Fatalf("calls made after the release: %v, want ErrActorDead", err)
 	}
+}
+
+// A caller on another node than its callee's: an actor on node 1 calling
+// an actor on the driver's machine (the head's node, with the "near"
+// resource). Both end with their processes: on a cluster an actor is
+// restarted on another node by default, and so is called through the
+// driver, which keeps its replay log.
+var (
+	dNearLogType    = gray.Actor0("test.direct.NearLog", newDLog, gray.Resource("near", 1), gray.NoRestarts())
+	dNearLogAdd     = gray.Method1(dNearLogType, "add", dLogAddFn)
+	dNearLogBlock   = gray.Method1(dNearLogType, "block", dLogBlockFn)
+	dNearLogWhere   = gray.Method0(dNearLogType, "where", func(*dLog, context.Context) (string, error) { return os.Getenv(cluster.EnvNodeID), nil })
+	dFarCallerType  = gray.Actor0("test.direct.FarCaller", func(context.Context) (*dCaller, error) { return &dCaller{}, nil }, gray.Resource("far", 1), gray.NoRestarts())
+	dFarCallerStart = gray.Method2(dFarCallerType, "start", startCalls(dNearLogAdd, dNearLogBlock))
+	dFarCallerWhere = gray.Method0(dFarCallerType, "where", func(*dCaller, context.Context) (string, error) { return os.Getenv(cluster.EnvNodeID), nil })
+	dFarCallerDone  = gray.Method0(dFarCallerType, "finish", finishCalls)
+)
+
+// On a cluster, an actor on another node calls an actor on the driver's
+// machine directly (TCP at the host the driver's workers are dialled by),
+// not through the driver: while the callee runs the call, the driver
+// counts none pending.
+func TestClusterDirectCallFromAnotherNode(t *testing.T) {
+	t.Setenv(task.EnvDirect, "1")
+	c := clustertest.Start(t, clustertest.Options{Nodes: 1, CPUsPerNode: 2, NodeResources: map[int]map[string]float64{0: {"near": 1}, 1: {"far": 1}}})
+	initCluster(t, c)
+	waitResources(t, 4)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	log := newActor(t, ctx, dNearLogType)
+	if where, err := gray.Get(ctx, dNearLogWhere.Remote(log)); err != nil || where != c.Node(0).ID {
+		t.Fatalf("the callee runs on %q (%v), want the head's node, the driver's (%s)", where, err, c.Node(0).ID)
+	}
+	caller, g, _, _ := blockedCallerOf(t, ctx, dFarCallerType, dFarCallerStart, log)
+	if where, err := gray.Get(ctx, dFarCallerWhere.Remote(caller)); err != nil || where != c.Node(1).ID {
+		t.Fatalf("the caller runs on %q (%v), want node 1 (%s)", where, err, c.Node(1).ID)
+	}
+	bypassed(t, ctx, log, g, dFarCallerDone, caller, "from node 1")
 }

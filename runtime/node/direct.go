@@ -1,6 +1,9 @@
 package node
 
 import (
+	"net"
+
+	"github.com/gray-ml/gray/runtime/cluster"
 	"github.com/gray-ml/gray/runtime/direct"
 	"github.com/gray-ml/gray/runtime/ids"
 	"github.com/gray-ml/gray/runtime/pool"
@@ -148,6 +151,22 @@ func (n *Node) drainDirect(a *actor) bool {
 		}
 	}
 	return false
+}
+
+// directHostEnv is the environment that makes the workers of cluster
+// driver c on its machine take direct calls from other nodes too
+// (task.EnvDirectHost): the host its workers dial, unless that is
+// unspecified (0.0.0.0), which names no machine to other nodes.
+func directHostEnv(c *cluster.DriverNode) []string {
+	addr := c.Advertise
+	if addr == "" {
+		addr = c.Listen
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); err != nil || host == "" || ip != nil && ip.IsUnspecified() {
+		return nil
+	}
+	return []string{task.EnvDirectHost + "=" + host}
 }
 
 // newDirect returns the node's direct table, which asks ob about objects.

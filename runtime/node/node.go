@@ -266,6 +266,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		// Local workers too dial other nodes (pulling objects, direct
 		// calls), with the cluster's token.
 		env = append(slices.Clip(env), task.EnvToken+"="+hex.EncodeToString(cfg.Cluster.Token))
+		env = append(env, directHostEnv(cfg.Cluster)...) // callers on other nodes (direct.go)
 	}
 	pc := pool.Config{Lock: &n.mu, Executable: cfg.Executable, Args: cfg.Args, Env: env,
 		LogDir: cfg.LogDir, Output: cfg.Output, Play: cfg.startWorker}

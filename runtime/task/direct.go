@@ -28,6 +28,12 @@ const (
 	MsgDirectReadsDone byte = 94
 )
 
+// EnvDirectHost, in the environment of a cluster driver's workers on its
+// own machine, is the host other nodes reach that machine by: such a
+// worker asked to take direct calls listens on TCP there too, beside its
+// Unix socket, so callers on other nodes reach it in one hop.
+const EnvDirectHost = "GRAY_DIRECT_HOST"
+
 // EnvDirect, set to "0" in a driver's environment, stops its actors
 // calling other actors directly (on by default; the driver passes it on to
 // its workers on other nodes).

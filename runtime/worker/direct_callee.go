@@ -29,8 +29,8 @@ import (
 
 // calleeState is a worker's state as a callee of direct calls.
 type calleeState struct {
-	ln      net.Listener
-	on      atomic.Bool                // ln is set: originOf has calls to look for
+	lns     []net.Listener             // a Unix socket, TCP, or both (directListener)
+	on      atomic.Bool                // lns is set: originOf has calls to look for
 	origins map[*task.Spec]*directConn // queued direct calls and their connections, under Worker.mu
 	running atomic.Bool                // a direct call runs now
 	leased  atomic.Bool                // it is a leased task (lease_callee.go)
@@ -54,14 +54,16 @@ type calleeState struct {
 func (w *Worker) listenDirect() {
 	addr := ""
 	w.mu.Lock()
-	if w.callee.ln == nil {
-		ln, a, err := w.directListener()
+	if w.callee.lns == nil {
+		lns, a, err := w.directListener()
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "gray: %s: taking direct calls: %v; they go through the driver\n", w.name, err)
 		} else {
-			w.callee.ln = ln
+			w.callee.lns = lns
 			w.callee.on.Store(true)
-			go w.acceptDirect(ln) // owned by the listener, which lives as long as the process
+			for _, ln := range lns {
+				go w.acceptDirect(ln) // owned by the listener, which lives as long as the process
+			}
 		}
 		addr = a
 	} else {
@@ -72,22 +74,49 @@ func (w *Worker) listenDirect() {
 	_ = w.conn.Send(task.MsgDirectAddr, func(b []byte) []byte { return wire.AppendString(b, addr) })
 }
 
-// directListener listens where callers can reach this worker.
-func (w *Worker) directListener() (net.Listener, string, error) {
+// directListener listens where callers can reach this worker: on a Unix
+// socket beside the driver's on the driver's machine, and there also on
+// TCP at task.EnvDirectHost when the driver runs a cluster (callers on
+// other nodes); on TCP on another node. The address says all, space-
+// separated (runtime/direct picks one per caller).
+func (w *Worker) directListener() ([]net.Listener, string, error) {
 	sock := os.Getenv(task.EnvSocket)
 	if !strings.HasPrefix(sock, "tcp:") {
 		path := filepath.Join(filepath.Dir(sock), "direct-"+strconv.Itoa(w.id)+".sock")
 		_ = os.Remove(path) // a previous process of this worker number
 		ln, err := net.Listen("unix", path)
-		return ln, path, err
-	}
-	tok, err := clusterToken("to serve direct calls with")
-	if err != nil {
-		return nil, "", err
+		if err != nil {
+			return nil, "", err
+		}
+		host := os.Getenv(task.EnvDirectHost)
+		if host == "" {
+			return []net.Listener{ln}, path, nil
+		}
+		tl, addr, err := tcpListener(host)
+		if err != nil {
+			// This machine's callers still call it directly.
+			fmt.Fprintf(os.Stderr, "gray: %s: taking direct calls from other nodes: %v; theirs go through the driver\n", w.name, err)
+			return []net.Listener{ln}, path, nil
+		}
+		return []net.Listener{ln, tl}, path + " " + addr, nil
 	}
 	host := "0.0.0.0"
 	if w.localIP != nil {
 		host = w.localIP.String()
+	}
+	ln, addr, err := tcpListener(host)
+	if err != nil {
+		return nil, "", err
+	}
+	return []net.Listener{ln}, addr, nil
+}
+
+// tcpListener listens on host with the cluster token's handshake and
+// returns the listener and its address as callers dial it ("tcp:…").
+func tcpListener(host string) (net.Listener, string, error) {
+	tok, err := clusterToken("to serve direct calls with")
+	if err != nil {
+		return nil, "", err
 	}
 	ln, err := transfer.Listen(net.JoinHostPort(host, "0"), tok)
 	if err != nil {

@@ -67,13 +67,13 @@ func (w *Worker) connEnded(c *directConn) {
 func (w *Worker) drainDirect() {
 	w.mu.Lock()
 	w.callee.draining = true
-	ln := w.callee.ln
+	lns := w.callee.lns
 	conns := make([]*directConn, 0, len(w.callee.conns))
 	for c := range w.callee.conns {
 		conns = append(conns, c)
 	}
 	w.mu.Unlock()
-	if ln != nil {
+	for _, ln := range lns {
 		_ = ln.Close() // acceptDirect ends
 	}
 	for _, c := range conns {
