@@ -324,7 +324,14 @@ func BenchmarkPixelPongSample(b *testing.B) {
 // member), and the process's CPU time beyond the 2-thread step's work
 // (spin2-ms: members watching for each other, and the Go runtime's own
 // spinning between goroutines), which on a loaded machine takes its share
-// from the step.
+// from the step. Against what the machine allows: each round also runs a
+// 1-thread round on each of two independent learners at once, each on a
+// thread of its own, and limit2 is the median of the rounds' steps per
+// second over the 1-thread round's: what two cores of this machine give
+// this very work at best (their caches and memory, and the VM's share of
+// the host, included: on an idle machine with two whole cores, 2).
+// wall2-of-limit is wall1-over-wall2 over limit2, the share of that the
+// 2-thread learner gets.
 func BenchmarkLearnerStepPaired(b *testing.B) {
 	for _, bc := range []struct {
 		name  string
@@ -338,6 +345,10 @@ func BenchmarkLearnerStepPaired(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			a, batch := benchAgentOn(b, bc.env, bc.cfg)
 			one, seq, two := benchLearner(b, a, 1), benchLearner(b, a, 2), benchLearner(b, a, 2)
+			// other steps a policy of its own (a learner updates its
+			// policy's weights) beside one.
+			oa, obatch := benchAgentOn(b, bc.env, bc.cfg)
+			other := benchLearner(b, oa, 1)
 			seq.team.Close() // the same shards on the caller's goroutine alone
 			seq.team = models.NewTeam(1)
 			idx := firstRows(a.Cfg.SGDMinibatchSize)
@@ -360,7 +371,33 @@ func BenchmarkLearnerStepPaired(b *testing.B) {
 				wall := time.Since(start)
 				return per(processCPUNanos() - cpu), per(wall.Nanoseconds()), readSched(tid).minus(st0)
 			}
-			var t1, ts, work, path, serial, w1, w2, speedup, q1, ownQ, ownSleep, restQ, idle []float64
+			// pair runs a round on one and other at once and returns the
+			// wall milliseconds per step of each.
+			pair := func() float64 {
+				start := time.Now()
+				errs := make(chan error, 1)
+				go func() {
+					runtime.LockOSThread()
+					defer runtime.UnlockOSThread()
+					var err error
+					for range bc.steps {
+						if _, err = other.step(&obatch, idx, 0.2); err != nil {
+							break
+						}
+					}
+					errs <- err
+				}()
+				for range bc.steps {
+					if _, err := one.step(&batch, idx, 0.2); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := <-errs; err != nil {
+					b.Fatal(err)
+				}
+				return per(time.Since(start).Nanoseconds())
+			}
+			var t1, ts, work, path, serial, w1, w2, speedup, limit, q1, ownQ, ownSleep, restQ, idle []float64
 			b.ResetTimer()
 			for range b.N {
 				c1, wall1, st1 := run(one)
@@ -373,6 +410,7 @@ func BenchmarkLearnerStepPaired(b *testing.B) {
 				idle = append(idle, c2-per(int64(tr.Work+tr.Serial)))
 				w2 = append(w2, wall2)
 				speedup = append(speedup, wall1/wall2)
+				limit = append(limit, 2*wall1/pair())
 				ownQ, restQ = append(ownQ, per(st2.ownWait)), append(restQ, per(st2.restWait))
 				ownSleep = append(ownSleep, wall2-per(st2.ownRun+st2.ownWait))
 				work = append(work, per(int64(tr.Work+tr.Serial)))
@@ -390,6 +428,8 @@ func BenchmarkLearnerStepPaired(b *testing.B) {
 			b.ReportMetric(med(w1), "wall1-ms")
 			b.ReportMetric(med(w2), "wall2-ms")
 			b.ReportMetric(med(speedup), "wall1-over-wall2")
+			b.ReportMetric(med(limit), "limit2")
+			b.ReportMetric(med(speedup)/med(limit), "wall2-of-limit")
 			b.ReportMetric(med(q1), "queue1-ms")
 			b.ReportMetric(med(ownQ), "queue2-own-ms")
 			b.ReportMetric(med(restQ), "queue2-rest-ms")
