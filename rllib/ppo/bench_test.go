@@ -136,8 +136,9 @@ func firstRows(n int) []int {
 // benchmarks/scaling/learner.sh runs it beside the PyTorch peer
 // (benchmarks/models/torch_ppo_step.py), which times the same steps.
 //
-// Besides the means (ms/step wall, cpu-ms/step of the process, and the
-// team's trace: path-ms/step, work-ms/step), it reports the medians over
+// Besides the means (ms/step wall and cpu-ms/step of the process, of b.N
+// steps untraced; then of b.N steps traced, the team's trace:
+// path-ms/step, work-ms/step), it reports the medians over
 // the steps of the work and of the critical path (med-work-ms,
 // med-path-ms; on one thread both are the step's process CPU). On a
 // loaded machine some steps cost far more CPU than others, at any thread
@@ -165,22 +166,36 @@ func BenchmarkLearnerStep(b *testing.B) {
 				runtime.LockOSThread()
 				defer runtime.UnlockOSThread()
 				ms := func(ns int64) float64 { return float64(ns) / 1e6 }
-				work, path := make([]float64, 0, b.N), make([]float64, 0, b.N)
-				b.ResetTimer()
-				cpu0 := processCPUNanos()
-				l.team.Trace(true)
-				last := l.team.Traced()
-				for i := 0; i < b.N; i++ {
-					cpu := processCPUNanos()
+				step := func() {
 					if _, err := l.step(&batch, idx, 0.2); err != nil {
 						b.Fatal(err)
 					}
-					cpu = processCPUNanos() - cpu
+				}
+				// The wall and CPU time untraced: the trace reads each
+				// thread's CPU clock (a system call) around every part,
+				// a cost the user's steps do not have.
+				b.ResetTimer()
+				cpu0 := processCPUNanos()
+				for range b.N {
+					step()
+				}
+				b.StopTimer()
+				b.ReportMetric(float64(b.Elapsed().Microseconds())/1e3/float64(b.N), "ms/step")
+				cpu := ms(processCPUNanos()-cpu0) / float64(b.N)
+				b.ReportMetric(cpu, "cpu-ms/step")
+				// Then as many steps traced, for the work and the path.
+				work, path := make([]float64, 0, b.N), make([]float64, 0, b.N)
+				l.team.Trace(true)
+				last := l.team.Traced()
+				for range b.N {
+					c := processCPUNanos()
+					step()
+					c = processCPUNanos() - c
 					now := l.team.Traced()
 					d := now.Minus(last)
 					last = now
 					if d.Runs == 0 { // one thread: the step's CPU
-						work, path = append(work, ms(cpu)), append(path, ms(cpu))
+						work, path = append(work, ms(c)), append(path, ms(c))
 						continue
 					}
 					// The owner's time between Runs counts in the next
@@ -189,9 +204,6 @@ func BenchmarkLearnerStep(b *testing.B) {
 					path = append(path, ms(int64(d.Path+d.Serial)))
 				}
 				tr := l.team.Trace(false)
-				cpu := ms(processCPUNanos()-cpu0) / float64(b.N)
-				b.ReportMetric(float64(b.Elapsed().Microseconds())/1e3/float64(b.N), "ms/step")
-				b.ReportMetric(cpu, "cpu-ms/step")
 				// path-ms/step: the step's critical path in CPU time (the
 				// serial stretches plus each Run's busiest goroutine), the
 				// wall time a core per thread would give; on one thread,
@@ -402,10 +414,15 @@ func BenchmarkLearnerStepPaired(b *testing.B) {
 			for range b.N {
 				c1, wall1, st1 := run(one)
 				t1, w1, q1 = append(t1, c1), append(w1, wall1), append(q1, per(st1.ownWait))
+				// The 2-thread round for the wall time runs untraced (the
+				// trace reads a thread's CPU clock, a system call, around
+				// every part), right after its 1-thread peer; a traced
+				// round then gives the work and the path.
+				c2, wall2, st2 := run(two)
 				cs, _, _ := run(seq)
 				ts = append(ts, cs)
 				two.team.Trace(true)
-				c2, wall2, st2 := run(two)
+				run(two)
 				tr := two.team.Trace(false)
 				idle = append(idle, c2-per(int64(tr.Work+tr.Serial)))
 				w2 = append(w2, wall2)
