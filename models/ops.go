@@ -193,9 +193,7 @@ func (t *Tape) unary(op opcode, x *Tensor, s1, s2 float64) *Tensor {
 			o[k] = 1 / (1 + math.Exp(-v))
 		}
 	case opExp:
-		for k, v := range xd {
-			o[k] = math.Exp(v)
-		}
+		expSlice(o, xd)
 	case opLog:
 		for k, v := range xd {
 			o[k] = math.Log(v)
@@ -365,12 +363,35 @@ func (t *Tape) LogSoftmax(x *Tensor) *Tensor {
 	if y := t.again(opLogSoftmax, x); y != nil {
 		return y
 	}
-	_, out := t.push(opLogSoftmax, x.Rows, x.Cols, x, nil, nil)
+	nd, out := t.push(opLogSoftmax, x.Rows, x.Cols, x, nil, nil)
+	// Each row's values less its maximum, exponentiated all at once
+	// (expSlice), then less the log of each row's sum.
+	o := out.Data
 	for i := 0; i < x.Rows; i++ {
-		row, o := x.Row(i), out.Row(i)
-		lse := logSumExp(row)
+		row, orow := x.Row(i), out.Row(i)
+		m := math.Inf(-1)
+		for _, v := range row {
+			m = max(m, v)
+		}
+		if math.IsInf(m, 0) { // no finite maximum: log Σ exp is m
+			m = 0
+		}
 		for j, v := range row {
-			o[j] = v - lse
+			orow[j] = v - m
+		}
+	}
+	nd.aux = grow(nd.aux, len(o))
+	e := nd.aux
+	expSlice(e, o)
+	for i := 0; i < x.Rows; i++ {
+		orow := out.Row(i)
+		sum := 0.0
+		for _, v := range e[i*x.Cols : (i+1)*x.Cols] {
+			sum += v
+		}
+		lse := math.Log(sum)
+		for j := range orow {
+			orow[j] -= lse
 		}
 	}
 	return out
@@ -533,14 +554,16 @@ func (nd *node) backward() {
 		}
 	case opLogSoftmax: // dx = dy - softmax·Σdy
 		if a.Grad != nil {
+			p := nd.aux[:out.Len()]
+			expSlice(p, out.Data[:out.Len()]) // the softmax
 			for i := 0; i < a.Rows; i++ {
-				y, gy, ag := out.Row(i), g[i*out.Cols:(i+1)*out.Cols], a.Grad[i*a.Cols:(i+1)*a.Cols]
+				gy, ag := g[i*out.Cols:(i+1)*out.Cols], a.Grad[i*a.Cols:(i+1)*a.Cols]
 				s := 0.0
 				for _, v := range gy {
 					s += v
 				}
-				for j := range ag {
-					ag[j] += gy[j] - math.Exp(y[j])*s
+				for j, pj := range p[i*out.Cols : (i+1)*out.Cols] {
+					ag[j] += gy[j] - pj*s
 				}
 			}
 		}
