@@ -34,8 +34,8 @@ import (
 //     whole sum, and returns what to do to each range of the sum: nil for
 //     nothing;
 //  4. the team calls that on its ranges [lo, hi), which are aligned to
-//     1,024 values (so an elementwise update gives the same values for
-//     any team).
+//     256 values (so an elementwise update whose vector loop takes four
+//     values at a time gives the same values for any team).
 //
 // With a nil update SumStep only sums, and returns 0. Each goroutine runs
 // its own parts first (as Run cuts them) and then any not yet started.
@@ -122,9 +122,11 @@ func (t *Team) SumStep(grads [][]float64, parts int, part func(k int), update fu
 	return norm
 }
 
-// updateBlock is the alignment of the ranges SumStep's update is applied
-// to (AdamRanges needs 1,024).
-const updateBlock = 1024
+// updateBlock is the size of the ranges a small gradient's update is cut
+// into: fine enough that each goroutine's own ranges end within a few
+// values of where its own parts' weights do (a tower's), so that a core
+// updates the weights it reads next.
+const updateBlock = 256
 
 // blockSums returns a slice for the squares of n values' norm blocks:
 // the team's own, or a new one without a team.
@@ -164,7 +166,8 @@ func addSums(sums []float64) float64 {
 // the gradient left zero (so the next backward pass starts from zero), and
 // the new weights checked. The weights are those of scaling the gradient,
 // Adam's StepOn and AllFinite one after the other, for any cut of ranges
-// aligned to 1,024 values.
+// aligned to 4 values (the AVX2 loop's four at a time: each weight takes
+// the same path, and rounding, for any cut).
 type AdamRanges struct {
 	u       adamStep
 	w, g    []float64
@@ -186,7 +189,7 @@ func (o *Adam) Ranges(w, g []float64, scale float64) (*AdamRanges, error) {
 	return &AdamRanges{u: u, w: w, g: g, scale: scale}, nil
 }
 
-// Apply updates the weights [lo, hi), lo a multiple of 1,024. Ranges that
+// Apply updates the weights [lo, hi), lo a multiple of 4. Ranges that
 // do not overlap may be applied concurrently.
 func (r *AdamRanges) Apply(lo, hi int) {
 	u := &r.u
