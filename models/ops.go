@@ -650,8 +650,13 @@ func (nd *node) unaryBackward() {
 			xg[k] += v * nd.s1
 		}
 	case opTanh:
-		for k, v := range g {
-			xg[k] += v * (1 - y[k]*y[k])
+		done := 0
+		if haveFMA {
+			tanhGrad4(xg, g, y)
+			done = n &^ 3
+		}
+		for k := done; k < n; k++ {
+			xg[k] += g[k] * (1 - y[k]*y[k])
 		}
 	case opRelu:
 		for k, v := range g {

@@ -248,3 +248,34 @@ eloop:
 
 edone:
 	RET
+
+// func tanhGrad4(xg, g, y []float64)
+//
+// xg[i] += g[i]·(1 - y[i]·y[i]) for i < len(g)&^3, four at a time, each
+// product, difference and sum rounded on its own (no FMA): the bits of the
+// scalar loop.
+TEXT ·tanhGrad4(SB), NOSPLIT, $0-72
+	MOVQ xg_base+0(FP), DI
+	MOVQ g_base+24(FP), SI
+	MOVQ g_len+32(FP), CX
+	MOVQ y_base+48(FP), DX
+	SHRQ $2, CX
+	JZ   gdone
+	VMOVUPD tanh_one<>(SB), Y15
+
+gloop:
+	VMOVUPD (DX), Y0
+	VMULPD  Y0, Y0, Y0                // y·y
+	VSUBPD  Y0, Y15, Y0               // 1 - y·y
+	VMULPD  (SI), Y0, Y0              // g·(1 - y·y)
+	VADDPD  (DI), Y0, Y0              // xg + g·(1 - y·y)
+	VMOVUPD Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	ADDQ    $32, DX
+	DECQ    CX
+	JNZ     gloop
+	VZEROUPPER
+
+gdone:
+	RET
