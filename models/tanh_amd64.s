@@ -140,6 +140,30 @@ DATA tanh_c13<>+16(SB)/8, $0x3de6124613a86d09
 DATA tanh_c13<>+24(SB)/8, $0x3de6124613a86d09
 GLOBL tanh_c13<>(SB), RODATA|NOPTR, $32
 
+// EXPM1 sets Q to expm1(R) for |R| ≤ ln2/2: R·(c1 + R·(c2 + ... + R·c13)),
+// the Taylor series to R^13 (error below 1e-16 relative).
+#define EXPM1(R, Q) \
+	VMOVUPD tanh_c13<>(SB), Q; \
+	VFMADD213PD tanh_c12<>(SB), R, Q; \
+	VFMADD213PD tanh_c11<>(SB), R, Q; \
+	VFMADD213PD tanh_c10<>(SB), R, Q; \
+	VFMADD213PD tanh_c9<>(SB), R, Q; \
+	VFMADD213PD tanh_c8<>(SB), R, Q; \
+	VFMADD213PD tanh_c7<>(SB), R, Q; \
+	VFMADD213PD tanh_c6<>(SB), R, Q; \
+	VFMADD213PD tanh_c5<>(SB), R, Q; \
+	VFMADD213PD tanh_c4<>(SB), R, Q; \
+	VFMADD213PD tanh_c3<>(SB), R, Q; \
+	VFMADD213PD tanh_c2<>(SB), R, Q; \
+	VFMADD213PD tanh_c1<>(SB), R, Q; \
+	VMULPD R, Q, Q
+
+// POW2 sets S to 2^K for the integral K in [-1022, 1023], from its bits.
+#define POW2(K, S) \
+	VADDPD tanh_magic<>(SB), K, S; \
+	VPSLLQ $52, S, S; \
+	VPADDQ tanh_one<>(SB), S, S
+
 // func tanh4(dst, src []float64)
 //
 // dst[i] = tanh(src[i]) for i < len(src)&^3, four at a time with AVX2+FMA:
@@ -167,23 +191,8 @@ loop:
 	VXORPD  Y12, Y2, Y2               // z = -2a
 	VFNMADD231PD tanh_ln2hi<>(SB), Y3, Y2 // r = z - k·ln2hi
 	VFNMADD231PD tanh_ln2lo<>(SB), Y3, Y2 // r -= k·ln2lo
-	VMOVUPD tanh_c13<>(SB), Y4
-	VFMADD213PD tanh_c12<>(SB), Y2, Y4
-	VFMADD213PD tanh_c11<>(SB), Y2, Y4
-	VFMADD213PD tanh_c10<>(SB), Y2, Y4
-	VFMADD213PD tanh_c9<>(SB), Y2, Y4
-	VFMADD213PD tanh_c8<>(SB), Y2, Y4
-	VFMADD213PD tanh_c7<>(SB), Y2, Y4
-	VFMADD213PD tanh_c6<>(SB), Y2, Y4
-	VFMADD213PD tanh_c5<>(SB), Y2, Y4
-	VFMADD213PD tanh_c4<>(SB), Y2, Y4
-	VFMADD213PD tanh_c3<>(SB), Y2, Y4
-	VFMADD213PD tanh_c2<>(SB), Y2, Y4
-	VFMADD213PD tanh_c1<>(SB), Y2, Y4
-	VMULPD  Y2, Y4, Y4                // q = expm1(r)
-	VADDPD  tanh_magic<>(SB), Y3, Y5
-	VPSLLQ  $52, Y5, Y5
-	VPADDQ  tanh_one<>(SB), Y5, Y5    // s = 2^k
+	EXPM1(Y2, Y4)                     // q = expm1(r)
+	POW2(Y3, Y5)                      // s = 2^k
 	VSUBPD  tanh_one<>(SB), Y5, Y6    // s - 1
 	VFMADD231PD Y4, Y5, Y6            // e = s·q + (s - 1)
 	VADDPD  tanh_two<>(SB), Y6, Y7    // 2 + e
@@ -221,23 +230,8 @@ eloop:
 	VMOVAPD Y0, Y2
 	VFNMADD231PD tanh_ln2hi<>(SB), Y3, Y2 // r = x - k·ln2hi
 	VFNMADD231PD tanh_ln2lo<>(SB), Y3, Y2 // r -= k·ln2lo
-	VMOVUPD tanh_c13<>(SB), Y4
-	VFMADD213PD tanh_c12<>(SB), Y2, Y4
-	VFMADD213PD tanh_c11<>(SB), Y2, Y4
-	VFMADD213PD tanh_c10<>(SB), Y2, Y4
-	VFMADD213PD tanh_c9<>(SB), Y2, Y4
-	VFMADD213PD tanh_c8<>(SB), Y2, Y4
-	VFMADD213PD tanh_c7<>(SB), Y2, Y4
-	VFMADD213PD tanh_c6<>(SB), Y2, Y4
-	VFMADD213PD tanh_c5<>(SB), Y2, Y4
-	VFMADD213PD tanh_c4<>(SB), Y2, Y4
-	VFMADD213PD tanh_c3<>(SB), Y2, Y4
-	VFMADD213PD tanh_c2<>(SB), Y2, Y4
-	VFMADD213PD tanh_c1<>(SB), Y2, Y4
-	VMULPD  Y2, Y4, Y4                // q = expm1(r)
-	VADDPD  tanh_magic<>(SB), Y3, Y5
-	VPSLLQ  $52, Y5, Y5
-	VPADDQ  tanh_one<>(SB), Y5, Y5    // s = 2^k
+	EXPM1(Y2, Y4)                     // q = expm1(r)
+	POW2(Y3, Y5)                      // s = 2^k
 	VFMADD231PD Y4, Y5, Y5            // s·q + s
 	VMOVUPD Y5, (DI)
 	ADDQ    $32, SI
