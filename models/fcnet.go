@@ -183,6 +183,10 @@ type FullyConnected struct {
 	vfHidden   []*Dense
 	vfHead     *Dense
 	activation opcode
+	// first and split are the indices in params of the network's first
+	// tensor and of its value network's first (the value network's
+	// tensors, when it has its own, come last).
+	first, split int
 }
 
 // NewFullyConnected builds a fully connected network with numInputs inputs
@@ -209,7 +213,7 @@ func newRand(seed uint64) *rand.Rand {
 // newFullyConnected builds the network's layers into p (which may already
 // hold other layers, such as a convolutional stack's).
 func newFullyConnected(p *Params, rng *rand.Rand, numInputs, numOutputs int, opts ModelOptions) (*FullyConnected, error) {
-	m := &FullyConnected{opts: opts, in: numInputs, out: numOutputs, params: p, activation: opTanh}
+	m := &FullyConnected{opts: opts, in: numInputs, out: numOutputs, params: p, activation: opTanh, first: len(p.tensors)}
 	if opts.Activation == "relu" {
 		m.activation = opRelu
 	}
@@ -246,6 +250,7 @@ func newFullyConnected(p *Params, rng *rand.Rand, numInputs, numOutputs int, opt
 	if opts.FreeLogStd {
 		m.logStd = m.params.New("log_std", 1, headOut)
 	}
+	m.split = len(p.tensors)
 	if opts.Value {
 		vfIn := last
 		if !opts.VFShareLayers {
@@ -275,26 +280,71 @@ func (m *FullyConnected) Options() ModelOptions { return m.opts }
 
 // Forward implements Model.
 func (m *FullyConnected) Forward(t *Tape, obs *Tensor) Output {
-	if obs.Cols != m.in {
-		panic(fmt.Sprintf("models: FullyConnected with %d inputs got observations %s", m.in, obs.shape()))
-	}
-	h := obs
-	for _, d := range m.hidden {
-		h = t.unary(m.activation, d.Forward(t, h), 0, 0)
-	}
-	o := Output{Last: h, Out: m.head.Forward(t, h)}
-	if m.logStd != nil {
-		o.Out = t.Concat(o.Out, t.RepeatRows(m.logStd, obs.Rows))
-	}
+	m.checkInputs(obs)
+	h := m.hiddens(t, m.hidden, obs)
+	o := Output{Last: h, Out: m.policyHead(t, h, obs.Rows)}
 	if m.vfHead != nil {
 		v := h
 		if !m.opts.VFShareLayers {
-			v = obs
-			for _, d := range m.vfHidden {
-				v = t.unary(m.activation, d.Forward(t, v), 0, 0)
-			}
+			v = m.hiddens(t, m.vfHidden, obs)
 		}
 		o.Value = m.vfHead.Forward(t, v)
 	}
 	return o
+}
+
+func (m *FullyConnected) checkInputs(obs *Tensor) {
+	if obs.Cols != m.in {
+		panic(fmt.Sprintf("models: FullyConnected with %d inputs got observations %s", m.in, obs.shape()))
+	}
+}
+
+// hiddens applies the hidden layers to x.
+func (m *FullyConnected) hiddens(t *Tape, layers []*Dense, x *Tensor) *Tensor {
+	for _, d := range layers {
+		x = t.unary(m.activation, d.Forward(t, x), 0, 0)
+	}
+	return x
+}
+
+// policyHead is Output.Out from the last hidden layer h of rows rows.
+func (m *FullyConnected) policyHead(t *Tape, h *Tensor, rows int) *Tensor {
+	out := m.head.Forward(t, h)
+	if m.logStd != nil {
+		out = t.Concat(out, t.RepeatRows(m.logStd, rows))
+	}
+	return out
+}
+
+// Tower is one of a model's networks that shares no weight with the rest
+// of the model, so that its gradient can be computed on a tape of its own,
+// at the same time as the rest's.
+type Tower struct {
+	// Params are the tower's weights and gradients: a view of the model's
+	// (Params.Slice).
+	Params *Params
+	// Forward computes the tower's output for obs on t.
+	Forward func(t *Tape, obs *Tensor) *Tensor
+}
+
+// Towers returns the policy network (whose output is Forward's Out) and
+// the value network (Forward's Value) of a network with a value network of
+// its own (a value output without vf_share_layers); ok is false for any
+// other. Each tower computes its output with the operations Forward
+// records for it, so the values and gradients are Forward's, bit for bit.
+// Call it after the model's weights are final (ShareWeights re-points
+// them).
+func (m *FullyConnected) Towers() (policy, value Tower, ok bool) {
+	if m.vfHead == nil || m.opts.VFShareLayers {
+		return Tower{}, Tower{}, false
+	}
+	policy = Tower{Params: m.params.Slice(m.first, m.split), Forward: func(t *Tape, obs *Tensor) *Tensor {
+		m.checkInputs(obs)
+		return m.policyHead(t, m.hiddens(t, m.hidden, obs), obs.Rows)
+	}}
+	value = Tower{Params: m.params.Slice(m.split, len(m.params.tensors)), Forward: func(t *Tape, obs *Tensor) *Tensor {
+		m.checkInputs(obs)
+		return m.vfHead.Forward(t, m.hiddens(t, m.vfHidden, obs))
+	}}
+	return policy, value, true
 }

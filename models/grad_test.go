@@ -78,6 +78,13 @@ func gradCases() []gradCase {
 		gradCase{name: "Categorical.LogLikelihood", shapes: [][2]int{{3, 4}}, f: func(t *Tape, x []*Tensor) *Tensor {
 			return Categorical{N: 4}.LogLikelihood(t, x[0], t.Const(3, 1, actions))
 		}},
+		// PPO's three terms of one policy's logits share one log-softmax
+		// and one exponential of it (Tape.again).
+		gradCase{name: "Categorical.AllTerms", shapes: [][2]int{{3, 4}, {3, 4}}, f: func(t *Tape, x []*Tensor) *Tensor {
+			d := Categorical{N: 4}
+			lp := d.LogLikelihood(t, x[0], t.Const(3, 1, actions))
+			return t.Add(t.Add(lp, d.KL(t, x[1], x[0])), d.Entropy(t, x[0]))
+		}},
 		gradCase{name: "Categorical.Entropy", shapes: [][2]int{{3, 4}}, f: func(t *Tape, x []*Tensor) *Tensor { return Categorical{N: 4}.Entropy(t, x[0]) }},
 		gradCase{name: "Categorical.KL", shapes: [][2]int{{3, 4}, {3, 4}}, f: func(t *Tape, x []*Tensor) *Tensor { return Categorical{N: 4}.KL(t, x[0], x[1]) }},
 		gradCase{name: "DiagGaussian.LogLikelihood", shapes: [][2]int{{3, 4}}, f: func(t *Tape, x []*Tensor) *Tensor {
@@ -264,5 +271,33 @@ func TestShapeMismatchPanicsWithShapes(t *testing.T) {
 			}()
 			f()
 		}()
+	}
+}
+
+// A log-softmax or exponential of a tensor already taken since the last
+// Reset is the earlier result, not a second operation; another tensor's,
+// or the same after a Reset, is recorded.
+func TestRepeatedOpsRecordedOnce(t *testing.T) {
+	tp := NewTape()
+	x := tp.Const(2, 3, []float64{1, 2, 3, 4, 5, 6})
+	y := tp.Const(2, 3, []float64{1, 2, 3, 4, 5, 6})
+	for _, tc := range []struct {
+		name string
+		op   func(*Tensor) *Tensor
+	}{{"LogSoftmax", tp.LogSoftmax}, {"Exp", tp.Exp}} {
+		a := tc.op(x)
+		n := tp.Len()
+		if b := tc.op(x); b != a || tp.Len() != n {
+			t.Errorf("%s of the same tensor recorded twice", tc.name)
+		}
+		if c := tc.op(y); c == a || tp.Len() != n+1 {
+			t.Errorf("%s of another tensor not recorded", tc.name)
+		}
+	}
+	tp.Reset()
+	x = tp.Const(2, 3, []float64{1, 2, 3, 4, 5, 6})
+	tp.LogSoftmax(x)
+	if tp.Len() != 2 {
+		t.Errorf("after Reset the tape has %d operations, want 2", tp.Len())
 	}
 }

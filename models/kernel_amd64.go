@@ -42,6 +42,19 @@ func kern1x8(k int, a *float64, aks int, b *float64, ldb int, c *float64)
 //go:noescape
 func tanh4(dst, src []float64)
 
+// exp4 writes exp(src[i]) into dst[i] for i < len(src)&^3 (AVX2+FMA),
+// right for src[i] in [-708, 709] only; dst must be at least as long as
+// src.
+//
+//go:noescape
+func exp4(dst, src []float64)
+
+// tanhGrad4 adds g[i]·(1 - y[i]²) to xg[i] for i < len(g)&^3 (AVX2),
+// with the scalar loop's rounding; xg and y must be at least as long as g.
+//
+//go:noescape
+func tanhGrad4(xg, g, y []float64)
+
 // adam4 applies Adam to the first len(w)&^3 weights (AVX2+FMA) with the
 // gradient g·scale, sets those values of g to zero when clear is set, and
 // reports whether every weight it updated is finite; g, m and v must be at

@@ -193,9 +193,7 @@ func (t *Tape) unary(op opcode, x *Tensor, s1, s2 float64) *Tensor {
 			o[k] = 1 / (1 + math.Exp(-v))
 		}
 	case opExp:
-		for k, v := range xd {
-			o[k] = math.Exp(v)
-		}
+		expSlice(o, xd)
 	case opLog:
 		for k, v := range xd {
 			o[k] = math.Log(v)
@@ -247,7 +245,15 @@ func (t *Tape) Relu(x *Tensor) *Tensor { return t.unary(opRelu, x, 0, 0) }
 func (t *Tape) Sigmoid(x *Tensor) *Tensor { return t.unary(opSigmoid, x, 0, 0) }
 
 // Exp returns exp(x) elementwise.
-func (t *Tape) Exp(x *Tensor) *Tensor { return t.unary(opExp, x, 0, 0) }
+//
+// Like LogSoftmax, Exp of a tensor it already exponentiated since the last
+// Reset returns the earlier result.
+func (t *Tape) Exp(x *Tensor) *Tensor {
+	if y := t.again(opExp, x); y != nil {
+		return y
+	}
+	return t.unary(opExp, x, 0, 0)
+}
 
 // Log returns the natural logarithm of x elementwise.
 func (t *Tape) Log(x *Tensor) *Tensor { return t.unary(opLog, x, 0, 0) }
@@ -347,13 +353,45 @@ func (t *Tape) RowMax(x *Tensor) *Tensor {
 }
 
 // LogSoftmax returns log(softmax(x)) of each row, computed stably.
+//
+// The log-softmax of a tensor already recorded since the last Reset is
+// the earlier result, not a new operation: a categorical distribution's
+// log-likelihood, entropy and KL divergence each ask for the log-softmax
+// of the same logits, and one pass, with one backward pass that takes
+// the three gradients summed, costs a third of three.
 func (t *Tape) LogSoftmax(x *Tensor) *Tensor {
-	_, out := t.push(opLogSoftmax, x.Rows, x.Cols, x, nil, nil)
+	if y := t.again(opLogSoftmax, x); y != nil {
+		return y
+	}
+	nd, out := t.push(opLogSoftmax, x.Rows, x.Cols, x, nil, nil)
+	// Each row's values less its maximum, exponentiated all at once
+	// (expSlice), then less the log of each row's sum.
+	o := out.Data
 	for i := 0; i < x.Rows; i++ {
-		row, o := x.Row(i), out.Row(i)
-		lse := logSumExp(row)
+		row, orow := x.Row(i), out.Row(i)
+		m := math.Inf(-1)
+		for _, v := range row {
+			m = max(m, v)
+		}
+		if math.IsInf(m, 0) { // no finite maximum: log Σ exp is m
+			m = 0
+		}
 		for j, v := range row {
-			o[j] = v - lse
+			orow[j] = v - m
+		}
+	}
+	nd.aux = grow(nd.aux, len(o))
+	e := nd.aux
+	expSlice(e, o)
+	for i := 0; i < x.Rows; i++ {
+		orow := out.Row(i)
+		sum := 0.0
+		for _, v := range e[i*x.Cols : (i+1)*x.Cols] {
+			sum += v
+		}
+		lse := math.Log(sum)
+		for j := range orow {
+			orow[j] -= lse
 		}
 	}
 	return out
@@ -370,6 +408,17 @@ func (t *Tape) Softmax(x *Tensor) *Tensor {
 		}
 	}
 	return out
+}
+
+// again returns the result of the operation op (one without parameters)
+// on x recorded since the last Reset, or nil if there is none.
+func (t *Tape) again(op opcode, x *Tensor) *Tensor {
+	for _, nd := range t.nodes[:t.n] {
+		if nd.op == op && nd.a == x {
+			return nd.out
+		}
+	}
+	return nil
 }
 
 func logSumExp(row []float64) float64 {
@@ -505,14 +554,16 @@ func (nd *node) backward() {
 		}
 	case opLogSoftmax: // dx = dy - softmax·Σdy
 		if a.Grad != nil {
+			p := nd.aux[:out.Len()]
+			expSlice(p, out.Data[:out.Len()]) // the softmax
 			for i := 0; i < a.Rows; i++ {
-				y, gy, ag := out.Row(i), g[i*out.Cols:(i+1)*out.Cols], a.Grad[i*a.Cols:(i+1)*a.Cols]
+				gy, ag := g[i*out.Cols:(i+1)*out.Cols], a.Grad[i*a.Cols:(i+1)*a.Cols]
 				s := 0.0
 				for _, v := range gy {
 					s += v
 				}
-				for j := range ag {
-					ag[j] += gy[j] - math.Exp(y[j])*s
+				for j, pj := range p[i*out.Cols : (i+1)*out.Cols] {
+					ag[j] += gy[j] - pj*s
 				}
 			}
 		}
@@ -599,8 +650,13 @@ func (nd *node) unaryBackward() {
 			xg[k] += v * nd.s1
 		}
 	case opTanh:
-		for k, v := range g {
-			xg[k] += v * (1 - y[k]*y[k])
+		done := 0
+		if haveFMA {
+			tanhGrad4(xg, g, y)
+			done = n &^ 3
+		}
+		for k := done; k < n; k++ {
+			xg[k] += g[k] * (1 - y[k]*y[k])
 		}
 	case opRelu:
 		for k, v := range g {

@@ -64,7 +64,7 @@ func (r *Replicas) Grad(n int, shard func(k int, t *Tape, lo, hi int) float64) f
 	// The shards and the sum are one meeting of the team. Each shard's
 	// gradient is cleared on the shard's own goroutine (the sum only
 	// reads it).
-	r.team.SumStep(r.grads[:shards], func(k int) {
+	r.team.SumStep(r.grads[:shards], shards, func(k int) {
 		r.params[k].ZeroGrad()
 		lo, hi := ShardBounds(k, shards, n)
 		r.losses[k] = shard(k, r.tapes[k], lo, hi)

@@ -16,3 +16,23 @@ func tanhSlice(dst, src []float64) {
 		dst[i] = math.Tanh(src[i])
 	}
 }
+
+// expSlice writes exp(src[i]) into dst[i]: four at a time on CPUs with
+// AVX2 and FMA (accurate to a few ulps, like tanh4), math.Exp for the
+// rest, for arguments beyond the kernel's range and for NaN.
+func expSlice(dst, src []float64) {
+	dst = dst[:len(src)]
+	done := 0
+	if haveFMA {
+		exp4(dst, src)
+		done = len(src) &^ 3
+		for i, v := range src[:done] {
+			if !(v >= -708 && v <= 709) {
+				dst[i] = math.Exp(v)
+			}
+		}
+	}
+	for i := done; i < len(src); i++ {
+		dst[i] = math.Exp(src[i])
+	}
+}

@@ -38,6 +38,12 @@ DATA tanh_ln2lo<>+16(SB)/8, $0x3dea39ef35793c76
 DATA tanh_ln2lo<>+24(SB)/8, $0x3dea39ef35793c76
 GLOBL tanh_ln2lo<>(SB), RODATA|NOPTR, $32
 
+DATA exp_log2e<>+0(SB)/8, $0x3ff71547652b82fe
+DATA exp_log2e<>+8(SB)/8, $0x3ff71547652b82fe
+DATA exp_log2e<>+16(SB)/8, $0x3ff71547652b82fe
+DATA exp_log2e<>+24(SB)/8, $0x3ff71547652b82fe
+GLOBL exp_log2e<>(SB), RODATA|NOPTR, $32
+
 DATA tanh_magic<>+0(SB)/8, $0x4338000000000000
 DATA tanh_magic<>+8(SB)/8, $0x4338000000000000
 DATA tanh_magic<>+16(SB)/8, $0x4338000000000000
@@ -134,6 +140,30 @@ DATA tanh_c13<>+16(SB)/8, $0x3de6124613a86d09
 DATA tanh_c13<>+24(SB)/8, $0x3de6124613a86d09
 GLOBL tanh_c13<>(SB), RODATA|NOPTR, $32
 
+// EXPM1 sets Q to expm1(R) for |R| ≤ ln2/2: R·(c1 + R·(c2 + ... + R·c13)),
+// the Taylor series to R^13 (error below 1e-16 relative).
+#define EXPM1(R, Q) \
+	VMOVUPD tanh_c13<>(SB), Q; \
+	VFMADD213PD tanh_c12<>(SB), R, Q; \
+	VFMADD213PD tanh_c11<>(SB), R, Q; \
+	VFMADD213PD tanh_c10<>(SB), R, Q; \
+	VFMADD213PD tanh_c9<>(SB), R, Q; \
+	VFMADD213PD tanh_c8<>(SB), R, Q; \
+	VFMADD213PD tanh_c7<>(SB), R, Q; \
+	VFMADD213PD tanh_c6<>(SB), R, Q; \
+	VFMADD213PD tanh_c5<>(SB), R, Q; \
+	VFMADD213PD tanh_c4<>(SB), R, Q; \
+	VFMADD213PD tanh_c3<>(SB), R, Q; \
+	VFMADD213PD tanh_c2<>(SB), R, Q; \
+	VFMADD213PD tanh_c1<>(SB), R, Q; \
+	VMULPD R, Q, Q
+
+// POW2 sets S to 2^K for the integral K in [-1022, 1023], from its bits.
+#define POW2(K, S) \
+	VADDPD tanh_magic<>(SB), K, S; \
+	VPSLLQ $52, S, S; \
+	VPADDQ tanh_one<>(SB), S, S
+
 // func tanh4(dst, src []float64)
 //
 // dst[i] = tanh(src[i]) for i < len(src)&^3, four at a time with AVX2+FMA:
@@ -161,23 +191,8 @@ loop:
 	VXORPD  Y12, Y2, Y2               // z = -2a
 	VFNMADD231PD tanh_ln2hi<>(SB), Y3, Y2 // r = z - k·ln2hi
 	VFNMADD231PD tanh_ln2lo<>(SB), Y3, Y2 // r -= k·ln2lo
-	VMOVUPD tanh_c13<>(SB), Y4
-	VFMADD213PD tanh_c12<>(SB), Y2, Y4
-	VFMADD213PD tanh_c11<>(SB), Y2, Y4
-	VFMADD213PD tanh_c10<>(SB), Y2, Y4
-	VFMADD213PD tanh_c9<>(SB), Y2, Y4
-	VFMADD213PD tanh_c8<>(SB), Y2, Y4
-	VFMADD213PD tanh_c7<>(SB), Y2, Y4
-	VFMADD213PD tanh_c6<>(SB), Y2, Y4
-	VFMADD213PD tanh_c5<>(SB), Y2, Y4
-	VFMADD213PD tanh_c4<>(SB), Y2, Y4
-	VFMADD213PD tanh_c3<>(SB), Y2, Y4
-	VFMADD213PD tanh_c2<>(SB), Y2, Y4
-	VFMADD213PD tanh_c1<>(SB), Y2, Y4
-	VMULPD  Y2, Y4, Y4                // q = expm1(r)
-	VADDPD  tanh_magic<>(SB), Y3, Y5
-	VPSLLQ  $52, Y5, Y5
-	VPADDQ  tanh_one<>(SB), Y5, Y5    // s = 2^k
+	EXPM1(Y2, Y4)                     // q = expm1(r)
+	POW2(Y3, Y5)                      // s = 2^k
 	VSUBPD  tanh_one<>(SB), Y5, Y6    // s - 1
 	VFMADD231PD Y4, Y5, Y6            // e = s·q + (s - 1)
 	VADDPD  tanh_two<>(SB), Y6, Y7    // 2 + e
@@ -193,4 +208,68 @@ loop:
 	VZEROUPPER
 
 done:
+	RET
+
+// func exp4(dst, src []float64)
+//
+// dst[i] = exp(src[i]) for i < len(src)&^3, four at a time with AVX2+FMA,
+// by tanh4's reduction: x = k·ln2 + r, |r| ≤ ln2/2, exp(x) = 2^k·(1 + q)
+// with q = expm1(r) by the same series. 2^k is built from k's bits, which
+// holds for x in [-708, 709]; the caller recomputes the rest (and NaN).
+TEXT ·exp4(SB), NOSPLIT, $0-48
+	MOVQ dst_base+0(FP), DI
+	MOVQ src_base+24(FP), SI
+	MOVQ src_len+32(FP), CX
+	SHRQ $2, CX
+	JZ   edone
+
+eloop:
+	VMOVUPD (SI), Y0
+	VMULPD  exp_log2e<>(SB), Y0, Y3   // x·log2(e)
+	VROUNDPD $0, Y3, Y3               // k = round(x/ln2)
+	VMOVAPD Y0, Y2
+	VFNMADD231PD tanh_ln2hi<>(SB), Y3, Y2 // r = x - k·ln2hi
+	VFNMADD231PD tanh_ln2lo<>(SB), Y3, Y2 // r -= k·ln2lo
+	EXPM1(Y2, Y4)                     // q = expm1(r)
+	POW2(Y3, Y5)                      // s = 2^k
+	VFMADD231PD Y4, Y5, Y5            // s·q + s
+	VMOVUPD Y5, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     eloop
+	VZEROUPPER
+
+edone:
+	RET
+
+// func tanhGrad4(xg, g, y []float64)
+//
+// xg[i] += g[i]·(1 - y[i]·y[i]) for i < len(g)&^3, four at a time, each
+// product, difference and sum rounded on its own (no FMA): the bits of the
+// scalar loop.
+TEXT ·tanhGrad4(SB), NOSPLIT, $0-72
+	MOVQ xg_base+0(FP), DI
+	MOVQ g_base+24(FP), SI
+	MOVQ g_len+32(FP), CX
+	MOVQ y_base+48(FP), DX
+	SHRQ $2, CX
+	JZ   gdone
+	VMOVUPD tanh_one<>(SB), Y15
+
+gloop:
+	VMOVUPD (DX), Y0
+	VMULPD  Y0, Y0, Y0                // y·y
+	VSUBPD  Y0, Y15, Y0               // 1 - y·y
+	VMULPD  (SI), Y0, Y0              // g·(1 - y·y)
+	VADDPD  (DI), Y0, Y0              // xg + g·(1 - y·y)
+	VMOVUPD Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	ADDQ    $32, DX
+	DECQ    CX
+	JNZ     gloop
+	VZEROUPPER
+
+gdone:
 	RET

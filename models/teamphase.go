@@ -11,7 +11,12 @@ import (
 // first claims its own parts (a fixed cut of each phase, so that on an
 // idle machine the same goroutine takes the same data every step, with
 // it in its cache), then any part left unclaimed, the farthest from its
-// owner first. A member that has lost its core to another process, or is
+// owner first. A goroutine's own unclaimed parts are one word on a cache
+// line of its own, which it takes from the front and others from the
+// back, and it counts the parts it ran once per phase: on an idle machine
+// no claim moves a cache line between cores (a claim per part on a shared
+// line cost a small step's update phase, tens of parts, more than the
+// update itself). A member that has lost its core to another process, or is
 // still waking up, holds a Run up only by the part it has started: the
 // others do the rest, and the Run ends without waiting for it. On a busy
 // machine, where a member often waits milliseconds for a core, a
@@ -32,11 +37,40 @@ type teamPhase struct {
 // waits for it.
 type teamRun struct {
 	phases []teamPhase
-	n      int             // goroutines the phases' own parts are cut for
-	claims [][]atomic.Bool // per phase and part: claimed
-	left   []atomic.Int64  // per phase: parts not yet finished
-	gate   atomic.Int64    // phases finished (their after run)
-	tr     *runTrace       // set while the team is traced
+	n      int            // goroutines the phases' own parts are cut for
+	own    []partRange    // per phase p and goroutine j: own[p*n+j]
+	left   []atomic.Int64 // per phase: parts not yet finished
+	gate   atomic.Int64   // phases finished (their after run)
+	tr     *runTrace      // set while the team is traced
+}
+
+// partRange is the unclaimed parts [lo, hi) of one goroutine's own range
+// of a phase, packed as lo<<32 | hi: its goroutine claims from the front,
+// others from the back. Padded to a cache line of its own.
+type partRange struct {
+	w atomic.Uint64
+	_ [56]byte
+}
+
+func (c *partRange) set(lo, hi int) { c.w.Store(uint64(lo)<<32 | uint64(hi)) }
+
+// take claims the first unclaimed part (front) or the last (back), and
+// reports whether there was one.
+func (c *partRange) take(front bool) (int, bool) {
+	for {
+		w := c.w.Load()
+		lo, hi := int(w>>32), int(uint32(w))
+		if lo >= hi {
+			return 0, false
+		}
+		k, next := hi-1, uint64(lo)<<32|uint64(hi-1)
+		if front {
+			k, next = lo, uint64(lo+1)<<32|uint64(hi)
+		}
+		if c.w.CompareAndSwap(w, next) {
+			return k, true
+		}
+	}
 }
 
 // phaseWatch is how long a goroutine watches for the end of a phase's
@@ -51,8 +85,8 @@ const phaseWatch = 50 * time.Microsecond
 // has run. The caller, done with what it can claim, watches for the end
 // for wait before it sleeps.
 func (t *Team) runPhases(n int, phases []teamPhase, wait time.Duration) {
-	r := &teamRun{phases: phases, n: n, left: make([]atomic.Int64, len(phases))}
-	total, cloned := 0, false
+	r := &teamRun{phases: phases, n: n, left: make([]atomic.Int64, len(phases)), own: make([]partRange, len(phases)*n)}
+	cloned := false
 	for p, ph := range phases {
 		if ph.parts == 0 { // a phase of its after alone
 			if !cloned {
@@ -60,13 +94,11 @@ func (t *Team) runPhases(n int, phases []teamPhase, wait time.Duration) {
 			}
 			r.phases[p].parts, r.phases[p].part = 1, func(int) {}
 		}
-		total += r.phases[p].parts
-	}
-	claims := make([]atomic.Bool, total)
-	r.claims = make([][]atomic.Bool, len(phases))
-	for p, ph := range r.phases {
-		r.claims[p], claims = claims[:ph.parts:ph.parts], claims[ph.parts:]
-		r.left[p].Store(int64(ph.parts))
+		parts := r.phases[p].parts
+		r.left[p].Store(int64(parts))
+		for j := range n {
+			r.own[p*n+j].set(ShardBounds(j, n, parts))
+		}
 	}
 	if t.tracer != nil {
 		r.tr = t.tracer.start(len(phases), t.size)
@@ -98,41 +130,44 @@ func (t *Team) work(r *teamRun, j int, s *sleeper) {
 				s.sleepUnless(open)
 			}
 		}
-		parts := r.phases[p].parts
+		ran := 0
 		if j < r.n {
-			lo, hi := ShardBounds(j, r.n, parts)
-			for k := lo; k < hi; k++ {
-				t.try(r, p, k, j)
-			}
+			ran += t.runFrom(r, p, j, j, true)
 		}
 		for off := 1; off < r.n; off++ {
-			lo, hi := ShardBounds((j+off)%r.n, r.n, parts)
-			for k := hi - 1; k >= lo; k-- {
-				t.try(r, p, k, j)
-			}
+			ran += t.runFrom(r, p, (j+off)%r.n, j, false)
+		}
+		if ran > 0 {
+			t.finish(r, p, ran)
 		}
 	}
 }
 
-// try runs part k of phase p on goroutine j if no one has claimed it.
-func (t *Team) try(r *teamRun, p, k, j int) {
-	c := &r.claims[p][k]
-	if c.Load() || c.Swap(true) {
-		return
+// runFrom runs on goroutine j the parts of phase p it can claim from
+// goroutine i's own range (from the front when i is j, else from the
+// back) and returns how many it ran.
+func (t *Team) runFrom(r *teamRun, p, i, j int, front bool) int {
+	c := &r.own[p*r.n+i]
+	ran := 0
+	for {
+		k, ok := c.take(front)
+		if !ok {
+			return ran
+		}
+		if r.tr != nil {
+			r.tr.part(p, j, func() { r.phases[p].part(k) })
+		} else {
+			r.phases[p].part(k)
+		}
+		ran++
 	}
-	if r.tr != nil {
-		r.tr.part(p, j, func() { r.phases[p].part(k) })
-	} else {
-		r.phases[p].part(k)
-	}
-	t.finish(r, p)
 }
 
-// finish counts a finished part of phase p; the goroutine that finishes
-// the last runs the phase's after, opens the next phase and wakes the
-// Run's goroutines that went to sleep.
-func (t *Team) finish(r *teamRun, p int) {
-	if r.left[p].Add(-1) != 0 {
+// finish counts ran finished parts of phase p, all a goroutine will run
+// in it; the goroutine that finishes the last runs the phase's after,
+// opens the next phase and wakes the Run's goroutines that went to sleep.
+func (t *Team) finish(r *teamRun, p, ran int) {
+	if r.left[p].Add(-int64(ran)) != 0 {
 		return
 	}
 	if after := r.phases[p].after; after != nil {

@@ -18,36 +18,39 @@ import (
 // The values are those of the separate calls (SumGradsOn, GlobalNormOn,
 // scaling, Adam's StepOn, AllFinite), for any team.
 
-// SumStep runs a data-parallel step on the team and returns the norm of the
+// SumStep runs a training step on the team and returns the norm of the
 // summed gradient:
 //
-//  1. shard(k) for each k in [0, len(grads)): it leaves shard k's gradient
-//     in grads[k] (grads[0] is the master's);
+//  1. part(k) for each k in [0, parts): the parts leave shard j's
+//     gradient in grads[j] (grads[0] is the master's). A data-parallel
+//     step has a part per shard; a model of separate networks (Tower) can
+//     have a part per network and shard, each writing its network's slice
+//     of its shard's gradient;
 //  2. the team adds grads[1:] into grads[0] in order, only reading them
-//     (each shard's pass writes its gradient: Tape.BackwardSet, or a clear
-//     on the shard's own goroutine before Backward), and squares the sum's
-//     blocks for the norm, which is GlobalNormOn's;
-//  3. update(norm) runs once, on one goroutine, after every shard and the
+//     (each part writes its gradient: Tape.BackwardSet, or a clear on the
+//     part's own goroutine before Backward), and squares the sum's blocks
+//     for the norm, which is GlobalNormOn's;
+//  3. update(norm) runs once, on one goroutine, after every part and the
 //     whole sum, and returns what to do to each range of the sum: nil for
 //     nothing;
 //  4. the team calls that on its ranges [lo, hi), which are aligned to
-//     4,096 values (so an elementwise update gives the same values for
-//     any team).
+//     256 values (so an elementwise update whose vector loop takes four
+//     values at a time gives the same values for any team).
 //
 // With a nil update SumStep only sums, and returns 0. Each goroutine runs
-// its own shards first (as Run cuts parts) and then any not yet started.
-// A gradient of fewer than
-// 2·rangeMin values is summed and updated by the caller alone once the
-// shards are done, so that a small network's step meets the team once:
-// splitting its few thousand values saves less than a meeting costs when
-// a member has lost its core (on a loaded machine each one can wait a
-// time slice). Keeping that update on the caller's goroutine also keeps
-// the optimizer's state and the weights in one core's cache: handing the
-// update to whichever shard ends last moved them between cores every
-// step, a cost of the order of the update itself. A larger gradient is
-// summed and updated by up to Size goroutines, one per rangeMin values at
-// most, each on its own blocks first.
-func (t *Team) SumStep(grads [][]float64, shard func(k int), update func(norm float64) func(lo, hi int)) float64 {
+// its own parts first (as Run cuts them) and then any not yet started.
+//
+// The sum of a few shards' small gradients (fewer than 2·rangeMin values)
+// and its update are done by the caller alone once the parts are done:
+// handing them to the team moved the weights, the optimizer's state and
+// the shards' gradients between the cores' caches every step, a cost of
+// the order of the update itself. With one gradient (a step of separate
+// networks on one shard) nothing is summed, and the team updates it
+// together, each goroutine first the ranges its own networks' weights are
+// in, so that they stay in its core's cache. A larger gradient is summed
+// and updated by up to Size goroutines, one per rangeMin values at most,
+// each on its own blocks first.
+func (t *Team) SumStep(grads [][]float64, parts int, part func(k int), update func(norm float64) func(lo, hi int)) float64 {
 	dst := grads[0]
 	n := len(dst)
 	blocks := (n + normBlock - 1) / normBlock
@@ -74,8 +77,9 @@ func (t *Team) SumStep(grads [][]float64, shard func(k int), update func(norm fl
 			apply = update(norm)
 		}
 	}
-	if n < 2*rangeMin {
-		t.runWaiting(len(grads), shard, phaseWatch)
+	small := n < 2*rangeMin
+	if small && len(grads) > 1 {
+		t.runWaiting(parts, part, phaseWatch)
 		sum(0, blocks)
 		if decide(); apply != nil {
 			apply(0, n)
@@ -83,20 +87,26 @@ func (t *Team) SumStep(grads [][]float64, shard func(k int), update func(norm fl
 		return norm
 	}
 	// The sum and the update go block by block: each goroutine's own
-	// blocks are the same range of the weights in both phases.
+	// blocks are the same range of the weights in both phases. A small
+	// gradient's update is cut finer, so that its few thousand values
+	// are shared too.
+	upd := normBlock
+	if small {
+		upd = updateBlock
+	}
 	phases := []teamPhase{
-		{parts: len(grads), part: shard},
+		{parts: parts, part: part},
 		{parts: blocks, part: func(b int) { sum(b, b+1) }},
 	}
 	if update != nil {
 		phases[1].after = decide
-		phases = append(phases, teamPhase{parts: blocks, part: func(b int) {
+		phases = append(phases, teamPhase{parts: (n + upd - 1) / upd, part: func(b int) {
 			if apply != nil {
-				apply(b*normBlock, min((b+1)*normBlock, n))
+				apply(b*upd, min((b+1)*upd, n))
 			}
 		}})
 	}
-	members := min(t.Size(), max(len(grads), n/rangeMin))
+	members := min(t.Size(), max(parts, n/rangeMin))
 	if members == 1 {
 		for _, ph := range phases {
 			for k := range ph.parts {
@@ -111,6 +121,12 @@ func (t *Team) SumStep(grads [][]float64, shard func(k int), update func(norm fl
 	t.runPhases(members, phases, watchFor)
 	return norm
 }
+
+// updateBlock is the size of the ranges a small gradient's update is cut
+// into: fine enough that each goroutine's own ranges end within a few
+// values of where its own parts' weights do (a tower's), so that a core
+// updates the weights it reads next.
+const updateBlock = 256
 
 // blockSums returns a slice for the squares of n values' norm blocks:
 // the team's own, or a new one without a team.
@@ -150,7 +166,8 @@ func addSums(sums []float64) float64 {
 // the gradient left zero (so the next backward pass starts from zero), and
 // the new weights checked. The weights are those of scaling the gradient,
 // Adam's StepOn and AllFinite one after the other, for any cut of ranges
-// aligned to 1,024 values.
+// aligned to 4 values (the AVX2 loop's four at a time: each weight takes
+// the same path, and rounding, for any cut).
 type AdamRanges struct {
 	u       adamStep
 	w, g    []float64
@@ -172,7 +189,7 @@ func (o *Adam) Ranges(w, g []float64, scale float64) (*AdamRanges, error) {
 	return &AdamRanges{u: u, w: w, g: g, scale: scale}, nil
 }
 
-// Apply updates the weights [lo, hi), lo a multiple of 1,024. Ranges that
+// Apply updates the weights [lo, hi), lo a multiple of 4. Ranges that
 // do not overlap may be applied concurrently.
 func (r *AdamRanges) Apply(lo, hi int) {
 	u := &r.u

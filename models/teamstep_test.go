@@ -11,8 +11,10 @@ import (
 // SumStep with Adam's ranges gives the bits of the separate calls (the sum,
 // the norm, clipping, Adam's Step) for every team and shard count, on a
 // small network's weights (fewer than two ranges' worth) and a large one's,
-// clipped or not. The shards write their gradients (as BackwardSet does);
-// the sum only reads them, and the update clears the master's.
+// clipped or not. The shards write their gradients (as BackwardSet does),
+// each in one part or in two parts writing its halves (as a model's
+// separate networks do, Tower); the sum only reads them, and the update
+// clears the master's.
 func TestSumStepSameAsSeparate(t *testing.T) {
 	for _, n := range []int{9_001, 70_001} {
 		for _, clip := range []float64{0.5, 1e9} {
@@ -33,51 +35,55 @@ func TestSumStepSameAsSeparate(t *testing.T) {
 				}
 				want := w
 				for _, size := range []int{1, 2, 3} {
-					team := NewTeam(size)
-					w, opt := randVec(1, n), NewAdam(1e-3)
-					grads := make([][]float64, shards)
-					for k := range grads {
-						grads[k] = make([]float64, n)
-					}
-					norm := 0.0
-					for step := range 3 {
-						ran := make([]atomic.Int32, shards)
-						var r *AdamRanges
-						norm = team.SumStep(grads, func(k int) {
-							ran[k].Add(1)
-							copy(grads[k], grad(step, k))
-						}, func(norm float64) func(lo, hi int) {
-							scale := 1.0
-							if norm > clip {
-								scale = clip / norm
+					for _, perShard := range []int{1, 2} {
+						team := NewTeam(size)
+						w, opt := randVec(1, n), NewAdam(1e-3)
+						grads := make([][]float64, shards)
+						for k := range grads {
+							grads[k] = make([]float64, n)
+						}
+						norm := 0.0
+						for step := range 3 {
+							ran := make([]atomic.Int32, shards*perShard)
+							var r *AdamRanges
+							norm = team.SumStep(grads, shards*perShard, func(k int) {
+								ran[k].Add(1)
+								j, h := k/perShard, k%perShard
+								lo, hi := ShardBounds(h, perShard, n)
+								copy(grads[j][lo:hi], grad(step, j)[lo:hi])
+							}, func(norm float64) func(lo, hi int) {
+								scale := 1.0
+								if norm > clip {
+									scale = clip / norm
+								}
+								var err error
+								if r, err = opt.Ranges(w, grads[0], scale); err != nil {
+									t.Error(err)
+									return nil
+								}
+								return r.Apply
+							})
+							for k := range ran {
+								if c := ran[k].Load(); c != 1 {
+									t.Fatalf("n=%d team of %d, %d shards of %d parts: part %d ran %d times", n, size, shards, perShard, k, c)
+								}
 							}
-							var err error
-							if r, err = opt.Ranges(w, grads[0], scale); err != nil {
-								t.Error(err)
-								return nil
+							if r == nil || !r.Finite() {
+								t.Fatalf("n=%d team of %d: the update did not run or found a non-finite weight", n, size)
 							}
-							return r.Apply
-						})
-						for k := range ran {
-							if c := ran[k].Load(); c != 1 {
-								t.Fatalf("n=%d team of %d, %d shards: shard %d ran %d times", n, size, shards, k, c)
+							if slices.ContainsFunc(grads[0], func(v float64) bool { return v != 0 }) {
+								t.Fatalf("n=%d team of %d, %d shards: the update left the master's gradient uncleared", n, size, shards)
+							}
+							for k, g := range grads[1:] {
+								if !slices.Equal(g, grad(step, k+1)) {
+									t.Fatalf("n=%d team of %d, %d shards: the sum changed shard %d's gradient", n, size, shards, k+1)
+								}
 							}
 						}
-						if r == nil || !r.Finite() {
-							t.Fatalf("n=%d team of %d: the update did not run or found a non-finite weight", n, size)
+						team.Close()
+						if norm != wantNorm || !slices.Equal(w, want) {
+							t.Errorf("n=%d clip=%v team of %d, %d shards of %d parts: norm %v (want %v) or weights differ from the separate calls'", n, clip, size, shards, perShard, norm, wantNorm)
 						}
-						if slices.ContainsFunc(grads[0], func(v float64) bool { return v != 0 }) {
-							t.Fatalf("n=%d team of %d, %d shards: the update left the master's gradient uncleared", n, size, shards)
-						}
-						for k, g := range grads[1:] {
-							if !slices.Equal(g, grad(step, k+1)) {
-								t.Fatalf("n=%d team of %d, %d shards: the sum changed shard %d's gradient", n, size, shards, k+1)
-							}
-						}
-					}
-					team.Close()
-					if norm != wantNorm || !slices.Equal(w, want) {
-						t.Errorf("n=%d clip=%v team of %d, %d shards: norm %v (want %v) or weights differ from the separate calls'", n, clip, size, shards, norm, wantNorm)
 					}
 				}
 			}
@@ -97,7 +103,7 @@ func TestSumStepWithoutUpdate(t *testing.T) {
 	addTo(want, b)
 	for _, update := range []func(float64) func(int, int){nil, func(float64) func(int, int) { return nil }} {
 		grads := [][]float64{make([]float64, n), make([]float64, n)}
-		norm := team.SumStep(grads, func(k int) { copy(grads[k], [][]float64{a, b}[k]) }, update)
+		norm := team.SumStep(grads, len(grads), func(k int) { copy(grads[k], [][]float64{a, b}[k]) }, update)
 		if !slices.Equal(grads[0], want) || !slices.Equal(grads[1], b) {
 			t.Errorf("update %v: the master's gradient is not the sum, or the other shard's changed", update != nil)
 		}

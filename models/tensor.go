@@ -110,6 +110,29 @@ func (p *Params) ShareWeights(src *Params) error {
 	return nil
 }
 
+// Slice returns the tensors [from, to) of p (in creation order) as a
+// Params of their own whose weights and gradients are p's memory: a part
+// of a model whose gradient is computed on its own, such as a network that
+// shares no weight with the rest of the model (Tower). Take the view after
+// p is complete: New and ShareWeights re-point p's tensors, not the view.
+func (p *Params) Slice(from, to int) *Params {
+	if from < 0 || from > to || to > len(p.tensors) {
+		panic(fmt.Sprintf("models: Params.Slice(%d, %d) of %d tensors", from, to, len(p.tensors)))
+	}
+	lo := 0
+	for _, x := range p.tensors[:from] {
+		lo += x.Len()
+	}
+	hi := lo
+	for _, x := range p.tensors[from:to] {
+		hi += x.Len()
+	}
+	return &Params{
+		tensors: p.tensors[from:to:to], names: p.names[from:to:to],
+		data: p.data[lo:hi:hi], grad: p.grad[lo:hi:hi],
+	}
+}
+
 // Signature describes the parameters' names and shapes, e.g.
 // "fc0/w[4x64] fc0/b[1x64] ...". Save it with weights and compare it on
 // restore: two models can have equally many weights and still differ.

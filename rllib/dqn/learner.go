@@ -139,7 +139,7 @@ func (l *learner) step(buf *replay.Buffer, rng *rand.Rand, beta float64) (stepSt
 	// One meeting of the team: the shards (each writing its gradient), the
 	// gradient sum with its norm, then the checks, clipping, the Adam step
 	// and the check of the new weights.
-	s.gradNorm = l.team.SumStep(l.grads[:len(shards)], func(k int) {
+	s.gradNorm = l.team.SumStep(l.grads[:len(shards)], len(shards), func(k int) {
 		lo, hi := models.ShardBounds(k, len(shards), n)
 		l.shardStep(shards[k], lo, hi, float64(hi-lo)/float64(n))
 	}, func(norm float64) func(lo, hi int) {

@@ -219,7 +219,7 @@ func (a *Agent) Train(ctx context.Context) (rllib.Result, error) {
 			// workers' calls, joining their batches and merging filters.
 			"driver_time_s":   driverTime.Seconds(),
 			"driver_share":    rllib.PerSecond(driverTime.Seconds(), iterTime),
-			"learner_threads": float64(len(a.learner.shards)),
+			"learner_threads": float64(a.learner.team.Size()),
 		},
 	}, nil
 }

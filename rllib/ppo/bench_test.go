@@ -136,8 +136,9 @@ func firstRows(n int) []int {
 // benchmarks/scaling/learner.sh runs it beside the PyTorch peer
 // (benchmarks/models/torch_ppo_step.py), which times the same steps.
 //
-// Besides the means (ms/step wall, cpu-ms/step of the process, and the
-// team's trace: path-ms/step, work-ms/step), it reports the medians over
+// Besides the means (ms/step wall and cpu-ms/step of the process, of b.N
+// steps untraced; then of b.N steps traced, the team's trace:
+// path-ms/step, work-ms/step), it reports the medians over
 // the steps of the work and of the critical path (med-work-ms,
 // med-path-ms; on one thread both are the step's process CPU). On a
 // loaded machine some steps cost far more CPU than others, at any thread
@@ -165,22 +166,36 @@ func BenchmarkLearnerStep(b *testing.B) {
 				runtime.LockOSThread()
 				defer runtime.UnlockOSThread()
 				ms := func(ns int64) float64 { return float64(ns) / 1e6 }
-				work, path := make([]float64, 0, b.N), make([]float64, 0, b.N)
-				b.ResetTimer()
-				cpu0 := processCPUNanos()
-				l.team.Trace(true)
-				last := l.team.Traced()
-				for i := 0; i < b.N; i++ {
-					cpu := processCPUNanos()
+				step := func() {
 					if _, err := l.step(&batch, idx, 0.2); err != nil {
 						b.Fatal(err)
 					}
-					cpu = processCPUNanos() - cpu
+				}
+				// The wall and CPU time untraced: the trace reads each
+				// thread's CPU clock (a system call) around every part,
+				// a cost the user's steps do not have.
+				b.ResetTimer()
+				cpu0 := processCPUNanos()
+				for range b.N {
+					step()
+				}
+				b.StopTimer()
+				b.ReportMetric(float64(b.Elapsed().Microseconds())/1e3/float64(b.N), "ms/step")
+				cpu := ms(processCPUNanos()-cpu0) / float64(b.N)
+				b.ReportMetric(cpu, "cpu-ms/step")
+				// Then as many steps traced, for the work and the path.
+				work, path := make([]float64, 0, b.N), make([]float64, 0, b.N)
+				l.team.Trace(true)
+				last := l.team.Traced()
+				for range b.N {
+					c := processCPUNanos()
+					step()
+					c = processCPUNanos() - c
 					now := l.team.Traced()
 					d := now.Minus(last)
 					last = now
 					if d.Runs == 0 { // one thread: the step's CPU
-						work, path = append(work, ms(cpu)), append(path, ms(cpu))
+						work, path = append(work, ms(c)), append(path, ms(c))
 						continue
 					}
 					// The owner's time between Runs counts in the next
@@ -189,9 +204,6 @@ func BenchmarkLearnerStep(b *testing.B) {
 					path = append(path, ms(int64(d.Path+d.Serial)))
 				}
 				tr := l.team.Trace(false)
-				cpu := ms(processCPUNanos()-cpu0) / float64(b.N)
-				b.ReportMetric(float64(b.Elapsed().Microseconds())/1e3/float64(b.N), "ms/step")
-				b.ReportMetric(cpu, "cpu-ms/step")
 				// path-ms/step: the step's critical path in CPU time (the
 				// serial stretches plus each Run's busiest goroutine), the
 				// wall time a core per thread would give; on one thread,
@@ -324,7 +336,14 @@ func BenchmarkPixelPongSample(b *testing.B) {
 // member), and the process's CPU time beyond the 2-thread step's work
 // (spin2-ms: members watching for each other, and the Go runtime's own
 // spinning between goroutines), which on a loaded machine takes its share
-// from the step.
+// from the step. Against what the machine allows: each round also runs a
+// 1-thread round on each of two independent learners at once, each on a
+// thread of its own, and limit2 is the median of the rounds' steps per
+// second over the 1-thread round's: what two cores of this machine give
+// this very work at best (their caches and memory, and the VM's share of
+// the host, included: on an idle machine with two whole cores, 2).
+// wall2-of-limit is wall1-over-wall2 over limit2, the share of that the
+// 2-thread learner gets.
 func BenchmarkLearnerStepPaired(b *testing.B) {
 	for _, bc := range []struct {
 		name  string
@@ -338,6 +357,10 @@ func BenchmarkLearnerStepPaired(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			a, batch := benchAgentOn(b, bc.env, bc.cfg)
 			one, seq, two := benchLearner(b, a, 1), benchLearner(b, a, 2), benchLearner(b, a, 2)
+			// other steps a policy of its own (a learner updates its
+			// policy's weights) beside one.
+			oa, obatch := benchAgentOn(b, bc.env, bc.cfg)
+			other := benchLearner(b, oa, 1)
 			seq.team.Close() // the same shards on the caller's goroutine alone
 			seq.team = models.NewTeam(1)
 			idx := firstRows(a.Cfg.SGDMinibatchSize)
@@ -360,19 +383,51 @@ func BenchmarkLearnerStepPaired(b *testing.B) {
 				wall := time.Since(start)
 				return per(processCPUNanos() - cpu), per(wall.Nanoseconds()), readSched(tid).minus(st0)
 			}
-			var t1, ts, work, path, serial, w1, w2, speedup, q1, ownQ, ownSleep, restQ, idle []float64
+			// pair runs a round on one and other at once and returns the
+			// wall milliseconds per step of each.
+			pair := func() float64 {
+				start := time.Now()
+				errs := make(chan error, 1)
+				go func() {
+					runtime.LockOSThread()
+					defer runtime.UnlockOSThread()
+					var err error
+					for range bc.steps {
+						if _, err = other.step(&obatch, idx, 0.2); err != nil {
+							break
+						}
+					}
+					errs <- err
+				}()
+				for range bc.steps {
+					if _, err := one.step(&batch, idx, 0.2); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := <-errs; err != nil {
+					b.Fatal(err)
+				}
+				return per(time.Since(start).Nanoseconds())
+			}
+			var t1, ts, work, path, serial, w1, w2, speedup, limit, q1, ownQ, ownSleep, restQ, idle []float64
 			b.ResetTimer()
 			for range b.N {
 				c1, wall1, st1 := run(one)
 				t1, w1, q1 = append(t1, c1), append(w1, wall1), append(q1, per(st1.ownWait))
+				// The 2-thread round for the wall time runs untraced (the
+				// trace reads a thread's CPU clock, a system call, around
+				// every part), right after its 1-thread peer; a traced
+				// round then gives the work and the path.
+				c2, wall2, st2 := run(two)
 				cs, _, _ := run(seq)
 				ts = append(ts, cs)
 				two.team.Trace(true)
-				c2, wall2, st2 := run(two)
+				run(two)
 				tr := two.team.Trace(false)
 				idle = append(idle, c2-per(int64(tr.Work+tr.Serial)))
 				w2 = append(w2, wall2)
 				speedup = append(speedup, wall1/wall2)
+				limit = append(limit, 2*wall1/pair())
 				ownQ, restQ = append(ownQ, per(st2.ownWait)), append(restQ, per(st2.restWait))
 				ownSleep = append(ownSleep, wall2-per(st2.ownRun+st2.ownWait))
 				work = append(work, per(int64(tr.Work+tr.Serial)))
@@ -390,6 +445,8 @@ func BenchmarkLearnerStepPaired(b *testing.B) {
 			b.ReportMetric(med(w1), "wall1-ms")
 			b.ReportMetric(med(w2), "wall2-ms")
 			b.ReportMetric(med(speedup), "wall1-over-wall2")
+			b.ReportMetric(med(limit), "limit2")
+			b.ReportMetric(med(speedup)/med(limit), "wall2-of-limit")
 			b.ReportMetric(med(q1), "queue1-ms")
 			b.ReportMetric(med(ownQ), "queue2-own-ms")
 			b.ReportMetric(med(restQ), "queue2-rest-ms")

@@ -13,14 +13,26 @@ import (
 
 // learner runs PPO's minibatch SGD on the policy's parameters.
 //
-// Each minibatch is split into num_learner_threads fixed parts (shards)
-// whose gradients are computed concurrently by a team of goroutines
+// Each minibatch is split into fixed parts (shards) whose gradients are
+// computed concurrently by a team of num_learner_threads goroutines
 // (models.Team) on copies of the model that share the policy's weights
 // (each has gradients of its own), then summed in a fixed order; the
 // gradient clipping and the Adam step are split over the team too. The
 // arithmetic depends on the thread count but not on how many cores run
 // the shards, so a seed and a thread count give the same run on any
 // machine, and n cores compute a step in up to 1/n of the time.
+//
+// A model whose policy and value networks share no weight (a fully
+// connected network with a value network of its own, the default) is
+// split by network before it is split by rows: each shard's policy and
+// value losses are two parts, each on a tape of its own, writing their
+// networks' slices of the shard's gradient. The two networks are about
+// the same size, so two threads each compute half of the step with the
+// whole minibatch's products, and nothing is summed: for a small network,
+// whose step is a fraction of a millisecond, row shards would cost their
+// sum and their smaller products more than a thread saves. A shard's
+// parts compute the values the whole model's loss would, bit for bit, so
+// one shard split by network gives one thread's run.
 //
 // With a recurrent model the units of shuffling are the batch's sequences
 // rather than its rows: each minibatch holds sgd_minibatch_size /
@@ -52,6 +64,16 @@ type shard struct {
 	tape   *models.Tape
 	mb     minibatch
 	stats  learnStats
+	// towers are the model's policy and value networks when the learner
+	// splits its shards by network (towers[0].Forward nil: it does not);
+	// the value network's part records on vtape from its own copy of the
+	// rows, vmb. The parts leave their unweighted terms in stats and
+	// vstats, and the shard's share of the rows in weight.
+	towers [2]models.Tower
+	vtape  *models.Tape
+	vmb    minibatch
+	vstats learnStats
+	weight float64
 	// copied is set when the shard's model keeps weights of its own (a
 	// custom model, which may mirror them elsewhere): they are copied from
 	// the policy's before each step.
@@ -73,13 +95,35 @@ type minibatch struct {
 // with it the arithmetic, is fixed for a config and a thread count.
 const minShardRows = 32
 
-// newLearner builds the learner with threads shards (num_learner_threads);
-// copyPolicy makes a model of the same shape for each shard after the
-// first, which uses pol itself.
+// towered is a model whose policy and value networks share no weight
+// (models.FullyConnected).
+type towered interface {
+	Towers() (policy, value models.Tower, ok bool)
+}
+
+// splitsByNetwork reports whether a learner of threads threads splits
+// m's shards by network.
+func splitsByNetwork(m models.Model, threads int) bool {
+	if tm, ok := m.(towered); ok && threads > 1 {
+		_, _, ok := tm.Towers()
+		return ok
+	}
+	return false
+}
+
+// newLearner builds the learner for threads goroutines
+// (num_learner_threads): a shard per thread, or per two threads when the
+// model's shards are split by network; copyPolicy makes a model of the
+// same shape for each shard after the first, which uses pol itself.
 func newLearner(cfg *Config, pol *policy, threads int, copyPolicy func() (*policy, error)) (*learner, error) {
 	l := &learner{cfg: cfg, pol: pol, opt: models.NewAdam(cfg.LR), team: models.NewTeam(threads)}
+	split := splitsByNetwork(pol.Model, threads)
+	shards := threads
+	if split {
+		shards = (threads + 1) / 2
+	}
 	l.shards = append(l.shards, &shard{model: pol.Model, rnn: pol.RNN, params: pol.Params, tape: models.NewTape()})
-	for len(l.shards) < threads {
+	for len(l.shards) < shards {
 		p, err := copyPolicy()
 		if err != nil {
 			_ = l.close()
@@ -105,11 +149,18 @@ func newLearner(cfg *Config, pol *policy, threads int, copyPolicy func() (*polic
 	l.grads = make([][]float64, len(l.shards))
 	for k, sh := range l.shards {
 		l.grads[k] = sh.params.Grads()
+		if split { // after ShareWeights: the towers view the shared weights
+			sh.towers[0], sh.towers[1], _ = sh.model.(towered).Towers()
+			sh.vtape = models.NewTape()
+		}
 	}
 	if len(l.shards) > 1 {
 		l.tr = models.NewTransposes(pol.Params)
 		for _, sh := range l.shards {
 			sh.tape.ShareTransposes(l.tr)
+			if sh.vtape != nil {
+				sh.vtape.ShareTransposes(l.tr)
+			}
 		}
 	}
 	return l, nil
@@ -264,6 +315,11 @@ func (l *learner) step(b *sample.Batch, idx []int, klCoeff float64) (learnStats,
 	}
 	n := min(len(l.shards), m, max(1, rows/minShardRows))
 	shards := l.shards[:n]
+	split := shards[0].towers[0].Forward != nil
+	parts := n
+	if split {
+		parts = 2 * n
+	}
 	master := l.pol.Params
 	// Shard k takes units [k·m/n, (k+1)·m/n) and weighs its means by its
 	// share of the real rows, so the summed gradient is the whole
@@ -274,11 +330,15 @@ func (l *learner) step(b *sample.Batch, idx []int, klCoeff float64) (learnStats,
 	var s learnStats
 	var stepErr error
 	var upd *models.AdamRanges
-	// One meeting of the team: the shards (each writing its gradient), the
+	// One meeting of the team: the parts (each writing its gradient), the
 	// gradient sum with the norm of the sum, then, once the whole sum is
 	// in, the checks, clipping by the global norm, the Adam step and the
 	// check of the new weights.
-	s.gradNorm = l.team.SumStep(l.grads[:n], func(k int) {
+	s.gradNorm = l.team.SumStep(l.grads[:n], parts, func(k int) {
+		if split {
+			l.towerPart(shards[k/2], k%2, k/2, n, b, idx, rows, klCoeff)
+			return
+		}
 		sh := shards[k]
 		if sh.copied {
 			copy(sh.params.Flat(), master.Flat())
@@ -291,6 +351,9 @@ func (l *learner) step(b *sample.Batch, idx []int, klCoeff float64) (learnStats,
 			if err := sh.tape.Err(); err != nil { // a custom model's failure
 				stepErr = err
 				return nil
+			}
+			if split {
+				sh.stats = l.splitStats(sh.stats, sh.vstats, sh.weight, klCoeff)
 			}
 			s.policyLoss += sh.stats.policyLoss
 			s.vfLoss += sh.stats.vfLoss
@@ -326,49 +389,26 @@ func (l *learner) step(b *sample.Batch, idx []int, klCoeff float64) (learnStats,
 // on the shard's model and leaves its gradient in the shard's parameters.
 // It returns the weighted statistics.
 func (l *learner) shardLoss(sh *shard, weight, klCoeff float64) learnStats {
-	cfg, t, dist, mb := l.cfg, sh.tape, l.pol.Dist, &sh.mb
+	t, mb := sh.tape, &sh.mb
 	n := mb.rows
-	od, ad, dd := l.pol.ObsDim(), l.pol.ActDim(), l.pol.DistDim()
 	t.Reset()
 	var o models.Output
 	// mean averages over the real rows: padding rows have mask 0.
 	mean := t.Mean
+	var mask *models.Tensor
 	if sh.rnn != nil {
 		p := &mb.seq
-		o = sh.rnn.ForwardSeq(t, t.Const(n, od, mb.obs), t.Const(p.B, sh.rnn.StateSize(), p.State), nil)
-		mask, inv := t.Const(n, 1, p.Mask), 1/float64(p.Valid)
+		o = sh.rnn.ForwardSeq(t, t.Const(n, l.pol.ObsDim(), mb.obs), t.Const(p.B, sh.rnn.StateSize(), p.State), nil)
+		mask = t.Const(n, 1, p.Mask)
+		inv := 1 / float64(p.Valid)
 		mean = func(x *models.Tensor) *models.Tensor { return t.Scale(t.Sum(t.Mul(x, mask)), inv) }
 	} else {
-		o = sh.model.Forward(t, t.Const(n, od, mb.obs))
+		o = sh.model.Forward(t, t.Const(n, l.pol.ObsDim(), mb.obs))
 	}
-	logp := dist.LogLikelihood(t, o.Out, t.Const(n, ad, mb.act))
-	// The log-ratio is masked before exponentiating, so padding rows
-	// (whose old log-likelihood is a placeholder 0) have ratio 1.
-	logRatio := t.Sub(logp, t.Const(n, 1, mb.logp))
-	if sh.rnn != nil {
-		logRatio = t.Mul(logRatio, t.Const(n, 1, mb.seq.Mask))
-	}
-	ratio := t.Exp(logRatio)
-	adv := t.Const(n, 1, mb.adv)
-	surr := t.Minimum(t.Mul(ratio, adv), t.Mul(t.Clip(ratio, 1-cfg.ClipParam, 1+cfg.ClipParam), adv))
-	policyLoss := t.Neg(mean(surr))
-	kl := mean(dist.KL(t, t.Const(n, dd, mb.dist), o.Out))
-	entropy := mean(dist.Entropy(t, o.Out))
-	vtarg := t.Const(n, 1, mb.vtarg)
-	vfErr := t.Square(t.Sub(o.Value, vtarg))
-	if cfg.VFClipParam > 0 {
-		vOld := t.Const(n, 1, mb.vpred)
-		vClipped := t.Add(vOld, t.Clip(t.Sub(o.Value, vOld), -cfg.VFClipParam, cfg.VFClipParam))
-		vfErr = t.Maximum(vfErr, t.Square(t.Sub(vClipped, vtarg)))
-	}
-	vfLoss := mean(vfErr)
-	total := t.Add(policyLoss, t.Scale(vfLoss, cfg.VFLossCoeff))
-	if klCoeff != 0 {
-		total = t.Add(total, t.Scale(kl, klCoeff))
-	}
-	if cfg.EntropyCoeff != 0 {
-		total = t.Sub(total, t.Scale(entropy, cfg.EntropyCoeff))
-	}
+	policyLoss, kl, entropy := l.policyTerms(t, o.Out, mb, mask, mean)
+	vfLoss := l.valueLoss(t, o.Value, mb, mean)
+	total := t.Add(policyLoss, t.Scale(vfLoss, l.cfg.VFLossCoeff))
+	total = l.penalties(t, total, kl, entropy, klCoeff)
 	// The pass writes the shard's gradient: no clear before it, and the
 	// sum only reads it.
 	t.BackwardSet(t.Scale(total, weight), sh.params)
@@ -376,6 +416,100 @@ func (l *learner) shardLoss(sh *shard, weight, klCoeff float64) learnStats {
 		policyLoss: weight * policyLoss.Item(), vfLoss: weight * vfLoss.Item(), totalLoss: weight * total.Item(),
 		entropy: weight * entropy.Item(), kl: weight * kl.Item(),
 	}
+}
+
+// towerPart computes one network's part of the loss of shard j of n (a
+// shard split by network) on the network's own tape and leaves its
+// gradient in the network's slice of the shard's gradient: the policy's
+// terms (net 0: the surrogate loss, the KL penalty and the entropy bonus)
+// or the value function's (net 1). Its statistics, unweighted, go to
+// sh.stats or sh.vstats, for splitStats.
+func (l *learner) towerPart(sh *shard, net, j, n int, b *sample.Batch, idx []int, rows int, klCoeff float64) {
+	t, mb := sh.tape, &sh.mb
+	if net == 1 {
+		t, mb = sh.vtape, &sh.vmb
+	}
+	lo, hi := models.ShardBounds(j, n, len(idx))
+	mb.gather(b, idx[lo:hi], false, nil)
+	weight := float64(mb.valid) / float64(rows)
+	t.Reset()
+	out := sh.towers[net].Forward(t, t.Const(mb.rows, l.pol.ObsDim(), mb.obs))
+	if net == 1 {
+		vfLoss := l.valueLoss(t, out, mb, t.Mean)
+		t.BackwardSet(t.Scale(t.Scale(vfLoss, l.cfg.VFLossCoeff), weight), sh.towers[1].Params)
+		sh.vstats = learnStats{vfLoss: vfLoss.Item()}
+		return
+	}
+	policyLoss, kl, entropy := l.policyTerms(t, out, mb, nil, t.Mean)
+	t.BackwardSet(t.Scale(l.penalties(t, policyLoss, kl, entropy, klCoeff), weight), sh.towers[0].Params)
+	sh.stats = learnStats{policyLoss: policyLoss.Item(), kl: kl.Item(), entropy: entropy.Item()}
+	sh.weight = weight
+}
+
+// splitStats joins the unweighted statistics of a shard's two networks
+// (towerPart) into the shard's statistics weighted by its share of the
+// rows, with the total loss shardLoss would give.
+func (l *learner) splitStats(pol, vf learnStats, weight, klCoeff float64) learnStats {
+	// float64(...) keeps each product rounded on its own, as the tape's.
+	total := pol.policyLoss + float64(vf.vfLoss*l.cfg.VFLossCoeff)
+	if klCoeff != 0 {
+		total += float64(pol.kl * klCoeff)
+	}
+	if l.cfg.EntropyCoeff != 0 {
+		total -= float64(pol.entropy * l.cfg.EntropyCoeff)
+	}
+	return learnStats{
+		policyLoss: weight * pol.policyLoss, vfLoss: weight * vf.vfLoss, totalLoss: weight * total,
+		entropy: weight * pol.entropy, kl: weight * pol.kl,
+	}
+}
+
+// policyTerms records the policy's terms of the loss for the distribution
+// inputs out, each a mean over the real rows: the clipped surrogate loss,
+// the KL divergence from the old distribution and the entropy. mask (nil
+// without padding) marks the real rows.
+func (l *learner) policyTerms(t *models.Tape, out *models.Tensor, mb *minibatch, mask *models.Tensor, mean func(*models.Tensor) *models.Tensor) (policyLoss, kl, entropy *models.Tensor) {
+	cfg, dist, n := l.cfg, l.pol.Dist, mb.rows
+	logp := dist.LogLikelihood(t, out, t.Const(n, l.pol.ActDim(), mb.act))
+	// The log-ratio is masked before exponentiating, so padding rows
+	// (whose old log-likelihood is a placeholder 0) have ratio 1.
+	logRatio := t.Sub(logp, t.Const(n, 1, mb.logp))
+	if mask != nil {
+		logRatio = t.Mul(logRatio, mask)
+	}
+	ratio := t.Exp(logRatio)
+	adv := t.Const(n, 1, mb.adv)
+	surr := t.Minimum(t.Mul(ratio, adv), t.Mul(t.Clip(ratio, 1-cfg.ClipParam, 1+cfg.ClipParam), adv))
+	policyLoss = t.Neg(mean(surr))
+	kl = mean(dist.KL(t, t.Const(n, l.pol.DistDim(), mb.dist), out))
+	entropy = mean(dist.Entropy(t, out))
+	return policyLoss, kl, entropy
+}
+
+// valueLoss records the value function's loss for the predictions v: the
+// mean squared error against the value targets, or with vf_clip_param the
+// larger of it and the clipped prediction's.
+func (l *learner) valueLoss(t *models.Tape, v *models.Tensor, mb *minibatch, mean func(*models.Tensor) *models.Tensor) *models.Tensor {
+	cfg, n := l.cfg, mb.rows
+	vtarg := t.Const(n, 1, mb.vtarg)
+	vfErr := t.Square(t.Sub(v, vtarg))
+	if cfg.VFClipParam > 0 {
+		vOld := t.Const(n, 1, mb.vpred)
+		vClipped := t.Add(vOld, t.Clip(t.Sub(v, vOld), -cfg.VFClipParam, cfg.VFClipParam))
+		vfErr = t.Maximum(vfErr, t.Square(t.Sub(vClipped, vtarg)))
+	}
+	return mean(vfErr)
+}
+
+// penalties adds the KL penalty and subtracts the entropy bonus from loss.
+func (l *learner) penalties(t *models.Tape, loss, kl, entropy *models.Tensor, klCoeff float64) *models.Tensor {
+	if klCoeff != 0 {
+		loss = t.Add(loss, t.Scale(kl, klCoeff))
+	}
+	if l.cfg.EntropyCoeff != 0 {
+		loss = t.Sub(loss, t.Scale(entropy, l.cfg.EntropyCoeff))
+	}
+	return loss
 }
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }

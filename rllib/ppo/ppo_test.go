@@ -143,14 +143,57 @@ func TestSameThreadsSameRun(t *testing.T) {
 		for i := range runs {
 			a := newAgent(t, "CartPole-v1", cfg, 5)
 			agenttest.Train(t, a, 3)
-			if got := len(a.learner.shards); got != threads {
-				t.Fatalf("num_learner_threads %d: the learner has %d shards", threads, got)
+			if got := a.learner.team.Size(); got != threads {
+				t.Fatalf("num_learner_threads %d: the learner has %d threads", threads, got)
 			}
 			runs[i] = a.Weights()
 		}
 		if !slices.Equal(runs[0], runs[1]) {
 			t.Errorf("num_learner_threads %d: two runs with seed 5 differ", threads)
 		}
+	}
+}
+
+// TestNetworkSplitSameAsOneThread checks what splitting a shard by network
+// promises: a policy with a value network of its own (the default model)
+// trains on two learner threads to the weights one thread gives, bit for
+// bit, with the work of each step split between the policy's and the
+// value function's parts; with shared layers (nothing to split by
+// network) two threads shard the rows, and the run differs.
+func TestNetworkSplitSameAsOneThread(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		model map[string]any
+		same  bool
+	}{
+		{"separate value network", map[string]any{"fcnet_hiddens": []int{32, 32}}, true},
+		{"shared layers", map[string]any{"fcnet_hiddens": []int{32, 32}, "vf_share_layers": true}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var runs [2][]float64
+			var last [2]map[string]float64
+			for i, threads := range []int{1, 2} {
+				cfg := fastCartPole()
+				cfg["model"] = tc.model
+				cfg["num_learner_threads"] = threads
+				a := newAgent(t, "CartPole-v1", cfg, 5)
+				r := agenttest.Train(t, a, 2)
+				runs[i], last[i] = a.Weights(), r.Learner
+				if split := a.learner.shards[0].towers[0].Forward != nil; split != (threads == 2 && tc.same) {
+					t.Fatalf("%d threads: split by network %v", threads, split)
+				}
+			}
+			if same := slices.Equal(runs[0], runs[1]); same != tc.same {
+				t.Errorf("1 and 2 threads gave the same weights: %v, want %v", same, tc.same)
+			}
+			if tc.same {
+				for _, k := range []string{"policy_loss", "vf_loss", "total_loss", "kl", "entropy", "grad_gnorm"} {
+					if last[0][k] != last[1][k] {
+						t.Errorf("%s: %v on 1 thread, %v on 2", k, last[0][k], last[1][k])
+					}
+				}
+			}
+		})
 	}
 }
 
