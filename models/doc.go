@@ -103,7 +103,11 @@
 // first operation of the backward pass that reaches a parameter writes its
 // gradient instead of adding to a cleared one (the same bits, without a
 // pass over every gradient first). Data-parallel learners use it for their
-// shards, whose gradients Team.SumStep then only reads.
+// shards, whose gradients Team.SumStep then only reads. A network with a
+// value network of its own offers the two as Towers (FullyConnected.Towers):
+// each one's loss on a tape of its own, BackwardSet into its own slice of
+// the gradients (Tower.Params), gives the whole network's gradient bit for
+// bit, and the two can run on two cores at once (PPO's learner does).
 //
 // # Acting
 //
