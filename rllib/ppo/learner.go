@@ -256,9 +256,24 @@ func (l *learner) learn(ctx context.Context, b *sample.Batch, lr, klCoeff float6
 	return last, nil
 }
 
+// lossFields are the columns of a minibatch beyond its observations, by
+// the loss terms that read them (a network's part of a shard split by
+// network gathers only its own).
+type lossFields uint8
+
+const (
+	// policyFields: actions, the old distribution's inputs and
+	// log-likelihoods, advantages.
+	policyFields lossFields = 1 << iota
+	// valueFields: value targets and the old value predictions.
+	valueFields
+	allFields = policyFields | valueFields
+)
+
 // gather copies the units idx of b (rows, or sequences when seq is
 // true) into the minibatch buffers; sequences are padded time-major.
-func (m *minibatch) gather(b *sample.Batch, idx []int, seq bool, starts []int) {
+// Rows copy the observations and the columns of f (sequences, all).
+func (m *minibatch) gather(b *sample.Batch, idx []int, seq bool, starts []int, f lossFields) {
 	od, ad, dd := b.ObsDim, b.ActDim, b.DistDim
 	if seq {
 		p := &m.seq
@@ -276,20 +291,28 @@ func (m *minibatch) gather(b *sample.Batch, idx []int, seq bool, starts []int) {
 	n := len(idx)
 	m.rows, m.valid = n, n
 	m.obs = sample.Resize(m.obs, n*od)
-	m.act = sample.Resize(m.act, n*ad)
-	m.dist = sample.Resize(m.dist, n*dd)
-	m.logp = sample.Resize(m.logp, n)
-	m.adv = sample.Resize(m.adv, n)
-	m.vtarg = sample.Resize(m.vtarg, n)
-	m.vpred = sample.Resize(m.vpred, n)
 	for k, r := range idx {
 		copy(m.obs[k*od:(k+1)*od], b.Obs[r*od:(r+1)*od])
-		copy(m.act[k*ad:(k+1)*ad], b.Actions[r*ad:(r+1)*ad])
-		copy(m.dist[k*dd:(k+1)*dd], b.DistInputs[r*dd:(r+1)*dd])
-		m.logp[k] = b.Logp[r]
-		m.adv[k] = b.Advantages[r]
-		m.vtarg[k] = b.ValueTargets[r]
-		m.vpred[k] = b.VPreds[r]
+	}
+	if f&policyFields != 0 {
+		m.act = sample.Resize(m.act, n*ad)
+		m.dist = sample.Resize(m.dist, n*dd)
+		m.logp = sample.Resize(m.logp, n)
+		m.adv = sample.Resize(m.adv, n)
+		for k, r := range idx {
+			copy(m.act[k*ad:(k+1)*ad], b.Actions[r*ad:(r+1)*ad])
+			copy(m.dist[k*dd:(k+1)*dd], b.DistInputs[r*dd:(r+1)*dd])
+			m.logp[k] = b.Logp[r]
+			m.adv[k] = b.Advantages[r]
+		}
+	}
+	if f&valueFields != 0 {
+		m.vtarg = sample.Resize(m.vtarg, n)
+		m.vpred = sample.Resize(m.vpred, n)
+		for k, r := range idx {
+			m.vtarg[k] = b.ValueTargets[r]
+			m.vpred[k] = b.VPreds[r]
+		}
 	}
 }
 
@@ -344,7 +367,7 @@ func (l *learner) step(b *sample.Batch, idx []int, klCoeff float64) (learnStats,
 			copy(sh.params.Flat(), master.Flat())
 		}
 		lo, hi := models.ShardBounds(k, n, m)
-		sh.mb.gather(b, idx[lo:hi], seq, l.starts)
+		sh.mb.gather(b, idx[lo:hi], seq, l.starts, allFields)
 		sh.stats = l.shardLoss(sh, float64(sh.mb.valid)/float64(rows), klCoeff)
 	}, func(norm float64) func(lo, hi int) {
 		for _, sh := range shards {
@@ -425,12 +448,12 @@ func (l *learner) shardLoss(sh *shard, weight, klCoeff float64) learnStats {
 // or the value function's (net 1). Its statistics, unweighted, go to
 // sh.stats or sh.vstats, for splitStats.
 func (l *learner) towerPart(sh *shard, net, j, n int, b *sample.Batch, idx []int, rows int, klCoeff float64) {
-	t, mb := sh.tape, &sh.mb
+	t, mb, f := sh.tape, &sh.mb, policyFields
 	if net == 1 {
-		t, mb = sh.vtape, &sh.vmb
+		t, mb, f = sh.vtape, &sh.vmb, valueFields
 	}
 	lo, hi := models.ShardBounds(j, n, len(idx))
-	mb.gather(b, idx[lo:hi], false, nil)
+	mb.gather(b, idx[lo:hi], false, nil, f)
 	weight := float64(mb.valid) / float64(rows)
 	t.Reset()
 	out := sh.towers[net].Forward(t, t.Const(mb.rows, l.pol.ObsDim(), mb.obs))
