@@ -4,10 +4,12 @@ import "github.com/gray-ml/gray/runtime/ids"
 
 // callee is what the table knows of one actor's direct address.
 type callee[W comparable] struct {
-	addr    string // where its worker listens, space-separated ("": it could not)
-	asked   bool   // its worker was asked to listen (Listen)
-	said    bool   // its worker answered (Listening)
-	callers int    // callers answered with addr: they call it directly
+	addr  string // where its worker listens, space-separated ("": it could not)
+	asked bool   // its worker was asked to listen (Listen)
+	said  bool   // its worker answered (Listening)
+	// callers were answered with addr: they call it directly. Each
+	// counts the answers it has not said it dialled yet (Dialed; drain.go).
+	callers map[W]int
 	waiters []waiter[W]
 }
 
@@ -54,7 +56,7 @@ func (t *Table[W, T]) answer(a Actor[W]) {
 			t.emit(Effect[W, T]{Kind: ReplyAddr, To: q.w, Req: q.req})
 		}
 		c.waiters = nil
-		if c.callers == 0 {
+		if len(c.callers) == 0 {
 			delete(t.actors, a.ID)
 		} // else kept until its process stops: they may still be calling (Stopping)
 		return
@@ -71,8 +73,11 @@ func (t *Table[W, T]) answer(a Actor[W]) {
 	}
 	for _, q := range c.waiters {
 		addr := t.pick(q.w, a.Worker, c.addr)
-		if addr != "" {
-			c.callers++
+		if addr != "" && !t.ws.Dead(q.w) { // (a dead caller is not answered)
+			if c.callers == nil {
+				c.callers = map[W]int{}
+			}
+			c.callers[q.w]++
 		}
 		t.emit(Effect[W, T]{Kind: ReplyAddr, To: q.w, Req: q.req, Addr: addr})
 	}
@@ -84,7 +89,7 @@ func (t *Table[W, T]) answer(a Actor[W]) {
 // driver sees none of those calls).
 func (t *Table[W, T]) Callers(id ids.ActorID) int {
 	if c := t.actors[id]; c != nil {
-		return c.callers
+		return len(c.callers)
 	}
 	return 0
 }

@@ -88,7 +88,8 @@ type Table[W, T comparable] struct {
 	leased   map[sched.WorkerID]*lease[W, T] // by leased worker
 	leases   map[T]*lease[W, T]              // by the core's task for it
 	promised map[W]*promises
-	awaited  awaited // contains.go
+	awaited  awaited                          // contains.go
+	drains   map[ids.ActorID]*pendingDrain[W] // drain.go
 
 	effects []Effect[W, T]
 }
@@ -101,6 +102,7 @@ func New[W, T comparable](ws Workers[W], objs Objects) *Table[W, T] {
 		leased:   map[sched.WorkerID]*lease[W, T]{},
 		leases:   map[T]*lease[W, T]{},
 		promised: map[W]*promises{},
+		drains:   map[ids.ActorID]*pendingDrain[W]{},
 	}
 }
 
@@ -129,6 +131,10 @@ const (
 	// let their calls on the wire run and then exit (drain.go), instead
 	// of stopping its process now.
 	Drain
+	// DrainLater: leave worker To's process alone; its released actor's
+	// callers given the address have not all dialled it yet, and Drain
+	// follows once each has or has died (drain.go).
+	DrainLater
 )
 
 // Effect is one output of Step. Replies to a dead worker are never left.

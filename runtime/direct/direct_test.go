@@ -174,6 +174,8 @@ func (w *world) real(ev Event) Event {
 		return Contain{Parent: obj(e.Obj), Children: []ids.ObjectID{obj(e.Obj + ".1"), obj(e.Obj + ".2")}}
 	case stopping:
 		return Stopping[*wk]{Actor: w.actor(e.On, false, true, true), Released: e.Released}
+	case dialed:
+		return Dialed[*wk]{Caller: w.wk(e.Caller), Actor: counter}
 	}
 	return ev
 }
@@ -210,6 +212,8 @@ func (w *world) show(e Effect[*wk, *grant]) string {
 		return s + " for " + name(e.Object)
 	case Drain:
 		return "drain " + e.To.name
+	case DrainLater:
+		return "drain later " + e.To.name
 	}
 	return fmt.Sprintf("effect %d", e.Kind)
 }

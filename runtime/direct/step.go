@@ -83,7 +83,9 @@ type Returned[W comparable] struct {
 type Orphaned[T comparable] struct{ Lease T }
 
 // Gone: Worker's process ended. Its promises break (Break each) and the
-// leases it owned end (EndLease each).
+// leases it owned end (EndLease each); a drain that waited for it to dial
+// waits no more (Drain, when it was the last), and one of its own actor
+// is dropped.
 type Gone[W comparable] struct{ Worker W }
 
 // Promise: Worker promises (On) to put Object, an owned result it passed
@@ -132,6 +134,7 @@ func (t *Table[W, T]) Step(ev Event) {
 			t.forget(l)
 		}
 	case Gone[W]:
+		t.drainGone(e.Worker)
 		t.breakPromises(e.Worker)
 		for _, id := range slices.Sorted(maps.Keys(t.leased)) {
 			if l := t.leased[id]; l.owner == e.Worker {
@@ -146,6 +149,8 @@ func (t *Table[W, T]) Step(ev Event) {
 		t.contain(e)
 	case Stopping[W]:
 		t.stopping(e)
+	case Dialed[W]:
+		t.dialed(e)
 	}
 }
 

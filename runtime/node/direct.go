@@ -43,6 +43,8 @@ func (n *Node) handleDirect(w *proc, typ byte, payload []byte) error {
 		if m.Promise == task.PromisePublished {
 			ev = direct.Published{Object: m.Object}
 		}
+	case task.MsgDirectDialed:
+		ev = direct.Dialed[*proc]{Caller: w, Actor: m.Actor}
 	case task.MsgDirectReadsDone:
 		n.unpinReads(w)
 		return nil
@@ -132,6 +134,8 @@ func (n *Node) stepDirect(ev direct.Event) (ended bool) {
 			ended = true
 		case direct.Claim:
 			n.ob.Contain(e.Object, e.Children)
+		case direct.Drain: // a drain that waited for its callers to dial (drainDirect)
+			_ = n.append(e.To, task.MsgDirectDrain, nil) // (a connection gone ends the process anyway)
 		case direct.Break:
 			n.ob.BreakPromise(e.Object, &task.TaskError{Function: "(owned result)", Worker: e.To.name,
 				Message: "the worker that owned this result (a direct call's or a leased task's) died before it arrived", Cause: task.ErrWorkerDied})
@@ -142,12 +146,17 @@ func (n *Node) stepDirect(ev direct.Event) (ended bool) {
 
 // drainDirect reports whether dead actor a's process, about to stop, is
 // drained instead: released while direct callers held its address, it
-// exits once their calls on the wire ran (runtime/direct, drain.go).
+// exits once their calls on the wire ran (runtime/direct, drain.go). The
+// drain starts now, or once the callers given the address have all
+// dialled it or died (stepDirect sends it then).
 func (n *Node) drainDirect(a *actor) bool {
 	n.direct.Step(direct.Stopping[*proc]{Actor: n.directActor(a, a.id), Released: a.Draining() && !a.Killed()})
-	for _, e := range n.direct.Effects() { // Drain, or none
-		if e.Kind == direct.Drain {
+	for _, e := range n.direct.Effects() { // Drain, DrainLater, or none
+		switch e.Kind {
+		case direct.Drain:
 			return n.append(e.To, task.MsgDirectDrain, nil) == nil
+		case direct.DrainLater:
+			return true
 		}
 	}
 	return false

@@ -165,7 +165,7 @@ func (n *Node) handle(w *proc, typ byte, payload []byte) error {
 			return err
 		}
 		_ = n.Kill(id)
-	case task.MsgActorAddr, task.MsgDirectAddr, task.MsgDirectReadsDone, task.MsgPromise, task.MsgLease, task.MsgLeaseReturn, task.MsgOwnerBlocked, task.MsgOwnerUnblocked:
+	case task.MsgActorAddr, task.MsgDirectAddr, task.MsgDirectDialed, task.MsgDirectReadsDone, task.MsgPromise, task.MsgLease, task.MsgLeaseReturn, task.MsgOwnerBlocked, task.MsgOwnerUnblocked:
 		if err := n.handleDirect(w, typ, payload); err != nil {
 			return err
 		}

@@ -151,7 +151,7 @@ func DecodeCheckpoint(payload []byte) (Checkpoint, error) {
 // carries.
 type Direct struct {
 	Req     uint64          // the request to answer (MsgActorAddr, MsgLease)
-	Actor   ids.ActorID     // whose address is asked (MsgActorAddr)
+	Actor   ids.ActorID     // whose address is asked (MsgActorAddr) or was dialled (MsgDirectDialed)
 	Addr    string          // where the worker takes direct calls (MsgDirectAddr)
 	Promise byte            // task.PromiseOn, PromiseOff or PromisePublished (MsgPromise)
 	Object  ids.ObjectID    // the object promised (MsgPromise)
@@ -159,14 +159,16 @@ type Direct struct {
 	Leased  sched.WorkerID  // the leased worker given back (MsgLeaseReturn)
 }
 
-// DecodeDirect decodes a MsgActorAddr, MsgDirectAddr, MsgPromise,
-// MsgLease or MsgLeaseReturn; the other direct messages carry nothing.
+// DecodeDirect decodes a MsgActorAddr, MsgDirectAddr, MsgDirectDialed,
+// MsgPromise, MsgLease or MsgLeaseReturn; the other direct messages carry nothing.
 func DecodeDirect(typ byte, payload []byte) (Direct, error) {
 	d := wire.Dec{B: payload}
 	var m Direct
 	switch typ {
 	case task.MsgActorAddr:
 		m.Req = d.Uvarint()
+		d.Fixed(m.Actor[:])
+	case task.MsgDirectDialed:
 		d.Fixed(m.Actor[:])
 	case task.MsgDirectAddr:
 		m.Addr = d.String()

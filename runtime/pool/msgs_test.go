@@ -65,6 +65,7 @@ func TestDecode(t *testing.T) {
 		{"failed checkpoint", wire.AppendString(append(append([]byte(nil), tid[:]...), 0), "disk full"),
 			func(p []byte) (any, error) { return DecodeCheckpoint(p) }, Checkpoint{After: tid, Why: "disk full"}, 0},
 		{"actor address asked", append(wire.AppendUvarint(nil, 9), actor[:]...), direct(task.MsgActorAddr), Direct{Req: 9, Actor: actor}, 0},
+		{"actor address dialled", actor[:], direct(task.MsgDirectDialed), Direct{Actor: actor}, 0},
 		{"direct address", wire.AppendString(nil, "10.0.0.2:7000"), direct(task.MsgDirectAddr), Direct{Addr: "10.0.0.2:7000"}, 0},
 		{"promise", append([]byte{task.PromiseOn}, a[:]...), direct(task.MsgPromise), Direct{Promise: task.PromiseOn, Object: a}, 0},
 		{"lease", task.AppendResources(wire.AppendUvarint(nil, 4), &task.Resources{CPU: 1}), direct(task.MsgLease),

@@ -75,4 +75,10 @@ const (
 	// as calls to a released actor). The caller closes the connection
 	// once the calls it sent have their results.
 	MsgDirectDrained byte = 102
+	// MsgDirectDialed (W→D: actor ID) says the worker, given the actor's
+	// address, has dialled it: connected (the callee registered the
+	// connection, so a drain reaches it there) or failed (its calls go
+	// through the driver). A drain waits for it from every caller given
+	// the address that lives.
+	MsgDirectDialed byte = 103
 )

@@ -230,6 +230,12 @@ func (dc *directCalls) ask(c *callee) {
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "gray: %s: calling actor %s directly: %v; its calls go through the driver\n", w.name, c.id, err)
 		}
+		// Connected (the callee registered the connection before its
+		// handshake ended) or not: a release's drain waits for this
+		// (direct_drain.go). Either way it follows what it says: the
+		// calls made meanwhile go on the connection, or through the
+		// driver before it.
+		defer func() { _ = w.conn.Send(task.MsgDirectDialed, func(b []byte) []byte { return append(b, c.id[:]...) }) }()
 	}
 	dc.mu.Lock()
 	q := c.queued

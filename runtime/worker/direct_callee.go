@@ -159,16 +159,22 @@ func (w *Worker) serveDirect(conn *wire.Conn) {
 	c := &directConn{Conn: conn, lease: len(hello) > 0 && hello[0] == 1}
 	if c.lease {
 		defer w.leaseConnEnded(c)
-	}
-	if err := c.Offer(); err != nil {
-		fmt.Fprintf(os.Stderr, "gray: %s: direct call connection: %v\n", w.name, err)
-		return
-	}
-	if !c.lease {
+	} else {
+		// Registered before the handshake ends, so once the caller's
+		// side of it has (it then tells the driver: MsgDirectDialed),
+		// a release's drain finds this connection (direct_drain.go).
 		if !w.addConn(c) {
 			return // the actor was released: the caller goes through the driver
 		}
 		defer w.connEnded(c)
+	}
+	err = c.Offer()
+	if c.drain != nil {
+		close(c.drain.ready)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "gray: %s: direct call connection: %v\n", w.name, err)
+		return
 	}
 	for {
 		typ, payload, err := c.Recv()

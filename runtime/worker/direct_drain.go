@@ -12,11 +12,14 @@ import (
 // drain.go; the caller's side is direct.go's drainTo). The driver released
 // this worker's actor while direct callers held its address: a call of
 // theirs may be on the wire. So instead of stopping the process it sends
-// MsgDirectDrain, and the worker
-//   - stops taking direct connections (a caller that connects now goes
-//     through the driver, which fails its calls as calls to a released
-//     actor: they were made after the release reached this worker);
-//   - tells each connected caller (MsgDirectDrain on the connection);
+// MsgDirectDrain, once every caller given the address has dialled it
+// (MsgDirectDialed; a caller registers here before its handshake ends,
+// so each connected one is known by then) or died, and the worker
+//   - stops taking direct connections (none is to come: a caller that
+//     connected now anyway would go through the driver, which fails its
+//     calls as calls to a released actor);
+//   - tells each connected caller (MsgDirectDrain on the connection,
+//     once its handshake ended);
 //   - each caller answers with MsgDirectDrained after the last call it
 //     sent there, so every call it made directly is queued here by then,
 //     and closes the connection once all their results came;
@@ -35,6 +38,7 @@ const drainAnswerWait = 10 * time.Second
 
 // drainConn is what a drain waits for of one caller's connection.
 type drainConn struct {
+	ready    chan struct{} // closed when its handshake (Offer) ended: frames may be sent
 	answered chan struct{} // closed when its MsgDirectDrained came
 	ended    chan struct{} // closed when serveDirect returned
 }
@@ -47,7 +51,7 @@ func (w *Worker) addConn(c *directConn) bool {
 	if w.callee.draining {
 		return false
 	}
-	c.drain = &drainConn{answered: make(chan struct{}), ended: make(chan struct{})}
+	c.drain = &drainConn{ready: make(chan struct{}), answered: make(chan struct{}), ended: make(chan struct{})}
 	if w.callee.conns == nil {
 		w.callee.conns = map[*directConn]bool{}
 	}
@@ -76,9 +80,6 @@ func (w *Worker) drainDirect() {
 	for _, ln := range lns {
 		_ = ln.Close() // acceptDirect ends
 	}
-	for _, c := range conns {
-		_ = c.Send(task.MsgDirectDrain, nil) // a caller gone ends its connection
-	}
 	wait := drainAnswerWait
 	if w.callee.drainWait > 0 {
 		wait = w.callee.drainWait
@@ -86,6 +87,20 @@ func (w *Worker) drainDirect() {
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	late := false
+	for _, c := range conns {
+		// A connection registered in its handshake gets the word once
+		// the handshake ended (nothing may precede the transport's).
+		select {
+		case <-c.drain.ready:
+			_ = c.Send(task.MsgDirectDrain, nil) // a caller gone ends its connection
+		case <-c.drain.ended:
+		case <-deadline.C:
+			late = true
+		}
+		if late {
+			break
+		}
+	}
 	for _, c := range conns {
 		if !late {
 			select {
