@@ -93,3 +93,12 @@ func (t *Table[W, T]) Callers(id ids.ActorID) int {
 	}
 	return 0
 }
+
+// Asking returns how many callers wait for actor id's address (until it
+// is constructed and listening): their calls wait in them.
+func (t *Table[W, T]) Asking(id ids.ActorID) int {
+	if c := t.actors[id]; c != nil {
+		return len(c.waiters)
+	}
+	return 0
+}

@@ -121,6 +121,9 @@ type (
 	contain struct{ Obj string }
 	// callers: the actor's callers given its address number N (Callers).
 	callers struct{ N int }
+	// asking: the actor's callers waiting for its address number N
+	// (Asking).
+	asking struct{ N int }
 )
 
 func (ask) event()       {}
@@ -138,6 +141,7 @@ func (free) event()      {}
 func (published) event() {}
 func (contain) event()   {}
 func (callers) event()   {}
+func (asking) event()    {}
 
 // actor is the actor hosted by on, as the node would describe it.
 func (w *world) actor(on string, direct, up, built bool) Actor[*wk] {
@@ -255,6 +259,10 @@ func run(t *testing.T, steps []step) (*world, *Table[*wk, *grant]) {
 			if n := tab.Callers(counter); n != e.N {
 				t.Fatalf("step %d: %d direct callers, want %d", i, n, e.N)
 			}
+		case asking:
+			if n := tab.Asking(counter); n != e.N {
+				t.Fatalf("step %d: %d callers asking, want %d", i, n, e.N)
+			}
 		default:
 			tab.Step(w.real(s.ev))
 		}
@@ -274,7 +282,9 @@ func TestDirectAddress(t *testing.T) {
 		{"answered once constructed and listening", []step{
 			{ask{Caller: "a", Req: 1, On: "b", Up: true}, []string{"listen b"}},
 			{listening{W: "b", Addr: "/b.sock", Hosts: true}, nil},
+			{asking{1}, nil},
 			{changed{On: "b", Direct: true, Up: true, Built: true}, []string{"addr a#1: /b.sock"}},
+			{asking{0}, nil},
 			// Later callers are answered at once, and b is not asked again.
 			{ask{Caller: "c", Req: 2, On: "b", Up: true, Built: true}, []string{"addr c#2: /b.sock"}},
 			{callers{2}, nil},

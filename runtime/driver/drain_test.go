@@ -11,6 +11,7 @@ import (
 	"github.com/gray-ml/gray"
 	"github.com/gray-ml/gray/internal/clustertest"
 	"github.com/gray-ml/gray/runtime/cluster"
+	"github.com/gray-ml/gray/runtime/state"
 	"github.com/gray-ml/gray/runtime/task"
 )
 
@@ -103,4 +104,95 @@ func TestClusterDirectCallFromAnotherNode(t *testing.T) {
 		t.Fatalf("the caller runs on %q (%v), want node 1 (%s)", where, err, c.Node(1).ID)
 	}
 	bypassed(t, ctx, log, g, dFarCallerDone, caller, "from node 1")
+}
+
+// A log whose constructor waits for a gate (after writing its process ID
+// to gate+".started"), and a caller's method that calls its add n times
+// without waiting, keeping the references.
+var (
+	dSlowLogType = gray.Actor1("test.direct.SlowLog", func(ctx context.Context, g string) (*dLog, error) {
+		if _, err := dLogBlockFn(nil, ctx, g); err != nil {
+			return nil, err
+		}
+		return &dLog{}, nil
+	})
+	dSlowLogAdd     = gray.Method1(dSlowLogType, "add", dLogAddFn)
+	dCallerFireSlow = gray.Method2(dCallerType, "fireSlow", func(c *dCaller, ctx context.Context, h gray.Handle[dLog], n int) (int, error) {
+		for i := range n {
+			c.refs = append(c.refs, dSlowLogAdd.Remote(h, i))
+		}
+		return os.Getpid(), nil
+	})
+)
+
+// A caller given a released actor's address that had not connected when
+// the release came: its calls, made before the release, run (the drain
+// waits for it to dial), or, when it dies before it connects, the drain
+// ends without it. The window is reached by stopping the caller's process
+// (SIGSTOP) between its question for the address (seen in the state API:
+// DirectAsking) and the answer: the callee's constructor holds the
+// answer back until the caller is stopped.
+// On session 14's code the worker drained at once: its process exited,
+// the caller's dial failed, and its calls, sent through the driver, failed
+// as calls to a released actor.
+func TestDirectCallerConnectingAfterReleaseIsDrained(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		dies bool // the caller is killed instead of going on
+	}{
+		{"it connects after the release: its calls run", false},
+		{"it dies before it connects: the drain ends", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := startDirect(t)
+			g := newGate(t, "ctor")
+			log, err := dSlowLogType.Remote(ctx, string(g))
+			if err != nil {
+				t.Fatal(err)
+			}
+			calleePID := waitStarted(t, g)
+			caller := newActor(t, ctx, dCallerType)
+			const n = 20
+			callerPID, err := gray.Get(ctx, dCallerFireSlow.Remote(caller, log, n))
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitSnapshot(t, "the caller to ask for the address", func(s state.Snapshot) bool {
+				return actorState(t, s, log).DirectAsking == 1
+			})
+			if err := syscall.Kill(callerPID, syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = syscall.Kill(callerPID, syscall.SIGCONT) })
+			g.open(t) // constructed: the driver answers the stopped caller
+			waitSnapshot(t, "the caller to be given the address", func(s state.Snapshot) bool {
+				return actorState(t, s, log).DirectCallers == 1
+			})
+			theDriver(t).Node.Release(log.ID())
+			if c.dies {
+				if err := syscall.Kill(callerPID, syscall.SIGKILL); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				if err := syscall.Kill(callerPID, syscall.SIGCONT); err != nil {
+					t.Fatal(err)
+				}
+				res, err := gray.Get(ctx, dCallerFinish.Remote(caller))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(res) != n {
+					t.Fatalf("%d results, want %d", len(res), n)
+				}
+				for i, r := range res {
+					if r != "ok" {
+						t.Fatalf("call %d of %d, made before the release by a caller given the address: %q; want its result", i+1, n, r)
+					}
+				}
+			}
+			clustertest.WaitFor(t, 30*time.Second, "the released actor's process to exit", func() bool {
+				return errors.Is(syscall.Kill(calleePID, 0), syscall.ESRCH)
+			})
+		})
+	}
 }

@@ -34,7 +34,7 @@ func (n *Node) Snapshot() state.Snapshot {
 		if a.w != nil {
 			worker = int(a.w.id)
 		}
-		b.Actor(state.ActorState{ID: a.id, Type: a.typ, DirectCallers: n.direct.Callers(a.id)}, a.Dead(), worker, a.Queued(), len(a.Inflight()))
+		b.Actor(state.ActorState{ID: a.id, Type: a.typ, DirectCallers: n.direct.Callers(a.id), DirectAsking: n.direct.Asking(a.id)}, a.Dead(), worker, a.Queued(), len(a.Inflight()))
 	}
 	return b.Snapshot()
 }

@@ -58,4 +58,8 @@ type ActorState struct {
 	// DirectCallers: the actors that were given its address and call it
 	// directly; their calls bypass the driver and are not in Pending.
 	DirectCallers int
+	// DirectAsking: the actors waiting for its address (until it is
+	// constructed and listening); their calls wait in them, not in
+	// Pending.
+	DirectAsking int
 }
