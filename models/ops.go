@@ -380,18 +380,23 @@ func (t *Tape) LogSoftmax(x *Tensor) *Tensor {
 			orow[j] = v - m
 		}
 	}
-	nd.aux = grow(nd.aux, len(o))
-	e := nd.aux
+	// aux holds the exponentials and then the rows' sums, whose logs are
+	// taken all at once too (logSlice).
+	nd.aux = grow(nd.aux, len(o)+x.Rows)
+	e, lse := nd.aux[:len(o)], nd.aux[len(o):]
 	expSlice(e, o)
-	for i := 0; i < x.Rows; i++ {
-		orow := out.Row(i)
+	for i := range lse {
 		sum := 0.0
 		for _, v := range e[i*x.Cols : (i+1)*x.Cols] {
 			sum += v
 		}
-		lse := math.Log(sum)
+		lse[i] = sum
+	}
+	logSlice(lse, lse)
+	for i, l := range lse {
+		orow := out.Row(i)
 		for j := range orow {
-			orow[j] -= lse
+			orow[j] -= l
 		}
 	}
 	return out

@@ -36,3 +36,23 @@ func expSlice(dst, src []float64) {
 		dst[i] = math.Exp(src[i])
 	}
 }
+
+// logSlice writes log(src[i]) into dst[i]: four at a time on CPUs with
+// AVX2 and FMA (accurate to a few ulps, like exp4), math.Log for the rest,
+// for arguments that are not positive normal numbers and for NaN.
+func logSlice(dst, src []float64) {
+	dst = dst[:len(src)]
+	done := 0
+	if haveFMA {
+		log4(dst, src)
+		done = len(src) &^ 3
+		for i, v := range src[:done] {
+			if !(v >= 0x1p-1022 && v <= math.MaxFloat64) {
+				dst[i] = math.Log(v)
+			}
+		}
+	}
+	for i := done; i < len(src); i++ {
+		dst[i] = math.Log(src[i])
+	}
+}

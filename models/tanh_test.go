@@ -66,6 +66,38 @@ func TestExpSliceMatchesMathExp(t *testing.T) {
 	t.Logf("worst relative error %g", worst)
 }
 
+// logSlice agrees with math.Log to a few ulps on positive normal numbers
+// (near 1, where log is near 0, to a few ulps of 1), and is math.Log's
+// own for the rest: zero, negatives, subnormals, infinities, NaN.
+func TestLogSliceMatchesMathLog(t *testing.T) {
+	var src []float64
+	for i := 1; i <= 400000; i++ {
+		src = append(src, float64(i)/4000)                           // (0, 100]
+		src = append(src, 1+float64(i-200000)/1e6)                   // around 1
+		src = append(src, math.Ldexp(1+float64(i)/4e5, i%2000-1000)) // every exponent
+	}
+	src = append(src, 1, math.Sqrt2, math.Nextafter(math.Sqrt2, 2), 2, 0x1p-1022, 1e308, math.MaxFloat64,
+		0, math.Copysign(0, -1), -1, math.SmallestNonzeroFloat64, 0x1p-1030, math.Inf(1), math.Inf(-1), math.NaN())
+	dst := make([]float64, len(src))
+	logSlice(dst, src)
+	worst := 0.0
+	for i, x := range src {
+		want := math.Log(x)
+		if !(x >= 0x1p-1022 && x <= math.MaxFloat64) { // math.Log's own
+			if dst[i] != want && !(math.IsNaN(dst[i]) && math.IsNaN(want)) {
+				t.Fatalf("log(%v) = %v, want %v", x, dst[i], want)
+			}
+			continue
+		}
+		err := math.Abs(dst[i]-want) / max(math.Abs(want), 1)
+		worst = max(worst, err)
+		if err > 1e-15 {
+			t.Fatalf("log(%v) = %v, want %v (error %g)", x, dst[i], want, err)
+		}
+	}
+	t.Logf("worst error %g", worst)
+}
+
 // Tanh's backward pass (four at a time with AVX2) gives the scalar
 // loop's bits, dx = dy·(1 - y²), on a length that leaves a tail.
 func TestTanhGradSameAsScalar(t *testing.T) {
