@@ -621,6 +621,10 @@ func (nd *node) binaryBackward() {
 	out, a, b := nd.out, nd.a, nd.b
 	r, c := out.Rows, out.Cols
 	g := out.Grad
+	if a.Rows == r && a.Cols == c && b.Rows == r && b.Cols == c {
+		binaryBackwardSame(nd.op, g[:r*c], a.Data, b.Data, a.Grad, b.Grad)
+		return
+	}
 	ars, acs := strides(a, r, c)
 	brs, bcs := strides(b, r, c)
 	ag, bg := a.Grad, b.Grad
@@ -636,6 +640,69 @@ func (nd *node) binaryBackward() {
 				bg[ib] += g[k] * db
 			}
 			k++
+		}
+	}
+}
+
+// binaryBackwardSame is binaryBackward for operands of the output's shape
+// (no broadcast), a loop per operation: the same products and sums, a
+// partial of 0 or 1 included, without a call per value.
+func binaryBackwardSame(op opcode, g, ad, bd, ag, bg []float64) {
+	n := len(g)
+	ad, bd = ad[:n], bd[:n]
+	switch op {
+	case opAdd, opSub:
+		if ag != nil {
+			addTo(ag[:n], g)
+		}
+		if bg != nil {
+			bg = bg[:n]
+			if op == opAdd {
+				addTo(bg, g)
+			} else {
+				for k, v := range g {
+					bg[k] += v * -1
+				}
+			}
+		}
+	case opMul:
+		if ag != nil {
+			ag = ag[:n]
+			for k, v := range g {
+				ag[k] += v * bd[k]
+			}
+		}
+		if bg != nil {
+			bg = bg[:n]
+			for k, v := range g {
+				bg[k] += v * ad[k]
+			}
+		}
+	case opMin, opMax:
+		// The partials are 1 for the operand taken (a on ties) and 0 for
+		// the other, whose product with the gradient is still added, so
+		// that a NaN or an infinity reaches both as it does elsewhere.
+		for k, v := range g {
+			da, db := 1.0, 0.0
+			if op == opMin && bd[k] < ad[k] || op == opMax && bd[k] > ad[k] {
+				da, db = 0, 1
+			}
+			if ag != nil {
+				ag[k] += v * da
+			}
+			if bg != nil {
+				bg[k] += v * db
+			}
+		}
+	default:
+		for k, v := range g {
+			da, db := binaryPartials(op, ad[k], bd[k])
+			if ag != nil {
+				ag[k] += v * da
+			}
+			if bg != nil {
+				bg[k] += v * db
+			}
 		}
 	}
 }
