@@ -365,41 +365,71 @@ func (t *Tape) LogSoftmax(x *Tensor) *Tensor {
 	}
 	nd, out := t.push(opLogSoftmax, x.Rows, x.Cols, x, nil, nil)
 	// Each row's values less its maximum, exponentiated all at once
-	// (expSlice), then less the log of each row's sum.
-	o := out.Data
-	for i := 0; i < x.Rows; i++ {
-		row, orow := x.Row(i), out.Row(i)
-		m := math.Inf(-1)
-		for _, v := range row {
-			m = max(m, v)
+	// (expSlice), then less the log of each row's sum (logSlice, all at
+	// once too). The loops walk the flat data: rows are often two values
+	// (a Categorical of two actions), and a loop per row cost more than
+	// the arithmetic.
+	c, o := x.Cols, out.Data
+	xd := x.Data[:len(o)]
+	nd.aux = grow(nd.aux, len(o)+x.Rows)
+	e, lse := nd.aux[:len(o)], nd.aux[len(o):len(o)+x.Rows]
+	if c == 2 {
+		for i := 0; i+1 < len(o); i += 2 {
+			m := rowShift(xd[i], xd[i+1])
+			o[i], o[i+1] = xd[i]-m, xd[i+1]-m
 		}
-		if math.IsInf(m, 0) { // no finite maximum: log Σ exp is m
-			m = 0
-		}
-		for j, v := range row {
-			orow[j] = v - m
+	} else {
+		for i := 0; i < len(o); i += c {
+			row, orow := xd[i:i+c:i+c], o[i:i+c:i+c]
+			m := math.Inf(-1)
+			for _, v := range row {
+				if v > m {
+					m = v
+				}
+			}
+			m = rowShift(m, m)
+			for j, v := range row {
+				orow[j] = v - m
+			}
 		}
 	}
-	// aux holds the exponentials and then the rows' sums, whose logs are
-	// taken all at once too (logSlice).
-	nd.aux = grow(nd.aux, len(o)+x.Rows)
-	e, lse := nd.aux[:len(o)], nd.aux[len(o):]
 	expSlice(e, o)
-	for i := range lse {
-		sum := 0.0
-		for _, v := range e[i*x.Cols : (i+1)*x.Cols] {
-			sum += v
+	if c == 2 {
+		for i := range lse {
+			lse[i] = e[2*i] + e[2*i+1]
 		}
-		lse[i] = sum
+	} else {
+		for i := range lse {
+			sum := 0.0
+			for _, v := range e[i*c : (i+1)*c] {
+				sum += v
+			}
+			lse[i] = sum
+		}
 	}
 	logSlice(lse, lse)
-	for i, l := range lse {
-		orow := out.Row(i)
-		for j := range orow {
-			orow[j] -= l
+	for i := 0; i < len(o); i += c {
+		l := lse[i/c]
+		for j := i; j < i+c; j++ {
+			o[j] -= l
 		}
 	}
 	return out
+}
+
+// rowShift is what LogSoftmax subtracts from a row whose largest values
+// are a and b: the larger, or 0 when it is infinite (no finite maximum:
+// log Σ exp is then the maximum itself). A NaN in a row makes the row
+// NaN whatever is subtracted.
+func rowShift(a, b float64) float64 {
+	m := a
+	if b > a {
+		m = b
+	}
+	if m > math.MaxFloat64 || m < -math.MaxFloat64 {
+		return 0
+	}
+	return m
 }
 
 // Softmax returns softmax(x) of each row.
@@ -561,6 +591,15 @@ func (nd *node) backward() {
 		if a.Grad != nil {
 			p := nd.aux[:out.Len()]
 			expSlice(p, out.Data[:out.Len()]) // the softmax
+			if c := out.Cols; c == 2 { // one loop, as in the forward pass
+				ag := a.Grad[:len(p)]
+				for i := 0; i+1 < len(p); i += 2 {
+					s := g[i] + g[i+1]
+					ag[i] += g[i] - p[i]*s
+					ag[i+1] += g[i+1] - p[i+1]*s
+				}
+				break
+			}
 			for i := 0; i < a.Rows; i++ {
 				gy, ag := g[i*out.Cols:(i+1)*out.Cols], a.Grad[i*a.Cols:(i+1)*a.Cols]
 				s := 0.0
