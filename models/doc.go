@@ -107,7 +107,9 @@
 // value network of its own offers the two as Towers (FullyConnected.Towers):
 // each one's loss on a tape of its own, BackwardSet into its own slice of
 // the gradients (Tower.Params), gives the whole network's gradient bit for
-// bit, and the two can run on two cores at once (PPO's learner does).
+// bit, and the two can run on two cores at once (PPO's learner does, as a
+// Team.SplitStep: each network's part writes its own range of the one
+// gradient, squares it for the norm, and the team then updates it).
 //
 // # Acting
 //

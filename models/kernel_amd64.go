@@ -49,6 +49,13 @@ func tanh4(dst, src []float64)
 //go:noescape
 func exp4(dst, src []float64)
 
+// log4 writes log(src[i]) into dst[i] for i < len(src)&^3 (AVX2+FMA),
+// right for positive normal src[i] only; dst must be at least as long as
+// src.
+//
+//go:noescape
+func log4(dst, src []float64)
+
 // tanhGrad4 adds g[i]·(1 - y[i]²) to xg[i] for i < len(g)&^3 (AVX2),
 // with the scalar loop's rounding; xg and y must be at least as long as g.
 //

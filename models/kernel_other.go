@@ -42,6 +42,8 @@ func tanh4(dst, src []float64) { panic("models: tanh4 without assembly") }
 
 func exp4(dst, src []float64) { panic("models: exp4 without assembly") }
 
+func log4(dst, src []float64) { panic("models: log4 without assembly") }
+
 func tanhGrad4(xg, g, y []float64) { panic("models: tanhGrad4 without assembly") }
 
 func adam4(w, g, m, v []float64, b1, b2, step, sc2, eps, scale float64, clear bool) bool {

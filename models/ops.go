@@ -365,36 +365,71 @@ func (t *Tape) LogSoftmax(x *Tensor) *Tensor {
 	}
 	nd, out := t.push(opLogSoftmax, x.Rows, x.Cols, x, nil, nil)
 	// Each row's values less its maximum, exponentiated all at once
-	// (expSlice), then less the log of each row's sum.
-	o := out.Data
-	for i := 0; i < x.Rows; i++ {
-		row, orow := x.Row(i), out.Row(i)
-		m := math.Inf(-1)
-		for _, v := range row {
-			m = max(m, v)
+	// (expSlice), then less the log of each row's sum (logSlice, all at
+	// once too). The loops walk the flat data: rows are often two values
+	// (a Categorical of two actions), and a loop per row cost more than
+	// the arithmetic.
+	c, o := x.Cols, out.Data
+	xd := x.Data[:len(o)]
+	nd.aux = grow(nd.aux, len(o)+x.Rows)
+	e, lse := nd.aux[:len(o)], nd.aux[len(o):len(o)+x.Rows]
+	if c == 2 {
+		for i := 0; i+1 < len(o); i += 2 {
+			m := rowShift(xd[i], xd[i+1])
+			o[i], o[i+1] = xd[i]-m, xd[i+1]-m
 		}
-		if math.IsInf(m, 0) { // no finite maximum: log Σ exp is m
-			m = 0
-		}
-		for j, v := range row {
-			orow[j] = v - m
+	} else {
+		for i := 0; i < len(o); i += c {
+			row, orow := xd[i:i+c:i+c], o[i:i+c:i+c]
+			m := math.Inf(-1)
+			for _, v := range row {
+				if v > m {
+					m = v
+				}
+			}
+			m = rowShift(m, m)
+			for j, v := range row {
+				orow[j] = v - m
+			}
 		}
 	}
-	nd.aux = grow(nd.aux, len(o))
-	e := nd.aux
 	expSlice(e, o)
-	for i := 0; i < x.Rows; i++ {
-		orow := out.Row(i)
-		sum := 0.0
-		for _, v := range e[i*x.Cols : (i+1)*x.Cols] {
-			sum += v
+	if c == 2 {
+		for i := range lse {
+			lse[i] = e[2*i] + e[2*i+1]
 		}
-		lse := math.Log(sum)
-		for j := range orow {
-			orow[j] -= lse
+	} else {
+		for i := range lse {
+			sum := 0.0
+			for _, v := range e[i*c : (i+1)*c] {
+				sum += v
+			}
+			lse[i] = sum
+		}
+	}
+	logSlice(lse, lse)
+	for i := 0; i < len(o); i += c {
+		l := lse[i/c]
+		for j := i; j < i+c; j++ {
+			o[j] -= l
 		}
 	}
 	return out
+}
+
+// rowShift is what LogSoftmax subtracts from a row whose largest values
+// are a and b: the larger, or 0 when it is infinite (no finite maximum:
+// log Σ exp is then the maximum itself). A NaN in a row makes the row
+// NaN whatever is subtracted.
+func rowShift(a, b float64) float64 {
+	m := a
+	if b > a {
+		m = b
+	}
+	if m > math.MaxFloat64 || m < -math.MaxFloat64 {
+		return 0
+	}
+	return m
 }
 
 // Softmax returns softmax(x) of each row.
@@ -556,6 +591,15 @@ func (nd *node) backward() {
 		if a.Grad != nil {
 			p := nd.aux[:out.Len()]
 			expSlice(p, out.Data[:out.Len()]) // the softmax
+			if c := out.Cols; c == 2 { // one loop, as in the forward pass
+				ag := a.Grad[:len(p)]
+				for i := 0; i+1 < len(p); i += 2 {
+					s := g[i] + g[i+1]
+					ag[i] += g[i] - p[i]*s
+					ag[i+1] += g[i+1] - p[i+1]*s
+				}
+				break
+			}
 			for i := 0; i < a.Rows; i++ {
 				gy, ag := g[i*out.Cols:(i+1)*out.Cols], a.Grad[i*a.Cols:(i+1)*a.Cols]
 				s := 0.0
@@ -616,6 +660,10 @@ func (nd *node) binaryBackward() {
 	out, a, b := nd.out, nd.a, nd.b
 	r, c := out.Rows, out.Cols
 	g := out.Grad
+	if a.Rows == r && a.Cols == c && b.Rows == r && b.Cols == c {
+		binaryBackwardSame(nd.op, g[:r*c], a.Data, b.Data, a.Grad, b.Grad)
+		return
+	}
 	ars, acs := strides(a, r, c)
 	brs, bcs := strides(b, r, c)
 	ag, bg := a.Grad, b.Grad
@@ -631,6 +679,69 @@ func (nd *node) binaryBackward() {
 				bg[ib] += g[k] * db
 			}
 			k++
+		}
+	}
+}
+
+// binaryBackwardSame is binaryBackward for operands of the output's shape
+// (no broadcast), a loop per operation: the same products and sums, a
+// partial of 0 or 1 included, without a call per value.
+func binaryBackwardSame(op opcode, g, ad, bd, ag, bg []float64) {
+	n := len(g)
+	ad, bd = ad[:n], bd[:n]
+	switch op {
+	case opAdd, opSub:
+		if ag != nil {
+			addTo(ag[:n], g)
+		}
+		if bg != nil {
+			bg = bg[:n]
+			if op == opAdd {
+				addTo(bg, g)
+			} else {
+				for k, v := range g {
+					bg[k] += v * -1
+				}
+			}
+		}
+	case opMul:
+		if ag != nil {
+			ag = ag[:n]
+			for k, v := range g {
+				ag[k] += v * bd[k]
+			}
+		}
+		if bg != nil {
+			bg = bg[:n]
+			for k, v := range g {
+				bg[k] += v * ad[k]
+			}
+		}
+	case opMin, opMax:
+		// The partials are 1 for the operand taken (a on ties) and 0 for
+		// the other, whose product with the gradient is still added, so
+		// that a NaN or an infinity reaches both as it does elsewhere.
+		for k, v := range g {
+			da, db := 1.0, 0.0
+			if op == opMin && bd[k] < ad[k] || op == opMax && bd[k] > ad[k] {
+				da, db = 0, 1
+			}
+			if ag != nil {
+				ag[k] += v * da
+			}
+			if bg != nil {
+				bg[k] += v * db
+			}
+		}
+	default:
+		for k, v := range g {
+			da, db := binaryPartials(op, ad[k], bd[k])
+			if ag != nil {
+				ag[k] += v * da
+			}
+			if bg != nil {
+				bg[k] += v * db
+			}
 		}
 	}
 }

@@ -36,3 +36,26 @@ func expSlice(dst, src []float64) {
 		dst[i] = math.Exp(src[i])
 	}
 }
+
+// logSlice writes log(src[i]) into dst[i] (dst may be src): four at a
+// time on CPUs with AVX2 and FMA (accurate to a few ulps, like exp4), or
+// math.Log's own when any argument is not a positive normal number (zero,
+// a negative, a subnormal, an infinity or NaN: rare, and checked before
+// the kernel overwrites an argument in place).
+func logSlice(dst, src []float64) {
+	dst = dst[:len(src)]
+	done := 0
+	if haveFMA {
+		done = len(src) &^ 3
+		for _, v := range src[:done] {
+			if !(v >= 0x1p-1022 && v <= math.MaxFloat64) {
+				done = 0
+				break
+			}
+		}
+		log4(dst[:done], src[:done])
+	}
+	for i := done; i < len(src); i++ {
+		dst[i] = math.Log(src[i])
+	}
+}

@@ -66,6 +66,42 @@ func TestExpSliceMatchesMathExp(t *testing.T) {
 	t.Logf("worst relative error %g", worst)
 }
 
+// logSlice agrees with math.Log to a few ulps on positive normal numbers
+// (near 1, where log is near 0, to a few ulps of 1), and is math.Log's
+// own where an argument is zero, negative, subnormal, infinite or NaN,
+// also when it writes over its arguments.
+func TestLogSliceMatchesMathLog(t *testing.T) {
+	var src []float64
+	for i := 1; i <= 400000; i++ {
+		src = append(src, float64(i)/4000)                           // (0, 100]
+		src = append(src, 1+float64(i-200000)/1e6)                   // around 1
+		src = append(src, math.Ldexp(1+float64(i)/4e5, i%2000-1000)) // every exponent
+	}
+	src = append(src, 1, math.Sqrt2, math.Nextafter(math.Sqrt2, 2), 2, 0x1p-1022, 1e308, math.MaxFloat64)
+	dst := make([]float64, len(src))
+	logSlice(dst, src)
+	worst := 0.0
+	for i, x := range src {
+		want := math.Log(x)
+		err := math.Abs(dst[i]-want) / max(math.Abs(want), 1)
+		worst = max(worst, err)
+		if err > 1e-15 {
+			t.Fatalf("log(%v) = %v, want %v (error %g)", x, dst[i], want, err)
+		}
+	}
+	t.Logf("worst error %g", worst)
+	for _, special := range []float64{0, math.Copysign(0, -1), -1, math.SmallestNonzeroFloat64, 0x1p-1030,
+		math.Inf(1), math.Inf(-1), math.NaN()} {
+		x := []float64{2, special, 3, 5, 7}
+		logSlice(x, x)
+		for i, v := range []float64{2, special, 3, 5, 7} {
+			if want := math.Log(v); x[i] != want && !(math.IsNaN(x[i]) && math.IsNaN(want)) {
+				t.Errorf("in place, beside %v: log(%v) = %v, want %v", special, v, x[i], want)
+			}
+		}
+	}
+}
+
 // Tanh's backward pass (four at a time with AVX2) gives the scalar
 // loop's bits, dx = dy·(1 - y²), on a length that leaves a tail.
 func TestTanhGradSameAsScalar(t *testing.T) {
@@ -81,6 +117,53 @@ func TestTanhGradSameAsScalar(t *testing.T) {
 		want := 0 + g[k]*(1-yk*yk)
 		if math.Float64bits(x.Grad[k]) != math.Float64bits(want) {
 			t.Fatalf("value %d: %v, want %v", k, x.Grad[k], want)
+		}
+	}
+}
+
+// LogSoftmax gives each row's log-probabilities to a few ulps of the
+// plain formula for rows of one, two (its own loop) and five values,
+// large and small, and keeps the edge cases: a row of -Inf but one value
+// (log-probability 0 there), a row with +Inf (NaN there, -Inf elsewhere)
+// and one with NaN (NaN throughout).
+func TestLogSoftmaxRows(t *testing.T) {
+	inf, nan := math.Inf(1), math.NaN()
+	for _, tc := range []struct {
+		cols int
+		data []float64
+	}{
+		{1, []float64{3, -700, 0}},
+		{2, []float64{0, 0, 1, -1, 800, 799, -800, -801, 1e-9, 2e-9, -inf, 4, -inf, -inf, inf, 1, nan, 2}},
+		{5, []float64{1, 2, 3, 4, 5, -30, 0, 30, 0.5, -0.5, -inf, -inf, 7, -inf, -inf, 2, nan, 0, 0, 0}},
+	} {
+		tp := NewTape()
+		x := tp.Const(len(tc.data)/tc.cols, tc.cols, tc.data)
+		got := tp.LogSoftmax(x).Data
+		for i := 0; i < x.Rows; i++ {
+			row := tc.data[i*tc.cols : (i+1)*tc.cols]
+			m := math.Inf(-1)
+			for _, v := range row {
+				m = math.Max(m, v)
+			}
+			sum := 0.0
+			for _, v := range row {
+				sum += math.Exp(v - m)
+			}
+			for j, v := range row {
+				want := v - m - math.Log(sum)
+				if math.IsInf(m, 1) { // log Σ exp is +Inf: NaN there, -Inf elsewhere
+					want = v - math.Inf(1)
+				}
+				g := got[i*tc.cols+j]
+				switch {
+				case math.IsNaN(want) || math.IsNaN(g):
+					if !math.IsNaN(want) || !math.IsNaN(g) {
+						t.Errorf("cols %d row %v: log-probability %d is %v, want %v", tc.cols, row, j, g, want)
+					}
+				case g != want && math.Abs(g-want) > 1e-15*max(1, math.Abs(want)):
+					t.Errorf("cols %d row %v: log-probability %d is %v, want %v", tc.cols, row, j, g, want)
+				}
+			}
 		}
 	}
 }

@@ -35,10 +35,15 @@ type Team struct {
 	closed atomic.Bool
 
 	members []*member
-	sums    []float64   // GlobalNormOn's block sums
-	tracer  *teamTracer // set while Trace is on
-	// owner wakes the caller of Run when the last part ends while it sleeps.
+	sums    []float64      // GlobalNormOn's block sums
+	left    []atomic.Int32 // SplitStep's counts of unfinished parts per block
+	tracer  *teamTracer    // set while Trace is on
+	// owner wakes the caller of Run when the last part ends while it
+	// sleeps; on a cache line of its own, which the members read at the
+	// end of every phase.
+	_     [64]byte
 	owner sleeper
+	_     [64]byte
 	done  chan struct{} // closed when every member has exited
 }
 
@@ -56,9 +61,13 @@ type sleeper struct {
 	wake   chan struct{}
 }
 
-// rouse wakes s if it is asleep.
+// rouse wakes s if it is asleep. It reads the flag before it swaps it: a
+// swap takes the flag's cache line from the core that owns it even when
+// it fails, and a goroutine is rarely asleep in a busy step. (A sleeper
+// sets the flag before it checks its condition, and whoever rouses it
+// changes the condition first, so one of the two sees the other.)
 func (s *sleeper) rouse() {
-	if s.asleep.CompareAndSwap(true, false) {
+	if s.asleep.Load() && s.asleep.CompareAndSwap(true, false) {
 		s.wake <- struct{}{}
 	}
 }
@@ -218,17 +227,28 @@ func (t *Team) Ranges(n, grain int, fn func(lo, hi int)) {
 const rangeMin = 8192
 
 // normBlock is the number of values GlobalNormOn sums on their own before
-// the blocks' sums are added in order: fixed, so the norm is the same for
-// any team.
+// the blocks' sums are added in order (normBlockFor: for a gradient of
+// 2·rangeMin values or more): fixed, so the norm is the same for any team.
 const normBlock = 4096
+
+// normBlockFor is the norm's block size for a gradient of n values:
+// normBlock, or updateBlock for a gradient too small to be shared out in
+// whole normBlocks, so that each network of a split step (SplitStep)
+// squares blocks of its own. It depends on n only.
+func normBlockFor(n int) int {
+	if n < 2*rangeMin {
+		return updateBlock
+	}
+	return normBlock
+}
 
 // GlobalNormOn is GlobalNorm computed by the team: the squares are summed
 // in blocks of a fixed size, and the blocks' sums added in order, so the
 // result depends on len(g) only, not on the team. (It can differ from
 // GlobalNorm in the last bits.)
 func (t *Team) GlobalNormOn(g []float64) float64 {
-	sums := t.blockSums(len(g))
-	t.Ranges(len(g), normBlock, func(lo, hi int) { sumSquares(g, sums, lo, hi) })
+	sums, bs := t.blockSums(len(g)), normBlockFor(len(g))
+	t.Ranges(len(g), bs, func(lo, hi int) { sumSquares(g, sums, bs, lo, hi) })
 	return addSums(sums)
 }
 

@@ -30,6 +30,10 @@ type teamPhase struct {
 	parts int
 	part  func(k int)
 	after func()
+	// own, if set, is goroutine j's own parts [lo, hi) of n goroutines
+	// (the ranges following each other from 0 to parts); else
+	// ShardBounds(j, n, parts).
+	own func(j, n int) (lo, hi int)
 }
 
 // teamRun is one Run's state, new for each Run: a member that comes late
@@ -96,8 +100,12 @@ func (t *Team) runPhases(n int, phases []teamPhase, wait time.Duration) {
 		}
 		parts := r.phases[p].parts
 		r.left[p].Store(int64(parts))
+		cut := r.phases[p].own
+		if cut == nil {
+			cut = func(j, n int) (int, int) { return ShardBounds(j, n, parts) }
+		}
 		for j := range n {
-			r.own[p*n+j].set(ShardBounds(j, n, parts))
+			r.own[p*n+j].set(cut(j, n))
 		}
 	}
 	if t.tracer != nil {

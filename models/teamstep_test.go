@@ -91,6 +91,81 @@ func TestSumStepSameAsSeparate(t *testing.T) {
 	}
 }
 
+// SplitStep gives the bits of the separate calls (the norm, clipping,
+// Adam's Step) on one gradient written in disjoint ranges by its parts,
+// for every team and cut: ranges that end inside a norm block (squared by
+// whichever part ends last), ranges of several blocks, one range for all.
+func TestSplitStepSameAsSeparate(t *testing.T) {
+	for _, n := range []int{9_155, 70_001} {
+		for _, cuts := range [][]float64{{}, {0.5035}, {0.3, 0.31, 0.9}} {
+			bounds := []int{0}
+			for _, c := range cuts {
+				bounds = append(bounds, int(c*float64(n)))
+			}
+			bounds = append(bounds, n)
+			parts := len(bounds) - 1
+			writes := func(k int) (int, int) { return bounds[k], bounds[k+1] }
+			grad := func(step int) []float64 { return randVec(uint64(20+step), n) }
+			const clip = 0.5
+			w, opt := randVec(1, n), NewAdam(1e-3)
+			wantNorm := 0.0
+			for step := range 3 {
+				g := grad(step)
+				wantNorm = (*Team)(nil).ClipByGlobalNormOn(g, clip)
+				if err := opt.Step(w, g); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want := w
+			for _, size := range []int{1, 2, 3} {
+				team := NewTeam(size)
+				w, opt := randVec(1, n), NewAdam(1e-3)
+				g := make([]float64, n)
+				norm := 0.0
+				for step := range 3 {
+					ran := make([]atomic.Int32, parts)
+					var r *AdamRanges
+					norm = team.SplitStep(g, parts, writes, func(k int) {
+						ran[k].Add(1)
+						lo, hi := writes(k)
+						copy(g[lo:hi], grad(step)[lo:hi])
+					}, func(norm float64) func(lo, hi int) {
+						var err error
+						if r, err = opt.Ranges(w, g, ClipScale(norm, clip)); err != nil {
+							t.Error(err)
+							return nil
+						}
+						return r.Apply
+					})
+					for k := range ran {
+						if c := ran[k].Load(); c != 1 {
+							t.Fatalf("n=%d team of %d, %d parts: part %d ran %d times", n, size, parts, k, c)
+						}
+					}
+					if r == nil || !r.Finite() || slices.ContainsFunc(g, func(v float64) bool { return v != 0 }) {
+						t.Fatalf("n=%d team of %d, %d parts: the update did not run, or left the gradient uncleared", n, size, parts)
+					}
+				}
+				team.Close()
+				if norm != wantNorm || !slices.Equal(w, want) {
+					t.Errorf("n=%d team of %d, %d parts: norm %v (want %v) or weights differ from the separate calls'", n, size, parts, norm, wantNorm)
+				}
+			}
+		}
+	}
+}
+
+// SplitStep refuses parts that do not write the whole gradient.
+func TestSplitStepNeedsWholeGradient(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Error("SplitStep ran parts that write [0, 90) of 100 values")
+		}
+	}()
+	g := make([]float64, 100)
+	(*Team)(nil).SplitStep(g, 1, func(int) (int, int) { return 0, 90 }, func(int) {}, func(float64) func(int, int) { return nil })
+}
+
 // Without an update SumStep only sums (and returns 0); an update that
 // declines leaves the weights alone and the sum in place. The other
 // shard's gradient is read, not changed.
@@ -184,7 +259,7 @@ func TestTeamTrace(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	g := randVec(5, 100_000)
-	square := func() { sumSquares(g, make([]float64, 25), 0, len(g)) }
+	square := func() { sumSquares(g, make([]float64, 25), normBlock, 0, len(g)) }
 	for _, tc := range []struct {
 		name string
 		run  func(team *Team)

@@ -59,6 +59,8 @@ type Params struct {
 	names   []string
 	data    []float64
 	grad    []float64
+	// lo is where a view (Slice) starts in its model's flat vectors.
+	lo int
 }
 
 // NewParams returns an empty parameter set.
@@ -129,9 +131,14 @@ func (p *Params) Slice(from, to int) *Params {
 	}
 	return &Params{
 		tensors: p.tensors[from:to:to], names: p.names[from:to:to],
-		data: p.data[lo:hi:hi], grad: p.grad[lo:hi:hi],
+		data: p.data[lo:hi:hi], grad: p.grad[lo:hi:hi], lo: p.lo + lo,
 	}
 }
+
+// Span returns the range [lo, hi) of its model's flat weights (and
+// gradients) that p covers: where a view made by Slice is, and [0, Len)
+// for a model's own Params.
+func (p *Params) Span() (lo, hi int) { return p.lo, p.lo + len(p.data) }
 
 // Signature describes the parameters' names and shapes, e.g.
 // "fc0/w[4x64] fc0/b[1x64] ...". Save it with weights and compare it on

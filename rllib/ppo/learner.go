@@ -54,6 +54,12 @@ type learner struct {
 	perm  []int
 	// starts are the first rows of the batch's sequences (recurrent only).
 	starts []int
+	// spans are the ranges of the weights of a split shard's networks in
+	// the order the weights come (nets), when the two cover all the
+	// weights: a step of one split shard is then a models.SplitStep.
+	spans [2][2]int
+	nets  [2]int
+	whole bool
 }
 
 // shard computes the loss and gradients of part of a minibatch.
@@ -153,6 +159,16 @@ func newLearner(cfg *Config, pol *policy, threads int, copyPolicy func() (*polic
 			sh.towers[0], sh.towers[1], _ = sh.model.(towered).Towers()
 			sh.vtape = models.NewTape()
 		}
+	}
+	if split {
+		l.nets = [2]int{0, 1}
+		for k, net := range l.nets {
+			l.spans[k][0], l.spans[k][1] = l.shards[0].towers[net].Params.Span()
+		}
+		if l.spans[1][0] < l.spans[0][0] {
+			l.nets, l.spans = [2]int{1, 0}, [2][2]int{l.spans[1], l.spans[0]}
+		}
+		l.whole = l.spans[0][0] == 0 && l.spans[0][1] == l.spans[1][0] && l.spans[1][1] == len(l.grads[0])
 	}
 	if len(l.shards) > 1 {
 		l.tr = models.NewTransposes(pol.Params)
@@ -354,10 +370,11 @@ func (l *learner) step(b *sample.Batch, idx []int, klCoeff float64) (learnStats,
 	var stepErr error
 	var upd *models.AdamRanges
 	// One meeting of the team: the parts (each writing its gradient), the
-	// gradient sum with the norm of the sum, then, once the whole sum is
+	// gradient sum with the norm of the sum (one split shard's networks
+	// write one gradient: no sum, SplitStep), then, once the whole sum is
 	// in, the checks, clipping by the global norm, the Adam step and the
 	// check of the new weights.
-	s.gradNorm = l.team.SumStep(l.grads[:n], parts, func(k int) {
+	part := func(k int) {
 		if split {
 			l.towerPart(shards[k/2], k%2, k/2, n, b, idx, rows, klCoeff)
 			return
@@ -369,7 +386,8 @@ func (l *learner) step(b *sample.Batch, idx []int, klCoeff float64) (learnStats,
 		lo, hi := models.ShardBounds(k, n, m)
 		sh.mb.gather(b, idx[lo:hi], seq, l.starts, allFields)
 		sh.stats = l.shardLoss(sh, float64(sh.mb.valid)/float64(rows), klCoeff)
-	}, func(norm float64) func(lo, hi int) {
+	}
+	update := func(norm float64) func(lo, hi int) {
 		for _, sh := range shards {
 			if err := sh.tape.Err(); err != nil { // a custom model's failure
 				stepErr = err
@@ -398,7 +416,16 @@ func (l *learner) step(b *sample.Batch, idx []int, klCoeff float64) (learnStats,
 			return nil
 		}
 		return upd.Apply
-	})
+	}
+	if split && n == 1 && l.whole {
+		// The two networks write their own ranges of the one gradient:
+		// nothing to sum, and each squares its own blocks for the norm.
+		s.gradNorm = l.team.SplitStep(l.grads[0], 2, func(k int) (int, int) { return l.spans[k][0], l.spans[k][1] }, func(k int) {
+			l.towerPart(shards[0], l.nets[k], 0, 1, b, idx, rows, klCoeff)
+		}, update)
+	} else {
+		s.gradNorm = l.team.SumStep(l.grads[:n], parts, part, update)
+	}
 	if stepErr != nil {
 		return s, stepErr
 	}
