@@ -591,7 +591,8 @@ func (nd *node) backward() {
 		if a.Grad != nil {
 			p := nd.aux[:out.Len()]
 			expSlice(p, out.Data[:out.Len()]) // the softmax
-			if c := out.Cols; c == 2 { // one loop, as in the forward pass
+			// Rows of two: one loop, as in the forward pass.
+			if out.Cols == 2 {
 				ag := a.Grad[:len(p)]
 				for i := 0; i+1 < len(p); i += 2 {
 					s := g[i] + g[i+1]
