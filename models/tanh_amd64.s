@@ -2,143 +2,38 @@
 
 #include "textflag.h"
 
-DATA tanh_absmask<>+0(SB)/8, $0x7fffffffffffffff
-DATA tanh_absmask<>+8(SB)/8, $0x7fffffffffffffff
-DATA tanh_absmask<>+16(SB)/8, $0x7fffffffffffffff
-DATA tanh_absmask<>+24(SB)/8, $0x7fffffffffffffff
-GLOBL tanh_absmask<>(SB), RODATA|NOPTR, $32
+// CONST4 declares name as four copies of the 64-bit value v: a constant
+// for all four lanes of a vector.
+#define CONST4(name, v) \
+	DATA name<>+0(SB)/8, $v; \
+	DATA name<>+8(SB)/8, $v; \
+	DATA name<>+16(SB)/8, $v; \
+	DATA name<>+24(SB)/8, $v; \
+	GLOBL name<>(SB), RODATA|NOPTR, $32
 
-DATA tanh_signmask<>+0(SB)/8, $0x8000000000000000
-DATA tanh_signmask<>+8(SB)/8, $0x8000000000000000
-DATA tanh_signmask<>+16(SB)/8, $0x8000000000000000
-DATA tanh_signmask<>+24(SB)/8, $0x8000000000000000
-GLOBL tanh_signmask<>(SB), RODATA|NOPTR, $32
-
-DATA tanh_clamp<>+0(SB)/8, $0x4034000000000000
-DATA tanh_clamp<>+8(SB)/8, $0x4034000000000000
-DATA tanh_clamp<>+16(SB)/8, $0x4034000000000000
-DATA tanh_clamp<>+24(SB)/8, $0x4034000000000000
-GLOBL tanh_clamp<>(SB), RODATA|NOPTR, $32
-
-DATA tanh_m2log2e<>+0(SB)/8, $0xc0071547652b82fe
-DATA tanh_m2log2e<>+8(SB)/8, $0xc0071547652b82fe
-DATA tanh_m2log2e<>+16(SB)/8, $0xc0071547652b82fe
-DATA tanh_m2log2e<>+24(SB)/8, $0xc0071547652b82fe
-GLOBL tanh_m2log2e<>(SB), RODATA|NOPTR, $32
-
-DATA tanh_ln2hi<>+0(SB)/8, $0x3fe62e42fee00000
-DATA tanh_ln2hi<>+8(SB)/8, $0x3fe62e42fee00000
-DATA tanh_ln2hi<>+16(SB)/8, $0x3fe62e42fee00000
-DATA tanh_ln2hi<>+24(SB)/8, $0x3fe62e42fee00000
-GLOBL tanh_ln2hi<>(SB), RODATA|NOPTR, $32
-
-DATA tanh_ln2lo<>+0(SB)/8, $0x3dea39ef35793c76
-DATA tanh_ln2lo<>+8(SB)/8, $0x3dea39ef35793c76
-DATA tanh_ln2lo<>+16(SB)/8, $0x3dea39ef35793c76
-DATA tanh_ln2lo<>+24(SB)/8, $0x3dea39ef35793c76
-GLOBL tanh_ln2lo<>(SB), RODATA|NOPTR, $32
-
-DATA exp_log2e<>+0(SB)/8, $0x3ff71547652b82fe
-DATA exp_log2e<>+8(SB)/8, $0x3ff71547652b82fe
-DATA exp_log2e<>+16(SB)/8, $0x3ff71547652b82fe
-DATA exp_log2e<>+24(SB)/8, $0x3ff71547652b82fe
-GLOBL exp_log2e<>(SB), RODATA|NOPTR, $32
-
-DATA tanh_magic<>+0(SB)/8, $0x4338000000000000
-DATA tanh_magic<>+8(SB)/8, $0x4338000000000000
-DATA tanh_magic<>+16(SB)/8, $0x4338000000000000
-DATA tanh_magic<>+24(SB)/8, $0x4338000000000000
-GLOBL tanh_magic<>(SB), RODATA|NOPTR, $32
-
-DATA tanh_one<>+0(SB)/8, $0x3ff0000000000000
-DATA tanh_one<>+8(SB)/8, $0x3ff0000000000000
-DATA tanh_one<>+16(SB)/8, $0x3ff0000000000000
-DATA tanh_one<>+24(SB)/8, $0x3ff0000000000000
-GLOBL tanh_one<>(SB), RODATA|NOPTR, $32
-
-DATA tanh_two<>+0(SB)/8, $0x4000000000000000
-DATA tanh_two<>+8(SB)/8, $0x4000000000000000
-DATA tanh_two<>+16(SB)/8, $0x4000000000000000
-DATA tanh_two<>+24(SB)/8, $0x4000000000000000
-GLOBL tanh_two<>(SB), RODATA|NOPTR, $32
-
-DATA tanh_c1<>+0(SB)/8, $0x3ff0000000000000
-DATA tanh_c1<>+8(SB)/8, $0x3ff0000000000000
-DATA tanh_c1<>+16(SB)/8, $0x3ff0000000000000
-DATA tanh_c1<>+24(SB)/8, $0x3ff0000000000000
-GLOBL tanh_c1<>(SB), RODATA|NOPTR, $32
-
-DATA tanh_c2<>+0(SB)/8, $0x3fe0000000000000
-DATA tanh_c2<>+8(SB)/8, $0x3fe0000000000000
-DATA tanh_c2<>+16(SB)/8, $0x3fe0000000000000
-DATA tanh_c2<>+24(SB)/8, $0x3fe0000000000000
-GLOBL tanh_c2<>(SB), RODATA|NOPTR, $32
-
-DATA tanh_c3<>+0(SB)/8, $0x3fc5555555555555
-DATA tanh_c3<>+8(SB)/8, $0x3fc5555555555555
-DATA tanh_c3<>+16(SB)/8, $0x3fc5555555555555
-DATA tanh_c3<>+24(SB)/8, $0x3fc5555555555555
-GLOBL tanh_c3<>(SB), RODATA|NOPTR, $32
-
-DATA tanh_c4<>+0(SB)/8, $0x3fa5555555555555
-DATA tanh_c4<>+8(SB)/8, $0x3fa5555555555555
-DATA tanh_c4<>+16(SB)/8, $0x3fa5555555555555
-DATA tanh_c4<>+24(SB)/8, $0x3fa5555555555555
-GLOBL tanh_c4<>(SB), RODATA|NOPTR, $32
-
-DATA tanh_c5<>+0(SB)/8, $0x3f81111111111111
-DATA tanh_c5<>+8(SB)/8, $0x3f81111111111111
-DATA tanh_c5<>+16(SB)/8, $0x3f81111111111111
-DATA tanh_c5<>+24(SB)/8, $0x3f81111111111111
-GLOBL tanh_c5<>(SB), RODATA|NOPTR, $32
-
-DATA tanh_c6<>+0(SB)/8, $0x3f56c16c16c16c17
-DATA tanh_c6<>+8(SB)/8, $0x3f56c16c16c16c17
-DATA tanh_c6<>+16(SB)/8, $0x3f56c16c16c16c17
-DATA tanh_c6<>+24(SB)/8, $0x3f56c16c16c16c17
-GLOBL tanh_c6<>(SB), RODATA|NOPTR, $32
-
-DATA tanh_c7<>+0(SB)/8, $0x3f2a01a01a01a01a
-DATA tanh_c7<>+8(SB)/8, $0x3f2a01a01a01a01a
-DATA tanh_c7<>+16(SB)/8, $0x3f2a01a01a01a01a
-DATA tanh_c7<>+24(SB)/8, $0x3f2a01a01a01a01a
-GLOBL tanh_c7<>(SB), RODATA|NOPTR, $32
-
-DATA tanh_c8<>+0(SB)/8, $0x3efa01a01a01a01a
-DATA tanh_c8<>+8(SB)/8, $0x3efa01a01a01a01a
-DATA tanh_c8<>+16(SB)/8, $0x3efa01a01a01a01a
-DATA tanh_c8<>+24(SB)/8, $0x3efa01a01a01a01a
-GLOBL tanh_c8<>(SB), RODATA|NOPTR, $32
-
-DATA tanh_c9<>+0(SB)/8, $0x3ec71de3a556c734
-DATA tanh_c9<>+8(SB)/8, $0x3ec71de3a556c734
-DATA tanh_c9<>+16(SB)/8, $0x3ec71de3a556c734
-DATA tanh_c9<>+24(SB)/8, $0x3ec71de3a556c734
-GLOBL tanh_c9<>(SB), RODATA|NOPTR, $32
-
-DATA tanh_c10<>+0(SB)/8, $0x3e927e4fb7789f5c
-DATA tanh_c10<>+8(SB)/8, $0x3e927e4fb7789f5c
-DATA tanh_c10<>+16(SB)/8, $0x3e927e4fb7789f5c
-DATA tanh_c10<>+24(SB)/8, $0x3e927e4fb7789f5c
-GLOBL tanh_c10<>(SB), RODATA|NOPTR, $32
-
-DATA tanh_c11<>+0(SB)/8, $0x3e5ae64567f544e4
-DATA tanh_c11<>+8(SB)/8, $0x3e5ae64567f544e4
-DATA tanh_c11<>+16(SB)/8, $0x3e5ae64567f544e4
-DATA tanh_c11<>+24(SB)/8, $0x3e5ae64567f544e4
-GLOBL tanh_c11<>(SB), RODATA|NOPTR, $32
-
-DATA tanh_c12<>+0(SB)/8, $0x3e21eed8eff8d898
-DATA tanh_c12<>+8(SB)/8, $0x3e21eed8eff8d898
-DATA tanh_c12<>+16(SB)/8, $0x3e21eed8eff8d898
-DATA tanh_c12<>+24(SB)/8, $0x3e21eed8eff8d898
-GLOBL tanh_c12<>(SB), RODATA|NOPTR, $32
-
-DATA tanh_c13<>+0(SB)/8, $0x3de6124613a86d09
-DATA tanh_c13<>+8(SB)/8, $0x3de6124613a86d09
-DATA tanh_c13<>+16(SB)/8, $0x3de6124613a86d09
-DATA tanh_c13<>+24(SB)/8, $0x3de6124613a86d09
-GLOBL tanh_c13<>(SB), RODATA|NOPTR, $32
+CONST4(tanh_absmask, 0x7fffffffffffffff)
+CONST4(tanh_signmask, 0x8000000000000000)
+CONST4(tanh_clamp, 0x4034000000000000)
+CONST4(tanh_m2log2e, 0xc0071547652b82fe)
+CONST4(tanh_ln2hi, 0x3fe62e42fee00000)
+CONST4(tanh_ln2lo, 0x3dea39ef35793c76)
+CONST4(exp_log2e, 0x3ff71547652b82fe)
+CONST4(tanh_magic, 0x4338000000000000)
+CONST4(tanh_one, 0x3ff0000000000000)
+CONST4(tanh_two, 0x4000000000000000)
+CONST4(tanh_c1, 0x3ff0000000000000)
+CONST4(tanh_c2, 0x3fe0000000000000)
+CONST4(tanh_c3, 0x3fc5555555555555)
+CONST4(tanh_c4, 0x3fa5555555555555)
+CONST4(tanh_c5, 0x3f81111111111111)
+CONST4(tanh_c6, 0x3f56c16c16c16c17)
+CONST4(tanh_c7, 0x3f2a01a01a01a01a)
+CONST4(tanh_c8, 0x3efa01a01a01a01a)
+CONST4(tanh_c9, 0x3ec71de3a556c734)
+CONST4(tanh_c10, 0x3e927e4fb7789f5c)
+CONST4(tanh_c11, 0x3e5ae64567f544e4)
+CONST4(tanh_c12, 0x3e21eed8eff8d898)
+CONST4(tanh_c13, 0x3de6124613a86d09)
 
 // EXPM1 sets Q to expm1(R) for |R| ≤ ln2/2: R·(c1 + R·(c2 + ... + R·c13)),
 // the Taylor series to R^13 (error below 1e-16 relative).
@@ -274,108 +169,24 @@ gloop:
 gdone:
 	RET
 
-DATA log_mant<>+0(SB)/8, $0x000fffffffffffff
-DATA log_mant<>+8(SB)/8, $0x000fffffffffffff
-DATA log_mant<>+16(SB)/8, $0x000fffffffffffff
-DATA log_mant<>+24(SB)/8, $0x000fffffffffffff
-GLOBL log_mant<>(SB), RODATA|NOPTR, $32
-
-DATA log_two52<>+0(SB)/8, $0x4330000000000000
-DATA log_two52<>+8(SB)/8, $0x4330000000000000
-DATA log_two52<>+16(SB)/8, $0x4330000000000000
-DATA log_two52<>+24(SB)/8, $0x4330000000000000
-GLOBL log_two52<>(SB), RODATA|NOPTR, $32
-
-DATA log_bias<>+0(SB)/8, $0x408ff80000000000
-DATA log_bias<>+8(SB)/8, $0x408ff80000000000
-DATA log_bias<>+16(SB)/8, $0x408ff80000000000
-DATA log_bias<>+24(SB)/8, $0x408ff80000000000
-GLOBL log_bias<>(SB), RODATA|NOPTR, $32
-
-DATA log_sqrt2<>+0(SB)/8, $0x3ff6a09e667f3bcd
-DATA log_sqrt2<>+8(SB)/8, $0x3ff6a09e667f3bcd
-DATA log_sqrt2<>+16(SB)/8, $0x3ff6a09e667f3bcd
-DATA log_sqrt2<>+24(SB)/8, $0x3ff6a09e667f3bcd
-GLOBL log_sqrt2<>(SB), RODATA|NOPTR, $32
-
-DATA log_half<>+0(SB)/8, $0x3fe0000000000000
-DATA log_half<>+8(SB)/8, $0x3fe0000000000000
-DATA log_half<>+16(SB)/8, $0x3fe0000000000000
-DATA log_half<>+24(SB)/8, $0x3fe0000000000000
-GLOBL log_half<>(SB), RODATA|NOPTR, $32
-
-DATA log_a0<>+0(SB)/8, $0x4000000000000000
-DATA log_a0<>+8(SB)/8, $0x4000000000000000
-DATA log_a0<>+16(SB)/8, $0x4000000000000000
-DATA log_a0<>+24(SB)/8, $0x4000000000000000
-GLOBL log_a0<>(SB), RODATA|NOPTR, $32
-
-DATA log_a1<>+0(SB)/8, $0x3fe5555555555555
-DATA log_a1<>+8(SB)/8, $0x3fe5555555555555
-DATA log_a1<>+16(SB)/8, $0x3fe5555555555555
-DATA log_a1<>+24(SB)/8, $0x3fe5555555555555
-GLOBL log_a1<>(SB), RODATA|NOPTR, $32
-
-DATA log_a2<>+0(SB)/8, $0x3fd999999999999a
-DATA log_a2<>+8(SB)/8, $0x3fd999999999999a
-DATA log_a2<>+16(SB)/8, $0x3fd999999999999a
-DATA log_a2<>+24(SB)/8, $0x3fd999999999999a
-GLOBL log_a2<>(SB), RODATA|NOPTR, $32
-
-DATA log_a3<>+0(SB)/8, $0x3fd2492492492492
-DATA log_a3<>+8(SB)/8, $0x3fd2492492492492
-DATA log_a3<>+16(SB)/8, $0x3fd2492492492492
-DATA log_a3<>+24(SB)/8, $0x3fd2492492492492
-GLOBL log_a3<>(SB), RODATA|NOPTR, $32
-
-DATA log_a4<>+0(SB)/8, $0x3fcc71c71c71c71c
-DATA log_a4<>+8(SB)/8, $0x3fcc71c71c71c71c
-DATA log_a4<>+16(SB)/8, $0x3fcc71c71c71c71c
-DATA log_a4<>+24(SB)/8, $0x3fcc71c71c71c71c
-GLOBL log_a4<>(SB), RODATA|NOPTR, $32
-
-DATA log_a5<>+0(SB)/8, $0x3fc745d1745d1746
-DATA log_a5<>+8(SB)/8, $0x3fc745d1745d1746
-DATA log_a5<>+16(SB)/8, $0x3fc745d1745d1746
-DATA log_a5<>+24(SB)/8, $0x3fc745d1745d1746
-GLOBL log_a5<>(SB), RODATA|NOPTR, $32
-
-DATA log_a6<>+0(SB)/8, $0x3fc3b13b13b13b14
-DATA log_a6<>+8(SB)/8, $0x3fc3b13b13b13b14
-DATA log_a6<>+16(SB)/8, $0x3fc3b13b13b13b14
-DATA log_a6<>+24(SB)/8, $0x3fc3b13b13b13b14
-GLOBL log_a6<>(SB), RODATA|NOPTR, $32
-
-DATA log_a7<>+0(SB)/8, $0x3fc1111111111111
-DATA log_a7<>+8(SB)/8, $0x3fc1111111111111
-DATA log_a7<>+16(SB)/8, $0x3fc1111111111111
-DATA log_a7<>+24(SB)/8, $0x3fc1111111111111
-GLOBL log_a7<>(SB), RODATA|NOPTR, $32
-
-DATA log_a8<>+0(SB)/8, $0x3fbe1e1e1e1e1e1e
-DATA log_a8<>+8(SB)/8, $0x3fbe1e1e1e1e1e1e
-DATA log_a8<>+16(SB)/8, $0x3fbe1e1e1e1e1e1e
-DATA log_a8<>+24(SB)/8, $0x3fbe1e1e1e1e1e1e
-GLOBL log_a8<>(SB), RODATA|NOPTR, $32
-
-DATA log_a9<>+0(SB)/8, $0x3fbaf286bca1af28
-DATA log_a9<>+8(SB)/8, $0x3fbaf286bca1af28
-DATA log_a9<>+16(SB)/8, $0x3fbaf286bca1af28
-DATA log_a9<>+24(SB)/8, $0x3fbaf286bca1af28
-GLOBL log_a9<>(SB), RODATA|NOPTR, $32
-
-DATA log_a10<>+0(SB)/8, $0x3fb8618618618618
-DATA log_a10<>+8(SB)/8, $0x3fb8618618618618
-DATA log_a10<>+16(SB)/8, $0x3fb8618618618618
-DATA log_a10<>+24(SB)/8, $0x3fb8618618618618
-GLOBL log_a10<>(SB), RODATA|NOPTR, $32
-
-DATA log_a11<>+0(SB)/8, $0x3fb642c8590b2164
-DATA log_a11<>+8(SB)/8, $0x3fb642c8590b2164
-DATA log_a11<>+16(SB)/8, $0x3fb642c8590b2164
-DATA log_a11<>+24(SB)/8, $0x3fb642c8590b2164
-GLOBL log_a11<>(SB), RODATA|NOPTR, $32
-
+// log4's: the mantissa's bits, 2^52, the exponent's bias, √2, ½, and the
+// series' coefficients a_k = 2/(2k+1) (a_0 = 2 is an addition).
+CONST4(log_mant, 0x000fffffffffffff)
+CONST4(log_two52, 0x4330000000000000)
+CONST4(log_bias, 0x408ff80000000000)
+CONST4(log_sqrt2, 0x3ff6a09e667f3bcd)
+CONST4(log_half, 0x3fe0000000000000)
+CONST4(log_a1, 0x3fe5555555555555)
+CONST4(log_a2, 0x3fd999999999999a)
+CONST4(log_a3, 0x3fd2492492492492)
+CONST4(log_a4, 0x3fcc71c71c71c71c)
+CONST4(log_a5, 0x3fc745d1745d1746)
+CONST4(log_a6, 0x3fc3b13b13b13b14)
+CONST4(log_a7, 0x3fc1111111111111)
+CONST4(log_a8, 0x3fbe1e1e1e1e1e1e)
+CONST4(log_a9, 0x3fbaf286bca1af28)
+CONST4(log_a10, 0x3fb8618618618618)
+CONST4(log_a11, 0x3fb642c8590b2164)
 // func log4(dst, src []float64)
 //
 // dst[i] = log(src[i]) for i < len(src)&^3, four at a time with AVX2+FMA,
