@@ -129,9 +129,13 @@ func (t *Team) SplitStep(g []float64, parts int, writes func(k int) (lo, hi int)
 	// left counts, per block, the parts that write in it and have not
 	// ended: the one that ends last squares it.
 	left := t.blockLeft(len(sums))
-	lo0, _ := writes(0)
-	if _, hi := writes(parts - 1); lo0 != 0 || hi != n {
-		panic(fmt.Sprintf("models: SplitStep: the parts write [%d, %d) of a gradient of %d values", lo0, hi, n))
+	end := 0 // where the parts so far stop writing
+	for k := range parts {
+		lo, hi := writes(k)
+		if lo != end || hi < lo || k == parts-1 && hi != n {
+			panic(fmt.Sprintf("models: SplitStep: part %d writes [%d, %d) of a gradient of %d values, after parts that end at %d", k, lo, hi, n, end))
+		}
+		end = hi
 	}
 	for k := range parts {
 		lo, hi := writes(k)
