@@ -69,3 +69,9 @@ func tanhGrad4(xg, g, y []float64)
 //
 //go:noescape
 func adam4(w, g, m, v []float64, b1, b2, step, sc2, eps, scale float64, clear bool) bool
+
+// adam8 is adam4 eight weights at a time (AVX-512F), for the first
+// len(w)&^7, with adam4's bits.
+//
+//go:noescape
+func adam8(w, g, m, v []float64, b1, b2, step, sc2, eps, scale float64, clear bool) bool

@@ -49,3 +49,7 @@ func tanhGrad4(xg, g, y []float64) { panic("models: tanhGrad4 without assembly")
 func adam4(w, g, m, v []float64, b1, b2, step, sc2, eps, scale float64, clear bool) bool {
 	panic("models: adam4 without assembly")
 }
+
+func adam8(w, g, m, v []float64, b1, b2, step, sc2, eps, scale float64, clear bool) bool {
+	panic("models: adam8 without assembly")
+}

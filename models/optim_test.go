@@ -93,8 +93,6 @@ func TestClipByGlobalNorm(t *testing.T) {
 	}
 }
 
-// TestAdamKernelMatchesGo compares the vectorised update (where the CPU has
-// it) with the plain loop over many steps and an odd length.
 func TestClipScale(t *testing.T) {
 	for _, c := range []struct{ norm, limit, want float64 }{
 		{norm: 10, limit: 5, want: 0.5}, // over the limit: scaled down to it
@@ -109,6 +107,8 @@ func TestClipScale(t *testing.T) {
 	}
 }
 
+// TestAdamKernelMatchesGo compares the vectorised update (where the CPU has
+// it) with the plain loop over many steps and an odd length.
 func TestAdamKernelMatchesGo(t *testing.T) {
 	const n = 1003
 	w1, w2 := make([]float64, n), make([]float64, n)
@@ -125,5 +125,61 @@ func TestAdamKernelMatchesGo(t *testing.T) {
 		if !near(w1[i], w2[i], 1e-12) || !near(m1[i], m2[i], 1e-12) || !near(v1[i], v2[i], 1e-12) {
 			t.Fatalf("weight %d: %v vs %v (m %v vs %v, v %v vs %v)", i, w1[i], w2[i], m1[i], m2[i], v1[i], v2[i])
 		}
+	}
+}
+
+// TestAdam8SameBitsAsAdam4 checks that the AVX-512 kernel gives every
+// weight, moment, cleared gradient and finite check the bits of the AVX2
+// one, for lengths around its eight-value step, scaled and cleared
+// gradients, and non-finite weights in any lane.
+func TestAdam8SameBitsAsAdam4(t *testing.T) {
+	if !haveAVX512 {
+		t.Skip("no AVX-512 on this CPU")
+	}
+	type state struct{ w, g, m, v []float64 }
+	fill := func(n, seed int, bad int) state {
+		s := state{make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)}
+		for i := range n {
+			x := float64(i*31 + seed)
+			s.w[i], s.g[i] = math.Sin(x), 3*math.Cos(1.7*x)
+			s.m[i], s.v[i] = 0.1*math.Sin(2.3*x), math.Abs(math.Sin(0.7*x))
+		}
+		if bad >= 0 && bad < n {
+			s.w[bad] = math.Inf(1 - 2*(bad%2))
+		}
+		return s
+	}
+	for _, c := range []struct {
+		name  string
+		n     int
+		bad   int // a non-finite weight's index, -1 for none
+		scale float64
+		clear bool
+	}{
+		{"one step", 8, -1, 1, false},
+		{"two steps and a tail of four", 20, -1, 1, false},
+		{"odd tail", 23, -1, 0.37, true},
+		{"cleared and scaled", 64, -1, 0.5, true},
+		{"infinite weight in lane 0", 16, 8, 1, false},
+		{"infinite weight in lane 7", 16, 15, 0.25, true},
+		{"infinite weight past the kernel", 12, 9, 1, true},
+		{"a network's size", 4610, -1, 0.81, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a, b := fill(c.n, 5, c.bad), fill(c.n, 5, c.bad)
+			n8 := c.n &^ 7
+			fin8 := adam8(a.w, a.g, a.m, a.v, 0.9, 0.999, 0.003, 1.3, 1e-8, c.scale, c.clear)
+			fin4 := adam4(b.w[:n8], b.g, b.m, b.v, 0.9, 0.999, 0.003, 1.3, 1e-8, c.scale, c.clear)
+			wantFinite := c.bad < 0 || c.bad >= n8
+			if fin8 != fin4 || fin8 != wantFinite {
+				t.Errorf("finite: adam8 %v, adam4 %v, want %v", fin8, fin4, wantFinite)
+			}
+			for i := range c.n {
+				same := func(x, y float64) bool { return math.Float64bits(x) == math.Float64bits(y) }
+				if !same(a.w[i], b.w[i]) || !same(a.g[i], b.g[i]) || !same(a.m[i], b.m[i]) || !same(a.v[i], b.v[i]) {
+					t.Fatalf("value %d: w %v/%v g %v/%v m %v/%v v %v/%v", i, a.w[i], b.w[i], a.g[i], b.g[i], a.m[i], b.m[i], a.v[i], b.v[i])
+				}
+			}
+		})
 	}
 }
