@@ -67,14 +67,23 @@ checkpoint.`,
 							fmt.Fprintln(stderr, note)
 						}
 					}
-					return startRuntime(ctx, cpus, logDir, cl)
+					stopRuntime, err := startRuntime(ctx, cpus, logDir, cl)
+					if err != nil {
+						return nil, err
+					}
+					// Here, once the config has passed and the run folder
+					// exists: a run that fails its checks prints only why.
+					stopDashboard := dash.start(ctx, exp.LocalDir, stdout, cl)
+					return func() {
+						stopRuntime()
+						stopDashboard()
+					}, nil
 				},
 			}
 			isSweep, err := sweep.IsSweep(exp)
 			if err != nil {
 				return err
 			}
-			defer dash.start(cmd.Context(), exp.LocalDir, stdout, cl)()
 			if isSweep {
 				return runSweep(cmd.Context(), exp, resume, cmd.Flags().Changed("name"), stdout, opts)
 			}

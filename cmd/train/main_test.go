@@ -128,8 +128,13 @@ func TestBadInput(t *testing.T) {
 			t.Log(o.stderr)
 			// Bad input fails before anything is written (a stop key is
 			// checked against the first result).
-			if after, _ := filepath.Glob(filepath.Join(local, "*", "*")); len(after) != len(before) && c.name != "stop key never reported" {
+			started := c.name == "stop key never reported"
+			if after, _ := filepath.Glob(filepath.Join(local, "*", "*")); len(after) != len(before) && !started {
 				t.Errorf("a failed start left run folders: %v", after)
+			}
+			// Nor does it tell how to watch a run that never began.
+			if strings.Contains(o.stdout, "gray dashboard") && !started {
+				t.Errorf("stdout of a failed start:\n%s", o.stdout)
 			}
 			if o.code != exitError {
 				t.Errorf("exit code %d, want %d; stdout:\n%s", o.code, exitError, o.stdout)
