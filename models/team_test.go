@@ -205,3 +205,39 @@ func TestSleeperIgnoresStaleWakeUps(t *testing.T) {
 	s.rouse()
 	<-returned
 }
+
+// A watching goroutine sees a condition that comes true while it spins or
+// after it has begun to yield its core, and gives up only once its time
+// is over; a team that does not spin looks once.
+func TestWatch(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		spin   bool
+		after  time.Duration // when the condition comes true; 0: never
+		within time.Duration // how long watch may look
+		want   bool
+	}{
+		{"true while spinning", true, time.Microsecond, 10 * time.Second, true},
+		{"true while yielding", true, 20 * yieldAfter, 10 * time.Second, true},
+		{"never true", true, 0, 2 * time.Millisecond, false},
+		{"no spinning: one look", false, time.Millisecond, 10 * time.Second, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			team := &Team{spin: c.spin}
+			var ready atomic.Bool
+			if c.after > 0 {
+				timer := time.AfterFunc(c.after, func() { ready.Store(true) })
+				defer timer.Stop()
+			}
+			start := time.Now()
+			got := team.watch(ready.Load, c.within)
+			took := time.Since(start)
+			if got != c.want {
+				t.Fatalf("watch = %v after %v, want %v", got, took, c.want)
+			}
+			if !got && c.spin && took < c.within {
+				t.Errorf("watch gave up after %v, before its %v", took, c.within)
+			}
+		})
+	}
+}

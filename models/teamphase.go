@@ -77,18 +77,11 @@ func (c *partRange) take(front bool) (int, bool) {
 	}
 }
 
-// phaseWatch is how long a goroutine watches for the end of a phase's
-// last part before it sleeps: shorter than between Runs (watchFor),
-// because a phase's parts are cut to take each goroutine about as long, so
-// a longer wait means the goroutine holding the last part lost its core,
-// and a watching goroutine may hold the very core it waits for.
-const phaseWatch = 50 * time.Microsecond
-
 // runPhases runs the phases on n goroutines of the team (the caller's and
 // n-1 members; n at most Size) and returns when the last phase's after
 // has run. The caller, done with what it can claim, watches for the end
-// for wait before it sleeps.
-func (t *Team) runPhases(n int, phases []teamPhase, wait time.Duration) {
+// (watchFor) before it sleeps.
+func (t *Team) runPhases(n int, phases []teamPhase) {
 	r := &teamRun{phases: phases, n: n, left: make([]atomic.Int64, len(phases)), own: make([]partRange, len(phases)*n)}
 	cloned := false
 	for p, ph := range phases {
@@ -119,7 +112,7 @@ func (t *Team) runPhases(n int, phases []teamPhase, wait time.Duration) {
 	}
 	t.work(r, 0, &t.owner)
 	finished := func() bool { return r.gate.Load() == int64(len(phases)) }
-	if !t.watch(finished, wait) {
+	if !t.watch(finished, watchFor) {
 		t.owner.sleepUnless(finished)
 	}
 	if r.tr != nil {
@@ -134,7 +127,7 @@ func (t *Team) work(r *teamRun, j int, s *sleeper) {
 	for p := range r.phases {
 		if p > 0 {
 			open := func() bool { return r.gate.Load() >= int64(p) }
-			if !t.watch(open, phaseWatch) {
+			if !t.watch(open, watchFor) {
 				s.sleepUnless(open)
 			}
 		}

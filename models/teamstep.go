@@ -77,7 +77,7 @@ func (t *Team) SumStep(grads [][]float64, parts int, part func(k int), update fu
 		}
 	}
 	if n < 2*rangeMin && len(grads) > 1 {
-		t.runWaiting(parts, part, phaseWatch)
+		t.Run(parts, part)
 		sum(0, blocks)
 		if decide(); apply != nil {
 			apply(0, n)
@@ -186,7 +186,7 @@ func (t *Team) SplitStep(g []float64, parts int, writes func(k int) (lo, hi int)
 // after the other on the caller's when n is 1.
 func (t *Team) runSteps(n int, phases []teamPhase) {
 	if n > 1 {
-		t.runPhases(n, phases, watchFor)
+		t.runPhases(n, phases)
 		return
 	}
 	for _, ph := range phases {

@@ -247,7 +247,7 @@ func TestRunPhases(t *testing.T) {
 						}
 					}}
 				}
-				team.runPhases(n, ph, watchFor)
+				team.runPhases(n, ph)
 				for p := range afters {
 					if afters[p] != 1 {
 						t.Errorf("team of %d on %d, %d parts: phase %d's after ran %d times, want 1", size, n, parts, p, afters[p])
@@ -273,7 +273,7 @@ func TestTeamTrace(t *testing.T) {
 		{"Run", func(team *Team) { team.GlobalNormOn(g) }},
 		{"phases", func(team *Team) {
 			part := func(int) { square() }
-			team.runPhases(2, []teamPhase{{parts: 2, part: part, after: square}, {parts: 2, part: part}}, watchFor)
+			team.runPhases(2, []teamPhase{{parts: 2, part: part, after: square}, {parts: 2, part: part}})
 		}},
 	} {
 		team := NewTeam(2)
