@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "adam_amd64.h"
 
 // func kern4x8(k int, a *float64, ars, aks int, b *float64, ldb int, c *float64, ldc int)
 //
@@ -163,64 +164,14 @@ store1:
 
 // func adam4(w, g, m, v []float64, b1, b2, step, sc2, eps, scale float64, clear bool) bool
 //
-// For i < len(w)&^3, four at a time, with d = g·scale:
-//   m = b1·m + (1-b1)·d;  v = b2·v + (1-b2)·d²;  w -= step·m / (√v·sc2 + eps)
-// and g = 0 when clear is set. The sum of every new w minus itself (0, or
-// NaN where w is not finite) tells whether all are finite.
+// Adam (ADAMLOOP) four weights at a time for i < len(w)&^3, g = 0 when
+// clear is set; it reports whether every new w is finite.
 TEXT ·adam4(SB), NOSPLIT, $0-153
-	MOVQ w_base+0(FP), DI
-	MOVQ w_len+8(FP), CX
-	MOVQ g_base+24(FP), SI
-	MOVQ m_base+48(FP), R8
-	MOVQ v_base+72(FP), R9
-	MOVBQZX clear+144(FP), DX
-	MOVB $1, ret+152(FP)
-	SHRQ $2, CX
-	JZ   adamsdone
-
-	VBROADCASTSD b1+96(FP), Y8
-	VBROADCASTSD b2+104(FP), Y9
-	VBROADCASTSD step+112(FP), Y10
-	VBROADCASTSD sc2+120(FP), Y11
-	VBROADCASTSD eps+128(FP), Y12
-	VBROADCASTSD scale+136(FP), Y15
-	MOVQ         $0x3ff0000000000000, AX
-	MOVQ         AX, X13
-	VBROADCASTSD X13, Y13
-	VSUBPD       Y8, Y13, Y14 // 1 - b1
-	VSUBPD       Y9, Y13, Y13 // 1 - b2
-	VXORPD       Y7, Y7, Y7   // the finite check's sum
-
-adamsloop:
-	VMULPD      (SI), Y15, Y0 // g·scale
-	TESTQ       DX, DX
-	JZ          adamskeep
-	VXORPD      Y3, Y3, Y3
-	VMOVUPD     Y3, (SI)      // g = 0
-
-adamskeep:
-	VMULPD      (R8), Y8, Y1
-	VFMADD231PD Y0, Y14, Y1   // m = b1·m + (1-b1)·g
-	VMOVUPD     Y1, (R8)
-	VMULPD      Y0, Y0, Y3
-	VMULPD      (R9), Y9, Y2
-	VFMADD231PD Y3, Y13, Y2   // v = b2·v + (1-b2)·g²
-	VMOVUPD     Y2, (R9)
-	VSQRTPD     Y2, Y4
-	VFMADD213PD Y12, Y11, Y4  // √v·sc2 + eps
-	VMULPD      Y10, Y1, Y5
-	VDIVPD      Y4, Y5, Y5
-	VMOVUPD     (DI), Y6
-	VSUBPD      Y5, Y6, Y6
-	VMOVUPD     Y6, (DI)
-	VSUBPD      Y6, Y6, Y6    // 0 where w is finite, else NaN
-	VADDPD      Y6, Y7, Y7
-	ADDQ        $32, SI
-	ADDQ        $32, DI
-	ADDQ        $32, R8
-	ADDQ        $32, R9
-	DECQ        CX
-	JNZ         adamsloop
+	ADAMARGS(2, adamsdone)
+	ADAMCONSTS(Y8, Y9, Y10, Y11, Y12, Y13, Y14, Y15, X13)
+	VXORPD Y7, Y7, Y7 // the finite check's sum
+	VXORPD Y3, Y3, Y3 // the cleared gradient
+	ADAMLOOP(Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11, Y12, Y13, Y14, Y15, 32, adamsloop, adamskeep)
 
 	VCMPPD    $3, Y7, Y7, Y7 // unordered: a lane that met a NaN
 	VMOVMSKPD Y7, AX
