@@ -10,11 +10,12 @@ import (
 // Team is a fixed set of goroutines that run the parts of a training step
 // together (num_learner_threads of them, the caller's included). Unlike
 // Parallel, which starts goroutines for every call, a Team keeps its
-// goroutines between calls, and a member that has just finished a part
-// briefly watches for the next one before it sleeps: a learner calls Run
-// several times per minibatch step (the shards, the gradient sum, the
-// optimizer), and waking a sleeping thread costs tens of microseconds,
-// as long as a small network's whole step.
+// goroutines between calls, and a goroutine that has finished its parts
+// briefly watches for what comes next (yielding its core after a moment,
+// for any thread that waits for one) before it sleeps: a learner's step
+// has several phases (the shards, the gradient sum, the optimizer), and
+// waking a sleeping thread costs tens of microseconds, as long as a small
+// network's whole step.
 //
 // Which part runs on which goroutine never changes the arithmetic: the
 // parts are fixed by the caller, so results depend on the number of parts
