@@ -59,6 +59,16 @@ CONST4(tanh_c13, 0x3de6124613a86d09)
 	VPSLLQ $52, S, S; \
 	VPADDQ tanh_one<>(SB), S, S
 
+// MAP4ARGS loads an elementwise kernel's (dst, src []float64) arguments:
+// dst to DI, src to SI, and to CX the passes of four values, going to
+// done when there are none.
+#define MAP4ARGS(done) \
+	MOVQ dst_base+0(FP), DI; \
+	MOVQ src_base+24(FP), SI; \
+	MOVQ src_len+32(FP), CX; \
+	SHRQ $2, CX; \
+	JZ   done
+
 // func tanh4(dst, src []float64)
 //
 // dst[i] = tanh(src[i]) for i < len(src)&^3, four at a time with AVX2+FMA:
@@ -67,11 +77,7 @@ CONST4(tanh_c13, 0x3de6124613a86d09)
 // r^13 (error below 1e-16 relative). |x| is clamped to 20 (tanh(20) rounds
 // to 1) with NaN kept, so NaN propagates.
 TEXT ·tanh4(SB), NOSPLIT, $0-48
-	MOVQ dst_base+0(FP), DI
-	MOVQ src_base+24(FP), SI
-	MOVQ src_len+32(FP), CX
-	SHRQ $2, CX
-	JZ   done
+	MAP4ARGS(done)
 	VMOVUPD tanh_absmask<>(SB), Y14
 	VMOVUPD tanh_clamp<>(SB), Y13
 	VMOVUPD tanh_signmask<>(SB), Y12
@@ -112,11 +118,7 @@ done:
 // with q = expm1(r) by the same series. 2^k is built from k's bits, which
 // holds for x in [-708, 709]; the caller recomputes the rest (and NaN).
 TEXT ·exp4(SB), NOSPLIT, $0-48
-	MOVQ dst_base+0(FP), DI
-	MOVQ src_base+24(FP), SI
-	MOVQ src_len+32(FP), CX
-	SHRQ $2, CX
-	JZ   edone
+	MAP4ARGS(edone)
 
 eloop:
 	VMOVUPD (SI), Y0
@@ -195,11 +197,7 @@ CONST4(log_a11, 0x3fb642c8590b2164)
 // log m = 2·atanh(s) = s·(2 + 2s²/3 + 2s⁴/5 + ...), s = (m-1)/(m+1),
 // |s| ≤ 0.172, by its series to s^23 (error below 1e-17 relative).
 TEXT ·log4(SB), NOSPLIT, $0-48
-	MOVQ dst_base+0(FP), DI
-	MOVQ src_base+24(FP), SI
-	MOVQ src_len+32(FP), CX
-	SHRQ $2, CX
-	JZ   ldone
+	MAP4ARGS(ldone)
 	VMOVUPD tanh_one<>(SB), Y15
 	VMOVUPD log_two52<>(SB), Y14
 	VMOVUPD log_sqrt2<>(SB), Y13
